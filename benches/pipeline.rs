@@ -1,0 +1,171 @@
+//! The pipeline benchmark: N conversations × M turns through the real `hearth`
+//! binary (HTTP inbound → queue → processing → broker → SQLite → reply) against a
+//! scripted LLM on loopback that answers instantly.
+//!
+//! Run with `cargo bench --bench pipeline`. Sizes: `HEARTH_BENCH_CONVERSATIONS`
+//! (default 50) and `HEARTH_BENCH_TURNS` (turns per conversation, default 40).
+//! Prints turns per second, p50/p99 latency of a turn (with an instant LLM this is
+//! hearth's own overhead plus loopback HTTP), idle RSS and peak RSS of the hearth
+//! process, each beside its target for a 2-core machine.
+
+#[path = "../tests/support/mod.rs"]
+mod support;
+
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+
+use support::hearth_app::{API_KEY, HearthProcess, test_env, write_config};
+use support::llm_server::ScriptedLlmServer;
+
+const TARGET_TURNS_PER_SECOND: f64 = 2000.0;
+const TARGET_P99_MS: f64 = 5.0;
+const TARGET_IDLE_RSS_MB: f64 = 15.0;
+
+fn env_number(name: &str, default: usize) -> usize {
+    std::env::var(name)
+        .ok()
+        .and_then(|value| value.parse().ok())
+        .unwrap_or(default)
+}
+
+/// A line of `/proc/<pid>/status` in megabytes (`VmRSS`, `VmHWM`).
+fn memory_mb(pid: u32, field: &str) -> f64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    status
+        .lines()
+        .find(|line| line.starts_with(field))
+        .and_then(|line| line.split_whitespace().nth(1))
+        .and_then(|kb| kb.parse::<f64>().ok())
+        .map(|kb| kb / 1024.0)
+        .unwrap_or(f64::NAN)
+}
+
+fn percentile(sorted: &[Duration], fraction: f64) -> f64 {
+    let index = ((sorted.len() as f64 - 1.0) * fraction).round() as usize;
+    sorted[index].as_secs_f64() * 1000.0
+}
+
+fn verdict(ok: bool) -> &'static str {
+    if ok { "meets target" } else { "MISSES target" }
+}
+
+fn main() {
+    // `cargo bench` passes `--bench`; a filter argument is accepted and ignored.
+    let conversations = env_number("HEARTH_BENCH_CONVERSATIONS", 50);
+    let turns = env_number("HEARTH_BENCH_TURNS", 40);
+    let llm = ScriptedLlmServer::start();
+    llm.set_recording(false);
+    let folder = tempfile::tempdir().expect("temporary folder");
+    let config = write_config(folder.path(), &llm.base_url());
+    let hearth = HearthProcess::spawn(&config, &test_env(&[("HEARTH_LOG", "warn")]));
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("tokio runtime");
+
+    let base_url = hearth.base_url.clone();
+    let client = reqwest::Client::builder()
+        .pool_max_idle_per_host(conversations)
+        .build()
+        .expect("http client");
+    runtime.block_on(wait_until_ready(&client, &base_url));
+    std::thread::sleep(Duration::from_millis(500));
+    let idle_rss = memory_mb(hearth.pid(), "VmRSS");
+
+    // Warm-up: connections, statement caches, the first pages of the database.
+    runtime.block_on(run_load(
+        &client,
+        &base_url,
+        conversations.min(8),
+        5,
+        "warmup",
+    ));
+    let started = Instant::now();
+    let mut latencies =
+        runtime.block_on(run_load(&client, &base_url, conversations, turns, "load"));
+    let elapsed = started.elapsed();
+    let peak_rss = memory_mb(hearth.pid(), "VmHWM");
+
+    latencies.sort();
+    let total = latencies.len();
+    let throughput = total as f64 / elapsed.as_secs_f64();
+    let p50 = percentile(&latencies, 0.50);
+    let p99 = percentile(&latencies, 0.99);
+    println!(
+        "pipeline: {conversations} conversations x {turns} turns = {total} turns in {elapsed:.2?}"
+    );
+    println!(
+        "  throughput   {throughput:>9.0} turns/s   (target >= {TARGET_TURNS_PER_SECOND:.0}: {})",
+        verdict(throughput >= TARGET_TURNS_PER_SECOND)
+    );
+    println!("  latency p50  {p50:>9.2} ms");
+    println!(
+        "  latency p99  {p99:>9.2} ms        (target <= {TARGET_P99_MS:.0} ms: {})",
+        verdict(p99 <= TARGET_P99_MS)
+    );
+    println!(
+        "  idle RSS     {idle_rss:>9.1} MB        (target <= {TARGET_IDLE_RSS_MB:.0} MB: {})",
+        verdict(idle_rss <= TARGET_IDLE_RSS_MB)
+    );
+    println!("  peak RSS     {peak_rss:>9.1} MB");
+    println!("  llm requests {:>9}", llm.request_count());
+}
+
+async fn wait_until_ready(client: &reqwest::Client, base_url: &str) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while Instant::now() < deadline {
+        if let Ok(response) = client.get(format!("{base_url}/readyz")).send().await
+            && response.status().is_success()
+        {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    panic!("hearth did not become ready");
+}
+
+/// Every conversation sends its turns one after another; conversations run side by side.
+async fn run_load(
+    client: &reqwest::Client,
+    base_url: &str,
+    conversations: usize,
+    turns: usize,
+    label: &str,
+) -> Vec<Duration> {
+    let tasks: Vec<_> = (0..conversations)
+        .map(|conversation| {
+            let client = client.clone();
+            let url = format!("{base_url}/inbound");
+            let session = format!("{label}-{conversation}");
+            tokio::spawn(async move {
+                let mut latencies = Vec::with_capacity(turns);
+                for turn in 0..turns {
+                    let body = json!({
+                        "user_id": if conversation % 2 == 0 { "alice" } else { "bob" },
+                        "session_id": session,
+                        "text": format!("turn {turn}"),
+                    });
+                    let sent = Instant::now();
+                    let response = client
+                        .post(&url)
+                        .header("X-API-Key", API_KEY)
+                        .json(&body)
+                        .send()
+                        .await
+                        .expect("hearth answers");
+                    assert_eq!(response.status().as_u16(), 200, "turn answered");
+                    let _ = response.bytes().await;
+                    latencies.push(sent.elapsed());
+                }
+                latencies
+            })
+        })
+        .collect();
+    let mut all = Vec::with_capacity(conversations * turns);
+    for task in tasks {
+        all.extend(task.await.expect("load task"));
+    }
+    all
+}

@@ -1,0 +1,74 @@
+-- The core tables: durable inbox, message history, user profiles, LLM calls, telemetry.
+-- Times are milliseconds since the Unix epoch.
+
+CREATE TABLE inbox (
+    seq                INTEGER PRIMARY KEY AUTOINCREMENT,
+    id                 TEXT    NOT NULL UNIQUE,
+    channel            TEXT    NOT NULL,
+    conversation_id    TEXT    NOT NULL,
+    member_id          TEXT    NOT NULL,
+    text               TEXT    NOT NULL,
+    platform_event_id  TEXT,
+    received_at_ms     INTEGER NOT NULL,
+    status             TEXT    NOT NULL DEFAULT 'accepted'
+                       CHECK (status IN ('accepted', 'answered', 'failed')),
+    attempts           INTEGER NOT NULL DEFAULT 0,
+    next_attempt_at_ms INTEGER,
+    reply              TEXT,
+    error              TEXT,
+    updated_at_ms      INTEGER NOT NULL
+);
+-- A redelivered platform event is accepted once.
+CREATE UNIQUE INDEX inbox_platform_event ON inbox (channel, platform_event_id)
+    WHERE platform_event_id IS NOT NULL;
+CREATE INDEX inbox_unanswered ON inbox (status, seq) WHERE status = 'accepted';
+
+CREATE TABLE messages (
+    id               INTEGER PRIMARY KEY AUTOINCREMENT,
+    conversation_key TEXT    NOT NULL,
+    inbox_id         TEXT,
+    profile_id       TEXT    NOT NULL,
+    role             TEXT    NOT NULL CHECK (role IN ('system', 'user', 'assistant', 'tool')),
+    content          TEXT    NOT NULL,
+    tool_calls       TEXT,
+    tool_call_id     TEXT,
+    -- 1 for plain user/assistant text: the rows replayed into prompts.
+    is_chat_text     INTEGER NOT NULL,
+    created_at_ms    INTEGER NOT NULL
+);
+CREATE INDEX messages_chat_text ON messages (conversation_key, is_chat_text, id);
+
+CREATE TABLE user_profiles (
+    member_id     TEXT    NOT NULL,
+    key           TEXT    NOT NULL,
+    value         TEXT    NOT NULL,
+    updated_at_ms INTEGER NOT NULL,
+    PRIMARY KEY (member_id, key)
+);
+
+CREATE TABLE llm_calls (
+    id               INTEGER PRIMARY KEY AUTOINCREMENT,
+    at_ms            INTEGER NOT NULL,
+    llm_name         TEXT    NOT NULL,
+    model            TEXT    NOT NULL,
+    backend          TEXT    NOT NULL,
+    wire             TEXT    NOT NULL,
+    profile_id       TEXT,
+    conversation_key TEXT,
+    attempt          INTEGER NOT NULL,
+    outcome          TEXT    NOT NULL,
+    input_tokens     INTEGER NOT NULL,
+    output_tokens    INTEGER NOT NULL,
+    latency_ms       INTEGER NOT NULL,
+    cost_usd         REAL    NOT NULL
+);
+CREATE INDEX llm_calls_at ON llm_calls (at_ms);
+
+CREATE TABLE telemetry_events (
+    id               INTEGER PRIMARY KEY AUTOINCREMENT,
+    at_ms            INTEGER NOT NULL,
+    conversation_key TEXT    NOT NULL,
+    stage            TEXT    NOT NULL,
+    payload          TEXT    NOT NULL
+);
+CREATE INDEX telemetry_events_conversation ON telemetry_events (conversation_key, id);

@@ -1,0 +1,104 @@
+//! `ConsoleChannel`: try hearth in a terminal (`hearth chat --user alice`).
+//!
+//! Lines typed on stdin become inbound messages of one family member; replies
+//! are printed as they come. End of input (Ctrl-D) waits for the last reply.
+
+use actix::{Actor, Addr, Context, Handler};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::sync::mpsc;
+
+use super::{DeliverReply, ReplyKind};
+use crate::actors::request_queue::{RequestQueue, SubmitError, SubmitInbound, Submitted};
+use crate::ports::{Inbound, now_ms};
+
+pub struct ConsoleChannel {
+    replies: mpsc::UnboundedSender<DeliverReply>,
+}
+
+impl ConsoleChannel {
+    /// The actor and the stream of replies it receives, for `run_console`.
+    pub fn new() -> (Self, mpsc::UnboundedReceiver<DeliverReply>) {
+        let (replies, receiver) = mpsc::unbounded_channel();
+        (ConsoleChannel { replies }, receiver)
+    }
+}
+
+impl Actor for ConsoleChannel {
+    type Context = Context<Self>;
+}
+
+impl Handler<DeliverReply> for ConsoleChannel {
+    type Result = ();
+
+    fn handle(&mut self, reply: DeliverReply, _ctx: &mut Self::Context) {
+        let _ = self.replies.send(reply);
+    }
+}
+
+/// Read stdin line by line until it ends, submitting each line as `member_id`,
+/// and print every reply. Returns when input has ended and every answer arrived.
+pub async fn run_console(
+    queue: Addr<RequestQueue>,
+    member_id: String,
+    mut replies: mpsc::UnboundedReceiver<DeliverReply>,
+) -> std::io::Result<()> {
+    let mut stdout = tokio::io::stdout();
+    let mut lines = BufReader::new(tokio::io::stdin()).lines();
+    stdout
+        .write_all(b"hearth is listening. Type a message, Ctrl-D to leave.\nyou> ")
+        .await?;
+    stdout.flush().await?;
+    let mut waiting = 0usize;
+    let mut input_open = true;
+    while input_open || waiting > 0 {
+        tokio::select! {
+            line = lines.next_line(), if input_open => {
+                let Some(line) = line? else {
+                    input_open = false;
+                    continue;
+                };
+                let text = line.trim();
+                if text.is_empty() {
+                    stdout.write_all(b"you> ").await?;
+                    stdout.flush().await?;
+                    continue;
+                }
+                let inbound = Inbound {
+                    id: uuid::Uuid::new_v4().to_string(),
+                    channel: "console".into(),
+                    conversation_id: member_id.clone(),
+                    member_id: member_id.clone(),
+                    text: text.to_string(),
+                    platform_event_id: None,
+                    received_at_ms: now_ms(),
+                };
+                match queue.send(SubmitInbound { inbound }).await {
+                    Ok(Ok(Submitted::Accepted)) => waiting += 1,
+                    Ok(Ok(Submitted::Duplicate(_))) => {}
+                    Ok(Err(SubmitError::Busy { .. })) => {
+                        stdout.write_all(b"hearth> I'm busy right now, try again in a moment.\nyou> ").await?;
+                    }
+                    Ok(Err(error)) => {
+                        stdout.write_all(format!("hearth> (not accepted: {error})\nyou> ").as_bytes()).await?;
+                    }
+                    Err(error) => {
+                        return Err(std::io::Error::other(format!("request queue stopped: {error}")));
+                    }
+                }
+                stdout.flush().await?;
+            }
+            reply = replies.recv() => {
+                let Some(reply) = reply else { break };
+                if reply.kind != ReplyKind::Delayed {
+                    waiting = waiting.saturating_sub(1);
+                }
+                stdout.write_all(format!("hearth> {}\n", reply.text).as_bytes()).await?;
+                if input_open {
+                    stdout.write_all(b"you> ").await?;
+                }
+                stdout.flush().await?;
+            }
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,25 @@
+//! Messages every channel actor handles.
+
+use actix::Message;
+
+/// What kind of text a reply is, so a channel can present it fittingly.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReplyKind {
+    /// The answer to the message.
+    Answer,
+    /// The answer is delayed (LLM down or rate-limited); the message is kept and retried.
+    Delayed,
+    /// hearth gave up on the message after repeated failures.
+    Failed,
+}
+
+/// Send a reply for the inbound message `inbox_id` to its conversation.
+#[derive(Debug, Clone, Message)]
+#[rtype(result = "()")]
+pub struct DeliverReply {
+    pub inbox_id: String,
+    pub conversation_id: String,
+    pub member_id: String,
+    pub text: String,
+    pub kind: ReplyKind,
+}

@@ -1,0 +1,11 @@
+//! Channel actors: one per platform. They turn a platform event into an
+//! `Inbound`, drop senders who are not family members, and render replies back
+//! in the platform's idiom. Only this folder knows a chat platform's types.
+
+mod console;
+mod http;
+mod messages;
+
+pub use console::{ConsoleChannel, run_console};
+pub use http::{ExpectReply, ForgetReply, HttpChannel};
+pub use messages::{DeliverReply, ReplyKind};

@@ -1,0 +1,174 @@
+//! The scheduling state of the request queue, free of I/O so it can be tested alone:
+//! one FIFO lane per conversation, at most one running turn per lane, and at
+//! most `max_running` lanes running at once, served in the order they became ready.
+
+use std::collections::{HashMap, VecDeque};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum LaneState {
+    /// Not running; if it has items it is in the ready list.
+    Idle,
+    Running,
+    /// Waiting for a retry timer; its head item is the one to retry.
+    Held,
+}
+
+struct Lane<T> {
+    items: VecDeque<T>,
+    state: LaneState,
+}
+
+pub struct Lanes<T> {
+    lanes: HashMap<String, Lane<T>>,
+    ready: VecDeque<String>,
+    running: usize,
+    queued: usize,
+    max_running: usize,
+}
+
+impl<T> Lanes<T> {
+    pub fn new(max_running: usize) -> Self {
+        Lanes {
+            lanes: HashMap::new(),
+            ready: VecDeque::new(),
+            running: 0,
+            queued: 0,
+            max_running: max_running.max(1),
+        }
+    }
+
+    /// Items waiting plus items running.
+    pub fn len(&self) -> usize {
+        self.queued + self.running
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    pub fn running(&self) -> usize {
+        self.running
+    }
+
+    pub fn push(&mut self, key: &str, item: T) {
+        let lane = self.lanes.entry(key.to_string()).or_insert_with(|| Lane {
+            items: VecDeque::new(),
+            state: LaneState::Idle,
+        });
+        lane.items.push_back(item);
+        self.queued += 1;
+        if lane.state == LaneState::Idle && lane.items.len() == 1 {
+            self.ready.push_back(key.to_string());
+        }
+    }
+
+    /// The next item allowed to run, marking its lane running.
+    pub fn next_runnable(&mut self) -> Option<(String, T)> {
+        if self.running >= self.max_running {
+            return None;
+        }
+        let key = self.ready.pop_front()?;
+        let lane = self
+            .lanes
+            .get_mut(&key)
+            .expect("a ready lane exists until it is finished empty");
+        let item = lane.items.pop_front().expect("a ready lane has an item");
+        lane.state = LaneState::Running;
+        self.running += 1;
+        self.queued -= 1;
+        Some((key, item))
+    }
+
+    /// The running item of `key` is done; its next item becomes ready.
+    pub fn finish(&mut self, key: &str) {
+        let Some(lane) = self.lanes.get_mut(key) else {
+            return;
+        };
+        if lane.state != LaneState::Running {
+            return;
+        }
+        self.running -= 1;
+        lane.state = LaneState::Idle;
+        if lane.items.is_empty() {
+            self.lanes.remove(key);
+        } else {
+            self.ready.push_back(key.to_string());
+        }
+    }
+
+    /// The running item of `key` failed and will be retried: it goes back to the
+    /// head of its lane, and the lane waits until `release`.
+    pub fn hold(&mut self, key: &str, item: T) {
+        let Some(lane) = self.lanes.get_mut(key) else {
+            return;
+        };
+        if lane.state != LaneState::Running {
+            return;
+        }
+        self.running -= 1;
+        self.queued += 1;
+        lane.items.push_front(item);
+        lane.state = LaneState::Held;
+    }
+
+    pub fn release(&mut self, key: &str) {
+        if let Some(lane) = self.lanes.get_mut(key)
+            && lane.state == LaneState::Held
+        {
+            lane.state = LaneState::Idle;
+            self.ready.push_back(key.to_string());
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_conversation_runs_in_order_one_at_a_time() {
+        let mut lanes = Lanes::new(8);
+        lanes.push("a", 1);
+        lanes.push("a", 2);
+        assert_eq!(lanes.next_runnable(), Some(("a".into(), 1)));
+        assert_eq!(
+            lanes.next_runnable(),
+            None,
+            "second item waits for the first"
+        );
+        lanes.finish("a");
+        assert_eq!(lanes.next_runnable(), Some(("a".into(), 2)));
+        lanes.finish("a");
+        assert!(lanes.is_empty());
+    }
+
+    #[test]
+    fn conversations_run_in_parallel_up_to_the_bound() {
+        let mut lanes = Lanes::new(2);
+        for key in ["a", "b", "c"] {
+            lanes.push(key, key);
+        }
+        assert_eq!(lanes.next_runnable().unwrap().0, "a");
+        assert_eq!(lanes.next_runnable().unwrap().0, "b");
+        assert_eq!(lanes.next_runnable(), None);
+        assert_eq!(lanes.len(), 3);
+        lanes.finish("b");
+        assert_eq!(lanes.next_runnable().unwrap().0, "c");
+    }
+
+    #[test]
+    fn a_held_item_is_retried_first_after_release() {
+        let mut lanes = Lanes::new(1);
+        lanes.push("a", 1);
+        lanes.push("a", 2);
+        lanes.push("b", 3);
+        let (_, first) = lanes.next_runnable().unwrap();
+        lanes.hold("a", first);
+        assert_eq!(lanes.next_runnable(), Some(("b".into(), 3)), "a is held");
+        lanes.finish("b");
+        assert_eq!(lanes.next_runnable(), None);
+        lanes.release("a");
+        assert_eq!(lanes.next_runnable(), Some(("a".into(), 1)));
+        assert_eq!(lanes.len(), 2);
+    }
+}

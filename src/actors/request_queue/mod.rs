@@ -1,0 +1,355 @@
+//! `RequestQueue`: the durable front door of processing.
+//!
+//! It stores every accepted inbound message before anything else happens,
+//! keeps the messages of one conversation in order, runs different
+//! conversations in parallel up to `queue.max_parallel_conversations`, answers
+//! "busy" instead of growing past `queue.max_backlog`, routes slash commands to
+//! their profile, and on start-up resumes every message accepted and not
+//! answered. A turn that fails transiently is retried later with the member told
+//! once; the reply and the turn's history are stored in one transaction.
+
+mod lanes;
+mod messages;
+mod routing;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use actix::fut::{self, ActorFutureExt, WrapFuture};
+use actix::{Actor, AsyncContext, Context, Handler, Recipient, ResponseActFuture};
+
+pub use lanes::Lanes;
+pub use messages::{SubmitError, SubmitInbound, Submitted};
+pub use routing::Router;
+
+use crate::actors::channels::{DeliverReply, ReplyKind};
+use crate::actors::processing::{ProcessTurn, TurnError};
+use crate::config::QueueConfig;
+use crate::metrics::Metrics;
+use crate::ports::{Acceptance, Inbound, Inbox, TurnRecord, now_ms};
+use crate::readiness::Readiness;
+
+pub const DELAYED_REPLY: &str = "Sorry, I can't reach my language model right now. \
+    I've kept your message and will answer as soon as I can.";
+pub const FAILED_REPLY: &str =
+    "Sorry, I couldn't answer that message. Please try again in a little while.";
+
+/// The longest pause between two retries of one message.
+const MAX_RETRY_DELAY: Duration = Duration::from_secs(3600);
+
+#[derive(Debug, Clone)]
+struct QueuedTurn {
+    inbound: Inbound,
+    attempts: u32,
+}
+
+pub struct RequestQueue {
+    inbox: Arc<dyn Inbox>,
+    router: Router,
+    services: HashMap<String, Recipient<ProcessTurn>>,
+    channels: HashMap<String, Recipient<DeliverReply>>,
+    settings: QueueConfig,
+    lanes: Lanes<QueuedTurn>,
+    /// Submissions being written to the inbox: they count against the backlog already.
+    reserved: usize,
+    metrics: Arc<Metrics>,
+    readiness: Arc<Readiness>,
+}
+
+impl RequestQueue {
+    pub fn new(
+        inbox: Arc<dyn Inbox>,
+        router: Router,
+        services: HashMap<String, Recipient<ProcessTurn>>,
+        channels: HashMap<String, Recipient<DeliverReply>>,
+        settings: QueueConfig,
+        metrics: Arc<Metrics>,
+        readiness: Arc<Readiness>,
+    ) -> Self {
+        // Not ready until the unanswered messages of the last run are queued again.
+        readiness.set("queue", false, "resuming unanswered messages");
+        RequestQueue {
+            inbox,
+            router,
+            services,
+            channels,
+            lanes: Lanes::new(settings.max_parallel_conversations),
+            settings,
+            reserved: 0,
+            metrics,
+            readiness,
+        }
+    }
+
+    fn backlog(&self) -> usize {
+        self.lanes.len() + self.reserved
+    }
+
+    fn pump(&mut self, ctx: &mut Context<Self>) {
+        while let Some((key, turn)) = self.lanes.next_runnable() {
+            self.start_turn(key, turn, ctx);
+        }
+        self.metrics
+            .set_queue_depth(self.backlog(), self.lanes.running());
+    }
+
+    fn start_turn(&mut self, key: String, turn: QueuedTurn, ctx: &mut Context<Self>) {
+        let (profile_id, text) = self.router.route(&turn.inbound.text);
+        let service = self.services.get(profile_id).cloned();
+        let message = ProcessTurn {
+            inbound: turn.inbound.clone(),
+            text: text.to_string(),
+        };
+        let inbox = self.inbox.clone();
+        let profile_id = profile_id.to_string();
+        let work = async move {
+            let service = service.ok_or_else(|| {
+                TurnError::Mailbox(format!("no processing service for profile {profile_id:?}"))
+            })?;
+            let inbox_id = message.inbound.id.clone();
+            let outcome = service
+                .send(message)
+                .await
+                .map_err(|error| TurnError::Mailbox(error.to_string()))??;
+            inbox
+                .complete(
+                    &inbox_id,
+                    &TurnRecord {
+                        conversation_key: key.clone(),
+                        messages: outcome.messages,
+                        reply: outcome.reply.clone(),
+                    },
+                )
+                .await?;
+            Ok::<_, TurnError>((key, outcome.profile_id, outcome.reply))
+        };
+        ctx.spawn(work.into_actor(self).map(move |result, act, ctx| {
+            act.turn_finished(turn, result, ctx);
+        }));
+    }
+
+    fn turn_finished(
+        &mut self,
+        turn: QueuedTurn,
+        result: Result<(String, String, String), TurnError>,
+        ctx: &mut Context<Self>,
+    ) {
+        let key = turn.inbound.conversation_key();
+        match result {
+            Ok((_, profile_id, reply)) => {
+                self.metrics.increment(
+                    "hearth_turns_total",
+                    &[("profile", &profile_id), ("outcome", "answered")],
+                );
+                self.deliver(&turn.inbound, reply, ReplyKind::Answer);
+                self.lanes.finish(&key);
+            }
+            Err(error) => {
+                let attempts = turn.attempts + 1;
+                self.metrics.error(error.kind());
+                let retry = error.is_transient() && attempts < self.settings.max_attempts;
+                tracing::warn!(
+                    inbox_id = %turn.inbound.id,
+                    conversation = %key,
+                    attempts,
+                    retry,
+                    %error,
+                    "turn failed"
+                );
+                if retry {
+                    self.schedule_retry(key, turn, attempts, &error, ctx);
+                } else {
+                    self.give_up(key, turn, &error, ctx);
+                }
+            }
+        }
+        self.pump(ctx);
+    }
+
+    fn schedule_retry(
+        &mut self,
+        key: String,
+        turn: QueuedTurn,
+        attempts: u32,
+        error: &TurnError,
+        ctx: &mut Context<Self>,
+    ) {
+        // Tell the member once, not on every retry of the same message.
+        if attempts == 1 {
+            self.deliver(&turn.inbound, DELAYED_REPLY.to_string(), ReplyKind::Delayed);
+        }
+        let delay = Duration::from_secs(self.settings.retry_delay_seconds)
+            .saturating_mul(1 << (attempts - 1).min(16))
+            .min(MAX_RETRY_DELAY);
+        let inbox = self.inbox.clone();
+        let inbox_id = turn.inbound.id.clone();
+        let error_text = error.to_string();
+        let next_attempt_at_ms =
+            now_ms() + i64::try_from(delay.as_millis()).unwrap_or(i64::MAX / 2);
+        ctx.spawn(
+            async move {
+                if let Err(error) = inbox
+                    .record_failure(&inbox_id, &error_text, next_attempt_at_ms)
+                    .await
+                {
+                    tracing::warn!(%inbox_id, %error, "failed attempt not recorded");
+                }
+            }
+            .into_actor(self),
+        );
+        self.lanes.hold(
+            &key,
+            QueuedTurn {
+                inbound: turn.inbound,
+                attempts,
+            },
+        );
+        ctx.run_later(delay, move |act, ctx| {
+            act.lanes.release(&key);
+            act.pump(ctx);
+        });
+    }
+
+    fn give_up(
+        &mut self,
+        key: String,
+        turn: QueuedTurn,
+        error: &TurnError,
+        ctx: &mut Context<Self>,
+    ) {
+        self.metrics.increment(
+            "hearth_turns_total",
+            &[("profile", "unknown"), ("outcome", "failed")],
+        );
+        self.deliver(&turn.inbound, FAILED_REPLY.to_string(), ReplyKind::Failed);
+        let inbox = self.inbox.clone();
+        let inbox_id = turn.inbound.id.clone();
+        let error_text = error.to_string();
+        ctx.spawn(
+            async move {
+                if let Err(error) = inbox.give_up(&inbox_id, &error_text, FAILED_REPLY).await {
+                    tracing::warn!(%inbox_id, %error, "failed message not marked");
+                }
+            }
+            .into_actor(self),
+        );
+        self.lanes.finish(&key);
+    }
+
+    fn deliver(&self, inbound: &Inbound, text: String, kind: ReplyKind) {
+        let Some(channel) = self.channels.get(&inbound.channel) else {
+            tracing::warn!(channel = %inbound.channel, inbox_id = %inbound.id,
+                "no channel to deliver the reply to; it stays stored");
+            return;
+        };
+        channel.do_send(DeliverReply {
+            inbox_id: inbound.id.clone(),
+            conversation_id: inbound.conversation_id.clone(),
+            member_id: inbound.member_id.clone(),
+            text,
+            kind,
+        });
+    }
+}
+
+impl Actor for RequestQueue {
+    type Context = Context<Self>;
+
+    fn started(&mut self, ctx: &mut Self::Context) {
+        ctx.set_mailbox_capacity(4096);
+        let inbox = self.inbox.clone();
+        // `wait`: no new submission is handled before the unanswered ones are queued,
+        // so a conversation keeps its order across a restart.
+        ctx.wait(
+            async move { inbox.unanswered().await }
+                .into_actor(self)
+                .map(|unanswered, act, ctx| {
+                    match unanswered {
+                        Ok(records) => {
+                            if !records.is_empty() {
+                                tracing::info!(
+                                    count = records.len(),
+                                    "resuming unanswered messages"
+                                );
+                            }
+                            for record in records {
+                                let key = record.inbound.conversation_key();
+                                act.lanes.push(
+                                    &key,
+                                    QueuedTurn {
+                                        inbound: record.inbound,
+                                        attempts: record.attempts,
+                                    },
+                                );
+                            }
+                            act.readiness.set("queue", true, "running");
+                        }
+                        Err(error) => {
+                            tracing::error!(%error, "cannot read the inbox to resume messages");
+                            act.readiness
+                                .set("queue", false, &format!("cannot resume: {error}"));
+                        }
+                    }
+                    act.pump(ctx);
+                }),
+        );
+    }
+}
+
+impl Handler<SubmitInbound> for RequestQueue {
+    type Result = ResponseActFuture<Self, Result<Submitted, SubmitError>>;
+
+    fn handle(&mut self, message: SubmitInbound, _ctx: &mut Self::Context) -> Self::Result {
+        let channel = message.inbound.channel.clone();
+        let backlog = self.backlog();
+        if backlog >= self.settings.max_backlog {
+            self.metrics.increment(
+                "hearth_inbound_total",
+                &[("channel", &channel), ("outcome", "busy")],
+            );
+            return Box::pin(fut::ready(Err(SubmitError::Busy { backlog })));
+        }
+        self.reserved += 1;
+        let inbox = self.inbox.clone();
+        Box::pin(
+            async move {
+                let accepted = inbox.accept(&message.inbound).await;
+                (message.inbound, accepted)
+            }
+            .into_actor(self)
+            .map(move |(inbound, accepted), act, ctx| {
+                act.reserved -= 1;
+                let result = match accepted {
+                    Ok(Acceptance::New) => {
+                        let key = inbound.conversation_key();
+                        act.lanes.push(
+                            &key,
+                            QueuedTurn {
+                                inbound,
+                                attempts: 0,
+                            },
+                        );
+                        Ok(Submitted::Accepted)
+                    }
+                    Ok(Acceptance::Duplicate(record)) => Ok(Submitted::Duplicate(record)),
+                    Err(error) => {
+                        act.metrics.error("storage");
+                        Err(SubmitError::Storage(error))
+                    }
+                };
+                let outcome = match &result {
+                    Ok(Submitted::Accepted) => "accepted",
+                    Ok(Submitted::Duplicate(_)) => "duplicate",
+                    Err(_) => "error",
+                };
+                act.metrics.increment(
+                    "hearth_inbound_total",
+                    &[("channel", &channel), ("outcome", outcome)],
+                );
+                act.pump(ctx);
+                result
+            }),
+        )
+    }
+}

@@ -1,0 +1,43 @@
+//! Which profile answers a message: a leading slash command names one, else the
+//! default profile. Every channel's messages are routed here, once.
+
+use std::collections::HashMap;
+
+use crate::config::ResolvedProfile;
+
+pub struct Router {
+    by_command: HashMap<String, String>,
+    default_profile_id: String,
+}
+
+impl Router {
+    pub fn new(profiles: &[ResolvedProfile], default_profile_id: &str) -> Self {
+        let mut by_command = HashMap::new();
+        for profile in profiles {
+            for command in &profile.slash_commands {
+                by_command.insert(command.to_lowercase(), profile.id.clone());
+            }
+        }
+        Router {
+            by_command,
+            default_profile_id: default_profile_id.to_string(),
+        }
+    }
+
+    /// The profile id and the text it should see (without the command).
+    /// `/cmd@botname` (Telegram groups) counts as `/cmd`; an unknown command is
+    /// left in the text for the default profile.
+    pub fn route<'a>(&self, text: &'a str) -> (&str, &'a str) {
+        let trimmed = text.trim_start();
+        if trimmed.starts_with('/') {
+            let (word, rest) = trimmed
+                .split_once(char::is_whitespace)
+                .unwrap_or((trimmed, ""));
+            let command = word.split('@').next().unwrap_or(word).to_lowercase();
+            if let Some(profile_id) = self.by_command.get(&command) {
+                return (profile_id, rest.trim_start());
+            }
+        }
+        (&self.default_profile_id, text)
+    }
+}

@@ -1,0 +1,227 @@
+//! Start-up wiring: builds every actor from a validated config, connects their
+//! addresses explicitly, and starts the HTTP server. Must run inside an actix System.
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use actix::{Actor, Addr, Recipient};
+use actix_web::dev::ServerHandle;
+
+use crate::actors::channels::{DeliverReply, HttpChannel};
+use crate::actors::llm_broker::{BrokerSettings, LlmBroker, ModelEntry};
+use crate::actors::processing::{ProcessTurn, ProcessingDeps, ProcessingService};
+use crate::actors::request_queue::{RequestQueue, Router};
+use crate::config::{LlmProviderKind, LoadedConfig};
+use crate::family::Family;
+use crate::http::{self, ApiKey, HttpState};
+use crate::llm::LlmProvider;
+use crate::llm::anthropic::{AnthropicProvider, AnthropicSettings};
+use crate::llm::openai::{OpenAiProvider, OpenAiSettings};
+use crate::metrics::Metrics;
+use crate::ports::StorageError;
+use crate::readiness::Readiness;
+use crate::storage::{self, Stores};
+use crate::tools::{FilteredToolsProvider, LocalToolsProvider, ToolsProvider};
+
+/// Channels that do not come from config: the console of `hearth chat`, and
+/// test channels. Keyed by channel name (`Inbound::channel`).
+pub type ExtraChannels = HashMap<String, Recipient<DeliverReply>>;
+
+pub struct StartOptions {
+    /// Serve the HTTP API (config `http.enabled`); `hearth chat` turns it off.
+    pub http: bool,
+    pub extra_channels: ExtraChannels,
+    /// Use these stores instead of opening `database_url` (tests).
+    pub stores: Option<Stores>,
+}
+
+/// A running hearth: the addresses a caller may need, and the HTTP server handle.
+pub struct RunningApp {
+    pub queue: Addr<RequestQueue>,
+    pub broker: Addr<LlmBroker>,
+    pub stores: Stores,
+    pub metrics: Arc<Metrics>,
+    pub readiness: Arc<Readiness>,
+    pub http: Option<(ServerHandle, SocketAddr)>,
+}
+
+impl RunningApp {
+    /// Stop the HTTP server gracefully (actors stop with their System).
+    pub async fn stop(&self) {
+        if let Some((handle, _)) = &self.http {
+            handle.stop(true).await;
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error("cannot open the database: {0}")]
+    Storage(#[from] StorageError),
+    #[error(transparent)]
+    Bind(#[from] http::BindError),
+    #[error("cannot build the http client for llms: {0}")]
+    HttpClient(String),
+    #[error("channel {0:?} is enabled in config but not available in this version")]
+    ChannelUnavailable(&'static str),
+}
+
+pub async fn start(loaded: &LoadedConfig, options: StartOptions) -> Result<RunningApp, StartError> {
+    let config = &loaded.config;
+    if config.channels.telegram.enabled {
+        return Err(StartError::ChannelUnavailable("channels.telegram"));
+    }
+    if config.channels.matrix.enabled {
+        return Err(StartError::ChannelUnavailable("channels.matrix"));
+    }
+    let stores = match options.stores {
+        Some(stores) => stores,
+        None => storage::open(&config.database_url, config.database_max_connections).await?,
+    };
+    let metrics = Arc::new(Metrics::default());
+    let readiness = Arc::new(Readiness::default());
+    let family = Arc::new(Family::new(&config.family));
+
+    let broker = LlmBroker::new(
+        build_models(loaded)?,
+        BrokerSettings {
+            max_concurrent_local: config.llm_max_concurrent_local,
+            max_concurrent_cloud: config.llm_max_concurrent_cloud,
+            retry: config.llm_retry.clone(),
+        },
+        stores.telemetry.clone(),
+        metrics.clone(),
+    )
+    .start();
+
+    let local_tools: Arc<dyn ToolsProvider> =
+        Arc::new(LocalToolsProvider::new(stores.profiles.clone()));
+    let deps = ProcessingDeps {
+        broker: broker.clone().recipient(),
+        memory: stores.memory.clone(),
+        profiles: stores.profiles.clone(),
+        family: family.clone(),
+    };
+    let mut services: HashMap<String, Recipient<ProcessTurn>> = HashMap::new();
+    for profile in &loaded.profiles {
+        let tools: Arc<dyn ToolsProvider> = Arc::new(FilteredToolsProvider::new(
+            local_tools.clone(),
+            profile.tools.enable_local_tools.iter().cloned(),
+        ));
+        let service = ProcessingService::new(profile.clone(), tools, deps.clone()).start();
+        services.insert(profile.id.clone(), service.recipient());
+    }
+
+    let mut channels = options.extra_channels;
+    let http_channel = if options.http && config.http.enabled {
+        let channel = HttpChannel::default().start();
+        channels.insert("http".into(), channel.clone().recipient());
+        Some(channel)
+    } else {
+        None
+    };
+
+    let queue = RequestQueue::new(
+        stores.inbox.clone(),
+        Router::new(&loaded.profiles, &loaded.default_profile_id),
+        services,
+        channels,
+        config.queue.clone(),
+        metrics.clone(),
+        readiness.clone(),
+    )
+    .start();
+
+    let http = match http_channel {
+        Some(channel) => {
+            let api_key = if config.http.auth_enabled {
+                config
+                    .http
+                    .auth_api_key_env
+                    .as_deref()
+                    .and_then(|variable| loaded.secret(variable))
+                    .map(|key| ApiKey::new(key.to_string()))
+            } else {
+                None
+            };
+            let state = HttpState {
+                queue: queue.clone(),
+                channel,
+                inbox: stores.inbox.clone(),
+                family: family.clone(),
+                metrics: metrics.clone(),
+                readiness: readiness.clone(),
+                api_key,
+                reply_timeout: Duration::from_secs(config.http.reply_timeout_seconds),
+            };
+            let (handle, address) =
+                http::serve(&config.http.bind, config.http.max_body_bytes, state)?;
+            tracing::info!(%address, "http api listening");
+            Some((handle, address))
+        }
+        None => None,
+    };
+
+    Ok(RunningApp {
+        queue,
+        broker,
+        stores,
+        metrics,
+        readiness,
+        http,
+    })
+}
+
+/// One provider per named model of config `llms`, sharing one HTTP client.
+fn build_models(loaded: &LoadedConfig) -> Result<HashMap<String, ModelEntry>, StartError> {
+    let client = reqwest::Client::builder()
+        .pool_max_idle_per_host(64)
+        .build()
+        .map_err(|error| StartError::HttpClient(error.to_string()))?;
+    let mut models = HashMap::new();
+    for (name, model) in &loaded.config.llms {
+        let api_key = model
+            .api_key_env
+            .as_deref()
+            .and_then(|variable| loaded.secret(variable))
+            .map(str::to_string);
+        let timeout = Duration::from_secs(model.timeout_seconds.max(1));
+        let provider: Arc<dyn LlmProvider> = match model.provider {
+            LlmProviderKind::OpenAi => Arc::new(OpenAiProvider::new(
+                OpenAiSettings {
+                    base_url: model.base_url.clone(),
+                    model: model.model.clone(),
+                    api_key,
+                    timeout,
+                    max_tokens: model.max_tokens,
+                },
+                client.clone(),
+            )),
+            LlmProviderKind::Anthropic => Arc::new(AnthropicProvider::new(
+                AnthropicSettings {
+                    base_url: model.base_url.clone(),
+                    model: model.model.clone(),
+                    api_key,
+                    timeout,
+                    max_tokens: model.max_tokens,
+                },
+                client.clone(),
+            )),
+        };
+        models.insert(
+            name.clone(),
+            ModelEntry {
+                model: model.model.clone(),
+                backend: model.backend,
+                // The broker's bound sits just above the provider's own HTTP timeout.
+                timeout: timeout + Duration::from_secs(1),
+                provider,
+                cost_per_million_input_tokens: model.cost_per_million_input_tokens,
+                cost_per_million_output_tokens: model.cost_per_million_output_tokens,
+            },
+        );
+    }
+    Ok(models)
+}

@@ -1,0 +1,325 @@
+//! Turning the file and the `HEARTH__*` environment variables into a typed [`HearthConfig`]:
+//! reading, YAML syntax, layering with the `config` crate, and deserializing with the key path
+//! of any value that does not fit.
+//!
+//! Environment overrides: `HEARTH__HTTP__BIND=0.0.0.0:9000` sets `http.bind`; each `__` goes one
+//! level down; values that read as a bool or a number are typed as such. Two additions to what
+//! the `config` crate does on its own:
+//! - a number segment right after `service_profiles` or `family` is a list index
+//!   (`HEARTH__SERVICE_PROFILES__1__PROCESSING_CONFIG__LLM_MODEL=local`), because the crate
+//!   would otherwise replace the whole list with a map;
+//! - the list-valued keys (`enable_local_tools`, `confirm_tools`, `slash_commands`, ...) take a
+//!   comma-separated value.
+//!
+//! Limits: variable names are case-insensitive, so an override reaches a map entry (an LLM, an
+//! MCP server) only when the entry's name is lowercase in the file; an empty variable counts as
+//! unset, because a compose file's `${VAR}` expanding to nothing is an accident far more often
+//! than a wish to set a key to "".
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use ::config::{Config, Environment, File, FileFormat, Map, Source, Value, ValueKind};
+
+use super::error::{ConfigError, ConfigProblem, Problems};
+use super::types::HearthConfig;
+
+/// The prefix of override variables, with its separator. `HEARTH_CONFIG` (one underscore), the
+/// CLI's path variable, does not match and is never read as a key.
+const OVERRIDE_PREFIX: &str = "HEARTH__";
+
+/// Top-level keys that hold lists, where a number segment is an index into the list.
+const LIST_SECTIONS: &[&str] = &["service_profiles", "family"];
+
+/// Keys whose value is a list of names; their override is split on commas.
+const LIST_VALUED_KEYS: &[&str] = &[
+    "enable_local_tools",
+    "enable_mcp_server_ids",
+    "confirm_tools",
+    "slash_commands",
+    "args",
+];
+
+/// One `HEARTH__*` variable and the key it sets, so a problem at that key can say where the
+/// wrong value came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct EnvOverride {
+    pub(crate) variable: String,
+    /// Dotted key path as reported in problems, e.g. `service_profiles[1].id`.
+    pub(crate) key_path: String,
+}
+
+/// Names the variable that set `key_path` (or a key above it), if one did.
+pub(crate) fn override_source<'a>(overrides: &'a [EnvOverride], key_path: &str) -> Option<&'a str> {
+    overrides
+        .iter()
+        .find(|env_override| {
+            key_path == env_override.key_path
+                || key_path
+                    .strip_prefix(env_override.key_path.as_str())
+                    .is_some_and(|rest| rest.starts_with('.') || rest.starts_with('['))
+        })
+        .map(|env_override| env_override.variable.as_str())
+}
+
+/// The file's typed content with the overrides applied, and the overrides themselves.
+pub(crate) struct RawConfig {
+    pub(crate) config: HearthConfig,
+    pub(crate) overrides: Vec<EnvOverride>,
+}
+
+/// Reads `path`, applies the `HEARTH__*` entries of `env` on top, and types the result.
+pub(crate) fn read_config(
+    path: &Path,
+    env: &BTreeMap<String, String>,
+) -> Result<RawConfig, ConfigError> {
+    let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+        file: path.to_path_buf(),
+        source,
+    })?;
+    check_yaml_syntax(path, &text)?;
+
+    let (environment_source, overrides) = environment_source(env);
+    let layered = Config::builder()
+        .add_source(File::from_str(&text, FileFormat::Yaml))
+        .add_source(environment_source)
+        .build()
+        .map_err(|error| match error {
+            ::config::ConfigError::FileParse { cause, .. } => ConfigError::Syntax {
+                file: path.to_path_buf(),
+                line: None,
+                column: None,
+                message: cause.to_string(),
+            },
+            other => ConfigError::Environment {
+                file: path.to_path_buf(),
+                message: other.to_string(),
+            },
+        })?;
+
+    let config = typed_config(layered).map_err(|problems| ConfigError::Invalid {
+        file: path.to_path_buf(),
+        problems: with_override_sources(problems, &overrides),
+    })?;
+    Ok(RawConfig { config, overrides })
+}
+
+/// Types the layered configuration. Each top-level section is typed on its own first, so that
+/// a mistake in `llms` and another in `queue` are reported together (within one section, the
+/// first mistake stops the typing).
+fn typed_config(layered: Config) -> Result<HearthConfig, Vec<ConfigProblem>> {
+    let mut problems = Problems::default();
+    let sections = layered.collect().map_err(|error| {
+        vec![ConfigProblem::new(
+            "(top level)",
+            describe_config_error("(top level)".to_owned(), &error).1,
+        )]
+    })?;
+    let mut section_names: Vec<&String> = sections.keys().collect();
+    section_names.sort();
+    for name in section_names {
+        let section_only = Map::from_iter([(name.clone(), sections[name].clone())]);
+        let value = Value::new(None, ValueKind::Table(section_only));
+        if let Err(error) = serde_path_to_error::deserialize::<_, HearthConfig>(value) {
+            let (key_path, message) =
+                describe_config_error(display_key_path(error.path()), error.inner());
+            problems.push(key_path, message);
+        }
+    }
+    if !problems.is_empty() {
+        return Err(problems.into_vec());
+    }
+    serde_path_to_error::deserialize(layered).map_err(|error| {
+        let (key_path, message) =
+            describe_config_error(display_key_path(error.path()), error.inner());
+        vec![ConfigProblem::new(key_path, message)]
+    })
+}
+
+/// Adds to each problem the `HEARTH__*` variable that set its key, if one did: the file is
+/// not where that value has to be fixed.
+pub(crate) fn with_override_sources(
+    problems: Vec<ConfigProblem>,
+    overrides: &[EnvOverride],
+) -> Vec<ConfigProblem> {
+    problems
+        .into_iter()
+        .map(|mut problem| {
+            if let Some(variable) = override_source(overrides, &problem.key_path) {
+                problem
+                    .message
+                    .push_str(&format!(" (set by environment variable {variable})"));
+            }
+            problem
+        })
+        .collect()
+}
+
+/// Parses the text with serde_yaml first: it gives a line and column for syntax errors and,
+/// unlike the `config` crate's parser, refuses a key written twice in one mapping instead of
+/// silently keeping the last one.
+fn check_yaml_syntax(path: &Path, text: &str) -> Result<(), ConfigError> {
+    let syntax_error = |line, column, message| ConfigError::Syntax {
+        file: path.to_path_buf(),
+        line,
+        column,
+        message,
+    };
+    match serde_yaml::from_str::<serde_yaml::Value>(text) {
+        Ok(serde_yaml::Value::Mapping(_) | serde_yaml::Value::Null) => Ok(()),
+        Ok(other) => Err(syntax_error(
+            Some(1),
+            Some(1),
+            format!(
+                "the top level must be a mapping of keys, found {}",
+                yaml_kind(&other)
+            ),
+        )),
+        Err(error) => {
+            let location = error.location();
+            Err(syntax_error(
+                location.as_ref().map(|location| location.line()),
+                location.as_ref().map(|location| location.column()),
+                error.to_string(),
+            ))
+        }
+    }
+}
+
+fn yaml_kind(value: &serde_yaml::Value) -> &'static str {
+    match value {
+        serde_yaml::Value::Null => "nothing",
+        serde_yaml::Value::Bool(_) => "a boolean",
+        serde_yaml::Value::Number(_) => "a number",
+        serde_yaml::Value::String(_) => "a string",
+        serde_yaml::Value::Sequence(_) => "a list",
+        serde_yaml::Value::Mapping(_) => "a mapping",
+        serde_yaml::Value::Tagged(_) => "a tagged value",
+    }
+}
+
+/// The `config` crate source for the `HEARTH__*` entries of `env`, with list indexes rewritten
+/// into the crate's `[n]` path syntax, and the key each entry sets.
+fn environment_source(env: &BTreeMap<String, String>) -> (Environment, Vec<EnvOverride>) {
+    let mut source_entries = Map::new();
+    let mut overrides = Vec::new();
+    let mut list_keys = Vec::new();
+    for (variable, value) in env {
+        let Some(key) = strip_prefix_ignore_case(variable, OVERRIDE_PREFIX) else {
+            continue;
+        };
+        if value.is_empty() || key.is_empty() {
+            continue;
+        }
+        let segments = key_segments(key);
+        let key_path = segments.join(".").replace(".[", "[");
+        if segments
+            .last()
+            .is_some_and(|last| LIST_VALUED_KEYS.contains(&last.as_str()))
+        {
+            list_keys.push(key_path.clone());
+        }
+        // The crate lowercases the name, drops the prefix and turns `__` into `.`; joining the
+        // segments back with `__` keeps the `[n]` index attached to its list's name.
+        let rewritten = format!(
+            "{OVERRIDE_PREFIX}{}",
+            segments.join("__").replace("__[", "[")
+        );
+        source_entries.insert(rewritten, value.clone());
+        overrides.push(EnvOverride {
+            variable: variable.clone(),
+            key_path,
+        });
+    }
+
+    let mut environment = Environment::with_prefix("HEARTH")
+        .separator("__")
+        .try_parsing(true)
+        .ignore_empty(true);
+    // Only with named list keys: a list separator alone would split every value on commas,
+    // including a system prompt's.
+    if !list_keys.is_empty() {
+        environment = environment.list_separator(",");
+        for list_key in &list_keys {
+            environment = environment.with_list_parse_key(list_key);
+        }
+    }
+    (environment.source(Some(source_entries)), overrides)
+}
+
+/// Splits the part after the prefix into lowercase segments, writing a list index as `[n]`.
+fn key_segments(key: &str) -> Vec<String> {
+    let mut segments: Vec<String> = Vec::new();
+    for raw_segment in key.split("__") {
+        let segment = raw_segment.to_lowercase();
+        let follows_list = segments.len() == 1 && LIST_SECTIONS.contains(&segments[0].as_str());
+        if follows_list && !segment.is_empty() && segment.bytes().all(|byte| byte.is_ascii_digit())
+        {
+            segments.push(format!("[{segment}]"));
+        } else {
+            segments.push(segment);
+        }
+    }
+    segments
+}
+
+fn strip_prefix_ignore_case<'a>(text: &'a str, prefix: &str) -> Option<&'a str> {
+    let head = text.get(..prefix.len())?;
+    head.eq_ignore_ascii_case(prefix)
+        .then(|| &text[prefix.len()..])
+}
+
+/// `serde_path_to_error` writes the root as `.`; a problem there is about the whole file.
+pub(crate) fn display_key_path(path: &serde_path_to_error::Path) -> String {
+    let shown = path.to_string();
+    if shown == "." {
+        "(top level)".to_owned()
+    } else {
+        shown
+    }
+}
+
+/// The key path and message for an error of the `config` crate's deserializer. Its errors carry
+/// their own copy of the key in their text; the path from `serde_path_to_error` is the one
+/// reported, so only the bare reason is kept here.
+fn describe_config_error(key_path: String, error: &::config::ConfigError) -> (String, String) {
+    match error {
+        ::config::ConfigError::At { error, .. } => describe_config_error(key_path, error),
+        ::config::ConfigError::NotFound(key) => {
+            // The crate builds the missing key's path as `parent.child` or `list[0]child`.
+            let field = key.rsplit(['.', ']']).next().unwrap_or(key);
+            let missing_path = if key_path == "(top level)" {
+                field.to_owned()
+            } else {
+                format!("{key_path}.{field}")
+            };
+            (missing_path, "missing, and this key is required".to_owned())
+        }
+        ::config::ConfigError::Type {
+            unexpected,
+            expected,
+            ..
+        } => (
+            key_path,
+            format!("invalid type: {unexpected}, expected {expected}"),
+        ),
+        other => (key_path, describe_serde_message(&other.to_string())),
+    }
+}
+
+/// Rewords serde's "unknown field" in the file's own vocabulary: YAML has keys, not fields.
+pub(crate) fn describe_serde_message(message: &str) -> String {
+    if let Some(rest) = message.strip_prefix("unknown field `")
+        && let Some((_, expected)) = rest.split_once("`, ")
+    {
+        let expected = expected
+            .strip_prefix("expected ")
+            .map(|names| format!("expected {names}"))
+            .unwrap_or_else(|| "this section takes no keys".to_owned());
+        return format!("unknown key ({expected})");
+    }
+    if let Some(rest) = message.strip_prefix("unknown variant ") {
+        return format!("unknown value {rest}");
+    }
+    message.to_owned()
+}

@@ -1,0 +1,157 @@
+//! Configuration: `hearth.yaml` typed, overridden from the environment, its service profiles
+//! merged, everything validated at start-up, and the secrets it names read from the
+//! environment.
+//!
+//! The entry points are [`load`] (the real process environment) and [`load_with_env`] (an
+//! explicit one, for tests). Either returns a [`LoadedConfig`] that the rest of the program can
+//! trust, or a [`ConfigError`] naming the file, the key path and what is wrong; validation
+//! reports every problem it finds at once, one per line, so a broken file is fixed in one pass.
+//!
+//! - `types.rs`: the file's shape and defaults;
+//! - `load.rs`: reading, YAML syntax, `HEARTH__*` overrides, typing with key paths;
+//! - `profiles.rs`: profile merging, the resolved profile types, profile checks;
+//! - `validate.rs`: the other checks and the secrets;
+//! - `error.rs`: the error and problem types.
+
+mod error;
+mod load;
+mod profiles;
+mod types;
+mod validate;
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+pub use error::{ConfigError, ConfigProblem};
+pub use profiles::{
+    DelegationLevel, Engine, IMPLICIT_PROFILE_ID, ProcessingConfig, ResolvedProfile, ToolsConfig,
+};
+pub use serde_yaml::Mapping;
+pub use types::{
+    ChannelsConfig, FamilyMember, HearthConfig, HttpConfig, LlmBackend, LlmModelConfig,
+    LlmProviderKind, LlmRetryConfig, MatrixConfig, McpServerConfig, ProfileSettingsConfig,
+    QueueConfig, ServiceProfileConfig, TelegramConfig, redact_url_password,
+};
+
+/// A validated configuration, ready to build the actors from.
+#[derive(Clone)]
+pub struct LoadedConfig {
+    /// The file it was read from.
+    pub file: PathBuf,
+    /// The file's content with the environment overrides applied.
+    pub config: HearthConfig,
+    /// Every service profile, merged, in `service_profiles` order (or the one implicit profile).
+    pub profiles: Vec<ResolvedProfile>,
+    /// The profile that answers messages that do not ask for one.
+    pub default_profile_id: String,
+    /// Environment variable name → value, for every `*_env` key this configuration needs.
+    pub secrets: BTreeMap<String, String>,
+}
+
+impl LoadedConfig {
+    /// The resolved profile with this id.
+    pub fn profile(&self, id: &str) -> Option<&ResolvedProfile> {
+        self.profiles.iter().find(|profile| profile.id == id)
+    }
+
+    /// The value of a secret by its variable name, if the configuration needed it.
+    pub fn secret(&self, var_name: &str) -> Option<&str> {
+        self.secrets.get(var_name).map(String::as_str)
+    }
+
+    /// The family member with this id.
+    pub fn family_member(&self, id: &str) -> Option<&FamilyMember> {
+        self.config.family.iter().find(|member| member.id == id)
+    }
+}
+
+// Written by hand so that logging a loaded configuration can never print a secret's value.
+impl fmt::Debug for LoadedConfig {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        formatter
+            .debug_struct("LoadedConfig")
+            .field("file", &self.file)
+            .field("config", &self.config)
+            .field("profiles", &self.profiles)
+            .field("default_profile_id", &self.default_profile_id)
+            .field("secrets", &self.secrets.keys().collect::<Vec<_>>())
+            .finish()
+    }
+}
+
+/// What the loader needs to know about the rest of the program.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct LoadOptions<'a> {
+    /// Names of the local tools this build provides; `enable_local_tools` and the
+    /// un-namespaced entries of `confirm_tools` must name one of them.
+    pub known_local_tools: &'a [&'a str],
+}
+
+/// Reads the file, applies `HEARTH__A__B` overrides from the real process environment,
+/// resolves the profiles and validates everything; secrets come from the same environment.
+pub fn load(path: &Path, options: &LoadOptions) -> Result<LoadedConfig, ConfigError> {
+    // Variables that are not unicode cannot be a key override or a secret this program can use.
+    let env: BTreeMap<String, String> = std::env::vars_os()
+        .filter_map(|(name, value)| Some((name.into_string().ok()?, value.into_string().ok()?)))
+        .collect();
+    load_with_env(path, &env, options)
+}
+
+/// Same as [`load`], with an explicit environment used both for the `HEARTH__*` overrides and
+/// for the secret lookups.
+pub fn load_with_env(
+    path: &Path,
+    env: &BTreeMap<String, String>,
+    options: &LoadOptions,
+) -> Result<LoadedConfig, ConfigError> {
+    let raw = load::read_config(path, env)?;
+    let config = raw.config;
+
+    let mut problems = error::Problems::default();
+    let resolution = profiles::resolve_profiles(&config, options.known_local_tools, &mut problems);
+    validate::check_settings(&config, &mut problems);
+    let secrets = validate::collect_secrets(&config, &resolution.profiles, env, &mut problems);
+
+    if !problems.is_empty() {
+        return Err(ConfigError::Invalid {
+            file: path.to_path_buf(),
+            problems: load::with_override_sources(problems.into_vec(), &raw.overrides),
+        });
+    }
+
+    tracing::info!(
+        file = %path.display(),
+        profiles = resolution.profiles.len(),
+        default_profile = %resolution.default_profile_id,
+        overrides = raw.overrides.len(),
+        "configuration loaded"
+    );
+    Ok(LoadedConfig {
+        file: path.to_path_buf(),
+        config,
+        profiles: resolution.profiles,
+        default_profile_id: resolution.default_profile_id,
+        secrets,
+    })
+}
+
+/// The YAML printed by `hearth check-config`: the default profile id and every resolved
+/// profile. Secrets are not part of a profile, so they cannot appear.
+pub fn render_resolved_profiles(loaded: &LoadedConfig) -> String {
+    #[derive(Serialize)]
+    struct ResolvedView<'a> {
+        default_profile_id: &'a str,
+        profiles: &'a [ResolvedProfile],
+    }
+    let view = ResolvedView {
+        default_profile_id: &loaded.default_profile_id,
+        profiles: &loaded.profiles,
+    };
+    // Plain strings, numbers, lists and maps always serialize; the fallback keeps the command
+    // from panicking if that ever changes.
+    serde_yaml::to_string(&view)
+        .unwrap_or_else(|error| format!("# cannot render the resolved profiles: {error}\n"))
+}

@@ -1,0 +1,455 @@
+//! The typed shape of `hearth.yaml`: one struct per section, with the defaults a key gets when
+//! the file leaves it out.
+//!
+//! Every struct denies unknown keys, so a typo is an error at start-up instead of a setting that
+//! silently does nothing. A key written with an empty value (`family:` with nothing after it)
+//! counts as "use the default" for collections and sections, because that is what people mean
+//! when they leave a section empty. The two profile sections (`processing_config`,
+//! `tools_config`) stay raw YAML mappings here: they are merged key by key before they are typed,
+//! which `profiles.rs` owns.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use serde::de::Error as _;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde_yaml::Mapping;
+
+/// The whole configuration file.
+#[derive(Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct HearthConfig {
+    pub database_url: String,
+    pub database_max_connections: u32,
+    #[serde(deserialize_with = "null_as_default")]
+    pub http: HttpConfig,
+    #[serde(deserialize_with = "null_as_default")]
+    pub queue: QueueConfig,
+    pub llm_max_concurrent_local: usize,
+    pub llm_max_concurrent_cloud: usize,
+    #[serde(deserialize_with = "null_as_default")]
+    pub llm_retry: LlmRetryConfig,
+    #[serde(deserialize_with = "null_as_default")]
+    pub llms: BTreeMap<String, LlmModelConfig>,
+    #[serde(deserialize_with = "null_as_default")]
+    pub family: Vec<FamilyMember>,
+    #[serde(deserialize_with = "null_as_default")]
+    pub channels: ChannelsConfig,
+    pub plugins_dir: String,
+    #[serde(deserialize_with = "null_as_default")]
+    pub mcp_servers: BTreeMap<String, McpServerConfig>,
+    pub default_service_profile_id: Option<String>,
+    #[serde(deserialize_with = "null_as_default")]
+    pub default_profile_settings: ProfileSettingsConfig,
+    #[serde(deserialize_with = "null_as_default")]
+    pub service_profiles: Vec<ServiceProfileConfig>,
+}
+
+impl Default for HearthConfig {
+    fn default() -> Self {
+        Self {
+            database_url: "sqlite://data/hearth.db".to_owned(),
+            database_max_connections: 8,
+            http: HttpConfig::default(),
+            queue: QueueConfig::default(),
+            llm_max_concurrent_local: 1,
+            llm_max_concurrent_cloud: 4,
+            llm_retry: LlmRetryConfig::default(),
+            llms: BTreeMap::new(),
+            family: Vec::new(),
+            channels: ChannelsConfig::default(),
+            plugins_dir: "plugins".to_owned(),
+            mcp_servers: BTreeMap::new(),
+            default_service_profile_id: None,
+            default_profile_settings: ProfileSettingsConfig::default(),
+            service_profiles: Vec::new(),
+        }
+    }
+}
+
+// Written by hand so that a PostgreSQL password in `database_url` (typically set through
+// HEARTH__DATABASE_URL) never reaches a log line.
+impl fmt::Debug for HearthConfig {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        formatter
+            .debug_struct("HearthConfig")
+            .field("database_url", &redact_url_password(&self.database_url))
+            .field("database_max_connections", &self.database_max_connections)
+            .field("http", &self.http)
+            .field("queue", &self.queue)
+            .field("llm_max_concurrent_local", &self.llm_max_concurrent_local)
+            .field("llm_max_concurrent_cloud", &self.llm_max_concurrent_cloud)
+            .field("llm_retry", &self.llm_retry)
+            .field("llms", &self.llms)
+            .field("family", &self.family)
+            .field("channels", &self.channels)
+            .field("plugins_dir", &self.plugins_dir)
+            .field("mcp_servers", &self.mcp_servers)
+            .field(
+                "default_service_profile_id",
+                &self.default_service_profile_id,
+            )
+            .field("default_profile_settings", &self.default_profile_settings)
+            .field("service_profiles", &self.service_profiles)
+            .finish()
+    }
+}
+
+/// The URL with the password of `user:password@` and of a `password=` query parameter
+/// replaced by `***`.
+pub fn redact_url_password(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_owned();
+    };
+    let authority_end = rest.find(['/', '?']).unwrap_or(rest.len());
+    let (authority, tail) = rest.split_at(authority_end);
+    let authority = match authority.rsplit_once('@') {
+        Some((userinfo, host)) if userinfo.contains(':') => {
+            let user = userinfo.split_once(':').map_or(userinfo, |(user, _)| user);
+            format!("{user}:***@{host}")
+        }
+        _ => authority.to_owned(),
+    };
+    let tail = match tail.split_once('?') {
+        Some((path, query)) => {
+            let query: Vec<String> = query
+                .split('&')
+                .map(|pair| match pair.split_once('=') {
+                    Some((name, _)) if name.eq_ignore_ascii_case("password") => {
+                        format!("{name}=***")
+                    }
+                    _ => pair.to_owned(),
+                })
+                .collect();
+            format!("{path}?{}", query.join("&"))
+        }
+        None => tail.to_owned(),
+    };
+    format!("{scheme}://{authority}{tail}")
+}
+
+/// The HTTP API (integrations, plugin callbacks, health and metrics).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct HttpConfig {
+    pub enabled: bool,
+    pub bind: String,
+    pub auth_enabled: bool,
+    pub auth_api_key_env: Option<String>,
+    pub max_body_bytes: usize,
+    pub reply_timeout_seconds: u64,
+}
+
+impl Default for HttpConfig {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            bind: "127.0.0.1:8080".to_owned(),
+            auth_enabled: true,
+            auth_api_key_env: None,
+            max_body_bytes: 65_536,
+            reply_timeout_seconds: 120,
+        }
+    }
+}
+
+/// The durable request queue in front of the processing services.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct QueueConfig {
+    pub max_parallel_conversations: usize,
+    pub max_backlog: usize,
+    pub retry_delay_seconds: u64,
+    pub max_attempts: u32,
+}
+
+impl Default for QueueConfig {
+    fn default() -> Self {
+        Self {
+            max_parallel_conversations: 8,
+            max_backlog: 256,
+            retry_delay_seconds: 30,
+            max_attempts: 5,
+        }
+    }
+}
+
+/// How the LLM broker retries transient backend failures.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct LlmRetryConfig {
+    pub max_attempts: u32,
+    pub initial_backoff_ms: u64,
+    pub max_backoff_ms: u64,
+    pub max_retry_after_seconds: u64,
+}
+
+impl Default for LlmRetryConfig {
+    fn default() -> Self {
+        Self {
+            max_attempts: 3,
+            initial_backoff_ms: 500,
+            max_backoff_ms: 8_000,
+            max_retry_after_seconds: 30,
+        }
+    }
+}
+
+/// Which wire protocol an LLM backend speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum LlmProviderKind {
+    /// The OpenAI chat-completions API, also spoken by llama.cpp, Ollama, vLLM, OpenRouter.
+    OpenAi,
+    /// The Anthropic Messages API.
+    Anthropic,
+}
+
+impl LlmProviderKind {
+    const NAMES: &'static [&'static str] = &["openai", "anthropic"];
+
+    /// The name used in the YAML file.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::OpenAi => "openai",
+            Self::Anthropic => "anthropic",
+        }
+    }
+
+    fn from_name(name: &str) -> Option<Self> {
+        match name {
+            "openai" => Some(Self::OpenAi),
+            "anthropic" => Some(Self::Anthropic),
+            _ => None,
+        }
+    }
+}
+
+/// Which concurrency bound of the LLM broker a model counts against.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum LlmBackend {
+    /// Runs on this machine; bounded by `llm_max_concurrent_local`.
+    Local,
+    /// A remote API; bounded by `llm_max_concurrent_cloud`.
+    #[default]
+    Cloud,
+}
+
+impl LlmBackend {
+    const NAMES: &'static [&'static str] = &["local", "cloud"];
+
+    /// The name used in the YAML file.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Local => "local",
+            Self::Cloud => "cloud",
+        }
+    }
+
+    fn from_name(name: &str) -> Option<Self> {
+        match name {
+            "local" => Some(Self::Local),
+            "cloud" => Some(Self::Cloud),
+            _ => None,
+        }
+    }
+}
+
+// The enums are read from a string by hand instead of derived: the `config` crate's own enum
+// support reports a wrong name as "does not have variant constructor", while serde's
+// `unknown_variant` lists the names that would have worked, which is what a user needs.
+macro_rules! named_enum_serde {
+    ($enum_type:ty) => {
+        impl Serialize for $enum_type {
+            fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+                serializer.serialize_str(self.as_str())
+            }
+        }
+
+        impl<'de> Deserialize<'de> for $enum_type {
+            fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+                let name = String::deserialize(deserializer)?;
+                Self::from_name(&name).ok_or_else(|| D::Error::unknown_variant(&name, Self::NAMES))
+            }
+        }
+
+        impl fmt::Display for $enum_type {
+            fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+                formatter.write_str(self.as_str())
+            }
+        }
+    };
+}
+
+named_enum_serde!(LlmProviderKind);
+named_enum_serde!(LlmBackend);
+
+/// One named LLM; profiles refer to it by its key in `llms`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LlmModelConfig {
+    pub provider: LlmProviderKind,
+    pub base_url: String,
+    pub model: String,
+    #[serde(default)]
+    pub api_key_env: Option<String>,
+    #[serde(default)]
+    pub backend: LlmBackend,
+    #[serde(default = "default_llm_timeout_seconds")]
+    pub timeout_seconds: u64,
+    #[serde(default)]
+    pub max_tokens: Option<u32>,
+    #[serde(default)]
+    pub cost_per_million_input_tokens: f64,
+    #[serde(default)]
+    pub cost_per_million_output_tokens: f64,
+}
+
+fn default_llm_timeout_seconds() -> u64 {
+    60
+}
+
+/// A person allowed to talk to the bot, with their identity on each channel.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FamilyMember {
+    pub id: String,
+    #[serde(default)]
+    pub name: Option<String>,
+    #[serde(default)]
+    pub telegram_user_id: Option<i64>,
+    #[serde(default)]
+    pub matrix_user_id: Option<String>,
+}
+
+/// The chat platforms; each is off unless enabled.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ChannelsConfig {
+    #[serde(deserialize_with = "null_as_default")]
+    pub telegram: TelegramConfig,
+    #[serde(deserialize_with = "null_as_default")]
+    pub matrix: MatrixConfig,
+}
+
+/// The Telegram bot.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct TelegramConfig {
+    pub enabled: bool,
+    pub token_env: Option<String>,
+    pub api_url: String,
+}
+
+impl Default for TelegramConfig {
+    fn default() -> Self {
+        Self {
+            enabled: false,
+            token_env: None,
+            api_url: "https://api.telegram.org".to_owned(),
+        }
+    }
+}
+
+/// The Matrix account the bot logs in as.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct MatrixConfig {
+    pub enabled: bool,
+    pub homeserver_url: Option<String>,
+    pub user_id: Option<String>,
+    pub password_env: Option<String>,
+    pub access_token_env: Option<String>,
+    pub store_path: String,
+    pub store_passphrase_env: Option<String>,
+}
+
+impl Default for MatrixConfig {
+    fn default() -> Self {
+        Self {
+            enabled: false,
+            homeserver_url: None,
+            user_id: None,
+            password_env: None,
+            access_token_env: None,
+            store_path: "data/matrix".to_owned(),
+            store_passphrase_env: None,
+        }
+    }
+}
+
+/// An MCP server: a `command` to start (stdio) or a `url` to reach (streamable HTTP).
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct McpServerConfig {
+    pub command: Option<String>,
+    #[serde(deserialize_with = "null_as_default")]
+    pub args: Vec<String>,
+    #[serde(deserialize_with = "null_as_default")]
+    pub env: BTreeMap<String, String>,
+    pub url: Option<String>,
+    #[serde(deserialize_with = "null_as_default")]
+    pub headers: BTreeMap<String, String>,
+}
+
+/// `default_profile_settings` as written: merged into every profile before it is typed.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ProfileSettingsConfig {
+    #[serde(deserialize_with = "null_as_default")]
+    pub processing_config: Mapping,
+    #[serde(deserialize_with = "null_as_default")]
+    pub tools_config: Mapping,
+}
+
+/// One entry of `service_profiles` as written; see `ResolvedProfile` for the merged result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ServiceProfileConfig {
+    pub id: String,
+    #[serde(default)]
+    pub description: Option<String>,
+    #[serde(default, deserialize_with = "null_as_default")]
+    pub slash_commands: Vec<String>,
+    #[serde(default)]
+    pub confirm_slash_commands: bool,
+    #[serde(default)]
+    pub processing_config: Option<Mapping>,
+    #[serde(default)]
+    pub tools_config: Option<Mapping>,
+}
+
+/// Reads an explicit YAML null as the type's default, so `family:` left empty means no family
+/// members instead of a type error.
+fn null_as_default<'de, D, T>(deserializer: D) -> Result<T, D::Error>
+where
+    D: Deserializer<'de>,
+    T: Deserialize<'de> + Default,
+{
+    Ok(Option::<T>::deserialize(deserializer)?.unwrap_or_default())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::redact_url_password;
+
+    #[test]
+    fn url_passwords_are_redacted_and_the_rest_kept() {
+        assert_eq!(
+            redact_url_password("postgres://hearth:s3cret@db:5432/hearth?sslmode=require"),
+            "postgres://hearth:***@db:5432/hearth?sslmode=require"
+        );
+        assert_eq!(
+            redact_url_password("postgres://db/hearth?user=h&password=s3cret"),
+            "postgres://db/hearth?user=h&password=***"
+        );
+        assert_eq!(
+            redact_url_password("postgres://hearth@db/hearth"),
+            "postgres://hearth@db/hearth"
+        );
+        assert_eq!(
+            redact_url_password("sqlite://data/hearth.db"),
+            "sqlite://data/hearth.db"
+        );
+        assert_eq!(redact_url_password("sqlite::memory:"), "sqlite::memory:");
+    }
+}

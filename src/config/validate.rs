@@ -1,0 +1,404 @@
+//! The start-up checks of everything outside the profiles (bounds, URLs, family identities,
+//! channels, MCP servers) and the collection of secrets from the environment.
+//!
+//! A secret is looked up only where it is needed: the key of an LLM that some profile uses,
+//! the HTTP API key when the API is on and authenticated, the tokens of enabled channels. An
+//! unused LLM or a disabled channel may name a variable that is not set on this host.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use super::error::Problems;
+use super::profiles::ResolvedProfile;
+use super::types::HearthConfig;
+
+/// Checks the settings outside the profiles.
+pub(crate) fn check_settings(config: &HearthConfig, problems: &mut Problems) {
+    check_database(config, problems);
+    check_bounds(config, problems);
+    check_http(config, problems);
+    check_llms(config, problems);
+    check_family(config, problems);
+    check_channels(config, problems);
+    check_mcp_servers(config, problems);
+    if config.plugins_dir.trim().is_empty() {
+        problems.push("plugins_dir", "must not be empty");
+    }
+}
+
+fn check_database(config: &HearthConfig, problems: &mut Problems) {
+    // Only the scheme is ever quoted: a PostgreSQL URL may carry a password. Splitting at the
+    // first ':' also accepts sqlx's "sqlite::memory:".
+    let scheme = config
+        .database_url
+        .split_once(':')
+        .map(|(scheme, _)| scheme);
+    if !matches!(scheme, Some("sqlite" | "postgres" | "postgresql")) {
+        problems.push(
+            "database_url",
+            format!(
+                "unsupported database url (scheme {:?}; expected \"sqlite://...\" or \"postgres://...\")",
+                scheme.unwrap_or("")
+            ),
+        );
+    }
+}
+
+fn at_least_one(problems: &mut Problems, key_path: &str, value: u64) {
+    if value == 0 {
+        problems.push(key_path, "must be at least 1, found 0");
+    }
+}
+
+fn check_bounds(config: &HearthConfig, problems: &mut Problems) {
+    at_least_one(
+        problems,
+        "database_max_connections",
+        config.database_max_connections.into(),
+    );
+    at_least_one(
+        problems,
+        "llm_max_concurrent_local",
+        widen_usize(config.llm_max_concurrent_local),
+    );
+    at_least_one(
+        problems,
+        "llm_max_concurrent_cloud",
+        widen_usize(config.llm_max_concurrent_cloud),
+    );
+    let queue = &config.queue;
+    at_least_one(
+        problems,
+        "queue.max_parallel_conversations",
+        widen_usize(queue.max_parallel_conversations),
+    );
+    at_least_one(
+        problems,
+        "queue.max_backlog",
+        widen_usize(queue.max_backlog),
+    );
+    at_least_one(problems, "queue.max_attempts", queue.max_attempts.into());
+    let retry = &config.llm_retry;
+    at_least_one(
+        problems,
+        "llm_retry.max_attempts",
+        retry.max_attempts.into(),
+    );
+    if retry.initial_backoff_ms > retry.max_backoff_ms {
+        problems.push(
+            "llm_retry.initial_backoff_ms",
+            format!(
+                "{} is more than llm_retry.max_backoff_ms ({})",
+                retry.initial_backoff_ms, retry.max_backoff_ms
+            ),
+        );
+    }
+}
+
+fn check_http(config: &HearthConfig, problems: &mut Problems) {
+    let http = &config.http;
+    if !http.enabled {
+        return;
+    }
+    let port = http
+        .bind
+        .rsplit_once(':')
+        .map(|(_, port)| port.parse::<u16>());
+    if !matches!(port, Some(Ok(_))) {
+        problems.push(
+            "http.bind",
+            format!(
+                "{:?} is not an address and port (expected e.g. \"127.0.0.1:8080\")",
+                http.bind
+            ),
+        );
+    }
+    at_least_one(
+        problems,
+        "http.max_body_bytes",
+        widen_usize(http.max_body_bytes),
+    );
+    at_least_one(
+        problems,
+        "http.reply_timeout_seconds",
+        http.reply_timeout_seconds,
+    );
+    if http.auth_enabled && http.auth_api_key_env.is_none() {
+        problems.push(
+            "http.auth_api_key_env",
+            "http.auth_enabled is true but no variable is named for the API key (set auth_api_key_env, or auth_enabled: false)",
+        );
+    }
+}
+
+fn widen_usize(value: usize) -> u64 {
+    u64::try_from(value).unwrap_or(u64::MAX)
+}
+
+fn is_http_url(url: &str) -> bool {
+    url.starts_with("http://") || url.starts_with("https://")
+}
+
+fn check_llms(config: &HearthConfig, problems: &mut Problems) {
+    for (name, llm) in &config.llms {
+        let path = format!("llms.{name}");
+        if !is_http_url(&llm.base_url) {
+            problems.push(
+                format!("{path}.base_url"),
+                format!("{:?} is not an http(s) url", llm.base_url),
+            );
+        }
+        if llm.model.trim().is_empty() {
+            problems.push(format!("{path}.model"), "must not be empty");
+        }
+        at_least_one(
+            problems,
+            &format!("{path}.timeout_seconds"),
+            llm.timeout_seconds,
+        );
+        if llm.max_tokens == Some(0) {
+            problems.push(format!("{path}.max_tokens"), "must be at least 1, found 0");
+        }
+        for (key, cost) in [
+            (
+                "cost_per_million_input_tokens",
+                llm.cost_per_million_input_tokens,
+            ),
+            (
+                "cost_per_million_output_tokens",
+                llm.cost_per_million_output_tokens,
+            ),
+        ] {
+            if !cost.is_finite() || cost < 0.0 {
+                problems.push(
+                    format!("{path}.{key}"),
+                    format!("must be a number of at least 0, found {cost}"),
+                );
+            }
+        }
+    }
+}
+
+/// One person, one identity: a chat account mapped to two members would make "who asked"
+/// ambiguous, and every confirmation is bound to who asked.
+fn check_family(config: &HearthConfig, problems: &mut Problems) {
+    let mut seen_ids = BTreeMap::new();
+    let mut seen_telegram_ids = BTreeMap::new();
+    let mut seen_matrix_ids = BTreeMap::new();
+    for (index, member) in config.family.iter().enumerate() {
+        let path = format!("family[{index}]");
+        if member.id.trim().is_empty() {
+            problems.push(format!("{path}.id"), "a family member id must not be empty");
+        } else if let Some(first) = seen_ids.insert(member.id.as_str(), index) {
+            problems.push(
+                format!("{path}.id"),
+                format!(
+                    "duplicate family member id {:?} (also family[{first}])",
+                    member.id
+                ),
+            );
+            seen_ids.insert(member.id.as_str(), first);
+        }
+        if let Some(telegram_id) = member.telegram_user_id
+            && let Some(first) = seen_telegram_ids.insert(telegram_id, index)
+        {
+            problems.push(
+                format!("{path}.telegram_user_id"),
+                format!("telegram user {telegram_id} is already family[{first}]"),
+            );
+            seen_telegram_ids.insert(telegram_id, first);
+        }
+        if let Some(matrix_id) = &member.matrix_user_id {
+            if !(matrix_id.starts_with('@') && matrix_id.contains(':')) {
+                problems.push(
+                    format!("{path}.matrix_user_id"),
+                    format!("{matrix_id:?} is not a matrix user id (expected \"@name:server\")"),
+                );
+            } else if let Some(first) = seen_matrix_ids.insert(matrix_id.as_str(), index) {
+                problems.push(
+                    format!("{path}.matrix_user_id"),
+                    format!("matrix user {matrix_id:?} is already family[{first}]"),
+                );
+                seen_matrix_ids.insert(matrix_id.as_str(), first);
+            }
+        }
+    }
+}
+
+fn check_channels(config: &HearthConfig, problems: &mut Problems) {
+    let telegram = &config.channels.telegram;
+    if telegram.enabled {
+        if telegram.token_env.is_none() {
+            problems.push(
+                "channels.telegram.token_env",
+                "telegram is enabled but no variable is named for the bot token",
+            );
+        }
+        if !is_http_url(&telegram.api_url) {
+            problems.push(
+                "channels.telegram.api_url",
+                format!("{:?} is not an http(s) url", telegram.api_url),
+            );
+        }
+    }
+    let matrix = &config.channels.matrix;
+    if matrix.enabled {
+        match &matrix.homeserver_url {
+            None => problems.push(
+                "channels.matrix.homeserver_url",
+                "matrix is enabled but no homeserver url is set",
+            ),
+            Some(url) if !is_http_url(url) => problems.push(
+                "channels.matrix.homeserver_url",
+                format!("{url:?} is not an http(s) url"),
+            ),
+            Some(_) => {}
+        }
+        if matrix.user_id.is_none() {
+            problems.push(
+                "channels.matrix.user_id",
+                "matrix is enabled but the bot's user id is not set",
+            );
+        }
+        if matrix.password_env.is_none() && matrix.access_token_env.is_none() {
+            problems.push(
+                "channels.matrix",
+                "matrix is enabled but neither password_env nor access_token_env is set",
+            );
+        }
+        if matrix.store_path.trim().is_empty() {
+            problems.push("channels.matrix.store_path", "must not be empty");
+        }
+    }
+}
+
+fn check_mcp_servers(config: &HearthConfig, problems: &mut Problems) {
+    for (server_id, server) in &config.mcp_servers {
+        let path = format!("mcp_servers.{server_id}");
+        match (&server.command, &server.url) {
+            (None, None) => problems.push(
+                path,
+                "needs either command (a stdio server) or url (a streamable http server)",
+            ),
+            (Some(_), Some(_)) => problems.push(
+                path,
+                "has both command and url; a server is either started (command) or reached (url)",
+            ),
+            (None, Some(url)) if !is_http_url(url) => problems.push(
+                format!("{path}.url"),
+                format!("{url:?} is not an http(s) url"),
+            ),
+            _ => {}
+        }
+    }
+}
+
+/// Reads every secret the configuration needs from `env`, by the variable names its `*_env`
+/// keys give, and reports each one that is missing.
+pub(crate) fn collect_secrets(
+    config: &HearthConfig,
+    profiles: &[ResolvedProfile],
+    env: &BTreeMap<String, String>,
+    problems: &mut Problems,
+) -> BTreeMap<String, String> {
+    let mut secrets = SecretLookup {
+        env,
+        found: BTreeMap::new(),
+    };
+
+    let used_llms: BTreeSet<&str> = profiles
+        .iter()
+        .flat_map(|profile| {
+            std::iter::once(profile.processing.llm_model.as_str())
+                .chain(profile.processing.llm_fallback_model.as_deref())
+        })
+        .collect();
+    for name in used_llms {
+        if let Some(variable) = config
+            .llms
+            .get(name)
+            .and_then(|llm| llm.api_key_env.as_deref())
+        {
+            secrets.require(&format!("llms.{name}.api_key_env"), variable, problems);
+        }
+    }
+
+    let http = &config.http;
+    if http.enabled
+        && http.auth_enabled
+        && let Some(variable) = &http.auth_api_key_env
+    {
+        secrets.require("http.auth_api_key_env", variable, problems);
+    }
+
+    let telegram = &config.channels.telegram;
+    if telegram.enabled
+        && let Some(variable) = &telegram.token_env
+    {
+        secrets.require("channels.telegram.token_env", variable, problems);
+    }
+
+    let matrix = &config.channels.matrix;
+    if matrix.enabled {
+        // Either way of logging in will do; only when neither variable is set is it a problem.
+        let login_keys: Vec<(&str, &str)> = [
+            ("channels.matrix.password_env", &matrix.password_env),
+            ("channels.matrix.access_token_env", &matrix.access_token_env),
+        ]
+        .into_iter()
+        .filter_map(|(key, variable)| variable.as_deref().map(|variable| (key, variable)))
+        .collect();
+        let any_login_present = login_keys
+            .iter()
+            .any(|(_, variable)| secrets.try_take(variable));
+        if !any_login_present {
+            for (key, variable) in login_keys {
+                secrets.require(key, variable, problems);
+            }
+        }
+        if let Some(variable) = &matrix.store_passphrase_env {
+            secrets.require("channels.matrix.store_passphrase_env", variable, problems);
+        }
+    }
+    secrets.found
+}
+
+struct SecretLookup<'a> {
+    env: &'a BTreeMap<String, String>,
+    found: BTreeMap<String, String>,
+}
+
+impl SecretLookup<'_> {
+    /// Takes the variable's value if it is set and not empty.
+    fn try_take(&mut self, variable: &str) -> bool {
+        match self.env.get(variable) {
+            Some(value) if !value.is_empty() => {
+                self.found.insert(variable.to_owned(), value.clone());
+                true
+            }
+            _ => false,
+        }
+    }
+
+    fn require(&mut self, key_path: &str, variable: &str, problems: &mut Problems) {
+        if !is_variable_name(variable) {
+            // Never echo it: what was written here may be the secret itself.
+            problems.push(
+                key_path,
+                "does not look like an environment variable name (letters, digits and _); this key names the variable that holds the secret, never the secret itself",
+            );
+        } else if !self.try_take(variable) {
+            problems.push(
+                key_path,
+                format!("environment variable {variable} is unset or empty"),
+            );
+        }
+    }
+}
+
+fn is_variable_name(name: &str) -> bool {
+    let mut characters = name.chars();
+    characters
+        .next()
+        .is_some_and(|first| first.is_ascii_alphabetic() || first == '_')
+        && characters.all(|character| character.is_ascii_alphanumeric() || character == '_')
+}

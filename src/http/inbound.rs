@@ -1,0 +1,172 @@
+//! `POST /inbound` and `GET /inbound/{id}`.
+//!
+//! `POST /inbound {user_id, text, session_id?, message_id?}` answers `200` with the
+//! reply; `202` with the message id when the answer is delayed or takes longer
+//! than `http.reply_timeout_seconds` (read it later with `GET /inbound/{id}`);
+//! `503` with `Retry-After` when the queue is full; `204` and nothing else for a
+//! user id that is not a family member.
+
+use actix_web::{HttpRequest, HttpResponse, web};
+use serde::Deserialize;
+use serde_json::json;
+use tokio::sync::oneshot;
+
+use super::HttpState;
+use crate::actors::channels::{ExpectReply, ForgetReply, ReplyKind};
+use crate::actors::request_queue::{SubmitError, SubmitInbound, Submitted};
+use crate::ports::{Inbound, InboxRecord, InboxStatus, now_ms};
+
+const MAX_TEXT_CHARS: usize = 16_000;
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct InboundBody {
+    user_id: String,
+    text: String,
+    /// Separate conversations of one member; defaults to the member's id.
+    session_id: Option<String>,
+    /// The caller's id for this message: sending it again is answered once.
+    message_id: Option<String>,
+}
+
+fn unauthorized() -> HttpResponse {
+    HttpResponse::Unauthorized()
+        .insert_header(("WWW-Authenticate", "Bearer"))
+        .json(
+            json!({"error": "missing or wrong API key (send X-API-Key or Authorization: Bearer)"}),
+        )
+}
+
+fn bad_request(message: String) -> HttpResponse {
+    HttpResponse::BadRequest().json(json!({ "error": message }))
+}
+
+fn record_json(record: &InboxRecord) -> serde_json::Value {
+    json!({
+        "id": record.inbound.id,
+        "status": record.status.as_str(),
+        "reply": record.reply,
+    })
+}
+
+pub async fn post_inbound(
+    request: HttpRequest,
+    state: web::Data<HttpState>,
+    body: web::Json<InboundBody>,
+) -> HttpResponse {
+    if let Some(key) = &state.api_key
+        && !key.accepts(&request)
+    {
+        return unauthorized();
+    }
+    let body = body.into_inner();
+    if body.text.trim().is_empty() {
+        return bad_request("field `text` is empty".into());
+    }
+    if body.text.chars().count() > MAX_TEXT_CHARS {
+        return bad_request(format!(
+            "field `text` is longer than {MAX_TEXT_CHARS} characters"
+        ));
+    }
+    if state.family.by_id("http", &body.user_id).is_none() {
+        return HttpResponse::NoContent().finish();
+    }
+    let session = body.session_id.unwrap_or_else(|| body.user_id.clone());
+    let inbound = Inbound {
+        id: uuid::Uuid::new_v4().to_string(),
+        channel: "http".into(),
+        conversation_id: session,
+        member_id: body.user_id,
+        text: body.text,
+        platform_event_id: body.message_id,
+        received_at_ms: now_ms(),
+    };
+    let inbox_id = inbound.id.clone();
+    let (sender, receiver) = oneshot::channel();
+    // Registered before submitting, so the reply cannot overtake the waiter.
+    if state
+        .channel
+        .send(ExpectReply {
+            inbox_id: inbox_id.clone(),
+            sender,
+        })
+        .await
+        .is_err()
+    {
+        return HttpResponse::ServiceUnavailable()
+            .json(json!({"error": "hearth is shutting down"}));
+    }
+    let forget = || {
+        state.channel.do_send(ForgetReply {
+            inbox_id: inbox_id.clone(),
+        })
+    };
+    match state.queue.send(SubmitInbound { inbound }).await {
+        Ok(Ok(Submitted::Accepted)) => {}
+        Ok(Ok(Submitted::Duplicate(record))) => {
+            forget();
+            return match record.status {
+                InboxStatus::Accepted => HttpResponse::Accepted().json(record_json(&record)),
+                _ => HttpResponse::Ok().json(record_json(&record)),
+            };
+        }
+        Ok(Err(SubmitError::Busy { .. })) => {
+            forget();
+            return HttpResponse::ServiceUnavailable()
+                .insert_header(("Retry-After", "5"))
+                .json(json!({"error": "busy, try again in a few seconds"}));
+        }
+        Ok(Err(error)) => {
+            forget();
+            tracing::error!(%error, "inbound message not stored");
+            return HttpResponse::ServiceUnavailable()
+                .json(json!({"error": "the message could not be stored, try again"}));
+        }
+        Err(_) => {
+            forget();
+            return HttpResponse::ServiceUnavailable()
+                .json(json!({"error": "hearth is shutting down"}));
+        }
+    }
+    match tokio::time::timeout(state.reply_timeout, receiver).await {
+        Ok(Ok(reply)) => match reply.kind {
+            ReplyKind::Answer => HttpResponse::Ok().json(json!({
+                "id": inbox_id, "status": "answered", "reply": reply.text
+            })),
+            ReplyKind::Delayed => HttpResponse::Accepted().json(json!({
+                "id": inbox_id, "status": "accepted", "notice": reply.text
+            })),
+            ReplyKind::Failed => HttpResponse::Ok().json(json!({
+                "id": inbox_id, "status": "failed", "reply": reply.text
+            })),
+        },
+        _ => {
+            forget();
+            HttpResponse::Accepted().json(json!({"id": inbox_id, "status": "accepted"}))
+        }
+    }
+}
+
+pub async fn get_inbound(
+    request: HttpRequest,
+    state: web::Data<HttpState>,
+    path: web::Path<String>,
+) -> HttpResponse {
+    if let Some(key) = &state.api_key
+        && !key.accepts(&request)
+    {
+        return unauthorized();
+    }
+    match state.inbox.get(&path).await {
+        // Only messages that came in over HTTP are readable here.
+        Ok(Some(record)) if record.inbound.channel == "http" => {
+            HttpResponse::Ok().json(record_json(&record))
+        }
+        Ok(_) => HttpResponse::NotFound()
+            .json(json!({"error": format!("no message with id {:?}", path.as_str())})),
+        Err(error) => {
+            tracing::error!(%error, "inbox read failed");
+            HttpResponse::ServiceUnavailable().json(json!({"error": "storage unavailable"}))
+        }
+    }
+}

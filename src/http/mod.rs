@@ -1,0 +1,107 @@
+//! The HTTP API (actix-web): `POST /inbound`, `GET /inbound/{id}`, `GET /healthz`,
+//! `GET /readyz`, `GET /metrics`. Routes only translate HTTP to actor messages.
+
+mod auth;
+mod health;
+mod inbound;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use actix::Addr;
+use actix_web::dev::ServerHandle;
+use actix_web::{App, HttpResponse, HttpServer, error, web};
+
+use crate::actors::channels::HttpChannel;
+use crate::actors::request_queue::RequestQueue;
+use crate::family::Family;
+use crate::metrics::Metrics;
+use crate::ports::Inbox;
+use crate::readiness::Readiness;
+
+pub use auth::ApiKey;
+
+/// Everything a route needs, shared by every HTTP worker.
+pub struct HttpState {
+    pub queue: Addr<RequestQueue>,
+    pub channel: Addr<HttpChannel>,
+    pub inbox: Arc<dyn Inbox>,
+    pub family: Arc<Family>,
+    pub metrics: Arc<Metrics>,
+    pub readiness: Arc<Readiness>,
+    /// `None` when `http.auth_enabled` is false.
+    pub api_key: Option<ApiKey>,
+    pub reply_timeout: Duration,
+}
+
+#[derive(Debug, thiserror::Error)]
+#[error("cannot listen on http.bind {bind:?}: {source}")]
+pub struct BindError {
+    pub bind: String,
+    pub source: std::io::Error,
+}
+
+/// Bind and start the server; returns its handle and the address it listens on.
+pub fn serve(
+    bind: &str,
+    max_body_bytes: usize,
+    state: HttpState,
+) -> Result<(ServerHandle, SocketAddr), BindError> {
+    let state = web::Data::new(state);
+    let server = HttpServer::new(move || {
+        App::new()
+            .app_data(state.clone())
+            .app_data(json_config(max_body_bytes))
+            .route("/inbound", web::post().to(inbound::post_inbound))
+            .route("/inbound/{id}", web::get().to(inbound::get_inbound))
+            .route("/healthz", web::get().to(health::healthz))
+            .route("/readyz", web::get().to(health::readyz))
+            .route("/metrics", web::get().to(health::metrics))
+    })
+    .workers(2)
+    .shutdown_timeout(5)
+    .disable_signals()
+    .bind(bind)
+    .map_err(|source| BindError {
+        bind: bind.to_string(),
+        source,
+    })?;
+    let address = server.addrs().first().copied().ok_or_else(|| BindError {
+        bind: bind.to_string(),
+        source: std::io::Error::other("no address bound"),
+    })?;
+    let server = server.run();
+    let handle = server.handle();
+    actix::spawn(async move {
+        if let Err(error) = server.await {
+            tracing::error!(%error, "http server stopped");
+        }
+    });
+    Ok((handle, address))
+}
+
+/// JSON bodies: size-limited, and every parse problem answered as JSON with a reason.
+fn json_config(max_body_bytes: usize) -> web::JsonConfig {
+    web::JsonConfig::default()
+        .limit(max_body_bytes)
+        .error_handler(move |problem, _request| {
+            let response = match &problem {
+                error::JsonPayloadError::Overflow { .. }
+                | error::JsonPayloadError::OverflowKnownLength { .. } => {
+                    HttpResponse::PayloadTooLarge().json(serde_json::json!({
+                        "error": format!("request body is larger than {max_body_bytes} bytes")
+                    }))
+                }
+                error::JsonPayloadError::ContentType => {
+                    HttpResponse::UnsupportedMediaType().json(serde_json::json!({
+                        "error": "send the body as JSON with content-type: application/json"
+                    }))
+                }
+                other => HttpResponse::BadRequest().json(serde_json::json!({
+                    "error": format!("malformed JSON body: {other}")
+                })),
+            };
+            error::InternalError::from_response(problem, response).into()
+        })
+}

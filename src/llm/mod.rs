@@ -1,0 +1,285 @@
+//! LLM wire-neutral types and the `LlmProvider` port.
+//!
+//! Everything outside `llm/` speaks these types; only the provider modules
+//! (`openai`, `anthropic`) know a vendor's JSON. The `LlmBroker` actor is the
+//! only caller of a provider outside tests.
+
+pub mod anthropic;
+pub mod openai;
+pub mod scripted;
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+
+/// Who said a message in a chat exchange.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    System,
+    User,
+    Assistant,
+    Tool,
+}
+
+impl Role {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::System => "system",
+            Role::User => "user",
+            Role::Assistant => "assistant",
+            Role::Tool => "tool",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<Role> {
+        match text {
+            "system" => Some(Role::System),
+            "user" => Some(Role::User),
+            "assistant" => Some(Role::Assistant),
+            "tool" => Some(Role::Tool),
+            _ => None,
+        }
+    }
+}
+
+/// A tool call the model asked for. `arguments` is the parsed JSON object.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolCall {
+    pub id: String,
+    pub name: String,
+    pub arguments: serde_json::Value,
+}
+
+/// One message of a chat exchange.
+///
+/// `tool_calls` is only set on assistant messages; `tool_call_id` only on
+/// tool messages (the result of the call with that id).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ChatMessage {
+    pub role: Role,
+    pub content: String,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tool_calls: Vec<ToolCall>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_call_id: Option<String>,
+}
+
+impl ChatMessage {
+    pub fn system(content: impl Into<String>) -> Self {
+        Self::plain(Role::System, content)
+    }
+    pub fn user(content: impl Into<String>) -> Self {
+        Self::plain(Role::User, content)
+    }
+    pub fn assistant(content: impl Into<String>) -> Self {
+        Self::plain(Role::Assistant, content)
+    }
+    pub fn tool_result(tool_call_id: impl Into<String>, content: impl Into<String>) -> Self {
+        ChatMessage {
+            role: Role::Tool,
+            content: content.into(),
+            tool_calls: Vec::new(),
+            tool_call_id: Some(tool_call_id.into()),
+        }
+    }
+    fn plain(role: Role, content: impl Into<String>) -> Self {
+        ChatMessage {
+            role,
+            content: content.into(),
+            tool_calls: Vec::new(),
+            tool_call_id: None,
+        }
+    }
+}
+
+/// A tool the model may call: name, description and a JSON schema of its arguments.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolSpec {
+    pub name: String,
+    pub description: String,
+    pub parameters: serde_json::Value,
+}
+
+/// Ask the model to answer with JSON matching `schema`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ResponseFormat {
+    pub name: String,
+    pub schema: serde_json::Value,
+}
+
+/// One chat completion request, as the broker hands it to a provider.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ChatRequest {
+    pub messages: Vec<ChatMessage>,
+    pub tools: Vec<ToolSpec>,
+    pub response_format: Option<ResponseFormat>,
+    pub max_tokens: Option<u32>,
+    pub temperature: Option<f32>,
+}
+
+/// Token usage reported by the backend.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Usage {
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+}
+
+/// The model's answer: text, tool calls, or both.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ChatResponse {
+    pub content: String,
+    pub tool_calls: Vec<ToolCall>,
+    pub usage: Usage,
+    /// The model name the backend says answered (may differ from the one asked).
+    pub model: String,
+}
+
+/// Why a provider call failed. `is_transient` decides whether the broker retries.
+#[derive(Debug, thiserror::Error)]
+pub enum LlmError {
+    #[error("llm backend answered http {status}: {body}")]
+    Status {
+        status: u16,
+        retry_after: Option<Duration>,
+        body: String,
+    },
+    #[error("llm request timed out after {0:?}")]
+    Timeout(Duration),
+    #[error("llm backend unreachable: {0}")]
+    Connect(String),
+    #[error("llm backend answered something unreadable: {0}")]
+    Decode(String),
+    #[error("no llm named {0:?} in config key `llms`")]
+    UnknownModel(String),
+}
+
+impl LlmError {
+    /// 429, 5xx, time-outs and connection failures are worth another try.
+    pub fn is_transient(&self) -> bool {
+        match self {
+            LlmError::Status { status, .. } => *status == 429 || *status >= 500,
+            LlmError::Timeout(_) | LlmError::Connect(_) => true,
+            LlmError::Decode(_) | LlmError::UnknownModel(_) => false,
+        }
+    }
+
+    /// The server's `Retry-After`, when it sent one.
+    pub fn retry_after(&self) -> Option<Duration> {
+        match self {
+            LlmError::Status { retry_after, .. } => *retry_after,
+            _ => None,
+        }
+    }
+
+    /// A short label for metrics and telemetry.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            LlmError::Status { status, .. } if *status == 429 => "rate_limited",
+            LlmError::Status { .. } => "http_error",
+            LlmError::Timeout(_) => "timeout",
+            LlmError::Connect(_) => "connect",
+            LlmError::Decode(_) => "decode",
+            LlmError::UnknownModel(_) => "unknown_model",
+        }
+    }
+}
+
+/// The port every LLM backend implements. One value serves one named model.
+#[async_trait]
+pub trait LlmProvider: Send + Sync {
+    /// Short name of the wire format, for logs (`openai`, `anthropic`, `scripted`).
+    fn wire(&self) -> &'static str;
+    async fn chat(&self, request: &ChatRequest) -> Result<ChatResponse, LlmError>;
+}
+
+/// Parse an HTTP `Retry-After` header given in seconds (the HTTP-date form is rare for APIs).
+pub fn parse_retry_after(value: Option<&str>) -> Option<Duration> {
+    let seconds: f64 = value?.trim().parse().ok()?;
+    (seconds.is_finite() && seconds >= 0.0).then(|| Duration::from_secs_f64(seconds))
+}
+
+/// The most of an error body kept in `LlmError::Status`: enough to read the vendor's message,
+/// not so much that a proxy's HTML error page floods the logs.
+const ERROR_BODY_LIMIT: usize = 500;
+
+/// POST `body` as JSON with a per-call `timeout` and decode a 2xx answer as `T`.
+///
+/// Shared by the HTTP providers so every wire format maps transport failures, HTTP statuses
+/// and unreadable answers to the same `LlmError` variants (the broker's retry policy relies on it).
+pub(crate) async fn post_json<T: serde::de::DeserializeOwned>(
+    request: reqwest::RequestBuilder,
+    body: &impl Serialize,
+    timeout: Duration,
+) -> Result<T, LlmError> {
+    let response = request
+        .json(body)
+        .timeout(timeout)
+        .send()
+        .await
+        .map_err(|err| transport_error(&err, timeout))?;
+    let status = response.status();
+    let retry_after = parse_retry_after(
+        response
+            .headers()
+            .get(reqwest::header::RETRY_AFTER)
+            .and_then(|value| value.to_str().ok()),
+    );
+    let bytes = response
+        .bytes()
+        .await
+        .map_err(|err| transport_error(&err, timeout))?;
+    if !status.is_success() {
+        return Err(LlmError::Status {
+            status: status.as_u16(),
+            retry_after,
+            body: truncate_chars(&String::from_utf8_lossy(&bytes), ERROR_BODY_LIMIT),
+        });
+    }
+    serde_json::from_slice(&bytes).map_err(|err| {
+        let text = String::from_utf8_lossy(&bytes);
+        LlmError::Decode(format!(
+            "{err} in {:?}",
+            truncate_chars(&text, ERROR_BODY_LIMIT)
+        ))
+    })
+}
+
+/// Classify a reqwest failure; the source chain is kept because reqwest's own message
+/// ("error sending request") hides the useful part ("connection refused").
+fn transport_error(err: &reqwest::Error, timeout: Duration) -> LlmError {
+    if err.is_timeout() {
+        return LlmError::Timeout(timeout);
+    }
+    let mut message = err.to_string();
+    let mut source = std::error::Error::source(err);
+    while let Some(cause) = source {
+        message.push_str(": ");
+        message.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    if err.is_decode() {
+        LlmError::Decode(message)
+    } else {
+        // Connect failures and connections dropped mid-answer alike: both are worth a retry.
+        LlmError::Connect(message)
+    }
+}
+
+/// The first `limit` characters of `text` (never splitting a character), marked when cut.
+pub(crate) fn truncate_chars(text: &str, limit: usize) -> String {
+    match text.char_indices().nth(limit) {
+        Some((cut, _)) => format!("{}…", &text[..cut]),
+        None => text.to_string(),
+    }
+}
+
+/// Join `base` and `path` with exactly one slash, whatever the configured base ends with.
+pub(crate) fn join_url(base: &str, path: &str) -> String {
+    format!(
+        "{}/{}",
+        base.trim_end_matches('/'),
+        path.trim_start_matches('/')
+    )
+}

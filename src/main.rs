@@ -1,0 +1,151 @@
+//! The `hearth` command: `run` (the bot), `chat` (the console channel),
+//! `check-config` (print the resolved profiles) and `migrate`.
+
+use std::path::PathBuf;
+
+use anyhow::Context as _;
+use clap::{Parser, Subcommand};
+use tracing_subscriber::EnvFilter;
+
+use hearth::app::{self, StartOptions};
+use hearth::config::{self, LoadOptions, LoadedConfig};
+use hearth::tools::LOCAL_TOOL_NAMES;
+
+#[derive(Parser)]
+#[command(
+    name = "hearth",
+    version,
+    about = "A family assistant for Telegram, Matrix, HTTP and the terminal"
+)]
+struct Cli {
+    /// The configuration file.
+    #[arg(
+        long,
+        global = true,
+        env = "HEARTH_CONFIG",
+        default_value = "config/hearth.yaml"
+    )]
+    config: PathBuf,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run the bot with the channels enabled in config (the HTTP API by default).
+    Run,
+    /// Talk to the bot in this terminal as a family member.
+    Chat {
+        /// The family member's id (config `family[].id`).
+        #[arg(long)]
+        user: String,
+    },
+    /// Validate the configuration and print the resolved service profiles.
+    CheckConfig,
+    /// Apply database migrations and exit.
+    Migrate,
+}
+
+fn main() -> anyhow::Result<()> {
+    let cli = Cli::parse();
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            EnvFilter::try_from_env("HEARTH_LOG").unwrap_or_else(|_| EnvFilter::new("info")),
+        )
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .init();
+    let options = LoadOptions {
+        known_local_tools: LOCAL_TOOL_NAMES,
+    };
+    let loaded = config::load(&cli.config, &options)?;
+    match cli.command {
+        Command::CheckConfig => {
+            print!("{}", config::render_resolved_profiles(&loaded));
+            Ok(())
+        }
+        Command::Migrate => in_actix_system(async move {
+            hearth::storage::open(
+                &loaded.config.database_url,
+                loaded.config.database_max_connections,
+            )
+            .await
+            .context("migration failed")?;
+            eprintln!("database {} is up to date", loaded.config.database_url);
+            Ok(())
+        }),
+        Command::Run => in_actix_system(run(loaded)),
+        Command::Chat { user } => in_actix_system(chat(loaded, user)),
+    }
+}
+
+/// actix actors, the actix-web server and spawned tasks share one multi-threaded tokio runtime.
+fn in_actix_system<F>(future: F) -> anyhow::Result<()>
+where
+    F: std::future::Future<Output = anyhow::Result<()>>,
+{
+    actix::System::with_tokio_rt(|| {
+        tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()
+            .expect("the tokio runtime starts")
+    })
+    .block_on(future)
+}
+
+async fn run(loaded: LoadedConfig) -> anyhow::Result<()> {
+    let running = app::start(
+        &loaded,
+        StartOptions {
+            http: true,
+            extra_channels: Default::default(),
+            stores: None,
+        },
+    )
+    .await?;
+    tracing::info!(config = %loaded.file.display(), "hearth is running; Ctrl-C to stop");
+    shutdown_signal().await;
+    tracing::info!("stopping");
+    running.stop().await;
+    Ok(())
+}
+
+async fn chat(loaded: LoadedConfig, user: String) -> anyhow::Result<()> {
+    if loaded.family_member(&user).is_none() {
+        let known: Vec<&str> = loaded.config.family.iter().map(|m| m.id.as_str()).collect();
+        anyhow::bail!(
+            "{user:?} is not a family member in {} (family ids: {})",
+            loaded.file.display(),
+            known.join(", ")
+        );
+    }
+    let (console, replies) = hearth::actors::channels::ConsoleChannel::new();
+    let console = actix::Actor::start(console);
+    let running = app::start(
+        &loaded,
+        StartOptions {
+            http: false,
+            extra_channels: [("console".to_string(), console.recipient())].into(),
+            stores: None,
+        },
+    )
+    .await?;
+    hearth::actors::channels::run_console(running.queue.clone(), user, replies).await?;
+    Ok(())
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = tokio::signal::ctrl_c();
+    #[cfg(unix)]
+    {
+        let mut terminate =
+            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+                .expect("SIGTERM handler installs");
+        tokio::select! {
+            _ = ctrl_c => {}
+            _ = terminate.recv() => {}
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = ctrl_c.await;
+}

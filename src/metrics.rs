@@ -1,0 +1,142 @@
+//! Prometheus counters and gauges, kept in memory and rendered as text by `GET /metrics`.
+//!
+//! One `Metrics` value is created at start-up and handed to every actor that counts.
+
+use std::collections::BTreeMap;
+use std::fmt::Write;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicI64, Ordering};
+
+/// A metric name plus its label pairs, e.g. `("hearth_turns_total", [("outcome","ok")])`.
+type SeriesKey = (&'static str, Vec<(&'static str, String)>);
+
+#[derive(Default)]
+pub struct Metrics {
+    counters: Mutex<BTreeMap<SeriesKey, f64>>,
+    queue_depth: AtomicI64,
+    active_conversations: AtomicI64,
+}
+
+const HELP: &[(&str, &str, &str)] = &[
+    (
+        "hearth_turns_total",
+        "counter",
+        "Turns finished, by profile and outcome.",
+    ),
+    (
+        "hearth_llm_calls_total",
+        "counter",
+        "LLM call attempts, by backend, model name and outcome.",
+    ),
+    (
+        "hearth_llm_tokens_total",
+        "counter",
+        "Tokens used, by backend and direction.",
+    ),
+    (
+        "hearth_llm_cost_usd_total",
+        "counter",
+        "Estimated LLM cost in US dollars, by backend.",
+    ),
+    (
+        "hearth_llm_semaphore_waits_total",
+        "counter",
+        "LLM calls that had to wait for a semaphore permit, by backend.",
+    ),
+    (
+        "hearth_llm_semaphore_wait_seconds_total",
+        "counter",
+        "Time spent waiting for LLM semaphore permits, by backend.",
+    ),
+    (
+        "hearth_inbound_total",
+        "counter",
+        "Inbound messages, by channel and outcome (accepted, duplicate, busy).",
+    ),
+    ("hearth_errors_total", "counter", "Errors, by kind."),
+];
+
+impl Metrics {
+    pub fn add(&self, name: &'static str, labels: &[(&'static str, &str)], value: f64) {
+        let key = (
+            name,
+            labels
+                .iter()
+                .map(|(label, value)| (*label, (*value).to_string()))
+                .collect(),
+        );
+        let mut counters = self.counters.lock().unwrap_or_else(|p| p.into_inner());
+        *counters.entry(key).or_insert(0.0) += value;
+    }
+
+    pub fn increment(&self, name: &'static str, labels: &[(&'static str, &str)]) {
+        self.add(name, labels, 1.0);
+    }
+
+    pub fn error(&self, kind: &str) {
+        self.increment("hearth_errors_total", &[("kind", kind)]);
+    }
+
+    pub fn set_queue_depth(&self, depth: usize, active_conversations: usize) {
+        self.queue_depth
+            .store(i64::try_from(depth).unwrap_or(i64::MAX), Ordering::Relaxed);
+        self.active_conversations.store(
+            i64::try_from(active_conversations).unwrap_or(i64::MAX),
+            Ordering::Relaxed,
+        );
+    }
+
+    /// The value of one series, for tests and readiness details.
+    pub fn value(&self, name: &str, labels: &[(&str, &str)]) -> f64 {
+        let counters = self.counters.lock().unwrap_or_else(|p| p.into_inner());
+        counters
+            .iter()
+            .filter(|((series, series_labels), _)| {
+                *series == name
+                    && labels.iter().all(|(label, value)| {
+                        series_labels.iter().any(|(l, v)| l == label && v == value)
+                    })
+            })
+            .map(|(_, value)| value)
+            .sum()
+    }
+
+    /// The Prometheus text exposition format.
+    pub fn render(&self) -> String {
+        let mut text = String::new();
+        let counters = self.counters.lock().unwrap_or_else(|p| p.into_inner());
+        for (name, kind, help) in HELP {
+            let _ = writeln!(text, "# HELP {name} {help}\n# TYPE {name} {kind}");
+            for ((series, labels), value) in counters.iter() {
+                if series != name {
+                    continue;
+                }
+                let labels: Vec<String> = labels
+                    .iter()
+                    .map(|(label, value)| format!("{label}=\"{}\"", escape_label(value)))
+                    .collect();
+                let _ = writeln!(text, "{name}{{{}}} {value}", labels.join(","));
+            }
+        }
+        let _ = writeln!(
+            text,
+            "# HELP hearth_queue_depth Accepted messages not yet answered.\n\
+             # TYPE hearth_queue_depth gauge\nhearth_queue_depth {}",
+            self.queue_depth.load(Ordering::Relaxed)
+        );
+        let _ = writeln!(
+            text,
+            "# HELP hearth_queue_active_conversations Conversations with a turn running now.\n\
+             # TYPE hearth_queue_active_conversations gauge\nhearth_queue_active_conversations {}",
+            self.active_conversations.load(Ordering::Relaxed)
+        );
+        text
+    }
+}
+
+fn escape_label(value: &str) -> String {
+    value
+        .replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
+}

@@ -1,0 +1,110 @@
+//! The durable inbox: every accepted inbound message is a row before any work
+//! starts, and its reply is written in the same transaction as the history.
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+
+use super::{HistoryEntry, StorageError};
+
+/// A message from a family member, normalised by a channel actor.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Inbound {
+    /// Assigned by the channel (a UUID) so it can wait for the reply before submitting.
+    pub id: String,
+    /// `http`, `console`, `telegram`, `matrix`.
+    pub channel: String,
+    /// The channel's own conversation id (chat, room, session).
+    pub conversation_id: String,
+    /// The family member's id from config `family[].id`.
+    pub member_id: String,
+    pub text: String,
+    /// The platform's id for the event (Telegram update, Matrix event id, HTTP `message_id`):
+    /// unique per channel so a redelivered event is processed once.
+    pub platform_event_id: Option<String>,
+    pub received_at_ms: i64,
+}
+
+impl Inbound {
+    /// The key history and ordering are kept under: channel plus its conversation id.
+    pub fn conversation_key(&self) -> String {
+        format!("{}:{}", self.channel, self.conversation_id)
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum InboxStatus {
+    /// Stored, not yet answered: resumed after a restart.
+    Accepted,
+    /// The reply is stored (and was handed to the channel).
+    Answered,
+    /// Given up after repeated failures; the member was told.
+    Failed,
+}
+
+impl InboxStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            InboxStatus::Accepted => "accepted",
+            InboxStatus::Answered => "answered",
+            InboxStatus::Failed => "failed",
+        }
+    }
+
+    pub fn parse(text: &str) -> Result<Self, StorageError> {
+        match text {
+            "accepted" => Ok(InboxStatus::Accepted),
+            "answered" => Ok(InboxStatus::Answered),
+            "failed" => Ok(InboxStatus::Failed),
+            other => Err(StorageError::Corrupt(format!("inbox status {other:?}"))),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct InboxRecord {
+    pub inbound: Inbound,
+    pub status: InboxStatus,
+    pub attempts: u32,
+    pub next_attempt_at_ms: Option<i64>,
+    pub reply: Option<String>,
+    pub error: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Acceptance {
+    /// Stored now; the queue must process it.
+    New,
+    /// The same id or platform event was accepted before: nothing stored, here is the original.
+    Duplicate(Box<InboxRecord>),
+}
+
+/// What a finished turn writes, atomically, together with the `answered` status.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TurnRecord {
+    pub conversation_key: String,
+    pub messages: Vec<HistoryEntry>,
+    pub reply: String,
+}
+
+#[async_trait]
+pub trait Inbox: Send + Sync {
+    /// Store an inbound message unless its id or platform event id is already known.
+    async fn accept(&self, inbound: &Inbound) -> Result<Acceptance, StorageError>;
+    /// Every message accepted and not yet answered or failed, oldest first.
+    async fn unanswered(&self) -> Result<Vec<InboxRecord>, StorageError>;
+    /// Store the turn's history and reply and mark the message answered, in one transaction.
+    async fn complete(&self, inbox_id: &str, turn: &TurnRecord) -> Result<(), StorageError>;
+    /// Count a failed attempt and when to try again; returns the attempts so far.
+    async fn record_failure(
+        &self,
+        inbox_id: &str,
+        error: &str,
+        next_attempt_at_ms: i64,
+    ) -> Result<u32, StorageError>;
+    /// Give up on a message: it is not resumed again.
+    async fn give_up(&self, inbox_id: &str, error: &str, reply: &str) -> Result<(), StorageError>;
+    async fn get(&self, inbox_id: &str) -> Result<Option<InboxRecord>, StorageError>;
+    /// A cheap round trip, for readiness.
+    async fn ping(&self) -> Result<(), StorageError>;
+}

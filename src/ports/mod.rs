@@ -1,0 +1,34 @@
+//! The ports of hearth's core (seed 003's primitives): storage-shaped traits the
+//! actors depend on, and the plain records that cross them.
+//!
+//! Each trait has a real adapter (`storage::sqlite`) and an in-memory one
+//! (`storage::in_memory`); `tests/integration/storage_ports.rs` runs one suite
+//! against both. `LlmProvider` lives in `llm/` and `ToolsProvider` in `tools/`.
+
+mod conversation_memory;
+mod inbox;
+mod telemetry;
+mod user_profiles;
+
+pub use conversation_memory::{ConversationMemory, HistoryEntry};
+pub use inbox::{Acceptance, Inbound, Inbox, InboxRecord, InboxStatus, TurnRecord};
+pub use telemetry::{LlmCallRecord, TelemetryEvent, TelemetrySink, TracingTelemetry};
+pub use user_profiles::{ProfileFacts, UserProfiles};
+
+/// Why a storage adapter failed. Adapters map their driver errors into this.
+#[derive(Debug, thiserror::Error)]
+pub enum StorageError {
+    #[error("database error: {0}")]
+    Database(String),
+    #[error("database migration failed: {0}")]
+    Migration(String),
+    #[error("unsupported database url {url:?}: {reason}")]
+    UnsupportedUrl { url: String, reason: String },
+    #[error("stored data is unreadable: {0}")]
+    Corrupt(String),
+}
+
+/// Milliseconds since the Unix epoch: the one time format stored everywhere.
+pub fn now_ms() -> i64 {
+    chrono::Utc::now().timestamp_millis()
+}

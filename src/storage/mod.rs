@@ -1,0 +1,58 @@
+//! Storage adapters of the ports in `ports/`: SQLite (sqlx) and in-memory.
+//!
+//! Only this module knows SQL. `open` picks the adapter from `database_url`.
+
+pub mod in_memory;
+pub mod sqlite;
+
+use std::sync::Arc;
+
+use crate::ports::{ConversationMemory, Inbox, StorageError, TelemetrySink, UserProfiles};
+
+/// The ports of one database, shared by every actor.
+#[derive(Clone)]
+pub struct Stores {
+    pub inbox: Arc<dyn Inbox>,
+    pub memory: Arc<dyn ConversationMemory>,
+    pub profiles: Arc<dyn UserProfiles>,
+    pub telemetry: Arc<dyn TelemetrySink>,
+}
+
+impl Stores {
+    /// Every port backed by one in-memory store (tests, benchmarks of the actors alone).
+    pub fn in_memory() -> Self {
+        let store = Arc::new(in_memory::InMemoryStore::default());
+        Stores {
+            inbox: store.clone(),
+            memory: store.clone(),
+            profiles: store.clone(),
+            telemetry: store,
+        }
+    }
+}
+
+/// Open the database named by `database_url`, apply migrations, and return its ports.
+pub async fn open(database_url: &str, max_connections: u32) -> Result<Stores, StorageError> {
+    if database_url.starts_with("sqlite:") {
+        let store = sqlite::SqliteStore::connect(database_url, max_connections).await?;
+        store.migrate().await?;
+        let telemetry = Arc::new(store.telemetry_writer());
+        let store = Arc::new(store);
+        Ok(Stores {
+            inbox: store.clone(),
+            memory: store.clone(),
+            profiles: store,
+            telemetry,
+        })
+    } else if database_url.starts_with("postgres:") || database_url.starts_with("postgresql:") {
+        Err(StorageError::UnsupportedUrl {
+            url: database_url.to_string(),
+            reason: "the PostgreSQL adapter is not built yet; use a sqlite:// url".into(),
+        })
+    } else {
+        Err(StorageError::UnsupportedUrl {
+            url: database_url.to_string(),
+            reason: "expected sqlite://path/to/file.db".into(),
+        })
+    }
+}

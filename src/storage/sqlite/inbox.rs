@@ -1,0 +1,158 @@
+//! `Inbox` on SQLite: table `inbox`, and `messages` for the turn written on completion.
+
+use async_trait::async_trait;
+use sqlx::Row;
+use sqlx::sqlite::SqliteRow;
+
+use super::{SqliteStore, database_error, memory::insert_entries};
+use crate::ports::{
+    Acceptance, Inbound, Inbox, InboxRecord, InboxStatus, StorageError, TurnRecord, now_ms,
+};
+
+/// The columns of an `InboxRecord`, spelled once for every query that reads one.
+macro_rules! select_record {
+    ($tail:literal) => {
+        concat!(
+            "SELECT id, channel, conversation_id, member_id, text, platform_event_id, ",
+            "received_at_ms, status, attempts, next_attempt_at_ms, reply, error FROM inbox ",
+            $tail
+        )
+    };
+}
+
+fn record_from_row(row: &SqliteRow) -> Result<InboxRecord, StorageError> {
+    let status: String = row.get("status");
+    let attempts: i64 = row.get("attempts");
+    Ok(InboxRecord {
+        inbound: Inbound {
+            id: row.get("id"),
+            channel: row.get("channel"),
+            conversation_id: row.get("conversation_id"),
+            member_id: row.get("member_id"),
+            text: row.get("text"),
+            platform_event_id: row.get("platform_event_id"),
+            received_at_ms: row.get("received_at_ms"),
+        },
+        status: InboxStatus::parse(&status)?,
+        attempts: u32::try_from(attempts).unwrap_or(0),
+        next_attempt_at_ms: row.get("next_attempt_at_ms"),
+        reply: row.get("reply"),
+        error: row.get("error"),
+    })
+}
+
+#[async_trait]
+impl Inbox for SqliteStore {
+    async fn accept(&self, inbound: &Inbound) -> Result<Acceptance, StorageError> {
+        let inserted = sqlx::query(
+            "INSERT INTO inbox (id, channel, conversation_id, member_id, text, platform_event_id, \
+             received_at_ms, updated_at_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+        )
+        .bind(&inbound.id)
+        .bind(&inbound.channel)
+        .bind(&inbound.conversation_id)
+        .bind(&inbound.member_id)
+        .bind(&inbound.text)
+        .bind(&inbound.platform_event_id)
+        .bind(inbound.received_at_ms)
+        .bind(now_ms())
+        .execute(&self.pool)
+        .await
+        .map_err(database_error)?;
+        if inserted.rows_affected() == 1 {
+            return Ok(Acceptance::New);
+        }
+        let existing = sqlx::query(select_record!(
+            "WHERE id = ? OR (channel = ? AND platform_event_id IS NOT NULL \
+             AND platform_event_id = ?) LIMIT 1"
+        ))
+        .bind(&inbound.id)
+        .bind(&inbound.channel)
+        .bind(&inbound.platform_event_id)
+        .fetch_one(&self.pool)
+        .await
+        .map_err(database_error)?;
+        Ok(Acceptance::Duplicate(Box::new(record_from_row(&existing)?)))
+    }
+
+    async fn unanswered(&self) -> Result<Vec<InboxRecord>, StorageError> {
+        let rows = sqlx::query(select_record!("WHERE status = 'accepted' ORDER BY seq"))
+            .fetch_all(&self.pool)
+            .await
+            .map_err(database_error)?;
+        rows.iter().map(record_from_row).collect()
+    }
+
+    async fn complete(&self, inbox_id: &str, turn: &TurnRecord) -> Result<(), StorageError> {
+        let mut transaction = self.pool.begin().await.map_err(database_error)?;
+        let updated = sqlx::query(
+            "UPDATE inbox SET status = 'answered', reply = ?, error = NULL, updated_at_ms = ? \
+             WHERE id = ? AND status = 'accepted'",
+        )
+        .bind(&turn.reply)
+        .bind(now_ms())
+        .bind(inbox_id)
+        .execute(&mut *transaction)
+        .await
+        .map_err(database_error)?;
+        // Answered already (or unknown): writing the history again would duplicate it.
+        if updated.rows_affected() != 1 {
+            return Err(StorageError::Corrupt(format!(
+                "inbox message {inbox_id:?} is not waiting for an answer"
+            )));
+        }
+        insert_entries(&mut transaction, &turn.conversation_key, &turn.messages).await?;
+        transaction.commit().await.map_err(database_error)
+    }
+
+    async fn record_failure(
+        &self,
+        inbox_id: &str,
+        error: &str,
+        next_attempt_at_ms: i64,
+    ) -> Result<u32, StorageError> {
+        let attempts: i64 = sqlx::query_scalar(
+            "UPDATE inbox SET attempts = attempts + 1, error = ?, next_attempt_at_ms = ?, \
+             updated_at_ms = ? WHERE id = ? RETURNING attempts",
+        )
+        .bind(error)
+        .bind(next_attempt_at_ms)
+        .bind(now_ms())
+        .bind(inbox_id)
+        .fetch_one(&self.pool)
+        .await
+        .map_err(database_error)?;
+        Ok(u32::try_from(attempts).unwrap_or(u32::MAX))
+    }
+
+    async fn give_up(&self, inbox_id: &str, error: &str, reply: &str) -> Result<(), StorageError> {
+        sqlx::query(
+            "UPDATE inbox SET status = 'failed', error = ?, reply = ?, updated_at_ms = ? WHERE id = ?",
+        )
+        .bind(error)
+        .bind(reply)
+        .bind(now_ms())
+        .bind(inbox_id)
+        .execute(&self.pool)
+        .await
+        .map_err(database_error)?;
+        Ok(())
+    }
+
+    async fn get(&self, inbox_id: &str) -> Result<Option<InboxRecord>, StorageError> {
+        let row = sqlx::query(select_record!("WHERE id = ?"))
+            .bind(inbox_id)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(database_error)?;
+        row.as_ref().map(record_from_row).transpose()
+    }
+
+    async fn ping(&self) -> Result<(), StorageError> {
+        sqlx::query("SELECT 1")
+            .execute(&self.pool)
+            .await
+            .map(|_| ())
+            .map_err(database_error)
+    }
+}

@@ -1,0 +1,98 @@
+//! `ConversationMemory` on SQLite: table `messages`.
+
+use async_trait::async_trait;
+use sqlx::{Row, Sqlite, Transaction};
+
+use super::{SqliteStore, database_error};
+use crate::llm::Role;
+use crate::ports::{ConversationMemory, HistoryEntry, StorageError};
+
+/// Insert history entries inside the caller's transaction.
+pub(super) async fn insert_entries(
+    transaction: &mut Transaction<'_, Sqlite>,
+    conversation_key: &str,
+    entries: &[HistoryEntry],
+) -> Result<(), StorageError> {
+    for entry in entries {
+        let tool_calls = if entry.tool_calls.is_empty() {
+            None
+        } else {
+            Some(
+                serde_json::to_string(&entry.tool_calls)
+                    .map_err(|error| StorageError::Corrupt(error.to_string()))?,
+            )
+        };
+        sqlx::query(
+            "INSERT INTO messages (conversation_key, inbox_id, profile_id, role, content, \
+             tool_calls, tool_call_id, is_chat_text, created_at_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        )
+        .bind(conversation_key)
+        .bind(&entry.inbox_id)
+        .bind(&entry.profile_id)
+        .bind(entry.role.as_str())
+        .bind(&entry.content)
+        .bind(tool_calls)
+        .bind(&entry.tool_call_id)
+        .bind(entry.is_chat_text())
+        .bind(entry.created_at_ms)
+        .execute(&mut **transaction)
+        .await
+        .map_err(database_error)?;
+    }
+    Ok(())
+}
+
+#[async_trait]
+impl ConversationMemory for SqliteStore {
+    async fn recent(
+        &self,
+        conversation_key: &str,
+        limit: usize,
+        since_ms: i64,
+    ) -> Result<Vec<HistoryEntry>, StorageError> {
+        let rows = sqlx::query(
+            "SELECT role, content, profile_id, inbox_id, tool_calls, tool_call_id, created_at_ms \
+             FROM messages WHERE conversation_key = ? AND is_chat_text = 1 AND created_at_ms >= ? \
+             ORDER BY id DESC LIMIT ?",
+        )
+        .bind(conversation_key)
+        .bind(since_ms)
+        .bind(i64::try_from(limit).unwrap_or(i64::MAX))
+        .fetch_all(&self.pool)
+        .await
+        .map_err(database_error)?;
+        let mut entries = rows
+            .iter()
+            .map(|row| {
+                let role: String = row.get("role");
+                let tool_calls: Option<String> = row.get("tool_calls");
+                Ok(HistoryEntry {
+                    role: Role::parse(&role)
+                        .ok_or_else(|| StorageError::Corrupt(format!("message role {role:?}")))?,
+                    content: row.get("content"),
+                    profile_id: row.get("profile_id"),
+                    inbox_id: row.get("inbox_id"),
+                    tool_calls: match tool_calls {
+                        Some(text) => serde_json::from_str(&text)
+                            .map_err(|error| StorageError::Corrupt(error.to_string()))?,
+                        None => Vec::new(),
+                    },
+                    tool_call_id: row.get("tool_call_id"),
+                    created_at_ms: row.get("created_at_ms"),
+                })
+            })
+            .collect::<Result<Vec<_>, StorageError>>()?;
+        entries.reverse();
+        Ok(entries)
+    }
+
+    async fn append(
+        &self,
+        conversation_key: &str,
+        entries: &[HistoryEntry],
+    ) -> Result<(), StorageError> {
+        let mut transaction = self.pool.begin().await.map_err(database_error)?;
+        insert_entries(&mut transaction, conversation_key, entries).await?;
+        transaction.commit().await.map_err(database_error)
+    }
+}

@@ -1,0 +1,77 @@
+//! The SQLite adapter: one WAL-mode database file behind a bounded sqlx pool.
+
+mod inbox;
+mod memory;
+mod profiles;
+mod telemetry;
+
+use std::str::FromStr;
+use std::time::Duration;
+
+use sqlx::SqlitePool;
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
+
+use crate::ports::StorageError;
+
+pub use telemetry::SqliteTelemetryWriter;
+
+static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/sqlite");
+
+/// Implements `Inbox`, `ConversationMemory` and `UserProfiles` on one pool.
+#[derive(Clone)]
+pub struct SqliteStore {
+    pool: SqlitePool,
+}
+
+impl SqliteStore {
+    /// Connect, creating the file (and its folder) when missing.
+    pub async fn connect(database_url: &str, max_connections: u32) -> Result<Self, StorageError> {
+        let options = SqliteConnectOptions::from_str(database_url)
+            .map_err(|error| StorageError::UnsupportedUrl {
+                url: database_url.to_string(),
+                reason: error.to_string(),
+            })?
+            .create_if_missing(true)
+            .journal_mode(SqliteJournalMode::Wal)
+            // WAL with NORMAL is durable against a crash of hearth; only a power loss
+            // can roll back the last transactions.
+            .synchronous(SqliteSynchronous::Normal)
+            .busy_timeout(Duration::from_secs(10))
+            .foreign_keys(true);
+        if let Some(folder) = options.get_filename().parent()
+            && !folder.as_os_str().is_empty()
+        {
+            std::fs::create_dir_all(folder).map_err(|error| StorageError::UnsupportedUrl {
+                url: database_url.to_string(),
+                reason: format!("cannot create folder {}: {error}", folder.display()),
+            })?;
+        }
+        let pool = SqlitePoolOptions::new()
+            .max_connections(max_connections.max(1))
+            .acquire_timeout(Duration::from_secs(30))
+            .connect_with(options)
+            .await
+            .map_err(database_error)?;
+        Ok(SqliteStore { pool })
+    }
+
+    pub async fn migrate(&self) -> Result<(), StorageError> {
+        MIGRATOR
+            .run(&self.pool)
+            .await
+            .map_err(|error| StorageError::Migration(error.to_string()))
+    }
+
+    /// A telemetry sink writing `llm_calls` and `telemetry_events` in batches.
+    pub fn telemetry_writer(&self) -> SqliteTelemetryWriter {
+        SqliteTelemetryWriter::spawn(self.pool.clone())
+    }
+
+    pub fn pool(&self) -> &SqlitePool {
+        &self.pool
+    }
+}
+
+pub(crate) fn database_error(error: sqlx::Error) -> StorageError {
+    StorageError::Database(error.to_string())
+}

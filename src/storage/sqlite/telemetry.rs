@@ -1,0 +1,90 @@
+//! `TelemetrySink` on SQLite: a background task writes `llm_calls` and
+//! `telemetry_events` in batches, so recording costs a turn one channel send.
+
+use sqlx::SqlitePool;
+use tokio::sync::mpsc;
+
+use crate::ports::{TelemetryEvent, TelemetrySink};
+
+/// Events waiting beyond this are dropped (and logged): telemetry must never grow memory without bound.
+const QUEUE_CAPACITY: usize = 10_000;
+const BATCH: usize = 256;
+
+pub struct SqliteTelemetryWriter {
+    sender: mpsc::Sender<TelemetryEvent>,
+}
+
+impl SqliteTelemetryWriter {
+    /// Start the writer task on the current tokio runtime.
+    pub fn spawn(pool: SqlitePool) -> Self {
+        let (sender, receiver) = mpsc::channel(QUEUE_CAPACITY);
+        tokio::spawn(write_batches(pool, receiver));
+        SqliteTelemetryWriter { sender }
+    }
+}
+
+impl TelemetrySink for SqliteTelemetryWriter {
+    fn record(&self, event: TelemetryEvent) {
+        if let Err(error) = self.sender.try_send(event) {
+            tracing::warn!(%error, "telemetry queue full, event dropped");
+        }
+    }
+}
+
+async fn write_batches(pool: SqlitePool, mut receiver: mpsc::Receiver<TelemetryEvent>) {
+    let mut batch = Vec::with_capacity(BATCH);
+    while receiver.recv_many(&mut batch, BATCH).await > 0 {
+        if let Err(error) = write_batch(&pool, &batch).await {
+            tracing::warn!(%error, events = batch.len(), "telemetry batch not written");
+        }
+        batch.clear();
+    }
+}
+
+async fn write_batch(pool: &SqlitePool, batch: &[TelemetryEvent]) -> Result<(), sqlx::Error> {
+    let mut transaction = pool.begin().await?;
+    for event in batch {
+        match event {
+            TelemetryEvent::LlmCall(call) => {
+                sqlx::query(
+                    "INSERT INTO llm_calls (at_ms, llm_name, model, backend, wire, profile_id, \
+                     conversation_key, attempt, outcome, input_tokens, output_tokens, latency_ms, \
+                     cost_usd) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                )
+                .bind(call.at_ms)
+                .bind(&call.llm_name)
+                .bind(&call.model)
+                .bind(&call.backend)
+                .bind(&call.wire)
+                .bind(&call.profile_id)
+                .bind(&call.conversation_key)
+                .bind(i64::from(call.attempt))
+                .bind(&call.outcome)
+                .bind(i64::try_from(call.input_tokens).unwrap_or(i64::MAX))
+                .bind(i64::try_from(call.output_tokens).unwrap_or(i64::MAX))
+                .bind(i64::try_from(call.latency_ms).unwrap_or(i64::MAX))
+                .bind(call.cost_usd)
+                .execute(&mut *transaction)
+                .await?;
+            }
+            TelemetryEvent::Stage {
+                at_ms,
+                conversation_key,
+                stage,
+                payload,
+            } => {
+                sqlx::query(
+                    "INSERT INTO telemetry_events (at_ms, conversation_key, stage, payload) \
+                     VALUES (?, ?, ?, ?)",
+                )
+                .bind(at_ms)
+                .bind(conversation_key)
+                .bind(stage)
+                .bind(payload.to_string())
+                .execute(&mut *transaction)
+                .await?;
+            }
+        }
+    }
+    transaction.commit().await
+}

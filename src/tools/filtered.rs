@@ -1,0 +1,45 @@
+//! Offers only the allowed tools of an inner provider (a profile's `enable_local_tools`).
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+
+use super::{ToolContext, ToolError, ToolsProvider};
+use crate::llm::ToolSpec;
+
+pub struct FilteredToolsProvider {
+    inner: Arc<dyn ToolsProvider>,
+    allowed: BTreeSet<String>,
+}
+
+impl FilteredToolsProvider {
+    pub fn new(inner: Arc<dyn ToolsProvider>, allowed: impl IntoIterator<Item = String>) -> Self {
+        FilteredToolsProvider {
+            inner,
+            allowed: allowed.into_iter().collect(),
+        }
+    }
+}
+
+#[async_trait]
+impl ToolsProvider for FilteredToolsProvider {
+    async fn tools(&self) -> Vec<ToolSpec> {
+        let mut tools = self.inner.tools().await;
+        tools.retain(|tool| self.allowed.contains(&tool.name));
+        tools
+    }
+
+    async fn call(
+        &self,
+        name: &str,
+        arguments: &serde_json::Value,
+        context: &ToolContext,
+    ) -> Result<String, ToolError> {
+        // The model may name a tool it was never offered; that must not reach the inner provider.
+        if !self.allowed.contains(name) {
+            return Err(ToolError::UnknownTool(name.to_string()));
+        }
+        self.inner.call(name, arguments, context).await
+    }
+}

@@ -1,0 +1,62 @@
+//! Tools built into hearth, and the provider that offers them.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+
+use super::{ProfileGetTool, ProfileUpdateTool, ToolContext, ToolError, ToolsProvider};
+use crate::llm::ToolSpec;
+use crate::ports::UserProfiles;
+
+/// Every local tool name config may enable; validation refuses any other.
+pub const LOCAL_TOOL_NAMES: &[&str] = &["profile_get", "profile_update"];
+
+#[async_trait]
+pub trait LocalTool: Send + Sync {
+    fn spec(&self) -> ToolSpec;
+    async fn call(
+        &self,
+        arguments: &serde_json::Value,
+        context: &ToolContext,
+    ) -> Result<String, ToolError>;
+}
+
+/// All local tools by name; a profile sees them through a `FilteredToolsProvider`.
+pub struct LocalToolsProvider {
+    tools: BTreeMap<String, Arc<dyn LocalTool>>,
+}
+
+impl LocalToolsProvider {
+    pub fn new(profiles: Arc<dyn UserProfiles>) -> Self {
+        let tools: Vec<Arc<dyn LocalTool>> = vec![
+            Arc::new(ProfileGetTool::new(profiles.clone())),
+            Arc::new(ProfileUpdateTool::new(profiles)),
+        ];
+        LocalToolsProvider {
+            tools: tools
+                .into_iter()
+                .map(|tool| (tool.spec().name, tool))
+                .collect(),
+        }
+    }
+}
+
+#[async_trait]
+impl ToolsProvider for LocalToolsProvider {
+    async fn tools(&self) -> Vec<ToolSpec> {
+        self.tools.values().map(|tool| tool.spec()).collect()
+    }
+
+    async fn call(
+        &self,
+        name: &str,
+        arguments: &serde_json::Value,
+        context: &ToolContext,
+    ) -> Result<String, ToolError> {
+        match self.tools.get(name) {
+            Some(tool) => tool.call(arguments, context).await,
+            None => Err(ToolError::UnknownTool(name.to_string())),
+        }
+    }
+}

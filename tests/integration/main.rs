@@ -1,0 +1,12 @@
+//! The one integration-test binary: every black-box test of hearth, over real sockets.
+
+#[path = "../support/mod.rs"]
+mod support;
+
+mod config_loading;
+mod http_api;
+mod llm_providers;
+mod pipeline;
+mod restart;
+mod storage_ports;
+mod tools_stack;

@@ -1,0 +1,250 @@
+//! Start hearth for a test: a config file written to a temporary folder, pointing
+//! at a scripted LLM server, and either the whole app in this process (`TestApp`)
+//! or the real `hearth` binary as a child process (`HearthProcess`).
+
+// The integration tests and the benchmark each use a different part of this.
+#![allow(dead_code)]
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use hearth::app::{self, RunningApp, StartOptions};
+use hearth::config::{self, LoadOptions, LoadedConfig};
+use hearth::tools::LOCAL_TOOL_NAMES;
+
+pub const API_KEY: &str = "test-api-key-0123456789";
+
+/// A config for tests: SQLite in `folder`, HTTP on a free loopback port,
+/// models `main` and `backup` on the scripted server, family alice and bob,
+/// profiles `default_assistant` and `focused_assistant` (`/focus`).
+pub fn write_config(folder: &Path, llm_base_url: &str) -> PathBuf {
+    let database = folder.join("hearth.db");
+    let text = format!(
+        r#"
+database_url: "sqlite://{database}"
+http: {{ bind: "127.0.0.1:0", auth_enabled: true, auth_api_key_env: TEST_HEARTH_API_KEY, reply_timeout_seconds: 10 }}
+queue: {{ max_parallel_conversations: 8, max_backlog: 256, retry_delay_seconds: 1, max_attempts: 4 }}
+llm_retry: {{ max_attempts: 3, initial_backoff_ms: 10, max_backoff_ms: 50, max_retry_after_seconds: 5 }}
+llms:
+  main: {{ provider: openai, base_url: "{llm_base_url}", model: "scripted-main", backend: cloud, timeout_seconds: 5 }}
+  backup: {{ provider: openai, base_url: "{llm_base_url}", model: "scripted-backup", backend: cloud, timeout_seconds: 5 }}
+family:
+  - {{ id: alice, name: Alice }}
+  - {{ id: bob, name: Bob }}
+default_service_profile_id: default_assistant
+default_profile_settings:
+  processing_config:
+    prompts: {{ system_prompt: "You are a test assistant. Current time is {{current_time}}." }}
+    timezone: "Europe/Berlin"
+    max_history_messages: 10
+    history_max_age_hours: 24
+    llm_model: main
+  tools_config:
+    enable_local_tools: [profile_get, profile_update]
+service_profiles:
+  - id: default_assistant
+  - id: focused_assistant
+    slash_commands: ["/focus"]
+    processing_config:
+      prompts: {{ system_prompt: "You are focused." }}
+      max_history_messages: 2
+"#,
+        database = database.display()
+    );
+    let path = folder.join("hearth.yaml");
+    std::fs::write(&path, text).expect("test config written");
+    path
+}
+
+/// The environment a test hearth runs with; `extra` adds `HEARTH__...` overrides.
+pub fn test_env(extra: &[(&str, &str)]) -> BTreeMap<String, String> {
+    let mut env = BTreeMap::from([("TEST_HEARTH_API_KEY".to_string(), API_KEY.to_string())]);
+    for (key, value) in extra {
+        env.insert(key.to_string(), value.to_string());
+    }
+    env
+}
+
+pub fn load(path: &Path, env: &BTreeMap<String, String>) -> LoadedConfig {
+    config::load_with_env(
+        path,
+        env,
+        &LoadOptions {
+            known_local_tools: LOCAL_TOOL_NAMES,
+        },
+    )
+    .unwrap_or_else(|error| panic!("test config does not load: {error}"))
+}
+
+/// hearth running inside the test's actix System.
+pub struct TestApp {
+    pub running: RunningApp,
+    pub base_url: String,
+    pub client: reqwest::Client,
+    pub folder: tempfile::TempDir,
+}
+
+impl TestApp {
+    pub async fn start(llm_base_url: &str, overrides: &[(&str, &str)]) -> TestApp {
+        let folder = tempfile::tempdir().expect("temporary folder");
+        Self::start_in(folder, llm_base_url, overrides).await
+    }
+
+    /// Start on an existing folder (and so an existing database).
+    pub async fn start_in(
+        folder: tempfile::TempDir,
+        llm_base_url: &str,
+        overrides: &[(&str, &str)],
+    ) -> TestApp {
+        let path = write_config(folder.path(), llm_base_url);
+        let loaded = load(&path, &test_env(overrides));
+        let running = app::start(
+            &loaded,
+            StartOptions {
+                http: true,
+                extra_channels: Default::default(),
+                stores: None,
+            },
+        )
+        .await
+        .unwrap_or_else(|error| panic!("hearth does not start: {error}"));
+        let address = running.http.as_ref().expect("http is enabled").1;
+        let app = TestApp {
+            running,
+            base_url: format!("http://{address}"),
+            client: reqwest::Client::new(),
+            folder,
+        };
+        app.wait_until_ready().await;
+        app
+    }
+
+    /// Poll `GET /readyz` until it answers 200 (the queue has resumed its inbox).
+    pub async fn wait_until_ready(&self) {
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        loop {
+            let (status, body) = self.get("/readyz").await;
+            if status == 200 {
+                return;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "hearth never became ready: {body}"
+            );
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+
+    /// `POST /inbound` with the test API key; returns status and JSON body.
+    pub async fn send(&self, body: serde_json::Value) -> (u16, serde_json::Value) {
+        let response = self
+            .client
+            .post(format!("{}/inbound", self.base_url))
+            .header("X-API-Key", API_KEY)
+            .json(&body)
+            .send()
+            .await
+            .expect("POST /inbound answers");
+        let status = response.status().as_u16();
+        let body = response.json().await.unwrap_or(serde_json::Value::Null);
+        (status, body)
+    }
+
+    /// Send `text` as `user` and return the reply text, asserting a 200.
+    pub async fn ask(&self, user: &str, text: &str) -> String {
+        let (status, body) = self
+            .send(serde_json::json!({"user_id": user, "text": text}))
+            .await;
+        assert_eq!(status, 200, "POST /inbound answered {status}: {body}");
+        body["reply"].as_str().expect("reply text").to_string()
+    }
+
+    pub async fn get(&self, path: &str) -> (u16, String) {
+        let response = self
+            .client
+            .get(format!("{}{path}", self.base_url))
+            .header("X-API-Key", API_KEY)
+            .send()
+            .await
+            .expect("GET answers");
+        let status = response.status().as_u16();
+        (status, response.text().await.unwrap_or_default())
+    }
+
+    pub async fn stop(self) -> tempfile::TempDir {
+        self.running.stop().await;
+        self.folder
+    }
+}
+
+/// The real `hearth run` binary as a child process, killed on drop.
+pub struct HearthProcess {
+    child: Child,
+    pub base_url: String,
+}
+
+impl HearthProcess {
+    /// Start `hearth --config <config> run` and wait until its HTTP API listens.
+    pub fn spawn(config: &Path, env: &BTreeMap<String, String>) -> HearthProcess {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_hearth"))
+            .arg("--config")
+            .arg(config)
+            .arg("run")
+            .envs(env)
+            .env("HEARTH_LOG", "info")
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("hearth binary starts");
+        let stderr = child.stderr.take().expect("stderr is piped");
+        let (sender, receiver) = mpsc::channel();
+        std::thread::spawn(move || {
+            let mut sent = false;
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                if !sent && let Some(at) = line.find("address=") {
+                    let address = line[at + "address=".len()..]
+                        .split_whitespace()
+                        .next()
+                        .unwrap_or_default()
+                        .to_string();
+                    sent = sender.send(address).is_ok();
+                }
+                if std::env::var_os("HEARTH_TEST_VERBOSE").is_some() {
+                    eprintln!("[hearth] {line}");
+                }
+            }
+        });
+        let address = match receiver.recv_timeout(Duration::from_secs(30)) {
+            Ok(address) => address,
+            Err(_) => {
+                let _ = child.kill();
+                panic!("hearth did not report its http address within 30s");
+            }
+        };
+        HearthProcess {
+            child,
+            base_url: format!("http://{address}"),
+        }
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// SIGKILL: the hardest stop, nothing is flushed.
+    pub fn kill(mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for HearthProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

@@ -1,0 +1,566 @@
+//! A scripted LLM backend speaking real HTTP on 127.0.0.1: OpenAI chat completions
+//! (`POST /v1/chat/completions`) and Anthropic messages (`POST /v1/messages`).
+//!
+//! It runs on its own thread with its own actix system, so it serves async tests, the benchmark
+//! (which includes this file with `#[path]`) and `hearth` subprocesses alike. It therefore uses
+//! nothing from the test crate. Requests consume scripted `Step`s in order; with an empty script
+//! it echoes the last user message. Every request is recorded, and concurrency is measured.
+//!
+//! Token usage it reports is a word count: input = words in all message texts (and the
+//! Anthropic `system`), output = words of the reply (of name and JSON arguments for tool calls).
+
+// Each includer (integration tests, bench) uses a different part of this API.
+#![allow(dead_code)]
+
+use std::collections::VecDeque;
+use std::net::TcpListener;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use actix_web::dev::ServerHandle;
+use actix_web::http::StatusCode;
+use actix_web::{App, HttpRequest, HttpResponse, HttpServer, web};
+use serde_json::{Value, json};
+
+/// What the server does with one incoming request.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Step {
+    /// Answer with this text. On `/v1/messages` with a forced `tool_choice`, text that parses
+    /// as a JSON object is answered as that tool's input, as Anthropic would.
+    Reply(String),
+    /// Answer with these tool calls (name, arguments) and no text.
+    ToolCalls(Vec<(String, Value)>),
+    /// Fail with this HTTP status; `body` becomes the message of the vendor's error JSON.
+    Error {
+        status: u16,
+        retry_after: Option<u64>,
+        body: String,
+    },
+    /// Wait, then do the inner step.
+    Delay(Duration, Box<Step>),
+    /// Never answer while the server lives.
+    Hang,
+    /// Answer `"echo: <text of the last user message>"` (the default when nothing is scripted).
+    Echo,
+}
+
+/// One request as the server received it.
+#[derive(Debug, Clone)]
+pub struct RecordedRequest {
+    pub path: String,
+    /// Header names are lower-case.
+    pub headers: Vec<(String, String)>,
+    /// `Value::Null` when the body was not JSON.
+    pub body: Value,
+}
+
+impl RecordedRequest {
+    /// The first value of header `name` (case-insensitive).
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(key, _)| key.eq_ignore_ascii_case(name))
+            .map(|(_, value)| value.as_str())
+    }
+}
+
+/// The running fake; stopped when dropped.
+pub struct ScriptedLlmServer {
+    shared: Arc<Shared>,
+    port: u16,
+    handle: ServerHandle,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl ScriptedLlmServer {
+    /// Bind 127.0.0.1 on a free port and serve from a background thread; returns once listening.
+    pub fn start() -> ScriptedLlmServer {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("fake llm server: bind 127.0.0.1:0");
+        let port = listener
+            .local_addr()
+            .expect("fake llm server: local addr")
+            .port();
+        let shared = Arc::new(Shared::default());
+        let data = web::Data::from(Arc::clone(&shared));
+        let (handle_tx, handle_rx) = std::sync::mpsc::channel();
+        let thread = std::thread::Builder::new()
+            .name(format!("fake-llm-{port}"))
+            .spawn(move || {
+                actix_web::rt::System::new().block_on(async move {
+                    let server = HttpServer::new(move || {
+                        App::new()
+                            .app_data(data.clone())
+                            .app_data(web::PayloadConfig::new(64 * 1024 * 1024))
+                            .route("/v1/chat/completions", web::post().to(openai))
+                            .route("/v1/messages", web::post().to(anthropic))
+                    })
+                    // Two workers keep it light yet let the benchmark overlap requests.
+                    .workers(2)
+                    .backlog(4096)
+                    .disable_signals()
+                    .shutdown_timeout(1)
+                    .listen(listener)
+                    .expect("fake llm server: listen")
+                    .run();
+                    handle_tx
+                        .send(server.handle())
+                        .expect("fake llm server: report handle");
+                    let _ = server.await;
+                });
+            })
+            .expect("fake llm server: spawn thread");
+        let handle = handle_rx
+            .recv()
+            .expect("fake llm server: thread died before listening");
+        ScriptedLlmServer {
+            shared,
+            port,
+            handle,
+            thread: Some(thread),
+        }
+    }
+
+    /// Root for OpenAI clients: `http://127.0.0.1:PORT/v1`.
+    pub fn base_url(&self) -> String {
+        format!("http://127.0.0.1:{}/v1", self.port)
+    }
+
+    /// Root for Anthropic clients: `http://127.0.0.1:PORT`.
+    pub fn anthropic_base_url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// Queue a step for the next unscripted request.
+    pub fn push(&self, step: Step) {
+        self.shared.script().steps.push_back(step);
+    }
+
+    pub fn push_many(&self, steps: impl IntoIterator<Item = Step>) {
+        self.shared.script().steps.extend(steps);
+    }
+
+    /// What to do when the script is empty (initially `Step::Echo`).
+    pub fn set_default(&self, step: Step) {
+        self.shared.script().default = step;
+    }
+
+    /// Steps pushed but not yet consumed.
+    pub fn pending_steps(&self) -> usize {
+        self.shared.script().steps.len()
+    }
+
+    /// Keep recording requests (the default) or not; a long benchmark turns it off to save memory.
+    pub fn set_recording(&self, on: bool) {
+        self.shared.recording.store(on, Ordering::Relaxed);
+    }
+
+    /// Every recorded request, in arrival order.
+    pub fn requests(&self) -> Vec<RecordedRequest> {
+        self.shared.recorded().clone()
+    }
+
+    /// Requests received (recorded or not) since start or the last `reset_counters`.
+    pub fn request_count(&self) -> usize {
+        self.shared.request_count.load(Ordering::SeqCst)
+    }
+
+    /// The most requests ever in flight at once, from arrival to response (delays included).
+    pub fn max_concurrent(&self) -> usize {
+        self.shared.max_concurrent.load(Ordering::SeqCst)
+    }
+
+    pub fn in_flight(&self) -> usize {
+        self.shared.in_flight.load(Ordering::SeqCst)
+    }
+
+    /// Zero the request count, forget recorded requests, and restart `max_concurrent` from the
+    /// requests in flight now. The script and the default step are kept.
+    pub fn reset_counters(&self) {
+        let mut recorded = self.shared.recorded();
+        recorded.clear();
+        self.shared.request_count.store(0, Ordering::SeqCst);
+        self.shared.max_concurrent.store(
+            self.shared.in_flight.load(Ordering::SeqCst),
+            Ordering::SeqCst,
+        );
+    }
+}
+
+impl Drop for ScriptedLlmServer {
+    fn drop(&mut self) {
+        // Release hanging handlers first so the workers can stop without waiting on them.
+        self.shared.stopped.send_replace(true);
+        // The stop command is sent eagerly; the returned future only reports completion.
+        drop(self.handle.stop(false));
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+struct Script {
+    steps: VecDeque<Step>,
+    default: Step,
+}
+
+struct Shared {
+    script: Mutex<Script>,
+    recorded: Mutex<Vec<RecordedRequest>>,
+    recording: AtomicBool,
+    request_count: AtomicUsize,
+    in_flight: AtomicUsize,
+    max_concurrent: AtomicUsize,
+    next_id: AtomicU64,
+    stopped: tokio::sync::watch::Sender<bool>,
+}
+
+impl Default for Shared {
+    fn default() -> Self {
+        Shared {
+            script: Mutex::new(Script {
+                steps: VecDeque::new(),
+                default: Step::Echo,
+            }),
+            recorded: Mutex::new(Vec::new()),
+            recording: AtomicBool::new(true),
+            request_count: AtomicUsize::new(0),
+            in_flight: AtomicUsize::new(0),
+            max_concurrent: AtomicUsize::new(0),
+            next_id: AtomicU64::new(1),
+            stopped: tokio::sync::watch::Sender::new(false),
+        }
+    }
+}
+
+impl Shared {
+    // A test that panicked while holding a lock must not turn every later request into a panic.
+    fn script(&self) -> MutexGuard<'_, Script> {
+        self.script.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn recorded(&self) -> MutexGuard<'_, Vec<RecordedRequest>> {
+        self.recorded.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn next_step(&self) -> Step {
+        let mut script = self.script();
+        match script.steps.pop_front() {
+            Some(step) => step,
+            None => script.default.clone(),
+        }
+    }
+}
+
+/// Counts a request as in flight for as long as its handler lives, even if the client gives up.
+struct InFlight<'a>(&'a Shared);
+
+impl<'a> InFlight<'a> {
+    fn enter(shared: &'a Shared) -> Self {
+        let now = shared.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
+        shared.max_concurrent.fetch_max(now, Ordering::SeqCst);
+        shared.request_count.fetch_add(1, Ordering::SeqCst);
+        InFlight(shared)
+    }
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        self.0.in_flight.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum Wire {
+    OpenAi,
+    Anthropic,
+}
+
+async fn openai(request: HttpRequest, body: web::Bytes, shared: web::Data<Shared>) -> HttpResponse {
+    serve(Wire::OpenAi, &request, &body, &shared).await
+}
+
+async fn anthropic(
+    request: HttpRequest,
+    body: web::Bytes,
+    shared: web::Data<Shared>,
+) -> HttpResponse {
+    serve(Wire::Anthropic, &request, &body, &shared).await
+}
+
+/// What an answer needs from the request, taken before the body is moved into the record.
+struct Asked {
+    model: String,
+    last_user: String,
+    input_words: u64,
+    forced_tool: Option<String>,
+}
+
+impl Asked {
+    fn of(body: &Value) -> Asked {
+        let messages = body["messages"]
+            .as_array()
+            .map(Vec::as_slice)
+            .unwrap_or(&[]);
+        let mut input_words = words(body["system"].as_str().unwrap_or(""));
+        let mut last_user = None;
+        for message in messages {
+            let mut text = String::new();
+            collect_text(&message["content"], &mut text);
+            input_words += words(&text);
+            // Anthropic tool results are user turns without text; they are not "what the user said".
+            if message["role"] == "user" && has_text(&message["content"]) {
+                last_user = Some(text);
+            }
+        }
+        Asked {
+            model: body["model"]
+                .as_str()
+                .unwrap_or("scripted-model")
+                .to_string(),
+            last_user: last_user.unwrap_or_default(),
+            input_words,
+            forced_tool: (body["tool_choice"]["type"] == "tool")
+                .then(|| body["tool_choice"]["name"].as_str().map(str::to_string))
+                .flatten(),
+        }
+    }
+}
+
+/// Text of a message's content: a string, or the `text` (and tool-result `content`) of its parts.
+fn collect_text(content: &Value, out: &mut String) {
+    match content {
+        Value::String(text) => push_text(out, text),
+        Value::Array(parts) => {
+            for part in parts {
+                if let Some(text) = part["text"].as_str() {
+                    push_text(out, text);
+                }
+                if part["content"].is_string() || part["content"].is_array() {
+                    collect_text(&part["content"], out);
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+fn push_text(out: &mut String, text: &str) {
+    if !out.is_empty() {
+        out.push('\n');
+    }
+    out.push_str(text);
+}
+
+fn has_text(content: &Value) -> bool {
+    match content {
+        Value::String(_) => true,
+        Value::Array(parts) => parts.iter().any(|part| part["type"] == "text"),
+        _ => false,
+    }
+}
+
+fn words(text: &str) -> u64 {
+    text.split_whitespace().count() as u64
+}
+
+async fn serve(wire: Wire, request: &HttpRequest, body: &[u8], shared: &Shared) -> HttpResponse {
+    let _in_flight = InFlight::enter(shared);
+    let body: Value = serde_json::from_slice(body).unwrap_or(Value::Null);
+    let asked = Asked::of(&body);
+    if shared.recording.load(Ordering::Relaxed) {
+        let headers = request
+            .headers()
+            .iter()
+            .map(|(name, value)| {
+                let value = String::from_utf8_lossy(value.as_bytes()).into_owned();
+                (name.as_str().to_string(), value)
+            })
+            .collect();
+        shared.recorded().push(RecordedRequest {
+            path: request.path().to_string(),
+            headers,
+            body,
+        });
+    }
+    let mut step = shared.next_step();
+    loop {
+        step = match step {
+            Step::Delay(pause, inner) => {
+                actix_web::rt::time::sleep(pause).await;
+                *inner
+            }
+            Step::Hang => {
+                let mut stopped = shared.stopped.subscribe();
+                let _ = stopped.wait_for(|stopped| *stopped).await;
+                return HttpResponse::ServiceUnavailable().finish();
+            }
+            Step::Echo => Step::Reply(format!("echo: {}", asked.last_user)),
+            other => break respond(wire, other, &asked, shared),
+        };
+    }
+}
+
+fn respond(wire: Wire, step: Step, asked: &Asked, shared: &Shared) -> HttpResponse {
+    let id = shared.next_id.fetch_add(1, Ordering::Relaxed);
+    match step {
+        Step::Error {
+            status,
+            retry_after,
+            body,
+        } => error_response(wire, status, retry_after, &body),
+        Step::Reply(text) => {
+            let forced = (wire == Wire::Anthropic)
+                .then(|| asked.forced_tool.clone())
+                .flatten()
+                .and_then(|name| match serde_json::from_str::<Value>(&text) {
+                    Ok(input) if input.is_object() => Some((name, input)),
+                    _ => None,
+                });
+            match forced {
+                Some(call) => tool_calls_response(wire, id, vec![call], asked),
+                None => text_response(wire, id, &text, asked),
+            }
+        }
+        Step::ToolCalls(calls) => tool_calls_response(wire, id, calls, asked),
+        // `serve` resolves these before calling here.
+        Step::Delay(..) | Step::Hang | Step::Echo => HttpResponse::InternalServerError().finish(),
+    }
+}
+
+fn text_response(wire: Wire, id: u64, text: &str, asked: &Asked) -> HttpResponse {
+    let output = words(text);
+    let body = match wire {
+        Wire::OpenAi => json!({
+            "id": format!("chatcmpl-{id}"),
+            "object": "chat.completion",
+            "created": 0,
+            "model": asked.model,
+            "choices": [{
+                "index": 0,
+                "message": {"role": "assistant", "content": text},
+                "finish_reason": "stop",
+            }],
+            "usage": openai_usage(asked.input_words, output),
+        }),
+        Wire::Anthropic => json!({
+            "id": format!("msg_{id}"),
+            "type": "message",
+            "role": "assistant",
+            "model": asked.model,
+            "content": [{"type": "text", "text": text}],
+            "stop_reason": "end_turn",
+            "stop_sequence": null,
+            "usage": {"input_tokens": asked.input_words, "output_tokens": output},
+        }),
+    };
+    HttpResponse::Ok().json(body)
+}
+
+fn tool_calls_response(
+    wire: Wire,
+    id: u64,
+    calls: Vec<(String, Value)>,
+    asked: &Asked,
+) -> HttpResponse {
+    let output: u64 = calls
+        .iter()
+        .map(|(name, args)| words(name) + words(&args.to_string()))
+        .sum();
+    let body = match wire {
+        Wire::OpenAi => {
+            let tool_calls: Vec<Value> = calls
+                .into_iter()
+                .enumerate()
+                .map(|(index, (name, args))| {
+                    json!({
+                        "id": format!("call_{id}_{index}"),
+                        "type": "function",
+                        "function": {"name": name, "arguments": args.to_string()},
+                    })
+                })
+                .collect();
+            json!({
+                "id": format!("chatcmpl-{id}"),
+                "object": "chat.completion",
+                "created": 0,
+                "model": asked.model,
+                "choices": [{
+                    "index": 0,
+                    "message": {"role": "assistant", "content": null, "tool_calls": tool_calls},
+                    "finish_reason": "tool_calls",
+                }],
+                "usage": openai_usage(asked.input_words, output),
+            })
+        }
+        Wire::Anthropic => {
+            let content: Vec<Value> = calls
+                .into_iter()
+                .enumerate()
+                .map(|(index, (name, input))| {
+                    json!({
+                        "type": "tool_use",
+                        "id": format!("toolu_{id}_{index}"),
+                        "name": name,
+                        "input": input,
+                    })
+                })
+                .collect();
+            json!({
+                "id": format!("msg_{id}"),
+                "type": "message",
+                "role": "assistant",
+                "model": asked.model,
+                "content": content,
+                "stop_reason": "tool_use",
+                "stop_sequence": null,
+                "usage": {"input_tokens": asked.input_words, "output_tokens": output},
+            })
+        }
+    };
+    HttpResponse::Ok().json(body)
+}
+
+fn openai_usage(input: u64, output: u64) -> Value {
+    json!({"prompt_tokens": input, "completion_tokens": output, "total_tokens": input + output})
+}
+
+fn error_response(
+    wire: Wire,
+    status: u16,
+    retry_after: Option<u64>,
+    message: &str,
+) -> HttpResponse {
+    let code = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    let body = match wire {
+        Wire::OpenAi => {
+            let kind = match status {
+                401 => "invalid_api_key",
+                429 => "rate_limit_exceeded",
+                500.. => "server_error",
+                _ => "invalid_request_error",
+            };
+            json!({"error": {"message": message, "type": kind, "param": null, "code": null}})
+        }
+        Wire::Anthropic => {
+            let kind = match status {
+                401 => "authentication_error",
+                429 => "rate_limit_error",
+                529 => "overloaded_error",
+                500.. => "api_error",
+                _ => "invalid_request_error",
+            };
+            json!({"type": "error", "error": {"type": kind, "message": message}})
+        }
+    };
+    let mut response = HttpResponse::build(code);
+    if let Some(seconds) = retry_after {
+        response.insert_header(("retry-after", seconds.to_string()));
+    }
+    response.json(body)
+}

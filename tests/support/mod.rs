@@ -1,0 +1,4 @@
+//! Fakes that speak real protocols on loopback, shared by the integration tests and the benchmark.
+
+pub mod hearth_app;
+pub mod llm_server;
