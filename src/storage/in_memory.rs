@@ -39,12 +39,20 @@ impl InMemoryStore {
     }
 }
 
-fn find<'a>(state: &'a mut State, inbox_id: &str) -> Result<&'a mut InboxRecord, StorageError> {
+/// The message `inbox_id` while it waits for an answer; the same error as SQLite otherwise.
+fn find_waiting<'a>(
+    state: &'a mut State,
+    inbox_id: &str,
+) -> Result<&'a mut InboxRecord, StorageError> {
     state
         .inbox
         .iter_mut()
-        .find(|record| record.inbound.id == inbox_id)
-        .ok_or_else(|| StorageError::Corrupt(format!("no inbox message {inbox_id:?}")))
+        .find(|record| record.inbound.id == inbox_id && record.status == InboxStatus::Accepted)
+        .ok_or_else(|| {
+            StorageError::Corrupt(format!(
+                "inbox message {inbox_id:?} is unknown or not waiting for an answer"
+            ))
+        })
 }
 
 #[async_trait]
@@ -83,12 +91,7 @@ impl Inbox for InMemoryStore {
 
     async fn complete(&self, inbox_id: &str, turn: &TurnRecord) -> Result<(), StorageError> {
         let mut state = self.lock();
-        let record = find(&mut state, inbox_id)?;
-        if record.status != InboxStatus::Accepted {
-            return Err(StorageError::Corrupt(format!(
-                "inbox message {inbox_id:?} is not waiting for an answer"
-            )));
-        }
+        let record = find_waiting(&mut state, inbox_id)?;
         record.status = InboxStatus::Answered;
         record.reply = Some(turn.reply.clone());
         record.error = None;
@@ -107,7 +110,7 @@ impl Inbox for InMemoryStore {
         next_attempt_at_ms: i64,
     ) -> Result<u32, StorageError> {
         let mut state = self.lock();
-        let record = find(&mut state, inbox_id)?;
+        let record = find_waiting(&mut state, inbox_id)?;
         record.attempts += 1;
         record.error = Some(error.to_string());
         record.next_attempt_at_ms = Some(next_attempt_at_ms);
@@ -116,7 +119,7 @@ impl Inbox for InMemoryStore {
 
     async fn give_up(&self, inbox_id: &str, error: &str, reply: &str) -> Result<(), StorageError> {
         let mut state = self.lock();
-        let record = find(&mut state, inbox_id)?;
+        let record = find_waiting(&mut state, inbox_id)?;
         record.status = InboxStatus::Failed;
         record.error = Some(error.to_string());
         record.reply = Some(reply.to_string());

@@ -113,7 +113,11 @@ impl LocalTool for ProfileUpdateTool {
         let value = match arguments.get("value") {
             None | Some(serde_json::Value::Null) => "",
             Some(serde_json::Value::String(text)) => text.trim(),
-            Some(other) => return Err(invalid(format!("value {other} must be a string"))),
+            Some(other) => {
+                return Err(invalid(format!(
+                    "value {other} for {key:?} must be a string"
+                )));
+            }
         };
         if value.chars().count() > MAX_VALUE_CHARS {
             return Err(invalid(format!(

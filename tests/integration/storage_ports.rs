@@ -1,1 +1,1041 @@
-//! placeholder
+//! One behavioural suite for the storage ports (`Inbox`, `ConversationMemory`,
+//! `UserProfiles`, `TelemetrySink`), run against every adapter: the in-memory
+//! store and SQLite on a temporary file. Each check is written once as an async
+//! fn over `Stores`; `adapter_suite!` turns the list of checks into one test per
+//! check and adapter. SQLite-only behaviour (telemetry rows, durability, urls)
+//! follows at the end.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use hearth::llm::{Role, ToolCall};
+use hearth::ports::{
+    Acceptance, HistoryEntry, Inbound, InboxRecord, InboxStatus, LlmCallRecord, ProfileFacts,
+    StorageError, TelemetryEvent, TurnRecord,
+};
+use hearth::storage::{self, Stores};
+use serde_json::json;
+use sqlx::Row;
+use tempfile::TempDir;
+
+// ---------------------------------------------------------------------------
+// Adapters
+// ---------------------------------------------------------------------------
+
+/// The ports under test, and whatever must outlive them (the SQLite file's folder).
+struct Adapter {
+    stores: Stores,
+    _folder: Option<TempDir>,
+}
+
+async fn open_in_memory() -> Adapter {
+    Adapter {
+        stores: Stores::in_memory(),
+        _folder: None,
+    }
+}
+
+fn sqlite_url(folder: &Path) -> String {
+    format!("sqlite://{}", folder.join("t.db").display())
+}
+
+async fn open_sqlite() -> Adapter {
+    let folder = tempfile::tempdir().unwrap();
+    let stores = open_or_panic(&sqlite_url(folder.path())).await;
+    Adapter {
+        stores,
+        _folder: Some(folder),
+    }
+}
+
+async fn open_or_panic(url: &str) -> Stores {
+    match storage::open(url, 4).await {
+        Ok(stores) => stores,
+        Err(error) => panic!("storage::open({url:?}) failed: {error}"),
+    }
+}
+
+/// One `#[tokio::test]` per check for the adapter opened by `$open`.
+macro_rules! adapter_suite {
+    ($adapter:ident, $open:ident) => {
+        mod $adapter {
+            adapter_suite!(@checks $open;
+                inbox_accepts_an_id_once,
+                inbox_deduplicates_platform_events_per_channel,
+                inbox_lists_unanswered_in_acceptance_order,
+                inbox_complete_stores_reply_and_history,
+                inbox_complete_twice_is_refused_without_duplicating_history,
+                inbox_record_failure_counts_attempts,
+                inbox_give_up_marks_failed,
+                inbox_get_unknown_and_ping,
+                memory_recent_returns_only_chat_text,
+                memory_recent_keeps_the_newest_limit_oldest_first,
+                memory_recent_honours_since,
+                memory_keys_are_isolated,
+                memory_round_trips_every_field,
+                profiles_set_get_overwrite_delete,
+                profiles_members_are_isolated,
+                telemetry_record_never_fails,
+            );
+        }
+    };
+    (@checks $open:ident; $($check:ident),* $(,)?) => {
+        $(
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $check() {
+                let adapter = super::$open().await;
+                super::$check(&adapter.stores).await;
+            }
+        )*
+    };
+}
+
+adapter_suite!(in_memory, open_in_memory);
+adapter_suite!(sqlite, open_sqlite);
+
+// ---------------------------------------------------------------------------
+// Fixtures
+// ---------------------------------------------------------------------------
+
+fn inbound(id: &str, channel: &str, platform_event_id: Option<&str>) -> Inbound {
+    Inbound {
+        id: id.to_string(),
+        channel: channel.to_string(),
+        conversation_id: "family-chat".to_string(),
+        member_id: "alice".to_string(),
+        text: format!("text of {id}"),
+        platform_event_id: platform_event_id.map(str::to_string),
+        received_at_ms: 1_700_000_000_000,
+    }
+}
+
+fn entry(role: Role, content: &str, created_at_ms: i64) -> HistoryEntry {
+    HistoryEntry {
+        role,
+        content: content.to_string(),
+        profile_id: "family".to_string(),
+        inbox_id: None,
+        tool_calls: Vec::new(),
+        tool_call_id: None,
+        created_at_ms,
+    }
+}
+
+fn tool_call_entry(created_at_ms: i64) -> HistoryEntry {
+    HistoryEntry {
+        tool_calls: vec![ToolCall {
+            id: "call-1".to_string(),
+            name: "profile_get".to_string(),
+            arguments: json!({}),
+        }],
+        ..entry(Role::Assistant, "let me look", created_at_ms)
+    }
+}
+
+fn tool_result_entry(created_at_ms: i64) -> HistoryEntry {
+    HistoryEntry {
+        tool_call_id: Some("call-1".to_string()),
+        ..entry(Role::Tool, r#"{"name":"Alice"}"#, created_at_ms)
+    }
+}
+
+/// A turn as the processing actor writes it: question, tool round trip, answer.
+fn turn_for(message: &Inbound, reply: &str) -> TurnRecord {
+    let with_inbox = |mut entry: HistoryEntry| {
+        entry.inbox_id = Some(message.id.clone());
+        entry
+    };
+    TurnRecord {
+        conversation_key: message.conversation_key(),
+        messages: vec![
+            with_inbox(entry(Role::User, &message.text, 10)),
+            with_inbox(tool_call_entry(11)),
+            with_inbox(tool_result_entry(12)),
+            with_inbox(entry(Role::Assistant, reply, 13)),
+        ],
+        reply: reply.to_string(),
+    }
+}
+
+fn contents(entries: &[HistoryEntry]) -> Vec<&str> {
+    entries.iter().map(|entry| entry.content.as_str()).collect()
+}
+
+fn ids(records: &[InboxRecord]) -> Vec<&str> {
+    records
+        .iter()
+        .map(|record| record.inbound.id.as_str())
+        .collect()
+}
+
+async fn record_of(stores: &Stores, id: &str) -> InboxRecord {
+    stores
+        .inbox
+        .get(id)
+        .await
+        .unwrap()
+        .unwrap_or_else(|| panic!("inbox message {id:?} not stored"))
+}
+
+async fn expect_new(stores: &Stores, message: &Inbound) {
+    let acceptance = stores.inbox.accept(message).await.unwrap();
+    assert_eq!(acceptance, Acceptance::New, "accepting {:?}", message.id);
+}
+
+async fn expect_duplicate_of(stores: &Stores, message: &Inbound, original: &Inbound) {
+    match stores.inbox.accept(message).await.unwrap() {
+        Acceptance::Duplicate(record) => assert_eq!(
+            record.inbound, *original,
+            "a duplicate of {:?} reports the original",
+            message.id
+        ),
+        Acceptance::New => panic!("{:?} was accepted as new", message.id),
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Inbox
+// ---------------------------------------------------------------------------
+
+async fn inbox_accepts_an_id_once(stores: &Stores) {
+    let message = inbound("m-1", "http", None);
+    expect_new(stores, &message).await;
+    expect_duplicate_of(stores, &message, &message).await;
+
+    // The same id with other content (even another channel) is still the same message.
+    let mut changed = inbound("m-1", "telegram", Some("tg-1"));
+    changed.text = "something else".to_string();
+    expect_duplicate_of(stores, &changed, &message).await;
+
+    let record = record_of(stores, "m-1").await;
+    assert_eq!(record.inbound, message);
+    assert_eq!(record.status, InboxStatus::Accepted);
+    assert_eq!(record.attempts, 0);
+    assert_eq!(record.next_attempt_at_ms, None);
+    assert_eq!(record.reply, None);
+    assert_eq!(record.error, None);
+    assert_eq!(ids(&stores.inbox.unanswered().await.unwrap()), ["m-1"]);
+}
+
+async fn inbox_deduplicates_platform_events_per_channel(stores: &Stores) {
+    let first = inbound("a-1", "telegram", Some("event-7"));
+    expect_new(stores, &first).await;
+
+    // Redelivered by the platform under a fresh id: the original is reported, nothing stored.
+    let redelivered = inbound("a-2", "telegram", Some("event-7"));
+    expect_duplicate_of(stores, &redelivered, &first).await;
+    assert_eq!(stores.inbox.get("a-2").await.unwrap(), None);
+
+    // Platform ids are unique per channel only.
+    let elsewhere = inbound("a-3", "matrix", Some("event-7"));
+    expect_new(stores, &elsewhere).await;
+
+    // Messages without a platform id never collide with each other.
+    expect_new(stores, &inbound("b-1", "telegram", None)).await;
+    expect_new(stores, &inbound("b-2", "telegram", None)).await;
+
+    assert_eq!(
+        ids(&stores.inbox.unanswered().await.unwrap()),
+        ["a-1", "a-3", "b-1", "b-2"]
+    );
+}
+
+async fn inbox_lists_unanswered_in_acceptance_order(stores: &Stores) {
+    // Received times run backwards so only the acceptance order can explain the result.
+    for (index, id) in ["m-1", "m-2", "m-3", "m-4", "m-5"].iter().enumerate() {
+        let mut message = inbound(id, "http", None);
+        message.received_at_ms = 2_000_000 - i64::try_from(index).unwrap();
+        expect_new(stores, &message).await;
+    }
+    assert_eq!(
+        ids(&stores.inbox.unanswered().await.unwrap()),
+        ["m-1", "m-2", "m-3", "m-4", "m-5"]
+    );
+
+    let answered = record_of(stores, "m-2").await.inbound;
+    stores
+        .inbox
+        .complete("m-2", &turn_for(&answered, "done"))
+        .await
+        .unwrap();
+    stores
+        .inbox
+        .give_up("m-4", "model down", "sorry")
+        .await
+        .unwrap();
+    stores
+        .inbox
+        .record_failure("m-5", "timeout", 5_000)
+        .await
+        .unwrap();
+
+    let unanswered = stores.inbox.unanswered().await.unwrap();
+    assert_eq!(ids(&unanswered), ["m-1", "m-3", "m-5"]);
+    assert!(
+        unanswered
+            .iter()
+            .all(|record| record.status == InboxStatus::Accepted)
+    );
+    assert_eq!(
+        unanswered[2].attempts, 1,
+        "the retried message keeps its count"
+    );
+}
+
+async fn inbox_complete_stores_reply_and_history(stores: &Stores) {
+    let message = inbound("m-1", "http", Some("http-1"));
+    expect_new(stores, &message).await;
+    stores
+        .inbox
+        .record_failure("m-1", "first try timed out", 9_000)
+        .await
+        .unwrap();
+
+    let turn = turn_for(&message, "Your name is Alice.");
+    stores.inbox.complete("m-1", &turn).await.unwrap();
+
+    let record = record_of(stores, "m-1").await;
+    assert_eq!(record.status, InboxStatus::Answered);
+    assert_eq!(record.reply.as_deref(), Some("Your name is Alice."));
+    assert_eq!(record.error, None, "an answered message carries no error");
+    assert_eq!(record.attempts, 1);
+    assert_eq!(record.inbound, message);
+    assert!(stores.inbox.unanswered().await.unwrap().is_empty());
+
+    // The turn's chat text is history now; its tool round trip is stored but not replayed.
+    let history = stores
+        .memory
+        .recent(&message.conversation_key(), 50, 0)
+        .await
+        .unwrap();
+    assert_eq!(
+        history,
+        [turn.messages[0].clone(), turn.messages[3].clone()],
+        "user question and final answer, in order"
+    );
+}
+
+async fn inbox_complete_twice_is_refused_without_duplicating_history(stores: &Stores) {
+    let message = inbound("m-1", "console", None);
+    expect_new(stores, &message).await;
+    stores
+        .inbox
+        .complete("m-1", &turn_for(&message, "first answer"))
+        .await
+        .unwrap();
+
+    let again = stores
+        .inbox
+        .complete("m-1", &turn_for(&message, "second answer"))
+        .await;
+    assert!(again.is_err(), "completing an answered message: {again:?}");
+
+    let record = record_of(stores, "m-1").await;
+    assert_eq!(record.status, InboxStatus::Answered);
+    assert_eq!(record.reply.as_deref(), Some("first answer"));
+    let history = stores
+        .memory
+        .recent(&message.conversation_key(), 50, 0)
+        .await
+        .unwrap();
+    assert_eq!(contents(&history), [message.text.as_str(), "first answer"]);
+
+    // Neither an unknown message nor a failed one can be completed.
+    let unknown = inbound("nope", "console", None);
+    let result = stores
+        .inbox
+        .complete("nope", &turn_for(&unknown, "x"))
+        .await;
+    assert!(result.is_err(), "completing an unknown message: {result:?}");
+    assert_eq!(stores.inbox.get("nope").await.unwrap(), None);
+
+    let failed = inbound("m-2", "console", None);
+    expect_new(stores, &failed).await;
+    stores
+        .inbox
+        .give_up("m-2", "broken", "sorry")
+        .await
+        .unwrap();
+    let result = stores
+        .inbox
+        .complete("m-2", &turn_for(&failed, "late answer"))
+        .await;
+    assert!(result.is_err(), "completing a failed message: {result:?}");
+    assert_eq!(record_of(stores, "m-2").await.status, InboxStatus::Failed);
+    let history = stores
+        .memory
+        .recent(&message.conversation_key(), 50, 0)
+        .await
+        .unwrap();
+    assert_eq!(
+        contents(&history),
+        [message.text.as_str(), "first answer"],
+        "refused completions write no history"
+    );
+}
+
+async fn inbox_record_failure_counts_attempts(stores: &Stores) {
+    let message = inbound("m-1", "matrix", Some("$event"));
+    expect_new(stores, &message).await;
+
+    let attempts = stores
+        .inbox
+        .record_failure("m-1", "rate limited", 1_000)
+        .await
+        .unwrap();
+    assert_eq!(attempts, 1);
+    let record = record_of(stores, "m-1").await;
+    assert_eq!(record.attempts, 1);
+    assert_eq!(record.status, InboxStatus::Accepted);
+    assert_eq!(record.next_attempt_at_ms, Some(1_000));
+    assert_eq!(record.error.as_deref(), Some("rate limited"));
+    assert_eq!(record.reply, None);
+
+    let attempts = stores
+        .inbox
+        .record_failure("m-1", "timeout", 3_000)
+        .await
+        .unwrap();
+    assert_eq!(attempts, 2);
+    let attempts = stores
+        .inbox
+        .record_failure("m-1", "timeout again", 7_000)
+        .await
+        .unwrap();
+    assert_eq!(attempts, 3);
+
+    let unanswered = stores.inbox.unanswered().await.unwrap();
+    assert_eq!(
+        ids(&unanswered),
+        ["m-1"],
+        "a failed attempt is retried later"
+    );
+    let record = &unanswered[0];
+    assert_eq!(record.attempts, 3);
+    assert_eq!(record.next_attempt_at_ms, Some(7_000));
+    assert_eq!(record.error.as_deref(), Some("timeout again"));
+    assert_eq!(record.status, InboxStatus::Accepted);
+}
+
+async fn inbox_give_up_marks_failed(stores: &Stores) {
+    let message = inbound("m-1", "telegram", Some("upd-1"));
+    let other = inbound("m-2", "telegram", Some("upd-2"));
+    expect_new(stores, &message).await;
+    expect_new(stores, &other).await;
+    stores
+        .inbox
+        .record_failure("m-1", "timeout", 1_000)
+        .await
+        .unwrap();
+
+    stores
+        .inbox
+        .give_up("m-1", "model unavailable", "Sorry, I could not answer.")
+        .await
+        .unwrap();
+
+    let record = record_of(stores, "m-1").await;
+    assert_eq!(record.status, InboxStatus::Failed);
+    assert_eq!(record.reply.as_deref(), Some("Sorry, I could not answer."));
+    assert_eq!(record.error.as_deref(), Some("model unavailable"));
+    assert_eq!(record.attempts, 1);
+    assert_eq!(record.inbound, message);
+    assert_eq!(ids(&stores.inbox.unanswered().await.unwrap()), ["m-2"]);
+
+    // A failed message is still known: its redelivery is a duplicate, not a new turn.
+    match stores.inbox.accept(&message).await.unwrap() {
+        Acceptance::Duplicate(original) => assert_eq!(original.status, InboxStatus::Failed),
+        Acceptance::New => panic!("a given-up message was accepted again"),
+    }
+    // Giving up writes no history.
+    assert!(
+        stores
+            .memory
+            .recent(&message.conversation_key(), 50, 0)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+}
+
+async fn inbox_get_unknown_and_ping(stores: &Stores) {
+    stores.inbox.ping().await.unwrap();
+    assert_eq!(stores.inbox.get("missing").await.unwrap(), None);
+    assert!(stores.inbox.unanswered().await.unwrap().is_empty());
+    expect_new(stores, &inbound("m-1", "http", None)).await;
+    assert_eq!(stores.inbox.get("m-2").await.unwrap(), None);
+    stores.inbox.ping().await.unwrap();
+}
+
+// ---------------------------------------------------------------------------
+// ConversationMemory
+// ---------------------------------------------------------------------------
+
+async fn memory_recent_returns_only_chat_text(stores: &Stores) {
+    let key = "http:kitchen";
+    let entries = [
+        entry(Role::User, "what is my name?", 1),
+        tool_call_entry(2),
+        tool_result_entry(3),
+        entry(Role::Assistant, "", 4),
+        entry(Role::System, "you are hearth", 5),
+        entry(Role::User, "", 6),
+        entry(Role::Assistant, "You are Alice.", 7),
+    ];
+    stores.memory.append(key, &entries).await.unwrap();
+
+    let recent = stores.memory.recent(key, 100, 0).await.unwrap();
+    assert_eq!(recent, [entries[0].clone(), entries[6].clone()]);
+
+    // The limit counts chat text only: tool traffic never takes a slot.
+    let recent = stores.memory.recent(key, 1, 0).await.unwrap();
+    assert_eq!(contents(&recent), ["You are Alice."]);
+}
+
+async fn memory_recent_keeps_the_newest_limit_oldest_first(stores: &Stores) {
+    let key = "telegram:42";
+    // Two appends: order is kept across calls, and tool traffic sits in between.
+    stores
+        .memory
+        .append(
+            key,
+            &[
+                entry(Role::User, "one", 100),
+                entry(Role::Assistant, "two", 101),
+                tool_call_entry(102),
+                tool_result_entry(103),
+            ],
+        )
+        .await
+        .unwrap();
+    stores
+        .memory
+        .append(
+            key,
+            &[
+                entry(Role::User, "three", 104),
+                entry(Role::Assistant, "four", 105),
+                entry(Role::User, "five", 106),
+            ],
+        )
+        .await
+        .unwrap();
+
+    let all = stores.memory.recent(key, 10, 0).await.unwrap();
+    assert_eq!(contents(&all), ["one", "two", "three", "four", "five"]);
+    let newest = stores.memory.recent(key, 3, 0).await.unwrap();
+    assert_eq!(contents(&newest), ["three", "four", "five"]);
+    let newest = stores.memory.recent(key, 1, 0).await.unwrap();
+    assert_eq!(contents(&newest), ["five"]);
+    assert!(stores.memory.recent(key, 0, 0).await.unwrap().is_empty());
+    let unbounded = stores.memory.recent(key, usize::MAX, 0).await.unwrap();
+    assert_eq!(
+        contents(&unbounded),
+        ["one", "two", "three", "four", "five"]
+    );
+}
+
+async fn memory_recent_honours_since(stores: &Stores) {
+    let key = "matrix:!room";
+    stores
+        .memory
+        .append(
+            key,
+            &[
+                entry(Role::User, "old question", 1_000),
+                entry(Role::Assistant, "old answer", 1_999),
+                entry(Role::User, "boundary", 2_000),
+                entry(Role::Assistant, "new answer", 2_001),
+                entry(Role::User, "newest", 3_000),
+            ],
+        )
+        .await
+        .unwrap();
+
+    let since = stores.memory.recent(key, 10, 2_000).await.unwrap();
+    assert_eq!(
+        contents(&since),
+        ["boundary", "new answer", "newest"],
+        "since_ms is inclusive"
+    );
+    let since = stores.memory.recent(key, 2, 1_000).await.unwrap();
+    assert_eq!(contents(&since), ["new answer", "newest"]);
+    assert!(
+        stores
+            .memory
+            .recent(key, 10, 3_001)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    let all = stores.memory.recent(key, 10, i64::MIN).await.unwrap();
+    assert_eq!(all.len(), 5);
+}
+
+async fn memory_keys_are_isolated(stores: &Stores) {
+    stores
+        .memory
+        .append("http:a", &[entry(Role::User, "for a", 1)])
+        .await
+        .unwrap();
+    stores
+        .memory
+        .append("http:b", &[entry(Role::User, "for b", 2)])
+        .await
+        .unwrap();
+    stores
+        .memory
+        .append("telegram:a", &[entry(Role::User, "for telegram a", 3)])
+        .await
+        .unwrap();
+
+    let a = stores.memory.recent("http:a", 10, 0).await.unwrap();
+    assert_eq!(contents(&a), ["for a"]);
+    let b = stores.memory.recent("http:b", 10, 0).await.unwrap();
+    assert_eq!(contents(&b), ["for b"]);
+    let telegram = stores.memory.recent("telegram:a", 10, 0).await.unwrap();
+    assert_eq!(contents(&telegram), ["for telegram a"]);
+    assert!(
+        stores
+            .memory
+            .recent("http:", 10, 0)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    assert!(
+        stores
+            .memory
+            .recent("unknown:key", 10, 0)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+
+    // The same through a completed turn: history lands under the turn's key only.
+    let message = inbound("m-1", "http", None);
+    expect_new(stores, &message).await;
+    stores
+        .inbox
+        .complete("m-1", &turn_for(&message, "answer"))
+        .await
+        .unwrap();
+    let a = stores.memory.recent("http:a", 10, 0).await.unwrap();
+    assert_eq!(contents(&a), ["for a"]);
+}
+
+async fn memory_round_trips_every_field(stores: &Stores) {
+    let key = "console:local";
+    let entries = [
+        HistoryEntry {
+            role: Role::User,
+            content: "Ça va? \"quotes\", 'apostrophes', emoji 🏠 and\nnewlines".to_string(),
+            profile_id: "family".to_string(),
+            inbox_id: Some("inbox-1".to_string()),
+            tool_calls: Vec::new(),
+            tool_call_id: None,
+            created_at_ms: 1_700_000_000_123,
+        },
+        HistoryEntry {
+            role: Role::Assistant,
+            content: "   ".to_string(),
+            profile_id: "kids".to_string(),
+            inbox_id: None,
+            tool_calls: Vec::new(),
+            tool_call_id: None,
+            created_at_ms: 1_700_000_000_456,
+        },
+    ];
+    stores.memory.append(key, &entries).await.unwrap();
+    let recent = stores.memory.recent(key, 10, 0).await.unwrap();
+    assert_eq!(recent, entries);
+
+    // An empty append is harmless.
+    stores.memory.append(key, &[]).await.unwrap();
+    assert_eq!(stores.memory.recent(key, 10, 0).await.unwrap(), entries);
+}
+
+// ---------------------------------------------------------------------------
+// UserProfiles
+// ---------------------------------------------------------------------------
+
+fn facts(pairs: &[(&str, &str)]) -> ProfileFacts {
+    pairs
+        .iter()
+        .map(|(key, value)| (key.to_string(), value.to_string()))
+        .collect()
+}
+
+async fn profiles_set_get_overwrite_delete(stores: &Stores) {
+    let profiles = &stores.profiles;
+    assert_eq!(profiles.get("alice").await.unwrap(), ProfileFacts::new());
+
+    profiles.set("alice", "name", Some("Alice")).await.unwrap();
+    profiles
+        .set("alice", "address", Some("1 Rue de la Paix"))
+        .await
+        .unwrap();
+    assert_eq!(
+        profiles.get("alice").await.unwrap(),
+        facts(&[("address", "1 Rue de la Paix"), ("name", "Alice")])
+    );
+
+    profiles.set("alice", "name", Some("Alicia")).await.unwrap();
+    assert_eq!(
+        profiles.get("alice").await.unwrap(),
+        facts(&[("address", "1 Rue de la Paix"), ("name", "Alicia")])
+    );
+
+    profiles.set("alice", "address", None).await.unwrap();
+    assert_eq!(
+        profiles.get("alice").await.unwrap(),
+        facts(&[("name", "Alicia")])
+    );
+    // Forgetting what is not there is fine.
+    profiles.set("alice", "address", None).await.unwrap();
+    profiles.set("nobody", "name", None).await.unwrap();
+    assert_eq!(profiles.get("nobody").await.unwrap(), ProfileFacts::new());
+
+    profiles.set("alice", "name", None).await.unwrap();
+    assert_eq!(profiles.get("alice").await.unwrap(), ProfileFacts::new());
+}
+
+async fn profiles_members_are_isolated(stores: &Stores) {
+    let profiles = &stores.profiles;
+    profiles.set("alice", "phone", Some("111")).await.unwrap();
+    profiles.set("bob", "phone", Some("222")).await.unwrap();
+    profiles.set("bob", "food", Some("pizza")).await.unwrap();
+
+    assert_eq!(
+        profiles.get("alice").await.unwrap(),
+        facts(&[("phone", "111")])
+    );
+    assert_eq!(
+        profiles.get("bob").await.unwrap(),
+        facts(&[("food", "pizza"), ("phone", "222")])
+    );
+
+    profiles.set("alice", "phone", None).await.unwrap();
+    assert_eq!(profiles.get("alice").await.unwrap(), ProfileFacts::new());
+    assert_eq!(
+        profiles.get("bob").await.unwrap(),
+        facts(&[("food", "pizza"), ("phone", "222")])
+    );
+    assert_eq!(profiles.get("carol").await.unwrap(), ProfileFacts::new());
+}
+
+// ---------------------------------------------------------------------------
+// TelemetrySink
+// ---------------------------------------------------------------------------
+
+fn llm_call(at_ms: i64) -> LlmCallRecord {
+    LlmCallRecord {
+        at_ms,
+        llm_name: "main".to_string(),
+        model: "gpt-test".to_string(),
+        backend: "openai".to_string(),
+        wire: "chat_completions".to_string(),
+        profile_id: Some("family".to_string()),
+        conversation_key: Some("http:kitchen".to_string()),
+        attempt: 2,
+        outcome: "ok".to_string(),
+        input_tokens: 1_234,
+        output_tokens: 56,
+        latency_ms: 789,
+        cost_usd: 0.0125,
+    }
+}
+
+fn stage_event(at_ms: i64) -> TelemetryEvent {
+    TelemetryEvent::Stage {
+        at_ms,
+        conversation_key: "http:kitchen".to_string(),
+        stage: "prompt_built".to_string(),
+        payload: json!({"messages": 3, "profile": "family"}),
+    }
+}
+
+async fn telemetry_record_never_fails(stores: &Stores) {
+    // `record` is fire-and-forget: it neither blocks nor fails, whatever the adapter.
+    for at_ms in 0..100 {
+        stores
+            .telemetry
+            .record(TelemetryEvent::LlmCall(llm_call(at_ms)));
+        stores.telemetry.record(stage_event(at_ms));
+    }
+    stores.inbox.ping().await.unwrap();
+}
+
+// ---------------------------------------------------------------------------
+// SQLite only
+// ---------------------------------------------------------------------------
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_telemetry_writer_fills_its_tables() {
+    let folder = tempfile::tempdir().unwrap();
+    let url = sqlite_url(folder.path());
+    let stores = open_or_panic(&url).await;
+
+    stores
+        .telemetry
+        .record(TelemetryEvent::LlmCall(llm_call(1_700_000_000_000)));
+    stores.telemetry.record(stage_event(1_700_000_000_001));
+
+    let pool = sqlx::SqlitePool::connect(&url).await.unwrap();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let calls: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM llm_calls")
+            .fetch_one(&pool)
+            .await
+            .unwrap();
+        let events: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM telemetry_events")
+            .fetch_one(&pool)
+            .await
+            .unwrap();
+        if calls == 1 && events == 1 {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "telemetry not written: {calls} llm_calls, {events} telemetry_events"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+
+    let call = sqlx::query(
+        "SELECT at_ms, llm_name, model, backend, wire, profile_id, conversation_key, attempt, \
+         outcome, input_tokens, output_tokens, latency_ms, cost_usd FROM llm_calls",
+    )
+    .fetch_one(&pool)
+    .await
+    .unwrap();
+    assert_eq!(call.get::<i64, _>("at_ms"), 1_700_000_000_000);
+    assert_eq!(call.get::<String, _>("llm_name"), "main");
+    assert_eq!(call.get::<String, _>("model"), "gpt-test");
+    assert_eq!(call.get::<String, _>("backend"), "openai");
+    assert_eq!(call.get::<String, _>("wire"), "chat_completions");
+    assert_eq!(
+        call.get::<Option<String>, _>("profile_id").as_deref(),
+        Some("family")
+    );
+    assert_eq!(
+        call.get::<Option<String>, _>("conversation_key").as_deref(),
+        Some("http:kitchen")
+    );
+    assert_eq!(call.get::<i64, _>("attempt"), 2);
+    assert_eq!(call.get::<String, _>("outcome"), "ok");
+    assert_eq!(call.get::<i64, _>("input_tokens"), 1_234);
+    assert_eq!(call.get::<i64, _>("output_tokens"), 56);
+    assert_eq!(call.get::<i64, _>("latency_ms"), 789);
+    assert!((call.get::<f64, _>("cost_usd") - 0.0125).abs() < 1e-12);
+
+    let event = sqlx::query("SELECT at_ms, conversation_key, stage, payload FROM telemetry_events")
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+    assert_eq!(event.get::<i64, _>("at_ms"), 1_700_000_000_001);
+    assert_eq!(event.get::<String, _>("conversation_key"), "http:kitchen");
+    assert_eq!(event.get::<String, _>("stage"), "prompt_built");
+    let payload: serde_json::Value =
+        serde_json::from_str(&event.get::<String, _>("payload")).unwrap();
+    assert_eq!(payload, json!({"messages": 3, "profile": "family"}));
+
+    // A burst larger than one batch arrives whole.
+    for at_ms in 0..600 {
+        stores.telemetry.record(stage_event(at_ms));
+    }
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let events: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM telemetry_events")
+            .fetch_one(&pool)
+            .await
+            .unwrap();
+        if events == 601 {
+            break;
+        }
+        assert!(events < 601, "more events than recorded: {events}");
+        assert!(
+            Instant::now() < deadline,
+            "only {events} of 601 events written"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    pool.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_keeps_data_across_reopen() {
+    let folder = tempfile::tempdir().unwrap();
+    let url = sqlite_url(folder.path());
+
+    let answered = inbound("m-1", "http", Some("http-1"));
+    let pending = inbound("m-2", "telegram", Some("upd-9"));
+    {
+        let stores = open_or_panic(&url).await;
+        expect_new(&stores, &answered).await;
+        expect_new(&stores, &pending).await;
+        stores
+            .inbox
+            .complete("m-1", &turn_for(&answered, "stored answer"))
+            .await
+            .unwrap();
+        stores
+            .inbox
+            .record_failure("m-2", "timeout", 42_000)
+            .await
+            .unwrap();
+        stores
+            .profiles
+            .set("alice", "name", Some("Alice"))
+            .await
+            .unwrap();
+        stores
+            .memory
+            .append("console:local", &[entry(Role::User, "hello", 5)])
+            .await
+            .unwrap();
+    }
+
+    // Each reopen runs the migrations again over the existing schema.
+    for round in 0..2 {
+        let stores = open_or_panic(&url).await;
+        stores.inbox.ping().await.unwrap();
+
+        let record = record_of(&stores, "m-1").await;
+        assert_eq!(record.status, InboxStatus::Answered, "round {round}");
+        assert_eq!(record.reply.as_deref(), Some("stored answer"));
+        let unanswered = stores.inbox.unanswered().await.unwrap();
+        assert_eq!(ids(&unanswered), ["m-2"], "the pending message is resumed");
+        assert_eq!(unanswered[0].attempts, 1);
+        assert_eq!(unanswered[0].next_attempt_at_ms, Some(42_000));
+        assert_eq!(unanswered[0].inbound, pending);
+
+        // Deduplication survives the restart too.
+        expect_duplicate_of(&stores, &inbound("m-3", "http", Some("http-1")), &answered).await;
+
+        let history = stores
+            .memory
+            .recent(&answered.conversation_key(), 10, 0)
+            .await
+            .unwrap();
+        assert_eq!(
+            contents(&history),
+            [answered.text.as_str(), "stored answer"]
+        );
+        let console = stores.memory.recent("console:local", 10, 0).await.unwrap();
+        assert_eq!(contents(&console), ["hello"]);
+        assert_eq!(
+            stores.profiles.get("alice").await.unwrap(),
+            facts(&[("name", "Alice")])
+        );
+    }
+
+    let pool = sqlx::SqlitePool::connect(&url).await.unwrap();
+    let applied: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM _sqlx_migrations")
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+    let files = std::fs::read_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/migrations/sqlite"))
+        .unwrap()
+        .filter(|file| {
+            file.as_ref()
+                .is_ok_and(|file| file.path().extension().is_some_and(|ext| ext == "sql"))
+        })
+        .count();
+    assert_eq!(
+        applied,
+        i64::try_from(files).unwrap(),
+        "each migration recorded once"
+    );
+    pool.close().await;
+}
+
+fn expect_unsupported(result: Result<Stores, StorageError>, url: &str) {
+    match result {
+        Err(StorageError::UnsupportedUrl { url: named, reason }) => {
+            assert_eq!(named, url);
+            assert!(!reason.is_empty());
+            let message = StorageError::UnsupportedUrl { url: named, reason }.to_string();
+            assert!(message.contains(url), "{message}");
+        }
+        Err(other) => panic!("{url}: expected UnsupportedUrl, got {other}"),
+        Ok(_) => panic!("{url}: opened"),
+    }
+}
+
+#[tokio::test]
+async fn unsupported_database_urls_are_refused_by_name() {
+    for url in [
+        "postgres://hearth:secret@localhost:5432/hearth",
+        "postgresql://localhost/hearth",
+        "mysql://x",
+        "hearth.db",
+    ] {
+        expect_unsupported(storage::open(url, 4).await, url);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_creates_a_missing_folder() {
+    let folder = tempfile::tempdir().unwrap();
+    let nested = folder.path().join("not").join("yet");
+    assert!(!nested.exists());
+    let url = format!("sqlite://{}", nested.join("t.db").display());
+
+    let stores = open_or_panic(&url).await;
+    stores.inbox.ping().await.unwrap();
+    expect_new(&stores, &inbound("m-1", "http", None)).await;
+    assert!(nested.join("t.db").is_file());
+}
+
+// ---------------------------------------------------------------------------
+// Known divergence between the adapters
+// ---------------------------------------------------------------------------
+
+/// Every inbox write naming a message that was never accepted is an error.
+async fn inbox_refuses_unknown_ids(stores: &Stores) {
+    let unknown = inbound("ghost", "http", None);
+    let result = stores
+        .inbox
+        .complete("ghost", &turn_for(&unknown, "x"))
+        .await;
+    assert!(result.is_err(), "complete: {result:?}");
+    let result = stores.inbox.record_failure("ghost", "boom", 1).await;
+    assert!(result.is_err(), "record_failure: {result:?}");
+    let result = stores.inbox.give_up("ghost", "boom", "sorry").await;
+    assert!(result.is_err(), "give_up: {result:?}");
+    assert_eq!(stores.inbox.get("ghost").await.unwrap(), None);
+}
+
+#[tokio::test]
+async fn in_memory_inbox_refuses_unknown_ids() {
+    inbox_refuses_unknown_ids(&open_in_memory().await.stores).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_inbox_refuses_unknown_ids() {
+    inbox_refuses_unknown_ids(&open_sqlite().await.stores).await;
+}
+
+/// The id of the original a duplicate is reported with, when its id matches one stored
+/// message and its platform event id another.
+async fn original_of_an_ambiguous_duplicate(stores: &Stores) -> String {
+    expect_new(stores, &inbound("a-1", "telegram", Some("event-1"))).await;
+    expect_new(stores, &inbound("a-2", "telegram", Some("event-2"))).await;
+    match stores
+        .inbox
+        .accept(&inbound("a-2", "telegram", Some("event-1")))
+        .await
+        .unwrap()
+    {
+        Acceptance::Duplicate(original) => original.inbound.id,
+        Acceptance::New => panic!("an ambiguous duplicate was accepted as new"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn adapters_agree_on_the_original_of_an_ambiguous_duplicate() {
+    let in_memory = original_of_an_ambiguous_duplicate(&open_in_memory().await.stores).await;
+    let sqlite = original_of_an_ambiguous_duplicate(&open_sqlite().await.stores).await;
+    assert_eq!(in_memory, sqlite, "in-memory vs sqlite");
+}

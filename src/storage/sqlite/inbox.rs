@@ -41,6 +41,12 @@ fn record_from_row(row: &SqliteRow) -> Result<InboxRecord, StorageError> {
     })
 }
 
+fn not_waiting(inbox_id: &str) -> StorageError {
+    StorageError::Corrupt(format!(
+        "inbox message {inbox_id:?} is unknown or not waiting for an answer"
+    ))
+}
+
 #[async_trait]
 impl Inbox for SqliteStore {
     async fn accept(&self, inbound: &Inbound) -> Result<Acceptance, StorageError> {
@@ -56,7 +62,7 @@ impl Inbox for SqliteStore {
         .bind(&inbound.platform_event_id)
         .bind(inbound.received_at_ms)
         .bind(now_ms())
-        .execute(&self.pool)
+        .execute(&self.writer)
         .await
         .map_err(database_error)?;
         if inserted.rows_affected() == 1 {
@@ -64,7 +70,7 @@ impl Inbox for SqliteStore {
         }
         let existing = sqlx::query(select_record!(
             "WHERE id = ? OR (channel = ? AND platform_event_id IS NOT NULL \
-             AND platform_event_id = ?) LIMIT 1"
+             AND platform_event_id = ?) ORDER BY seq LIMIT 1"
         ))
         .bind(&inbound.id)
         .bind(&inbound.channel)
@@ -84,7 +90,7 @@ impl Inbox for SqliteStore {
     }
 
     async fn complete(&self, inbox_id: &str, turn: &TurnRecord) -> Result<(), StorageError> {
-        let mut transaction = self.pool.begin().await.map_err(database_error)?;
+        let mut transaction = self.writer.begin().await.map_err(database_error)?;
         let updated = sqlx::query(
             "UPDATE inbox SET status = 'answered', reply = ?, error = NULL, updated_at_ms = ? \
              WHERE id = ? AND status = 'accepted'",
@@ -97,9 +103,7 @@ impl Inbox for SqliteStore {
         .map_err(database_error)?;
         // Answered already (or unknown): writing the history again would duplicate it.
         if updated.rows_affected() != 1 {
-            return Err(StorageError::Corrupt(format!(
-                "inbox message {inbox_id:?} is not waiting for an answer"
-            )));
+            return Err(not_waiting(inbox_id));
         }
         insert_entries(&mut transaction, &turn.conversation_key, &turn.messages).await?;
         transaction.commit().await.map_err(database_error)
@@ -113,29 +117,34 @@ impl Inbox for SqliteStore {
     ) -> Result<u32, StorageError> {
         let attempts: i64 = sqlx::query_scalar(
             "UPDATE inbox SET attempts = attempts + 1, error = ?, next_attempt_at_ms = ?, \
-             updated_at_ms = ? WHERE id = ? RETURNING attempts",
+             updated_at_ms = ? WHERE id = ? AND status = 'accepted' RETURNING attempts",
         )
         .bind(error)
         .bind(next_attempt_at_ms)
         .bind(now_ms())
         .bind(inbox_id)
-        .fetch_one(&self.pool)
+        .fetch_optional(&self.writer)
         .await
-        .map_err(database_error)?;
+        .map_err(database_error)?
+        .ok_or_else(|| not_waiting(inbox_id))?;
         Ok(u32::try_from(attempts).unwrap_or(u32::MAX))
     }
 
     async fn give_up(&self, inbox_id: &str, error: &str, reply: &str) -> Result<(), StorageError> {
-        sqlx::query(
-            "UPDATE inbox SET status = 'failed', error = ?, reply = ?, updated_at_ms = ? WHERE id = ?",
+        let updated = sqlx::query(
+            "UPDATE inbox SET status = 'failed', error = ?, reply = ?, updated_at_ms = ? \
+             WHERE id = ? AND status = 'accepted'",
         )
         .bind(error)
         .bind(reply)
         .bind(now_ms())
         .bind(inbox_id)
-        .execute(&self.pool)
+        .execute(&self.writer)
         .await
         .map_err(database_error)?;
+        if updated.rows_affected() != 1 {
+            return Err(not_waiting(inbox_id));
+        }
         Ok(())
     }
 

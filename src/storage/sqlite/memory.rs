@@ -91,7 +91,7 @@ impl ConversationMemory for SqliteStore {
         conversation_key: &str,
         entries: &[HistoryEntry],
     ) -> Result<(), StorageError> {
-        let mut transaction = self.pool.begin().await.map_err(database_error)?;
+        let mut transaction = self.writer.begin().await.map_err(database_error)?;
         insert_entries(&mut transaction, conversation_key, entries).await?;
         transaction.commit().await.map_err(database_error)
     }

@@ -17,10 +17,15 @@ pub use telemetry::SqliteTelemetryWriter;
 
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/sqlite");
 
-/// Implements `Inbox`, `ConversationMemory` and `UserProfiles` on one pool.
+/// Implements `Inbox`, `ConversationMemory` and `UserProfiles` on one database file.
+///
+/// SQLite runs one writer at a time; several pooled writers would only wait on each
+/// other's locks in the busy handler's sleeps. So writes share one connection and
+/// queue in the pool instead, while reads use the other connections in parallel (WAL).
 #[derive(Clone)]
 pub struct SqliteStore {
     pool: SqlitePool,
+    writer: SqlitePool,
 }
 
 impl SqliteStore {
@@ -46,25 +51,45 @@ impl SqliteStore {
                 reason: format!("cannot create folder {}: {error}", folder.display()),
             })?;
         }
+        // An in-memory database lives and dies with its one connection: share it.
+        if database_url.contains(":memory:") || database_url.contains("mode=memory") {
+            let pool = SqlitePoolOptions::new()
+                .max_connections(1)
+                .idle_timeout(None)
+                .max_lifetime(None)
+                .connect_with(options)
+                .await
+                .map_err(database_error)?;
+            return Ok(SqliteStore {
+                writer: pool.clone(),
+                pool,
+            });
+        }
+        let writer = SqlitePoolOptions::new()
+            .max_connections(1)
+            .acquire_timeout(Duration::from_secs(30))
+            .connect_with(options.clone())
+            .await
+            .map_err(database_error)?;
         let pool = SqlitePoolOptions::new()
             .max_connections(max_connections.max(1))
             .acquire_timeout(Duration::from_secs(30))
             .connect_with(options)
             .await
             .map_err(database_error)?;
-        Ok(SqliteStore { pool })
+        Ok(SqliteStore { pool, writer })
     }
 
     pub async fn migrate(&self) -> Result<(), StorageError> {
         MIGRATOR
-            .run(&self.pool)
+            .run(&self.writer)
             .await
             .map_err(|error| StorageError::Migration(error.to_string()))
     }
 
     /// A telemetry sink writing `llm_calls` and `telemetry_events` in batches.
     pub fn telemetry_writer(&self) -> SqliteTelemetryWriter {
-        SqliteTelemetryWriter::spawn(self.pool.clone())
+        SqliteTelemetryWriter::spawn(self.writer.clone())
     }
 
     pub fn pool(&self) -> &SqlitePool {

@@ -41,7 +41,7 @@ impl UserProfiles for SqliteStore {
                 .bind(key),
         };
         query
-            .execute(&self.pool)
+            .execute(&self.writer)
             .await
             .map(|_| ())
             .map_err(database_error)
