@@ -3,6 +3,7 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+mod cli;
 mod config_loading;
 mod http_api;
 mod llm_providers;

@@ -194,8 +194,9 @@ impl HearthProcess {
             .arg("--config")
             .arg(config)
             .arg("run")
-            .envs(env)
+            // The address line is an info log of hearth::app; keep it whatever else is filtered.
             .env("HEARTH_LOG", "info")
+            .envs(env)
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .spawn()

@@ -1,0 +1,165 @@
+//! The `hearth` binary's commands: `chat` (the console channel), `check-config`,
+//! `migrate`, and a bad configuration refused before start.
+
+use std::io::Write;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use sqlx::Row;
+
+use crate::support::hearth_app::{test_env, write_config};
+use crate::support::llm_server::{ScriptedLlmServer, Step};
+
+fn hearth(config: &std::path::Path) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_hearth"));
+    command.arg("--config").arg(config).envs(test_env(&[]));
+    command
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn chat_talks_in_the_terminal_and_records_each_llm_call() {
+    let llm = ScriptedLlmServer::start();
+    let folder = tempfile::tempdir().unwrap();
+    let config = write_config(folder.path(), &llm.base_url());
+    llm.push(Step::Reply("Hello Alice, how can I help?".into()));
+    let mut child = hearth(&config)
+        .args(["chat", "--user", "alice"])
+        .env(
+            "HEARTH__LLMS__MAIN__COST_PER_MILLION_INPUT_TOKENS",
+            "1000000",
+        )
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(b"hello there\nsecond line\n").unwrap();
+    drop(stdin); // end of input: hearth answers what it has, then exits
+    let started = Instant::now();
+    let output = loop {
+        if child.try_wait().unwrap().is_some() {
+            break child.wait_with_output().unwrap();
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "chat did not exit after input ended"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert!(output.status.success());
+    let stdout = String::from_utf8(output.stdout).unwrap();
+    assert!(
+        stdout.contains("hearth> Hello Alice, how can I help?"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("hearth> echo: second line"), "{stdout}");
+    // Both lines were one conversation, in order.
+    let second = &llm.requests()[1].body["messages"];
+    assert_eq!(second[1]["content"], "hello there");
+
+    let database = folder.path().join("hearth.db");
+    let pool = sqlx::SqlitePool::connect(&format!("sqlite://{}", database.display()))
+        .await
+        .unwrap();
+    let calls = sqlx::query(
+        "SELECT llm_name, model, backend, outcome, input_tokens, output_tokens, cost_usd, \
+         profile_id, conversation_key FROM llm_calls ORDER BY id",
+    )
+    .fetch_all(&pool)
+    .await
+    .unwrap();
+    assert_eq!(calls.len(), 2);
+    let first = &calls[0];
+    assert_eq!(first.get::<String, _>("llm_name"), "main");
+    assert_eq!(first.get::<String, _>("model"), "scripted-main");
+    assert_eq!(first.get::<String, _>("backend"), "cloud");
+    assert_eq!(first.get::<String, _>("outcome"), "ok");
+    assert_eq!(first.get::<String, _>("profile_id"), "default_assistant");
+    assert_eq!(first.get::<String, _>("conversation_key"), "console:alice");
+    let input_tokens: i64 = first.get("input_tokens");
+    assert!(input_tokens > 0 && first.get::<i64, _>("output_tokens") > 0);
+    // One dollar per input token, as configured.
+    assert_eq!(first.get::<f64, _>("cost_usd"), input_tokens as f64);
+}
+
+#[test]
+fn chat_refuses_someone_who_is_not_family() {
+    let folder = tempfile::tempdir().unwrap();
+    let config = write_config(folder.path(), "http://127.0.0.1:9/v1");
+    let output = hearth(&config)
+        .args(["chat", "--user", "mallory"])
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("\"mallory\" is not a family member"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("alice, bob"), "{stderr}");
+}
+
+#[test]
+fn check_config_prints_the_resolved_profiles() {
+    let folder = tempfile::tempdir().unwrap();
+    let config = write_config(folder.path(), "http://127.0.0.1:9/v1");
+    let output = hearth(&config).arg("check-config").output().unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let stdout = String::from_utf8(output.stdout).unwrap();
+    assert!(stdout.contains("focused_assistant"), "{stdout}");
+    assert!(stdout.contains("/focus"), "{stdout}");
+    assert!(
+        stdout.contains("delegation_security_level: confirm"),
+        "{stdout}"
+    );
+    assert!(
+        !stdout.contains(crate::support::hearth_app::API_KEY),
+        "no secrets printed"
+    );
+}
+
+#[test]
+fn a_bad_config_stops_before_start_naming_file_and_key() {
+    let folder = tempfile::tempdir().unwrap();
+    let config = write_config(folder.path(), "http://127.0.0.1:9/v1");
+    let text = std::fs::read_to_string(&config)
+        .unwrap()
+        .replace("max_history_messages: 2", "max_histroy_messages: 2");
+    std::fs::write(&config, text).unwrap();
+    let output = hearth(&config).arg("run").output().unwrap();
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("hearth.yaml"), "{stderr}");
+    assert!(
+        stderr.contains("service_profiles[1].processing_config.max_histroy_messages"),
+        "{stderr}"
+    );
+    assert!(!folder.path().join("hearth.db").exists(), "nothing started");
+}
+
+#[test]
+fn migrate_creates_the_database() {
+    let folder = tempfile::tempdir().unwrap();
+    let config = write_config(folder.path(), "http://127.0.0.1:9/v1");
+    let output = hearth(&config).arg("migrate").output().unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(folder.path().join("hearth.db").exists());
+    // Twice is harmless.
+    assert!(
+        hearth(&config)
+            .arg("migrate")
+            .output()
+            .unwrap()
+            .status
+            .success()
+    );
+}
