@@ -48,11 +48,13 @@ pub struct RunningApp {
 }
 
 impl RunningApp {
-    /// Stop the HTTP server gracefully (actors stop with their System).
+    /// Stop the HTTP server gracefully and store the telemetry still buffered
+    /// (actors stop with their System).
     pub async fn stop(&self) {
         if let Some((handle, _)) = &self.http {
             handle.stop(true).await;
         }
+        self.stores.telemetry.flush().await;
     }
 }
 

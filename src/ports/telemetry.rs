@@ -35,14 +35,18 @@ pub enum TelemetryEvent {
     },
 }
 
+#[async_trait::async_trait]
 pub trait TelemetrySink: Send + Sync {
     fn record(&self, event: TelemetryEvent);
+    /// Wait until every event recorded so far is stored (called at shutdown).
+    async fn flush(&self) {}
 }
 
 /// The log adapter: every event becomes a `tracing` line with key/value fields.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct TracingTelemetry;
 
+#[async_trait::async_trait]
 impl TelemetrySink for TracingTelemetry {
     fn record(&self, event: TelemetryEvent) {
         match event {

@@ -208,6 +208,7 @@ impl UserProfiles for InMemoryStore {
     }
 }
 
+#[async_trait]
 impl TelemetrySink for InMemoryStore {
     fn record(&self, event: TelemetryEvent) {
         self.lock().events.push(event);

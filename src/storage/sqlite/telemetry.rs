@@ -2,7 +2,7 @@
 //! `telemetry_events` in batches, so recording costs a turn one channel send.
 
 use sqlx::SqlitePool;
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, oneshot};
 
 use crate::ports::{TelemetryEvent, TelemetrySink};
 
@@ -10,8 +10,15 @@ use crate::ports::{TelemetryEvent, TelemetrySink};
 const QUEUE_CAPACITY: usize = 10_000;
 const BATCH: usize = 256;
 
+/// What the writer task is asked to do, in order.
+enum Command {
+    Record(TelemetryEvent),
+    /// Answer once everything before this command is written.
+    Flush(oneshot::Sender<()>),
+}
+
 pub struct SqliteTelemetryWriter {
-    sender: mpsc::Sender<TelemetryEvent>,
+    sender: mpsc::Sender<Command>,
 }
 
 impl SqliteTelemetryWriter {
@@ -23,21 +30,42 @@ impl SqliteTelemetryWriter {
     }
 }
 
+#[async_trait::async_trait]
 impl TelemetrySink for SqliteTelemetryWriter {
     fn record(&self, event: TelemetryEvent) {
-        if let Err(error) = self.sender.try_send(event) {
-            tracing::warn!(%error, "telemetry queue full, event dropped");
+        if self.sender.try_send(Command::Record(event)).is_err() {
+            tracing::warn!("telemetry queue full or closed, event dropped");
+        }
+    }
+
+    async fn flush(&self) {
+        let (done, written) = oneshot::channel();
+        if self.sender.send(Command::Flush(done)).await.is_ok() {
+            let _ = written.await;
         }
     }
 }
 
-async fn write_batches(pool: SqlitePool, mut receiver: mpsc::Receiver<TelemetryEvent>) {
+async fn write_batches(pool: SqlitePool, mut receiver: mpsc::Receiver<Command>) {
+    let mut commands = Vec::with_capacity(BATCH);
     let mut batch = Vec::with_capacity(BATCH);
-    while receiver.recv_many(&mut batch, BATCH).await > 0 {
-        if let Err(error) = write_batch(&pool, &batch).await {
+    while receiver.recv_many(&mut commands, BATCH).await > 0 {
+        let mut flushed = Vec::new();
+        for command in commands.drain(..) {
+            match command {
+                Command::Record(event) => batch.push(event),
+                Command::Flush(done) => flushed.push(done),
+            }
+        }
+        if !batch.is_empty()
+            && let Err(error) = write_batch(&pool, &batch).await
+        {
             tracing::warn!(%error, events = batch.len(), "telemetry batch not written");
         }
         batch.clear();
+        for done in flushed {
+            let _ = done.send(());
+        }
     }
 }
 
