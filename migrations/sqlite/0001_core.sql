@@ -16,6 +16,9 @@ CREATE TABLE inbox (
     next_attempt_at_ms INTEGER,
     reply              TEXT,
     error              TEXT,
+    -- Set only by the UPDATE that answers the message: the turn's history as a JSON
+    -- array, moved into `messages` by the trigger below and then cleared.
+    turn_messages      TEXT,
     updated_at_ms      INTEGER NOT NULL
 );
 -- A redelivered platform event is accepted once.
@@ -37,6 +40,25 @@ CREATE TABLE messages (
     created_at_ms    INTEGER NOT NULL
 );
 CREATE INDEX messages_chat_text ON messages (conversation_key, is_chat_text, id);
+
+-- Answering a message is one statement: the UPDATE that sets status 'answered' carries
+-- the turn's history, and this trigger writes it within that statement. So reply,
+-- history and status commit together, in one round trip to the database.
+CREATE TRIGGER inbox_answered_writes_history
+AFTER UPDATE OF status ON inbox
+WHEN NEW.status = 'answered' AND NEW.turn_messages IS NOT NULL
+BEGIN
+    INSERT INTO messages (conversation_key, inbox_id, profile_id, role, content,
+                          tool_calls, tool_call_id, is_chat_text, created_at_ms)
+    SELECT json_extract(value, '$.conversation_key'), NEW.id,
+           json_extract(value, '$.profile_id'), json_extract(value, '$.role'),
+           json_extract(value, '$.content'), json_extract(value, '$.tool_calls'),
+           json_extract(value, '$.tool_call_id'), json_extract(value, '$.is_chat_text'),
+           json_extract(value, '$.created_at_ms')
+    FROM json_each(NEW.turn_messages)
+    ORDER BY key;
+    UPDATE inbox SET turn_messages = NULL WHERE id = NEW.id;
+END;
 
 CREATE TABLE user_profiles (
     member_id     TEXT    NOT NULL,

@@ -4,7 +4,7 @@ use async_trait::async_trait;
 use sqlx::Row;
 use sqlx::sqlite::SqliteRow;
 
-use super::{SqliteStore, database_error, memory::insert_entries};
+use super::{SqliteStore, database_error, memory::entries_json};
 use crate::ports::{
     Acceptance, Inbound, Inbox, InboxRecord, InboxStatus, StorageError, TurnRecord, now_ms,
 };
@@ -90,23 +90,24 @@ impl Inbox for SqliteStore {
     }
 
     async fn complete(&self, inbox_id: &str, turn: &TurnRecord) -> Result<(), StorageError> {
-        let mut transaction = self.writer.begin().await.map_err(database_error)?;
+        // One statement: the trigger `inbox_answered_writes_history` writes the history
+        // from `turn_messages` within it, so all of it commits or none does.
         let updated = sqlx::query(
-            "UPDATE inbox SET status = 'answered', reply = ?, error = NULL, updated_at_ms = ? \
-             WHERE id = ? AND status = 'accepted'",
+            "UPDATE inbox SET status = 'answered', reply = ?, turn_messages = ?, error = NULL, \
+             updated_at_ms = ? WHERE id = ? AND status = 'accepted'",
         )
         .bind(&turn.reply)
+        .bind(entries_json(&turn.conversation_key, &turn.messages)?)
         .bind(now_ms())
         .bind(inbox_id)
-        .execute(&mut *transaction)
+        .execute(&self.writer)
         .await
         .map_err(database_error)?;
         // Answered already (or unknown): writing the history again would duplicate it.
         if updated.rows_affected() != 1 {
             return Err(not_waiting(inbox_id));
         }
-        insert_entries(&mut transaction, &turn.conversation_key, &turn.messages).await?;
-        transaction.commit().await.map_err(database_error)
+        Ok(())
     }
 
     async fn record_failure(

@@ -7,8 +7,37 @@ use super::{SqliteStore, database_error};
 use crate::llm::Role;
 use crate::ports::{ConversationMemory, HistoryEntry, StorageError};
 
+/// History entries as the JSON array the `inbox_answered_writes_history` trigger reads.
+pub(super) fn entries_json(
+    conversation_key: &str,
+    entries: &[HistoryEntry],
+) -> Result<String, StorageError> {
+    let rows: Vec<serde_json::Value> = entries
+        .iter()
+        .map(|entry| {
+            let tool_calls = if entry.tool_calls.is_empty() {
+                None
+            } else {
+                Some(serde_json::to_string(&entry.tool_calls)?)
+            };
+            Ok(serde_json::json!({
+                "conversation_key": conversation_key,
+                "profile_id": entry.profile_id,
+                "role": entry.role.as_str(),
+                "content": entry.content,
+                "tool_calls": tool_calls,
+                "tool_call_id": entry.tool_call_id,
+                "is_chat_text": i64::from(entry.is_chat_text()),
+                "created_at_ms": entry.created_at_ms,
+            }))
+        })
+        .collect::<Result<_, serde_json::Error>>()
+        .map_err(|error| StorageError::Corrupt(error.to_string()))?;
+    Ok(serde_json::Value::Array(rows).to_string())
+}
+
 /// Insert history entries inside the caller's transaction.
-pub(super) async fn insert_entries(
+async fn insert_entries(
     transaction: &mut Transaction<'_, Sqlite>,
     conversation_key: &str,
     entries: &[HistoryEntry],

@@ -26,6 +26,7 @@ static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/sqlite")
 pub struct SqliteStore {
     pool: SqlitePool,
     writer: SqlitePool,
+    profiles: std::sync::Arc<profiles::ProfileCache>,
 }
 
 impl SqliteStore {
@@ -63,6 +64,7 @@ impl SqliteStore {
             return Ok(SqliteStore {
                 writer: pool.clone(),
                 pool,
+                profiles: Default::default(),
             });
         }
         let writer = SqlitePoolOptions::new()
@@ -77,7 +79,11 @@ impl SqliteStore {
             .connect_with(options)
             .await
             .map_err(database_error)?;
-        Ok(SqliteStore { pool, writer })
+        Ok(SqliteStore {
+            pool,
+            writer,
+            profiles: Default::default(),
+        })
     }
 
     pub async fn migrate(&self) -> Result<(), StorageError> {

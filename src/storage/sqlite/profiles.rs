@@ -1,4 +1,11 @@
-//! `UserProfiles` on SQLite: table `user_profiles`.
+//! `UserProfiles` on SQLite: table `user_profiles`, read through a write-through cache.
+//!
+//! Every turn reads the member's profile and few ever change it, and this process is
+//! the database's only writer, so the cache saves a round trip per turn. One async
+//! lock covers cache misses and writes, so a load racing an update cannot leave a
+//! stale profile behind.
+
+use std::collections::HashMap;
 
 use async_trait::async_trait;
 use sqlx::Row;
@@ -6,18 +13,26 @@ use sqlx::Row;
 use super::{SqliteStore, database_error};
 use crate::ports::{ProfileFacts, StorageError, UserProfiles, now_ms};
 
+pub(super) type ProfileCache = tokio::sync::Mutex<HashMap<String, ProfileFacts>>;
+
 #[async_trait]
 impl UserProfiles for SqliteStore {
     async fn get(&self, member_id: &str) -> Result<ProfileFacts, StorageError> {
+        let mut cache = self.profiles.lock().await;
+        if let Some(facts) = cache.get(member_id) {
+            return Ok(facts.clone());
+        }
         let rows = sqlx::query("SELECT key, value FROM user_profiles WHERE member_id = ?")
             .bind(member_id)
             .fetch_all(&self.pool)
             .await
             .map_err(database_error)?;
-        Ok(rows
+        let facts: ProfileFacts = rows
             .iter()
             .map(|row| (row.get("key"), row.get("value")))
-            .collect())
+            .collect();
+        cache.insert(member_id.to_string(), facts.clone());
+        Ok(facts)
     }
 
     async fn set(
@@ -26,6 +41,7 @@ impl UserProfiles for SqliteStore {
         key: &str,
         value: Option<&str>,
     ) -> Result<(), StorageError> {
+        let mut cache = self.profiles.lock().await;
         let query = match value {
             Some(value) => sqlx::query(
                 "INSERT INTO user_profiles (member_id, key, value, updated_at_ms) VALUES (?, ?, ?, ?) \
@@ -40,10 +56,13 @@ impl UserProfiles for SqliteStore {
                 .bind(member_id)
                 .bind(key),
         };
-        query
-            .execute(&self.writer)
-            .await
-            .map(|_| ())
-            .map_err(database_error)
+        query.execute(&self.writer).await.map_err(database_error)?;
+        if let Some(facts) = cache.get_mut(member_id) {
+            match value {
+                Some(value) => facts.insert(key.to_string(), value.to_string()),
+                None => facts.remove(key),
+            };
+        }
+        Ok(())
     }
 }
