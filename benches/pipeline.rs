@@ -41,6 +41,21 @@ fn memory_mb(pid: u32, field: &str) -> f64 {
         .unwrap_or(f64::NAN)
 }
 
+/// User plus system CPU time the process has used, in seconds.
+fn cpu_seconds(pid: u32) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // Fields after the command name (which may contain spaces) start after ')'.
+    let fields: Vec<&str> = stat
+        .rsplit_once(')')
+        .map(|(_, rest)| rest.split_whitespace().collect())
+        .unwrap_or_default();
+    let ticks: f64 = [11, 12]
+        .iter()
+        .filter_map(|index| fields.get(*index).and_then(|v| v.parse::<f64>().ok()))
+        .sum();
+    ticks / 100.0
+}
+
 fn percentile(sorted: &[Duration], fraction: f64) -> f64 {
     let index = ((sorted.len() as f64 - 1.0) * fraction).round() as usize;
     sorted[index].as_secs_f64() * 1000.0
@@ -93,10 +108,12 @@ fn main() {
     let p99 = percentile(&overhead, 0.99);
 
     // Throughput: every conversation at once.
+    let cpu_before = cpu_seconds(hearth.pid());
     let started = Instant::now();
     let mut latencies =
         runtime.block_on(run_load(&client, &base_url, conversations, turns, "load"));
     let elapsed = started.elapsed();
+    let cpu_used = cpu_seconds(hearth.pid()) - cpu_before;
     let peak_rss = memory_mb(hearth.pid(), "VmHWM");
 
     latencies.sort();
@@ -121,6 +138,10 @@ fn main() {
     println!(
         "  idle RSS     {idle_rss:>9.1} MB        (target <= {TARGET_IDLE_RSS_MB:.0} MB: {})",
         verdict(idle_rss <= TARGET_IDLE_RSS_MB)
+    );
+    println!(
+        "  hearth CPU   {:>9.3} ms/turn   ({cpu_used:.2} s over the load phase)",
+        cpu_used * 1000.0 / total as f64
     );
     println!("  peak RSS     {peak_rss:>9.1} MB");
     println!("  llm requests {:>9}", llm.request_count());
