@@ -12,7 +12,8 @@ const BATCH: usize = 256;
 
 /// What the writer task is asked to do, in order.
 enum Command {
-    Record(TelemetryEvent),
+    // Boxed: an event is large, and the queue holds many commands.
+    Record(Box<TelemetryEvent>),
     /// Answer once everything before this command is written.
     Flush(oneshot::Sender<()>),
 }
@@ -33,7 +34,11 @@ impl SqliteTelemetryWriter {
 #[async_trait::async_trait]
 impl TelemetrySink for SqliteTelemetryWriter {
     fn record(&self, event: TelemetryEvent) {
-        if self.sender.try_send(Command::Record(event)).is_err() {
+        if self
+            .sender
+            .try_send(Command::Record(Box::new(event)))
+            .is_err()
+        {
             tracing::warn!("telemetry queue full or closed, event dropped");
         }
     }
@@ -53,7 +58,7 @@ async fn write_batches(pool: SqlitePool, mut receiver: mpsc::Receiver<Command>) 
         let mut flushed = Vec::new();
         for command in commands.drain(..) {
             match command {
-                Command::Record(event) => batch.push(event),
+                Command::Record(event) => batch.push(*event),
                 Command::Flush(done) => flushed.push(done),
             }
         }
