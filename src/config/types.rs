@@ -49,7 +49,7 @@ impl Default for HearthConfig {
     fn default() -> Self {
         Self {
             database_url: "sqlite://data/hearth.db".to_owned(),
-            database_max_connections: 8,
+            database_max_connections: 2,
             http: HttpConfig::default(),
             queue: QueueConfig::default(),
             llm_max_concurrent_local: 1,

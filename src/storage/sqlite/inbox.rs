@@ -6,7 +6,8 @@ use sqlx::sqlite::SqliteRow;
 
 use super::{SqliteStore, database_error, memory::entries_json};
 use crate::ports::{
-    Acceptance, Inbound, Inbox, InboxRecord, InboxStatus, StorageError, TurnRecord, now_ms,
+    Acceptance, HistoryEntry, Inbound, Inbox, InboxRecord, InboxStatus, StorageError, TurnRecord,
+    now_ms,
 };
 
 /// The columns of an `InboxRecord`, spelled once for every query that reads one.
@@ -92,6 +93,7 @@ impl Inbox for SqliteStore {
     async fn complete(&self, inbox_id: &str, turn: &TurnRecord) -> Result<(), StorageError> {
         // One statement: the trigger `inbox_answered_writes_history` writes the history
         // from `turn_messages` within it, so all of it commits or none does.
+        let mut cache = self.history.lock().await;
         let updated = sqlx::query(
             "UPDATE inbox SET status = 'answered', reply = ?, turn_messages = ?, error = NULL, \
              updated_at_ms = ? WHERE id = ? AND status = 'accepted'",
@@ -107,6 +109,16 @@ impl Inbox for SqliteStore {
         if updated.rows_affected() != 1 {
             return Err(not_waiting(inbox_id));
         }
+        // The trigger files every entry under this message's id.
+        let stored: Vec<_> = turn
+            .messages
+            .iter()
+            .map(|entry| HistoryEntry {
+                inbox_id: Some(inbox_id.to_string()),
+                ..entry.clone()
+            })
+            .collect();
+        cache.appended(&turn.conversation_key, &stored);
         Ok(())
     }
 

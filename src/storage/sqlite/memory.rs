@@ -3,6 +3,7 @@
 use async_trait::async_trait;
 use sqlx::{Row, Sqlite, Transaction};
 
+use super::history_cache::ENTRIES_PER_CONVERSATION;
 use super::{SqliteStore, database_error};
 use crate::llm::Role;
 use crate::ports::{ConversationMemory, HistoryEntry, StorageError};
@@ -71,9 +72,9 @@ async fn insert_entries(
     Ok(())
 }
 
-#[async_trait]
-impl ConversationMemory for SqliteStore {
-    async fn recent(
+impl SqliteStore {
+    /// The newest `limit` chat-text entries at or after `since_ms`, oldest first.
+    async fn read_recent(
         &self,
         conversation_key: &str,
         limit: usize,
@@ -114,14 +115,43 @@ impl ConversationMemory for SqliteStore {
         entries.reverse();
         Ok(entries)
     }
+}
+
+#[async_trait]
+impl ConversationMemory for SqliteStore {
+    async fn recent(
+        &self,
+        conversation_key: &str,
+        limit: usize,
+        since_ms: i64,
+    ) -> Result<Vec<HistoryEntry>, StorageError> {
+        if limit > ENTRIES_PER_CONVERSATION {
+            return self.read_recent(conversation_key, limit, since_ms).await;
+        }
+        // Held across a miss's load so a concurrent write cannot be overtaken by it.
+        let mut cache = self.history.lock().await;
+        if let Some(entries) = cache.recent(conversation_key, limit, since_ms) {
+            return Ok(entries);
+        }
+        let newest = self
+            .read_recent(conversation_key, ENTRIES_PER_CONVERSATION, i64::MIN)
+            .await?;
+        cache.load(conversation_key, newest);
+        Ok(cache
+            .recent(conversation_key, limit, since_ms)
+            .expect("a conversation just loaded answers from the cache"))
+    }
 
     async fn append(
         &self,
         conversation_key: &str,
         entries: &[HistoryEntry],
     ) -> Result<(), StorageError> {
+        let mut cache = self.history.lock().await;
         let mut transaction = self.writer.begin().await.map_err(database_error)?;
         insert_entries(&mut transaction, conversation_key, entries).await?;
-        transaction.commit().await.map_err(database_error)
+        transaction.commit().await.map_err(database_error)?;
+        cache.appended(conversation_key, entries);
+        Ok(())
     }
 }

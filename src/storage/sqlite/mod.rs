@@ -1,5 +1,6 @@
 //! The SQLite adapter: one WAL-mode database file behind a bounded sqlx pool.
 
+mod history_cache;
 mod inbox;
 mod memory;
 mod profiles;
@@ -27,6 +28,7 @@ pub struct SqliteStore {
     pool: SqlitePool,
     writer: SqlitePool,
     profiles: std::sync::Arc<profiles::ProfileCache>,
+    history: std::sync::Arc<tokio::sync::Mutex<history_cache::HistoryCache>>,
 }
 
 impl SqliteStore {
@@ -65,6 +67,7 @@ impl SqliteStore {
                 writer: pool.clone(),
                 pool,
                 profiles: Default::default(),
+                history: Default::default(),
             });
         }
         let writer = SqlitePoolOptions::new()
@@ -83,6 +86,7 @@ impl SqliteStore {
             pool,
             writer,
             profiles: Default::default(),
+            history: Default::default(),
         })
     }
 

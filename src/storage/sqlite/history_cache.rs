@@ -1,0 +1,100 @@
+//! The newest chat-text entries of recently active conversations, kept in memory
+//! so a turn reads its history without a database round trip.
+//!
+//! This process is the database's only writer and every history write passes
+//! through `SqliteStore`, which updates the cache after each commit. The cache
+//! holds a conversation's newest entries; `complete` says it holds all of them.
+
+use std::collections::{HashMap, VecDeque};
+
+use crate::ports::HistoryEntry;
+
+/// Entries kept per conversation: above any sensible `max_history_messages`.
+pub(super) const ENTRIES_PER_CONVERSATION: usize = 32;
+/// Conversations kept; the least recently used one is dropped beyond this.
+const CONVERSATIONS: usize = 256;
+
+struct CachedConversation {
+    /// Chat-text entries, oldest first, at most `ENTRIES_PER_CONVERSATION`.
+    entries: VecDeque<HistoryEntry>,
+    /// True when `entries` is every chat-text entry the conversation has.
+    complete: bool,
+    last_used: u64,
+}
+
+#[derive(Default)]
+pub(super) struct HistoryCache {
+    conversations: HashMap<String, CachedConversation>,
+    clock: u64,
+}
+
+impl HistoryCache {
+    /// What `ConversationMemory::recent` returns, if the cache can tell for sure.
+    pub fn recent(
+        &mut self,
+        conversation_key: &str,
+        limit: usize,
+        since_ms: i64,
+    ) -> Option<Vec<HistoryEntry>> {
+        self.clock += 1;
+        let clock = self.clock;
+        let cached = self.conversations.get_mut(conversation_key)?;
+        cached.last_used = clock;
+        let fresh: Vec<&HistoryEntry> = cached
+            .entries
+            .iter()
+            .filter(|entry| entry.created_at_ms >= since_ms)
+            .collect();
+        // Entries not cached are older than every cached one: they can only matter when
+        // all cached entries are recent enough and there are fewer than asked for.
+        let oldest_is_too_old = cached
+            .entries
+            .front()
+            .is_some_and(|oldest| oldest.created_at_ms < since_ms);
+        if !(cached.complete || fresh.len() >= limit || oldest_is_too_old) {
+            return None;
+        }
+        let skip = fresh.len().saturating_sub(limit);
+        Some(fresh.into_iter().skip(skip).cloned().collect())
+    }
+
+    /// Remember what the database returned for the newest `ENTRIES_PER_CONVERSATION`
+    /// chat-text entries of a conversation (oldest first).
+    pub fn load(&mut self, conversation_key: &str, newest: Vec<HistoryEntry>) {
+        if self.conversations.len() >= CONVERSATIONS
+            && !self.conversations.contains_key(conversation_key)
+            && let Some(least_used) = self
+                .conversations
+                .iter()
+                .min_by_key(|(_, cached)| cached.last_used)
+                .map(|(key, _)| key.clone())
+        {
+            self.conversations.remove(&least_used);
+        }
+        self.clock += 1;
+        let complete = newest.len() < ENTRIES_PER_CONVERSATION;
+        self.conversations.insert(
+            conversation_key.to_string(),
+            CachedConversation {
+                entries: newest.into(),
+                complete,
+                last_used: self.clock,
+            },
+        );
+    }
+
+    /// Entries just committed to the database. A conversation not cached stays
+    /// uncached: its next read loads it whole.
+    pub fn appended(&mut self, conversation_key: &str, entries: &[HistoryEntry]) {
+        let Some(cached) = self.conversations.get_mut(conversation_key) else {
+            return;
+        };
+        for entry in entries.iter().filter(|entry| entry.is_chat_text()) {
+            cached.entries.push_back(entry.clone());
+            if cached.entries.len() > ENTRIES_PER_CONVERSATION {
+                cached.entries.pop_front();
+                cached.complete = false;
+            }
+        }
+    }
+}
