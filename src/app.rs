@@ -6,7 +6,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use actix::{Actor, Addr, Recipient};
+use actix::{Actor, Addr, AsyncContext, Context, Recipient};
 use actix_web::dev::ServerHandle;
 
 use crate::actors::channels::{DeliverReply, HttpChannel};
@@ -116,14 +116,13 @@ pub async fn start(loaded: &LoadedConfig, options: StartOptions) -> Result<Runni
         services.insert(profile.id.clone(), service.recipient());
     }
 
+    // The HTTP channel and the queue each need the other's address: the channel's
+    // context is made first, and the actor starts in it once the queue runs.
     let mut channels = options.extra_channels;
-    let http_channel = if options.http && config.http.enabled {
-        let channel = HttpChannel::default().start();
-        channels.insert("http".into(), channel.clone().recipient());
-        Some(channel)
-    } else {
-        None
-    };
+    let http_context = (options.http && config.http.enabled).then(Context::<HttpChannel>::new);
+    if let Some(context) = &http_context {
+        channels.insert("http".into(), context.address().recipient());
+    }
 
     let queue = RequestQueue::new(
         stores.inbox.clone(),
@@ -136,8 +135,10 @@ pub async fn start(loaded: &LoadedConfig, options: StartOptions) -> Result<Runni
     )
     .start();
 
-    let http = match http_channel {
-        Some(channel) => {
+    let http = match http_context {
+        Some(context) => {
+            let channel = context.address();
+            context.run(HttpChannel::new(queue.clone()));
             let api_key = if config.http.auth_enabled {
                 config
                     .http

@@ -12,8 +12,8 @@ use serde_json::json;
 use tokio::sync::oneshot;
 
 use super::HttpState;
-use crate::actors::channels::{ExpectReply, ForgetReply, ReplyKind};
-use crate::actors::request_queue::{SubmitError, SubmitInbound, Submitted};
+use crate::actors::channels::{ForgetReply, HttpSubmitError, ReplyKind, SubmitHttpInbound};
+use crate::actors::request_queue::{SubmitError, Submitted};
 use crate::ports::{Inbound, InboxRecord, InboxStatus, now_ms};
 
 const MAX_TEXT_CHARS: usize = 16_000;
@@ -82,48 +82,30 @@ pub async fn post_inbound(
         received_at_ms: now_ms(),
     };
     let inbox_id = inbound.id.clone();
-    let (sender, receiver) = oneshot::channel();
-    // Registered before submitting, so the reply cannot overtake the waiter.
-    if state
+    let (reply_to, receiver) = oneshot::channel();
+    let submitted = state
         .channel
-        .send(ExpectReply {
-            inbox_id: inbox_id.clone(),
-            sender,
-        })
-        .await
-        .is_err()
-    {
-        return HttpResponse::ServiceUnavailable()
-            .json(json!({"error": "hearth is shutting down"}));
-    }
-    let forget = || {
-        state.channel.do_send(ForgetReply {
-            inbox_id: inbox_id.clone(),
-        })
-    };
-    match state.queue.send(SubmitInbound { inbound }).await {
+        .send(SubmitHttpInbound { inbound, reply_to })
+        .await;
+    match submitted {
         Ok(Ok(Submitted::Accepted)) => {}
         Ok(Ok(Submitted::Duplicate(record))) => {
-            forget();
             return match record.status {
                 InboxStatus::Accepted => HttpResponse::Accepted().json(record_json(&record)),
                 _ => HttpResponse::Ok().json(record_json(&record)),
             };
         }
-        Ok(Err(SubmitError::Busy { .. })) => {
-            forget();
+        Ok(Err(HttpSubmitError::Queue(SubmitError::Busy { .. }))) => {
             return HttpResponse::ServiceUnavailable()
                 .insert_header(("Retry-After", "5"))
                 .json(json!({"error": "busy, try again in a few seconds"}));
         }
-        Ok(Err(error)) => {
-            forget();
+        Ok(Err(HttpSubmitError::Queue(error))) => {
             tracing::error!(%error, "inbound message not stored");
             return HttpResponse::ServiceUnavailable()
                 .json(json!({"error": "the message could not be stored, try again"}));
         }
-        Err(_) => {
-            forget();
+        Ok(Err(HttpSubmitError::QueueStopped)) | Err(_) => {
             return HttpResponse::ServiceUnavailable()
                 .json(json!({"error": "hearth is shutting down"}));
         }
@@ -141,7 +123,9 @@ pub async fn post_inbound(
             })),
         },
         _ => {
-            forget();
+            state.channel.do_send(ForgetReply {
+                inbox_id: inbox_id.clone(),
+            });
             HttpResponse::Accepted().json(json!({"id": inbox_id, "status": "accepted"}))
         }
     }

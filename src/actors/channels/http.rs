@@ -1,23 +1,34 @@
-//! `HttpChannel`: the reply side of `POST /inbound`.
+//! `HttpChannel`: the actor behind `POST /inbound`.
 //!
-//! The HTTP handler registers a waiter under the inbound id *before* submitting,
-//! so a fast reply can never arrive before anyone listens. A reply with no
-//! waiter (the caller gave up, or hearth restarted) stays stored in the inbox
-//! and can be read with `GET /inbound/{id}`.
+//! `SubmitHttpInbound` registers the caller's waiter and submits the message to the
+//! queue in one step, so a fast reply can never arrive before anyone listens. A
+//! reply with no waiter (the caller gave up, or hearth restarted) stays stored in
+//! the inbox and can be read with `GET /inbound/{id}`.
 
 use std::collections::HashMap;
 
-use actix::{Actor, Context, Handler, Message};
+use actix::fut::{ActorFutureExt, WrapFuture};
+use actix::{Actor, Addr, Context, Handler, Message, ResponseActFuture};
 use tokio::sync::oneshot;
 
 use super::{DeliverReply, ReplyKind};
+use crate::actors::request_queue::{RequestQueue, SubmitError, SubmitInbound, Submitted};
+use crate::ports::Inbound;
 
-/// Wait for the reply to `inbox_id`.
+/// Submit `inbound` to the queue; its reply will be sent to `reply_to`.
 #[derive(Message)]
-#[rtype(result = "()")]
-pub struct ExpectReply {
-    pub inbox_id: String,
-    pub sender: oneshot::Sender<DeliverReply>,
+#[rtype(result = "Result<Submitted, HttpSubmitError>")]
+pub struct SubmitHttpInbound {
+    pub inbound: Inbound,
+    pub reply_to: oneshot::Sender<DeliverReply>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum HttpSubmitError {
+    #[error(transparent)]
+    Queue(#[from] SubmitError),
+    #[error("the request queue is not running")]
+    QueueStopped,
 }
 
 /// The caller stopped waiting for `inbox_id`.
@@ -27,9 +38,18 @@ pub struct ForgetReply {
     pub inbox_id: String,
 }
 
-#[derive(Default)]
 pub struct HttpChannel {
+    queue: Addr<RequestQueue>,
     waiters: HashMap<String, oneshot::Sender<DeliverReply>>,
+}
+
+impl HttpChannel {
+    pub fn new(queue: Addr<RequestQueue>) -> Self {
+        HttpChannel {
+            queue,
+            waiters: HashMap::new(),
+        }
+    }
 }
 
 impl Actor for HttpChannel {
@@ -40,11 +60,27 @@ impl Actor for HttpChannel {
     }
 }
 
-impl Handler<ExpectReply> for HttpChannel {
-    type Result = ();
+impl Handler<SubmitHttpInbound> for HttpChannel {
+    type Result = ResponseActFuture<Self, Result<Submitted, HttpSubmitError>>;
 
-    fn handle(&mut self, message: ExpectReply, _ctx: &mut Self::Context) {
-        self.waiters.insert(message.inbox_id, message.sender);
+    fn handle(&mut self, message: SubmitHttpInbound, _ctx: &mut Self::Context) -> Self::Result {
+        let inbox_id = message.inbound.id.clone();
+        // Registered before submitting: the reply cannot overtake the waiter.
+        self.waiters.insert(inbox_id.clone(), message.reply_to);
+        let submitted = self.queue.send(SubmitInbound {
+            inbound: message.inbound,
+        });
+        Box::pin(submitted.into_actor(self).map(move |result, act, _ctx| {
+            let result = match result {
+                Ok(Ok(submitted)) => Ok(submitted),
+                Ok(Err(error)) => Err(HttpSubmitError::Queue(error)),
+                Err(_) => Err(HttpSubmitError::QueueStopped),
+            };
+            if !matches!(result, Ok(Submitted::Accepted)) {
+                act.waiters.remove(&inbox_id);
+            }
+            result
+        }))
     }
 }
 

@@ -7,5 +7,5 @@ mod http;
 mod messages;
 
 pub use console::{ConsoleChannel, run_console};
-pub use http::{ExpectReply, ForgetReply, HttpChannel};
+pub use http::{ForgetReply, HttpChannel, HttpSubmitError, SubmitHttpInbound};
 pub use messages::{DeliverReply, ReplyKind};
