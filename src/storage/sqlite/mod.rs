@@ -45,7 +45,11 @@ impl SqliteStore {
             // can roll back the last transactions.
             .synchronous(SqliteSynchronous::Normal)
             .busy_timeout(Duration::from_secs(10))
-            .foreign_keys(true);
+            .foreign_keys(true)
+            // Checkpoints run in the background (`checkpoint_wal_periodically`), not inside
+            // whichever turn's commit crosses the threshold, where they stall that turn.
+            .pragma("wal_autocheckpoint", "0")
+            .pragma("journal_size_limit", "67108864");
         if let Some(folder) = options.get_filename().parent()
             && !folder.as_os_str().is_empty()
         {
@@ -82,6 +86,7 @@ impl SqliteStore {
             .connect_with(options)
             .await
             .map_err(database_error)?;
+        tokio::spawn(checkpoint_wal_periodically(pool.clone()));
         Ok(SqliteStore {
             pool,
             writer,
@@ -104,6 +109,25 @@ impl SqliteStore {
 
     pub fn pool(&self) -> &SqlitePool {
         &self.pool
+    }
+}
+
+/// Copy the write-ahead log into the database file every second, from a reader
+/// connection; `PASSIVE` never blocks the writer. Ends when the pool is closed.
+async fn checkpoint_wal_periodically(pool: SqlitePool) {
+    let mut ticks = tokio::time::interval(Duration::from_secs(1));
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        ticks.tick().await;
+        if pool.is_closed() {
+            return;
+        }
+        if let Err(error) = sqlx::query("PRAGMA wal_checkpoint(PASSIVE)")
+            .execute(&pool)
+            .await
+        {
+            tracing::warn!(%error, "wal checkpoint failed");
+        }
     }
 }
 
