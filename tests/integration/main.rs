@@ -8,6 +8,7 @@ mod config_loading;
 mod http_api;
 mod llm_providers;
 mod pipeline;
+mod real_llm;
 mod restart;
 mod storage_ports;
 mod tools_stack;

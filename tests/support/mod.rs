@@ -2,3 +2,4 @@
 
 pub mod hearth_app;
 pub mod llm_server;
+pub mod real_llm;

@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Runs every test of hearth on a fresh machine: installs what the tests need
+# (a real local LLM server for the provider check), then the whole cargo suite.
+# Extra arguments go to `cargo test` (e.g. a test-name filter).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+# The build cache lives outside the checkout so fresh clones reuse it.
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/hearth-target}"
+# Tests that need a real server fail instead of skipping when it is missing.
+export HEARTH_REQUIRE_REAL_SERVERS=1
+
+bash scripts/install-test-llm.sh
+
+# Unit tests, the integration binary and doc tests; the benchmark is built by
+# clippy in .ci/run and run with `cargo bench`.
+cargo test --lib --bins --tests "$@"
