@@ -73,7 +73,7 @@ pub async fn post_inbound(
     }
     let session = body.session_id.unwrap_or_else(|| body.user_id.clone());
     let inbound = Inbound {
-        id: uuid::Uuid::new_v4().to_string(),
+        id: Inbound::new_id(),
         channel: "http".into(),
         conversation_id: session,
         member_id: body.user_id,

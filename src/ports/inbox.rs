@@ -25,6 +25,12 @@ pub struct Inbound {
 }
 
 impl Inbound {
+    /// A fresh id for a channel to give its next message: a UUIDv7, which grows with
+    /// time, so the inbox's id index is appended to instead of written all over.
+    pub fn new_id() -> String {
+        uuid::Uuid::now_v7().to_string()
+    }
+
     /// The key history and ordering are kept under: channel plus its conversation id.
     pub fn conversation_key(&self) -> String {
         format!("{}:{}", self.channel, self.conversation_id)

@@ -64,7 +64,7 @@ pub async fn run_console(
                     continue;
                 }
                 let inbound = Inbound {
-                    id: uuid::Uuid::new_v4().to_string(),
+                    id: Inbound::new_id(),
                     channel: "console".into(),
                     conversation_id: member_id.clone(),
                     member_id: member_id.clone(),
