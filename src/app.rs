@@ -16,9 +16,9 @@ use crate::actors::request_queue::{RequestQueue, Router};
 use crate::config::{LlmProviderKind, LoadedConfig};
 use crate::family::Family;
 use crate::http::{self, ApiKey, HttpState};
-use crate::llm::LlmProvider;
-use crate::llm::anthropic::{AnthropicProvider, AnthropicSettings};
-use crate::llm::openai::{OpenAiProvider, OpenAiSettings};
+use crate::llm::anthropic::AnthropicProvider;
+use crate::llm::openai::OpenAiProvider;
+use crate::llm::{LlmProvider, ProviderSettings};
 use crate::metrics::Metrics;
 use crate::ports::StorageError;
 use crate::readiness::Readiness;
@@ -191,27 +191,18 @@ fn build_models(loaded: &LoadedConfig) -> Result<HashMap<String, ModelEntry>, St
             .and_then(|variable| loaded.secret(variable))
             .map(str::to_string);
         let timeout = Duration::from_secs(model.timeout_seconds.max(1));
+        let settings = ProviderSettings {
+            base_url: model.base_url.clone(),
+            model: model.model.clone(),
+            api_key,
+            timeout,
+            max_tokens: model.max_tokens,
+        };
         let provider: Arc<dyn LlmProvider> = match model.provider {
-            LlmProviderKind::OpenAi => Arc::new(OpenAiProvider::new(
-                OpenAiSettings {
-                    base_url: model.base_url.clone(),
-                    model: model.model.clone(),
-                    api_key,
-                    timeout,
-                    max_tokens: model.max_tokens,
-                },
-                client.clone(),
-            )),
-            LlmProviderKind::Anthropic => Arc::new(AnthropicProvider::new(
-                AnthropicSettings {
-                    base_url: model.base_url.clone(),
-                    model: model.model.clone(),
-                    api_key,
-                    timeout,
-                    max_tokens: model.max_tokens,
-                },
-                client.clone(),
-            )),
+            LlmProviderKind::OpenAi => Arc::new(OpenAiProvider::new(settings, client.clone())),
+            LlmProviderKind::Anthropic => {
+                Arc::new(AnthropicProvider::new(settings, client.clone()))
+            }
         };
         models.insert(
             name.clone(),

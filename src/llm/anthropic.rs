@@ -3,15 +3,14 @@
 //! answer back into a `ChatResponse`. Nothing outside this file knows these JSON shapes.
 
 use std::borrow::Cow;
-use std::time::Duration;
 
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::{
-    ChatRequest, ChatResponse, LlmError, LlmProvider, ResponseFormat, Role, ToolCall, Usage,
-    join_url, post_json,
+    ChatRequest, ChatResponse, LlmError, LlmProvider, ProviderSettings, ResponseFormat, Role,
+    ToolCall, Usage, join_url, post_json,
 };
 
 /// The API version this file's JSON shapes follow.
@@ -20,30 +19,16 @@ const ANTHROPIC_VERSION: &str = "2023-06-01";
 /// The API refuses a request without `max_tokens`; this is used when nobody set one.
 const DEFAULT_MAX_TOKENS: u32 = 1024;
 
-/// How to reach one Anthropic model.
-#[derive(Debug, Clone)]
-pub struct AnthropicSettings {
-    /// The API root, e.g. `https://api.anthropic.com` (without `/v1`).
-    pub base_url: String,
-    pub model: String,
-    /// Sent as `x-api-key`.
-    pub api_key: Option<String>,
-    /// The whole call, from connecting to the last byte of the answer.
-    pub timeout: Duration,
-    /// Used when the request sets no `max_tokens`; 1024 when this is `None` too.
-    pub max_tokens: Option<u32>,
-}
-
 /// An `LlmProvider` speaking the Anthropic Messages API.
 pub struct AnthropicProvider {
-    settings: AnthropicSettings,
+    settings: ProviderSettings,
     url: String,
     client: reqwest::Client,
 }
 
 impl AnthropicProvider {
     /// The client is shared so every provider reuses one connection pool.
-    pub fn new(settings: AnthropicSettings, client: reqwest::Client) -> Self {
+    pub fn new(settings: ProviderSettings, client: reqwest::Client) -> Self {
         let url = join_url(&settings.base_url, "v1/messages");
         AnthropicProvider {
             settings,
@@ -322,11 +307,11 @@ mod tests {
 
     fn provider() -> AnthropicProvider {
         AnthropicProvider::new(
-            AnthropicSettings {
+            ProviderSettings {
                 base_url: "http://localhost".to_string(),
                 model: "claude".to_string(),
                 api_key: None,
-                timeout: Duration::from_secs(1),
+                timeout: std::time::Duration::from_secs(1),
                 max_tokens: None,
             },
             reqwest::Client::new(),

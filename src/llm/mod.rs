@@ -136,6 +136,21 @@ pub struct ChatResponse {
     pub model: String,
 }
 
+/// How to reach one named model, whatever its wire format.
+#[derive(Debug, Clone)]
+pub struct ProviderSettings {
+    /// The API root: `https://api.openai.com/v1` for OpenAI-compatible servers,
+    /// `https://api.anthropic.com` (without `/v1`) for Anthropic; a trailing slash is tolerated.
+    pub base_url: String,
+    pub model: String,
+    /// OpenAI: `Authorization: Bearer`; Anthropic: `x-api-key`. Local servers usually need none.
+    pub api_key: Option<String>,
+    /// The whole call, from connecting to the last byte of the answer.
+    pub timeout: Duration,
+    /// Used when the request sets no `max_tokens` of its own (Anthropic: 1024 when unset here too).
+    pub max_tokens: Option<u32>,
+}
+
 /// Why a provider call failed. `is_transient` decides whether the broker retries.
 #[derive(Debug, thiserror::Error)]
 pub enum LlmError {

@@ -2,41 +2,25 @@
 //! vLLM, LiteLLM): turning a `ChatRequest` into `POST {base_url}/chat/completions` and the
 //! answer back into a `ChatResponse`. Nothing outside this file knows these JSON shapes.
 
-use std::time::Duration;
-
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::{
-    ChatMessage, ChatRequest, ChatResponse, LlmError, LlmProvider, Role, ToolCall, Usage, join_url,
-    post_json,
+    ChatMessage, ChatRequest, ChatResponse, LlmError, LlmProvider, ProviderSettings, Role,
+    ToolCall, Usage, join_url, post_json,
 };
-
-/// How to reach one OpenAI-compatible model.
-#[derive(Debug, Clone)]
-pub struct OpenAiSettings {
-    /// The API root, e.g. `https://api.openai.com/v1`; a trailing slash is tolerated.
-    pub base_url: String,
-    pub model: String,
-    /// Sent as `Authorization: Bearer`; local servers usually need none.
-    pub api_key: Option<String>,
-    /// The whole call, from connecting to the last byte of the answer.
-    pub timeout: Duration,
-    /// Used when the request sets no `max_tokens` of its own.
-    pub max_tokens: Option<u32>,
-}
 
 /// An `LlmProvider` speaking the OpenAI chat-completions API.
 pub struct OpenAiProvider {
-    settings: OpenAiSettings,
+    settings: ProviderSettings,
     url: String,
     client: reqwest::Client,
 }
 
 impl OpenAiProvider {
     /// The client is shared so every provider reuses one connection pool.
-    pub fn new(settings: OpenAiSettings, client: reqwest::Client) -> Self {
+    pub fn new(settings: ProviderSettings, client: reqwest::Client) -> Self {
         let url = join_url(&settings.base_url, "chat/completions");
         OpenAiProvider {
             settings,
@@ -302,11 +286,11 @@ mod tests {
 
     fn provider() -> OpenAiProvider {
         OpenAiProvider::new(
-            OpenAiSettings {
+            ProviderSettings {
                 base_url: "http://localhost/v1/".to_string(),
                 model: "m".to_string(),
                 api_key: None,
-                timeout: Duration::from_secs(1),
+                timeout: std::time::Duration::from_secs(1),
                 max_tokens: Some(100),
             },
             reqwest::Client::new(),

@@ -4,8 +4,9 @@
 
 use std::time::{Duration, Instant};
 
-use hearth::llm::anthropic::{AnthropicProvider, AnthropicSettings};
-use hearth::llm::openai::{OpenAiProvider, OpenAiSettings};
+use hearth::llm::ProviderSettings;
+use hearth::llm::anthropic::AnthropicProvider;
+use hearth::llm::openai::OpenAiProvider;
 use hearth::llm::{
     ChatMessage, ChatRequest, LlmError, LlmProvider, ResponseFormat, ToolCall, ToolSpec,
 };
@@ -17,7 +18,7 @@ const TIMEOUT: Duration = Duration::from_secs(5);
 
 fn openai_at(base_url: String, api_key: Option<&str>, timeout: Duration) -> OpenAiProvider {
     OpenAiProvider::new(
-        OpenAiSettings {
+        ProviderSettings {
             base_url,
             model: "gpt-test".to_string(),
             api_key: api_key.map(str::to_string),
@@ -30,7 +31,7 @@ fn openai_at(base_url: String, api_key: Option<&str>, timeout: Duration) -> Open
 
 fn anthropic_at(base_url: String, api_key: Option<&str>, timeout: Duration) -> AnthropicProvider {
     AnthropicProvider::new(
-        AnthropicSettings {
+        ProviderSettings {
             base_url,
             model: "claude-test".to_string(),
             api_key: api_key.map(str::to_string),

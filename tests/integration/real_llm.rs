@@ -9,7 +9,8 @@
 
 use std::time::Duration;
 
-use hearth::llm::openai::{OpenAiProvider, OpenAiSettings};
+use hearth::llm::ProviderSettings;
+use hearth::llm::openai::OpenAiProvider;
 use hearth::llm::{ChatMessage, ChatRequest, ChatResponse, LlmProvider, ResponseFormat, ToolSpec};
 use serde_json::{Value, json};
 
@@ -21,7 +22,7 @@ const TIMEOUT: Duration = Duration::from_secs(60);
 
 fn provider(server: &RealLlmServer) -> OpenAiProvider {
     OpenAiProvider::new(
-        OpenAiSettings {
+        ProviderSettings {
             base_url: server.base_url(),
             model: REAL_LLM_MODEL.to_string(),
             // llama.cpp without `--api-key` ignores the header; sending one proves it is harmless.

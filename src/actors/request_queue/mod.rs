@@ -218,9 +218,10 @@ impl RequestQueue {
         error: &TurnError,
         ctx: &mut Context<Self>,
     ) {
+        let (profile_id, _) = self.router.route(&turn.inbound.text);
         self.metrics.increment(
             "hearth_turns_total",
-            &[("profile", "unknown"), ("outcome", "failed")],
+            &[("profile", profile_id), ("outcome", "failed")],
         );
         self.deliver(&turn.inbound, FAILED_REPLY.to_string(), ReplyKind::Failed);
         let inbox = self.inbox.clone();
