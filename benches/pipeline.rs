@@ -69,21 +69,13 @@ fn main() {
     // `cargo bench` passes `--bench`; a filter argument is accepted and ignored.
     let conversations = env_number("HEARTH_BENCH_CONVERSATIONS", 50);
     let turns = env_number("HEARTH_BENCH_TURNS", 40);
-    // The queue and LLM limits are policies for real backends (a cloud's rate limits,
-    // one local GPU); raised to the number of conversations here so the benchmark
-    // measures hearth's own capacity rather than those caps.
-    let parallel = conversations.to_string();
     let llm = ScriptedLlmServer::start();
     llm.set_recording(false);
     let folder = tempfile::tempdir().expect("temporary folder");
     let config = write_config(folder.path(), &llm.base_url());
     let hearth = HearthProcess::spawn(
         &config,
-        &test_env(&[
-            ("HEARTH_LOG", "warn,hearth::app=info"),
-            ("HEARTH__QUEUE__MAX_PARALLEL_CONVERSATIONS", &parallel),
-            ("HEARTH__LLM_MAX_CONCURRENT_CLOUD", &parallel),
-        ]),
+        &test_env(&[("HEARTH_LOG", "warn,hearth::app=info")]),
     );
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -130,7 +122,7 @@ fn main() {
     let loaded_p99 = percentile(&latencies, 0.99);
     println!(
         "pipeline: {conversations} conversations x {turns} turns = {total} turns in {elapsed:.2?} \
-         (max_parallel_conversations = llm_max_concurrent_cloud = {conversations})"
+         (default queue and LLM limits)"
     );
     println!(
         "  throughput   {throughput:>9.0} turns/s   (target >= {TARGET_TURNS_PER_SECOND:.0}: {})",

@@ -26,8 +26,16 @@ pub(crate) fn check_settings(config: &HearthConfig, problems: &mut Problems) {
 }
 
 fn check_database(config: &HearthConfig, problems: &mut Problems) {
-    // Only the scheme is ever quoted: a PostgreSQL URL may carry a password. Splitting at the
-    // first ':' also accepts sqlx's "sqlite::memory:".
+    // Only the scheme is ever quoted: a PostgreSQL URL may carry a password.
+    let url = &config.database_url;
+    if url.starts_with("sqlite:") && (url.contains(":memory:") || url.contains("mode=memory")) {
+        problems.push(
+            "database_url",
+            "an in-memory SQLite database loses every message at exit; name a file, \
+             e.g. \"sqlite://data/hearth.db\"",
+        );
+        return;
+    }
     let scheme = config
         .database_url
         .split_once(':')

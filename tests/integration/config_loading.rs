@@ -191,12 +191,20 @@ fn a_database_password_never_shows_in_debug_output() {
         shown.contains("postgres://hearth:***@db:5432/hearth"),
         "{shown}"
     );
+}
 
-    let in_memory = load_text(
+#[test]
+fn an_in_memory_database_is_refused() {
+    let (message, file) = load_error(
         &format!("{MINIMAL}database_url: \"sqlite::memory:\"\n"),
         &[],
     );
-    assert_eq!(in_memory.config.database_url, "sqlite::memory:");
+    assert_problem(
+        &message,
+        &file,
+        "database_url",
+        "an in-memory SQLite database",
+    );
 }
 
 /// Seed 004 §3.2's example, with the model names as `llms` entries (calendar_config left out:

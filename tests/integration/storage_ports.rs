@@ -68,6 +68,7 @@ macro_rules! adapter_suite {
                 inbox_record_failure_counts_attempts,
                 inbox_give_up_marks_failed,
                 inbox_get_unknown_and_ping,
+                inbox_concurrent_writes_each_get_their_own_outcome,
                 memory_recent_returns_only_chat_text,
                 memory_recent_keeps_the_newest_limit_oldest_first,
                 memory_recent_honours_since,
@@ -96,6 +97,35 @@ adapter_suite!(sqlite, open_sqlite);
 // ---------------------------------------------------------------------------
 // Fixtures
 // ---------------------------------------------------------------------------
+
+/// Many writes at once (SQLite commits them in shared transactions): each caller gets
+/// its own outcome, and a failing write does not take the others down with it.
+async fn inbox_concurrent_writes_each_get_their_own_outcome(stores: &Stores) {
+    let mut accepts = Vec::new();
+    let mut refusals = Vec::new();
+    for n in 0..100 {
+        let inbox = stores.inbox.clone();
+        accepts.push(tokio::spawn(async move {
+            inbox
+                .accept(&inbound(&format!("burst-{n:03}"), "http", None))
+                .await
+        }));
+        if n % 5 == 0 {
+            let inbox = stores.inbox.clone();
+            refusals.push(tokio::spawn(async move {
+                inbox.give_up(&format!("missing-{n}"), "e", "r").await
+            }));
+        }
+    }
+    for accept in accepts {
+        assert_eq!(accept.await.unwrap().unwrap(), Acceptance::New);
+    }
+    for refusal in refusals {
+        assert!(refusal.await.unwrap().is_err(), "an unknown id is refused");
+    }
+    let unanswered = stores.inbox.unanswered().await.unwrap();
+    assert_eq!(unanswered.len(), 100);
+}
 
 fn inbound(id: &str, channel: &str, platform_event_id: Option<&str>) -> Inbound {
     Inbound {
@@ -970,6 +1000,7 @@ async fn unsupported_database_urls_are_refused_by_name() {
         "postgresql://localhost/hearth",
         "mysql://x",
         "hearth.db",
+        "sqlite::memory:",
     ] {
         expect_unsupported(storage::open(url, 4).await, url);
     }

@@ -83,6 +83,29 @@ impl HistoryCache {
         );
     }
 
+    /// The entries of the answered message `inbox_id`, just committed. Written without
+    /// this cache's lock, they may already be here: a load that read the database
+    /// after the commit and before this call saw them.
+    pub fn appended_turn(
+        &mut self,
+        conversation_key: &str,
+        inbox_id: &str,
+        entries: &[HistoryEntry],
+    ) {
+        let already_loaded = self
+            .conversations
+            .get(conversation_key)
+            .is_some_and(|cached| {
+                cached
+                    .entries
+                    .iter()
+                    .any(|entry| entry.inbox_id.as_deref() == Some(inbox_id))
+            });
+        if !already_loaded {
+            self.appended(conversation_key, entries);
+        }
+    }
+
     /// Entries just committed to the database. A conversation not cached stays
     /// uncached: its next read loads it whole.
     pub fn appended(&mut self, conversation_key: &str, entries: &[HistoryEntry]) {

@@ -51,21 +51,30 @@ fn not_waiting(inbox_id: &str) -> StorageError {
 #[async_trait]
 impl Inbox for SqliteStore {
     async fn accept(&self, inbound: &Inbound) -> Result<Acceptance, StorageError> {
-        let inserted = sqlx::query(
-            "INSERT INTO inbox (id, channel, conversation_id, member_id, text, platform_event_id, \
-             received_at_ms, updated_at_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
-        )
-        .bind(&inbound.id)
-        .bind(&inbound.channel)
-        .bind(&inbound.conversation_id)
-        .bind(&inbound.member_id)
-        .bind(&inbound.text)
-        .bind(&inbound.platform_event_id)
-        .bind(inbound.received_at_ms)
-        .bind(now_ms())
-        .execute(&self.writer)
-        .await
-        .map_err(database_error)?;
+        let row = inbound.clone();
+        let inserted = self
+            .writer
+            .run(move |connection| {
+                Box::pin(async move {
+                    sqlx::query(
+                        "INSERT INTO inbox (id, channel, conversation_id, member_id, text, \
+                         platform_event_id, received_at_ms, updated_at_ms) \
+                         VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+                    )
+                    .bind(&row.id)
+                    .bind(&row.channel)
+                    .bind(&row.conversation_id)
+                    .bind(&row.member_id)
+                    .bind(&row.text)
+                    .bind(&row.platform_event_id)
+                    .bind(row.received_at_ms)
+                    .bind(now_ms())
+                    .execute(&mut *connection)
+                    .await
+                    .map_err(database_error)
+                })
+            })
+            .await?;
         if inserted.rows_affected() == 1 {
             return Ok(Acceptance::New);
         }
@@ -93,18 +102,26 @@ impl Inbox for SqliteStore {
     async fn complete(&self, inbox_id: &str, turn: &TurnRecord) -> Result<(), StorageError> {
         // One statement: the trigger `inbox_answered_writes_history` writes the history
         // from `turn_messages` within it, so all of it commits or none does.
-        let mut cache = self.history.lock().await;
-        let updated = sqlx::query(
-            "UPDATE inbox SET status = 'answered', reply = ?, turn_messages = ?, error = NULL, \
-             updated_at_ms = ? WHERE id = ? AND status = 'accepted'",
-        )
-        .bind(&turn.reply)
-        .bind(entries_json(&turn.conversation_key, &turn.messages)?)
-        .bind(now_ms())
-        .bind(inbox_id)
-        .execute(&self.writer)
-        .await
-        .map_err(database_error)?;
+        let (id, reply) = (inbox_id.to_string(), turn.reply.clone());
+        let history = entries_json(&turn.conversation_key, &turn.messages)?;
+        let updated = self
+            .writer
+            .run(move |connection| {
+                Box::pin(async move {
+                    sqlx::query(
+                        "UPDATE inbox SET status = 'answered', reply = ?, turn_messages = ?, \
+                         error = NULL, updated_at_ms = ? WHERE id = ? AND status = 'accepted'",
+                    )
+                    .bind(&reply)
+                    .bind(&history)
+                    .bind(now_ms())
+                    .bind(&id)
+                    .execute(&mut *connection)
+                    .await
+                    .map_err(database_error)
+                })
+            })
+            .await?;
         // Answered already (or unknown): writing the history again would duplicate it.
         if updated.rows_affected() != 1 {
             return Err(not_waiting(inbox_id));
@@ -118,7 +135,10 @@ impl Inbox for SqliteStore {
                 ..entry.clone()
             })
             .collect();
-        cache.appended(&turn.conversation_key, &stored);
+        self.history
+            .lock()
+            .await
+            .appended_turn(&turn.conversation_key, inbox_id, &stored);
         Ok(())
     }
 
@@ -128,33 +148,50 @@ impl Inbox for SqliteStore {
         error: &str,
         next_attempt_at_ms: i64,
     ) -> Result<u32, StorageError> {
-        let attempts: i64 = sqlx::query_scalar(
-            "UPDATE inbox SET attempts = attempts + 1, error = ?, next_attempt_at_ms = ?, \
-             updated_at_ms = ? WHERE id = ? AND status = 'accepted' RETURNING attempts",
-        )
-        .bind(error)
-        .bind(next_attempt_at_ms)
-        .bind(now_ms())
-        .bind(inbox_id)
-        .fetch_optional(&self.writer)
-        .await
-        .map_err(database_error)?
-        .ok_or_else(|| not_waiting(inbox_id))?;
+        let (id, error) = (inbox_id.to_string(), error.to_string());
+        let attempts: Option<i64> = self
+            .writer
+            .run(move |connection| {
+                Box::pin(async move {
+                    sqlx::query_scalar(
+                        "UPDATE inbox SET attempts = attempts + 1, error = ?, \
+                         next_attempt_at_ms = ?, updated_at_ms = ? \
+                         WHERE id = ? AND status = 'accepted' RETURNING attempts",
+                    )
+                    .bind(&error)
+                    .bind(next_attempt_at_ms)
+                    .bind(now_ms())
+                    .bind(&id)
+                    .fetch_optional(&mut *connection)
+                    .await
+                    .map_err(database_error)
+                })
+            })
+            .await?;
+        let attempts = attempts.ok_or_else(|| not_waiting(inbox_id))?;
         Ok(u32::try_from(attempts).unwrap_or(u32::MAX))
     }
 
     async fn give_up(&self, inbox_id: &str, error: &str, reply: &str) -> Result<(), StorageError> {
-        let updated = sqlx::query(
-            "UPDATE inbox SET status = 'failed', error = ?, reply = ?, updated_at_ms = ? \
-             WHERE id = ? AND status = 'accepted'",
-        )
-        .bind(error)
-        .bind(reply)
-        .bind(now_ms())
-        .bind(inbox_id)
-        .execute(&self.writer)
-        .await
-        .map_err(database_error)?;
+        let (id, error, reply) = (inbox_id.to_string(), error.to_string(), reply.to_string());
+        let updated = self
+            .writer
+            .run(move |connection| {
+                Box::pin(async move {
+                    sqlx::query(
+                        "UPDATE inbox SET status = 'failed', error = ?, reply = ?, \
+                         updated_at_ms = ? WHERE id = ? AND status = 'accepted'",
+                    )
+                    .bind(&error)
+                    .bind(&reply)
+                    .bind(now_ms())
+                    .bind(&id)
+                    .execute(&mut *connection)
+                    .await
+                    .map_err(database_error)
+                })
+            })
+            .await?;
         if updated.rows_affected() != 1 {
             return Err(not_waiting(inbox_id));
         }

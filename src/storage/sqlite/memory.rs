@@ -1,7 +1,7 @@
 //! `ConversationMemory` on SQLite: table `messages`.
 
 use async_trait::async_trait;
-use sqlx::{Row, Sqlite, Transaction};
+use sqlx::{Row, SqliteConnection};
 
 use super::history_cache::ENTRIES_PER_CONVERSATION;
 use super::{SqliteStore, database_error};
@@ -37,9 +37,9 @@ pub(super) fn entries_json(
     Ok(serde_json::Value::Array(rows).to_string())
 }
 
-/// Insert history entries inside the caller's transaction.
+/// Insert history entries on the writing connection, inside its transaction.
 async fn insert_entries(
-    transaction: &mut Transaction<'_, Sqlite>,
+    connection: &mut SqliteConnection,
     conversation_key: &str,
     entries: &[HistoryEntry],
 ) -> Result<(), StorageError> {
@@ -65,7 +65,7 @@ async fn insert_entries(
         .bind(&entry.tool_call_id)
         .bind(entry.is_chat_text())
         .bind(entry.created_at_ms)
-        .execute(&mut **transaction)
+        .execute(&mut *connection)
         .await
         .map_err(database_error)?;
     }
@@ -148,9 +148,29 @@ impl ConversationMemory for SqliteStore {
         entries: &[HistoryEntry],
     ) -> Result<(), StorageError> {
         let mut cache = self.history.lock().await;
-        let mut transaction = self.writer.begin().await.map_err(database_error)?;
-        insert_entries(&mut transaction, conversation_key, entries).await?;
-        transaction.commit().await.map_err(database_error)?;
+        let (key, rows) = (conversation_key.to_string(), entries.to_vec());
+        self.writer
+            .run(move |connection| {
+                Box::pin(async move {
+                    // Several statements in a shared transaction: a savepoint keeps them whole.
+                    sqlx::query("SAVEPOINT append_history")
+                        .execute(&mut *connection)
+                        .await
+                        .map_err(database_error)?;
+                    let inserted = insert_entries(connection, &key, &rows).await;
+                    let end = if inserted.is_ok() {
+                        "RELEASE append_history"
+                    } else {
+                        "ROLLBACK TO append_history"
+                    };
+                    sqlx::query(end)
+                        .execute(&mut *connection)
+                        .await
+                        .map_err(database_error)?;
+                    inserted
+                })
+            })
+            .await?;
         cache.appended(conversation_key, entries);
         Ok(())
     }

@@ -1,10 +1,12 @@
-//! The SQLite adapter: one WAL-mode database file behind a bounded sqlx pool.
+//! The SQLite adapter: one WAL-mode database file, read through a small sqlx pool and
+//! written by one connection on its own thread (`writer.rs`, group commit).
 
 mod history_cache;
 mod inbox;
 mod memory;
 mod profiles;
 mod telemetry;
+mod writer;
 
 use std::str::FromStr;
 use std::time::Duration;
@@ -20,13 +22,12 @@ static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/sqlite")
 
 /// Implements `Inbox`, `ConversationMemory` and `UserProfiles` on one database file.
 ///
-/// SQLite runs one writer at a time; several pooled writers would only wait on each
-/// other's locks in the busy handler's sleeps. So writes share one connection and
-/// queue in the pool instead, while reads use the other connections in parallel (WAL).
+/// SQLite runs one writer at a time, so every write goes to the one `Writer`, which
+/// commits concurrent writes together; reads use the pool in parallel (WAL).
 #[derive(Clone)]
 pub struct SqliteStore {
     pool: SqlitePool,
-    writer: SqlitePool,
+    writer: writer::Writer,
     profiles: std::sync::Arc<profiles::ProfileCache>,
     history: std::sync::Arc<tokio::sync::Mutex<history_cache::HistoryCache>>,
 }
@@ -58,28 +59,17 @@ impl SqliteStore {
                 reason: format!("cannot create folder {}: {error}", folder.display()),
             })?;
         }
-        // An in-memory database lives and dies with its one connection: share it.
+        // Readers and the writer are separate connections, which an in-memory database
+        // cannot share; and it would lose every message at exit.
         if database_url.contains(":memory:") || database_url.contains("mode=memory") {
-            let pool = SqlitePoolOptions::new()
-                .max_connections(1)
-                .idle_timeout(None)
-                .max_lifetime(None)
-                .connect_with(options)
-                .await
-                .map_err(database_error)?;
-            return Ok(SqliteStore {
-                writer: pool.clone(),
-                pool,
-                profiles: Default::default(),
-                history: Default::default(),
+            return Err(StorageError::UnsupportedUrl {
+                url: database_url.to_string(),
+                reason: "an in-memory database loses everything at exit; name a file, \
+                         e.g. sqlite://data/hearth.db"
+                    .into(),
             });
         }
-        let writer = SqlitePoolOptions::new()
-            .max_connections(1)
-            .acquire_timeout(Duration::from_secs(30))
-            .connect_with(options.clone())
-            .await
-            .map_err(database_error)?;
+        let writer = writer::Writer::start(options.clone()).await?;
         let pool = SqlitePoolOptions::new()
             .max_connections(max_connections.max(1))
             .acquire_timeout(Duration::from_secs(30))
@@ -96,8 +86,9 @@ impl SqliteStore {
     }
 
     pub async fn migrate(&self) -> Result<(), StorageError> {
+        // Before any write is queued, so the writer thread is idle meanwhile.
         MIGRATOR
-            .run(&self.writer)
+            .run(&self.pool)
             .await
             .map_err(|error| StorageError::Migration(error.to_string()))
     }

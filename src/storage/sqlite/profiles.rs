@@ -42,21 +42,38 @@ impl UserProfiles for SqliteStore {
         value: Option<&str>,
     ) -> Result<(), StorageError> {
         let mut cache = self.profiles.lock().await;
-        let query = match value {
-            Some(value) => sqlx::query(
-                "INSERT INTO user_profiles (member_id, key, value, updated_at_ms) VALUES (?, ?, ?, ?) \
-                 ON CONFLICT (member_id, key) DO UPDATE SET value = excluded.value, \
-                 updated_at_ms = excluded.updated_at_ms",
-            )
-            .bind(member_id)
-            .bind(key)
-            .bind(value)
-            .bind(now_ms()),
-            None => sqlx::query("DELETE FROM user_profiles WHERE member_id = ? AND key = ?")
-                .bind(member_id)
-                .bind(key),
-        };
-        query.execute(&self.writer).await.map_err(database_error)?;
+        let (member, key_owned, value_owned) = (
+            member_id.to_string(),
+            key.to_string(),
+            value.map(str::to_string),
+        );
+        self.writer
+            .run(move |connection| {
+                Box::pin(async move {
+                    let query = match &value_owned {
+                        Some(value) => sqlx::query(
+                            "INSERT INTO user_profiles (member_id, key, value, updated_at_ms) \
+                             VALUES (?, ?, ?, ?) ON CONFLICT (member_id, key) DO UPDATE SET \
+                             value = excluded.value, updated_at_ms = excluded.updated_at_ms",
+                        )
+                        .bind(&member)
+                        .bind(&key_owned)
+                        .bind(value)
+                        .bind(now_ms()),
+                        None => {
+                            sqlx::query("DELETE FROM user_profiles WHERE member_id = ? AND key = ?")
+                                .bind(&member)
+                                .bind(&key_owned)
+                        }
+                    };
+                    query
+                        .execute(&mut *connection)
+                        .await
+                        .map(|_| ())
+                        .map_err(database_error)
+                })
+            })
+            .await?;
         if let Some(facts) = cache.get_mut(member_id) {
             match value {
                 Some(value) => facts.insert(key.to_string(), value.to_string()),

@@ -1,7 +1,9 @@
 //! `TelemetrySink` on SQLite: a background task writes `llm_calls` and
 //! `telemetry_events` in batches, so recording costs a turn one channel send.
 
-use sqlx::SqlitePool;
+use sqlx::SqliteConnection;
+
+use super::writer::Writer;
 use tokio::sync::{mpsc, oneshot};
 
 use crate::ports::{TelemetryEvent, TelemetrySink};
@@ -23,10 +25,10 @@ pub struct SqliteTelemetryWriter {
 }
 
 impl SqliteTelemetryWriter {
-    /// Start the writer task on the current tokio runtime.
-    pub fn spawn(pool: SqlitePool) -> Self {
+    /// Start the batching task on the current tokio runtime.
+    pub(super) fn spawn(writer: Writer) -> Self {
         let (sender, receiver) = mpsc::channel(QUEUE_CAPACITY);
-        tokio::spawn(write_batches(pool, receiver));
+        tokio::spawn(write_batches(writer, receiver));
         SqliteTelemetryWriter { sender }
     }
 }
@@ -51,7 +53,7 @@ impl TelemetrySink for SqliteTelemetryWriter {
     }
 }
 
-async fn write_batches(pool: SqlitePool, mut receiver: mpsc::Receiver<Command>) {
+async fn write_batches(writer: Writer, mut receiver: mpsc::Receiver<Command>) {
     let mut commands = Vec::with_capacity(BATCH);
     let mut batch = Vec::with_capacity(BATCH);
     while receiver.recv_many(&mut commands, BATCH).await > 0 {
@@ -62,20 +64,50 @@ async fn write_batches(pool: SqlitePool, mut receiver: mpsc::Receiver<Command>) 
                 Command::Flush(done) => flushed.push(done),
             }
         }
-        if !batch.is_empty()
-            && let Err(error) = write_batch(&pool, &batch).await
-        {
-            tracing::warn!(%error, events = batch.len(), "telemetry batch not written");
+        if !batch.is_empty() {
+            let events = std::mem::take(&mut batch);
+            let count = events.len();
+            let written = writer
+                .run(move |connection| {
+                    Box::pin(async move {
+                        write_batch(connection, &events)
+                            .await
+                            .map_err(super::database_error)
+                    })
+                })
+                .await;
+            if let Err(error) = written {
+                tracing::warn!(%error, events = count, "telemetry batch not written");
+            }
         }
-        batch.clear();
         for done in flushed {
             let _ = done.send(());
         }
     }
 }
 
-async fn write_batch(pool: &SqlitePool, batch: &[TelemetryEvent]) -> Result<(), sqlx::Error> {
-    let mut transaction = pool.begin().await?;
+/// Insert a batch inside the writer's transaction; a savepoint keeps it whole.
+async fn write_batch(
+    connection: &mut SqliteConnection,
+    batch: &[TelemetryEvent],
+) -> Result<(), sqlx::Error> {
+    sqlx::query("SAVEPOINT telemetry_batch")
+        .execute(&mut *connection)
+        .await?;
+    let inserted = insert_batch(connection, batch).await;
+    let end = if inserted.is_ok() {
+        "RELEASE telemetry_batch"
+    } else {
+        "ROLLBACK TO telemetry_batch"
+    };
+    sqlx::query(end).execute(&mut *connection).await?;
+    inserted
+}
+
+async fn insert_batch(
+    connection: &mut SqliteConnection,
+    batch: &[TelemetryEvent],
+) -> Result<(), sqlx::Error> {
     for event in batch {
         match event {
             TelemetryEvent::LlmCall(call) => {
@@ -97,7 +129,7 @@ async fn write_batch(pool: &SqlitePool, batch: &[TelemetryEvent]) -> Result<(), 
                 .bind(i64::try_from(call.output_tokens).unwrap_or(i64::MAX))
                 .bind(i64::try_from(call.latency_ms).unwrap_or(i64::MAX))
                 .bind(call.cost_usd)
-                .execute(&mut *transaction)
+                .execute(&mut *connection)
                 .await?;
             }
             TelemetryEvent::Stage {
@@ -114,10 +146,10 @@ async fn write_batch(pool: &SqlitePool, batch: &[TelemetryEvent]) -> Result<(), 
                 .bind(conversation_key)
                 .bind(stage)
                 .bind(payload.to_string())
-                .execute(&mut *transaction)
+                .execute(&mut *connection)
                 .await?;
             }
         }
     }
-    transaction.commit().await
+    Ok(())
 }
