@@ -3,7 +3,7 @@
 //! scripted LLM on loopback that answers instantly.
 //!
 //! Run with `cargo bench --bench pipeline`. Sizes: `HEARTH_BENCH_CONVERSATIONS`
-//! (default 50) and `HEARTH_BENCH_TURNS` (turns per conversation, default 40).
+//! (default 50) and `HEARTH_BENCH_TURNS` (turns per conversation, default 100).
 //! Prints turns per second, p50/p99 latency of a turn (with an instant LLM this is
 //! hearth's own overhead plus loopback HTTP), idle RSS and peak RSS of the hearth
 //! process, each beside its target for a 2-core machine.
@@ -68,7 +68,7 @@ fn verdict(ok: bool) -> &'static str {
 fn main() {
     // `cargo bench` passes `--bench`; a filter argument is accepted and ignored.
     let conversations = env_number("HEARTH_BENCH_CONVERSATIONS", 50);
-    let turns = env_number("HEARTH_BENCH_TURNS", 40);
+    let turns = env_number("HEARTH_BENCH_TURNS", 100);
     let llm = ScriptedLlmServer::start();
     llm.set_recording(false);
     let folder = tempfile::tempdir().expect("temporary folder");
