@@ -1,14 +1,15 @@
 //! `ConversationMemory` on SQLite: table `messages`.
 
 use async_trait::async_trait;
-use sqlx::{Row, SqliteConnection};
+use sqlx::Row;
 
 use super::history_cache::ENTRIES_PER_CONVERSATION;
 use super::{SqliteStore, database_error};
 use crate::llm::Role;
 use crate::ports::{ConversationMemory, HistoryEntry, StorageError};
 
-/// History entries as the JSON array the `inbox_answered_writes_history` trigger reads.
+/// History entries as one JSON array: what the `inbox_answered_writes_history` trigger
+/// and `append` insert from, each in a single statement.
 pub(super) fn entries_json(
     conversation_key: &str,
     entries: &[HistoryEntry],
@@ -23,6 +24,7 @@ pub(super) fn entries_json(
             };
             Ok(serde_json::json!({
                 "conversation_key": conversation_key,
+                "inbox_id": entry.inbox_id,
                 "profile_id": entry.profile_id,
                 "role": entry.role.as_str(),
                 "content": entry.content,
@@ -35,41 +37,6 @@ pub(super) fn entries_json(
         .collect::<Result<_, serde_json::Error>>()
         .map_err(|error| StorageError::Corrupt(error.to_string()))?;
     Ok(serde_json::Value::Array(rows).to_string())
-}
-
-/// Insert history entries on the writing connection, inside its transaction.
-async fn insert_entries(
-    connection: &mut SqliteConnection,
-    conversation_key: &str,
-    entries: &[HistoryEntry],
-) -> Result<(), StorageError> {
-    for entry in entries {
-        let tool_calls = if entry.tool_calls.is_empty() {
-            None
-        } else {
-            Some(
-                serde_json::to_string(&entry.tool_calls)
-                    .map_err(|error| StorageError::Corrupt(error.to_string()))?,
-            )
-        };
-        sqlx::query(
-            "INSERT INTO messages (conversation_key, inbox_id, profile_id, role, content, \
-             tool_calls, tool_call_id, is_chat_text, created_at_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        )
-        .bind(conversation_key)
-        .bind(&entry.inbox_id)
-        .bind(&entry.profile_id)
-        .bind(entry.role.as_str())
-        .bind(&entry.content)
-        .bind(tool_calls)
-        .bind(&entry.tool_call_id)
-        .bind(entry.is_chat_text())
-        .bind(entry.created_at_ms)
-        .execute(&mut *connection)
-        .await
-        .map_err(database_error)?;
-    }
-    Ok(())
 }
 
 impl SqliteStore {
@@ -148,26 +115,26 @@ impl ConversationMemory for SqliteStore {
         entries: &[HistoryEntry],
     ) -> Result<(), StorageError> {
         let mut cache = self.history.lock().await;
-        let (key, rows) = (conversation_key.to_string(), entries.to_vec());
+        let rows = entries_json(conversation_key, entries)?;
         self.writer
             .run(move |connection| {
                 Box::pin(async move {
-                    // Several statements in a shared transaction: a savepoint keeps them whole.
-                    sqlx::query("SAVEPOINT append_history")
-                        .execute(&mut *connection)
-                        .await
-                        .map_err(database_error)?;
-                    let inserted = insert_entries(connection, &key, &rows).await;
-                    let end = if inserted.is_ok() {
-                        "RELEASE append_history"
-                    } else {
-                        "ROLLBACK TO append_history"
-                    };
-                    sqlx::query(end)
-                        .execute(&mut *connection)
-                        .await
-                        .map_err(database_error)?;
-                    inserted
+                    // One statement, so the entries are stored whole or not at all.
+                    sqlx::query(
+                        "INSERT INTO messages (conversation_key, inbox_id, profile_id, role, \
+                         content, tool_calls, tool_call_id, is_chat_text, created_at_ms) \
+                         SELECT json_extract(value, '$.conversation_key'), \
+                         json_extract(value, '$.inbox_id'), json_extract(value, '$.profile_id'), \
+                         json_extract(value, '$.role'), json_extract(value, '$.content'), \
+                         json_extract(value, '$.tool_calls'), json_extract(value, '$.tool_call_id'), \
+                         json_extract(value, '$.is_chat_text'), json_extract(value, '$.created_at_ms') \
+                         FROM json_each(?) ORDER BY key",
+                    )
+                    .bind(&rows)
+                    .execute(&mut *connection)
+                    .await
+                    .map(|_| ())
+                    .map_err(database_error)
                 })
             })
             .await?;
