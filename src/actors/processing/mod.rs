@@ -14,7 +14,7 @@ use actix::{Actor, Context, Handler, Recipient, ResponseFuture};
 use tracing::Instrument;
 
 pub use messages::{ProcessTurn, TurnError, TurnOutcome};
-pub use prompt::{DEFAULT_SYSTEM_PROMPT, system_prompt};
+pub use prompt::{DEFAULT_SYSTEM_PROMPT, starting_with_user, system_prompt};
 
 use crate::actors::llm_broker::{CallOrigin, GenerateChat};
 use crate::config::ResolvedProfile;
@@ -118,12 +118,16 @@ impl TurnRunner {
             &member_name,
             &facts,
         )));
-        messages.extend(history.iter().map(|entry| ChatMessage {
-            role: entry.role,
-            content: entry.content.clone(),
-            tool_calls: Vec::new(),
-            tool_call_id: None,
-        }));
+        messages.extend(
+            starting_with_user(&history)
+                .iter()
+                .map(|entry| ChatMessage {
+                    role: entry.role,
+                    content: entry.content.clone(),
+                    tool_calls: Vec::new(),
+                    tool_call_id: None,
+                }),
+        );
         messages.push(ChatMessage::user(message.text.clone()));
 
         let mut turn_entries = vec![self.entry(inbound, ChatMessage::user(message.text.clone()))];

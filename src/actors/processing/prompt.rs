@@ -4,7 +4,8 @@
 use chrono::{DateTime, Utc};
 use chrono_tz::Tz;
 
-use crate::ports::ProfileFacts;
+use crate::llm::Role;
+use crate::ports::{HistoryEntry, ProfileFacts};
 
 pub const DEFAULT_SYSTEM_PROMPT: &str =
     "You are a helpful family assistant. Current time is {current_time}.";
@@ -29,9 +30,45 @@ pub fn system_prompt(
     prompt
 }
 
+/// History as the model should see it: starting with a user message. A bounded read
+/// can cut between a question and its answer, and some APIs (Anthropic's) refuse a
+/// conversation that opens with the assistant.
+pub fn starting_with_user(history: &[HistoryEntry]) -> &[HistoryEntry] {
+    let first_user = history
+        .iter()
+        .position(|entry| entry.role == Role::User)
+        .unwrap_or(history.len());
+    &history[first_user..]
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn entry(role: Role, content: &str) -> HistoryEntry {
+        HistoryEntry {
+            role,
+            content: content.into(),
+            profile_id: "p".into(),
+            inbox_id: None,
+            tool_calls: Vec::new(),
+            tool_call_id: None,
+            created_at_ms: 0,
+        }
+    }
+
+    #[test]
+    fn history_cut_after_a_question_starts_at_the_next_question() {
+        let history = [
+            entry(Role::Assistant, "answer 1"),
+            entry(Role::User, "question 2"),
+            entry(Role::Assistant, "answer 2"),
+        ];
+        let trimmed = starting_with_user(&history);
+        assert_eq!(trimmed.len(), 2);
+        assert_eq!(trimmed[0].content, "question 2");
+        assert!(starting_with_user(&history[..1]).is_empty());
+    }
     use chrono::TimeZone;
 
     #[test]

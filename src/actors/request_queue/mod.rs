@@ -116,13 +116,13 @@ impl RequestQueue {
                 .complete(
                     &inbox_id,
                     &TurnRecord {
-                        conversation_key: key.clone(),
+                        conversation_key: key,
                         messages: outcome.messages,
                         reply: outcome.reply.clone(),
                     },
                 )
                 .await?;
-            Ok::<_, TurnError>((key, outcome.profile_id, outcome.reply))
+            Ok::<_, TurnError>((outcome.profile_id, outcome.reply))
         };
         ctx.spawn(work.into_actor(self).map(move |result, act, ctx| {
             act.turn_finished(turn, result, ctx);
@@ -132,12 +132,12 @@ impl RequestQueue {
     fn turn_finished(
         &mut self,
         turn: QueuedTurn,
-        result: Result<(String, String, String), TurnError>,
+        result: Result<(String, String), TurnError>,
         ctx: &mut Context<Self>,
     ) {
         let key = turn.inbound.conversation_key();
         match result {
-            Ok((_, profile_id, reply)) => {
+            Ok((profile_id, reply)) => {
                 self.metrics.increment(
                     "hearth_turns_total",
                     &[("profile", &profile_id), ("outcome", "answered")],
