@@ -399,3 +399,24 @@ async fn strangers_get_no_answer_and_duplicates_are_answered_once() {
     assert_eq!(again["id"], first["id"]);
     assert_eq!(llm.request_count(), 1);
 }
+
+#[actix::test]
+async fn a_model_configured_as_anthropic_is_called_in_its_own_wire_format() {
+    let llm = ScriptedLlmServer::start();
+    let anthropic_url = llm.anthropic_base_url();
+    let app = TestApp::start(
+        &llm.base_url(),
+        &[
+            ("HEARTH__LLMS__MAIN__PROVIDER", "anthropic"),
+            ("HEARTH__LLMS__MAIN__BASE_URL", anthropic_url.as_str()),
+        ],
+    )
+    .await;
+    assert_eq!(app.ask("alice", "bonjour").await, "echo: bonjour");
+    let request = &llm.requests()[0];
+    assert_eq!(request.path, "/v1/messages");
+    assert!(request.header("anthropic-version").is_some());
+    let system = request.body["system"].as_str().unwrap();
+    assert!(system.starts_with("You are a test assistant."), "{system}");
+    assert_eq!(request.body["messages"][0]["role"], "user");
+}
