@@ -372,6 +372,13 @@ impl LayerChecks<'_> {
                 problems.push(format!("{path}.{key}"), self.unknown_model_message(model));
             }
         }
+        // Accepted by the shape so configs can name it, refused until the engine exists.
+        if layer.engine == Some(Engine::Intents) {
+            problems.push(
+                format!("{path}.engine"),
+                "the intents engine is not available in this version; use \"agent\"",
+            );
+        }
         if layer.max_tool_iterations == Some(0) {
             problems.push(
                 format!("{path}.max_tool_iterations"),

@@ -918,3 +918,19 @@ default_service_profile_id: z
         "{message}"
     );
 }
+
+#[test]
+fn the_intents_engine_is_refused_until_it_exists() {
+    let (message, file) = load_error(
+        &format!(
+            "{MINIMAL}service_profiles:\n  - id: planner\n    processing_config: {{ engine: intents }}\n"
+        ),
+        &[],
+    );
+    assert_problem(
+        &message,
+        &file,
+        "service_profiles[0].processing_config.engine",
+        "the intents engine is not available",
+    );
+}
