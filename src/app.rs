@@ -68,6 +68,11 @@ pub enum StartError {
     HttpClient(String),
     #[error("channel {0:?} is enabled in config but not available in this version")]
     ChannelUnavailable(&'static str),
+    #[error(
+        "profile {0:?} enables MCP servers (tools_config.enable_mcp_server_ids), \
+         which are not available in this version; remove them"
+    )]
+    McpUnavailable(String),
 }
 
 pub async fn start(loaded: &LoadedConfig, options: StartOptions) -> Result<RunningApp, StartError> {
@@ -77,6 +82,13 @@ pub async fn start(loaded: &LoadedConfig, options: StartOptions) -> Result<Runni
     }
     if config.channels.matrix.enabled {
         return Err(StartError::ChannelUnavailable("channels.matrix"));
+    }
+    if let Some(profile) = loaded
+        .profiles
+        .iter()
+        .find(|profile| !profile.tools.enable_mcp_server_ids.is_empty())
+    {
+        return Err(StartError::McpUnavailable(profile.id.clone()));
     }
     let stores = match options.stores {
         Some(stores) => stores,
