@@ -11,7 +11,7 @@ use actix_web::dev::ServerHandle;
 
 use crate::actors::channels::{DeliverReply, HttpChannel};
 use crate::actors::llm_broker::{BrokerSettings, LlmBroker, ModelEntry};
-use crate::actors::processing::{ProcessTurn, ProcessingDeps, ProcessingService};
+use crate::actors::processing::{ProcessingDeps, ProcessingService};
 use crate::actors::request_queue::{RequestQueue, Router};
 use crate::config::{LlmProviderKind, LoadedConfig};
 use crate::family::Family;
@@ -23,7 +23,9 @@ use crate::metrics::Metrics;
 use crate::ports::StorageError;
 use crate::readiness::Readiness;
 use crate::storage::{self, Stores};
-use crate::tools::{FilteredToolsProvider, LocalToolsProvider, ToolsProvider};
+use crate::tools::{
+    ConfirmingToolsProvider, FilteredToolsProvider, LocalToolsProvider, ToolsProvider,
+};
 
 /// Channels that do not come from config: the console of `hearth chat`, and
 /// test channels. Keyed by channel name (`Inbound::channel`).
@@ -118,14 +120,19 @@ pub async fn start(loaded: &LoadedConfig, options: StartOptions) -> Result<Runni
         profiles: stores.profiles.clone(),
         family: family.clone(),
     };
-    let mut services: HashMap<String, Recipient<ProcessTurn>> = HashMap::new();
+    let mut services = HashMap::new();
     for profile in &loaded.profiles {
-        let tools: Arc<dyn ToolsProvider> = Arc::new(FilteredToolsProvider::new(
+        // Seed 004's stack: the profile's local tools, wrapped by the confirmation layer.
+        let enabled: Arc<dyn ToolsProvider> = Arc::new(FilteredToolsProvider::new(
             local_tools.clone(),
             profile.tools.enable_local_tools.iter().cloned(),
         ));
+        let tools: Arc<dyn ToolsProvider> = Arc::new(ConfirmingToolsProvider::new(
+            enabled,
+            profile.tools.confirm_tools.iter().cloned(),
+        ));
         let service = ProcessingService::new(profile.clone(), tools, deps.clone()).start();
-        services.insert(profile.id.clone(), service.recipient());
+        services.insert(profile.id.clone(), service);
     }
 
     // The HTTP channel and the queue each need the other's address: the channel's
@@ -138,6 +145,7 @@ pub async fn start(loaded: &LoadedConfig, options: StartOptions) -> Result<Runni
 
     let queue = RequestQueue::new(
         stores.inbox.clone(),
+        stores.pending.clone(),
         Router::new(&loaded.profiles, &loaded.default_profile_id),
         services,
         channels,

@@ -11,7 +11,7 @@ CREATE TABLE inbox (
     platform_event_id  TEXT,
     received_at_ms     INTEGER NOT NULL,
     status             TEXT    NOT NULL DEFAULT 'accepted'
-                       CHECK (status IN ('accepted', 'answered', 'failed')),
+                       CHECK (status IN ('accepted', 'suspended', 'answered', 'failed')),
     attempts           INTEGER NOT NULL DEFAULT 0,
     next_attempt_at_ms INTEGER,
     reply              TEXT,

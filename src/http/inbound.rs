@@ -12,9 +12,11 @@ use serde_json::json;
 use tokio::sync::oneshot;
 
 use super::HttpState;
-use crate::actors::channels::{ForgetReply, HttpSubmitError, ReplyKind, SubmitHttpInbound};
-use crate::actors::request_queue::{SubmitError, Submitted};
-use crate::ports::{Inbound, InboxRecord, InboxStatus, now_ms};
+use crate::actors::channels::{
+    DeliverReply, ForgetReply, HttpSubmitError, ReplyKind, SubmitHttpInbound,
+};
+use crate::actors::request_queue::{AnswerConfirmation, AnswerError, SubmitError, Submitted};
+use crate::ports::{AnswerRefused, Inbound, InboxRecord, InboxStatus, now_ms};
 
 const MAX_TEXT_CHARS: usize = 16_000;
 
@@ -110,6 +112,16 @@ pub async fn post_inbound(
                 .json(json!({"error": "hearth is shutting down"}));
         }
     }
+    wait_for_reply(&state, inbox_id, receiver).await
+}
+
+/// The turn's reply as the HTTP answer, or `202` with the message id once
+/// `http.reply_timeout_seconds` have passed (the reply is then read by id).
+async fn wait_for_reply(
+    state: &HttpState,
+    inbox_id: String,
+    receiver: oneshot::Receiver<DeliverReply>,
+) -> HttpResponse {
     match tokio::time::timeout(state.reply_timeout, receiver).await {
         Ok(Ok(reply)) => match reply.kind {
             ReplyKind::Answer => HttpResponse::Ok().json(json!({
@@ -121,6 +133,18 @@ pub async fn post_inbound(
             ReplyKind::Failed => HttpResponse::Ok().json(json!({
                 "id": inbox_id, "status": "failed", "reply": reply.text
             })),
+            ReplyKind::AskConfirmation {
+                confirmation_id,
+                expires_at_ms,
+            } => HttpResponse::Ok().json(json!({
+                "id": inbox_id,
+                "status": "confirmation_required",
+                "confirmation": {
+                    "id": confirmation_id,
+                    "prompt": reply.text,
+                    "expires_at_ms": expires_at_ms,
+                },
+            })),
         },
         _ => {
             state.channel.do_send(ForgetReply {
@@ -129,6 +153,67 @@ pub async fn post_inbound(
             HttpResponse::Accepted().json(json!({"id": inbox_id, "status": "accepted"}))
         }
     }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ConfirmBody {
+    confirmation_id: String,
+    user_id: String,
+    approve: bool,
+}
+
+/// `POST /inbound/confirm {confirmation_id, user_id, approve}`: answer a confirmation
+/// and get the resumed turn's next reply, like `POST /inbound`.
+pub async fn post_confirm(
+    request: HttpRequest,
+    state: web::Data<HttpState>,
+    body: web::Json<ConfirmBody>,
+) -> HttpResponse {
+    if let Some(key) = &state.api_key
+        && !key.accepts(&request)
+    {
+        return unauthorized();
+    }
+    let body = body.into_inner();
+    if state.family.by_id("http", &body.user_id).is_none() {
+        return HttpResponse::NoContent().finish();
+    }
+    let (reply_to, receiver) = oneshot::channel();
+    let answered = state
+        .queue
+        .send(AnswerConfirmation {
+            confirmation_id: body.confirmation_id.clone(),
+            member_id: body.user_id,
+            approve: body.approve,
+            reply_to: Some(reply_to),
+        })
+        .await;
+    let refused = |status: actix_web::http::StatusCode, refusal: AnswerRefused| {
+        HttpResponse::build(status).json(json!({"error": refusal.to_string()}))
+    };
+    let inbox_id = match answered {
+        Ok(Ok(inbox_id)) => inbox_id,
+        Ok(Err(AnswerError::Refused(refusal))) => {
+            use actix_web::http::StatusCode;
+            return match refusal {
+                AnswerRefused::Unknown => refused(StatusCode::NOT_FOUND, refusal),
+                AnswerRefused::NotYours => refused(StatusCode::FORBIDDEN, refusal),
+                AnswerRefused::AlreadyAnswered => refused(StatusCode::CONFLICT, refusal),
+                AnswerRefused::Expired => refused(StatusCode::GONE, refusal),
+            };
+        }
+        Ok(Err(AnswerError::Storage(error))) => {
+            tracing::error!(%error, "confirmation answer not stored");
+            return HttpResponse::ServiceUnavailable()
+                .json(json!({"error": "the answer could not be stored, try again"}));
+        }
+        Err(_) => {
+            return HttpResponse::ServiceUnavailable()
+                .json(json!({"error": "hearth is shutting down"}));
+        }
+    };
+    wait_for_reply(&state, inbox_id, receiver).await
 }
 
 pub async fn get_inbound(

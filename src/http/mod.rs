@@ -54,6 +54,7 @@ pub fn serve(
             .app_data(state.clone())
             .app_data(json_config(max_body_bytes))
             .route("/inbound", web::post().to(inbound::post_inbound))
+            .route("/inbound/confirm", web::post().to(inbound::post_confirm))
             .route("/inbound/{id}", web::get().to(inbound::get_inbound))
             .route("/healthz", web::get().to(health::healthz))
             .route("/readyz", web::get().to(health::readyz))

@@ -42,6 +42,8 @@ impl Inbound {
 pub enum InboxStatus {
     /// Stored, not yet answered: resumed after a restart.
     Accepted,
+    /// Waiting for a confirmation (`PendingActions`); its answer resumes the turn.
+    Suspended,
     /// The reply is stored (and was handed to the channel).
     Answered,
     /// Given up after repeated failures; the member was told.
@@ -52,6 +54,7 @@ impl InboxStatus {
     pub fn as_str(self) -> &'static str {
         match self {
             InboxStatus::Accepted => "accepted",
+            InboxStatus::Suspended => "suspended",
             InboxStatus::Answered => "answered",
             InboxStatus::Failed => "failed",
         }
@@ -60,6 +63,7 @@ impl InboxStatus {
     pub fn parse(text: &str) -> Result<Self, StorageError> {
         match text {
             "accepted" => Ok(InboxStatus::Accepted),
+            "suspended" => Ok(InboxStatus::Suspended),
             "answered" => Ok(InboxStatus::Answered),
             "failed" => Ok(InboxStatus::Failed),
             other => Err(StorageError::Corrupt(format!("inbox status {other:?}"))),
@@ -99,7 +103,8 @@ pub trait Inbox: Send + Sync {
     async fn accept(&self, inbound: &Inbound) -> Result<Acceptance, StorageError>;
     /// Every message accepted and not yet answered or failed, oldest first.
     async fn unanswered(&self) -> Result<Vec<InboxRecord>, StorageError>;
-    /// Store the turn's history and reply and mark the message answered, in one transaction.
+    /// Store the turn's history and reply and mark the message (accepted or suspended)
+    /// answered, in one transaction.
     async fn complete(&self, inbox_id: &str, turn: &TurnRecord) -> Result<(), StorageError>;
     /// Count a failed attempt and when to try again; returns the attempts so far.
     async fn record_failure(

@@ -7,11 +7,15 @@
 
 mod conversation_memory;
 mod inbox;
+mod pending_actions;
 mod telemetry;
 mod user_profiles;
 
 pub use conversation_memory::{ConversationMemory, HistoryEntry};
 pub use inbox::{Acceptance, Inbound, Inbox, InboxRecord, InboxStatus, TurnRecord};
+pub use pending_actions::{
+    AnswerRefused, Decision, OpenConfirmation, PendingActions, PendingConfirmation,
+};
 pub use telemetry::{LlmCallRecord, TelemetryEvent, TelemetrySink, TracingTelemetry};
 pub use user_profiles::{ProfileFacts, UserProfiles};
 

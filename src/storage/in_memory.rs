@@ -7,8 +7,9 @@ use std::sync::Mutex;
 use async_trait::async_trait;
 
 use crate::ports::{
-    Acceptance, ConversationMemory, HistoryEntry, Inbound, Inbox, InboxRecord, InboxStatus,
-    ProfileFacts, StorageError, TelemetryEvent, TelemetrySink, TurnRecord, UserProfiles,
+    Acceptance, AnswerRefused, ConversationMemory, Decision, HistoryEntry, Inbound, Inbox,
+    InboxRecord, InboxStatus, OpenConfirmation, PendingActions, PendingConfirmation, ProfileFacts,
+    StorageError, TelemetryEvent, TelemetrySink, TurnRecord, UserProfiles,
 };
 
 #[derive(Default)]
@@ -18,6 +19,14 @@ struct State {
     messages: HashMap<String, Vec<HistoryEntry>>,
     profiles: HashMap<String, ProfileFacts>,
     events: Vec<TelemetryEvent>,
+    /// Confirmations in creation order, with their state.
+    confirmations: Vec<StoredConfirmation>,
+}
+
+struct StoredConfirmation {
+    confirmation: PendingConfirmation,
+    decision: Option<Decision>,
+    consumed: bool,
 }
 
 #[derive(Default)]
@@ -47,7 +56,13 @@ fn find_waiting<'a>(
     state
         .inbox
         .iter_mut()
-        .find(|record| record.inbound.id == inbox_id && record.status == InboxStatus::Accepted)
+        .find(|record| {
+            record.inbound.id == inbox_id
+                && matches!(
+                    record.status,
+                    InboxStatus::Accepted | InboxStatus::Suspended
+                )
+        })
         .ok_or_else(|| {
             StorageError::Corrupt(format!(
                 "inbox message {inbox_id:?} is unknown or not waiting for an answer"
@@ -212,5 +227,113 @@ impl UserProfiles for InMemoryStore {
 impl TelemetrySink for InMemoryStore {
     fn record(&self, event: TelemetryEvent) {
         self.lock().events.push(event);
+    }
+}
+
+#[async_trait]
+impl PendingActions for InMemoryStore {
+    async fn suspend(&self, confirmation: &PendingConfirmation) -> Result<(), StorageError> {
+        let mut state = self.lock();
+        if state
+            .confirmations
+            .iter()
+            .any(|stored| stored.confirmation.id == confirmation.id)
+        {
+            return Err(StorageError::Database(format!(
+                "confirmation id {:?} is already used",
+                confirmation.id
+            )));
+        }
+        let record = find_waiting(&mut state, &confirmation.inbox_id)?;
+        record.status = InboxStatus::Suspended;
+        state.confirmations.push(StoredConfirmation {
+            confirmation: confirmation.clone(),
+            decision: None,
+            consumed: false,
+        });
+        Ok(())
+    }
+
+    async fn answer(
+        &self,
+        confirmation_id: &str,
+        member_id: &str,
+        approve: bool,
+        now_ms: i64,
+    ) -> Result<Result<PendingConfirmation, AnswerRefused>, StorageError> {
+        let mut state = self.lock();
+        let Some(stored) = state
+            .confirmations
+            .iter_mut()
+            .find(|stored| stored.confirmation.id == confirmation_id)
+        else {
+            return Ok(Err(AnswerRefused::Unknown));
+        };
+        if stored.confirmation.member_id != member_id {
+            return Ok(Err(AnswerRefused::NotYours));
+        }
+        match stored.decision {
+            Some(Decision::Expired) => return Ok(Err(AnswerRefused::Expired)),
+            Some(_) => return Ok(Err(AnswerRefused::AlreadyAnswered)),
+            None if stored.confirmation.expires_at_ms <= now_ms => {
+                return Ok(Err(AnswerRefused::Expired));
+            }
+            None => {}
+        }
+        stored.decision = Some(if approve {
+            Decision::Approved
+        } else {
+            Decision::Denied
+        });
+        Ok(Ok(stored.confirmation.clone()))
+    }
+
+    async fn expire_due(&self, now_ms: i64) -> Result<Vec<PendingConfirmation>, StorageError> {
+        let mut state = self.lock();
+        let mut expired = Vec::new();
+        for stored in state.confirmations.iter_mut() {
+            if stored.decision.is_none() && stored.confirmation.expires_at_ms <= now_ms {
+                stored.decision = Some(Decision::Expired);
+                expired.push(stored.confirmation.clone());
+            }
+        }
+        // The same order as SQLite's: creation time, then id.
+        expired.sort_by(|a, b| (a.created_at_ms, &a.id).cmp(&(b.created_at_ms, &b.id)));
+        Ok(expired)
+    }
+
+    async fn consume(&self, confirmation_id: &str) -> Result<Option<Decision>, StorageError> {
+        let mut state = self.lock();
+        let Some(stored) = state
+            .confirmations
+            .iter_mut()
+            .find(|stored| stored.confirmation.id == confirmation_id)
+        else {
+            return Ok(None);
+        };
+        if stored.consumed || stored.decision.is_none() {
+            return Ok(None);
+        }
+        stored.consumed = true;
+        Ok(stored.decision)
+    }
+
+    async fn open(&self) -> Result<Vec<OpenConfirmation>, StorageError> {
+        let mut open: Vec<OpenConfirmation> = self
+            .lock()
+            .confirmations
+            .iter()
+            .filter(|stored| !stored.consumed)
+            .map(|stored| OpenConfirmation {
+                confirmation: stored.confirmation.clone(),
+                decision: stored.decision,
+            })
+            .collect();
+        // The same order as SQLite's: creation time, then id.
+        open.sort_by(|a, b| {
+            (a.confirmation.created_at_ms, &a.confirmation.id)
+                .cmp(&(b.confirmation.created_at_ms, &b.confirmation.id))
+        });
+        Ok(open)
     }
 }

@@ -7,7 +7,9 @@ pub mod sqlite;
 
 use std::sync::Arc;
 
-use crate::ports::{ConversationMemory, Inbox, StorageError, TelemetrySink, UserProfiles};
+use crate::ports::{
+    ConversationMemory, Inbox, PendingActions, StorageError, TelemetrySink, UserProfiles,
+};
 
 /// The ports of one database, shared by every actor.
 #[derive(Clone)]
@@ -15,6 +17,7 @@ pub struct Stores {
     pub inbox: Arc<dyn Inbox>,
     pub memory: Arc<dyn ConversationMemory>,
     pub profiles: Arc<dyn UserProfiles>,
+    pub pending: Arc<dyn PendingActions>,
     pub telemetry: Arc<dyn TelemetrySink>,
 }
 
@@ -26,6 +29,7 @@ impl Stores {
             inbox: store.clone(),
             memory: store.clone(),
             profiles: store.clone(),
+            pending: store.clone(),
             telemetry: store,
         }
     }
@@ -41,7 +45,8 @@ pub async fn open(database_url: &str, max_connections: u32) -> Result<Stores, St
         Ok(Stores {
             inbox: store.clone(),
             memory: store.clone(),
-            profiles: store,
+            profiles: store.clone(),
+            pending: store,
             telemetry,
         })
     } else if database_url.starts_with("postgres:") || database_url.starts_with("postgresql:") {

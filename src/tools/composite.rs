@@ -46,4 +46,23 @@ impl ToolsProvider for CompositeToolsProvider {
         }
         Err(ToolError::UnknownTool(name.to_string()))
     }
+
+    async fn confirmation_prompt(
+        &self,
+        name: &str,
+        arguments: &serde_json::Value,
+    ) -> Option<String> {
+        for provider in &self.providers {
+            if provider.tools().await.iter().any(|tool| tool.name == name) {
+                return provider.confirmation_prompt(name, arguments).await;
+            }
+        }
+        None
+    }
+
+    fn render_call(&self, name: &str, arguments: &serde_json::Value) -> Option<String> {
+        self.providers
+            .iter()
+            .find_map(|provider| provider.render_call(name, arguments))
+    }
 }

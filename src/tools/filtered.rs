@@ -42,4 +42,19 @@ impl ToolsProvider for FilteredToolsProvider {
         }
         self.inner.call(name, arguments, context).await
     }
+
+    async fn confirmation_prompt(
+        &self,
+        name: &str,
+        arguments: &serde_json::Value,
+    ) -> Option<String> {
+        if !self.allowed.contains(name) {
+            return None;
+        }
+        self.inner.confirmation_prompt(name, arguments).await
+    }
+
+    fn render_call(&self, name: &str, arguments: &serde_json::Value) -> Option<String> {
+        self.inner.render_call(name, arguments)
+    }
 }

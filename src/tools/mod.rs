@@ -2,6 +2,7 @@
 //! profile's `enable_local_tools`, composed with later providers (MCP, plugins).
 
 mod composite;
+mod confirming;
 mod filtered;
 mod local;
 mod profile_tools;
@@ -11,6 +12,7 @@ use async_trait::async_trait;
 use crate::llm::ToolSpec;
 
 pub use composite::CompositeToolsProvider;
+pub use confirming::{ConfirmingToolsProvider, render_call_for_people};
 pub use filtered::FilteredToolsProvider;
 pub use local::{LOCAL_TOOL_NAMES, LocalTool, LocalToolsProvider};
 pub use profile_tools::{ProfileGetTool, ProfileUpdateTool};
@@ -44,4 +46,19 @@ pub trait ToolsProvider: Send + Sync {
         arguments: &serde_json::Value,
         context: &ToolContext,
     ) -> Result<String, ToolError>;
+
+    /// When this call needs the family member's approval first: the question to show
+    /// them. Only `ConfirmingToolsProvider` asks; others pass the question through.
+    async fn confirmation_prompt(
+        &self,
+        _name: &str,
+        _arguments: &serde_json::Value,
+    ) -> Option<String> {
+        None
+    }
+
+    /// A tool's own way of showing a call to a person, for confirmation prompts.
+    fn render_call(&self, _name: &str, _arguments: &serde_json::Value) -> Option<String> {
+        None
+    }
 }

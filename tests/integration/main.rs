@@ -5,6 +5,7 @@ mod support;
 
 mod cli;
 mod config_loading;
+mod confirmations;
 mod http_api;
 mod llm_providers;
 mod pipeline;

@@ -1,5 +1,5 @@
 //! One behavioural suite for the storage ports (`Inbox`, `ConversationMemory`,
-//! `UserProfiles`, `TelemetrySink`), run against every adapter: the in-memory
+//! `UserProfiles`, `PendingActions`, `TelemetrySink`), run against every adapter: the in-memory
 //! store and SQLite on a temporary file. Each check is written once as an async
 //! fn over `Stores`; `adapter_suite!` turns the list of checks into one test per
 //! check and adapter. SQLite-only behaviour (telemetry rows, durability, urls)
@@ -10,8 +10,9 @@ use std::time::{Duration, Instant};
 
 use hearth::llm::{Role, ToolCall};
 use hearth::ports::{
-    Acceptance, HistoryEntry, Inbound, InboxRecord, InboxStatus, LlmCallRecord, ProfileFacts,
-    StorageError, TelemetryEvent, TurnRecord,
+    Acceptance, AnswerRefused, Decision, HistoryEntry, Inbound, InboxRecord, InboxStatus,
+    LlmCallRecord, OpenConfirmation, PendingConfirmation, ProfileFacts, StorageError,
+    TelemetryEvent, TurnRecord,
 };
 use hearth::storage::{self, Stores};
 use serde_json::json;
@@ -77,6 +78,18 @@ macro_rules! adapter_suite {
                 profiles_set_get_overwrite_delete,
                 profiles_members_are_isolated,
                 telemetry_record_never_fails,
+                pending_suspend_marks_the_message_suspended,
+                pending_suspend_refuses_unknown_or_finished_messages,
+                pending_answer_by_the_member_before_expiry,
+                pending_answer_by_another_member_is_refused,
+                pending_answer_twice_unknown_and_expired,
+                pending_expire_due_answers_only_the_due_pending_ones,
+                pending_consume_returns_the_decision_once,
+                pending_racing_answers_and_consumes_have_one_winner,
+                pending_complete_after_consume_answers_the_suspended_message,
+                pending_a_resumed_turn_can_ask_again,
+                pending_suspend_refuses_a_used_confirmation_id,
+                pending_open_lists_oldest_first_by_creation_time,
             );
         }
     };
@@ -755,6 +768,661 @@ async fn profiles_members_are_isolated(stores: &Stores) {
 }
 
 // ---------------------------------------------------------------------------
+// PendingActions
+// ---------------------------------------------------------------------------
+
+/// A moment in the confirmations' timeline; every check counts from it.
+const T0: i64 = 1_700_000_000_000;
+/// How long a confirmation waits in these checks.
+const WAIT_MS: i64 = 60_000;
+
+/// A confirmation for `alice`'s message `inbox_id`, with arguments and a turn state
+/// awkward enough that only an exact round trip keeps them equal.
+fn confirmation(id: &str, inbox_id: &str, created_at_ms: i64) -> PendingConfirmation {
+    PendingConfirmation {
+        id: id.to_string(),
+        inbox_id: inbox_id.to_string(),
+        member_id: "alice".to_string(),
+        channel: "telegram".to_string(),
+        conversation_id: "family-chat".to_string(),
+        profile_id: "family".to_string(),
+        tool_name: "calendar_delete".to_string(),
+        arguments: json!({
+            "event_id": format!("ev-{id}"),
+            "notify": true,
+            "attendees": ["bob", "carol"],
+            "note": "Ça va? \"quotes\", 'apostrophes', 🏠 and\nnewlines",
+            "count": 9_007_199_254_740_993_u64,
+            "ratio": 0.125,
+            "nothing": null,
+            "nested": {"empty": {}, "list": []},
+        }),
+        prompt: format!("Delete the event ev-{id} and tell Bob and Carol?"),
+        turn_state: json!({
+            "round": 2,
+            "messages": [
+                {"role": "user", "content": format!("please cancel ev-{id}")},
+                {"role": "assistant", "tool_calls": [
+                    {"id": "call-7", "name": "calendar_delete", "arguments": {"event_id": id}}
+                ]},
+            ],
+            "pending_call": "call-7",
+        }),
+        expires_at_ms: created_at_ms + WAIT_MS,
+        created_at_ms,
+    }
+}
+
+/// Accept `alice`'s message `inbox_id` and suspend its turn on the confirmation `id`.
+async fn suspended(
+    stores: &Stores,
+    inbox_id: &str,
+    id: &str,
+    created_at_ms: i64,
+) -> PendingConfirmation {
+    expect_new(stores, &inbound(inbox_id, "telegram", None)).await;
+    let confirmation = confirmation(id, inbox_id, created_at_ms);
+    stores.pending.suspend(&confirmation).await.unwrap();
+    confirmation
+}
+
+/// `answer`, with the storage error unwrapped.
+async fn answer(
+    stores: &Stores,
+    id: &str,
+    member_id: &str,
+    approve: bool,
+    now_ms: i64,
+) -> Result<PendingConfirmation, AnswerRefused> {
+    stores
+        .pending
+        .answer(id, member_id, approve, now_ms)
+        .await
+        .unwrap_or_else(|error| panic!("answer({id:?}, {member_id:?}): {error}"))
+}
+
+async fn open_confirmations(stores: &Stores) -> Vec<OpenConfirmation> {
+    stores.pending.open().await.unwrap()
+}
+
+/// The open confirmations as (id, decision), oldest first.
+async fn open_decisions(stores: &Stores) -> Vec<(String, Option<Decision>)> {
+    open_confirmations(stores)
+        .await
+        .into_iter()
+        .map(|open| (open.confirmation.id, open.decision))
+        .collect()
+}
+
+fn decisions(pairs: &[(&str, Option<Decision>)]) -> Vec<(String, Option<Decision>)> {
+    pairs
+        .iter()
+        .map(|(id, decision)| (id.to_string(), *decision))
+        .collect()
+}
+
+fn open_one(confirmation: &PendingConfirmation, decision: Option<Decision>) -> OpenConfirmation {
+    OpenConfirmation {
+        confirmation: confirmation.clone(),
+        decision,
+    }
+}
+
+async fn pending_suspend_marks_the_message_suspended(stores: &Stores) {
+    let waiting = inbound("s-2", "telegram", None);
+    expect_new(stores, &inbound("s-1", "telegram", None)).await;
+    expect_new(stores, &waiting).await;
+    assert!(open_confirmations(stores).await.is_empty());
+
+    let asked = confirmation("c-s-1", "s-1", T0);
+    stores.pending.suspend(&asked).await.unwrap();
+
+    let record = record_of(stores, "s-1").await;
+    assert_eq!(record.status, InboxStatus::Suspended);
+    assert_eq!(record.inbound, inbound("s-1", "telegram", None));
+    assert_eq!(record.attempts, 0);
+    assert_eq!(record.reply, None);
+    assert_eq!(record.error, None);
+    // A suspended turn is resumed by its answer, not by the queue.
+    assert_eq!(ids(&stores.inbox.unanswered().await.unwrap()), ["s-2"]);
+    assert_eq!(record_of(stores, "s-2").await.status, InboxStatus::Accepted);
+
+    // Stored exactly as given, waiting for alice.
+    assert_eq!(open_confirmations(stores).await, [open_one(&asked, None)]);
+
+    // A redelivery of the suspended message is a duplicate reporting its status.
+    match stores
+        .inbox
+        .accept(&inbound("s-1", "telegram", None))
+        .await
+        .unwrap()
+    {
+        Acceptance::Duplicate(original) => assert_eq!(original.status, InboxStatus::Suspended),
+        Acceptance::New => panic!("a suspended message was accepted again"),
+    }
+}
+
+async fn pending_suspend_refuses_unknown_or_finished_messages(stores: &Stores) {
+    // Never accepted.
+    let result = stores
+        .pending
+        .suspend(&confirmation("c-ghost", "u-ghost", T0))
+        .await;
+    assert!(result.is_err(), "suspending an unknown message: {result:?}");
+    assert_eq!(stores.inbox.get("u-ghost").await.unwrap(), None);
+
+    // Answered already.
+    let done = inbound("u-1", "telegram", None);
+    expect_new(stores, &done).await;
+    stores
+        .inbox
+        .complete("u-1", &turn_for(&done, "all done"))
+        .await
+        .unwrap();
+    let result = stores
+        .pending
+        .suspend(&confirmation("c-answered", "u-1", T0 + 1))
+        .await;
+    assert!(
+        result.is_err(),
+        "suspending an answered message: {result:?}"
+    );
+    let record = record_of(stores, "u-1").await;
+    assert_eq!(record.status, InboxStatus::Answered);
+    assert_eq!(record.reply.as_deref(), Some("all done"));
+
+    // Given up on.
+    expect_new(stores, &inbound("u-2", "telegram", None)).await;
+    stores
+        .inbox
+        .give_up("u-2", "broken", "sorry")
+        .await
+        .unwrap();
+    let result = stores
+        .pending
+        .suspend(&confirmation("c-failed", "u-2", T0 + 2))
+        .await;
+    assert!(result.is_err(), "suspending a failed message: {result:?}");
+    assert_eq!(record_of(stores, "u-2").await.status, InboxStatus::Failed);
+
+    // Nothing of the refused confirmations was stored.
+    assert!(open_confirmations(stores).await.is_empty());
+    for id in ["c-ghost", "c-answered", "c-failed"] {
+        assert_eq!(
+            answer(stores, id, "alice", true, T0 + 10).await,
+            Err(AnswerRefused::Unknown),
+            "{id}"
+        );
+        assert_eq!(stores.pending.consume(id).await.unwrap(), None, "{id}");
+    }
+    assert!(
+        stores
+            .pending
+            .expire_due(i64::MAX)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    assert!(open_confirmations(stores).await.is_empty());
+}
+
+async fn pending_answer_by_the_member_before_expiry(stores: &Stores) {
+    let approved = suspended(stores, "a-1", "c-a-1", T0).await;
+    let denied = suspended(stores, "a-2", "c-a-2", T0 + 1).await;
+
+    assert_eq!(
+        answer(stores, "c-a-1", "alice", true, T0 + 1_000).await,
+        Ok(approved.clone()),
+        "the approved confirmation comes back exactly as stored"
+    );
+    // The last millisecond before expiry still counts.
+    assert_eq!(
+        answer(stores, "c-a-2", "alice", false, denied.expires_at_ms - 1).await,
+        Ok(denied.clone())
+    );
+
+    assert_eq!(
+        open_confirmations(stores).await,
+        [
+            open_one(&approved, Some(Decision::Approved)),
+            open_one(&denied, Some(Decision::Denied)),
+        ]
+    );
+    // Answering does not resume the turn by itself: the messages stay suspended.
+    for id in ["a-1", "a-2"] {
+        assert_eq!(record_of(stores, id).await.status, InboxStatus::Suspended);
+    }
+    assert!(stores.inbox.unanswered().await.unwrap().is_empty());
+}
+
+async fn pending_answer_by_another_member_is_refused(stores: &Stores) {
+    let asked = suspended(stores, "n-1", "c-n-1", T0).await;
+
+    for approve in [true, false] {
+        assert_eq!(
+            answer(stores, "c-n-1", "bob", approve, T0 + 1_000).await,
+            Err(AnswerRefused::NotYours)
+        );
+    }
+    // Member ids are compared exactly.
+    assert_eq!(
+        answer(stores, "c-n-1", "Alice", true, T0 + 1_000).await,
+        Err(AnswerRefused::NotYours)
+    );
+    assert_eq!(open_confirmations(stores).await, [open_one(&asked, None)]);
+    assert_eq!(stores.pending.consume("c-n-1").await.unwrap(), None);
+
+    // The right member still can.
+    assert_eq!(
+        answer(stores, "c-n-1", "alice", false, T0 + 2_000).await,
+        Ok(asked.clone())
+    );
+    assert_eq!(
+        answer(stores, "c-n-1", "bob", true, T0 + 3_000).await,
+        Err(AnswerRefused::NotYours),
+        "still not bob's once answered"
+    );
+    assert_eq!(
+        open_confirmations(stores).await,
+        [open_one(&asked, Some(Decision::Denied))]
+    );
+}
+
+async fn pending_answer_twice_unknown_and_expired(stores: &Stores) {
+    let twice = suspended(stores, "t-1", "c-t-1", T0).await;
+    assert_eq!(
+        answer(stores, "c-t-1", "alice", true, T0 + 1_000).await,
+        Ok(twice.clone())
+    );
+    assert_eq!(
+        answer(stores, "c-t-1", "alice", true, T0 + 2_000).await,
+        Err(AnswerRefused::AlreadyAnswered)
+    );
+    assert_eq!(
+        answer(stores, "c-t-1", "alice", false, T0 + 3_000).await,
+        Err(AnswerRefused::AlreadyAnswered),
+        "a denial cannot overturn an approval"
+    );
+    assert_eq!(
+        open_decisions(stores).await,
+        decisions(&[("c-t-1", Some(Decision::Approved))])
+    );
+
+    // A denial cannot be turned into an approval either.
+    suspended(stores, "t-2", "c-t-2", T0 + 1).await;
+    assert!(
+        answer(stores, "c-t-2", "alice", false, T0 + 1_000)
+            .await
+            .is_ok()
+    );
+    assert_eq!(
+        answer(stores, "c-t-2", "alice", true, T0 + 2_000).await,
+        Err(AnswerRefused::AlreadyAnswered)
+    );
+
+    for id in ["no-such-confirmation", "", "C-T-1"] {
+        assert_eq!(
+            answer(stores, id, "alice", true, T0 + 1_000).await,
+            Err(AnswerRefused::Unknown),
+            "{id:?}"
+        );
+    }
+
+    // Too late: at its expiry and after it.
+    let late = suspended(stores, "t-3", "c-t-3", T0 + 2).await;
+    for now_ms in [late.expires_at_ms, late.expires_at_ms + 1, i64::MAX] {
+        for approve in [true, false] {
+            assert_eq!(
+                answer(stores, "c-t-3", "alice", approve, now_ms).await,
+                Err(AnswerRefused::Expired),
+                "answered at {now_ms}"
+            );
+        }
+    }
+    assert_eq!(
+        open_decisions(stores).await[..2],
+        decisions(&[
+            ("c-t-1", Some(Decision::Approved)),
+            ("c-t-2", Some(Decision::Denied)),
+        ])
+    );
+    let late_decision = open_decisions(stores).await[2].clone();
+    assert_eq!(late_decision.0, "c-t-3");
+    assert!(
+        matches!(late_decision.1, None | Some(Decision::Expired)),
+        "a late answer decides nothing: {late_decision:?}"
+    );
+}
+
+async fn pending_expire_due_answers_only_the_due_pending_ones(stores: &Stores) {
+    // Created in this order; due at T0 + 60_000, T0 + 60_004 and T0 + 65_000.
+    let due_first = suspended(stores, "e-1", "c-e-1", T0).await;
+    let answered = suspended(stores, "e-2", "c-e-2", T0 + 2).await;
+    let mut future = confirmation("c-e-3", "e-3", T0 + 3);
+    future.expires_at_ms = T0 + 65_000;
+    expect_new(stores, &inbound("e-3", "telegram", None)).await;
+    stores.pending.suspend(&future).await.unwrap();
+    let due_last = suspended(stores, "e-4", "c-e-4", T0 + 4).await;
+    assert!(
+        answer(stores, "c-e-2", "alice", true, T0 + 100)
+            .await
+            .is_ok()
+    );
+
+    assert!(
+        stores
+            .pending
+            .expire_due(T0 + WAIT_MS - 1)
+            .await
+            .unwrap()
+            .is_empty(),
+        "nothing is due a millisecond early"
+    );
+    // Due exactly at its expiry, like `answer`'s refusal.
+    let now_ms = due_last.expires_at_ms;
+    assert_eq!(
+        stores.pending.expire_due(now_ms).await.unwrap(),
+        [due_first.clone(), due_last.clone()]
+    );
+    assert_eq!(
+        open_confirmations(stores).await,
+        [
+            open_one(&due_first, Some(Decision::Expired)),
+            open_one(&answered, Some(Decision::Approved)),
+            open_one(&future, None),
+            open_one(&due_last, Some(Decision::Expired)),
+        ]
+    );
+
+    // Expired is final, whatever the clock says.
+    for at_ms in [T0 + 1, now_ms + 1] {
+        assert_eq!(
+            answer(stores, "c-e-1", "alice", true, at_ms).await,
+            Err(AnswerRefused::Expired),
+            "answered at {at_ms}"
+        );
+    }
+    assert!(stores.pending.expire_due(now_ms).await.unwrap().is_empty());
+    assert!(
+        stores
+            .pending
+            .expire_due(future.expires_at_ms - 1)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    assert_eq!(
+        stores
+            .pending
+            .expire_due(future.expires_at_ms)
+            .await
+            .unwrap(),
+        [future.clone()]
+    );
+    assert!(
+        stores
+            .pending
+            .expire_due(i64::MAX)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+
+    // The expired turns resume with `Expired`; the answered one keeps its decision.
+    assert_eq!(
+        stores.pending.consume("c-e-1").await.unwrap(),
+        Some(Decision::Expired)
+    );
+    assert_eq!(
+        stores.pending.consume("c-e-2").await.unwrap(),
+        Some(Decision::Approved)
+    );
+    assert_eq!(
+        open_decisions(stores).await,
+        decisions(&[
+            ("c-e-3", Some(Decision::Expired)),
+            ("c-e-4", Some(Decision::Expired)),
+        ])
+    );
+    // Expiring never touches the inbox.
+    for id in ["e-1", "e-2", "e-3", "e-4"] {
+        assert_eq!(record_of(stores, id).await.status, InboxStatus::Suspended);
+    }
+}
+
+async fn pending_consume_returns_the_decision_once(stores: &Stores) {
+    suspended(stores, "k-1", "c-k-1", T0).await;
+    suspended(stores, "k-2", "c-k-2", T0 + 1).await;
+    let waiting = suspended(stores, "k-3", "c-k-3", T0 + 2).await;
+    assert!(
+        answer(stores, "c-k-1", "alice", true, T0 + 10)
+            .await
+            .is_ok()
+    );
+    assert!(
+        answer(stores, "c-k-2", "alice", false, T0 + 10)
+            .await
+            .is_ok()
+    );
+
+    // Nothing to resume with while it waits.
+    assert_eq!(stores.pending.consume("c-k-3").await.unwrap(), None);
+    assert_eq!(stores.pending.consume("no-such-id").await.unwrap(), None);
+
+    assert_eq!(
+        stores.pending.consume("c-k-1").await.unwrap(),
+        Some(Decision::Approved)
+    );
+    assert_eq!(stores.pending.consume("c-k-1").await.unwrap(), None);
+    assert_eq!(
+        stores.pending.consume("c-k-2").await.unwrap(),
+        Some(Decision::Denied)
+    );
+    assert_eq!(stores.pending.consume("c-k-2").await.unwrap(), None);
+    assert_eq!(open_confirmations(stores).await, [open_one(&waiting, None)]);
+
+    // A consumed confirmation stays answered: it cannot be answered again.
+    assert_eq!(
+        answer(stores, "c-k-1", "alice", false, T0 + 20).await,
+        Err(AnswerRefused::AlreadyAnswered)
+    );
+    assert_eq!(
+        answer(stores, "c-k-1", "bob", false, T0 + 20).await,
+        Err(AnswerRefused::NotYours)
+    );
+    assert_eq!(
+        stores.pending.expire_due(i64::MAX - 1).await.unwrap(),
+        [waiting]
+    );
+    assert_eq!(stores.pending.consume("c-k-1").await.unwrap(), None);
+
+    // The one that waited expired meanwhile, and is consumed like the others.
+    assert_eq!(
+        stores.pending.consume("c-k-3").await.unwrap(),
+        Some(Decision::Expired)
+    );
+    assert_eq!(stores.pending.consume("c-k-3").await.unwrap(), None);
+    assert!(open_confirmations(stores).await.is_empty());
+}
+
+async fn pending_racing_answers_and_consumes_have_one_winner(stores: &Stores) {
+    suspended(stores, "r-1", "c-r-1", T0).await;
+
+    let mut answers = Vec::new();
+    for n in 0..40 {
+        let pending = stores.pending.clone();
+        let approve = n % 2 == 0;
+        answers.push(tokio::spawn(async move {
+            let outcome = pending
+                .answer("c-r-1", "alice", approve, T0 + 1_000)
+                .await
+                .unwrap();
+            (approve, outcome)
+        }));
+    }
+    let mut winners = Vec::new();
+    for answer in answers {
+        match answer.await.unwrap() {
+            (approve, Ok(_)) => winners.push(approve),
+            (_, Err(refused)) => assert_eq!(refused, AnswerRefused::AlreadyAnswered),
+        }
+    }
+    assert_eq!(winners.len(), 1, "exactly one answer wins");
+    let decision = if winners[0] {
+        Decision::Approved
+    } else {
+        Decision::Denied
+    };
+    assert_eq!(
+        open_decisions(stores).await,
+        decisions(&[("c-r-1", Some(decision))])
+    );
+
+    let mut consumes = Vec::new();
+    for _ in 0..40 {
+        let pending = stores.pending.clone();
+        consumes.push(tokio::spawn(async move {
+            pending.consume("c-r-1").await.unwrap()
+        }));
+    }
+    let mut resumed = Vec::new();
+    for consume in consumes {
+        if let Some(decision) = consume.await.unwrap() {
+            resumed.push(decision);
+        }
+    }
+    assert_eq!(resumed, [decision], "the turn resumes exactly once");
+    assert!(open_confirmations(stores).await.is_empty());
+}
+
+async fn pending_complete_after_consume_answers_the_suspended_message(stores: &Stores) {
+    let message = inbound("d-1", "telegram", None);
+    expect_new(stores, &message).await;
+    stores
+        .pending
+        .suspend(&confirmation("c-d-1", "d-1", T0))
+        .await
+        .unwrap();
+    assert!(answer(stores, "c-d-1", "alice", true, T0 + 5).await.is_ok());
+    assert_eq!(
+        stores.pending.consume("c-d-1").await.unwrap(),
+        Some(Decision::Approved)
+    );
+
+    let turn = turn_for(&message, "Deleted, and Bob and Carol know.");
+    stores.inbox.complete("d-1", &turn).await.unwrap();
+
+    let record = record_of(stores, "d-1").await;
+    assert_eq!(record.status, InboxStatus::Answered);
+    assert_eq!(
+        record.reply.as_deref(),
+        Some("Deleted, and Bob and Carol know.")
+    );
+    assert_eq!(record.error, None);
+    assert!(stores.inbox.unanswered().await.unwrap().is_empty());
+    let history = stores
+        .memory
+        .recent(&message.conversation_key(), 50, 0)
+        .await
+        .unwrap();
+    assert_eq!(
+        history,
+        [turn.messages[0].clone(), turn.messages[3].clone()],
+        "user question and final answer, in order"
+    );
+
+    // Finished: neither completed again nor suspended again.
+    let again = stores
+        .inbox
+        .complete("d-1", &turn_for(&message, "again"))
+        .await;
+    assert!(again.is_err(), "completing an answered message: {again:?}");
+    let result = stores
+        .pending
+        .suspend(&confirmation("c-d-2", "d-1", T0 + 10))
+        .await;
+    assert!(
+        result.is_err(),
+        "suspending an answered message: {result:?}"
+    );
+    assert!(open_confirmations(stores).await.is_empty());
+    assert_eq!(record_of(stores, "d-1").await.status, InboxStatus::Answered);
+}
+
+/// A turn resumed after one confirmation may need another before it finishes.
+async fn pending_a_resumed_turn_can_ask_again(stores: &Stores) {
+    let message = inbound("g-1", "telegram", None);
+    expect_new(stores, &message).await;
+    let first = confirmation("c-g-1", "g-1", T0);
+    stores.pending.suspend(&first).await.unwrap();
+    assert!(answer(stores, "c-g-1", "alice", true, T0 + 5).await.is_ok());
+    assert_eq!(
+        stores.pending.consume("c-g-1").await.unwrap(),
+        Some(Decision::Approved)
+    );
+
+    let second = confirmation("c-g-2", "g-1", T0 + 10);
+    stores.pending.suspend(&second).await.unwrap();
+    assert_eq!(
+        record_of(stores, "g-1").await.status,
+        InboxStatus::Suspended
+    );
+    assert_eq!(open_confirmations(stores).await, [open_one(&second, None)]);
+    assert!(
+        answer(stores, "c-g-2", "alice", false, T0 + 15)
+            .await
+            .is_ok()
+    );
+    assert_eq!(
+        stores.pending.consume("c-g-2").await.unwrap(),
+        Some(Decision::Denied)
+    );
+    stores
+        .inbox
+        .complete("g-1", &turn_for(&message, "Done, but I kept the event."))
+        .await
+        .unwrap();
+    assert_eq!(record_of(stores, "g-1").await.status, InboxStatus::Answered);
+}
+
+/// A confirmation id names one confirmation: suspending under an id already stored is
+/// refused, and the refused suspension leaves its message accepted (on SQLite the
+/// primary key refuses it and the savepoint rolls the inbox update back).
+async fn pending_suspend_refuses_a_used_confirmation_id(stores: &Stores) {
+    let first = suspended(stores, "x-1", "c-x", T0).await;
+    expect_new(stores, &inbound("x-2", "telegram", None)).await;
+
+    let result = stores
+        .pending
+        .suspend(&confirmation("c-x", "x-2", T0 + 1))
+        .await;
+    assert!(result.is_err(), "suspending under a used id: {result:?}");
+    assert_eq!(record_of(stores, "x-2").await.status, InboxStatus::Accepted);
+    assert_eq!(ids(&stores.inbox.unanswered().await.unwrap()), ["x-2"]);
+    assert_eq!(open_confirmations(stores).await, [open_one(&first, None)]);
+    assert_eq!(
+        answer(stores, "c-x", "alice", true, T0 + 10).await,
+        Ok(first.clone())
+    );
+}
+
+/// `open` lists confirmations oldest first by `created_at_ms`, even when concurrent
+/// turns suspended them in another order.
+async fn pending_open_lists_oldest_first_by_creation_time(stores: &Stores) {
+    suspended(stores, "o-1", "c-o-newer", T0 + 500).await;
+    suspended(stores, "o-2", "c-o-older", T0 + 100).await;
+    suspended(stores, "o-3", "c-o-newest", T0 + 900).await;
+    assert_eq!(
+        open_decisions(stores).await,
+        decisions(&[
+            ("c-o-older", None),
+            ("c-o-newer", None),
+            ("c-o-newest", None),
+        ])
+    );
+}
+
+// ---------------------------------------------------------------------------
 // TelemetrySink
 // ---------------------------------------------------------------------------
 
@@ -980,6 +1648,112 @@ async fn sqlite_keeps_data_across_reopen() {
     pool.close().await;
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_keeps_suspended_turns_across_reopen() {
+    let folder = tempfile::tempdir().unwrap();
+    let url = sqlite_url(folder.path());
+
+    // The ids sort against the creation order: only `created_at_ms` explains the listing.
+    let waiting = confirmation("z-waiting", "p-1", T0);
+    let approved = confirmation("m-approved", "p-2", T0 + 1);
+    let consumed = confirmation("a-consumed", "p-3", T0 + 2);
+    {
+        let stores = open_or_panic(&url).await;
+        for asked in [&waiting, &approved, &consumed] {
+            expect_new(&stores, &inbound(&asked.inbox_id, "telegram", None)).await;
+            stores.pending.suspend(asked).await.unwrap();
+        }
+        expect_new(&stores, &inbound("p-4", "telegram", None)).await;
+        assert!(
+            answer(&stores, "m-approved", "alice", true, T0 + 10)
+                .await
+                .is_ok()
+        );
+        assert!(
+            answer(&stores, "a-consumed", "alice", false, T0 + 10)
+                .await
+                .is_ok()
+        );
+        assert_eq!(
+            stores.pending.consume("a-consumed").await.unwrap(),
+            Some(Decision::Denied)
+        );
+    }
+
+    // Each reopen runs the migrations again over the existing schema.
+    for round in 0..2 {
+        let stores = open_or_panic(&url).await;
+        for id in ["p-1", "p-2", "p-3"] {
+            assert_eq!(
+                record_of(&stores, id).await.status,
+                InboxStatus::Suspended,
+                "{id}, round {round}"
+            );
+        }
+        assert_eq!(ids(&stores.inbox.unanswered().await.unwrap()), ["p-4"]);
+        assert_eq!(
+            open_confirmations(&stores).await,
+            [
+                open_one(&waiting, None),
+                open_one(&approved, Some(Decision::Approved)),
+            ],
+            "round {round}"
+        );
+    }
+
+    // The reopened store carries on where the first one stopped.
+    {
+        let stores = open_or_panic(&url).await;
+        assert_eq!(
+            answer(&stores, "m-approved", "alice", false, T0 + 20).await,
+            Err(AnswerRefused::AlreadyAnswered)
+        );
+        assert_eq!(
+            answer(&stores, "a-consumed", "alice", true, T0 + 20).await,
+            Err(AnswerRefused::AlreadyAnswered)
+        );
+        assert_eq!(stores.pending.consume("a-consumed").await.unwrap(), None);
+        assert_eq!(
+            answer(&stores, "z-waiting", "bob", true, T0 + 20).await,
+            Err(AnswerRefused::NotYours)
+        );
+        assert_eq!(
+            answer(&stores, "z-waiting", "alice", true, T0 + 20).await,
+            Ok(waiting.clone())
+        );
+        assert_eq!(
+            stores.pending.consume("m-approved").await.unwrap(),
+            Some(Decision::Approved)
+        );
+        let message = record_of(&stores, "p-2").await.inbound;
+        stores
+            .inbox
+            .complete("p-2", &turn_for(&message, "done after a restart"))
+            .await
+            .unwrap();
+    }
+    let stores = open_or_panic(&url).await;
+    assert_eq!(
+        open_confirmations(&stores).await,
+        [open_one(&waiting, Some(Decision::Approved))]
+    );
+    assert!(
+        stores
+            .pending
+            .expire_due(i64::MAX)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    let record = record_of(&stores, "p-2").await;
+    assert_eq!(record.status, InboxStatus::Answered);
+    assert_eq!(record.reply.as_deref(), Some("done after a restart"));
+    assert_eq!(
+        record_of(&stores, "p-1").await.status,
+        InboxStatus::Suspended
+    );
+}
+
 fn expect_unsupported(result: Result<Stores, StorageError>, url: &str) {
     match result {
         Err(StorageError::UnsupportedUrl { url: named, reason }) => {
@@ -1069,4 +1843,24 @@ async fn adapters_agree_on_the_original_of_an_ambiguous_duplicate() {
     let in_memory = original_of_an_ambiguous_duplicate(&open_in_memory().await.stores).await;
     let sqlite = original_of_an_ambiguous_duplicate(&open_sqlite().await.stores).await;
     assert_eq!(in_memory, sqlite, "in-memory vs sqlite");
+}
+
+/// `expire_due` returns the confirmations it expired oldest first by `created_at_ms`,
+/// as SQLite sorts them, even when concurrent turns suspended them in another order.
+async fn pending_expire_due_lists_oldest_first_by_creation_time(stores: &Stores) {
+    suspended(stores, "o-1", "c-o-newer", T0 + 500).await;
+    suspended(stores, "o-2", "c-o-older", T0 + 100).await;
+    let expired = stores.pending.expire_due(i64::MAX).await.unwrap();
+    let expired: Vec<&str> = expired.iter().map(|c| c.id.as_str()).collect();
+    assert_eq!(expired, ["c-o-older", "c-o-newer"]);
+}
+
+#[tokio::test]
+async fn in_memory_pending_expire_due_lists_oldest_first_by_creation_time() {
+    pending_expire_due_lists_oldest_first_by_creation_time(&open_in_memory().await.stores).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_pending_expire_due_lists_oldest_first_by_creation_time() {
+    pending_expire_due_lists_oldest_first_by_creation_time(&open_sqlite().await.stores).await;
 }

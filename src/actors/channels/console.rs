@@ -8,7 +8,9 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::sync::mpsc;
 
 use super::{DeliverReply, ReplyKind};
-use crate::actors::request_queue::{RequestQueue, SubmitError, SubmitInbound, Submitted};
+use crate::actors::request_queue::{
+    AnswerConfirmation, RequestQueue, SubmitError, SubmitInbound, Submitted,
+};
 use crate::ports::{Inbound, now_ms};
 
 pub struct ConsoleChannel {
@@ -50,6 +52,8 @@ pub async fn run_console(
     stdout.flush().await?;
     let mut waiting = 0usize;
     let mut input_open = true;
+    // The confirmation the last reply asked for: a "yes" or "no" line answers it.
+    let mut asked: Option<String> = None;
     while input_open || waiting > 0 {
         tokio::select! {
             line = lines.next_line(), if input_open => {
@@ -60,6 +64,27 @@ pub async fn run_console(
                 let text = line.trim();
                 if text.is_empty() {
                     stdout.write_all(b"you> ").await?;
+                    stdout.flush().await?;
+                    continue;
+                }
+                if let Some(approve) = yes_or_no(text)
+                    && let Some(confirmation_id) = asked.take()
+                {
+                    let answer = AnswerConfirmation {
+                        confirmation_id,
+                        member_id: member_id.clone(),
+                        approve,
+                        reply_to: None,
+                    };
+                    match queue.send(answer).await {
+                        Ok(Ok(_)) => waiting += 1,
+                        Ok(Err(error)) => {
+                            stdout.write_all(format!("hearth> ({error})\nyou> ").as_bytes()).await?;
+                        }
+                        Err(error) => {
+                            return Err(std::io::Error::other(format!("request queue stopped: {error}")));
+                        }
+                    }
                     stdout.flush().await?;
                     continue;
                 }
@@ -93,6 +118,10 @@ pub async fn run_console(
                     waiting = waiting.saturating_sub(1);
                 }
                 stdout.write_all(format!("hearth> {}\n", reply.text).as_bytes()).await?;
+                if let ReplyKind::AskConfirmation { confirmation_id, .. } = reply.kind {
+                    stdout.write_all(b"hearth> (answer yes or no)\n").await?;
+                    asked = Some(confirmation_id);
+                }
                 if input_open {
                     stdout.write_all(b"you> ").await?;
                 }
@@ -101,4 +130,13 @@ pub async fn run_console(
         }
     }
     Ok(())
+}
+
+/// A console answer to a confirmation question.
+fn yes_or_no(text: &str) -> Option<bool> {
+    match text.to_lowercase().as_str() {
+        "y" | "yes" | "ok" | "confirm" => Some(true),
+        "n" | "no" | "cancel" => Some(false),
+        _ => None,
+    }
 }

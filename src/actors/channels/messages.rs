@@ -3,7 +3,7 @@
 use actix::Message;
 
 /// What kind of text a reply is, so a channel can present it fittingly.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ReplyKind {
     /// The answer to the message.
     Answer,
@@ -11,6 +11,12 @@ pub enum ReplyKind {
     Delayed,
     /// hearth gave up on the message after repeated failures.
     Failed,
+    /// The text is a question only `member_id` may answer (approve or deny), by
+    /// `expires_at_ms`; the channel shows it with its own buttons or instructions.
+    AskConfirmation {
+        confirmation_id: String,
+        expires_at_ms: i64,
+    },
 }
 
 /// Send a reply for the inbound message `inbox_id` to its conversation.

@@ -3,7 +3,7 @@
 use actix::Message;
 
 use crate::llm::LlmError;
-use crate::ports::{HistoryEntry, Inbound, StorageError};
+use crate::ports::{Decision, HistoryEntry, Inbound, PendingConfirmation, StorageError};
 
 /// Run one turn: answer `text` (the inbound text without its slash command).
 #[derive(Debug, Clone, Message)]
@@ -13,13 +13,32 @@ pub struct ProcessTurn {
     pub text: String,
 }
 
-/// A finished turn. Nothing is stored yet: the queue writes `messages` and the
-/// reply together with the inbox status, in one transaction.
+/// Resume a turn suspended on `confirmation`, with the member's decision; `None`
+/// when the decision was already used once (hearth stopped while acting on it).
+#[derive(Debug, Clone, Message)]
+#[rtype(result = "Result<TurnOutcome, TurnError>")]
+pub struct ResumeTurn {
+    pub inbound: Inbound,
+    pub confirmation: PendingConfirmation,
+    pub decision: Option<Decision>,
+}
+
+/// Where a turn got to. Nothing is stored yet: the queue stores it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TurnOutcome {
     pub profile_id: String,
-    pub reply: String,
-    pub messages: Vec<HistoryEntry>,
+    pub result: TurnResult,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum TurnResult {
+    /// The reply, and the history to write with it in one transaction.
+    Answered {
+        reply: String,
+        messages: Vec<HistoryEntry>,
+    },
+    /// A tool call needs the member's approval; the turn waits in this confirmation.
+    NeedsConfirmation(Box<PendingConfirmation>),
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -30,6 +49,8 @@ pub enum TurnError {
     Storage(#[from] StorageError),
     #[error("actor unavailable: {0}")]
     Mailbox(String),
+    #[error("suspended turn state is unreadable: {0}")]
+    BadTurnState(String),
 }
 
 impl TurnError {
@@ -40,6 +61,7 @@ impl TurnError {
             TurnError::Storage(StorageError::Database(_)) => true,
             TurnError::Storage(_) => false,
             TurnError::Mailbox(_) => true,
+            TurnError::BadTurnState(_) => false,
         }
     }
 
@@ -48,6 +70,7 @@ impl TurnError {
             TurnError::Llm(error) => error.kind(),
             TurnError::Storage(_) => "storage",
             TurnError::Mailbox(_) => "mailbox",
+            TurnError::BadTurnState(_) => "turn_state",
         }
     }
 }

@@ -26,3 +26,23 @@ pub enum SubmitError {
     #[error(transparent)]
     Storage(#[from] StorageError),
 }
+
+/// A family member's answer to a confirmation. The turn it suspended resumes;
+/// its next reply goes to `reply_to` when given, else to the channel. Answers the
+/// id of the inbound message whose turn resumes.
+#[derive(Debug, Message)]
+#[rtype(result = "Result<String, AnswerError>")]
+pub struct AnswerConfirmation {
+    pub confirmation_id: String,
+    pub member_id: String,
+    pub approve: bool,
+    pub reply_to: Option<tokio::sync::oneshot::Sender<crate::actors::channels::DeliverReply>>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum AnswerError {
+    #[error(transparent)]
+    Refused(#[from] crate::ports::AnswerRefused),
+    #[error(transparent)]
+    Storage(#[from] StorageError),
+}

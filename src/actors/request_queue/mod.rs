@@ -8,6 +8,7 @@
 //! answered. A turn that fails transiently is retried later with the member told
 //! once; the reply and the turn's history are stored in one transaction.
 
+mod confirmations;
 mod lanes;
 mod messages;
 mod routing;
@@ -17,17 +18,22 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use actix::fut::{self, ActorFutureExt, WrapFuture};
-use actix::{Actor, AsyncContext, Context, Handler, Recipient, ResponseActFuture};
+use actix::{Actor, Addr, AsyncContext, Context, Handler, Recipient, ResponseActFuture};
+use tokio::sync::oneshot;
 
 pub use lanes::Lanes;
-pub use messages::{SubmitError, SubmitInbound, Submitted};
+pub use messages::{AnswerConfirmation, AnswerError, SubmitError, SubmitInbound, Submitted};
 pub use routing::Router;
 
 use crate::actors::channels::{DeliverReply, ReplyKind};
-use crate::actors::processing::{ProcessTurn, TurnError};
+use crate::actors::processing::{
+    ProcessTurn, ProcessingService, ResumeTurn, TurnError, TurnResult,
+};
 use crate::config::QueueConfig;
 use crate::metrics::Metrics;
-use crate::ports::{Acceptance, Inbound, Inbox, TurnRecord, now_ms};
+use crate::ports::{
+    Acceptance, Decision, Inbound, Inbox, PendingActions, PendingConfirmation, TurnRecord, now_ms,
+};
 use crate::readiness::Readiness;
 
 pub const DELAYED_REPLY: &str = "Sorry, I can't reach my language model right now. \
@@ -38,16 +44,47 @@ pub const FAILED_REPLY: &str =
 /// The longest pause between two retries of one message.
 const MAX_RETRY_DELAY: Duration = Duration::from_secs(3600);
 
-#[derive(Debug, Clone)]
 struct QueuedTurn {
     inbound: Inbound,
     attempts: u32,
+    /// Set when the turn continues after its confirmation was answered.
+    resume: Option<Resume>,
+}
+
+impl QueuedTurn {
+    fn new(inbound: Inbound, attempts: u32) -> Self {
+        QueuedTurn {
+            inbound,
+            attempts,
+            resume: None,
+        }
+    }
+}
+
+struct Resume {
+    confirmation: Box<PendingConfirmation>,
+    /// The decision once taken from storage (`consume` hands it out once); `None` before.
+    decision: Option<Option<Decision>>,
+    /// Whoever answered and waits for the turn's next reply (an HTTP call).
+    reply_to: Option<oneshot::Sender<DeliverReply>>,
+}
+
+/// How a turn that ran without error ended.
+enum Finished {
+    Answered {
+        profile_id: String,
+        reply: String,
+    },
+    Asked {
+        confirmation: Box<PendingConfirmation>,
+    },
 }
 
 pub struct RequestQueue {
     inbox: Arc<dyn Inbox>,
+    pending: Arc<dyn PendingActions>,
     router: Router,
-    services: HashMap<String, Recipient<ProcessTurn>>,
+    services: HashMap<String, Addr<ProcessingService>>,
     channels: HashMap<String, Recipient<DeliverReply>>,
     settings: QueueConfig,
     lanes: Lanes<QueuedTurn>,
@@ -58,10 +95,12 @@ pub struct RequestQueue {
 }
 
 impl RequestQueue {
+    #[allow(clippy::too_many_arguments)]
     pub fn new(
         inbox: Arc<dyn Inbox>,
+        pending: Arc<dyn PendingActions>,
         router: Router,
-        services: HashMap<String, Recipient<ProcessTurn>>,
+        services: HashMap<String, Addr<ProcessingService>>,
         channels: HashMap<String, Recipient<DeliverReply>>,
         settings: QueueConfig,
         metrics: Arc<Metrics>,
@@ -71,6 +110,7 @@ impl RequestQueue {
         readiness.set("queue", false, "resuming unanswered messages");
         RequestQueue {
             inbox,
+            pending,
             router,
             services,
             channels,
@@ -94,55 +134,118 @@ impl RequestQueue {
             .set_queue_depth(self.backlog(), self.lanes.running());
     }
 
-    fn start_turn(&mut self, key: String, turn: QueuedTurn, ctx: &mut Context<Self>) {
-        let (profile_id, text) = self.router.route(&turn.inbound.text);
-        let service = self.services.get(profile_id).cloned();
-        let message = ProcessTurn {
+    fn start_turn(&mut self, key: String, mut turn: QueuedTurn, ctx: &mut Context<Self>) {
+        let (routed_profile, text) = self.router.route(&turn.inbound.text);
+        // A resumed turn stays with the profile that suspended it.
+        let profile_id = match &turn.resume {
+            Some(resume) => resume.confirmation.profile_id.clone(),
+            None => routed_profile.to_string(),
+        };
+        let service = self.services.get(&profile_id).cloned();
+        let process = ProcessTurn {
             inbound: turn.inbound.clone(),
             text: text.to_string(),
         };
-        let inbox = self.inbox.clone();
-        let profile_id = profile_id.to_string();
+        let resume = turn
+            .resume
+            .as_ref()
+            .map(|resume| (resume.confirmation.clone(), resume.decision));
+        let (inbox, pending) = (self.inbox.clone(), self.pending.clone());
         let work = async move {
-            let service = service.ok_or_else(|| {
-                TurnError::Mailbox(format!("no processing service for profile {profile_id:?}"))
-            })?;
-            let inbox_id = message.inbound.id.clone();
-            let outcome = service
-                .send(message)
-                .await
+            let mut consumed = None;
+            let result = async {
+                let service = service.ok_or_else(|| {
+                    TurnError::Mailbox(format!("no processing service for profile {profile_id:?}"))
+                })?;
+                let inbox_id = process.inbound.id.clone();
+                let outcome = match resume {
+                    None => service.send(process).await,
+                    Some((confirmation, known)) => {
+                        let decision = match known {
+                            Some(decision) => decision,
+                            None => pending.consume(&confirmation.id).await?,
+                        };
+                        consumed = Some(decision);
+                        service
+                            .send(ResumeTurn {
+                                inbound: process.inbound,
+                                confirmation: *confirmation,
+                                decision,
+                            })
+                            .await
+                    }
+                }
                 .map_err(|error| TurnError::Mailbox(error.to_string()))??;
-            inbox
-                .complete(
-                    &inbox_id,
-                    &TurnRecord {
-                        conversation_key: key,
-                        messages: outcome.messages,
-                        reply: outcome.reply.clone(),
-                    },
-                )
-                .await?;
-            Ok::<_, TurnError>((outcome.profile_id, outcome.reply))
+                match outcome.result {
+                    TurnResult::Answered { reply, messages } => {
+                        inbox
+                            .complete(
+                                &inbox_id,
+                                &TurnRecord {
+                                    conversation_key: key,
+                                    messages,
+                                    reply: reply.clone(),
+                                },
+                            )
+                            .await?;
+                        Ok(Finished::Answered {
+                            profile_id: outcome.profile_id,
+                            reply,
+                        })
+                    }
+                    TurnResult::NeedsConfirmation(confirmation) => {
+                        pending.suspend(&confirmation).await?;
+                        Ok(Finished::Asked { confirmation })
+                    }
+                }
+            }
+            .await;
+            (consumed, result)
         };
-        ctx.spawn(work.into_actor(self).map(move |result, act, ctx| {
-            act.turn_finished(turn, result, ctx);
-        }));
+        ctx.spawn(
+            work.into_actor(self)
+                .map(move |(consumed, result), act, ctx| {
+                    if let (Some(resume), Some(decision)) = (turn.resume.as_mut(), consumed) {
+                        // Never run an approved action twice: a retry after a failure
+                        // cannot know whether it ran.
+                        resume.decision = Some(match decision {
+                            Some(Decision::Approved) => None,
+                            other => other,
+                        });
+                    }
+                    act.turn_finished(turn, result, ctx);
+                }),
+        );
     }
 
     fn turn_finished(
         &mut self,
-        turn: QueuedTurn,
-        result: Result<(String, String), TurnError>,
+        mut turn: QueuedTurn,
+        result: Result<Finished, TurnError>,
         ctx: &mut Context<Self>,
     ) {
         let key = turn.inbound.conversation_key();
         match result {
-            Ok((profile_id, reply)) => {
+            Ok(Finished::Answered { profile_id, reply }) => {
                 self.metrics.increment(
                     "hearth_turns_total",
                     &[("profile", &profile_id), ("outcome", "answered")],
                 );
-                self.deliver(&turn.inbound, reply, ReplyKind::Answer);
+                self.deliver(&mut turn, reply, ReplyKind::Answer);
+                self.lanes.finish(&key);
+            }
+            Ok(Finished::Asked { confirmation }) => {
+                self.metrics.increment(
+                    "hearth_turns_total",
+                    &[("profile", &confirmation.profile_id), ("outcome", "asked")],
+                );
+                self.schedule_expiry(confirmation.expires_at_ms, ctx);
+                let kind = ReplyKind::AskConfirmation {
+                    confirmation_id: confirmation.id.clone(),
+                    expires_at_ms: confirmation.expires_at_ms,
+                };
+                self.deliver(&mut turn, confirmation.prompt.clone(), kind);
+                // The conversation goes on while the question waits.
                 self.lanes.finish(&key);
             }
             Err(error) => {
@@ -170,14 +273,14 @@ impl RequestQueue {
     fn schedule_retry(
         &mut self,
         key: String,
-        turn: QueuedTurn,
+        mut turn: QueuedTurn,
         attempts: u32,
         error: &TurnError,
         ctx: &mut Context<Self>,
     ) {
         // Tell the member once, not on every retry of the same message.
         if attempts == 1 {
-            self.deliver(&turn.inbound, DELAYED_REPLY.to_string(), ReplyKind::Delayed);
+            self.deliver(&mut turn, DELAYED_REPLY.to_string(), ReplyKind::Delayed);
         }
         let delay = Duration::from_secs(self.settings.retry_delay_seconds)
             .saturating_mul(1 << (attempts - 1).min(16))
@@ -198,13 +301,8 @@ impl RequestQueue {
             }
             .into_actor(self),
         );
-        self.lanes.hold(
-            &key,
-            QueuedTurn {
-                inbound: turn.inbound,
-                attempts,
-            },
-        );
+        turn.attempts = attempts;
+        self.lanes.hold(&key, turn);
         ctx.run_later(delay, move |act, ctx| {
             act.lanes.release(&key);
             act.pump(ctx);
@@ -214,7 +312,7 @@ impl RequestQueue {
     fn give_up(
         &mut self,
         key: String,
-        turn: QueuedTurn,
+        mut turn: QueuedTurn,
         error: &TurnError,
         ctx: &mut Context<Self>,
     ) {
@@ -223,7 +321,7 @@ impl RequestQueue {
             "hearth_turns_total",
             &[("profile", profile_id), ("outcome", "failed")],
         );
-        self.deliver(&turn.inbound, FAILED_REPLY.to_string(), ReplyKind::Failed);
+        self.deliver(&mut turn, FAILED_REPLY.to_string(), ReplyKind::Failed);
         let inbox = self.inbox.clone();
         let inbox_id = turn.inbound.id.clone();
         let error_text = error.to_string();
@@ -238,19 +336,30 @@ impl RequestQueue {
         self.lanes.finish(&key);
     }
 
-    fn deliver(&self, inbound: &Inbound, text: String, kind: ReplyKind) {
-        let Some(channel) = self.channels.get(&inbound.channel) else {
-            tracing::warn!(channel = %inbound.channel, inbox_id = %inbound.id,
-                "no channel to deliver the reply to; it stays stored");
-            return;
-        };
-        channel.do_send(DeliverReply {
+    /// To whoever waits for this turn (an answered confirmation), else to its channel.
+    fn deliver(&self, turn: &mut QueuedTurn, text: String, kind: ReplyKind) {
+        let inbound = &turn.inbound;
+        let reply = DeliverReply {
             inbox_id: inbound.id.clone(),
             conversation_id: inbound.conversation_id.clone(),
             member_id: inbound.member_id.clone(),
             text,
             kind,
-        });
+        };
+        if let Some(waiter) = turn
+            .resume
+            .as_mut()
+            .and_then(|resume| resume.reply_to.take())
+        {
+            let _ = waiter.send(reply);
+            return;
+        }
+        let Some(channel) = self.channels.get(&inbound.channel) else {
+            tracing::warn!(channel = %inbound.channel, inbox_id = %inbound.id,
+                "no channel to deliver the reply to; it stays stored");
+            return;
+        };
+        channel.do_send(reply);
     }
 }
 
@@ -276,15 +385,11 @@ impl Actor for RequestQueue {
                             }
                             for record in records {
                                 let key = record.inbound.conversation_key();
-                                act.lanes.push(
-                                    &key,
-                                    QueuedTurn {
-                                        inbound: record.inbound,
-                                        attempts: record.attempts,
-                                    },
-                                );
+                                act.lanes
+                                    .push(&key, QueuedTurn::new(record.inbound, record.attempts));
                             }
                             act.readiness.set("queue", true, "running");
+                            act.reopen_confirmations(ctx);
                         }
                         Err(error) => {
                             tracing::error!(%error, "cannot read the inbox to resume messages");
@@ -324,13 +429,7 @@ impl Handler<SubmitInbound> for RequestQueue {
                 let result = match accepted {
                     Ok(Acceptance::New) => {
                         let key = inbound.conversation_key();
-                        act.lanes.push(
-                            &key,
-                            QueuedTurn {
-                                inbound,
-                                attempts: 0,
-                            },
-                        );
+                        act.lanes.push(&key, QueuedTurn::new(inbound, 0));
                         Ok(Submitted::Accepted)
                     }
                     Ok(Acceptance::Duplicate(record)) => Ok(Submitted::Duplicate(record)),

@@ -110,7 +110,7 @@ impl Inbox for SqliteStore {
                 Box::pin(async move {
                     sqlx::query(
                         "UPDATE inbox SET status = 'answered', reply = ?, turn_messages = ?, \
-                         error = NULL, updated_at_ms = ? WHERE id = ? AND status = 'accepted'",
+                         error = NULL, updated_at_ms = ? WHERE id = ? AND status IN ('accepted', 'suspended')",
                     )
                     .bind(&reply)
                     .bind(&history)
@@ -156,7 +156,7 @@ impl Inbox for SqliteStore {
                     sqlx::query_scalar(
                         "UPDATE inbox SET attempts = attempts + 1, error = ?, \
                          next_attempt_at_ms = ?, updated_at_ms = ? \
-                         WHERE id = ? AND status = 'accepted' RETURNING attempts",
+                         WHERE id = ? AND status IN ('accepted', 'suspended') RETURNING attempts",
                     )
                     .bind(&error)
                     .bind(next_attempt_at_ms)
@@ -180,7 +180,7 @@ impl Inbox for SqliteStore {
                 Box::pin(async move {
                     sqlx::query(
                         "UPDATE inbox SET status = 'failed', error = ?, reply = ?, \
-                         updated_at_ms = ? WHERE id = ? AND status = 'accepted'",
+                         updated_at_ms = ? WHERE id = ? AND status IN ('accepted', 'suspended')",
                     )
                     .bind(&error)
                     .bind(&reply)

@@ -4,6 +4,7 @@
 mod history_cache;
 mod inbox;
 mod memory;
+mod pending;
 mod profiles;
 mod telemetry;
 mod writer;

@@ -96,6 +96,43 @@ impl Writer {
     }
 }
 
+impl Writer {
+    /// Like `run`, for several statements that must take effect together: they run in
+    /// a savepoint, rolled back if `work` fails, so other jobs in the transaction stay.
+    pub async fn run_atomically<T, F>(&self, work: F) -> Result<T, StorageError>
+    where
+        T: Send + 'static,
+        F: for<'c> FnOnce(&'c mut SqliteConnection) -> BoxFuture<'c, Result<T, StorageError>>
+            + Send
+            + 'static,
+    {
+        self.run(move |connection| {
+            Box::pin(async move {
+                sqlx::query("SAVEPOINT job")
+                    .execute(&mut *connection)
+                    .await
+                    .map_err(database_error)?;
+                let outcome = work(&mut *connection).await;
+                let end = if outcome.is_ok() {
+                    "RELEASE job"
+                } else {
+                    "ROLLBACK TO job"
+                };
+                sqlx::query(end)
+                    .execute(&mut *connection)
+                    .await
+                    .map_err(database_error)?;
+                if outcome.is_err() {
+                    // ROLLBACK TO keeps the savepoint open; release it too.
+                    let _ = sqlx::query("RELEASE job").execute(&mut *connection).await;
+                }
+                outcome
+            })
+        })
+        .await
+    }
+}
+
 async fn commit_in_groups(
     mut connection: SqliteConnection,
     mut queue: mpsc::UnboundedReceiver<Job>,

@@ -1,0 +1,252 @@
+//! One turn of a profile: the prompt, then the tool loop, as a state that can stop
+//! at a tool call needing confirmation and continue later from storage.
+
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+
+use super::ProcessingDeps;
+use super::messages::{ProcessTurn, ResumeTurn, TurnError, TurnOutcome, TurnResult};
+use super::prompt::{DEFAULT_SYSTEM_PROMPT, starting_with_user, system_prompt};
+use crate::actors::llm_broker::{CallOrigin, GenerateChat};
+use crate::config::ResolvedProfile;
+use crate::llm::{ChatMessage, ChatRequest, Role, ToolCall};
+use crate::ports::{Decision, HistoryEntry, Inbound, PendingConfirmation, now_ms};
+use crate::tools::{ToolContext, ToolsProvider};
+
+/// Tool results the model reads when a confirmation did not end in "approved":
+/// each outcome is distinct, so the model can tell the member what happened.
+pub const DECLINED_RESULT: &str =
+    "The family member declined this action, so it was not run. Do not retry it unless they ask.";
+pub const EXPIRED_RESULT: &str =
+    "The family member did not answer the confirmation in time, so this action was not run.";
+pub const UNKNOWN_OUTCOME_RESULT: &str = "hearth stopped while running this approved action; \
+     whether it completed is unknown. Tell the family member so they can check.";
+
+/// Where a turn is: the conversation so far and the tool calls still to run.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct TurnState {
+    messages: Vec<ChatMessage>,
+    entries: Vec<HistoryEntry>,
+    /// Calls of the model's last answer not yet run; the first one may await confirmation.
+    pending_calls: Vec<ToolCall>,
+    /// LLM rounds done.
+    rounds: u32,
+}
+
+pub(super) struct TurnRunner {
+    pub(super) profile: ResolvedProfile,
+    pub(super) tools: Arc<dyn ToolsProvider>,
+    pub(super) deps: ProcessingDeps,
+}
+
+impl TurnRunner {
+    pub(super) async fn run(&self, message: ProcessTurn) -> Result<TurnOutcome, TurnError> {
+        let settings = &self.profile.processing;
+        let inbound = &message.inbound;
+        let conversation_key = inbound.conversation_key();
+        let now = chrono::Utc::now();
+        let since_ms = now_ms()
+            - i64::try_from(settings.history_max_age_hours)
+                .unwrap_or(i64::MAX / 3_600_000)
+                .saturating_mul(3_600_000);
+        let facts = self.deps.profiles.get(&inbound.member_id).await?;
+        let history = self
+            .deps
+            .memory
+            .recent(&conversation_key, settings.max_history_messages, since_ms)
+            .await?;
+        let template = settings
+            .prompts
+            .get("system_prompt")
+            .map(String::as_str)
+            .unwrap_or(DEFAULT_SYSTEM_PROMPT);
+        let member_name = facts
+            .get("name")
+            .cloned()
+            .unwrap_or_else(|| self.deps.family.display_name(&inbound.member_id));
+        let mut messages = Vec::with_capacity(history.len() + 4);
+        messages.push(ChatMessage::system(system_prompt(
+            template,
+            settings.timezone,
+            now,
+            &member_name,
+            &facts,
+        )));
+        messages.extend(
+            starting_with_user(&history)
+                .iter()
+                .map(|entry| ChatMessage {
+                    role: entry.role,
+                    content: entry.content.clone(),
+                    tool_calls: Vec::new(),
+                    tool_call_id: None,
+                }),
+        );
+        messages.push(ChatMessage::user(message.text.clone()));
+        let state = TurnState {
+            messages,
+            entries: vec![self.entry(inbound, ChatMessage::user(message.text.clone()))],
+            pending_calls: Vec::new(),
+            rounds: 0,
+        };
+        self.drive(inbound, state, None).await
+    }
+
+    pub(super) async fn resume(&self, message: ResumeTurn) -> Result<TurnOutcome, TurnError> {
+        let state: TurnState = serde_json::from_value(message.confirmation.turn_state.clone())
+            .map_err(|error| TurnError::BadTurnState(error.to_string()))?;
+        self.drive(&message.inbound, state, Some(message.decision))
+            .await
+    }
+
+    /// Run pending tool calls and LLM rounds until the model answers in words or a
+    /// call needs confirmation. `decision` answers the first pending call.
+    async fn drive(
+        &self,
+        inbound: &Inbound,
+        mut state: TurnState,
+        mut decision: Option<Option<Decision>>,
+    ) -> Result<TurnOutcome, TurnError> {
+        let settings = &self.profile.processing;
+        let conversation_key = inbound.conversation_key();
+        let tools = self.tools.tools().await;
+        let tool_context = ToolContext {
+            member_id: inbound.member_id.clone(),
+            conversation_key: conversation_key.clone(),
+            profile_id: self.profile.id.clone(),
+        };
+        let max_rounds = settings.max_tool_iterations.max(1);
+        loop {
+            while !state.pending_calls.is_empty() {
+                let call = state.pending_calls.remove(0);
+                let result = match decision.take() {
+                    Some(Some(Decision::Approved)) => self.run_tool(&call, &tool_context).await,
+                    Some(Some(Decision::Denied)) => DECLINED_RESULT.to_string(),
+                    Some(Some(Decision::Expired)) => EXPIRED_RESULT.to_string(),
+                    Some(None) => UNKNOWN_OUTCOME_RESULT.to_string(),
+                    None => {
+                        if let Some(prompt) = self
+                            .tools
+                            .confirmation_prompt(&call.name, &call.arguments)
+                            .await
+                        {
+                            state.pending_calls.insert(0, call);
+                            return self.suspend(inbound, state, prompt);
+                        }
+                        self.run_tool(&call, &tool_context).await
+                    }
+                };
+                let result = ChatMessage::tool_result(call.id, result);
+                state.entries.push(self.entry(inbound, result.clone()));
+                state.messages.push(result);
+            }
+            state.rounds += 1;
+            // The last round offers no tools, so the model has to answer in words.
+            let offer_tools = state.rounds < max_rounds && !tools.is_empty();
+            let response = self
+                .deps
+                .broker
+                .send(GenerateChat {
+                    llm_name: settings.llm_model.clone(),
+                    fallback_llm_name: settings.llm_fallback_model.clone(),
+                    request: ChatRequest {
+                        messages: state.messages.clone(),
+                        tools: if offer_tools {
+                            tools.clone()
+                        } else {
+                            Vec::new()
+                        },
+                        ..ChatRequest::default()
+                    },
+                    origin: CallOrigin {
+                        profile_id: Some(self.profile.id.clone()),
+                        conversation_key: Some(conversation_key.clone()),
+                    },
+                })
+                .await
+                .map_err(|error| TurnError::Mailbox(error.to_string()))??;
+            if response.tool_calls.is_empty() || !offer_tools {
+                let reply = if response.content.trim().is_empty() {
+                    "Sorry, I have no answer to that.".to_string()
+                } else {
+                    response.content
+                };
+                state
+                    .entries
+                    .push(self.entry(inbound, ChatMessage::assistant(reply.clone())));
+                return Ok(TurnOutcome {
+                    profile_id: self.profile.id.clone(),
+                    result: TurnResult::Answered {
+                        reply,
+                        messages: state.entries,
+                    },
+                });
+            }
+            let asked = ChatMessage {
+                role: Role::Assistant,
+                content: response.content,
+                tool_calls: response.tool_calls.clone(),
+                tool_call_id: None,
+            };
+            state.entries.push(self.entry(inbound, asked.clone()));
+            state.messages.push(asked);
+            state.pending_calls = response.tool_calls;
+        }
+    }
+
+    async fn run_tool(&self, call: &ToolCall, context: &ToolContext) -> String {
+        let result = match self.tools.call(&call.name, &call.arguments, context).await {
+            Ok(text) => text,
+            // The model reads the error and can correct itself or explain.
+            Err(error) => format!("error: {error}"),
+        };
+        tracing::debug!(tool = %call.name, "tool call finished");
+        result
+    }
+
+    fn suspend(
+        &self,
+        inbound: &Inbound,
+        state: TurnState,
+        prompt: String,
+    ) -> Result<TurnOutcome, TurnError> {
+        let call = state.pending_calls[0].clone();
+        let created_at_ms = now_ms();
+        let timeout_ms = i64::try_from(self.profile.processing.confirmation_timeout_seconds)
+            .unwrap_or(i64::MAX / 1000)
+            .saturating_mul(1000);
+        let turn_state = serde_json::to_value(&state)
+            .map_err(|error| TurnError::BadTurnState(error.to_string()))?;
+        tracing::info!(tool = %call.name, "tool call waits for confirmation");
+        Ok(TurnOutcome {
+            profile_id: self.profile.id.clone(),
+            result: TurnResult::NeedsConfirmation(Box::new(PendingConfirmation {
+                id: uuid::Uuid::now_v7().to_string(),
+                inbox_id: inbound.id.clone(),
+                member_id: inbound.member_id.clone(),
+                channel: inbound.channel.clone(),
+                conversation_id: inbound.conversation_id.clone(),
+                profile_id: self.profile.id.clone(),
+                tool_name: call.name,
+                arguments: call.arguments,
+                prompt,
+                turn_state,
+                expires_at_ms: created_at_ms.saturating_add(timeout_ms),
+                created_at_ms,
+            })),
+        })
+    }
+
+    fn entry(&self, inbound: &Inbound, message: ChatMessage) -> HistoryEntry {
+        HistoryEntry {
+            role: message.role,
+            content: message.content,
+            profile_id: self.profile.id.clone(),
+            inbox_id: Some(inbound.id.clone()),
+            tool_calls: message.tool_calls,
+            tool_call_id: message.tool_call_id,
+            created_at_ms: now_ms(),
+        }
+    }
+}

@@ -1,0 +1,142 @@
+//! The queue's side of suspended turns: an answer (or an expiry) puts the turn back
+//! in its conversation's lane; at start-up, confirmations left open are picked up
+//! again, so a restart between the question and the answer loses nothing.
+
+use std::time::Duration;
+
+use actix::fut::{ActorFutureExt, WrapFuture};
+use actix::{AsyncContext, Context, Handler, ResponseActFuture};
+use tokio::sync::oneshot;
+
+use super::{AnswerConfirmation, AnswerError, QueuedTurn, RequestQueue, Resume};
+use crate::actors::channels::DeliverReply;
+use crate::ports::{Decision, PendingConfirmation, StorageError, now_ms};
+
+impl RequestQueue {
+    /// Put the turn suspended on `confirmation` back in its lane.
+    fn queue_resumption(
+        &mut self,
+        confirmation: PendingConfirmation,
+        inbound: crate::ports::Inbound,
+        decision: Option<Option<Decision>>,
+        reply_to: Option<oneshot::Sender<DeliverReply>>,
+    ) {
+        let key = inbound.conversation_key();
+        self.lanes.push(
+            &key,
+            QueuedTurn {
+                inbound,
+                attempts: 0,
+                resume: Some(Resume {
+                    confirmation: Box::new(confirmation),
+                    decision,
+                    reply_to,
+                }),
+            },
+        );
+    }
+
+    /// Check for expired confirmations at `at_ms` (and at once if that has passed).
+    pub(super) fn schedule_expiry(&self, at_ms: i64, ctx: &mut Context<Self>) {
+        let wait = u64::try_from(at_ms.saturating_sub(now_ms())).unwrap_or(0);
+        // A little after the deadline, so the comparison in storage sees it passed.
+        ctx.run_later(Duration::from_millis(wait + 20), |act, ctx| {
+            act.expire_due(ctx);
+        });
+    }
+
+    fn expire_due(&mut self, ctx: &mut Context<Self>) {
+        let (pending, inbox) = (self.pending.clone(), self.inbox.clone());
+        let work = async move {
+            let mut resumed = Vec::new();
+            for confirmation in pending.expire_due(now_ms()).await? {
+                if let Some(record) = inbox.get(&confirmation.inbox_id).await? {
+                    resumed.push((confirmation, record.inbound));
+                }
+            }
+            Ok::<_, StorageError>(resumed)
+        };
+        ctx.spawn(work.into_actor(self).map(|expired, act, ctx| {
+            match expired {
+                Ok(expired) => {
+                    for (confirmation, inbound) in expired {
+                        tracing::info!(confirmation = %confirmation.id, "confirmation expired");
+                        act.queue_resumption(confirmation, inbound, None, None);
+                    }
+                }
+                Err(error) => tracing::error!(%error, "expired confirmations not processed"),
+            }
+            act.pump(ctx);
+        }));
+    }
+
+    /// At start-up: answered confirmations resume their turns; pending ones get their
+    /// expiry timers back.
+    pub(super) fn reopen_confirmations(&mut self, ctx: &mut Context<Self>) {
+        let (pending, inbox) = (self.pending.clone(), self.inbox.clone());
+        let work = async move {
+            let mut open = Vec::new();
+            for entry in pending.open().await? {
+                let record = inbox.get(&entry.confirmation.inbox_id).await?;
+                if let Some(record) = record {
+                    open.push((entry, record.inbound));
+                }
+            }
+            Ok::<_, StorageError>(open)
+        };
+        ctx.wait(work.into_actor(self).map(|open, act, ctx| match open {
+            Ok(open) => {
+                for (entry, inbound) in open {
+                    match entry.decision {
+                        Some(_) => act.queue_resumption(entry.confirmation, inbound, None, None),
+                        None => act.schedule_expiry(entry.confirmation.expires_at_ms, ctx),
+                    }
+                }
+            }
+            Err(error) => {
+                tracing::error!(%error, "cannot read open confirmations");
+                act.readiness.set(
+                    "queue",
+                    false,
+                    &format!("cannot reopen confirmations: {error}"),
+                );
+            }
+        }));
+    }
+}
+
+impl Handler<AnswerConfirmation> for RequestQueue {
+    type Result = ResponseActFuture<Self, Result<String, AnswerError>>;
+
+    fn handle(&mut self, message: AnswerConfirmation, _ctx: &mut Self::Context) -> Self::Result {
+        let (pending, inbox) = (self.pending.clone(), self.inbox.clone());
+        let (id, member, approve) = (
+            message.confirmation_id.clone(),
+            message.member_id.clone(),
+            message.approve,
+        );
+        let work = async move {
+            let confirmation = pending.answer(&id, &member, approve, now_ms()).await??;
+            let record = inbox.get(&confirmation.inbox_id).await?.ok_or_else(|| {
+                StorageError::Corrupt(format!(
+                    "confirmation {id:?} names unknown inbox message {:?}",
+                    confirmation.inbox_id
+                ))
+            })?;
+            Ok::<_, AnswerError>((confirmation, record.inbound))
+        };
+        let reply_to = message.reply_to;
+        Box::pin(work.into_actor(self).map(move |answered, act, ctx| {
+            let (confirmation, inbound) = answered?;
+            tracing::info!(
+                confirmation = %confirmation.id,
+                approve,
+                "confirmation answered"
+            );
+            let inbox_id = inbound.id.clone();
+            act.queue_resumption(confirmation, inbound, None, reply_to);
+            act.pump(ctx);
+            Ok(inbox_id)
+        }))
+    }
+}

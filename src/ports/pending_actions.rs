@@ -1,0 +1,100 @@
+//! Suspended turns: a tool call that waits for the asking family member's answer.
+//!
+//! A confirmation is bound to one member, one tool call and its exact arguments, and
+//! an expiry; it is answered at most once and used at most once (`consume`).
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+
+use super::StorageError;
+
+/// A tool call waiting for confirmation, with everything needed to resume its turn.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PendingConfirmation {
+    /// Opaque and unguessable: it travels in buttons and API calls.
+    pub id: String,
+    pub inbox_id: String,
+    pub member_id: String,
+    pub channel: String,
+    pub conversation_id: String,
+    pub profile_id: String,
+    pub tool_name: String,
+    pub arguments: serde_json::Value,
+    /// What the member was shown.
+    pub prompt: String,
+    /// The suspended turn, as the processing service wrote it.
+    pub turn_state: serde_json::Value,
+    pub expires_at_ms: i64,
+    pub created_at_ms: i64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Decision {
+    Approved,
+    Denied,
+    /// Nobody answered before `expires_at_ms`.
+    Expired,
+}
+
+impl Decision {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Decision::Approved => "approved",
+            Decision::Denied => "denied",
+            Decision::Expired => "expired",
+        }
+    }
+
+    pub fn parse(text: &str) -> Result<Self, StorageError> {
+        match text {
+            "approved" => Ok(Decision::Approved),
+            "denied" => Ok(Decision::Denied),
+            "expired" => Ok(Decision::Expired),
+            other => Err(StorageError::Corrupt(format!(
+                "confirmation decision {other:?}"
+            ))),
+        }
+    }
+}
+
+/// Why an answer to a confirmation was refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum AnswerRefused {
+    #[error("no such confirmation")]
+    Unknown,
+    #[error("this confirmation is for another family member")]
+    NotYours,
+    #[error("this confirmation was already answered")]
+    AlreadyAnswered,
+    #[error("this confirmation has expired")]
+    Expired,
+}
+
+/// A confirmation whose turn has not finished yet, as found at start-up.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OpenConfirmation {
+    pub confirmation: PendingConfirmation,
+    /// `None` while it waits for the member.
+    pub decision: Option<Decision>,
+}
+
+#[async_trait]
+pub trait PendingActions: Send + Sync {
+    /// Store the confirmation and mark its inbox message suspended, in one transaction.
+    async fn suspend(&self, confirmation: &PendingConfirmation) -> Result<(), StorageError>;
+    /// Record `member_id`'s answer, if the confirmation is theirs, pending and not expired at `now_ms`.
+    async fn answer(
+        &self,
+        confirmation_id: &str,
+        member_id: &str,
+        approve: bool,
+        now_ms: i64,
+    ) -> Result<Result<PendingConfirmation, AnswerRefused>, StorageError>;
+    /// Mark every pending confirmation expired at `now_ms` as answered `Expired`, and return them.
+    async fn expire_due(&self, now_ms: i64) -> Result<Vec<PendingConfirmation>, StorageError>;
+    /// The turn resumes with this confirmation's decision: returns it the first time only.
+    async fn consume(&self, confirmation_id: &str) -> Result<Option<Decision>, StorageError>;
+    /// Confirmations pending or answered and not yet consumed, oldest first.
+    async fn open(&self) -> Result<Vec<OpenConfirmation>, StorageError>;
+}

@@ -1,0 +1,223 @@
+//! `PendingActions` on SQLite: table `pending_actions`, and the inbox status `suspended`.
+
+use async_trait::async_trait;
+use sqlx::Row;
+use sqlx::sqlite::SqliteRow;
+
+use super::{SqliteStore, database_error};
+use crate::ports::{
+    AnswerRefused, Decision, OpenConfirmation, PendingActions, PendingConfirmation, StorageError,
+};
+
+macro_rules! select_confirmation {
+    ($tail:literal) => {
+        concat!(
+            "SELECT id, inbox_id, member_id, channel, conversation_id, profile_id, tool_name, ",
+            "arguments, prompt, turn_state, status, decision, expires_at_ms, created_at_ms ",
+            "FROM pending_actions ",
+            $tail
+        )
+    };
+}
+
+fn json_column(row: &SqliteRow, column: &str) -> Result<serde_json::Value, StorageError> {
+    let text: String = row.get(column);
+    serde_json::from_str(&text)
+        .map_err(|error| StorageError::Corrupt(format!("pending_actions.{column}: {error}")))
+}
+
+fn confirmation_from_row(row: &SqliteRow) -> Result<PendingConfirmation, StorageError> {
+    Ok(PendingConfirmation {
+        id: row.get("id"),
+        inbox_id: row.get("inbox_id"),
+        member_id: row.get("member_id"),
+        channel: row.get("channel"),
+        conversation_id: row.get("conversation_id"),
+        profile_id: row.get("profile_id"),
+        tool_name: row.get("tool_name"),
+        arguments: json_column(row, "arguments")?,
+        prompt: row.get("prompt"),
+        turn_state: json_column(row, "turn_state")?,
+        expires_at_ms: row.get("expires_at_ms"),
+        created_at_ms: row.get("created_at_ms"),
+    })
+}
+
+fn decision_from_row(row: &SqliteRow) -> Result<Option<Decision>, StorageError> {
+    let decision: Option<String> = row.get("decision");
+    decision.as_deref().map(Decision::parse).transpose()
+}
+
+#[async_trait]
+impl PendingActions for SqliteStore {
+    async fn suspend(&self, confirmation: &PendingConfirmation) -> Result<(), StorageError> {
+        let confirmation = confirmation.clone();
+        self.writer
+            .run_atomically(move |connection| {
+                Box::pin(async move {
+                    let suspended = sqlx::query(
+                        "UPDATE inbox SET status = 'suspended' \
+                         WHERE id = ? AND status IN ('accepted', 'suspended')",
+                    )
+                    .bind(&confirmation.inbox_id)
+                    .execute(&mut *connection)
+                    .await
+                    .map_err(database_error)?;
+                    if suspended.rows_affected() != 1 {
+                        return Err(StorageError::Corrupt(format!(
+                            "inbox message {:?} is unknown or already answered",
+                            confirmation.inbox_id
+                        )));
+                    }
+                    sqlx::query(
+                        "INSERT INTO pending_actions (id, inbox_id, member_id, channel, \
+                         conversation_id, profile_id, tool_name, arguments, prompt, turn_state, \
+                         expires_at_ms, created_at_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    )
+                    .bind(&confirmation.id)
+                    .bind(&confirmation.inbox_id)
+                    .bind(&confirmation.member_id)
+                    .bind(&confirmation.channel)
+                    .bind(&confirmation.conversation_id)
+                    .bind(&confirmation.profile_id)
+                    .bind(&confirmation.tool_name)
+                    .bind(confirmation.arguments.to_string())
+                    .bind(&confirmation.prompt)
+                    .bind(confirmation.turn_state.to_string())
+                    .bind(confirmation.expires_at_ms)
+                    .bind(confirmation.created_at_ms)
+                    .execute(&mut *connection)
+                    .await
+                    .map_err(database_error)?;
+                    Ok(())
+                })
+            })
+            .await
+    }
+
+    async fn answer(
+        &self,
+        confirmation_id: &str,
+        member_id: &str,
+        approve: bool,
+        now_ms: i64,
+    ) -> Result<Result<PendingConfirmation, AnswerRefused>, StorageError> {
+        let decision = if approve {
+            Decision::Approved
+        } else {
+            Decision::Denied
+        };
+        let (id, member) = (confirmation_id.to_string(), member_id.to_string());
+        let answered = self
+            .writer
+            .run(move |connection| {
+                Box::pin(async move {
+                    // One statement decides, so two answers racing cannot both win.
+                    let row = sqlx::query(
+                        "UPDATE pending_actions SET status = 'answered', decision = ?, \
+                         answered_at_ms = ? WHERE id = ? AND member_id = ? \
+                         AND status = 'pending' AND expires_at_ms > ? RETURNING id",
+                    )
+                    .bind(decision.as_str())
+                    .bind(now_ms)
+                    .bind(&id)
+                    .bind(&member)
+                    .bind(now_ms)
+                    .fetch_optional(&mut *connection)
+                    .await
+                    .map_err(database_error)?;
+                    Ok(row.is_some())
+                })
+            })
+            .await?;
+        let row = sqlx::query(select_confirmation!("WHERE id = ?"))
+            .bind(confirmation_id)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(database_error)?;
+        let Some(row) = row else {
+            return Ok(Err(AnswerRefused::Unknown));
+        };
+        let confirmation = confirmation_from_row(&row)?;
+        if answered {
+            return Ok(Ok(confirmation));
+        }
+        let status: String = row.get("status");
+        Ok(Err(if confirmation.member_id != member_id {
+            AnswerRefused::NotYours
+        } else if status == "pending" || decision_from_row(&row)? == Some(Decision::Expired) {
+            // Still pending yet not answerable: its time has passed.
+            AnswerRefused::Expired
+        } else {
+            AnswerRefused::AlreadyAnswered
+        }))
+    }
+
+    async fn expire_due(&self, now_ms: i64) -> Result<Vec<PendingConfirmation>, StorageError> {
+        let ids: Vec<String> = self
+            .writer
+            .run(move |connection| {
+                Box::pin(async move {
+                    sqlx::query_scalar(
+                        "UPDATE pending_actions SET status = 'answered', decision = 'expired', \
+                         answered_at_ms = ? WHERE status = 'pending' AND expires_at_ms <= ? \
+                         RETURNING id",
+                    )
+                    .bind(now_ms)
+                    .bind(now_ms)
+                    .fetch_all(&mut *connection)
+                    .await
+                    .map_err(database_error)
+                })
+            })
+            .await?;
+        let mut expired = Vec::with_capacity(ids.len());
+        for id in ids {
+            let row = sqlx::query(select_confirmation!("WHERE id = ?"))
+                .bind(&id)
+                .fetch_one(&self.pool)
+                .await
+                .map_err(database_error)?;
+            expired.push(confirmation_from_row(&row)?);
+        }
+        expired.sort_by(|a, b| (a.created_at_ms, &a.id).cmp(&(b.created_at_ms, &b.id)));
+        Ok(expired)
+    }
+
+    async fn consume(&self, confirmation_id: &str) -> Result<Option<Decision>, StorageError> {
+        let id = confirmation_id.to_string();
+        let decision: Option<String> = self
+            .writer
+            .run(move |connection| {
+                Box::pin(async move {
+                    sqlx::query_scalar(
+                        "UPDATE pending_actions SET status = 'consumed' \
+                         WHERE id = ? AND status = 'answered' RETURNING decision",
+                    )
+                    .bind(&id)
+                    .fetch_optional(&mut *connection)
+                    .await
+                    .map_err(database_error)
+                })
+            })
+            .await?;
+        decision.as_deref().map(Decision::parse).transpose()
+    }
+
+    async fn open(&self) -> Result<Vec<OpenConfirmation>, StorageError> {
+        let rows = sqlx::query(select_confirmation!(
+            "WHERE status IN ('pending', 'answered') ORDER BY created_at_ms, id"
+        ))
+        .fetch_all(&self.pool)
+        .await
+        .map_err(database_error)?;
+        rows.iter()
+            .map(|row| {
+                Ok(OpenConfirmation {
+                    confirmation: confirmation_from_row(row)?,
+                    decision: decision_from_row(row)?,
+                })
+            })
+            .collect()
+    }
+}

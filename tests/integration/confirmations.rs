@@ -1,0 +1,252 @@
+//! Tool confirmation end to end over HTTP: a call to a tool in `confirm_tools`
+//! suspends the turn; approve, deny and expiry each reach the model as a distinct
+//! tool result; only the asking member may answer, once; a restart between the
+//! question and the answer loses nothing.
+
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::support::hearth_app::{API_KEY, HearthProcess, TestApp, test_env, write_config};
+use crate::support::llm_server::{ScriptedLlmServer, Step};
+use hearth::actors::processing::{DECLINED_RESULT, EXPIRED_RESULT};
+
+const CONFIRM_PROFILE_UPDATE: (&str, &str) = (
+    "HEARTH__DEFAULT_PROFILE_SETTINGS__TOOLS_CONFIG__CONFIRM_TOOLS",
+    "profile_update",
+);
+
+fn script_profile_update(llm: &ScriptedLlmServer, address: &str) {
+    llm.push_many([
+        Step::ToolCalls(vec![(
+            "profile_update".into(),
+            json!({"key": "address", "value": address}),
+        )]),
+        Step::Reply("Done.".into()),
+    ]);
+}
+
+async fn confirm(app: &TestApp, body: Value) -> (u16, Value) {
+    let response = app
+        .client
+        .post(format!("{}/inbound/confirm", app.base_url))
+        .header("X-API-Key", API_KEY)
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    let status = response.status().as_u16();
+    (status, response.json().await.unwrap_or(Value::Null))
+}
+
+/// The text of the last tool result the model received.
+fn last_tool_result(llm: &ScriptedLlmServer) -> String {
+    let requests = llm.requests();
+    let messages = requests.last().unwrap().body["messages"]
+        .as_array()
+        .unwrap()
+        .clone();
+    let tool = messages.iter().rev().find(|m| m["role"] == "tool").unwrap();
+    tool["content"].as_str().unwrap().to_string()
+}
+
+async fn ask_for_address(app: &TestApp, llm: &ScriptedLlmServer, address: &str) -> Value {
+    script_profile_update(llm, address);
+    let (status, body) = app
+        .send(json!({"user_id": "alice", "text": format!("I moved to {address}")}))
+        .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["status"], "confirmation_required", "{body}");
+    body
+}
+
+#[actix::test]
+async fn an_approved_call_runs_exactly_the_arguments_shown() {
+    let llm = ScriptedLlmServer::start();
+    let app = TestApp::start(&llm.base_url(), &[CONFIRM_PROFILE_UPDATE]).await;
+    let asked = ask_for_address(&app, &llm, "2 Oak Road").await;
+    let prompt = asked["confirmation"]["prompt"].as_str().unwrap();
+    assert_eq!(
+        prompt,
+        "Run profile_update?\n• key: address\n• value: 2 Oak Road"
+    );
+    assert_eq!(llm.request_count(), 1, "nothing ran before the answer");
+
+    let id = asked["confirmation"]["id"].clone();
+    let (status, body) = confirm(
+        &app,
+        json!({"confirmation_id": id, "user_id": "alice", "approve": true}),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["status"], "answered");
+    assert_eq!(body["reply"], "Done.");
+    assert_eq!(body["id"], asked["id"]);
+    assert_eq!(last_tool_result(&llm), "saved address = 2 Oak Road");
+
+    // The fact is stored: the next prompt carries it.
+    app.ask("alice", "where do I live?").await;
+    let system = llm.requests().last().unwrap().body["messages"][0]["content"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(system.contains("- address: 2 Oak Road"), "{system}");
+
+    // Used once: a second answer is refused.
+    let (status, body) = confirm(
+        &app,
+        json!({"confirmation_id": id, "user_id": "alice", "approve": true}),
+    )
+    .await;
+    assert_eq!(status, 409, "{body}");
+    assert_eq!(body["error"], "this confirmation was already answered");
+}
+
+#[actix::test]
+async fn a_denied_call_is_not_run_and_the_model_is_told() {
+    let llm = ScriptedLlmServer::start();
+    let app = TestApp::start(&llm.base_url(), &[CONFIRM_PROFILE_UPDATE]).await;
+    let asked = ask_for_address(&app, &llm, "3 Pine Lane").await;
+    let id = asked["confirmation"]["id"].clone();
+    let (status, body) = confirm(
+        &app,
+        json!({"confirmation_id": id, "user_id": "alice", "approve": false}),
+    )
+    .await;
+    assert_eq!(
+        (status, body["reply"].clone()),
+        (200, json!("Done.")),
+        "{body}"
+    );
+    assert_eq!(last_tool_result(&llm), DECLINED_RESULT);
+    app.ask("alice", "where do I live?").await;
+    let system = llm.requests().last().unwrap().body["messages"][0]["content"].to_string();
+    assert!(!system.contains("Pine"), "nothing was saved: {system}");
+}
+
+#[actix::test]
+async fn only_the_asking_member_may_answer() {
+    let llm = ScriptedLlmServer::start();
+    let app = TestApp::start(&llm.base_url(), &[CONFIRM_PROFILE_UPDATE]).await;
+    let asked = ask_for_address(&app, &llm, "4 Elm Court").await;
+    let id = asked["confirmation"]["id"].clone();
+
+    let (status, body) = confirm(
+        &app,
+        json!({"confirmation_id": id, "user_id": "bob", "approve": true}),
+    )
+    .await;
+    assert_eq!(status, 403, "{body}");
+    assert_eq!(
+        body["error"],
+        "this confirmation is for another family member"
+    );
+    let (status, _) = confirm(
+        &app,
+        json!({"confirmation_id": "made-up", "user_id": "alice", "approve": true}),
+    )
+    .await;
+    assert_eq!(status, 404);
+    assert_eq!(llm.request_count(), 1, "no refused answer resumed the turn");
+
+    let (status, body) = confirm(
+        &app,
+        json!({"confirmation_id": id, "user_id": "alice", "approve": true}),
+    )
+    .await;
+    assert_eq!(
+        (status, body["reply"].clone()),
+        (200, json!("Done.")),
+        "{body}"
+    );
+}
+
+#[actix::test]
+async fn an_unanswered_confirmation_expires_and_the_model_is_told() {
+    let llm = ScriptedLlmServer::start();
+    let app = TestApp::start(
+        &llm.base_url(),
+        &[
+            CONFIRM_PROFILE_UPDATE,
+            (
+                "HEARTH__DEFAULT_PROFILE_SETTINGS__PROCESSING_CONFIG__CONFIRMATION_TIMEOUT_SECONDS",
+                "1",
+            ),
+        ],
+    )
+    .await;
+    let asked = ask_for_address(&app, &llm, "5 Ash Way").await;
+    let inbox_id = asked["id"].as_str().unwrap().to_string();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let (_, text) = app.get(&format!("/inbound/{inbox_id}")).await;
+        let record: Value = serde_json::from_str(&text).unwrap();
+        if record["status"] == "answered" {
+            assert_eq!(record["reply"], "Done.");
+            break;
+        }
+        assert!(Instant::now() < deadline, "never expired: {record}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(last_tool_result(&llm), EXPIRED_RESULT);
+    let id = asked["confirmation"]["id"].clone();
+    let (status, body) = confirm(
+        &app,
+        json!({"confirmation_id": id, "user_id": "alice", "approve": true}),
+    )
+    .await;
+    assert_eq!(status, 410, "{body}");
+    assert_eq!(body["error"], "this confirmation has expired");
+}
+
+async fn post(client: &reqwest::Client, url: String, body: &Value) -> (u16, Value) {
+    let response = client
+        .post(url)
+        .header("X-API-Key", API_KEY)
+        .json(body)
+        .send()
+        .await
+        .unwrap();
+    let status = response.status().as_u16();
+    (status, response.json().await.unwrap_or(Value::Null))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restart_between_question_and_answer_loses_nothing() {
+    let llm = ScriptedLlmServer::start();
+    let folder = tempfile::tempdir().unwrap();
+    let config = write_config(folder.path(), &llm.base_url());
+    let env = test_env(&[CONFIRM_PROFILE_UPDATE]);
+    let client = reqwest::Client::new();
+    script_profile_update(&llm, "6 Birch Row");
+
+    let first = HearthProcess::spawn(&config, &env);
+    let (status, asked) = post(
+        &client,
+        format!("{}/inbound", first.base_url),
+        &json!({"user_id": "alice", "text": "new address"}),
+    )
+    .await;
+    assert_eq!(
+        (status, asked["status"].clone()),
+        (200, json!("confirmation_required"))
+    );
+    first.kill();
+
+    let second = HearthProcess::spawn(&config, &env);
+    let id = asked["confirmation"]["id"].clone();
+    let (status, body) = post(
+        &client,
+        format!("{}/inbound/confirm", second.base_url),
+        &json!({"confirmation_id": id, "user_id": "alice", "approve": true}),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["reply"], "Done.");
+    assert_eq!(last_tool_result(&llm), "saved address = 6 Birch Row");
+    assert_eq!(
+        llm.request_count(),
+        2,
+        "the question was not asked again after the restart"
+    );
+}
