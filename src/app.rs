@@ -10,6 +10,9 @@ use actix::{Actor, Addr, AsyncContext, Context, Recipient};
 use actix_web::dev::ServerHandle;
 
 use crate::actors::channels::{DeliverReply, HttpChannel};
+use crate::actors::delegation::{
+    DELEGATE_TOOL, Delegation, DelegationTarget, DelegationTargetInfo, DelegationTool,
+};
 use crate::actors::llm_broker::{BrokerSettings, LlmBroker, ModelEntry};
 use crate::actors::processing::{ProcessingDeps, ProcessingService};
 use crate::actors::request_queue::{RequestQueue, Router};
@@ -24,7 +27,8 @@ use crate::ports::StorageError;
 use crate::readiness::Readiness;
 use crate::storage::{self, Stores};
 use crate::tools::{
-    ConfirmingToolsProvider, FilteredToolsProvider, LocalToolsProvider, ToolsProvider,
+    CompositeToolsProvider, ConfirmingToolsProvider, FilteredToolsProvider, LocalToolsProvider,
+    ToolsProvider,
 };
 
 /// Channels that do not come from config: the console of `hearth chat`, and
@@ -120,20 +124,60 @@ pub async fn start(loaded: &LoadedConfig, options: StartOptions) -> Result<Runni
         profiles: stores.profiles.clone(),
         family: family.clone(),
     };
+    // The delegation actor and the profiles' tools each need the other: its context
+    // (and so its address) comes first, the actor starts once the services exist.
+    let delegation_context = Context::<Delegation>::new();
+    let delegation_targets: Vec<DelegationTargetInfo> = loaded
+        .profiles
+        .iter()
+        .map(|profile| DelegationTargetInfo {
+            id: profile.id.clone(),
+            description: profile.description.clone(),
+            level: profile.processing.delegation_security_level,
+        })
+        .collect();
     let mut services = HashMap::new();
     for profile in &loaded.profiles {
-        // Seed 004's stack: the profile's local tools, wrapped by the confirmation layer.
-        let enabled: Arc<dyn ToolsProvider> = Arc::new(FilteredToolsProvider::new(
-            local_tools.clone(),
-            profile.tools.enable_local_tools.iter().cloned(),
-        ));
+        // Seed 004's stack: the profile's local tools (and delegation), composed, then
+        // wrapped by the confirmation layer.
+        let mut providers: Vec<Arc<dyn ToolsProvider>> =
+            vec![Arc::new(FilteredToolsProvider::new(
+                local_tools.clone(),
+                profile.tools.enable_local_tools.iter().cloned(),
+            ))];
+        if profile
+            .tools
+            .enable_local_tools
+            .iter()
+            .any(|tool| tool == DELEGATE_TOOL)
+        {
+            providers.push(Arc::new(DelegationTool::new(
+                &profile.id,
+                &delegation_targets,
+                delegation_context.address().recipient(),
+            )));
+        }
         let tools: Arc<dyn ToolsProvider> = Arc::new(ConfirmingToolsProvider::new(
-            enabled,
+            Arc::new(CompositeToolsProvider::new(providers)),
             profile.tools.confirm_tools.iter().cloned(),
         ));
         let service = ProcessingService::new(profile.clone(), tools, deps.clone()).start();
         services.insert(profile.id.clone(), service);
     }
+    let targets = loaded
+        .profiles
+        .iter()
+        .map(|profile| {
+            (
+                profile.id.clone(),
+                DelegationTarget {
+                    level: profile.processing.delegation_security_level,
+                    service: services[&profile.id].clone(),
+                },
+            )
+        })
+        .collect();
+    delegation_context.run(Delegation::new(targets, stores.memory.clone()));
 
     // The HTTP channel and the queue each need the other's address: the channel's
     // context is made first, and the actor starts in it once the queue runs.

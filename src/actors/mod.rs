@@ -5,6 +5,7 @@
 //! Actors are wired explicitly in `app.rs`; addresses travel through constructors.
 
 pub mod channels;
+pub mod delegation;
 pub mod llm_broker;
 pub mod processing;
 pub mod request_queue;

@@ -9,8 +9,9 @@ use super::{ProfileGetTool, ProfileUpdateTool, ToolContext, ToolError, ToolsProv
 use crate::llm::ToolSpec;
 use crate::ports::UserProfiles;
 
-/// Every local tool name config may enable; validation refuses any other.
-pub const LOCAL_TOOL_NAMES: &[&str] = &["profile_get", "profile_update"];
+/// Every built-in tool name config may enable; validation refuses any other.
+/// `delegate_to_service` is built per profile by the delegation actor's tool.
+pub const LOCAL_TOOL_NAMES: &[&str] = &["profile_get", "profile_update", "delegate_to_service"];
 
 #[async_trait]
 pub trait LocalTool: Send + Sync {

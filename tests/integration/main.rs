@@ -6,6 +6,7 @@ mod support;
 mod cli;
 mod config_loading;
 mod confirmations;
+mod delegation;
 mod http_api;
 mod llm_providers;
 mod pipeline;

@@ -94,6 +94,21 @@ impl TestApp {
         Self::start_in(folder, llm_base_url, overrides).await
     }
 
+    /// Start with more service profiles, given as YAML list items appended to
+    /// `service_profiles` (each line starting with two spaces).
+    pub async fn start_with_profiles(
+        llm_base_url: &str,
+        extra_profiles: &str,
+        overrides: &[(&str, &str)],
+    ) -> TestApp {
+        let folder = tempfile::tempdir().expect("temporary folder");
+        let path = write_config(folder.path(), llm_base_url);
+        let mut text = std::fs::read_to_string(&path).expect("test config");
+        text.push_str(extra_profiles);
+        std::fs::write(&path, text).expect("test config written");
+        Self::start_from(folder, &path, overrides).await
+    }
+
     /// Start on an existing folder (and so an existing database).
     pub async fn start_in(
         folder: tempfile::TempDir,
@@ -101,7 +116,15 @@ impl TestApp {
         overrides: &[(&str, &str)],
     ) -> TestApp {
         let path = write_config(folder.path(), llm_base_url);
-        let loaded = load(&path, &test_env(overrides));
+        Self::start_from(folder, &path, overrides).await
+    }
+
+    async fn start_from(
+        folder: tempfile::TempDir,
+        path: &Path,
+        overrides: &[(&str, &str)],
+    ) -> TestApp {
+        let loaded = load(path, &test_env(overrides));
         let running = app::start(
             &loaded,
             StartOptions {
