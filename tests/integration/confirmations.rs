@@ -250,3 +250,52 @@ async fn a_restart_between_question_and_answer_loses_nothing() {
         "the question was not asked again after the restart"
     );
 }
+
+const SECURE_PROFILE: &str = r#"  - id: secure
+    description: "Sensitive errands."
+    slash_commands: ["/secure"]
+    confirm_slash_commands: true
+"#;
+
+#[actix::test]
+async fn a_confirmed_slash_command_starts_only_once_approved() {
+    let llm = ScriptedLlmServer::start();
+    let app = TestApp::start_with_profiles(&llm.base_url(), SECURE_PROFILE, &[]).await;
+    let (status, asked) = app
+        .send(json!({"user_id": "alice", "text": "/secure pay the plumber"}))
+        .await;
+    assert_eq!(
+        (status, asked["status"].clone()),
+        (200, json!("confirmation_required")),
+        "{asked}"
+    );
+    assert_eq!(
+        asked["confirmation"]["prompt"],
+        "Run /secure (Sensitive errands.)?\n• pay the plumber"
+    );
+    assert_eq!(llm.request_count(), 0, "nothing ran before the answer");
+    let answered = confirm(
+        &app,
+        json!({"confirmation_id": asked["confirmation"]["id"], "user_id": "alice", "approve": true}),
+    )
+    .await;
+    assert_eq!(answered.1["reply"], "echo: pay the plumber", "{answered:?}");
+
+    let (_, asked) = app
+        .send(json!({"user_id": "alice", "text": "/secure pay again"}))
+        .await;
+    let denied = confirm(
+        &app,
+        json!({"confirmation_id": asked["confirmation"]["id"], "user_id": "alice", "approve": false}),
+    )
+    .await;
+    assert_eq!(
+        denied.1["reply"],
+        hearth::actors::processing::SLASH_COMMAND_DECLINED
+    );
+    assert_eq!(
+        llm.request_count(),
+        1,
+        "the denied command never reached the model"
+    );
+}

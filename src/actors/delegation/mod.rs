@@ -129,6 +129,7 @@ impl Handler<Delegate> for Delegation {
                 .send(ProcessTurn {
                     inbound,
                     text: message.user_request,
+                    slash_command: None,
                 })
                 .await
                 .map_err(|error| {

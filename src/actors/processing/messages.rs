@@ -11,6 +11,8 @@ use crate::ports::{Decision, HistoryEntry, Inbound, PendingConfirmation, Storage
 pub struct ProcessTurn {
     pub inbound: Inbound,
     pub text: String,
+    /// The slash command that chose this profile, if one did (`confirm_slash_commands`).
+    pub slash_command: Option<String>,
 }
 
 /// Resume a turn suspended on `confirmation`, with the member's decision; `None`

@@ -15,7 +15,10 @@ use actix::{Actor, Context, Handler, Recipient, ResponseFuture};
 use tracing::Instrument;
 
 pub use messages::{ProcessTurn, ResumeTurn, TurnError, TurnOutcome, TurnResult};
-pub use turn::{DECLINED_RESULT, EXPIRED_RESULT, UNKNOWN_OUTCOME_RESULT};
+pub use turn::{
+    DECLINED_RESULT, EXPIRED_RESULT, SLASH_COMMAND_DECLINED, SLASH_COMMAND_EXPIRED,
+    UNKNOWN_OUTCOME_RESULT,
+};
 
 pub use prompt::{DEFAULT_SYSTEM_PROMPT, starting_with_user, system_prompt};
 use turn::TurnRunner;

@@ -23,9 +23,16 @@ pub const EXPIRED_RESULT: &str =
 pub const UNKNOWN_OUTCOME_RESULT: &str = "hearth stopped while running this approved action; \
      whether it completed is unknown. Tell the family member so they can check.";
 
+pub const SLASH_COMMAND_DECLINED: &str = "Cancelled: nothing was done.";
+pub const SLASH_COMMAND_EXPIRED: &str =
+    "That request expired before it was confirmed: nothing was done.";
+
 /// Where a turn is: the conversation so far and the tool calls still to run.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 struct TurnState {
+    /// The turn waits for approval to start at all (`confirm_slash_commands`).
+    #[serde(default)]
+    awaiting_start: bool,
     messages: Vec<ChatMessage>,
     entries: Vec<HistoryEntry>,
     /// Calls of the model's last answer not yet run; the first one may await confirmation.
@@ -85,17 +92,58 @@ impl TurnRunner {
         );
         messages.push(ChatMessage::user(message.text.clone()));
         let state = TurnState {
+            awaiting_start: false,
             messages,
             entries: vec![self.entry(inbound, ChatMessage::user(message.text.clone()))],
             pending_calls: Vec::new(),
             rounds: 0,
         };
+        if let Some(command) = &message.slash_command
+            && self.profile.confirm_slash_commands
+        {
+            let prompt = format!(
+                "Run {command} ({})?\n• {}",
+                self.profile.description, message.text
+            );
+            let state = TurnState {
+                awaiting_start: true,
+                ..state
+            };
+            return self.suspend(
+                inbound,
+                state,
+                command,
+                serde_json::json!({"request": message.text}),
+                prompt,
+            );
+        }
         self.drive(inbound, state, None).await
     }
 
     pub(super) async fn resume(&self, message: ResumeTurn) -> Result<TurnOutcome, TurnError> {
-        let state: TurnState = serde_json::from_value(message.confirmation.turn_state.clone())
+        let mut state: TurnState = serde_json::from_value(message.confirmation.turn_state.clone())
             .map_err(|error| TurnError::BadTurnState(error.to_string()))?;
+        if state.awaiting_start {
+            state.awaiting_start = false;
+            let refused = match message.decision {
+                Some(Decision::Approved) => None,
+                Some(Decision::Expired) => Some(SLASH_COMMAND_EXPIRED),
+                // Denied, or unknown after a restart: starting now could surprise.
+                Some(Decision::Denied) | None => Some(SLASH_COMMAND_DECLINED),
+            };
+            if let Some(reply) = refused {
+                let mut messages = state.entries;
+                messages.push(self.entry(&message.inbound, ChatMessage::assistant(reply)));
+                return Ok(TurnOutcome {
+                    profile_id: self.profile.id.clone(),
+                    result: TurnResult::Answered {
+                        reply: reply.to_string(),
+                        messages,
+                    },
+                });
+            }
+            return self.drive(&message.inbound, state, None).await;
+        }
         self.drive(&message.inbound, state, Some(message.decision))
             .await
     }
@@ -131,8 +179,9 @@ impl TurnRunner {
                             .confirmation_prompt(&call.name, &call.arguments)
                             .await
                         {
+                            let (name, arguments) = (call.name.clone(), call.arguments.clone());
                             state.pending_calls.insert(0, call);
-                            return self.suspend(inbound, state, prompt);
+                            return self.suspend(inbound, state, &name, arguments, prompt);
                         }
                         self.run_tool(&call, &tool_context).await
                     }
@@ -205,20 +254,23 @@ impl TurnRunner {
         result
     }
 
+    /// Stop here until the member answers `prompt` about `action` (a tool call, or a
+    /// slash command asking to start).
     fn suspend(
         &self,
         inbound: &Inbound,
         state: TurnState,
+        action: &str,
+        arguments: serde_json::Value,
         prompt: String,
     ) -> Result<TurnOutcome, TurnError> {
-        let call = state.pending_calls[0].clone();
         let created_at_ms = now_ms();
         let timeout_ms = i64::try_from(self.profile.processing.confirmation_timeout_seconds)
             .unwrap_or(i64::MAX / 1000)
             .saturating_mul(1000);
         let turn_state = serde_json::to_value(&state)
             .map_err(|error| TurnError::BadTurnState(error.to_string()))?;
-        tracing::info!(tool = %call.name, "tool call waits for confirmation");
+        tracing::info!(action, "waiting for confirmation");
         Ok(TurnOutcome {
             profile_id: self.profile.id.clone(),
             result: TurnResult::NeedsConfirmation(Box::new(PendingConfirmation {
@@ -228,8 +280,8 @@ impl TurnRunner {
                 channel: inbound.channel.clone(),
                 conversation_id: inbound.conversation_id.clone(),
                 profile_id: self.profile.id.clone(),
-                tool_name: call.name,
-                arguments: call.arguments,
+                tool_name: action.to_string(),
+                arguments,
                 prompt,
                 turn_state,
                 expires_at_ms: created_at_ms.saturating_add(timeout_ms),

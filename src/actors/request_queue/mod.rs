@@ -135,7 +135,7 @@ impl RequestQueue {
     }
 
     fn start_turn(&mut self, key: String, mut turn: QueuedTurn, ctx: &mut Context<Self>) {
-        let (routed_profile, text) = self.router.route(&turn.inbound.text);
+        let (routed_profile, text, slash_command) = self.router.route_command(&turn.inbound.text);
         // A resumed turn stays with the profile that suspended it.
         let profile_id = match &turn.resume {
             Some(resume) => resume.confirmation.profile_id.clone(),
@@ -145,6 +145,7 @@ impl RequestQueue {
         let process = ProcessTurn {
             inbound: turn.inbound.clone(),
             text: text.to_string(),
+            slash_command,
         };
         let resume = turn
             .resume

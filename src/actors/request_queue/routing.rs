@@ -28,6 +28,12 @@ impl Router {
     /// `/cmd@botname` (Telegram groups) counts as `/cmd`; an unknown command is
     /// left in the text for the default profile.
     pub fn route<'a>(&self, text: &'a str) -> (&str, &'a str) {
+        let (profile_id, text, _) = self.route_command(text);
+        (profile_id, text)
+    }
+
+    /// As `route`, plus the slash command that chose the profile, if one did.
+    pub fn route_command<'a>(&self, text: &'a str) -> (&str, &'a str, Option<String>) {
         let trimmed = text.trim_start();
         if trimmed.starts_with('/') {
             let (word, rest) = trimmed
@@ -35,9 +41,9 @@ impl Router {
                 .unwrap_or((trimmed, ""));
             let command = word.split('@').next().unwrap_or(word).to_lowercase();
             if let Some(profile_id) = self.by_command.get(&command) {
-                return (profile_id, rest.trim_start());
+                return (profile_id, rest.trim_start(), Some(command));
             }
         }
-        (&self.default_profile_id, text)
+        (&self.default_profile_id, text, None)
     }
 }
