@@ -11,6 +11,7 @@ export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/hearth-target}"
 export HEARTH_REQUIRE_REAL_SERVERS=1
 
 bash scripts/install-test-llm.sh
+bash scripts/install-test-mcp.sh
 
 # Unit tests, the integration binary and doc tests; the benchmark is built by
 # clippy in .ci/run and run with `cargo bench`.

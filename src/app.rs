@@ -26,6 +26,7 @@ use crate::metrics::Metrics;
 use crate::ports::StorageError;
 use crate::readiness::Readiness;
 use crate::storage::{self, Stores};
+use crate::tools::mcp::{McpOptions, McpServers};
 use crate::tools::{
     CompositeToolsProvider, ConfirmingToolsProvider, FilteredToolsProvider, LocalToolsProvider,
     ToolsProvider,
@@ -46,6 +47,7 @@ pub struct StartOptions {
 /// A running hearth: the addresses a caller may need, and the HTTP server handle.
 pub struct RunningApp {
     pub queue: Addr<RequestQueue>,
+    pub mcp: Arc<McpServers>,
     pub broker: Addr<LlmBroker>,
     pub stores: Stores,
     pub metrics: Arc<Metrics>,
@@ -60,6 +62,7 @@ impl RunningApp {
         if let Some((handle, _)) = &self.http {
             handle.stop(true).await;
         }
+        self.mcp.shutdown().await;
         self.stores.telemetry.flush().await;
     }
 }
@@ -74,11 +77,6 @@ pub enum StartError {
     HttpClient(String),
     #[error("channel {0:?} is enabled in config but not available in this version")]
     ChannelUnavailable(&'static str),
-    #[error(
-        "profile {0:?} enables MCP servers (tools_config.enable_mcp_server_ids), \
-         which are not available in this version; remove them"
-    )]
-    McpUnavailable(String),
 }
 
 pub async fn start(loaded: &LoadedConfig, options: StartOptions) -> Result<RunningApp, StartError> {
@@ -88,13 +86,6 @@ pub async fn start(loaded: &LoadedConfig, options: StartOptions) -> Result<Runni
     }
     if config.channels.matrix.enabled {
         return Err(StartError::ChannelUnavailable("channels.matrix"));
-    }
-    if let Some(profile) = loaded
-        .profiles
-        .iter()
-        .find(|profile| !profile.tools.enable_mcp_server_ids.is_empty())
-    {
-        return Err(StartError::McpUnavailable(profile.id.clone()));
     }
     let stores = match options.stores {
         Some(stores) => stores,
@@ -116,6 +107,9 @@ pub async fn start(loaded: &LoadedConfig, options: StartOptions) -> Result<Runni
     )
     .start();
 
+    // Servers that fail to start do not stop hearth: they are retried in the background
+    // and their tools answer "unavailable" meanwhile.
+    let mcp = Arc::new(McpServers::start(&config.mcp_servers, McpOptions::default()).await);
     let local_tools: Arc<dyn ToolsProvider> =
         Arc::new(LocalToolsProvider::new(stores.profiles.clone()));
     let deps = ProcessingDeps {
@@ -138,13 +132,16 @@ pub async fn start(loaded: &LoadedConfig, options: StartOptions) -> Result<Runni
         .collect();
     let mut services = HashMap::new();
     for profile in &loaded.profiles {
-        // Seed 004's stack: the profile's local tools (and delegation), composed, then
-        // wrapped by the confirmation layer.
+        // Seed 004's stack: the profile's local tools, its MCP servers' tools and
+        // delegation, composed, then wrapped by the confirmation layer.
         let mut providers: Vec<Arc<dyn ToolsProvider>> =
             vec![Arc::new(FilteredToolsProvider::new(
                 local_tools.clone(),
                 profile.tools.enable_local_tools.iter().cloned(),
             ))];
+        if !profile.tools.enable_mcp_server_ids.is_empty() {
+            providers.push(mcp.provider(&profile.tools.enable_mcp_server_ids));
+        }
         if profile
             .tools
             .enable_local_tools
@@ -233,6 +230,7 @@ pub async fn start(loaded: &LoadedConfig, options: StartOptions) -> Result<Runni
 
     Ok(RunningApp {
         queue,
+        mcp,
         broker,
         stores,
         metrics,

@@ -5,6 +5,7 @@ mod composite;
 mod confirming;
 mod filtered;
 mod local;
+pub mod mcp;
 mod profile_tools;
 
 use async_trait::async_trait;
@@ -15,6 +16,9 @@ pub use composite::CompositeToolsProvider;
 pub use confirming::{ConfirmingToolsProvider, render_call_for_people};
 pub use filtered::FilteredToolsProvider;
 pub use local::{LOCAL_TOOL_NAMES, LocalTool, LocalToolsProvider};
+pub use mcp::{
+    ElicitationAnswer, ElicitationHandler, ElicitationRequest, McpOptions, McpServers, ServerState,
+};
 pub use profile_tools::{ProfileGetTool, ProfileUpdateTool};
 
 /// Who a tool call is made for: tools act only on the asking family member's data.

@@ -9,6 +9,8 @@ mod confirmations;
 mod delegation;
 mod http_api;
 mod llm_providers;
+mod mcp_pipeline;
+mod mcp_tools;
 mod pipeline;
 mod real_llm;
 mod restart;

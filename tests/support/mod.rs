@@ -2,4 +2,5 @@
 
 pub mod hearth_app;
 pub mod llm_server;
+pub mod mcp;
 pub mod real_llm;
