@@ -34,6 +34,13 @@ pub struct InMemoryStore {
     state: Mutex<State>,
 }
 
+fn find_confirmation<'a>(state: &'a mut State, id: &str) -> Option<&'a mut StoredConfirmation> {
+    state
+        .confirmations
+        .iter_mut()
+        .find(|stored| stored.confirmation.id == id)
+}
+
 impl InMemoryStore {
     /// Every telemetry event recorded so far.
     pub fn events(&self) -> Vec<TelemetryEvent> {
@@ -262,11 +269,7 @@ impl PendingActions for InMemoryStore {
         now_ms: i64,
     ) -> Result<Result<PendingConfirmation, AnswerRefused>, StorageError> {
         let mut state = self.lock();
-        let Some(stored) = state
-            .confirmations
-            .iter_mut()
-            .find(|stored| stored.confirmation.id == confirmation_id)
-        else {
+        let Some(stored) = find_confirmation(&mut state, confirmation_id) else {
             return Ok(Err(AnswerRefused::Unknown));
         };
         if stored.confirmation.member_id != member_id {
@@ -304,11 +307,7 @@ impl PendingActions for InMemoryStore {
 
     async fn consume(&self, confirmation_id: &str) -> Result<Option<Decision>, StorageError> {
         let mut state = self.lock();
-        let Some(stored) = state
-            .confirmations
-            .iter_mut()
-            .find(|stored| stored.confirmation.id == confirmation_id)
-        else {
+        let Some(stored) = find_confirmation(&mut state, confirmation_id) else {
             return Ok(None);
         };
         if stored.consumed || stored.decision.is_none() {

@@ -77,11 +77,7 @@ impl Handler<ProcessTurn> for ProcessingService {
             profile = %runner.profile.id,
             inbox_id = %message.inbound.id,
         );
-        let task = tokio::spawn(async move { runner.run(message).await }.instrument(span));
-        Box::pin(async move {
-            task.await
-                .unwrap_or_else(|error| Err(TurnError::Mailbox(format!("turn aborted: {error}"))))
-        })
+        spawn_turn(span, async move { runner.run(message).await })
     }
 }
 
@@ -97,10 +93,18 @@ impl Handler<ResumeTurn> for ProcessingService {
             inbox_id = %message.inbound.id,
             confirmation = %message.confirmation.id,
         );
-        let task = tokio::spawn(async move { runner.resume(message).await }.instrument(span));
-        Box::pin(async move {
-            task.await
-                .unwrap_or_else(|error| Err(TurnError::Mailbox(format!("turn aborted: {error}"))))
-        })
+        spawn_turn(span, async move { runner.resume(message).await })
     }
+}
+
+/// Run a turn as its own task, in its span, so the actor never waits on it.
+fn spawn_turn(
+    span: tracing::Span,
+    turn: impl std::future::Future<Output = Result<TurnOutcome, TurnError>> + Send + 'static,
+) -> ResponseFuture<Result<TurnOutcome, TurnError>> {
+    let task = tokio::spawn(turn.instrument(span));
+    Box::pin(async move {
+        task.await
+            .unwrap_or_else(|error| Err(TurnError::Mailbox(format!("turn aborted: {error}"))))
+    })
 }
