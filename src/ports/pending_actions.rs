@@ -97,4 +97,7 @@ pub trait PendingActions: Send + Sync {
     async fn consume(&self, confirmation_id: &str) -> Result<Option<Decision>, StorageError>;
     /// Confirmations pending or answered and not yet consumed, oldest first.
     async fn open(&self) -> Result<Vec<OpenConfirmation>, StorageError>;
+    /// Turns that resumed with a decision and did not finish (hearth stopped meanwhile):
+    /// the latest consumed confirmation of each message still suspended, oldest first.
+    async fn interrupted(&self) -> Result<Vec<PendingConfirmation>, StorageError>;
 }

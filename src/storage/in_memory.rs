@@ -317,6 +317,33 @@ impl PendingActions for InMemoryStore {
         Ok(stored.decision)
     }
 
+    async fn interrupted(&self) -> Result<Vec<PendingConfirmation>, StorageError> {
+        let state = self.lock();
+        let suspended = |inbox_id: &str| {
+            state.inbox.iter().any(|record| {
+                record.inbound.id == inbox_id && record.status == InboxStatus::Suspended
+            })
+        };
+        // The latest confirmation of its message (creation time, then id).
+        let latest = |stored: &StoredConfirmation| {
+            !state.confirmations.iter().any(|other| {
+                other.confirmation.inbox_id == stored.confirmation.inbox_id
+                    && (other.confirmation.created_at_ms, &other.confirmation.id)
+                        > (stored.confirmation.created_at_ms, &stored.confirmation.id)
+            })
+        };
+        let mut interrupted: Vec<PendingConfirmation> = state
+            .confirmations
+            .iter()
+            .filter(|stored| {
+                stored.consumed && suspended(&stored.confirmation.inbox_id) && latest(stored)
+            })
+            .map(|stored| stored.confirmation.clone())
+            .collect();
+        interrupted.sort_by(|a, b| (a.created_at_ms, &a.id).cmp(&(b.created_at_ms, &b.id)));
+        Ok(interrupted)
+    }
+
     async fn open(&self) -> Result<Vec<OpenConfirmation>, StorageError> {
         let mut open: Vec<OpenConfirmation> = self
             .lock()

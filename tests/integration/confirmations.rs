@@ -299,3 +299,95 @@ async fn a_confirmed_slash_command_starts_only_once_approved() {
         "the denied command never reached the model"
     );
 }
+
+/// hearth stopped after an approved call began running: at start-up the turn goes on,
+/// the call is not run again, and the model hears that its outcome is unknown.
+#[actix::test]
+async fn an_interrupted_approved_call_is_never_run_twice() {
+    use hearth::ports::{Inbound, PendingConfirmation};
+
+    let llm = ScriptedLlmServer::start();
+    let folder = tempfile::tempdir().unwrap();
+    let database = format!("sqlite://{}", folder.path().join("hearth.db").display());
+    {
+        let stores = hearth::storage::open(&database, 2).await.unwrap();
+        let inbound = Inbound {
+            id: "interrupted-1".into(),
+            channel: "http".into(),
+            conversation_id: "alice".into(),
+            member_id: "alice".into(),
+            text: "I moved to 7 Cedar Close".into(),
+            platform_event_id: None,
+            received_at_ms: 1,
+        };
+        stores.inbox.accept(&inbound).await.unwrap();
+        let call = json!({"id": "call-1", "name": "profile_update",
+                          "arguments": {"key": "address", "value": "7 Cedar Close"}});
+        let turn_state = json!({
+            "messages": [
+                {"role": "system", "content": "You are a test assistant."},
+                {"role": "user", "content": "I moved to 7 Cedar Close"},
+                {"role": "assistant", "content": "", "tool_calls": [call]}
+            ],
+            "entries": [
+                {"role": "user", "content": "I moved to 7 Cedar Close",
+                 "profile_id": "default_assistant", "inbox_id": "interrupted-1", "created_at_ms": 1}
+            ],
+            "pending_calls": [call],
+            "rounds": 1
+        });
+        let confirmation = PendingConfirmation {
+            id: "c-interrupted".into(),
+            inbox_id: "interrupted-1".into(),
+            member_id: "alice".into(),
+            channel: "http".into(),
+            conversation_id: "alice".into(),
+            profile_id: "default_assistant".into(),
+            tool_name: "profile_update".into(),
+            arguments: json!({"key": "address", "value": "7 Cedar Close"}),
+            prompt: "Run profile_update?".into(),
+            turn_state,
+            expires_at_ms: i64::MAX,
+            created_at_ms: 2,
+        };
+        stores.pending.suspend(&confirmation).await.unwrap();
+        stores
+            .pending
+            .answer("c-interrupted", "alice", true, 3)
+            .await
+            .unwrap()
+            .unwrap();
+        // The decision was taken by the turn that then never finished.
+        stores.pending.consume("c-interrupted").await.unwrap();
+        stores.telemetry.flush().await;
+    }
+    llm.push(Step::Reply(
+        "I'm not sure it was saved; please check.".into(),
+    ));
+    let app = TestApp::start_in(folder, &llm.base_url(), &[CONFIRM_PROFILE_UPDATE]).await;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let (_, text) = app.get("/inbound/interrupted-1").await;
+        let record: Value = serde_json::from_str(&text).unwrap();
+        if record["status"] == "answered" {
+            assert_eq!(record["reply"], "I'm not sure it was saved; please check.");
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the interrupted turn never finished: {record}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(
+        last_tool_result(&llm),
+        hearth::actors::processing::UNKNOWN_OUTCOME_RESULT
+    );
+    let facts = hearth::ports::UserProfiles::get(&*app.running.stores.profiles, "alice")
+        .await
+        .unwrap();
+    assert!(
+        !facts.contains_key("address"),
+        "the approved call was not run again: {facts:?}"
+    );
+}

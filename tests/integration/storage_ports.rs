@@ -90,6 +90,7 @@ macro_rules! adapter_suite {
                 pending_a_resumed_turn_can_ask_again,
                 pending_suspend_refuses_a_used_confirmation_id,
                 pending_open_lists_oldest_first_by_creation_time,
+                pending_interrupted_lists_latest_consumed_of_suspended_messages,
             );
         }
     };
@@ -1863,4 +1864,61 @@ async fn in_memory_pending_expire_due_lists_oldest_first_by_creation_time() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sqlite_pending_expire_due_lists_oldest_first_by_creation_time() {
     pending_expire_due_lists_oldest_first_by_creation_time(&open_sqlite().await.stores).await;
+}
+
+async fn pending_interrupted_lists_latest_consumed_of_suspended_messages(stores: &Stores) {
+    let message = inbound("int-1", "http", None);
+    assert_eq!(
+        stores.inbox.accept(&message).await.unwrap(),
+        Acceptance::New
+    );
+    let first = confirmation("c-int-1", "int-1", T0);
+    stores.pending.suspend(&first).await.unwrap();
+    assert!(
+        stores.pending.interrupted().await.unwrap().is_empty(),
+        "pending is not interrupted"
+    );
+    stores
+        .pending
+        .answer("c-int-1", "alice", true, T0)
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(
+        stores.pending.interrupted().await.unwrap().is_empty(),
+        "answered is not interrupted"
+    );
+    assert_eq!(
+        stores.pending.consume("c-int-1").await.unwrap(),
+        Some(Decision::Approved)
+    );
+    assert_eq!(
+        stores.pending.interrupted().await.unwrap(),
+        vec![first.clone()]
+    );
+
+    // The resumed turn asked again: the newer confirmation is the one that counts.
+    let second = confirmation("c-int-2", "int-1", T0 + 500);
+    stores.pending.suspend(&second).await.unwrap();
+    assert!(stores.pending.interrupted().await.unwrap().is_empty());
+
+    // A finished turn is not interrupted, whatever its confirmations.
+    stores
+        .pending
+        .answer("c-int-2", "alice", false, T0)
+        .await
+        .unwrap()
+        .unwrap();
+    stores.pending.consume("c-int-2").await.unwrap();
+    assert_eq!(
+        stores.pending.interrupted().await.unwrap(),
+        vec![second.clone()]
+    );
+    let done = TurnRecord {
+        conversation_key: message.conversation_key(),
+        messages: Vec::new(),
+        reply: "done".into(),
+    };
+    stores.inbox.complete("int-1", &done).await.unwrap();
+    assert!(stores.pending.interrupted().await.unwrap().is_empty());
 }

@@ -82,16 +82,29 @@ impl RequestQueue {
                     open.push((entry, record.inbound));
                 }
             }
-            Ok::<_, StorageError>(open)
+            let mut interrupted = Vec::new();
+            for confirmation in pending.interrupted().await? {
+                if let Some(record) = inbox.get(&confirmation.inbox_id).await? {
+                    interrupted.push((confirmation, record.inbound));
+                }
+            }
+            Ok::<_, StorageError>((open, interrupted))
         };
-        ctx.wait(work.into_actor(self).map(|open, act, ctx| match open {
-            Ok(open) => {
+        ctx.wait(work.into_actor(self).map(|found, act, ctx| match found {
+            Ok((open, interrupted)) => {
+                for (confirmation, inbound) in interrupted {
+                    // Its turn stopped after using the decision: it goes on, and the model
+                    // is told the outcome of that action is unknown; it is never run again.
+                    tracing::info!(confirmation = %confirmation.id, "resuming an interrupted turn");
+                    act.queue_resumption(confirmation, inbound, Some(None), None);
+                }
                 for (entry, inbound) in open {
                     match entry.decision {
                         Some(_) => act.queue_resumption(entry.confirmation, inbound, None, None),
                         None => act.schedule_expiry(entry.confirmation.expires_at_ms, ctx),
                     }
                 }
+                act.pump(ctx);
             }
             Err(error) => {
                 tracing::error!(%error, "cannot read open confirmations");

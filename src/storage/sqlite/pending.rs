@@ -204,6 +204,21 @@ impl PendingActions for SqliteStore {
         decision.as_deref().map(Decision::parse).transpose()
     }
 
+    async fn interrupted(&self) -> Result<Vec<PendingConfirmation>, StorageError> {
+        let rows = sqlx::query(select_confirmation!(
+            "WHERE status = 'consumed' \
+             AND inbox_id IN (SELECT id FROM inbox WHERE status = 'suspended') \
+             AND id = (SELECT latest.id FROM pending_actions AS latest \
+                       WHERE latest.inbox_id = pending_actions.inbox_id \
+                       ORDER BY latest.created_at_ms DESC, latest.id DESC LIMIT 1) \
+             ORDER BY created_at_ms, id"
+        ))
+        .fetch_all(&self.pool)
+        .await
+        .map_err(database_error)?;
+        rows.iter().map(confirmation_from_row).collect()
+    }
+
     async fn open(&self) -> Result<Vec<OpenConfirmation>, StorageError> {
         let rows = sqlx::query(select_confirmation!(
             "WHERE status IN ('pending', 'answered') ORDER BY created_at_ms, id"
