@@ -134,13 +134,18 @@ impl RequestQueue {
             .set_queue_depth(self.backlog(), self.lanes.running());
     }
 
+    /// The profile a turn runs on: a resumed turn stays with the profile that
+    /// suspended it; a new one goes where its slash command (or the default) routes it.
+    fn profile_of<'a>(&'a self, turn: &'a QueuedTurn) -> &'a str {
+        match &turn.resume {
+            Some(resume) => &resume.confirmation.profile_id,
+            None => self.router.route(&turn.inbound.text).0,
+        }
+    }
+
     fn start_turn(&mut self, key: String, mut turn: QueuedTurn, ctx: &mut Context<Self>) {
-        let (routed_profile, text, slash_command) = self.router.route_command(&turn.inbound.text);
-        // A resumed turn stays with the profile that suspended it.
-        let profile_id = match &turn.resume {
-            Some(resume) => resume.confirmation.profile_id.clone(),
-            None => routed_profile.to_string(),
-        };
+        let (_, text, slash_command) = self.router.route_command(&turn.inbound.text);
+        let profile_id = self.profile_of(&turn).to_string();
         let service = self.services.get(&profile_id).cloned();
         let process = ProcessTurn {
             inbound: turn.inbound.clone(),
@@ -317,10 +322,10 @@ impl RequestQueue {
         error: &TurnError,
         ctx: &mut Context<Self>,
     ) {
-        let (profile_id, _) = self.router.route(&turn.inbound.text);
+        let profile_id = self.profile_of(&turn).to_string();
         self.metrics.increment(
             "hearth_turns_total",
-            &[("profile", profile_id), ("outcome", "failed")],
+            &[("profile", &profile_id), ("outcome", "failed")],
         );
         self.deliver(&mut turn, FAILED_REPLY.to_string(), ReplyKind::Failed);
         let inbox = self.inbox.clone();

@@ -98,10 +98,6 @@ impl SqliteStore {
     pub fn telemetry_writer(&self) -> SqliteTelemetryWriter {
         SqliteTelemetryWriter::spawn(self.writer.clone())
     }
-
-    pub fn pool(&self) -> &SqlitePool {
-        &self.pool
-    }
 }
 
 /// Copy the write-ahead log into the database file every second, from a reader
