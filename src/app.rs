@@ -26,7 +26,7 @@ use crate::metrics::Metrics;
 use crate::ports::StorageError;
 use crate::readiness::Readiness;
 use crate::storage::{self, Stores};
-use crate::tools::mcp::{McpOptions, McpServers};
+use crate::tools::mcp::{ChatElicitation, MAX_ELICITATION_WAIT, McpOptions, McpServers};
 use crate::tools::{
     CompositeToolsProvider, ConfirmingToolsProvider, FilteredToolsProvider, LocalToolsProvider,
     ToolsProvider,
@@ -107,9 +107,28 @@ pub async fn start(loaded: &LoadedConfig, options: StartOptions) -> Result<Runni
     )
     .start();
 
+    // The queue is needed by MCP (servers' questions are asked through it) before it can
+    // be built from the services: its context, and so its address, comes first.
+    let queue_context = Context::<RequestQueue>::new();
+    // A server's question waits for the member as long as a confirmation would.
+    let question_wait = loaded
+        .profiles
+        .iter()
+        .find(|profile| profile.id == loaded.default_profile_id)
+        .map_or(MAX_ELICITATION_WAIT, |profile| {
+            Duration::from_secs(profile.processing.confirmation_timeout_seconds)
+        })
+        .min(MAX_ELICITATION_WAIT);
+    let mcp_options = McpOptions {
+        elicitation: Some(Arc::new(ChatElicitation::new(
+            queue_context.address().recipient(),
+            question_wait,
+        ))),
+        ..McpOptions::default()
+    };
     // Servers that fail to start do not stop hearth: they are retried in the background
     // and their tools answer "unavailable" meanwhile.
-    let mcp = Arc::new(McpServers::start(&config.mcp_servers, McpOptions::default()).await);
+    let mcp = Arc::new(McpServers::start(&config.mcp_servers, mcp_options).await);
     let local_tools: Arc<dyn ToolsProvider> =
         Arc::new(LocalToolsProvider::new(stores.profiles.clone()));
     let deps = ProcessingDeps {
@@ -184,7 +203,8 @@ pub async fn start(loaded: &LoadedConfig, options: StartOptions) -> Result<Runni
         channels.insert("http".into(), context.address().recipient());
     }
 
-    let queue = RequestQueue::new(
+    let queue = queue_context.address();
+    queue_context.run(RequestQueue::new(
         stores.inbox.clone(),
         stores.pending.clone(),
         Router::new(&loaded.profiles, &loaded.default_profile_id),
@@ -193,8 +213,7 @@ pub async fn start(loaded: &LoadedConfig, options: StartOptions) -> Result<Runni
         config.queue.clone(),
         metrics.clone(),
         readiness.clone(),
-    )
-    .start();
+    ));
 
     let http = match http_context {
         Some(context) => {

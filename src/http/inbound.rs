@@ -1,7 +1,9 @@
 //! `POST /inbound` and `GET /inbound/{id}`.
 //!
 //! `POST /inbound {user_id, text, session_id?, message_id?}` answers `200` with the
-//! reply; `202` with the message id when the answer is delayed or takes longer
+//! reply (or with a question the turn asks, `status: "question"`: the member's next
+//! message answers it and gets the turn's next reply, under the asking message's id);
+//! `202` with the message id when the answer is delayed or takes longer
 //! than `http.reply_timeout_seconds` (read it later with `GET /inbound/{id}`);
 //! `503` with `Retry-After` when the queue is full; `204` and nothing else for a
 //! user id that is not a family member.
@@ -89,8 +91,9 @@ pub async fn post_inbound(
         .channel
         .send(SubmitHttpInbound { inbound, reply_to })
         .await;
-    match submitted {
-        Ok(Ok(Submitted::Accepted)) => {}
+    let reported_id = match submitted {
+        Ok(Ok(Submitted::Accepted)) => inbox_id.clone(),
+        Ok(Ok(Submitted::AnsweredQuestion { inbox_id: asking })) => asking,
         Ok(Ok(Submitted::Duplicate(record))) => {
             return match record.status {
                 InboxStatus::Accepted => HttpResponse::Accepted().json(record_json(&record)),
@@ -111,14 +114,17 @@ pub async fn post_inbound(
             return HttpResponse::ServiceUnavailable()
                 .json(json!({"error": "hearth is shutting down"}));
         }
-    }
-    wait_for_reply(&state, inbox_id, receiver).await
+    };
+    wait_for_reply(&state, inbox_id, reported_id, receiver).await
 }
 
 /// The turn's reply as the HTTP answer, or `202` with the message id once
 /// `http.reply_timeout_seconds` have passed (the reply is then read by id).
+/// `waiter_id` is what the channel knows the waiter by; `inbox_id` is the stored
+/// message whose turn answers (they differ for an answer to a question).
 async fn wait_for_reply(
     state: &HttpState,
+    waiter_id: String,
     inbox_id: String,
     receiver: oneshot::Receiver<DeliverReply>,
 ) -> HttpResponse {
@@ -145,10 +151,13 @@ async fn wait_for_reply(
                     "expires_at_ms": expires_at_ms,
                 },
             })),
+            ReplyKind::Question => HttpResponse::Ok().json(json!({
+                "id": inbox_id, "status": "question", "question": reply.text
+            })),
         },
         _ => {
             state.channel.do_send(ForgetReply {
-                inbox_id: inbox_id.clone(),
+                inbox_id: waiter_id,
             });
             HttpResponse::Accepted().json(json!({"id": inbox_id, "status": "accepted"}))
         }
@@ -213,7 +222,7 @@ pub async fn post_confirm(
                 .json(json!({"error": "hearth is shutting down"}));
         }
     };
-    wait_for_reply(&state, inbox_id, receiver).await
+    wait_for_reply(&state, inbox_id.clone(), inbox_id, receiver).await
 }
 
 pub async fn get_inbound(

@@ -1,7 +1,9 @@
 //! MCP tools in a profile's stack, end to end: the model calls a real MCP server's tool
-//! through hearth's pipeline, and a profile without the server never sees its tools.
+//! through hearth's pipeline, and a profile without the server never sees its tools; a
+//! server's question (elicitation) is asked in the member's chat and their next message
+//! answers it.
 
-use serde_json::json;
+use serde_json::{Value, json};
 
 use crate::support::hearth_app::TestApp;
 use crate::support::llm_server::{ScriptedLlmServer, Step};
@@ -63,5 +65,171 @@ mcp_servers:
     app.ask("alice", "hello").await;
     let tools = &llm.requests()[2].body["tools"];
     assert!(!tools.to_string().contains("everything__"), "{tools}");
+    app.stop().await;
+}
+
+const ELICITATION_TOOL: &str = "everything__trigger-elicitation-request";
+
+/// hearth with the `/tools` profile on server-everything, or `None` (skipped) without npm.
+async fn app_with_everything(test: &str, llm: &ScriptedLlmServer) -> Option<TestApp> {
+    let everything = everything_stdio_or_skip(test)?;
+    let command = everything.command.clone().unwrap();
+    let args: Vec<String> = everything.args.clone();
+    let extra = format!(
+        r#"  - id: toolbox
+    slash_commands: ["/tools"]
+    tools_config: {{ enable_mcp_server_ids: [everything] }}
+mcp_servers:
+  everything: {{ command: {command:?}, args: {args:?} }}
+"#
+    );
+    Some(TestApp::start_with_profiles(&llm.base_url(), &extra, &[]).await)
+}
+
+/// The last tool result the model was shown in LLM request `index`.
+fn tool_result_seen(llm: &ScriptedLlmServer, index: usize) -> String {
+    llm.requests()[index].body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .rev()
+        .find(|message| message["role"] == "tool")
+        .map(|message| message["content"].as_str().unwrap().to_string())
+        .unwrap_or_default()
+}
+
+fn says(user: &str, text: &str) -> Value {
+    json!({"user_id": user, "text": text})
+}
+
+#[actix::test]
+async fn a_servers_question_is_asked_in_the_chat_and_the_next_message_answers_it() {
+    let llm = ScriptedLlmServer::start();
+    let Some(app) = app_with_everything("elicitation_in_chat", &llm).await else {
+        return;
+    };
+    llm.push_many([
+        Step::ToolCalls(vec![(ELICITATION_TOOL.into(), json!({}))]),
+        Step::Reply("You're signed up.".into()),
+    ]);
+    let (status, asked) = app.send(says("alice", "/tools sign me up")).await;
+    assert_eq!(status, 200, "{asked}");
+    assert_eq!(asked["status"], "question", "{asked}");
+    let question = asked["question"].as_str().unwrap();
+    assert!(
+        question.starts_with("everything asks: Please provide inputs for the following fields:"),
+        "{question}"
+    );
+    assert!(
+        question.contains("Your full, legal name [required]"),
+        "{question}"
+    );
+    assert!(
+        question.contains("one of Superman, Green Lantern, Wonder Woman"),
+        "{question}"
+    );
+    let asking_id = asked["id"].as_str().unwrap().to_string();
+
+    // A reply that does not fit the form is explained and asked again; nothing reaches
+    // the server or the model meanwhile.
+    let (status, again) = app.send(says("alice", "integer: lots")).await;
+    assert_eq!(status, 200, "{again}");
+    assert_eq!(again["status"], "question", "{again}");
+    let question = again["question"].as_str().unwrap();
+    assert!(question.starts_with("That didn't fit:"), "{question}");
+    assert!(
+        question.contains("\"lots\" is not a whole number"),
+        "{question}"
+    );
+    assert!(question.contains("String is required"), "{question}");
+    assert_eq!(llm.requests().len(), 1);
+
+    let (status, answered) = app
+        .send(says(
+            "alice",
+            "name: Alice Example\nBoolean: yes\ninteger: 7\ntitledSingleSelectEnum: green lantern",
+        ))
+        .await;
+    assert_eq!(status, 200, "{answered}");
+    assert_eq!(answered["status"], "answered", "{answered}");
+    assert_eq!(answered["reply"], "You're signed up.");
+    // The answer belongs to the turn that asked: its stored reply is the turn's.
+    assert_eq!(answered["id"], asking_id.as_str());
+    let (_, stored) = app.get(&format!("/inbound/{asking_id}")).await;
+    assert!(stored.contains("You're signed up."), "{stored}");
+
+    let seen = tool_result_seen(&llm, 1);
+    assert!(
+        seen.contains("User provided the requested information"),
+        "{seen}"
+    );
+    assert!(seen.contains("- Name: Alice Example"), "{seen}");
+    assert!(seen.contains("- Agreed to terms: true"), "{seen}");
+    assert!(seen.contains("- Favorite Integer: 7"), "{seen}");
+    assert!(seen.contains("hero-2"), "{seen}");
+    assert_eq!(llm.requests().len(), 2);
+
+    // The question is gone with its turn: the next message is an ordinary one.
+    llm.push(Step::Reply("Hello again.".into()));
+    assert_eq!(app.ask("alice", "hello").await, "Hello again.");
+    app.stop().await;
+}
+
+#[actix::test]
+async fn skip_declines_and_cancel_cancels_a_servers_question() {
+    let llm = ScriptedLlmServer::start();
+    let Some(app) = app_with_everything("elicitation_declined_in_chat", &llm).await else {
+        return;
+    };
+    for (reply, expected) in [
+        ("skip", "User declined to provide the requested information"),
+        ("cancel", "User cancelled the elicitation dialog"),
+    ] {
+        llm.push_many([
+            Step::ToolCalls(vec![(ELICITATION_TOOL.into(), json!({}))]),
+            Step::Reply(format!("Understood: {reply}.")),
+        ]);
+        let (_, asked) = app.send(says("alice", "/tools sign me up")).await;
+        assert_eq!(asked["status"], "question", "{asked}");
+        assert_eq!(
+            app.ask("alice", reply).await,
+            format!("Understood: {reply}.")
+        );
+        let seen = tool_result_seen(&llm, llm.requests().len() - 1);
+        assert!(seen.contains(expected), "{seen}");
+        assert!(!seen.contains("User provided"), "{seen}");
+    }
+    app.stop().await;
+}
+
+#[actix::test]
+async fn only_the_member_who_was_asked_answers_a_question() {
+    let llm = ScriptedLlmServer::start();
+    let Some(app) = app_with_everything("elicitation_other_member", &llm).await else {
+        return;
+    };
+    llm.push_many([
+        Step::ToolCalls(vec![(ELICITATION_TOOL.into(), json!({}))]),
+        Step::Reply("Alice is signed up.".into()),
+        Step::Reply("Bob's turn came after.".into()),
+    ]);
+    // One shared session (a group chat): alice is asked, bob speaks in between.
+    let in_family_chat =
+        |user: &str, text: &str| json!({"user_id": user, "text": text, "session_id": "family"});
+    let (_, asked) = app.send(in_family_chat("alice", "/tools sign me up")).await;
+    assert_eq!(asked["status"], "question", "{asked}");
+    let bob = app.send(in_family_chat("bob", "name: Bob Intruder"));
+    let alice = async {
+        // Bob's message must not be taken as the answer, so it waits in the lane.
+        tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+        app.send(in_family_chat("alice", "name: Alice Example"))
+            .await
+    };
+    let ((_, bob), (_, alice)) = tokio::join!(bob, alice);
+    assert_eq!(alice["reply"], "Alice is signed up.", "{alice}");
+    assert_eq!(bob["reply"], "Bob's turn came after.", "{bob}");
+    let seen = tool_result_seen(&llm, 1);
+    assert!(seen.contains("- Name: Alice Example"), "{seen}");
+    assert!(!seen.contains("Intruder"), "{seen}");
     app.stop().await;
 }

@@ -98,7 +98,7 @@ pub async fn run_console(
                     received_at_ms: now_ms(),
                 };
                 match queue.send(SubmitInbound { inbound }).await {
-                    Ok(Ok(Submitted::Accepted)) => waiting += 1,
+                    Ok(Ok(Submitted::Accepted | Submitted::AnsweredQuestion { .. })) => waiting += 1,
                     Ok(Ok(Submitted::Duplicate(_))) => {}
                     Ok(Err(SubmitError::Busy { .. })) => {
                         stdout.write_all(b"hearth> I'm busy right now, try again in a moment.\nyou> ").await?;

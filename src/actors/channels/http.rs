@@ -76,7 +76,11 @@ impl Handler<SubmitHttpInbound> for HttpChannel {
                 Ok(Err(error)) => Err(HttpSubmitError::Queue(error)),
                 Err(_) => Err(HttpSubmitError::QueueStopped),
             };
-            if !matches!(result, Ok(Submitted::Accepted)) {
+            // An answer to a question: the asking turn's next reply answers this message.
+            if !matches!(
+                result,
+                Ok(Submitted::Accepted | Submitted::AnsweredQuestion { .. })
+            ) {
                 act.waiters.remove(&inbox_id);
             }
             result

@@ -17,6 +17,9 @@ pub enum ReplyKind {
         confirmation_id: String,
         expires_at_ms: i64,
     },
+    /// The running turn asks `member_id` something (an MCP server's question); their
+    /// next message in the conversation is the answer, and the turn goes on.
+    Question,
 }
 
 /// Send a reply for the inbound message `inbox_id` to its conversation.

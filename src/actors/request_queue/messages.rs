@@ -17,6 +17,10 @@ pub enum Submitted {
     Accepted,
     /// Seen before (same id or platform event): not queued again.
     Duplicate(Box<InboxRecord>),
+    /// The message answered a question its sender was asked (`AskMember`) and went to
+    /// the turn that asked, `inbox_id`; that turn's next reply is delivered as the
+    /// reply to this message.
+    AnsweredQuestion { inbox_id: String },
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -45,4 +49,28 @@ pub enum AnswerError {
     Refused(#[from] crate::ports::AnswerRefused),
     #[error(transparent)]
     Storage(#[from] StorageError),
+}
+
+/// Put `question` to `member_id` in the conversation whose turn is running now (a
+/// delegated turn's conversation counts as its parent's): the member's next message
+/// there is sent to `answer_to` instead of starting a turn. Dropping the receiver
+/// withdraws the question.
+#[derive(Debug, Message)]
+#[rtype(result = "Result<(), AskError>")]
+pub struct AskMember {
+    pub member_id: String,
+    pub conversation_key: String,
+    pub question: String,
+    pub answer_to: tokio::sync::oneshot::Sender<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum AskError {
+    #[error("no turn of conversation {0:?} is running, so there is nowhere to ask")]
+    NoRunningTurn(String),
+    #[error("member {member:?} is already being asked something in conversation {conversation:?}")]
+    AlreadyAsking {
+        member: String,
+        conversation: String,
+    },
 }

@@ -6,11 +6,13 @@
 //! "busy" instead of growing past `queue.max_backlog`, routes slash commands to
 //! their profile, and on start-up resumes every message accepted and not
 //! answered. A turn that fails transiently is retried later with the member told
-//! once; the reply and the turn's history are stored in one transaction.
+//! once; the reply and the turn's history are stored in one transaction. A running
+//! turn can put a question to its member (`questions.rs`); their next message answers it.
 
 mod confirmations;
 mod lanes;
 mod messages;
+mod questions;
 mod routing;
 
 use std::collections::HashMap;
@@ -22,7 +24,9 @@ use actix::{Actor, Addr, AsyncContext, Context, Handler, Recipient, ResponseActF
 use tokio::sync::oneshot;
 
 pub use lanes::Lanes;
-pub use messages::{AnswerConfirmation, AnswerError, SubmitError, SubmitInbound, Submitted};
+pub use messages::{
+    AnswerConfirmation, AnswerError, AskError, AskMember, SubmitError, SubmitInbound, Submitted,
+};
 pub use routing::Router;
 
 use crate::actors::channels::{DeliverReply, ReplyKind};
@@ -90,6 +94,10 @@ pub struct RequestQueue {
     lanes: Lanes<QueuedTurn>,
     /// Submissions being written to the inbox: they count against the backlog already.
     reserved: usize,
+    /// The turn running in each conversation, keyed like the lanes.
+    running: HashMap<String, questions::RunningTurn>,
+    /// Questions waiting for a member's next message, by (conversation key, member id).
+    questions: HashMap<(String, String), questions::OpenQuestion>,
     metrics: Arc<Metrics>,
     readiness: Arc<Readiness>,
 }
@@ -117,6 +125,8 @@ impl RequestQueue {
             lanes: Lanes::new(settings.max_parallel_conversations),
             settings,
             reserved: 0,
+            running: HashMap::new(),
+            questions: HashMap::new(),
             metrics,
             readiness,
         }
@@ -156,6 +166,17 @@ impl RequestQueue {
             .resume
             .as_ref()
             .map(|resume| (resume.confirmation.clone(), resume.decision));
+        self.running.insert(
+            key.clone(),
+            questions::RunningTurn {
+                inbound: turn.inbound.clone(),
+                reply_to: turn
+                    .resume
+                    .as_mut()
+                    .and_then(|resume| resume.reply_to.take()),
+                deliver_as: None,
+            },
+        );
         let (inbox, pending) = (self.inbox.clone(), self.pending.clone());
         let work = async move {
             let mut consumed = None;
@@ -226,7 +247,7 @@ impl RequestQueue {
 
     fn turn_finished(
         &mut self,
-        mut turn: QueuedTurn,
+        turn: QueuedTurn,
         result: Result<Finished, TurnError>,
         ctx: &mut Context<Self>,
     ) {
@@ -237,7 +258,7 @@ impl RequestQueue {
                     "hearth_turns_total",
                     &[("profile", &profile_id), ("outcome", "answered")],
                 );
-                self.deliver(&mut turn, reply, ReplyKind::Answer);
+                self.deliver(&turn.inbound, reply, ReplyKind::Answer);
                 self.lanes.finish(&key);
             }
             Ok(Finished::Asked { confirmation }) => {
@@ -250,7 +271,7 @@ impl RequestQueue {
                     confirmation_id: confirmation.id.clone(),
                     expires_at_ms: confirmation.expires_at_ms,
                 };
-                self.deliver(&mut turn, confirmation.prompt.clone(), kind);
+                self.deliver(&turn.inbound, confirmation.prompt.clone(), kind);
                 // The conversation goes on while the question waits.
                 self.lanes.finish(&key);
             }
@@ -267,12 +288,14 @@ impl RequestQueue {
                     "turn failed"
                 );
                 if retry {
-                    self.schedule_retry(key, turn, attempts, &error, ctx);
+                    self.schedule_retry(key.clone(), turn, attempts, &error, ctx);
                 } else {
-                    self.give_up(key, turn, &error, ctx);
+                    self.give_up(key.clone(), turn, &error, ctx);
                 }
             }
         }
+        self.running.remove(&key);
+        self.forget_questions(&key);
         self.pump(ctx);
     }
 
@@ -286,7 +309,7 @@ impl RequestQueue {
     ) {
         // Tell the member once, not on every retry of the same message.
         if attempts == 1 {
-            self.deliver(&mut turn, DELAYED_REPLY.to_string(), ReplyKind::Delayed);
+            self.deliver(&turn.inbound, DELAYED_REPLY.to_string(), ReplyKind::Delayed);
         }
         let delay = Duration::from_secs(self.settings.retry_delay_seconds)
             .saturating_mul(1 << (attempts - 1).min(16))
@@ -318,7 +341,7 @@ impl RequestQueue {
     fn give_up(
         &mut self,
         key: String,
-        mut turn: QueuedTurn,
+        turn: QueuedTurn,
         error: &TurnError,
         ctx: &mut Context<Self>,
     ) {
@@ -327,7 +350,7 @@ impl RequestQueue {
             "hearth_turns_total",
             &[("profile", &profile_id), ("outcome", "failed")],
         );
-        self.deliver(&mut turn, FAILED_REPLY.to_string(), ReplyKind::Failed);
+        self.deliver(&turn.inbound, FAILED_REPLY.to_string(), ReplyKind::Failed);
         let inbox = self.inbox.clone();
         let inbox_id = turn.inbound.id.clone();
         let error_text = error.to_string();
@@ -342,21 +365,23 @@ impl RequestQueue {
         self.lanes.finish(&key);
     }
 
-    /// To whoever waits for this turn (an answered confirmation), else to its channel.
-    fn deliver(&self, turn: &mut QueuedTurn, text: String, kind: ReplyKind) {
-        let inbound = &turn.inbound;
+    /// A reply of the turn of `inbound`: to whoever waits for it (an answered
+    /// confirmation), else to its channel, as the reply to the member's latest message
+    /// of the turn (the one that started it, or their answer to its last question).
+    fn deliver(&mut self, inbound: &Inbound, text: String, kind: ReplyKind) {
+        let running = self.running.get_mut(&inbound.conversation_key());
+        let (waiter, inbox_id) = match running {
+            Some(running) => (running.reply_to.take(), running.deliver_as.clone()),
+            None => (None, None),
+        };
         let reply = DeliverReply {
-            inbox_id: inbound.id.clone(),
+            inbox_id: inbox_id.unwrap_or_else(|| inbound.id.clone()),
             conversation_id: inbound.conversation_id.clone(),
             member_id: inbound.member_id.clone(),
             text,
             kind,
         };
-        if let Some(waiter) = turn
-            .resume
-            .as_mut()
-            .and_then(|resume| resume.reply_to.take())
-        {
+        if let Some(waiter) = waiter {
             let _ = waiter.send(reply);
             return;
         }
@@ -414,6 +439,13 @@ impl Handler<SubmitInbound> for RequestQueue {
 
     fn handle(&mut self, message: SubmitInbound, _ctx: &mut Self::Context) -> Self::Result {
         let channel = message.inbound.channel.clone();
+        if let Some(inbox_id) = self.answer_open_question(&message.inbound) {
+            self.metrics.increment(
+                "hearth_inbound_total",
+                &[("channel", &channel), ("outcome", "answered_question")],
+            );
+            return Box::pin(fut::ready(Ok(Submitted::AnsweredQuestion { inbox_id })));
+        }
         let backlog = self.backlog();
         if backlog >= self.settings.max_backlog {
             self.metrics.increment(
@@ -447,6 +479,7 @@ impl Handler<SubmitInbound> for RequestQueue {
                 let outcome = match &result {
                     Ok(Submitted::Accepted) => "accepted",
                     Ok(Submitted::Duplicate(_)) => "duplicate",
+                    Ok(Submitted::AnsweredQuestion { .. }) => "answered_question",
                     Err(_) => "error",
                 };
                 act.metrics.increment(

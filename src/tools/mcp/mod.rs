@@ -15,10 +15,13 @@
 //!   A stdio server's death ends its connection; an HTTP server's is found by a ping (every
 //!   30 s, and after a call failed at the transport or timed out).
 //! - `notifications/tools/list_changed` makes hearth list that server's tools again.
-//! - Elicitation: see `elicitation.rs`; names: see `names.rs`.
+//! - Elicitation: see `elicitation.rs` (hearth's side of the protocol) and `elicitation_chat.rs`
+//!   (the question asked in the member's chat); names: see `names.rs`.
 
 mod client;
 mod elicitation;
+mod elicitation_chat;
+mod elicitation_form;
 mod names;
 mod provider;
 mod server;
@@ -35,10 +38,14 @@ use crate::tools::ToolsProvider;
 use provider::McpToolsProvider;
 use server::ServerShared;
 
+pub use elicitation_chat::ChatElicitation;
 pub use elicitation::{
     ElicitationAnswer, ElicitationHandler, ElicitationRequest, MAX_ELICITATION_WAIT,
 };
-pub use names::{MAX_TOOL_NAME_LEN, TOOL_NAME_SEPARATOR, namespaced_tool_name, tool_server_id};
+pub use names::{
+    BadServerId, MAX_SERVER_ID_LEN, MAX_TOOL_NAME_LEN, TOOL_NAME_SEPARATOR, check_server_id,
+    namespaced_tool_name, tool_server_id,
+};
 
 /// How hearth talks to its MCP servers.
 #[derive(Clone)]
@@ -97,7 +104,8 @@ pub struct McpServers {
 
 impl McpServers {
     /// Connects to every server, waiting at most about the init timeout (servers connect in
-    /// parallel); the ones that fail keep being retried in the background.
+    /// parallel); the ones that fail keep being retried in the background. The configs are
+    /// the loaded ones: their ids are checked and their `*_env` secrets read by then.
     pub async fn start(
         servers: &BTreeMap<String, McpServerConfig>,
         options: McpOptions,
@@ -107,9 +115,6 @@ impl McpServers {
         let mut supervisors = Vec::new();
         let mut first_attempts = Vec::new();
         for (id, config) in servers {
-            if !names::server_id_round_trips(id) {
-                tracing::warn!(server = %id, "mcp server id is not made of [a-zA-Z0-9-] words joined by single underscores (at most 50 characters); tool_server_id will not find it in its tool names");
-            }
             let server = Arc::new(ServerShared::new(id, config, options.clone()));
             let (done, first_attempt) = tokio::sync::oneshot::channel();
             supervisors.push(tokio::spawn(server::supervise(

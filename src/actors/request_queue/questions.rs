@@ -1,0 +1,118 @@
+//! Questions a running turn puts to its member (an MCP server asking for input).
+//!
+//! The turn holds its conversation's lane while it waits, so the member's next message
+//! there could never start a turn of its own: the queue hands it to the question instead
+//! (`Submitted::AnsweredQuestion`). A question is keyed by conversation and member, so in
+//! a group only the member who was asked answers it, and it dies with its turn.
+
+use actix::{Context, Handler};
+use tokio::sync::oneshot;
+
+use super::{AskError, AskMember, RequestQueue};
+use crate::actors::channels::{DeliverReply, ReplyKind};
+use crate::actors::delegation::DELEGATION_CHANNEL;
+use crate::ports::Inbound;
+
+/// The turn running in a conversation, and where its replies go.
+pub(super) struct RunningTurn {
+    pub(super) inbound: Inbound,
+    /// Whoever waits for this turn's next reply (an answered confirmation over HTTP).
+    pub(super) reply_to: Option<oneshot::Sender<DeliverReply>>,
+    /// The member's answer to the turn's last question: later replies answer that message.
+    pub(super) deliver_as: Option<String>,
+}
+
+pub(super) struct OpenQuestion {
+    answer_to: oneshot::Sender<String>,
+    /// The message whose turn asked.
+    inbox_id: String,
+}
+
+/// The conversation a delegated turn's conversation belongs to: a delegation's key is
+/// `delegation:{parent key}/{target profile}/{id}`, nested as deep as delegation goes.
+fn root_conversation_key(mut key: &str) -> &str {
+    let prefix = format!("{DELEGATION_CHANNEL}:");
+    while let Some(parent) = key
+        .strip_prefix(&prefix)
+        .and_then(|rest| rest.rsplitn(3, '/').nth(2))
+    {
+        key = parent;
+    }
+    key
+}
+
+impl RequestQueue {
+    /// When `inbound` is the answer to a question its sender was asked: hand it over and
+    /// return the inbox id of the turn that asked.
+    pub(super) fn answer_open_question(&mut self, inbound: &Inbound) -> Option<String> {
+        let key = inbound.conversation_key();
+        let question = self
+            .questions
+            .remove(&(key.clone(), inbound.member_id.clone()))?;
+        // Withdrawn (the asker stopped waiting): the message is an ordinary one.
+        question.answer_to.send(inbound.text.clone()).ok()?;
+        if let Some(running) = self.running.get_mut(&key) {
+            running.deliver_as = Some(inbound.id.clone());
+        }
+        tracing::info!(inbox_id = %question.inbox_id, conversation = %key, "question answered");
+        Some(question.inbox_id)
+    }
+
+    /// The turn of `conversation_key` ended: its questions can no longer be answered.
+    pub(super) fn forget_questions(&mut self, conversation_key: &str) {
+        self.questions
+            .retain(|(key, _), _| key.as_str() != conversation_key);
+    }
+}
+
+impl Handler<AskMember> for RequestQueue {
+    type Result = Result<(), AskError>;
+
+    fn handle(&mut self, message: AskMember, _ctx: &mut Context<Self>) -> Self::Result {
+        let key = root_conversation_key(&message.conversation_key).to_owned();
+        let inbound = self
+            .running
+            .get(&key)
+            .map(|running| running.inbound.clone())
+            .ok_or_else(|| AskError::NoRunningTurn(message.conversation_key.clone()))?;
+        let slot = (key, message.member_id);
+        if self
+            .questions
+            .get(&slot)
+            .is_some_and(|open| !open.answer_to.is_closed())
+        {
+            return Err(AskError::AlreadyAsking {
+                member: slot.1,
+                conversation: slot.0,
+            });
+        }
+        tracing::info!(inbox_id = %inbound.id, conversation = %slot.0, "asking the member a question");
+        self.questions.insert(
+            slot,
+            OpenQuestion {
+                answer_to: message.answer_to,
+                inbox_id: inbound.id.clone(),
+            },
+        );
+        self.deliver(&inbound, message.question, ReplyKind::Question);
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::root_conversation_key;
+
+    #[test]
+    fn a_delegated_conversation_belongs_to_the_one_that_delegated() {
+        assert_eq!(root_conversation_key("http:alice"), "http:alice");
+        assert_eq!(
+            root_conversation_key("delegation:http:alice/helper/0192"),
+            "http:alice"
+        );
+        assert_eq!(
+            root_conversation_key("delegation:delegation:telegram:-100/7/helper/01/vault/02"),
+            "telegram:-100/7"
+        );
+    }
+}
