@@ -1,7 +1,8 @@
 //! The outermost layer of a profile's tools stack: the tools of `confirm_tools` need
 //! the asking family member's approval. This provider only says so
 //! (`confirmation_prompt`); the turn then suspends durably and runs the exact call
-//! shown once it is approved, so no approval ever waits in memory.
+//! shown once it is approved, so no approval ever waits in memory. A call whose own
+//! work asks later (`ToolError::Suspended`) is resumed through the inner provider.
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -10,6 +11,7 @@ use async_trait::async_trait;
 
 use super::{ToolContext, ToolError, ToolsProvider};
 use crate::llm::ToolSpec;
+use crate::ports::Decision;
 
 pub struct ConfirmingToolsProvider {
     inner: Arc<dyn ToolsProvider>,
@@ -38,6 +40,16 @@ impl ToolsProvider for ConfirmingToolsProvider {
         context: &ToolContext,
     ) -> Result<String, ToolError> {
         self.inner.call(name, arguments, context).await
+    }
+
+    async fn resume(
+        &self,
+        name: &str,
+        state: &serde_json::Value,
+        decision: Option<Decision>,
+        context: &ToolContext,
+    ) -> Result<String, ToolError> {
+        self.inner.resume(name, state, decision, context).await
     }
 
     async fn confirmation_prompt(

@@ -1,4 +1,5 @@
-//! Offers only the allowed tools of an inner provider (a profile's `enable_local_tools`).
+//! Offers, runs and resumes only the allowed tools of an inner provider (a profile's
+//! `enable_local_tools`).
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -7,6 +8,7 @@ use async_trait::async_trait;
 
 use super::{ToolContext, ToolError, ToolsProvider};
 use crate::llm::ToolSpec;
+use crate::ports::Decision;
 
 pub struct FilteredToolsProvider {
     inner: Arc<dyn ToolsProvider>,
@@ -41,6 +43,20 @@ impl ToolsProvider for FilteredToolsProvider {
             return Err(ToolError::UnknownTool(name.to_string()));
         }
         self.inner.call(name, arguments, context).await
+    }
+
+    async fn resume(
+        &self,
+        name: &str,
+        state: &serde_json::Value,
+        decision: Option<Decision>,
+        context: &ToolContext,
+    ) -> Result<String, ToolError> {
+        // A tool no longer allowed (the configuration changed meanwhile) does not continue.
+        if !self.allowed.contains(name) {
+            return Err(ToolError::UnknownTool(name.to_string()));
+        }
+        self.inner.resume(name, state, decision, context).await
     }
 
     async fn confirmation_prompt(

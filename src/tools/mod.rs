@@ -1,5 +1,10 @@
 //! The `ToolsProvider` port and seed 004's stack: local tools, filtered by a
 //! profile's `enable_local_tools`, composed with later providers (MCP, plugins).
+//!
+//! A call's own work may stop at a question for the family member (a delegated turn
+//! reaching a tool that needs confirmation): it returns `ToolError::Suspended` with
+//! what to ask and an opaque state, the turn suspends durably, and the answer comes
+//! back through `ToolsProvider::resume` with that state.
 
 mod composite;
 mod confirming;
@@ -11,6 +16,7 @@ mod profile_tools;
 use async_trait::async_trait;
 
 use crate::llm::ToolSpec;
+use crate::ports::Decision;
 
 pub use composite::CompositeToolsProvider;
 pub use confirming::{ConfirmingToolsProvider, render_call_for_people};
@@ -37,6 +43,25 @@ pub enum ToolError {
     InvalidArguments { tool: String, message: String },
     #[error("tool {tool} failed: {message}")]
     Failed { tool: String, message: String },
+    /// Not a failure: the call's work waits for the member's answer (see `ToolSuspension`).
+    #[error("tool call stopped to ask the family member about {:?}", .0.action)]
+    Suspended(Box<ToolSuspension>),
+    #[error("tool {0:?} has no suspended call to resume")]
+    NotResumable(String),
+}
+
+/// A tool call whose own work stopped at a confirmation: what to ask the member and
+/// what the tool needs to continue. The turn stores it, so it must be plain data.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolSuspension {
+    /// The question shown to the member.
+    pub prompt: String,
+    /// The action and its exact arguments the approval is for.
+    pub action: String,
+    pub arguments: serde_json::Value,
+    /// Opaque to everyone but the tool; handed back to `ToolsProvider::resume`.
+    pub state: serde_json::Value,
+    pub expires_at_ms: i64,
 }
 
 #[async_trait]
@@ -50,6 +75,19 @@ pub trait ToolsProvider: Send + Sync {
         arguments: &serde_json::Value,
         context: &ToolContext,
     ) -> Result<String, ToolError>;
+
+    /// Continue a call that returned `ToolError::Suspended` with `state`, given the
+    /// member's `decision` (`None`: already used once, hearth stopped while acting on it).
+    /// It may suspend again.
+    async fn resume(
+        &self,
+        name: &str,
+        _state: &serde_json::Value,
+        _decision: Option<Decision>,
+        _context: &ToolContext,
+    ) -> Result<String, ToolError> {
+        Err(ToolError::NotResumable(name.to_string()))
+    }
 
     /// When this call needs the family member's approval first: the question to show
     /// them. Only `ConfirmingToolsProvider` asks; others pass the question through.

@@ -1,11 +1,16 @@
 //! Delegation end to end (seed 004 §5.1): the `delegate_to_service` tool, each
 //! delegation level, `confirm_delegation` respected or overridden, loops and depth
-//! refused, and the target running in an isolated sub-conversation.
+//! refused, and the target running in an isolated sub-conversation. A target's tool
+//! in its `confirm_tools` asks the member through the parent's turn: approve, deny,
+//! expiry, a second question, and a restart between the question and the answer.
+
+use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use crate::support::hearth_app::{API_KEY, TestApp};
+use crate::support::hearth_app::{API_KEY, HearthProcess, TestApp, test_env, write_config};
 use crate::support::llm_server::{ScriptedLlmServer, Step};
+use hearth::actors::processing::{DECLINED_RESULT, EXPIRED_RESULT};
 
 const PROFILES: &str = r#"  - id: helper
     description: "Does sums."
@@ -208,5 +213,309 @@ async fn loops_and_deep_chains_are_refused() {
     assert!(
         refused.contains("at most 2 nested delegations"),
         "{refused}"
+    );
+}
+
+/// A target that may be delegated to at once and asks before `profile_update`.
+const SECURE_OPS: &str = r#"  - id: secure_ops
+    description: "Keeps records."
+    processing_config: { delegation_security_level: unrestricted, confirmation_timeout_seconds: 600, prompts: { system_prompt: "You are secure_ops." } }
+    tools_config: { enable_local_tools: [profile_get, profile_update], confirm_tools: [profile_update] }
+"#;
+
+async fn start_with_secure_ops(llm: &ScriptedLlmServer, secure_ops: &str) -> TestApp {
+    let profiles = format!("{PROFILES}{secure_ops}");
+    TestApp::start_with_profiles(&llm.base_url(), &profiles, &[DELEGATION_TOOLS]).await
+}
+
+fn update_address(address: &str) -> Step {
+    Step::ToolCalls(vec![(
+        "profile_update".into(),
+        json!({"key": "address", "value": address}),
+    )])
+}
+
+/// The parent delegates, and secure_ops wants to save `address`: the member is asked.
+async fn ask_through_secure_ops(app: &TestApp, llm: &ScriptedLlmServer, address: &str) -> Value {
+    llm.push_many([
+        delegate("secure_ops", &format!("save my address: {address}"), None),
+        update_address(address),
+    ]);
+    let (status, asked) = app
+        .send(json!({"user_id": "alice", "text": format!("I moved to {address}")}))
+        .await;
+    assert_eq!(status, 200, "{asked}");
+    assert_eq!(asked["status"], "confirmation_required", "{asked}");
+    asked
+}
+
+fn system_prompt(llm: &ScriptedLlmServer, index: usize) -> String {
+    messages(llm, index)[0]["content"]
+        .as_str()
+        .unwrap()
+        .to_string()
+}
+
+async fn stored_address(app: &TestApp) -> Option<String> {
+    hearth::ports::UserProfiles::get(&*app.running.stores.profiles, "alice")
+        .await
+        .unwrap()
+        .get("address")
+        .cloned()
+}
+
+#[actix::test]
+async fn a_delegated_tool_asks_the_member_and_runs_once_approved() {
+    let llm = ScriptedLlmServer::start();
+    let app = start_with_secure_ops(&llm, SECURE_OPS).await;
+    let asked = ask_through_secure_ops(&app, &llm, "9 Lime Street").await;
+    assert_eq!(
+        asked["confirmation"]["prompt"],
+        "secure_ops asks: Run profile_update?\n• key: address\n• value: 9 Lime Street"
+    );
+    assert_eq!(
+        llm.request_count(),
+        2,
+        "the parent and secure_ops ran once each"
+    );
+    assert_eq!(
+        stored_address(&app).await,
+        None,
+        "nothing ran before the answer"
+    );
+
+    llm.push_many([
+        Step::Reply("Saved.".into()),
+        Step::Reply("secure_ops saved your new address.".into()),
+    ]);
+    let answered = answer_confirmation(&app, &asked, true).await;
+    assert_eq!(answered["reply"], "secure_ops saved your new address.");
+    assert_eq!(answered["id"], asked["id"]);
+    // secure_ops's model saw its own tool's result; the parent's saw secure_ops's answer.
+    assert!(system_prompt(&llm, 2).starts_with("You are secure_ops."));
+    assert_eq!(tool_result(&llm, 2), "saved address = 9 Lime Street");
+    assert_eq!(tool_result(&llm, 3), "Saved.");
+    assert_eq!(stored_address(&app).await.as_deref(), Some("9 Lime Street"));
+
+    // The sub-conversation's whole turn is stored under its own key, once.
+    let database = app.folder.path().join("hearth.db");
+    let pool = sqlx::SqlitePool::connect(&format!("sqlite://{}", database.display()))
+        .await
+        .unwrap();
+    let rows: Vec<(String, String)> = sqlx::query_as(
+        "SELECT role, content FROM messages WHERE profile_id = 'secure_ops' ORDER BY id",
+    )
+    .fetch_all(&pool)
+    .await
+    .unwrap();
+    let roles: Vec<&str> = rows.iter().map(|(role, _)| role.as_str()).collect();
+    assert_eq!(
+        roles,
+        ["user", "assistant", "tool", "assistant"],
+        "{rows:?}"
+    );
+    assert_eq!(rows[0].1, "save my address: 9 Lime Street");
+
+    // Used once: a second answer is refused and nothing runs again.
+    let response = app
+        .client
+        .post(format!("{}/inbound/confirm", app.base_url))
+        .header("X-API-Key", API_KEY)
+        .json(&json!({"confirmation_id": asked["confirmation"]["id"], "user_id": "alice", "approve": true}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status().as_u16(), 409);
+    assert_eq!(llm.request_count(), 4);
+}
+
+#[actix::test]
+async fn a_denied_delegated_tool_is_not_run_and_the_target_is_told() {
+    let llm = ScriptedLlmServer::start();
+    let app = start_with_secure_ops(&llm, SECURE_OPS).await;
+    let asked = ask_through_secure_ops(&app, &llm, "3 Pine Lane").await;
+    llm.push_many([
+        Step::Reply("The member declined; nothing saved.".into()),
+        Step::Reply("Nothing was changed.".into()),
+    ]);
+    let answered = answer_confirmation(&app, &asked, false).await;
+    assert_eq!(answered["reply"], "Nothing was changed.");
+    assert!(system_prompt(&llm, 2).starts_with("You are secure_ops."));
+    assert_eq!(tool_result(&llm, 2), DECLINED_RESULT);
+    assert_eq!(tool_result(&llm, 3), "The member declined; nothing saved.");
+    assert_eq!(stored_address(&app).await, None);
+}
+
+#[actix::test]
+async fn a_delegated_turn_can_ask_twice() {
+    let llm = ScriptedLlmServer::start();
+    let app = start_with_secure_ops(&llm, SECURE_OPS).await;
+    let first = ask_through_secure_ops(&app, &llm, "4 Elm Court").await;
+    llm.push(Step::ToolCalls(vec![(
+        "profile_update".into(),
+        json!({"key": "phone", "value": "555-0100"}),
+    )]));
+    let second = answer_confirmation(&app, &first, true).await;
+    assert_eq!(second["status"], "confirmation_required", "{second}");
+    assert_eq!(
+        second["confirmation"]["prompt"],
+        "secure_ops asks: Run profile_update?\n• key: phone\n• value: 555-0100"
+    );
+    assert_ne!(second["confirmation"]["id"], first["confirmation"]["id"]);
+    assert_eq!(tool_result(&llm, 2), "saved address = 4 Elm Court");
+
+    llm.push_many([
+        Step::Reply("Address saved, phone not.".into()),
+        Step::Reply("Done, without the phone.".into()),
+    ]);
+    let answered = answer_confirmation(&app, &second, false).await;
+    assert_eq!(answered["reply"], "Done, without the phone.");
+    assert_eq!(tool_result(&llm, 3), DECLINED_RESULT);
+    assert_eq!(tool_result(&llm, 4), "Address saved, phone not.");
+    let facts = hearth::ports::UserProfiles::get(&*app.running.stores.profiles, "alice")
+        .await
+        .unwrap();
+    assert_eq!(
+        facts.get("address").map(String::as_str),
+        Some("4 Elm Court")
+    );
+    assert!(!facts.contains_key("phone"), "{facts:?}");
+}
+
+#[actix::test]
+async fn a_question_two_delegations_deep_names_the_whole_chain() {
+    let llm = ScriptedLlmServer::start();
+    let app = start_with_secure_ops(&llm, SECURE_OPS).await;
+    llm.push_many([
+        delegate("helper", "have secure_ops save 7 Oak Road", None),
+        delegate("secure_ops", "save my address: 7 Oak Road", None),
+        update_address("7 Oak Road"),
+    ]);
+    let (_, asked) = app
+        .send(json!({"user_id": "alice", "text": "I moved to 7 Oak Road"}))
+        .await;
+    assert_eq!(
+        asked["confirmation"]["prompt"],
+        "helper asks: secure_ops asks: Run profile_update?\n• key: address\n• value: 7 Oak Road",
+        "{asked}"
+    );
+    llm.push_many([
+        Step::Reply("Saved.".into()),
+        Step::Reply("secure_ops saved it.".into()),
+        Step::Reply("All done.".into()),
+    ]);
+    let answered = answer_confirmation(&app, &asked, true).await;
+    assert_eq!(answered["reply"], "All done.");
+    assert_eq!(tool_result(&llm, 3), "saved address = 7 Oak Road");
+    assert_eq!(tool_result(&llm, 4), "Saved.");
+    assert_eq!(tool_result(&llm, 5), "secure_ops saved it.");
+    assert_eq!(stored_address(&app).await.as_deref(), Some("7 Oak Road"));
+}
+
+#[actix::test]
+async fn an_unanswered_delegated_confirmation_expires_on_the_targets_timeout() {
+    let llm = ScriptedLlmServer::start();
+    let app = start_with_secure_ops(
+        &llm,
+        &SECURE_OPS.replace(
+            "confirmation_timeout_seconds: 600",
+            "confirmation_timeout_seconds: 1",
+        ),
+    )
+    .await;
+    let asked = ask_through_secure_ops(&app, &llm, "5 Ash Way").await;
+    llm.push_many([
+        Step::Reply("No answer came; nothing saved.".into()),
+        Step::Reply("It timed out.".into()),
+    ]);
+    let inbox_id = asked["id"].as_str().unwrap().to_string();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let (_, text) = app.get(&format!("/inbound/{inbox_id}")).await;
+        let record: Value = serde_json::from_str(&text).unwrap();
+        if record["status"] == "answered" {
+            assert_eq!(record["reply"], "It timed out.");
+            break;
+        }
+        assert!(Instant::now() < deadline, "never expired: {record}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(tool_result(&llm, 2), EXPIRED_RESULT);
+    assert_eq!(stored_address(&app).await, None);
+}
+
+async fn post(client: &reqwest::Client, url: String, body: &Value) -> (u16, Value) {
+    let response = client
+        .post(url)
+        .header("X-API-Key", API_KEY)
+        .json(body)
+        .send()
+        .await
+        .unwrap();
+    let status = response.status().as_u16();
+    (status, response.json().await.unwrap_or(Value::Null))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restart_between_a_delegated_question_and_its_answer_loses_nothing() {
+    let llm = ScriptedLlmServer::start();
+    let folder = tempfile::tempdir().unwrap();
+    let config = write_config(folder.path(), &llm.base_url());
+    let mut text = std::fs::read_to_string(&config).unwrap();
+    text.push_str(PROFILES);
+    text.push_str(SECURE_OPS);
+    std::fs::write(&config, text).unwrap();
+    let env = test_env(&[DELEGATION_TOOLS]);
+    let client = reqwest::Client::new();
+    llm.push_many([
+        delegate("secure_ops", "save my address: 6 Birch Row", None),
+        update_address("6 Birch Row"),
+        Step::Reply("Saved.".into()),
+        Step::Reply("Your address is saved.".into()),
+    ]);
+
+    let first = HearthProcess::spawn(&config, &env);
+    let (status, asked) = post(
+        &client,
+        format!("{}/inbound", first.base_url),
+        &json!({"user_id": "alice", "text": "new address"}),
+    )
+    .await;
+    assert_eq!(
+        (status, asked["status"].clone()),
+        (200, json!("confirmation_required")),
+        "{asked}"
+    );
+    first.kill();
+
+    let second = HearthProcess::spawn(&config, &env);
+    let (status, answered) = post(
+        &client,
+        format!("{}/inbound/confirm", second.base_url),
+        &json!({"confirmation_id": asked["confirmation"]["id"], "user_id": "alice", "approve": true}),
+    )
+    .await;
+    assert_eq!(status, 200, "{answered}");
+    assert_eq!(answered["reply"], "Your address is saved.");
+    assert_eq!(
+        llm.request_count(),
+        4,
+        "nobody was asked again after the restart"
+    );
+    assert!(system_prompt(&llm, 2).starts_with("You are secure_ops."));
+    assert_eq!(tool_result(&llm, 2), "saved address = 6 Birch Row");
+    assert_eq!(tool_result(&llm, 3), "Saved.");
+
+    // The address is stored: the next prompt about alice carries it.
+    post(
+        &client,
+        format!("{}/inbound", second.base_url),
+        &json!({"user_id": "alice", "text": "where do I live?"}),
+    )
+    .await;
+    assert!(
+        system_prompt(&llm, 4).contains("- address: 6 Birch Row"),
+        "{}",
+        system_prompt(&llm, 4)
     );
 }

@@ -1,17 +1,57 @@
-//! Messages of the `Delegation` actor.
+//! Messages of the `Delegation` actor, and the durable form of a delegated turn that
+//! stopped to ask the family member (`SuspendedDelegation`).
 
 use actix::Message;
+use serde::{Deserialize, Serialize};
 
-use crate::ports::StorageError;
+use crate::ports::{Decision, Inbound, PendingConfirmation, StorageError};
 use crate::tools::ToolContext;
 
-/// Run `user_request` on profile `target_service_id` for the turn described by `parent`.
+/// Start or continue a delegation for the turn described by `parent`. One message
+/// for both, so the tool needs a single address of the actor.
 #[derive(Debug, Clone, Message)]
-#[rtype(result = "Result<String, DelegationError>")]
+#[rtype(result = "Result<Delegated, DelegationError>")]
 pub struct Delegate {
-    pub target_service_id: String,
-    pub user_request: String,
     pub parent: ToolContext,
+    pub request: DelegateRequest,
+}
+
+#[derive(Debug, Clone)]
+pub enum DelegateRequest {
+    /// Run `user_request` on profile `target_service_id`.
+    Start {
+        target_service_id: String,
+        user_request: String,
+    },
+    /// Continue a delegated turn that stopped at a confirmation, with the member's
+    /// decision (`None`: already used once, hearth stopped while acting on it).
+    Resume {
+        suspended: Box<SuspendedDelegation>,
+        decision: Option<Decision>,
+    },
+}
+
+/// How a delegation ended this time.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Delegated {
+    /// The target's final answer: the tool result.
+    Answered(String),
+    /// The target's turn needs the member's confirmation first.
+    Suspended(Box<SuspendedDelegation>),
+}
+
+/// A delegated turn waiting for the member: stored inside the parent turn's state, so
+/// it survives a restart.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SuspendedDelegation {
+    pub target_service_id: String,
+    /// The profiles from the member's turn down to the target, to refuse loops again
+    /// when the target's turn goes on.
+    pub chain: Vec<String>,
+    /// The sub-conversation's message.
+    pub inbound: Inbound,
+    /// The target's suspended turn: what it asks and where it stopped.
+    pub confirmation: PendingConfirmation,
 }
 
 /// Why a delegation did not produce an answer. Each becomes a tool result the model
@@ -28,11 +68,8 @@ pub enum DelegationError {
     Loop { target: String, chain: String },
     #[error("delegation refused: at most {0} nested delegations are allowed")]
     TooDeep(usize),
-    #[error(
-        "{0:?} needs the family member's confirmation for a tool, which a delegated request \
-         cannot ask for; suggest they ask that profile directly"
-    )]
-    NeedsConfirmation(String),
+    #[error("the suspended delegation to {0:?} belongs to another member or turn")]
+    NotThisTurn(String),
     #[error("{0:?} could not answer: {1}")]
     TargetFailed(String, String),
     #[error(transparent)]

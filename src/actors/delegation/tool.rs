@@ -2,15 +2,21 @@
 //! profile. One instance per profile, so its description lists exactly the profiles
 //! that one may delegate to. It decides when the member must approve first:
 //! `confirm` always, `unrestricted` only when the call sets `confirm_delegation`.
+//!
+//! When the target's turn needs the member's confirmation for one of its own tools,
+//! the call returns `ToolError::Suspended` ("<target> asks: …", the target's exact
+//! call, and the suspended delegation as state); `resume` hands the member's decision
+//! back to the `Delegation` actor, and the target's final answer is the tool result.
 
 use actix::Recipient;
 use async_trait::async_trait;
 use serde_json::json;
 
-use super::{Delegate, DelegationError};
+use super::{Delegate, DelegateRequest, Delegated, DelegationError, SuspendedDelegation};
 use crate::config::DelegationLevel;
 use crate::llm::ToolSpec;
-use crate::tools::{ToolContext, ToolError, ToolsProvider};
+use crate::ports::Decision;
+use crate::tools::{ToolContext, ToolError, ToolSuspension, ToolsProvider};
 
 pub const DELEGATE_TOOL: &str = "delegate_to_service";
 
@@ -47,6 +53,51 @@ impl DelegationTool {
     fn target(&self, arguments: &serde_json::Value) -> Option<&DelegationTargetInfo> {
         let id = arguments.get("target_service_id")?.as_str()?;
         self.targets.iter().find(|target| target.id == id)
+    }
+}
+
+impl DelegationTool {
+    async fn send(
+        &self,
+        context: &ToolContext,
+        request: DelegateRequest,
+    ) -> Result<String, ToolError> {
+        let delegated = self
+            .delegation
+            .send(Delegate {
+                parent: context.clone(),
+                request,
+            })
+            .await
+            .map_err(|error| failed(error.to_string()))?
+            .map_err(|error: DelegationError| failed(error.to_string()))?;
+        match delegated {
+            Delegated::Answered(reply) => Ok(reply),
+            Delegated::Suspended(suspended) => Err(ToolError::Suspended(Box::new(
+                suspension(&suspended).map_err(|error| failed(error.to_string()))?,
+            ))),
+        }
+    }
+}
+
+/// What the member is asked for a delegated turn's confirmation: the target's own
+/// question, the exact call it is about, and when it expires.
+fn suspension(suspended: &SuspendedDelegation) -> Result<ToolSuspension, serde_json::Error> {
+    let asked = &suspended.confirmation;
+    Ok(ToolSuspension {
+        // Said by whom: the member is asked by a profile they did not talk to.
+        prompt: format!("{} asks: {}", suspended.target_service_id, asked.prompt),
+        action: asked.tool_name.clone(),
+        arguments: asked.arguments.clone(),
+        state: serde_json::to_value(suspended)?,
+        expires_at_ms: asked.expires_at_ms,
+    })
+}
+
+fn failed(message: String) -> ToolError {
+    ToolError::Failed {
+        tool: DELEGATE_TOOL.into(),
+        message,
     }
 }
 
@@ -114,22 +165,36 @@ impl ToolsProvider for DelegationTool {
             .and_then(|value| value.as_str())
             .filter(|text| !text.trim().is_empty())
             .ok_or_else(|| invalid("missing non-empty string argument `user_request`"))?;
-        let delegated = self
-            .delegation
-            .send(Delegate {
+        self.send(
+            context,
+            DelegateRequest::Start {
                 target_service_id: target.to_string(),
                 user_request: request.to_string(),
-                parent: context.clone(),
-            })
-            .await
-            .map_err(|error| ToolError::Failed {
-                tool: DELEGATE_TOOL.into(),
-                message: error.to_string(),
-            })?;
-        delegated.map_err(|error: DelegationError| ToolError::Failed {
-            tool: DELEGATE_TOOL.into(),
-            message: error.to_string(),
-        })
+            },
+        )
+        .await
+    }
+
+    async fn resume(
+        &self,
+        name: &str,
+        state: &serde_json::Value,
+        decision: Option<Decision>,
+        context: &ToolContext,
+    ) -> Result<String, ToolError> {
+        if name != DELEGATE_TOOL {
+            return Err(ToolError::NotResumable(name.to_string()));
+        }
+        let suspended: SuspendedDelegation = serde_json::from_value(state.clone())
+            .map_err(|error| failed(format!("the suspended delegation is unreadable: {error}")))?;
+        self.send(
+            context,
+            DelegateRequest::Resume {
+                suspended: Box::new(suspended),
+                decision,
+            },
+        )
+        .await
     }
 
     async fn confirmation_prompt(
@@ -160,5 +225,51 @@ impl ToolsProvider for DelegationTool {
                 target.id, target.description, request
             )
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ports::{Inbound, PendingConfirmation};
+
+    #[test]
+    fn a_suspended_delegation_asks_in_the_targets_name_and_round_trips() {
+        let arguments = json!({"key": "address", "value": "9 Lime Street"});
+        let suspended = SuspendedDelegation {
+            target_service_id: "secure_ops".into(),
+            chain: vec!["default_assistant".into(), "secure_ops".into()],
+            inbound: Inbound {
+                id: "sub-1".into(),
+                channel: "delegation".into(),
+                conversation_id: "http:alice/secure_ops/1".into(),
+                member_id: "alice".into(),
+                text: "save my address".into(),
+                platform_event_id: None,
+                received_at_ms: 1,
+            },
+            confirmation: PendingConfirmation {
+                id: "c-1".into(),
+                inbox_id: "sub-1".into(),
+                member_id: "alice".into(),
+                channel: "delegation".into(),
+                conversation_id: "http:alice/secure_ops/1".into(),
+                profile_id: "secure_ops".into(),
+                tool_name: "profile_update".into(),
+                arguments: arguments.clone(),
+                prompt: "Run profile_update?".into(),
+                turn_state: json!({"pending_calls": []}),
+                expires_at_ms: 42,
+                created_at_ms: 2,
+            },
+        };
+        let asked = suspension(&suspended).unwrap();
+        assert_eq!(asked.prompt, "secure_ops asks: Run profile_update?");
+        assert_eq!(
+            (asked.action.as_str(), &asked.arguments, asked.expires_at_ms),
+            ("profile_update", &arguments, 42)
+        );
+        let back: SuspendedDelegation = serde_json::from_value(asked.state).unwrap();
+        assert_eq!(back, suspended);
     }
 }

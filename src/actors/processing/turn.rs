@@ -1,5 +1,11 @@
 //! One turn of a profile: the prompt, then the tool loop, as a state that can stop
 //! at a tool call needing confirmation and continue later from storage.
+//!
+//! A turn stops either before a call in the profile's `confirm_tools` runs, or when a
+//! call's own work stops to ask (`ToolError::Suspended`, e.g. a delegated turn
+//! reaching a tool that needs confirmation). In the second case the call stays first
+//! in `pending_calls` with the tool's state beside it, and the answer goes to
+//! `ToolsProvider::resume` instead of running the call again.
 
 use std::sync::Arc;
 
@@ -12,7 +18,7 @@ use crate::actors::llm_broker::{CallOrigin, GenerateChat};
 use crate::config::ResolvedProfile;
 use crate::llm::{ChatMessage, ChatRequest, Role, ToolCall};
 use crate::ports::{Decision, HistoryEntry, Inbound, PendingConfirmation, now_ms};
-use crate::tools::{ToolContext, ToolsProvider};
+use crate::tools::{ToolContext, ToolError, ToolSuspension, ToolsProvider};
 
 /// Tool results the model reads when a confirmation did not end in "approved":
 /// each outcome is distinct, so the model can tell the member what happened.
@@ -37,6 +43,10 @@ struct TurnState {
     entries: Vec<HistoryEntry>,
     /// Calls of the model's last answer not yet run; the first one may await confirmation.
     pending_calls: Vec<ToolCall>,
+    /// The first pending call already ran and its own work waits for the member: the
+    /// tool's state to resume it with (absent in states stored before it existed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    suspended_call: Option<serde_json::Value>,
     /// LLM rounds done.
     rounds: u32,
 }
@@ -96,6 +106,7 @@ impl TurnRunner {
             messages,
             entries: vec![self.entry(inbound, ChatMessage::user(message.text.clone()))],
             pending_calls: Vec::new(),
+            suspended_call: None,
             rounds: 0,
         };
         if let Some(command) = &message.slash_command
@@ -115,6 +126,7 @@ impl TurnRunner {
                 command,
                 serde_json::json!({"request": message.text}),
                 prompt,
+                None,
             );
         }
         self.drive(inbound, state, None).await
@@ -149,7 +161,8 @@ impl TurnRunner {
     }
 
     /// Run pending tool calls and LLM rounds until the model answers in words or a
-    /// call needs confirmation. `decision` answers the first pending call.
+    /// call needs confirmation. `decision` answers the first pending call (or the
+    /// question its own work asked).
     async fn drive(
         &self,
         inbound: &Inbound,
@@ -168,12 +181,24 @@ impl TurnRunner {
         loop {
             while !state.pending_calls.is_empty() {
                 let call = state.pending_calls.remove(0);
-                let result = match decision.take() {
-                    Some(Some(Decision::Approved)) => self.run_tool(&call, &tool_context).await,
-                    Some(Some(Decision::Denied)) => DECLINED_RESULT.to_string(),
-                    Some(Some(Decision::Expired)) => EXPIRED_RESULT.to_string(),
-                    Some(None) => UNKNOWN_OUTCOME_RESULT.to_string(),
-                    None => {
+                let ran = match (decision.take(), state.suspended_call.take()) {
+                    // The tool asked; it gets the answer, whatever it is, and goes on.
+                    (Some(decision), Some(work)) => {
+                        let resumed = self
+                            .tools
+                            .resume(&call.name, &work, decision, &tool_context)
+                            .await;
+                        ran(&call, resumed)
+                    }
+                    (Some(Some(Decision::Approved)), None) => {
+                        self.run_tool(&call, &tool_context).await
+                    }
+                    (Some(Some(Decision::Denied)), None) => Ran::Done(DECLINED_RESULT.into()),
+                    (Some(Some(Decision::Expired)), None) => Ran::Done(EXPIRED_RESULT.into()),
+                    (Some(None), None) => Ran::Done(UNKNOWN_OUTCOME_RESULT.into()),
+                    // Suspended work is only ever stored with a question, so a call
+                    // reached without an answer is a new one.
+                    (None, _) => {
                         if let Some(prompt) = self
                             .tools
                             .confirmation_prompt(&call.name, &call.arguments)
@@ -181,9 +206,31 @@ impl TurnRunner {
                         {
                             let (name, arguments) = (call.name.clone(), call.arguments.clone());
                             state.pending_calls.insert(0, call);
-                            return self.suspend(inbound, state, &name, arguments, prompt);
+                            return self.suspend(inbound, state, &name, arguments, prompt, None);
                         }
                         self.run_tool(&call, &tool_context).await
+                    }
+                };
+                let result = match ran {
+                    Ran::Done(text) => text,
+                    Ran::Suspended(suspension) => {
+                        let ToolSuspension {
+                            prompt,
+                            action,
+                            arguments,
+                            state: work,
+                            expires_at_ms,
+                        } = *suspension;
+                        state.pending_calls.insert(0, call);
+                        state.suspended_call = Some(work);
+                        return self.suspend(
+                            inbound,
+                            state,
+                            &action,
+                            arguments,
+                            prompt,
+                            Some(expires_at_ms),
+                        );
                     }
                 };
                 let result = ChatMessage::tool_result(call.id, result);
@@ -244,18 +291,14 @@ impl TurnRunner {
         }
     }
 
-    async fn run_tool(&self, call: &ToolCall, context: &ToolContext) -> String {
-        let result = match self.tools.call(&call.name, &call.arguments, context).await {
-            Ok(text) => text,
-            // The model reads the error and can correct itself or explain.
-            Err(error) => format!("error: {error}"),
-        };
-        tracing::debug!(tool = %call.name, "tool call finished");
-        result
+    async fn run_tool(&self, call: &ToolCall, context: &ToolContext) -> Ran {
+        let result = self.tools.call(&call.name, &call.arguments, context).await;
+        ran(call, result)
     }
 
     /// Stop here until the member answers `prompt` about `action` (a tool call, or a
-    /// slash command asking to start).
+    /// slash command asking to start), by `expires_at_ms` if the question is a tool's
+    /// own, else within the profile's `confirmation_timeout_seconds`.
     fn suspend(
         &self,
         inbound: &Inbound,
@@ -263,11 +306,14 @@ impl TurnRunner {
         action: &str,
         arguments: serde_json::Value,
         prompt: String,
+        expires_at_ms: Option<i64>,
     ) -> Result<TurnOutcome, TurnError> {
         let created_at_ms = now_ms();
         let timeout_ms = i64::try_from(self.profile.processing.confirmation_timeout_seconds)
             .unwrap_or(i64::MAX / 1000)
             .saturating_mul(1000);
+        let expires_at_ms =
+            expires_at_ms.unwrap_or_else(|| created_at_ms.saturating_add(timeout_ms));
         let turn_state = serde_json::to_value(&state)
             .map_err(|error| TurnError::BadTurnState(error.to_string()))?;
         tracing::info!(action, "waiting for confirmation");
@@ -284,7 +330,7 @@ impl TurnRunner {
                 arguments,
                 prompt,
                 turn_state,
-                expires_at_ms: created_at_ms.saturating_add(timeout_ms),
+                expires_at_ms,
                 created_at_ms,
             })),
         })
@@ -300,5 +346,21 @@ impl TurnRunner {
             tool_call_id: message.tool_call_id,
             created_at_ms: now_ms(),
         }
+    }
+}
+
+/// How a tool call went: a result for the model, or a question for the member.
+enum Ran {
+    Done(String),
+    Suspended(Box<ToolSuspension>),
+}
+
+fn ran(call: &ToolCall, result: Result<String, ToolError>) -> Ran {
+    tracing::debug!(tool = %call.name, "tool call finished");
+    match result {
+        Ok(text) => Ran::Done(text),
+        Err(ToolError::Suspended(suspension)) => Ran::Suspended(suspension),
+        // The model reads the error and can correct itself or explain.
+        Err(error) => Ran::Done(format!("error: {error}")),
     }
 }
