@@ -11,11 +11,13 @@
 //! - `load.rs`: reading, YAML syntax, `HEARTH__*` overrides, typing with key paths;
 //! - `profiles.rs`: profile merging, the resolved profile types, profile checks;
 //! - `validate.rs`: the other checks and the secrets;
+//! - `secret.rs`: the type that keeps a secret inside the configuration out of `Debug`;
 //! - `error.rs`: the error and problem types.
 
 mod error;
 mod load;
 mod profiles;
+mod secret;
 mod types;
 mod validate;
 
@@ -29,6 +31,7 @@ pub use error::{ConfigError, ConfigProblem};
 pub use profiles::{
     DelegationLevel, Engine, IMPLICIT_PROFILE_ID, ProcessingConfig, ResolvedProfile, ToolsConfig,
 };
+pub use secret::Secret;
 pub use serde_yaml::Mapping;
 pub use types::{
     ChannelsConfig, FamilyMember, HearthConfig, HttpConfig, LlmBackend, LlmModelConfig,
@@ -108,12 +111,13 @@ pub fn load_with_env(
     options: &LoadOptions,
 ) -> Result<LoadedConfig, ConfigError> {
     let raw = load::read_config(path, env)?;
-    let config = raw.config;
+    let mut config = raw.config;
 
     let mut problems = error::Problems::default();
     let resolution = profiles::resolve_profiles(&config, options.known_local_tools, &mut problems);
     validate::check_settings(&config, &mut problems);
     let secrets = validate::collect_secrets(&config, &resolution.profiles, env, &mut problems);
+    validate::resolve_mcp_secrets(&mut config, &secrets, &mut problems);
 
     if !problems.is_empty() {
         return Err(ConfigError::Invalid {

@@ -15,6 +15,8 @@ use serde::de::Error as _;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_yaml::Mapping;
 
+use super::secret::Secret;
+
 /// The whole configuration file.
 #[derive(Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -378,17 +380,35 @@ impl Default for MatrixConfig {
 }
 
 /// An MCP server: a `command` to start (stdio) or a `url` to reach (streamable HTTP).
+///
+/// Secrets follow the `*_env` rule: `env_from_env` and `headers_env` name hearth's environment
+/// variables, and loading the configuration reads them into `resolved_env` and
+/// `resolved_headers`, which are never read from the file and print as `***`.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct McpServerConfig {
     pub command: Option<String>,
     #[serde(deserialize_with = "null_as_default")]
     pub args: Vec<String>,
+    /// Stdio: variables set as written in the server's environment.
     #[serde(deserialize_with = "null_as_default")]
     pub env: BTreeMap<String, String>,
+    /// Stdio: variable in the server's environment → hearth's variable to read its value from.
+    #[serde(deserialize_with = "null_as_default")]
+    pub env_from_env: BTreeMap<String, String>,
     pub url: Option<String>,
+    /// Streamable HTTP: headers sent as written with every request.
     #[serde(deserialize_with = "null_as_default")]
     pub headers: BTreeMap<String, String>,
+    /// Streamable HTTP: header name → hearth's variable to read its value from.
+    #[serde(deserialize_with = "null_as_default")]
+    pub headers_env: BTreeMap<String, String>,
+    /// The values of `env_from_env`, by the server's variable name; set by loading.
+    #[serde(skip)]
+    pub resolved_env: BTreeMap<String, Secret>,
+    /// The values of `headers_env`, by header name; set by loading.
+    #[serde(skip)]
+    pub resolved_headers: BTreeMap<String, Secret>,
 }
 
 /// `default_profile_settings` as written: merged into every profile before it is typed.

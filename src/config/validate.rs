@@ -2,14 +2,19 @@
 //! channels, MCP servers) and the collection of secrets from the environment.
 //!
 //! A secret is looked up only where it is needed: the key of an LLM that some profile uses,
-//! the HTTP API key when the API is on and authenticated, the tokens of enabled channels. An
-//! unused LLM or a disabled channel may name a variable that is not set on this host.
+//! the HTTP API key when the API is on and authenticated, the tokens of enabled channels, the
+//! `env_from_env` and `headers_env` variables of every MCP server (all of them are started).
+//! An unused LLM or a disabled channel may name a variable that is not set on this host.
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use reqwest::header::{HeaderName, HeaderValue};
+
 use super::error::Problems;
 use super::profiles::ResolvedProfile;
-use super::types::HearthConfig;
+use super::secret::Secret;
+use super::types::{HearthConfig, McpServerConfig};
+use crate::tools::mcp::check_server_id;
 
 /// Checks the settings outside the profiles.
 pub(crate) fn check_settings(config: &HearthConfig, problems: &mut Problems) {
@@ -282,6 +287,12 @@ fn check_channels(config: &HearthConfig, problems: &mut Problems) {
 fn check_mcp_servers(config: &HearthConfig, problems: &mut Problems) {
     for (server_id, server) in &config.mcp_servers {
         let path = format!("mcp_servers.{server_id}");
+        // A tool call reaches its server only through the server id in the tool's name: a
+        // server whose id cannot be read back from there would have tools nobody can call.
+        if let Err(error) = check_server_id(server_id) {
+            problems.push(path.clone(), error.to_string());
+        }
+        check_mcp_env_and_headers(&path, server, problems);
         match (&server.command, &server.url) {
             (None, None) => problems.push(
                 path,
@@ -296,6 +307,78 @@ fn check_mcp_servers(config: &HearthConfig, problems: &mut Problems) {
                 format!("{url:?} is not an http(s) url"),
             ),
             _ => {}
+        }
+    }
+}
+
+/// `env` and `env_from_env` are only used by a started server, `headers` and `headers_env` only
+/// by a reached one: on the other kind they would silently do nothing.
+fn check_mcp_env_and_headers(path: &str, server: &McpServerConfig, problems: &mut Problems) {
+    let stdio_keys = [
+        ("env", server.env.len()),
+        ("env_from_env", server.env_from_env.len()),
+    ];
+    let http_keys = [
+        ("headers", server.headers.len()),
+        ("headers_env", server.headers_env.len()),
+    ];
+    let unused = match (&server.command, &server.url) {
+        (None, Some(_)) => Some((
+            stdio_keys,
+            "only a stdio server (command) has an environment; this one is reached at its url",
+        )),
+        (Some(_), None) => Some((
+            http_keys,
+            "only a streamable http server (url) is sent headers; this one is started by its command",
+        )),
+        // Neither or both: reported as such by the caller.
+        _ => None,
+    };
+    if let Some((keys, why)) = unused {
+        for (key, entries) in keys {
+            if entries > 0 {
+                problems.push(format!("{path}.{key}"), why);
+            }
+        }
+    }
+    for name in server.env_from_env.keys() {
+        let key_path = format!("{path}.env_from_env.{name}");
+        if name.is_empty() || name.contains(['=', '\0']) {
+            problems.push(
+                key_path,
+                format!("{name:?} cannot be an environment variable name (it is empty or holds = or a nul)"),
+            );
+        } else if server.env.contains_key(name) {
+            problems.push(
+                key_path,
+                format!("variable {name} is also set in env; set it in one place"),
+            );
+        }
+    }
+    for (key, headers) in [
+        ("headers", &server.headers),
+        ("headers_env", &server.headers_env),
+    ] {
+        for name in headers.keys() {
+            if HeaderName::from_bytes(name.as_bytes()).is_err() {
+                problems.push(
+                    format!("{path}.{key}.{name}"),
+                    format!("{name:?} is not a valid http header name"),
+                );
+            }
+        }
+    }
+    for name in server.headers_env.keys() {
+        // Header names are case-insensitive: `Authorization` and `authorization` are one.
+        if server
+            .headers
+            .keys()
+            .any(|literal| literal.eq_ignore_ascii_case(name))
+        {
+            problems.push(
+                format!("{path}.headers_env.{name}"),
+                format!("header {name} is also set in headers; set it in one place"),
+            );
         }
     }
 }
@@ -367,7 +450,53 @@ pub(crate) fn collect_secrets(
             secrets.require("channels.matrix.store_passphrase_env", variable, problems);
         }
     }
+
+    for (server_id, server) in &config.mcp_servers {
+        for (key, variables) in [
+            ("env_from_env", &server.env_from_env),
+            ("headers_env", &server.headers_env),
+        ] {
+            for (name, variable) in variables {
+                let key_path = format!("mcp_servers.{server_id}.{key}.{name}");
+                secrets.require(&key_path, variable, problems);
+            }
+        }
+    }
     secrets.found
+}
+
+/// Gives each MCP server the values of its `env_from_env` and `headers_env` variables, from
+/// the `secrets` that [`collect_secrets`] found (it has reported the missing ones), so that
+/// the code that starts or reaches the server needs no environment of its own.
+pub(crate) fn resolve_mcp_secrets(
+    config: &mut HearthConfig,
+    secrets: &BTreeMap<String, String>,
+    problems: &mut Problems,
+) {
+    let resolve = |variables: &BTreeMap<String, String>| -> BTreeMap<String, Secret> {
+        variables
+            .iter()
+            .filter_map(|(name, variable)| {
+                Some((name.clone(), Secret::new(secrets.get(variable)?.as_str())))
+            })
+            .collect()
+    };
+    for (server_id, server) in &mut config.mcp_servers {
+        server.resolved_env = resolve(&server.env_from_env);
+        server.resolved_headers = resolve(&server.headers_env);
+        for (name, value) in &server.resolved_headers {
+            if HeaderValue::from_str(value.expose()).is_err() {
+                // Only the variable is named: its value is the secret.
+                problems.push(
+                    format!("mcp_servers.{server_id}.headers_env.{name}"),
+                    format!(
+                        "the value of environment variable {} cannot be sent as an http header (only visible ascii characters and spaces can)",
+                        server.headers_env[name]
+                    ),
+                );
+            }
+        }
+    }
 }
 
 struct SecretLookup<'a> {

@@ -934,3 +934,161 @@ fn the_intents_engine_is_refused_until_it_exists() {
         "the intents engine is not available",
     );
 }
+
+#[test]
+fn an_mcp_server_id_that_tool_names_cannot_give_back_is_refused() {
+    let long_id = "x".repeat(53);
+    let text = format!(
+        "{MINIMAL}mcp_servers:\n  home__assistant: {{ command: a }}\n  home.assistant: {{ command: b }}\n  trailing_: {{ command: c }}\n  {long_id}: {{ command: d }}\n  home_assistant: {{ command: e }}\n"
+    );
+    let (message, file) = load_error(&text, &[]);
+    let allowed = "a server id is ascii letters, digits, - and _, without __, not ending in _, at most 52 characters";
+    for (id, reason) in [
+        ("home__assistant", "it contains __"),
+        ("home.assistant", "'.' is not allowed in a tool name"),
+        ("trailing_", "trailing _"),
+        (long_id.as_str(), "it is 53 characters long"),
+    ] {
+        let key_path = format!("mcp_servers.{id}");
+        assert_problem(&message, &file, &key_path, &format!("server id {id:?}"));
+        assert_problem(&message, &file, &key_path, reason);
+        assert_problem(&message, &file, &key_path, allowed);
+    }
+    // Every bad id at once; the good one is not among them.
+    assert_eq!(message.lines().count(), 4, "{message}");
+    assert!(!message.contains("\"home_assistant\""), "{message}");
+}
+
+/// A stdio and a streamable HTTP server whose secrets come from the environment, beside
+/// settings written in the file.
+const MCP_SECRETS: &str = r#"
+mcp_servers:
+  files:
+    command: mcp-files
+    env: { LOG_LEVEL: debug }
+    env_from_env: { FILES_TOKEN: HEARTH_FILES_TOKEN }
+  calendar:
+    url: "https://calendar.example.org/mcp"
+    headers: { X-Family: smith }
+    headers_env: { Authorization: HEARTH_CALENDAR_AUTH }
+"#;
+
+#[test]
+fn mcp_secrets_are_read_from_the_variables_env_from_env_and_headers_env_name() {
+    let loaded = load_text(
+        &format!("{MINIMAL}{MCP_SECRETS}"),
+        &[
+            ("HEARTH_FILES_TOKEN", "files-s3cret"),
+            ("HEARTH_CALENDAR_AUTH", "Bearer calendar-s3cret"),
+        ],
+    );
+    let files = &loaded.config.mcp_servers["files"];
+    assert_eq!(files.env["LOG_LEVEL"], "debug");
+    assert_eq!(files.env_from_env["FILES_TOKEN"], "HEARTH_FILES_TOKEN");
+    assert_eq!(files.resolved_env["FILES_TOKEN"].expose(), "files-s3cret");
+    let calendar = &loaded.config.mcp_servers["calendar"];
+    assert_eq!(calendar.headers["X-Family"], "smith");
+    assert_eq!(
+        calendar.resolved_headers["Authorization"].expose(),
+        "Bearer calendar-s3cret"
+    );
+    assert!(calendar.resolved_env.is_empty() && files.resolved_headers.is_empty());
+    assert_eq!(loaded.secret("HEARTH_FILES_TOKEN"), Some("files-s3cret"));
+
+    // The values never show in what is logged: the configuration's Debug, or check-config.
+    let shown = format!(
+        "{loaded:?}\n{:#?}\n{}",
+        loaded.config.mcp_servers,
+        render_resolved_profiles(&loaded)
+    );
+    assert!(!shown.contains("s3cret"), "{shown}");
+    assert!(shown.contains("HEARTH_CALENDAR_AUTH"), "{shown}");
+}
+
+#[test]
+fn a_missing_or_misplaced_mcp_secret_names_the_key_path_and_the_variable() {
+    let (message, file) = load_error(
+        &format!("{MINIMAL}{MCP_SECRETS}"),
+        &[("HEARTH_FILES_TOKEN", "")],
+    );
+    assert_problem(
+        &message,
+        &file,
+        "mcp_servers.files.env_from_env.FILES_TOKEN",
+        "environment variable HEARTH_FILES_TOKEN is unset or empty",
+    );
+    assert_problem(
+        &message,
+        &file,
+        "mcp_servers.calendar.headers_env.Authorization",
+        "environment variable HEARTH_CALENDAR_AUTH is unset or empty",
+    );
+    assert_eq!(message.lines().count(), 2, "{message}");
+
+    let misplaced = r#"
+mcp_servers:
+  web:
+    url: "http://127.0.0.1:9/mcp"
+    env_from_env:
+      TOKEN: WEB_TOKEN
+    headers:
+      authorization: x
+    headers_env:
+      Authorization: WEB_AUTH
+      "bad header": WEB_AUTH
+  local:
+    command: server
+    env:
+      TOKEN: literal
+    env_from_env:
+      TOKEN: LOCAL_TOKEN
+      "A=B": LOCAL_TOKEN
+    headers_env:
+      Authorization: "Bearer abc"
+"#;
+    // The header's value holds a line break, which no HTTP header can carry.
+    let env = [
+        ("WEB_TOKEN", "t"),
+        ("WEB_AUTH", "Bearer a\nInjected: yes"),
+        ("LOCAL_TOKEN", "t"),
+    ];
+    let (message, file) = load_error(&format!("{MINIMAL}{misplaced}"), &env);
+    for (key_path, fragment) in [
+        (
+            "mcp_servers.web.env_from_env",
+            "only a stdio server (command) has an environment",
+        ),
+        (
+            "mcp_servers.web.headers_env.Authorization",
+            "header Authorization is also set in headers",
+        ),
+        (
+            "mcp_servers.web.headers_env.Authorization",
+            "environment variable WEB_AUTH cannot be sent as an http header",
+        ),
+        (
+            "mcp_servers.web.headers_env.bad header",
+            "\"bad header\" is not a valid http header name",
+        ),
+        (
+            "mcp_servers.local.env_from_env.TOKEN",
+            "variable TOKEN is also set in env",
+        ),
+        (
+            "mcp_servers.local.env_from_env.A=B",
+            "\"A=B\" cannot be an environment variable name",
+        ),
+        (
+            "mcp_servers.local.headers_env",
+            "only a streamable http server (url) is sent headers",
+        ),
+        (
+            "mcp_servers.local.headers_env.Authorization",
+            "does not look like an environment variable name",
+        ),
+    ] {
+        assert_problem(&message, &file, key_path, fragment);
+    }
+    assert!(!message.contains("Injected"), "{message}");
+    assert!(!message.contains("Bearer abc"), "{message}");
+}

@@ -1,7 +1,8 @@
 //! The MCP client against the real reference servers (server-everything, server-filesystem)
 //! over stdio and streamable HTTP: namespaced tools, real results, errors the model can read,
-//! list_changed, crash and restart, servers that cannot start, no orphaned processes, and
-//! elicitation answered by a scripted person.
+//! list_changed, crash and restart, servers that cannot start, no orphaned processes,
+//! elicitation answered by a scripted person, and a secret named by `env_from_env` reaching
+//! the server it is meant for.
 
 use std::time::Duration;
 
@@ -10,9 +11,9 @@ use hearth::tools::{ElicitationAnswer, McpOptions, McpServers, ToolError};
 use serde_json::json;
 
 use crate::support::mcp::{
-    EverythingHttpServer, ScriptedElicitation, assert_unavailable, call, call_as, eventually,
-    everything_stdio_or_skip, filesystem_or_skip, kill_hard, member, process_alive, servers,
-    start_one, state, temp_folder, with_handler,
+    EVERYTHING, EverythingHttpServer, ScriptedElicitation, assert_unavailable, call, call_as,
+    eventually, everything_stdio_or_skip, filesystem_or_skip, installed_or_skip, kill_hard,
+    load_config, member, process_alive, servers, start_one, state, temp_folder, with_handler,
 };
 
 const ELICITATION_TOOL: &str = "everything__trigger-elicitation-request";
@@ -591,5 +592,39 @@ async fn a_streamable_http_server_that_restarts_is_reached_again() {
         call(&provider, "web__echo", json!({"message": "three"})).await,
         "Echo: three"
     );
+    mcp.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_variable_named_by_env_from_env_reaches_the_stdio_server() {
+    let Some(entry) = installed_or_skip(
+        "a_variable_named_by_env_from_env_reaches_the_stdio_server",
+        EVERYTHING,
+    ) else {
+        return;
+    };
+    // Loaded from a real file, as at start-up: the secret is read there and nowhere else.
+    let entry = serde_json::to_string(&entry.display().to_string()).unwrap();
+    let loaded = load_config(
+        &format!(
+            "mcp_servers:\n  everything:\n    command: node\n    args: [{entry}, stdio]\n    \
+             env: {{ HEARTH_TEST_PLAIN: written }}\n    \
+             env_from_env: {{ HEARTH_TEST_TOKEN: HEARTH_TEST_SOURCE }}\n"
+        ),
+        &[("HEARTH_TEST_SOURCE", "from-hearth-env-s3cret")],
+    );
+    assert!(!format!("{loaded:?}").contains("s3cret"), "{loaded:?}");
+
+    let mcp = McpServers::start(&loaded.config.mcp_servers, McpOptions::default()).await;
+    let connected = state(&mcp, "everything");
+    assert!(connected.connected, "{connected:?}");
+    let provider = mcp.provider(&["everything".to_owned()]);
+    let printed = call(&provider, "everything__get-env", json!({})).await;
+    let server_env: serde_json::Value = serde_json::from_str(&printed)
+        .unwrap_or_else(|error| panic!("get-env did not print json ({error}): {printed}"));
+    assert_eq!(server_env["HEARTH_TEST_TOKEN"], "from-hearth-env-s3cret");
+    assert_eq!(server_env["HEARTH_TEST_PLAIN"], "written");
+    // The value crosses under the server's name for it; hearth's own variable does not.
+    assert!(server_env.get("HEARTH_TEST_SOURCE").is_none(), "{printed}");
     mcp.shutdown().await;
 }

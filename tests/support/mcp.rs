@@ -3,8 +3,9 @@
 //! and `@modelcontextprotocol/server-filesystem`, run with node from
 //! `$HEARTH_TEST_CACHE/mcp` (default `~/.cache/hearth-test/mcp`), where
 //! `scripts/install-test-mcp.sh` installs them. With `HEARTH_REQUIRE_REAL_SERVERS=1` a missing
-//! install fails the test, otherwise the test skips. Also: a scripted elicitation handler and
-//! process helpers (is a pid alive, kill it) for the crash and no-orphan tests.
+//! install fails the test, otherwise the test skips. Also: a scripted elicitation handler,
+//! process helpers (is a pid alive, kill it) for the crash and no-orphan tests, and server
+//! configs loaded from a real file (for the `*_env` secrets).
 
 // Not every includer uses the whole API.
 #![allow(dead_code)]
@@ -17,10 +18,10 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
-use hearth::config::McpServerConfig;
+use hearth::config::{LoadOptions, LoadedConfig, McpServerConfig, load_with_env};
 use hearth::tools::{
-    ElicitationAnswer, ElicitationHandler, ElicitationRequest, McpOptions, McpServers, ServerState,
-    ToolContext, ToolsProvider,
+    ElicitationAnswer, ElicitationHandler, ElicitationRequest, LOCAL_TOOL_NAMES, McpOptions,
+    McpServers, ServerState, ToolContext, ToolsProvider,
 };
 
 use super::real_llm::require_real_servers;
@@ -110,6 +111,26 @@ pub fn servers(entries: &[(&str, McpServerConfig)]) -> BTreeMap<String, McpServe
         .iter()
         .map(|(id, config)| (id.to_string(), config.clone()))
         .collect()
+}
+
+/// A configuration loaded as at start-up, from a real file holding `mcp_servers_yaml` after an
+/// LLM and the HTTP API without auth, with `env` as the whole environment: the way to get
+/// server configs whose `*_env` secrets are read.
+pub fn load_config(mcp_servers_yaml: &str, env: &[(&str, &str)]) -> LoadedConfig {
+    let folder = temp_folder();
+    let path = folder.path().join("hearth.yaml");
+    let text = format!(
+        "http: {{ auth_enabled: false }}\nllms:\n  main: {{ provider: openai, base_url: \"http://127.0.0.1:9/v1\", model: m }}\n{mcp_servers_yaml}"
+    );
+    std::fs::write(&path, text).expect("write the config file");
+    let env = env
+        .iter()
+        .map(|(name, value)| (name.to_string(), value.to_string()))
+        .collect();
+    let options = LoadOptions {
+        known_local_tools: LOCAL_TOOL_NAMES,
+    };
+    load_with_env(&path, &env, &options).unwrap_or_else(|error| panic!("{error}"))
 }
 
 /// `McpServers` with the one server `id`.

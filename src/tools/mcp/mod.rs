@@ -5,9 +5,9 @@
 //!   a server that fails does not stop hearth: it is retried in the background (1 s doubling
 //!   to 60 s), and `states()` shows how each one is doing (for readiness).
 //! - A stdio server runs as a child process with `args`, hearth's `PATH`, `HOME`, locale and
-//!   terminal variables and its own `env` (nothing else of hearth's environment, which holds
-//!   bot tokens and API keys). It is killed when hearth stops (`shutdown`, or when the
-//!   `McpServers` and the runtime are dropped): no orphans.
+//!   terminal variables and its own `env` and `env_from_env` (nothing else of hearth's
+//!   environment, which holds bot tokens and API keys). It is killed when hearth stops
+//!   (`shutdown`, or when the `McpServers` and the runtime are dropped): no orphans.
 //!   If hearth itself is killed, the server's stdin closes, which stdio servers take as the
 //!   signal to exit (a wrapper command's own children are not killed by hearth directly).
 //! - A server that dies is restarted with the same backoff; meanwhile calls to its tools
@@ -38,10 +38,10 @@ use crate::tools::ToolsProvider;
 use provider::McpToolsProvider;
 use server::ServerShared;
 
-pub use elicitation_chat::ChatElicitation;
 pub use elicitation::{
     ElicitationAnswer, ElicitationHandler, ElicitationRequest, MAX_ELICITATION_WAIT,
 };
+pub use elicitation_chat::ChatElicitation;
 pub use names::{
     BadServerId, MAX_SERVER_ID_LEN, MAX_TOOL_NAME_LEN, TOOL_NAME_SEPARATOR, check_server_id,
     namespaced_tool_name, tool_server_id,

@@ -9,8 +9,8 @@
 //!   characters stay apart and the mapping is the same on every start (`files` + `read.file`
 //!   → `files__read_file-2d6f0437`).
 //!
-//! A server id is used as written; it should match `[a-zA-Z0-9-]+(_[a-zA-Z0-9-]+)*` (no `__`, no
-//! trailing `_`) for `tool_server_id` to find it again; `McpServers::start` warns otherwise.
+//! A server id is used as written, so it must be one that `tool_server_id` finds again:
+//! [`check_server_id`] is that rule, and configuration validation refuses any other id.
 
 /// Between the server id and the tool name in a namespaced tool name.
 pub const TOOL_NAME_SEPARATOR: &str = "__";
@@ -41,13 +41,47 @@ pub fn namespaced_tool_name(server_id: &str, tool_name: &str) -> String {
     name
 }
 
-/// Whether `tool_server_id` finds `server_id` again in the names built from it.
-pub(super) fn server_id_round_trips(server_id: &str) -> bool {
-    !server_id.is_empty()
-        && server_id.chars().all(is_allowed)
-        && !server_id.contains(TOOL_NAME_SEPARATOR)
-        && !server_id.ends_with('_')
-        && server_id.len() + TOOL_NAME_SEPARATOR.len() + HASH_SUFFIX_LEN < MAX_TOOL_NAME_LEN
+/// The longest server id: it leaves room for `__`, at least one character of the tool name
+/// and the hash suffix, so even a cut name keeps the whole id in front of its `__`.
+pub const MAX_SERVER_ID_LEN: usize =
+    MAX_TOOL_NAME_LEN - HASH_SUFFIX_LEN - TOOL_NAME_SEPARATOR.len() - 1;
+
+/// A server id that `tool_server_id` would not find again in the names built from it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "server id {id:?} cannot be read back from its tool names (<id>__<tool>): {reason}; \
+     a server id is ascii letters, digits, - and _, without __, not ending in _, \
+     at most {MAX_SERVER_ID_LEN} characters"
+)]
+pub struct BadServerId {
+    pub id: String,
+    pub reason: String,
+}
+
+/// Whether `tool_server_id` finds `server_id` again in every name built from it, and if not,
+/// why. The one place that knows the rule: configuration validation calls it.
+pub fn check_server_id(server_id: &str) -> Result<(), BadServerId> {
+    let reason = if server_id.is_empty() {
+        "it is empty".to_owned()
+    } else if let Some(refused) = server_id.chars().find(|character| !is_allowed(*character)) {
+        // Sanitising would turn it into `_`, and the id in the name would differ.
+        format!("{refused:?} is not allowed in a tool name")
+    } else if server_id.contains(TOOL_NAME_SEPARATOR) {
+        format!("it contains {TOOL_NAME_SEPARATOR}, which separates the id from the tool name")
+    } else if server_id.ends_with('_') {
+        format!("its trailing _ would run into the {TOOL_NAME_SEPARATOR} after it")
+    } else if server_id.len() > MAX_SERVER_ID_LEN {
+        format!(
+            "it is {} characters long and a cut tool name would lose part of it",
+            server_id.len()
+        )
+    } else {
+        return Ok(());
+    };
+    Err(BadServerId {
+        id: server_id.to_owned(),
+        reason,
+    })
 }
 
 fn is_allowed(character: char) -> bool {
@@ -121,13 +155,31 @@ mod tests {
     }
 
     #[test]
-    fn ambiguous_server_ids_are_detected() {
-        assert!(server_id_round_trips("everything"));
-        assert!(server_id_round_trips("home_assistant"));
-        assert!(!server_id_round_trips("a__b"));
-        assert!(!server_id_round_trips("trailing_"));
-        assert!(!server_id_round_trips("has.dot"));
-        assert!(!server_id_round_trips(""));
+    fn server_ids_that_do_not_round_trip_are_refused() {
+        for good in [
+            "everything",
+            "home_assistant",
+            "a-b_c",
+            &"x".repeat(MAX_SERVER_ID_LEN),
+        ] {
+            assert_eq!(check_server_id(good), Ok(()), "{good}");
+            let longest_tool = "t".repeat(200);
+            for tool in ["echo", "read.file", longest_tool.as_str()] {
+                let name = namespaced_tool_name(good, tool);
+                assert_eq!(tool_server_id(&name), Some(good), "{name}");
+            }
+        }
+        for (bad, reason) in [
+            ("a__b", "contains __"),
+            ("trailing_", "trailing _"),
+            ("has.dot", "'.' is not allowed"),
+            ("", "empty"),
+            (&"x".repeat(MAX_SERVER_ID_LEN + 1), "53 characters long"),
+        ] {
+            let error = check_server_id(bad).expect_err(bad);
+            assert!(error.to_string().contains(reason), "{error}");
+            assert!(error.to_string().contains(&format!("{bad:?}")), "{error}");
+        }
         assert_eq!(tool_server_id("__echo"), None);
         assert_eq!(tool_server_id("echo"), None);
     }
