@@ -72,18 +72,28 @@ const ELICITATION_TOOL: &str = "everything__trigger-elicitation-request";
 
 /// hearth with the `/tools` profile on server-everything, or `None` (skipped) without npm.
 async fn app_with_everything(test: &str, llm: &ScriptedLlmServer) -> Option<TestApp> {
+    app_with_everything_and(test, llm, &[]).await
+}
+
+async fn app_with_everything_and(
+    test: &str,
+    llm: &ScriptedLlmServer,
+    overrides: &[(&str, &str)],
+) -> Option<TestApp> {
     let everything = everything_stdio_or_skip(test)?;
     let command = everything.command.clone().unwrap();
     let args: Vec<String> = everything.args.clone();
     let extra = format!(
         r#"  - id: toolbox
     slash_commands: ["/tools"]
+    description: "Signs people up."
+    processing_config: {{ delegation_security_level: unrestricted }}
     tools_config: {{ enable_mcp_server_ids: [everything] }}
 mcp_servers:
   everything: {{ command: {command:?}, args: {args:?} }}
 "#
     );
-    Some(TestApp::start_with_profiles(&llm.base_url(), &extra, &[]).await)
+    Some(TestApp::start_with_profiles(&llm.base_url(), &extra, overrides).await)
 }
 
 /// The last tool result the model was shown in LLM request `index`.
@@ -231,5 +241,45 @@ async fn only_the_member_who_was_asked_answers_a_question() {
     let seen = tool_result_seen(&llm, 1);
     assert!(seen.contains("- Name: Alice Example"), "{seen}");
     assert!(!seen.contains("Intruder"), "{seen}");
+    app.stop().await;
+}
+
+#[actix::test]
+async fn a_delegated_turns_server_question_is_asked_in_the_members_chat() {
+    let llm = ScriptedLlmServer::start();
+    let delegation = (
+        "HEARTH__DEFAULT_PROFILE_SETTINGS__TOOLS_CONFIG__ENABLE_LOCAL_TOOLS",
+        "profile_get,delegate_to_service",
+    );
+    let Some(app) = app_with_everything_and("elicitation_delegated", &llm, &[delegation]).await
+    else {
+        return;
+    };
+    llm.push_many([
+        Step::ToolCalls(vec![(
+            "delegate_to_service".into(),
+            json!({"target_service_id": "toolbox", "user_request": "sign alice up"}),
+        )]),
+        Step::ToolCalls(vec![(ELICITATION_TOOL.into(), json!({}))]),
+        Step::Reply("Signed up as Alice Example.".into()),
+        Step::Reply("The toolbox signed you up.".into()),
+    ]);
+    let (_, asked) = app.send(says("alice", "please sign me up")).await;
+    assert_eq!(asked["status"], "question", "{asked}");
+    assert!(
+        asked["question"]
+            .as_str()
+            .unwrap()
+            .starts_with("everything asks:"),
+        "{asked}"
+    );
+    let (_, answered) = app.send(says("alice", "name: Alice Example")).await;
+    assert_eq!(
+        answered["reply"], "The toolbox signed you up.",
+        "{answered}"
+    );
+    let seen = tool_result_seen(&llm, 2);
+    assert!(seen.contains("- Name: Alice Example"), "{seen}");
+    assert_eq!(tool_result_seen(&llm, 3), "Signed up as Alice Example.");
     app.stop().await;
 }

@@ -220,10 +220,11 @@ impl ToolsProvider for DelegationTool {
                 .get("user_request")
                 .and_then(|value| value.as_str())
                 .unwrap_or_default();
-            format!(
-                "Hand this request to {} ({})?\n• {}",
-                target.id, target.description, request
-            )
+            let target_name = match target.description.trim() {
+                "" => target.id.clone(),
+                description => format!("{} ({description})", target.id),
+            };
+            format!("Hand this request to {target_name}?\n• {request}")
         })
     }
 }

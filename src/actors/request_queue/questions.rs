@@ -10,7 +10,7 @@ use tokio::sync::oneshot;
 
 use super::{AskError, AskMember, RequestQueue};
 use crate::actors::channels::{DeliverReply, ReplyKind};
-use crate::actors::delegation::DELEGATION_CHANNEL;
+use crate::actors::delegation::root_conversation_key;
 use crate::ports::Inbound;
 
 /// The turn running in a conversation, and where its replies go.
@@ -26,19 +26,6 @@ pub(super) struct OpenQuestion {
     answer_to: oneshot::Sender<String>,
     /// The message whose turn asked.
     inbox_id: String,
-}
-
-/// The conversation a delegated turn's conversation belongs to: a delegation's key is
-/// `delegation:{parent key}/{target profile}/{id}`, nested as deep as delegation goes.
-fn root_conversation_key(mut key: &str) -> &str {
-    let prefix = format!("{DELEGATION_CHANNEL}:");
-    while let Some(parent) = key
-        .strip_prefix(&prefix)
-        .and_then(|rest| rest.rsplitn(3, '/').nth(2))
-    {
-        key = parent;
-    }
-    key
 }
 
 impl RequestQueue {
@@ -96,23 +83,5 @@ impl Handler<AskMember> for RequestQueue {
         );
         self.deliver(&inbound, message.question, ReplyKind::Question);
         Ok(())
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::root_conversation_key;
-
-    #[test]
-    fn a_delegated_conversation_belongs_to_the_one_that_delegated() {
-        assert_eq!(root_conversation_key("http:alice"), "http:alice");
-        assert_eq!(
-            root_conversation_key("delegation:http:alice/helper/0192"),
-            "http:alice"
-        );
-        assert_eq!(
-            root_conversation_key("delegation:delegation:telegram:-100/7/helper/01/vault/02"),
-            "telegram:-100/7"
-        );
     }
 }
