@@ -5,12 +5,14 @@
 //! (`storage::in_memory`); `tests/integration/storage_ports.rs` runs one suite
 //! against both. `LlmProvider` lives in `llm/` and `ToolsProvider` in `tools/`.
 
+mod channel_state;
 mod conversation_memory;
 mod inbox;
 mod pending_actions;
 mod telemetry;
 mod user_profiles;
 
+pub use channel_state::ChannelState;
 pub use conversation_memory::{ConversationMemory, HistoryEntry};
 pub use inbox::{Acceptance, Inbound, Inbox, InboxRecord, InboxStatus, TurnRecord};
 pub use pending_actions::{

@@ -7,9 +7,9 @@ use std::sync::Mutex;
 use async_trait::async_trait;
 
 use crate::ports::{
-    Acceptance, AnswerRefused, ConversationMemory, Decision, HistoryEntry, Inbound, Inbox,
-    InboxRecord, InboxStatus, OpenConfirmation, PendingActions, PendingConfirmation, ProfileFacts,
-    StorageError, TelemetryEvent, TelemetrySink, TurnRecord, UserProfiles,
+    Acceptance, AnswerRefused, ChannelState, ConversationMemory, Decision, HistoryEntry, Inbound,
+    Inbox, InboxRecord, InboxStatus, OpenConfirmation, PendingActions, PendingConfirmation,
+    ProfileFacts, StorageError, TelemetryEvent, TelemetrySink, TurnRecord, UserProfiles,
 };
 
 #[derive(Default)]
@@ -21,6 +21,8 @@ struct State {
     events: Vec<TelemetryEvent>,
     /// Confirmations in creation order, with their state.
     confirmations: Vec<StoredConfirmation>,
+    /// (channel, key) → value.
+    channel_state: BTreeMap<(String, String), String>,
 }
 
 struct StoredConfirmation {
@@ -361,5 +363,44 @@ impl PendingActions for InMemoryStore {
                 .cmp(&(b.confirmation.created_at_ms, &b.confirmation.id))
         });
         Ok(open)
+    }
+}
+
+#[async_trait]
+impl ChannelState for InMemoryStore {
+    async fn get_state(&self, channel: &str, key: &str) -> Result<Option<String>, StorageError> {
+        let state = self.lock();
+        Ok(state
+            .channel_state
+            .get(&(channel.to_owned(), key.to_owned()))
+            .cloned())
+    }
+
+    async fn put_state(&self, channel: &str, key: &str, value: &str) -> Result<(), StorageError> {
+        self.lock()
+            .channel_state
+            .insert((channel.to_owned(), key.to_owned()), value.to_owned());
+        Ok(())
+    }
+
+    async fn delete_state(&self, channel: &str, key: &str) -> Result<(), StorageError> {
+        self.lock()
+            .channel_state
+            .remove(&(channel.to_owned(), key.to_owned()));
+        Ok(())
+    }
+
+    async fn list_state(
+        &self,
+        channel: &str,
+        prefix: &str,
+    ) -> Result<Vec<(String, String)>, StorageError> {
+        Ok(self
+            .lock()
+            .channel_state
+            .iter()
+            .filter(|((owner, key), _)| owner == channel && key.starts_with(prefix))
+            .map(|((_, key), value)| (key.clone(), value.clone()))
+            .collect())
     }
 }

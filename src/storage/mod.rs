@@ -8,7 +8,8 @@ pub mod sqlite;
 use std::sync::Arc;
 
 use crate::ports::{
-    ConversationMemory, Inbox, PendingActions, StorageError, TelemetrySink, UserProfiles,
+    ChannelState, ConversationMemory, Inbox, PendingActions, StorageError, TelemetrySink,
+    UserProfiles,
 };
 
 /// The ports of one database, shared by every actor.
@@ -19,6 +20,7 @@ pub struct Stores {
     pub profiles: Arc<dyn UserProfiles>,
     pub pending: Arc<dyn PendingActions>,
     pub telemetry: Arc<dyn TelemetrySink>,
+    pub channel_state: Arc<dyn ChannelState>,
 }
 
 impl Stores {
@@ -30,6 +32,7 @@ impl Stores {
             memory: store.clone(),
             profiles: store.clone(),
             pending: store.clone(),
+            channel_state: store.clone(),
             telemetry: store,
         }
     }
@@ -46,7 +49,8 @@ pub async fn open(database_url: &str, max_connections: u32) -> Result<Stores, St
             inbox: store.clone(),
             memory: store.clone(),
             profiles: store.clone(),
-            pending: store,
+            pending: store.clone(),
+            channel_state: store,
             telemetry,
         })
     } else if database_url.starts_with("postgres:") || database_url.starts_with("postgresql:") {

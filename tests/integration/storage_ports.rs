@@ -91,6 +91,7 @@ macro_rules! adapter_suite {
                 pending_suspend_refuses_a_used_confirmation_id,
                 pending_open_lists_oldest_first_by_creation_time,
                 pending_interrupted_lists_latest_consumed_of_suspended_messages,
+                channel_state_put_get_list_delete,
             );
         }
     };
@@ -766,6 +767,37 @@ async fn profiles_members_are_isolated(stores: &Stores) {
         facts(&[("food", "pizza"), ("phone", "222")])
     );
     assert_eq!(profiles.get("carol").await.unwrap(), ProfileFacts::new());
+}
+
+// ---------------------------------------------------------------------------
+// ChannelState
+// ---------------------------------------------------------------------------
+
+async fn channel_state_put_get_list_delete(stores: &Stores) {
+    let state = &stores.channel_state;
+    assert_eq!(state.get_state("telegram", "offset").await.unwrap(), None);
+    state.put_state("telegram", "offset", "41").await.unwrap();
+    state.put_state("telegram", "offset", "42").await.unwrap();
+    state.put_state("telegram", "ask:b", "2").await.unwrap();
+    state.put_state("telegram", "ask:a", "1").await.unwrap();
+    // A prefix is literal: `%` and `_` are not wildcards.
+    state.put_state("telegram", "ask%x", "3").await.unwrap();
+    state.put_state("matrix", "ask:c", "3").await.unwrap();
+    assert_eq!(
+        state.get_state("telegram", "offset").await.unwrap(),
+        Some("42".to_string())
+    );
+    assert_eq!(
+        state.list_state("telegram", "ask:").await.unwrap(),
+        vec![("ask:a".into(), "1".into()), ("ask:b".into(), "2".into())]
+    );
+    state.delete_state("telegram", "ask:a").await.unwrap();
+    state.delete_state("telegram", "never-there").await.unwrap();
+    assert_eq!(
+        state.list_state("telegram", "ask:").await.unwrap(),
+        vec![("ask:b".into(), "2".into())]
+    );
+    assert_eq!(state.get_state("matrix", "offset").await.unwrap(), None);
 }
 
 // ---------------------------------------------------------------------------

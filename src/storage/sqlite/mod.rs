@@ -1,6 +1,7 @@
 //! The SQLite adapter: one WAL-mode database file, read through a small sqlx pool and
 //! written by one connection on its own thread (`writer.rs`, group commit).
 
+mod channel_state;
 mod history_cache;
 mod inbox;
 mod memory;
