@@ -84,6 +84,7 @@ pub async fn post_inbound(
         text: body.text,
         platform_event_id: body.message_id,
         received_at_ms: now_ms(),
+        extras: Default::default(),
     };
     let inbox_id = inbound.id.clone();
     let (reply_to, receiver) = oneshot::channel();

@@ -22,6 +22,55 @@ pub struct Inbound {
     /// unique per channel so a redelivered event is processed once.
     pub platform_event_id: Option<String>,
     pub received_at_ms: i64,
+    /// What came with the text: the message it replies to, attachments.
+    #[serde(default)]
+    pub extras: InboundExtras,
+}
+
+/// The parts of a message beyond its text; empty for most messages.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct InboundExtras {
+    /// The message this one replies to, given to the model as context.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quoted: Option<QuotedMessage>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub attachments: Vec<Attachment>,
+}
+
+impl InboundExtras {
+    pub fn is_empty(&self) -> bool {
+        self.quoted.is_none() && self.attachments.is_empty()
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct QuotedMessage {
+    /// Who wrote it, as people call them ("Alice", "hearth").
+    pub author: String,
+    pub text: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum AttachmentKind {
+    Image,
+    File,
+}
+
+/// A file sent with a message, as the channel stored it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Attachment {
+    pub kind: AttachmentKind,
+    pub file_name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mime_type: Option<String>,
+    pub size_bytes: u64,
+    /// Where hearth keeps the file; `None` when it was not downloaded (see `note`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+    /// Why the file is missing (too large, download failed), for the model to pass on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
 }
 
 impl Inbound {

@@ -14,7 +14,10 @@ mod user_profiles;
 
 pub use channel_state::ChannelState;
 pub use conversation_memory::{ConversationMemory, HistoryEntry};
-pub use inbox::{Acceptance, Inbound, Inbox, InboxRecord, InboxStatus, TurnRecord};
+pub use inbox::{
+    Acceptance, Attachment, AttachmentKind, Inbound, InboundExtras, Inbox, InboxRecord,
+    InboxStatus, QuotedMessage, TurnRecord,
+};
 pub use pending_actions::{
     AnswerRefused, Decision, OpenConfirmation, PendingActions, PendingConfirmation,
 };

@@ -319,6 +319,7 @@ async fn an_interrupted_approved_call_is_never_run_twice() {
             text: "I moved to 7 Cedar Close".into(),
             platform_event_id: None,
             received_at_ms: 1,
+            extras: Default::default(),
         };
         stores.inbox.accept(&inbound).await.unwrap();
         let call = json!({"id": "call-1", "name": "profile_update",

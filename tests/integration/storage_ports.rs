@@ -10,9 +10,9 @@ use std::time::{Duration, Instant};
 
 use hearth::llm::{Role, ToolCall};
 use hearth::ports::{
-    Acceptance, AnswerRefused, Decision, HistoryEntry, Inbound, InboxRecord, InboxStatus,
-    LlmCallRecord, OpenConfirmation, PendingConfirmation, ProfileFacts, StorageError,
-    TelemetryEvent, TurnRecord,
+    Acceptance, AnswerRefused, Attachment, AttachmentKind, Decision, HistoryEntry, Inbound,
+    InboundExtras, InboxRecord, InboxStatus, LlmCallRecord, OpenConfirmation, PendingConfirmation,
+    ProfileFacts, QuotedMessage, StorageError, TelemetryEvent, TurnRecord,
 };
 use hearth::storage::{self, Stores};
 use serde_json::json;
@@ -69,6 +69,7 @@ macro_rules! adapter_suite {
                 inbox_record_failure_counts_attempts,
                 inbox_give_up_marks_failed,
                 inbox_get_unknown_and_ping,
+                inbox_keeps_what_came_with_the_text,
                 inbox_concurrent_writes_each_get_their_own_outcome,
                 memory_recent_returns_only_chat_text,
                 memory_recent_keeps_the_newest_limit_oldest_first,
@@ -151,6 +152,7 @@ fn inbound(id: &str, channel: &str, platform_event_id: Option<&str>) -> Inbound 
         text: format!("text of {id}"),
         platform_event_id: platform_event_id.map(str::to_string),
         received_at_ms: 1_700_000_000_000,
+        extras: Default::default(),
     }
 }
 
@@ -510,6 +512,28 @@ async fn inbox_get_unknown_and_ping(stores: &Stores) {
     expect_new(stores, &inbound("m-1", "http", None)).await;
     assert_eq!(stores.inbox.get("m-2").await.unwrap(), None);
     stores.inbox.ping().await.unwrap();
+}
+
+async fn inbox_keeps_what_came_with_the_text(stores: &Stores) {
+    let mut message = inbound("m-extras", "telegram", Some("-100:7"));
+    message.extras = InboundExtras {
+        quoted: Some(QuotedMessage {
+            author: "Bob".into(),
+            text: "the dentist is at 3".into(),
+        }),
+        attachments: vec![Attachment {
+            kind: AttachmentKind::Image,
+            file_name: "photo.jpg".into(),
+            mime_type: Some("image/jpeg".into()),
+            size_bytes: 12_345,
+            path: None,
+            note: Some("too large to download (over 5 MB)".into()),
+        }],
+    };
+    expect_new(stores, &message).await;
+    let stored = stores.inbox.get("m-extras").await.unwrap().unwrap();
+    assert_eq!(stored.inbound, message);
+    assert_eq!(stores.inbox.unanswered().await.unwrap()[0].inbound, message);
 }
 
 // ---------------------------------------------------------------------------

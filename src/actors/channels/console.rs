@@ -96,6 +96,7 @@ pub async fn run_console(
                     text: text.to_string(),
                     platform_event_id: None,
                     received_at_ms: now_ms(),
+                    extras: Default::default(),
                 };
                 match queue.send(SubmitInbound { inbound }).await {
                     Ok(Ok(Submitted::Accepted | Submitted::AnsweredQuestion { .. })) => waiting += 1,

@@ -189,6 +189,7 @@ impl Delegation {
             text: user_request.clone(),
             platform_event_id: None,
             received_at_ms: now_ms(),
+            extras: Default::default(),
         };
         tracing::info!(target = %target_id, chain = %chain.join(" → "), "delegating");
         Ok(SubTurn {

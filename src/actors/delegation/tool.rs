@@ -248,6 +248,7 @@ mod tests {
                 text: "save my address".into(),
                 platform_event_id: None,
                 received_at_ms: 1,
+                extras: Default::default(),
             },
             confirmation: PendingConfirmation {
                 id: "c-1".into(),

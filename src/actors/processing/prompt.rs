@@ -1,14 +1,57 @@
 //! The system prompt of a turn: the profile's prompt with `{current_time}` in
-//! the profile's timezone, then what hearth knows about the family member.
+//! the profile's timezone, then what hearth knows about the family member; and the
+//! member's message as the model reads it, with what came with it.
 
 use chrono::{DateTime, Utc};
 use chrono_tz::Tz;
 
 use crate::llm::Role;
-use crate::ports::{HistoryEntry, ProfileFacts};
+use crate::ports::{AttachmentKind, HistoryEntry, InboundExtras, ProfileFacts};
+
+/// The longest quoted message given to the model: enough context, bounded cost.
+const MAX_QUOTED_CHARS: usize = 1_000;
 
 pub const DEFAULT_SYSTEM_PROMPT: &str =
     "You are a helpful family assistant. Current time is {current_time}.";
+
+/// The member's text as the model reads it: the message it replies to first, then the
+/// text, then a line per attachment saying what it is (the model cannot open files).
+pub fn user_message_text(text: &str, extras: &InboundExtras) -> String {
+    let mut parts = Vec::new();
+    if let Some(quoted) = &extras.quoted {
+        let mut quote: String = quoted.text.chars().take(MAX_QUOTED_CHARS).collect();
+        if quote.len() < quoted.text.len() {
+            quote.push('…');
+        }
+        parts.push(format!("(Replying to {}: “{quote}”)", quoted.author));
+    }
+    if !text.trim().is_empty() {
+        parts.push(text.to_string());
+    }
+    for attachment in &extras.attachments {
+        let what = match attachment.kind {
+            AttachmentKind::Image => "an image",
+            AttachmentKind::File => "a file",
+        };
+        let mut line = format!(
+            "(Attached: {what}, {:?}, {} KB",
+            attachment.file_name,
+            attachment.size_bytes.div_ceil(1024)
+        );
+        if let Some(mime) = &attachment.mime_type {
+            line.push_str(&format!(", {mime}"));
+        }
+        line.push_str(match &attachment.note {
+            Some(_) => ". ",
+            None => ". You cannot see its contents; say so if they matter.)",
+        });
+        if let Some(note) = &attachment.note {
+            line.push_str(&format!("It could not be kept: {note}.)"));
+        }
+        parts.push(line);
+    }
+    parts.join("\n")
+}
 
 pub fn system_prompt(
     template: &str,
@@ -87,5 +130,48 @@ mod tests {
             "{prompt}"
         );
         assert!(prompt.contains("## About the user\n- name: Alice\n- address: 1 Elm St\n"));
+    }
+
+    #[test]
+    fn a_quote_and_attachments_come_with_the_text() {
+        use crate::ports::{Attachment, QuotedMessage};
+        let extras = InboundExtras {
+            quoted: Some(QuotedMessage {
+                author: "Bob".into(),
+                text: "x".repeat(1_200),
+            }),
+            attachments: vec![
+                Attachment {
+                    kind: AttachmentKind::Image,
+                    file_name: "photo.jpg".into(),
+                    mime_type: Some("image/jpeg".into()),
+                    size_bytes: 2_048,
+                    path: Some("data/attachments/1/photo.jpg".into()),
+                    note: None,
+                },
+                Attachment {
+                    kind: AttachmentKind::File,
+                    file_name: "scan.pdf".into(),
+                    mime_type: None,
+                    size_bytes: 90_000_000,
+                    path: None,
+                    note: Some("it is larger than 20 MB".into()),
+                },
+            ],
+        };
+        let text = user_message_text("what is this?", &extras);
+        let lines: Vec<&str> = text.lines().collect();
+        assert!(lines[0].starts_with("(Replying to Bob: “xxx"), "{text}");
+        assert!(lines[0].ends_with("x…”)"), "{text}");
+        assert_eq!(lines[1], "what is this?");
+        assert_eq!(
+            lines[2],
+            "(Attached: an image, \"photo.jpg\", 2 KB, image/jpeg. You cannot see its contents; say so if they matter.)"
+        );
+        assert_eq!(
+            lines[3],
+            "(Attached: a file, \"scan.pdf\", 87891 KB. It could not be kept: it is larger than 20 MB.)"
+        );
+        assert_eq!(user_message_text("hi", &InboundExtras::default()), "hi");
     }
 }

@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 
 use super::ProcessingDeps;
 use super::messages::{ProcessTurn, ResumeTurn, TurnError, TurnOutcome, TurnResult};
-use super::prompt::{DEFAULT_SYSTEM_PROMPT, starting_with_user, system_prompt};
+use super::prompt::{DEFAULT_SYSTEM_PROMPT, starting_with_user, system_prompt, user_message_text};
 use crate::actors::llm_broker::{CallOrigin, GenerateChat};
 use crate::config::ResolvedProfile;
 use crate::llm::{ChatMessage, ChatRequest, Role, ToolCall};
@@ -100,11 +100,13 @@ impl TurnRunner {
                     tool_call_id: None,
                 }),
         );
-        messages.push(ChatMessage::user(message.text.clone()));
+        // What the member sent, with what came with it (a quoted message, attachments).
+        let user_text = user_message_text(&message.text, &inbound.extras);
+        messages.push(ChatMessage::user(user_text.clone()));
         let state = TurnState {
             awaiting_start: false,
             messages,
-            entries: vec![self.entry(inbound, ChatMessage::user(message.text.clone()))],
+            entries: vec![self.entry(inbound, ChatMessage::user(user_text))],
             pending_calls: Vec::new(),
             suspended_call: None,
             rounds: 0,

@@ -14,7 +14,7 @@ use crate::ports::{
 macro_rules! select_record {
     ($tail:literal) => {
         concat!(
-            "SELECT id, channel, conversation_id, member_id, text, platform_event_id, ",
+            "SELECT id, channel, conversation_id, member_id, text, platform_event_id, extras, ",
             "received_at_ms, status, attempts, next_attempt_at_ms, reply, error FROM inbox ",
             $tail
         )
@@ -33,6 +33,11 @@ fn record_from_row(row: &SqliteRow) -> Result<InboxRecord, StorageError> {
             text: row.get("text"),
             platform_event_id: row.get("platform_event_id"),
             received_at_ms: row.get("received_at_ms"),
+            extras: match row.get::<Option<String>, _>("extras") {
+                Some(json) => serde_json::from_str(&json)
+                    .map_err(|error| StorageError::Corrupt(format!("inbox extras: {error}")))?,
+                None => Default::default(),
+            },
         },
         status: InboxStatus::parse(&status)?,
         attempts: u32::try_from(attempts).unwrap_or(0),
@@ -52,14 +57,18 @@ fn not_waiting(inbox_id: &str) -> StorageError {
 impl Inbox for SqliteStore {
     async fn accept(&self, inbound: &Inbound) -> Result<Acceptance, StorageError> {
         let row = inbound.clone();
+        let extras = (!row.extras.is_empty())
+            .then(|| serde_json::to_string(&row.extras))
+            .transpose()
+            .map_err(|error| StorageError::Corrupt(format!("inbox extras: {error}")))?;
         let inserted = self
             .writer
             .run(move |connection| {
                 Box::pin(async move {
                     sqlx::query(
                         "INSERT INTO inbox (id, channel, conversation_id, member_id, text, \
-                         platform_event_id, received_at_ms, updated_at_ms) \
-                         VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+                         platform_event_id, extras, received_at_ms, updated_at_ms) \
+                         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
                     )
                     .bind(&row.id)
                     .bind(&row.channel)
@@ -67,6 +76,7 @@ impl Inbox for SqliteStore {
                     .bind(&row.member_id)
                     .bind(&row.text)
                     .bind(&row.platform_event_id)
+                    .bind(&extras)
                     .bind(row.received_at_ms)
                     .bind(now_ms())
                     .execute(&mut *connection)
