@@ -24,6 +24,7 @@ pub mod actors;
 pub mod app;
 pub mod config;
 pub mod family;
+pub mod format;
 pub mod http;
 pub mod llm;
 pub mod metrics;
