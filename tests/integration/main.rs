@@ -15,4 +15,5 @@ mod pipeline;
 mod real_llm;
 mod restart;
 mod storage_ports;
+mod telegram_fake_server;
 mod tools_stack;

@@ -4,3 +4,4 @@ pub mod hearth_app;
 pub mod llm_server;
 pub mod mcp;
 pub mod real_llm;
+pub mod telegram;
