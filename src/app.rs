@@ -9,6 +9,10 @@ use std::time::Duration;
 use actix::{Actor, Addr, AsyncContext, Context, Recipient};
 use actix_web::dev::ServerHandle;
 
+use crate::actors::channels::telegram::{
+    StopTelegram, TELEGRAM_CHANNEL, TelegramChannel, TelegramSettings, TelegramStartError,
+    TelegramWebhook,
+};
 use crate::actors::channels::{DeliverReply, HttpChannel};
 use crate::actors::delegation::{
     DELEGATE_TOOL, Delegation, DelegationTarget, DelegationTargetInfo, DelegationTool,
@@ -16,7 +20,7 @@ use crate::actors::delegation::{
 use crate::actors::llm_broker::{BrokerSettings, LlmBroker, ModelEntry};
 use crate::actors::processing::{ProcessingDeps, ProcessingService};
 use crate::actors::request_queue::{RequestQueue, Router};
-use crate::config::{LlmProviderKind, LoadedConfig};
+use crate::config::{LlmProviderKind, LoadedConfig, TelegramMode};
 use crate::family::Family;
 use crate::http::{self, ApiKey, HttpState};
 use crate::llm::anthropic::AnthropicProvider;
@@ -37,8 +41,9 @@ use crate::tools::{
 pub type ExtraChannels = HashMap<String, Recipient<DeliverReply>>;
 
 pub struct StartOptions {
-    /// Serve the HTTP API (config `http.enabled`); `hearth chat` turns it off.
-    pub http: bool,
+    /// Serve the HTTP API (config `http.enabled`) and the chat platforms enabled in
+    /// config; `hearth chat` turns this off, so it never competes with a running bot.
+    pub serve: bool,
     pub extra_channels: ExtraChannels,
     /// Use these stores instead of opening `database_url` (tests).
     pub stores: Option<Stores>,
@@ -47,6 +52,7 @@ pub struct StartOptions {
 /// A running hearth: the addresses a caller may need, and the HTTP server handle.
 pub struct RunningApp {
     pub queue: Addr<RequestQueue>,
+    pub telegram: Option<Addr<TelegramChannel>>,
     pub mcp: Arc<McpServers>,
     pub broker: Addr<LlmBroker>,
     pub stores: Stores,
@@ -61,6 +67,9 @@ impl RunningApp {
     pub async fn stop(&self) {
         if let Some((handle, _)) = &self.http {
             handle.stop(true).await;
+        }
+        if let Some(telegram) = &self.telegram {
+            let _ = telegram.send(StopTelegram).await;
         }
         self.mcp.shutdown().await;
         self.stores.telemetry.flush().await;
@@ -77,14 +86,13 @@ pub enum StartError {
     HttpClient(String),
     #[error("channel {0:?} is enabled in config but not available in this version")]
     ChannelUnavailable(&'static str),
+    #[error(transparent)]
+    Telegram(#[from] TelegramStartError),
 }
 
 pub async fn start(loaded: &LoadedConfig, options: StartOptions) -> Result<RunningApp, StartError> {
     let config = &loaded.config;
-    if config.channels.telegram.enabled {
-        return Err(StartError::ChannelUnavailable("channels.telegram"));
-    }
-    if config.channels.matrix.enabled {
+    if options.serve && config.channels.matrix.enabled {
         return Err(StartError::ChannelUnavailable("channels.matrix"));
     }
     let stores = match options.stores {
@@ -198,9 +206,14 @@ pub async fn start(loaded: &LoadedConfig, options: StartOptions) -> Result<Runni
     // The HTTP channel and the queue each need the other's address: the channel's
     // context is made first, and the actor starts in it once the queue runs.
     let mut channels = options.extra_channels;
-    let http_context = (options.http && config.http.enabled).then(Context::<HttpChannel>::new);
+    let http_context = (options.serve && config.http.enabled).then(Context::<HttpChannel>::new);
     if let Some(context) = &http_context {
         channels.insert("http".into(), context.address().recipient());
+    }
+    let telegram_context =
+        (options.serve && config.channels.telegram.enabled).then(Context::<TelegramChannel>::new);
+    if let Some(context) = &telegram_context {
+        channels.insert(TELEGRAM_CHANNEL.into(), context.address().recipient());
     }
 
     let queue = queue_context.address();
@@ -214,6 +227,25 @@ pub async fn start(loaded: &LoadedConfig, options: StartOptions) -> Result<Runni
         metrics.clone(),
         readiness.clone(),
     ));
+
+    let telegram = telegram_context.as_ref().map(Context::address);
+    let telegram_webhook = match telegram_context {
+        Some(context) => {
+            let settings = telegram_settings(loaded);
+            let webhook = webhook_of(&settings, context.address());
+            let channel = TelegramChannel::new(
+                settings,
+                family.clone(),
+                queue.clone(),
+                stores.channel_state.clone(),
+                readiness.clone(),
+                metrics.clone(),
+            )?;
+            context.run(channel);
+            webhook
+        }
+        None => None,
+    };
 
     let http = match http_context {
         Some(context) => {
@@ -238,6 +270,7 @@ pub async fn start(loaded: &LoadedConfig, options: StartOptions) -> Result<Runni
                 readiness: readiness.clone(),
                 api_key,
                 reply_timeout: Duration::from_secs(config.http.reply_timeout_seconds),
+                telegram_webhook,
             };
             let (handle, address) =
                 http::serve(&config.http.bind, config.http.max_body_bytes, state)?;
@@ -249,12 +282,70 @@ pub async fn start(loaded: &LoadedConfig, options: StartOptions) -> Result<Runni
 
     Ok(RunningApp {
         queue,
+        telegram,
         mcp,
         broker,
         stores,
         metrics,
         readiness,
         http,
+    })
+}
+
+/// The Telegram channel's settings from config, its secrets resolved (validation made
+/// sure they are there).
+fn telegram_settings(loaded: &LoadedConfig) -> TelegramSettings {
+    let telegram = &loaded.config.channels.telegram;
+    let secret = |variable: &Option<String>| {
+        variable
+            .as_deref()
+            .and_then(|variable| loaded.secret(variable))
+            .map(str::to_string)
+    };
+    let default_description = loaded
+        .profiles
+        .iter()
+        .find(|profile| profile.id == loaded.default_profile_id)
+        .map(|profile| profile.description.clone())
+        .unwrap_or_default();
+    TelegramSettings {
+        token: secret(&telegram.token_env).unwrap_or_default(),
+        api_url: telegram.api_url.clone(),
+        mode: telegram.mode,
+        poll_timeout: Duration::from_secs(telegram.poll_timeout_seconds),
+        webhook_url: telegram.webhook_url.clone(),
+        webhook_secret: secret(&telegram.webhook_secret_env),
+        max_attachment_bytes: telegram.max_attachment_bytes,
+        attachments_dir: telegram.attachments_dir.clone().into(),
+        commands: loaded
+            .profiles
+            .iter()
+            .flat_map(|profile| {
+                profile.slash_commands.iter().map(|command| {
+                    (
+                        command.trim_start_matches('/').to_lowercase(),
+                        profile.description.clone(),
+                    )
+                })
+            })
+            .collect(),
+        default_description,
+    }
+}
+
+/// The webhook route to serve, in webhook mode.
+fn webhook_of(
+    settings: &TelegramSettings,
+    channel: Addr<TelegramChannel>,
+) -> Option<TelegramWebhook> {
+    if settings.mode != TelegramMode::Webhook {
+        return None;
+    }
+    let url = reqwest::Url::parse(settings.webhook_url.as_deref()?).ok()?;
+    Some(TelegramWebhook {
+        path: url.path().to_string(),
+        secret: settings.webhook_secret.clone()?,
+        channel,
     })
 }
 

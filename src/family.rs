@@ -10,6 +10,7 @@ use crate::config::FamilyMember;
 
 pub struct Family {
     members: BTreeMap<String, FamilyMember>,
+    by_telegram_id: BTreeMap<i64, String>,
     strangers_logged: Mutex<HashSet<(String, String)>>,
 }
 
@@ -20,6 +21,10 @@ impl Family {
                 .iter()
                 .map(|member| (member.id.clone(), member.clone()))
                 .collect(),
+            by_telegram_id: members
+                .iter()
+                .filter_map(|member| Some((member.telegram_user_id?, member.id.clone())))
+                .collect(),
             strangers_logged: Mutex::new(HashSet::new()),
         }
     }
@@ -29,6 +34,18 @@ impl Family {
         let member = self.members.get(member_id);
         if member.is_none() {
             self.note_stranger(channel, member_id);
+        }
+        member
+    }
+
+    /// The member with this Telegram user id, or `None` (and a one-time log line).
+    pub fn by_telegram_id(&self, user_id: i64) -> Option<&FamilyMember> {
+        let member = self
+            .by_telegram_id
+            .get(&user_id)
+            .and_then(|id| self.members.get(id));
+        if member.is_none() {
+            self.note_stranger("telegram", &user_id.to_string());
         }
         member
     }

@@ -95,7 +95,7 @@ async fn run(loaded: LoadedConfig) -> anyhow::Result<()> {
     let running = app::start(
         &loaded,
         StartOptions {
-            http: true,
+            serve: true,
             extra_channels: Default::default(),
             stores: None,
         },
@@ -122,7 +122,7 @@ async fn chat(loaded: LoadedConfig, user: String) -> anyhow::Result<()> {
     let running = app::start(
         &loaded,
         StartOptions {
-            http: false,
+            serve: false,
             extra_channels: [("console".to_string(), console.recipient())].into(),
             stores: None,
         },

@@ -54,6 +54,21 @@ const HELP: &[(&str, &str, &str)] = &[
         "Inbound messages, by channel and outcome (accepted, duplicate, busy).",
     ),
     ("hearth_errors_total", "counter", "Errors, by kind."),
+    (
+        "hearth_telegram_updates_total",
+        "counter",
+        "Telegram updates received, by kind (message, button, other).",
+    ),
+    (
+        "hearth_telegram_poll_restarts_total",
+        "counter",
+        "Telegram long polls abandoned by the watchdog because they stalled.",
+    ),
+    (
+        "hearth_telegram_plain_text_fallbacks_total",
+        "counter",
+        "Replies resent as plain text because Telegram refused their HTML.",
+    ),
 ];
 
 impl Metrics {

@@ -36,7 +36,7 @@ pub use serde_yaml::Mapping;
 pub use types::{
     ChannelsConfig, FamilyMember, HearthConfig, HttpConfig, LlmBackend, LlmModelConfig,
     LlmProviderKind, LlmRetryConfig, MatrixConfig, McpServerConfig, ProfileSettingsConfig,
-    QueueConfig, ServiceProfileConfig, TelegramConfig, redact_url_password,
+    QueueConfig, ServiceProfileConfig, TelegramConfig, TelegramMode, redact_url_password,
 };
 
 /// A validated configuration, ready to build the actors from.

@@ -339,7 +339,21 @@ pub struct ChannelsConfig {
 pub struct TelegramConfig {
     pub enabled: bool,
     pub token_env: Option<String>,
+    /// The Bot API's base url (a local Bot API server, tests).
     pub api_url: String,
+    pub mode: TelegramMode,
+    /// How long one `getUpdates` long poll waits for updates (1–50).
+    pub poll_timeout_seconds: u64,
+    /// Webhook mode: the public https url Telegram posts updates to; hearth serves its
+    /// path on the HTTP API's listener.
+    pub webhook_url: Option<String>,
+    /// Webhook mode: the variable holding the secret Telegram sends with every update.
+    pub webhook_secret_env: Option<String>,
+    /// Photos and documents larger than this are not downloaded (the Bot API's own
+    /// limit is 20 MB).
+    pub max_attachment_bytes: u64,
+    /// Where downloaded attachments are kept, one folder per message.
+    pub attachments_dir: String,
 }
 
 impl Default for TelegramConfig {
@@ -348,8 +362,25 @@ impl Default for TelegramConfig {
             enabled: false,
             token_env: None,
             api_url: "https://api.telegram.org".to_owned(),
+            mode: TelegramMode::Polling,
+            poll_timeout_seconds: 30,
+            webhook_url: None,
+            webhook_secret_env: None,
+            max_attachment_bytes: 20 * 1024 * 1024,
+            attachments_dir: "data/attachments".to_owned(),
         }
     }
+}
+
+/// How the bot receives updates.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TelegramMode {
+    /// `getUpdates` long polling: works behind NAT, needs nothing public.
+    #[default]
+    Polling,
+    /// Telegram posts updates to `webhook_url`.
+    Webhook,
 }
 
 /// The Matrix account the bot logs in as.

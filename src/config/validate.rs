@@ -13,7 +13,7 @@ use reqwest::header::{HeaderName, HeaderValue};
 use super::error::Problems;
 use super::profiles::ResolvedProfile;
 use super::secret::Secret;
-use super::types::{HearthConfig, McpServerConfig};
+use super::types::{HearthConfig, McpServerConfig, TelegramMode};
 use crate::tools::mcp::check_server_id;
 
 /// Checks the settings outside the profiles.
@@ -252,6 +252,43 @@ fn check_channels(config: &HearthConfig, problems: &mut Problems) {
                 format!("{:?} is not an http(s) url", telegram.api_url),
             );
         }
+        if !(1..=50).contains(&telegram.poll_timeout_seconds) {
+            problems.push(
+                "channels.telegram.poll_timeout_seconds",
+                format!(
+                    "{} is out of range: the Bot API allows 1 to 50 seconds",
+                    telegram.poll_timeout_seconds
+                ),
+            );
+        }
+        if telegram.attachments_dir.trim().is_empty() {
+            problems.push("channels.telegram.attachments_dir", "must not be empty");
+        }
+        if telegram.mode == TelegramMode::Webhook {
+            match &telegram.webhook_url {
+                None => problems.push(
+                    "channels.telegram.webhook_url",
+                    "webhook mode needs the public https url Telegram posts updates to",
+                ),
+                Some(url) if !is_http_url(url) => problems.push(
+                    "channels.telegram.webhook_url",
+                    format!("{url:?} is not an http(s) url"),
+                ),
+                Some(_) => {}
+            }
+            if telegram.webhook_secret_env.is_none() {
+                problems.push(
+                    "channels.telegram.webhook_secret_env",
+                    "webhook mode needs a variable holding the secret token Telegram sends back",
+                );
+            }
+            if !config.http.enabled {
+                problems.push(
+                    "channels.telegram.mode",
+                    "webhook mode needs the HTTP API (http.enabled: true) to receive updates",
+                );
+            }
+        }
     }
     let matrix = &config.channels.matrix;
     if matrix.enabled {
@@ -426,6 +463,11 @@ pub(crate) fn collect_secrets(
         && let Some(variable) = &telegram.token_env
     {
         secrets.require("channels.telegram.token_env", variable, problems);
+        if telegram.mode == TelegramMode::Webhook
+            && let Some(variable) = &telegram.webhook_secret_env
+        {
+            secrets.require("channels.telegram.webhook_secret_env", variable, problems);
+        }
     }
 
     let matrix = &config.channels.matrix;

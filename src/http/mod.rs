@@ -14,6 +14,7 @@ use actix_web::dev::ServerHandle;
 use actix_web::{App, HttpResponse, HttpServer, error, web};
 
 use crate::actors::channels::HttpChannel;
+use crate::actors::channels::telegram::{TelegramWebhook, telegram_webhook_route};
 use crate::actors::request_queue::RequestQueue;
 use crate::family::Family;
 use crate::metrics::Metrics;
@@ -33,6 +34,8 @@ pub struct HttpState {
     /// `None` when `http.auth_enabled` is false.
     pub api_key: Option<ApiKey>,
     pub reply_timeout: Duration,
+    /// Telegram's webhook route, in webhook mode.
+    pub telegram_webhook: Option<TelegramWebhook>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -48,10 +51,21 @@ pub fn serve(
     max_body_bytes: usize,
     state: HttpState,
 ) -> Result<(ServerHandle, SocketAddr), BindError> {
+    let webhook = state.telegram_webhook.clone().map(web::Data::new);
     let state = web::Data::new(state);
     let server = HttpServer::new(move || {
-        App::new()
-            .app_data(state.clone())
+        let app = App::new();
+        let app = match &webhook {
+            Some(webhook) => app.app_data(webhook.clone()).service(
+                web::resource(webhook.path.as_str())
+                    .app_data(web::PayloadConfig::new(
+                        crate::actors::channels::telegram::MAX_UPDATE_BYTES,
+                    ))
+                    .route(web::post().to(telegram_webhook_route)),
+            ),
+            None => app,
+        };
+        app.app_data(state.clone())
             .app_data(json_config(max_body_bytes))
             .route("/inbound", web::post().to(inbound::post_inbound))
             .route("/inbound/confirm", web::post().to(inbound::post_confirm))

@@ -170,18 +170,23 @@ fn a_channel_of_a_later_version_is_refused_at_start_not_ignored() {
     let config = write_config(folder.path(), "http://127.0.0.1:9/v1");
     let output = hearth(&config)
         .arg("run")
-        .env("HEARTH__CHANNELS__TELEGRAM__ENABLED", "true")
+        .env("HEARTH__CHANNELS__MATRIX__ENABLED", "true")
         .env(
-            "HEARTH__CHANNELS__TELEGRAM__TOKEN_ENV",
-            "TEST_TELEGRAM_TOKEN",
+            "HEARTH__CHANNELS__MATRIX__HOMESERVER_URL",
+            "http://127.0.0.1:9",
         )
-        .env("TEST_TELEGRAM_TOKEN", "123:abc")
+        .env("HEARTH__CHANNELS__MATRIX__USER_ID", "@hearth:localhost")
+        .env(
+            "HEARTH__CHANNELS__MATRIX__PASSWORD_ENV",
+            "TEST_MATRIX_PASSWORD",
+        )
+        .env("TEST_MATRIX_PASSWORD", "secret")
         .output()
         .unwrap();
     assert!(!output.status.success());
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(
-        stderr.contains("channel \"channels.telegram\" is enabled in config but not available"),
+        stderr.contains("channel \"channels.matrix\" is enabled in config but not available"),
         "{stderr}"
     );
 }

@@ -119,7 +119,8 @@ impl TestApp {
         Self::start_from(folder, &path, overrides).await
     }
 
-    async fn start_from(
+    /// Start from a config file already written in `folder`.
+    pub async fn start_from(
         folder: tempfile::TempDir,
         path: &Path,
         overrides: &[(&str, &str)],
@@ -128,7 +129,7 @@ impl TestApp {
         let running = app::start(
             &loaded,
             StartOptions {
-                http: true,
+                serve: true,
                 extra_channels: Default::default(),
                 stores: None,
             },

@@ -20,6 +20,9 @@ pub enum ReplyKind {
     /// The running turn asks `member_id` something (an MCP server's question); their
     /// next message in the conversation is the answer, and the turn goes on.
     Question,
+    /// Nobody answered confirmation `confirmation_id` in time: a channel that shows it
+    /// with buttons takes them away. The turn goes on and answers separately.
+    ConfirmationExpired { confirmation_id: String },
 }
 
 /// Send a reply for the inbound message `inbox_id` to its conversation.
@@ -31,4 +34,7 @@ pub struct DeliverReply {
     pub member_id: String,
     pub text: String,
     pub kind: ReplyKind,
+    /// The platform id of the member's message this answers (`Inbound::platform_event_id`),
+    /// so a channel can thread the reply to it.
+    pub reply_to_event: Option<String>,
 }

@@ -5,6 +5,7 @@
 mod console;
 mod http;
 mod messages;
+pub mod telegram;
 
 pub use console::{ConsoleChannel, run_console};
 pub use http::{ForgetReply, HttpChannel, HttpSubmitError, SubmitHttpInbound};

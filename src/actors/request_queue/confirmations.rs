@@ -8,16 +8,21 @@ use actix::fut::{ActorFutureExt, WrapFuture};
 use actix::{AsyncContext, Context, Handler, ResponseActFuture};
 use tokio::sync::oneshot;
 
-use super::{AnswerConfirmation, AnswerError, QueuedTurn, RequestQueue, Resume};
-use crate::actors::channels::DeliverReply;
-use crate::ports::{Decision, PendingConfirmation, StorageError, now_ms};
+use super::{
+    AnswerConfirmation, AnswerError, CancelPending, Cancelled, QueuedTurn, RequestQueue, Resume,
+};
+use crate::actors::channels::{DeliverReply, ReplyKind};
+use crate::ports::{Decision, Inbound, PendingConfirmation, StorageError, now_ms};
+
+/// What a channel shows where an unanswered confirmation was.
+pub const EXPIRED_NOTICE: &str = "⌛ This request expired before it was confirmed.";
 
 impl RequestQueue {
     /// Put the turn suspended on `confirmation` back in its lane.
     fn queue_resumption(
         &mut self,
         confirmation: PendingConfirmation,
-        inbound: crate::ports::Inbound,
+        inbound: Inbound,
         decision: Option<Option<Decision>>,
         reply_to: Option<oneshot::Sender<DeliverReply>>,
     ) {
@@ -61,6 +66,7 @@ impl RequestQueue {
                 Ok(expired) => {
                     for (confirmation, inbound) in expired {
                         tracing::info!(confirmation = %confirmation.id, "confirmation expired");
+                        act.notify_expired(&confirmation, &inbound);
                         act.queue_resumption(confirmation, inbound, None, None);
                     }
                 }
@@ -68,6 +74,22 @@ impl RequestQueue {
             }
             act.pump(ctx);
         }));
+    }
+
+    /// Tell the confirmation's channel it expired, so it can take its buttons away.
+    fn notify_expired(&self, confirmation: &PendingConfirmation, inbound: &Inbound) {
+        if let Some(channel) = self.channels.get(&inbound.channel) {
+            channel.do_send(DeliverReply {
+                inbox_id: inbound.id.clone(),
+                conversation_id: inbound.conversation_id.clone(),
+                member_id: inbound.member_id.clone(),
+                text: EXPIRED_NOTICE.to_string(),
+                kind: ReplyKind::ConfirmationExpired {
+                    confirmation_id: confirmation.id.clone(),
+                },
+                reply_to_event: inbound.platform_event_id.clone(),
+            });
+        }
     }
 
     /// At start-up: answered confirmations resume their turns; pending ones get their
@@ -150,6 +172,52 @@ impl Handler<AnswerConfirmation> for RequestQueue {
             act.queue_resumption(confirmation, inbound, None, reply_to);
             act.pump(ctx);
             Ok(inbox_id)
+        }))
+    }
+}
+
+impl Handler<CancelPending> for RequestQueue {
+    type Result = ResponseActFuture<Self, Result<Cancelled, StorageError>>;
+
+    fn handle(&mut self, message: CancelPending, _ctx: &mut Self::Context) -> Self::Result {
+        let question = self.cancel_question(&message.conversation_key, &message.member_id);
+        let (pending, inbox) = (self.pending.clone(), self.inbox.clone());
+        let work = async move {
+            let mut denied = Vec::new();
+            for entry in pending.open().await? {
+                let confirmation = entry.confirmation;
+                let here = format!("{}:{}", confirmation.channel, confirmation.conversation_id);
+                if entry.decision.is_some()
+                    || confirmation.member_id != message.member_id
+                    || here != message.conversation_key
+                {
+                    continue;
+                }
+                // Answered meanwhile (a button, the expiry): not ours to cancel any more.
+                let Ok(confirmation) = pending
+                    .answer(&confirmation.id, &message.member_id, false, now_ms())
+                    .await?
+                else {
+                    continue;
+                };
+                if let Some(record) = inbox.get(&confirmation.inbox_id).await? {
+                    denied.push((confirmation, record.inbound));
+                }
+            }
+            Ok::<_, StorageError>(denied)
+        };
+        Box::pin(work.into_actor(self).map(move |denied, act, ctx| {
+            let mut cancelled = Cancelled {
+                confirmation_ids: Vec::new(),
+                question,
+            };
+            for (confirmation, inbound) in denied? {
+                tracing::info!(confirmation = %confirmation.id, "confirmation cancelled");
+                cancelled.confirmation_ids.push(confirmation.id.clone());
+                act.queue_resumption(confirmation, inbound, None, None);
+            }
+            act.pump(ctx);
+            Ok(cancelled)
         }))
     }
 }

@@ -74,3 +74,27 @@ pub enum AskError {
         conversation: String,
     },
 }
+
+/// `/cancel`: deny every confirmation waiting for `member_id` in the conversation
+/// `conversation_key`, and drop the question they are being asked there. Answers what
+/// was cancelled.
+#[derive(Debug, Message)]
+#[rtype(result = "Result<Cancelled, StorageError>")]
+pub struct CancelPending {
+    pub member_id: String,
+    pub conversation_key: String,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Cancelled {
+    /// The confirmations denied, so a channel can update where it showed them.
+    pub confirmation_ids: Vec<String>,
+    /// Whether a question was withdrawn.
+    pub question: bool,
+}
+
+impl Cancelled {
+    pub fn is_empty(&self) -> bool {
+        self.confirmation_ids.is_empty() && !self.question
+    }
+}

@@ -25,7 +25,8 @@ use tokio::sync::oneshot;
 
 pub use lanes::Lanes;
 pub use messages::{
-    AnswerConfirmation, AnswerError, AskError, AskMember, SubmitError, SubmitInbound, Submitted,
+    AnswerConfirmation, AnswerError, AskError, AskMember, CancelPending, Cancelled, SubmitError,
+    SubmitInbound, Submitted,
 };
 pub use routing::Router;
 
@@ -374,12 +375,15 @@ impl RequestQueue {
             Some(running) => (running.reply_to.take(), running.deliver_as.clone()),
             None => (None, None),
         };
+        let (inbox_id, reply_to_event) =
+            inbox_id.unwrap_or_else(|| (inbound.id.clone(), inbound.platform_event_id.clone()));
         let reply = DeliverReply {
-            inbox_id: inbox_id.unwrap_or_else(|| inbound.id.clone()),
+            inbox_id,
             conversation_id: inbound.conversation_id.clone(),
             member_id: inbound.member_id.clone(),
             text,
             kind,
+            reply_to_event,
         };
         if let Some(waiter) = waiter {
             let _ = waiter.send(reply);

@@ -18,8 +18,9 @@ pub(super) struct RunningTurn {
     pub(super) inbound: Inbound,
     /// Whoever waits for this turn's next reply (an answered confirmation over HTTP).
     pub(super) reply_to: Option<oneshot::Sender<DeliverReply>>,
-    /// The member's answer to the turn's last question: later replies answer that message.
-    pub(super) deliver_as: Option<String>,
+    /// The member's answer to the turn's last question (its inbox id and platform event
+    /// id): later replies answer that message.
+    pub(super) deliver_as: Option<(String, Option<String>)>,
 }
 
 pub(super) struct OpenQuestion {
@@ -39,10 +40,19 @@ impl RequestQueue {
         // Withdrawn (the asker stopped waiting): the message is an ordinary one.
         question.answer_to.send(inbound.text.clone()).ok()?;
         if let Some(running) = self.running.get_mut(&key) {
-            running.deliver_as = Some(inbound.id.clone());
+            running.deliver_as = Some((inbound.id.clone(), inbound.platform_event_id.clone()));
         }
         tracing::info!(inbox_id = %question.inbox_id, conversation = %key, "question answered");
         Some(question.inbox_id)
+    }
+
+    /// Withdraw the question `member_id` is asked in `conversation_key`: its asker hears
+    /// "cancel". Whether there was one.
+    pub(super) fn cancel_question(&mut self, conversation_key: &str, member_id: &str) -> bool {
+        let slot = (conversation_key.to_owned(), member_id.to_owned());
+        self.questions
+            .remove(&slot)
+            .is_some_and(|question| question.answer_to.send("cancel".to_owned()).is_ok())
     }
 
     /// The turn of `conversation_key` ended: its questions can no longer be answered.

@@ -1,0 +1,249 @@
+//! Confirmations as messages with ✅ Confirm / ❌ Cancel buttons.
+//!
+//! The callback data is `hc:<confirmation id>:y|n`: an opaque id, never the arguments.
+//! Which message shows which confirmation is kept in `ChannelState`, so the buttons can
+//! be taken away on expiry even after a restart. The queue decides who may answer and
+//! whether it is still open; this module only turns its verdict into Telegram's idiom.
+
+use serde::{Deserialize, Serialize};
+use teloxide::payloads::{AnswerCallbackQuerySetters, EditMessageTextSetters, SendMessageSetters};
+use teloxide::requests::Requester;
+use teloxide::types::{
+    CallbackQuery, ChatId, InlineKeyboardButton, InlineKeyboardMarkup, MessageId,
+};
+
+use super::inbound::FollowUp;
+use super::outbound::{ChatTarget, Outgoing, message, with_retries};
+use super::{Shared, TELEGRAM_CHANNEL, TelegramError};
+use crate::actors::request_queue::{AnswerConfirmation, AnswerError};
+use crate::ports::AnswerRefused;
+
+const DATA_PREFIX: &str = "hc:";
+pub(super) const EXPIRED_OUTCOME: &str = "⌛ Expired: nothing was done.";
+const CANCELLED_OUTCOME: &str = "❌ Cancelled.";
+
+/// Where a confirmation is shown, in `ChannelState` under `confirmation:<id>`.
+#[derive(Debug, Serialize, Deserialize)]
+struct ShownConfirmation {
+    chat_id: i64,
+    message_id: i32,
+    text: String,
+}
+
+fn state_key(confirmation_id: &str) -> String {
+    format!("confirmation:{confirmation_id}")
+}
+
+fn keyboard(confirmation_id: &str) -> InlineKeyboardMarkup {
+    InlineKeyboardMarkup::new([[
+        InlineKeyboardButton::callback("✅ Confirm", format!("{DATA_PREFIX}{confirmation_id}:y")),
+        InlineKeyboardButton::callback("❌ Cancel", format!("{DATA_PREFIX}{confirmation_id}:n")),
+    ]])
+}
+
+/// The confirmation id and the answer a button press carries.
+fn parse_data(data: &str) -> Option<(&str, bool)> {
+    let rest = data.strip_prefix(DATA_PREFIX)?;
+    let (id, answer) = rest.rsplit_once(':')?;
+    match answer {
+        "y" => Some((id, true)),
+        "n" => Some((id, false)),
+        _ => None,
+    }
+}
+
+/// Show `prompt` with the two buttons and remember where it is.
+pub(super) async fn send_prompt(
+    shared: &Shared,
+    target: ChatTarget,
+    prompt: &str,
+    confirmation_id: &str,
+    reply_to: Option<MessageId>,
+) {
+    // Plain text: a prompt shows a tool's arguments as they are, markup included.
+    let sent = with_retries("sendMessage", || {
+        message(shared, target, prompt, reply_to).reply_markup(keyboard(confirmation_id))
+    })
+    .await;
+    let sent = match sent {
+        Ok(sent) => sent,
+        Err(error) => {
+            shared.metrics.error("telegram_send");
+            tracing::error!(chat = target.chat_id, confirmation = confirmation_id, %error,
+                "confirmation not shown in telegram; it expires unanswered");
+            return;
+        }
+    };
+    let shown = ShownConfirmation {
+        chat_id: target.chat_id,
+        message_id: sent.id.0,
+        text: prompt.to_string(),
+    };
+    let value = serde_json::to_string(&shown).unwrap_or_default();
+    if let Err(error) = shared
+        .state
+        .put_state(TELEGRAM_CHANNEL, &state_key(confirmation_id), &value)
+        .await
+    {
+        tracing::warn!(confirmation = confirmation_id, %error, "where a confirmation is shown was not stored");
+    }
+}
+
+/// Edit the confirmation's message to say `outcome`, without buttons, and forget it.
+pub(super) async fn close_prompt(
+    shared: &Shared,
+    target: ChatTarget,
+    confirmation_id: &str,
+    outcome: &str,
+) {
+    let key = state_key(confirmation_id);
+    let shown = match shared.state.get_state(TELEGRAM_CHANNEL, &key).await {
+        Ok(Some(value)) => serde_json::from_str::<ShownConfirmation>(&value).ok(),
+        Ok(None) => None,
+        Err(error) => {
+            tracing::warn!(confirmation = confirmation_id, %error, "cannot read where a confirmation is shown");
+            return;
+        }
+    };
+    let Some(shown) = shown else {
+        // Closed already (a press and the expiry crossed), or never shown.
+        return;
+    };
+    let text = format!("{}\n\n{outcome}", shown.text);
+    let edited = with_retries("editMessageText", || {
+        shared
+            .bot
+            .edit_message_text(ChatId(shown.chat_id), MessageId(shown.message_id), &text)
+            .reply_markup(InlineKeyboardMarkup::default())
+    })
+    .await;
+    if let Err(error) = edited {
+        tracing::warn!(chat = target.chat_id, confirmation = confirmation_id, %error,
+            "confirmation message not updated");
+    }
+    if let Err(error) = shared.state.delete_state(TELEGRAM_CHANNEL, &key).await {
+        tracing::warn!(confirmation = confirmation_id, %error, "closed confirmation not forgotten");
+    }
+}
+
+/// A button was pressed: answer the confirmation as the person who pressed it.
+pub(super) async fn handle_press(
+    shared: &Shared,
+    query: CallbackQuery,
+) -> Result<Vec<FollowUp>, TelegramError> {
+    let Some((confirmation_id, approve)) = query.data.as_deref().and_then(parse_data) else {
+        alert(shared, &query, "This button is not mine.").await;
+        return Ok(Vec::new());
+    };
+    let member = i64::try_from(query.from.id.0)
+        .ok()
+        .and_then(|id| shared.family.by_telegram_id(id));
+    let Some(member) = member else {
+        alert(shared, &query, "This is not for you.").await;
+        return Ok(Vec::new());
+    };
+    let target = query
+        .message
+        .as_ref()
+        .and_then(|message| message.regular_message())
+        .map(ChatTarget::of);
+    let answered = shared
+        .queue
+        .send(AnswerConfirmation {
+            confirmation_id: confirmation_id.to_string(),
+            member_id: member.id.clone(),
+            approve,
+            reply_to: None,
+        })
+        .await
+        .map_err(|_| TelegramError::QueueStopped)?;
+    let name = member.name.clone().unwrap_or_else(|| member.id.clone());
+    let mut follow_up = Vec::new();
+    let close = |outcome: String| {
+        target.map(|target| {
+            FollowUp::Send(Outgoing::Close {
+                target,
+                confirmation_id: confirmation_id.to_string(),
+                outcome,
+            })
+        })
+    };
+    match answered {
+        Ok(_) => {
+            let (notice, outcome) = if approve {
+                ("Confirmed.", format!("✅ Confirmed by {name}."))
+            } else {
+                ("Cancelled.", CANCELLED_OUTCOME.to_string())
+            };
+            answer(shared, &query, notice, false).await;
+            follow_up.extend(close(outcome));
+            // The turn goes on.
+            follow_up.extend(target.map(FollowUp::TurnStarted));
+        }
+        Err(AnswerError::Refused(refusal)) => {
+            let notice = match refusal {
+                AnswerRefused::NotYours => "This is not for you.",
+                AnswerRefused::AlreadyAnswered => "This was already answered.",
+                AnswerRefused::Expired => "This request has expired.",
+                AnswerRefused::Unknown => "This request is no longer open.",
+            };
+            alert(shared, &query, notice).await;
+            if refusal == AnswerRefused::Expired {
+                follow_up.extend(close(EXPIRED_OUTCOME.to_string()));
+            }
+        }
+        Err(AnswerError::Storage(error)) => {
+            alert(shared, &query, "Something went wrong; please press again.").await;
+            return Err(TelegramError::Storage(error));
+        }
+    }
+    Ok(follow_up)
+}
+
+async fn alert(shared: &Shared, query: &CallbackQuery, text: &str) {
+    answer(shared, query, text, true).await;
+}
+
+/// Answer the press (Telegram shows a spinner on the button until then).
+async fn answer(shared: &Shared, query: &CallbackQuery, text: &str, show_alert: bool) {
+    let answered = with_retries("answerCallbackQuery", || {
+        shared
+            .bot
+            .answer_callback_query(query.id.clone())
+            .text(text)
+            .show_alert(show_alert)
+    })
+    .await;
+    if let Err(error) = answered {
+        tracing::debug!(%error, "button press not acknowledged");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn callback_data_is_the_id_and_the_answer_only() {
+        let markup = keyboard("01234567-89ab-cdef-0123-456789abcdef");
+        let data: Vec<String> = markup.inline_keyboard[0]
+            .iter()
+            .map(|button| match &button.kind {
+                teloxide::types::InlineKeyboardButtonKind::CallbackData(data) => data.clone(),
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        // Telegram allows at most 64 bytes of callback data.
+        assert!(data.iter().all(|data| data.len() <= 64), "{data:?}");
+        assert_eq!(
+            parse_data(&data[0]),
+            Some(("01234567-89ab-cdef-0123-456789abcdef", true))
+        );
+        assert_eq!(
+            parse_data(&data[1]),
+            Some(("01234567-89ab-cdef-0123-456789abcdef", false))
+        );
+        assert_eq!(parse_data("hc:abc:maybe"), None);
+        assert_eq!(parse_data("other"), None);
+    }
+}

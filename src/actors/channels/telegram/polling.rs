@@ -1,0 +1,208 @@
+//! Long polling: `getUpdates` in a loop that survives everything.
+//!
+//! The offset of the next update is stored (`ChannelState`) after each update is handled
+//! for good, so a restart starts where the last run stopped: nothing lost, and an update
+//! handled but not yet confirmed is recognised by its message's platform id (the inbox
+//! accepts it once). Network errors and Telegram's 5xx back off (1 s doubling to 60 s),
+//! 429 waits as long as Telegram says, and a watchdog abandons a poll that outlives its
+//! timeout and starts a new one. Readiness says how polling is going.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use actix::Addr;
+use teloxide::payloads::GetUpdatesSetters;
+use teloxide::requests::Requester;
+use teloxide::types::{AllowedUpdate, BotCommand};
+
+use super::outbound::{backoff, is_transient};
+use super::{Shared, TELEGRAM_CHANNEL, TelegramChannel, UpdateReceived};
+
+const OFFSET_KEY: &str = "update_offset";
+const MAX_RETRY_DELAY: Duration = Duration::from_secs(60);
+/// How much longer than its own timeout a poll may take before the watchdog gives up on
+/// it: a third of the timeout, at least 2 s (10 s for the default 30 s poll).
+fn watchdog_grace(poll_timeout: Duration) -> Duration {
+    (poll_timeout / 3).max(Duration::from_secs(2))
+}
+
+/// `getMe` (the bot's @username, for `/cmd@username`) and the command menu, retried
+/// until Telegram answers: hearth is not ready on Telegram before.
+pub(super) async fn introduce_bot(shared: &Shared) {
+    let mut delay = Duration::from_secs(1);
+    let me = loop {
+        match shared.bot.get_me().await {
+            Ok(me) => break me,
+            Err(error) => {
+                let detail = format!("cannot reach the bot api: {error}");
+                shared.readiness.set(TELEGRAM_CHANNEL, false, &detail);
+                tracing::warn!(%error, retry_s = delay.as_secs(), "telegram getMe failed");
+                tokio::time::sleep(delay).await;
+                delay = (delay * 2).min(MAX_RETRY_DELAY);
+            }
+        }
+    };
+    let username = me.username().to_string();
+    tracing::info!(bot = %username, "telegram bot introduced");
+    let _ = shared.username.set(username);
+    let mut commands: Vec<BotCommand> = shared
+        .settings
+        .commands
+        .iter()
+        .filter(|(command, _)| menu_command_is_valid(command))
+        .map(|(command, description)| BotCommand::new(command, menu_description(description)))
+        .collect();
+    commands.push(BotCommand::new(
+        "cancel",
+        "Cancel what waits for your answer",
+    ));
+    commands.push(BotCommand::new("help", "What I can do"));
+    if let Err(error) = shared.bot.set_my_commands(commands).await {
+        tracing::warn!(%error, "telegram command menu not set");
+    }
+}
+
+/// Telegram's rule for menu commands: 1–32 of a–z, 0–9 and `_`.
+fn menu_command_is_valid(command: &str) -> bool {
+    let valid = (1..=32).contains(&command.len())
+        && command
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
+    if !valid {
+        tracing::warn!(
+            command,
+            "slash command left out of telegram's menu: telegram allows only 1-32 of a-z, 0-9 and _"
+        );
+    }
+    valid
+}
+
+/// Telegram wants 1–256 characters.
+fn menu_description(description: &str) -> String {
+    let description = description.trim();
+    if description.is_empty() {
+        return "A specialised assistant".to_string();
+    }
+    description.chars().take(256).collect()
+}
+
+/// Poll until the channel actor stops.
+pub(super) async fn poll_updates(shared: Arc<Shared>, channel: Addr<TelegramChannel>) {
+    // Telegram refuses getUpdates while a webhook is set (a previous run in webhook mode).
+    if let Err(error) = shared.bot.delete_webhook().await {
+        tracing::warn!(%error, "telegram webhook not removed; polling may be refused");
+    }
+    let mut offset = match shared.state.get_state(TELEGRAM_CHANNEL, OFFSET_KEY).await {
+        Ok(stored) => stored
+            .and_then(|value| value.parse::<i64>().ok())
+            .unwrap_or(0),
+        Err(error) => {
+            tracing::error!(%error, "stored telegram offset unreadable; starting from telegram's");
+            0
+        }
+    };
+    let timeout = shared.settings.poll_timeout;
+    let watchdog = timeout + watchdog_grace(timeout);
+    let mut failures: u32 = 0;
+    loop {
+        let request = shared
+            .bot
+            .get_updates()
+            .offset(i32::try_from(offset).unwrap_or(i32::MAX))
+            .timeout(u32::try_from(timeout.as_secs()).unwrap_or(30))
+            .allowed_updates([AllowedUpdate::Message, AllowedUpdate::CallbackQuery]);
+        let updates = match tokio::time::timeout(watchdog, request).await {
+            Ok(Ok(updates)) => updates,
+            Ok(Err(error)) => {
+                let wait = if is_transient(&error) {
+                    backoff(&error, failures).min(MAX_RETRY_DELAY)
+                } else {
+                    // A refused token or a conflict does not heal by itself quickly.
+                    MAX_RETRY_DELAY
+                };
+                failures = failures.saturating_add(1);
+                shared.metrics.error("telegram_poll");
+                let detail = format!(
+                    "getUpdates failed: {error}; trying again in {}s",
+                    wait.as_secs()
+                );
+                // Flood control is Telegram being careful, not hearth being cut off.
+                let ready = matches!(error, teloxide::RequestError::RetryAfter(_));
+                shared.readiness.set(TELEGRAM_CHANNEL, ready, &detail);
+                tracing::warn!(%error, wait_s = wait.as_secs(), "telegram poll failed");
+                tokio::time::sleep(wait).await;
+                continue;
+            }
+            Err(_) => {
+                shared
+                    .metrics
+                    .increment("hearth_telegram_poll_restarts_total", &[]);
+                tracing::warn!(
+                    waited_s = watchdog.as_secs(),
+                    "telegram poll stalled; starting a new one"
+                );
+                shared.readiness.set(
+                    TELEGRAM_CHANNEL,
+                    false,
+                    "the last poll stalled; polling again",
+                );
+                continue;
+            }
+        };
+        failures = 0;
+        shared.readiness.set(TELEGRAM_CHANNEL, true, "polling");
+        for update in updates {
+            let next = i64::from(update.id.0) + 1;
+            if !hand_over(&channel, update).await {
+                return;
+            }
+            offset = offset.max(next);
+            if let Err(error) = shared
+                .state
+                .put_state(TELEGRAM_CHANNEL, OFFSET_KEY, &offset.to_string())
+                .await
+            {
+                // Telegram still moves on; a restart before the next write sees the
+                // update again, and the inbox recognises its message.
+                tracing::warn!(%error, offset, "telegram offset not stored");
+            }
+        }
+    }
+}
+
+/// Give `update` to the channel until it is handled for good; `false` once the channel
+/// has stopped.
+async fn hand_over(channel: &Addr<TelegramChannel>, update: teloxide::types::Update) -> bool {
+    let mut delay = Duration::from_millis(500);
+    loop {
+        match channel
+            .send(UpdateReceived {
+                update: update.clone(),
+            })
+            .await
+        {
+            Ok(Ok(())) => return true,
+            Ok(Err(_)) => {
+                // Storage trouble: the same update again in a moment, nothing skipped.
+                tokio::time::sleep(delay).await;
+                delay = (delay * 2).min(MAX_RETRY_DELAY);
+            }
+            Err(_) => return false,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_commands_telegram_accepts_go_in_the_menu() {
+        assert!(menu_command_is_valid("shopping_list2"));
+        assert!(!menu_command_is_valid("Shopping"));
+        assert!(!menu_command_is_valid("a-b"));
+        assert!(!menu_command_is_valid(&"x".repeat(33)));
+        assert_eq!(menu_description("  "), "A specialised assistant");
+        assert_eq!(menu_description(&"d".repeat(300)).len(), 256);
+    }
+}

@@ -1,0 +1,284 @@
+//! Telegram confirmation buttons end to end: ✅ runs the exact call, ❌ declines, only the
+//! member asked can answer and only once, expiry takes the buttons away, `/cancel`
+//! cancels, and a restart between the question and the press loses nothing. Also the
+//! webhook mode, with its secret token.
+
+use std::time::Duration;
+
+use serde_json::json;
+
+use crate::support::llm_server::{ScriptedLlmServer, Step};
+use crate::support::telegram::{StoredMessage, TelegramServer, TgChat, TgUser};
+use crate::telegram_channel::{SECURE_PROFILE, TOKEN, alice, bob, bot_says, start_on_telegram};
+use hearth::actors::processing::{DECLINED_RESULT, EXPIRED_RESULT};
+
+const WAIT: Duration = Duration::from_secs(10);
+
+fn script_city(llm: &ScriptedLlmServer, city: &str) {
+    llm.push_many([
+        Step::ToolCalls(vec![(
+            "profile_update".into(),
+            json!({"key": "city", "value": city}),
+        )]),
+        Step::Reply(format!("Done: {city}.")),
+    ]);
+}
+
+/// The confirmation message the bot shows in `chat`, once it is there.
+async fn prompt_in(telegram: &TelegramServer, chat: i64) -> StoredMessage {
+    telegram
+        .wait_for_message(chat, |message| !message.button_data().is_empty(), WAIT)
+        .await
+        .expect("a confirmation with buttons")
+}
+
+/// Press button `index` (0 = ✅, 1 = ❌) of `prompt` as `who`; the text of the answer
+/// to the press.
+async fn press(
+    telegram: &TelegramServer,
+    who: &TgUser,
+    prompt: &StoredMessage,
+    index: usize,
+) -> (String, bool) {
+    let data = &prompt.button_data()[index];
+    let pushed = telegram.push_callback(who, prompt.chat_id, prompt.message_id, data);
+    let id = pushed.callback_query_id.unwrap();
+    let call = telegram
+        .wait_for_call(
+            "answerCallbackQuery",
+            |call| call.str("callback_query_id") == Some(id.as_str()),
+            WAIT,
+        )
+        .await
+        .expect("the press is answered");
+    (
+        call.str("text").unwrap_or_default().to_string(),
+        call.params["show_alert"] == true,
+    )
+}
+
+/// The last tool result the model read in request `index`.
+fn tool_result(llm: &ScriptedLlmServer, index: usize) -> String {
+    llm.requests()[index].body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .rev()
+        .find(|message| message["role"] == "tool")
+        .map(|message| message["content"].as_str().unwrap().to_string())
+        .unwrap_or_default()
+}
+
+async fn edited_to(telegram: &TelegramServer, prompt: &StoredMessage, outcome: &str) {
+    let edited = telegram
+        .wait_for_message(
+            prompt.chat_id,
+            |message| {
+                message.message_id == prompt.message_id
+                    && message.text.as_deref().unwrap_or("").ends_with(outcome)
+            },
+            WAIT,
+        )
+        .await
+        .unwrap_or_else(|| panic!("the prompt never said {outcome:?}"));
+    assert!(edited.button_data().is_empty(), "buttons still there");
+}
+
+#[actix::test]
+async fn confirm_runs_the_call_and_a_second_press_changes_nothing() {
+    let llm = ScriptedLlmServer::start();
+    let telegram = TelegramServer::start(TOKEN);
+    let app = start_on_telegram(&llm, &telegram, SECURE_PROFILE, None, &[]).await;
+    script_city(&llm, "Berlin");
+    let asked = telegram.push_private_text(&alice(), "/secure I live in Berlin");
+    let prompt = prompt_in(&telegram, 1001).await;
+    let text = prompt.text.clone().unwrap();
+    assert!(text.contains("profile_update"), "{text}");
+    assert!(text.contains("Berlin"), "{text}");
+    assert_eq!(prompt.reply_to, Some(asked.message_id));
+    // Opaque ids only: the arguments never travel in the buttons.
+    assert!(
+        prompt
+            .button_data()
+            .iter()
+            .all(|data| !data.contains("Berlin"))
+    );
+
+    assert_eq!(
+        press(&telegram, &alice(), &prompt, 0).await,
+        ("Confirmed.".into(), false)
+    );
+    edited_to(&telegram, &prompt, "✅ Confirmed by Alice.").await;
+    bot_says(&telegram, 1001, "Done: Berlin.").await;
+    let facts = app.running.stores.profiles.get("alice").await.unwrap();
+    assert_eq!(facts.get("city").map(String::as_str), Some("Berlin"));
+
+    let (notice, alert) = press(&telegram, &alice(), &prompt, 1).await;
+    assert_eq!(
+        (notice.as_str(), alert),
+        ("This was already answered.", true)
+    );
+    assert_eq!(llm.requests().len(), 2);
+    app.stop().await;
+}
+
+#[actix::test]
+async fn cancel_declines_and_the_model_is_told() {
+    let llm = ScriptedLlmServer::start();
+    let telegram = TelegramServer::start(TOKEN);
+    let app = start_on_telegram(&llm, &telegram, SECURE_PROFILE, None, &[]).await;
+    script_city(&llm, "Paris");
+    telegram.push_private_text(&alice(), "/secure I live in Paris");
+    let prompt = prompt_in(&telegram, 1001).await;
+    assert_eq!(press(&telegram, &alice(), &prompt, 1).await.0, "Cancelled.");
+    edited_to(&telegram, &prompt, "❌ Cancelled.").await;
+    bot_says(&telegram, 1001, "Done: Paris.").await;
+    assert_eq!(tool_result(&llm, 1), DECLINED_RESULT);
+    let facts = app.running.stores.profiles.get("alice").await.unwrap();
+    assert_eq!(facts.get("city"), None);
+    app.stop().await;
+}
+
+#[actix::test]
+async fn in_a_group_only_the_member_asked_can_answer() {
+    let llm = ScriptedLlmServer::start();
+    let telegram = TelegramServer::start(TOKEN);
+    let app = start_on_telegram(&llm, &telegram, SECURE_PROFILE, None, &[]).await;
+    let group = TgChat::group(-6001, "Family");
+    script_city(&llm, "Rome");
+    telegram.push_group_text(&group, &alice(), "/secure I live in Rome", None);
+    let prompt = prompt_in(&telegram, -6001).await;
+    assert_eq!(
+        press(&telegram, &bob(), &prompt, 0).await,
+        ("This is not for you.".into(), true)
+    );
+    let stranger = TgUser::new(4242, "Mallory");
+    assert_eq!(
+        press(&telegram, &stranger, &prompt, 0).await,
+        ("This is not for you.".into(), true)
+    );
+    // Still open, buttons and all, for alice.
+    let still = telegram.message(-6001, prompt.message_id).unwrap();
+    assert_eq!(still.button_data().len(), 2);
+    assert_eq!(llm.requests().len(), 1);
+    assert_eq!(press(&telegram, &alice(), &prompt, 0).await.0, "Confirmed.");
+    bot_says(&telegram, -6001, "Done: Rome.").await;
+    app.stop().await;
+}
+
+#[actix::test]
+async fn an_unanswered_confirmation_expires_and_loses_its_buttons() {
+    let llm = ScriptedLlmServer::start();
+    let telegram = TelegramServer::start(TOKEN);
+    let timeout = (
+        "HEARTH__DEFAULT_PROFILE_SETTINGS__PROCESSING_CONFIG__CONFIRMATION_TIMEOUT_SECONDS",
+        "1",
+    );
+    let app = start_on_telegram(&llm, &telegram, SECURE_PROFILE, None, &[timeout]).await;
+    script_city(&llm, "Oslo");
+    telegram.push_private_text(&alice(), "/secure I live in Oslo");
+    let prompt = prompt_in(&telegram, 1001).await;
+    edited_to(&telegram, &prompt, "⌛ Expired: nothing was done.").await;
+    bot_says(&telegram, 1001, "Done: Oslo.").await;
+    assert_eq!(tool_result(&llm, 1), EXPIRED_RESULT);
+    let (notice, alert) = press(&telegram, &alice(), &prompt, 0).await;
+    assert!(alert);
+    assert!(
+        notice == "This request has expired." || notice == "This was already answered.",
+        "{notice}"
+    );
+    let facts = app.running.stores.profiles.get("alice").await.unwrap();
+    assert_eq!(facts.get("city"), None);
+    app.stop().await;
+}
+
+#[actix::test]
+async fn slash_cancel_cancels_what_waits_for_you() {
+    let llm = ScriptedLlmServer::start();
+    let telegram = TelegramServer::start(TOKEN);
+    let app = start_on_telegram(&llm, &telegram, SECURE_PROFILE, None, &[]).await;
+    script_city(&llm, "Lima");
+    telegram.push_private_text(&alice(), "/secure I live in Lima");
+    let prompt = prompt_in(&telegram, 1001).await;
+    telegram.push_private_text(&alice(), "/cancel");
+    edited_to(&telegram, &prompt, "❌ Cancelled with /cancel.").await;
+    bot_says(&telegram, 1001, "Done: Lima.").await;
+    assert_eq!(tool_result(&llm, 1), DECLINED_RESULT);
+    telegram.push_private_text(&alice(), "/cancel");
+    bot_says(&telegram, 1001, "Nothing is waiting for you.").await;
+    app.stop().await;
+}
+
+#[actix::test]
+async fn a_confirmation_survives_a_restart_between_question_and_press() {
+    let llm = ScriptedLlmServer::start();
+    let telegram = TelegramServer::start(TOKEN);
+    let app = start_on_telegram(&llm, &telegram, SECURE_PROFILE, None, &[]).await;
+    script_city(&llm, "Kyiv");
+    telegram.push_private_text(&alice(), "/secure I live in Kyiv");
+    let prompt = prompt_in(&telegram, 1001).await;
+    let folder = app.stop().await;
+
+    let app = start_on_telegram(&llm, &telegram, SECURE_PROFILE, Some(folder), &[]).await;
+    assert_eq!(press(&telegram, &alice(), &prompt, 0).await.0, "Confirmed.");
+    edited_to(&telegram, &prompt, "✅ Confirmed by Alice.").await;
+    bot_says(&telegram, 1001, "Done: Kyiv.").await;
+    let facts = app.running.stores.profiles.get("alice").await.unwrap();
+    assert_eq!(facts.get("city").map(String::as_str), Some("Kyiv"));
+    // The question was asked once, the action run once.
+    assert_eq!(llm.requests().len(), 2);
+    app.stop().await;
+}
+
+#[actix::test]
+async fn webhook_mode_takes_updates_only_with_the_secret_token() {
+    let llm = ScriptedLlmServer::start();
+    let telegram = TelegramServer::start(TOKEN);
+    telegram.add_chat(&TgChat::private(&alice()));
+    let webhook = [
+        ("HEARTH__CHANNELS__TELEGRAM__MODE", "webhook"),
+        (
+            "HEARTH__CHANNELS__TELEGRAM__WEBHOOK_URL",
+            "https://hearth.example/telegram/hook",
+        ),
+        (
+            "HEARTH__CHANNELS__TELEGRAM__WEBHOOK_SECRET_ENV",
+            "TEST_TELEGRAM_WEBHOOK_SECRET",
+        ),
+        ("TEST_TELEGRAM_WEBHOOK_SECRET", "s3cret-token"),
+    ];
+    let app = start_on_telegram(&llm, &telegram, "", None, &webhook).await;
+    assert_eq!(
+        telegram.webhook_url().as_deref(),
+        Some("https://hearth.example/telegram/hook")
+    );
+    let update = json!({
+        "update_id": 900,
+        "message": {
+            "message_id": 55, "date": 1_790_000_000,
+            "chat": {"id": 1001, "type": "private", "first_name": "Alice"},
+            "from": {"id": 1001, "is_bot": false, "first_name": "Alice"},
+            "text": "hello by webhook"
+        }
+    });
+    let post = |secret: &'static str| {
+        app.client
+            .post(format!("{}/telegram/hook", app.base_url))
+            .header("X-Telegram-Bot-Api-Secret-Token", secret)
+            .json(&update)
+            .send()
+    };
+    assert_eq!(post("wrong").await.unwrap().status().as_u16(), 401);
+    assert!(llm.requests().is_empty());
+    llm.push(Step::Reply("Hooked.".into()));
+    assert_eq!(post("s3cret-token").await.unwrap().status().as_u16(), 200);
+    bot_says(&telegram, 1001, "Hooked.").await;
+    let sent = telegram.calls_of("sendMessage");
+    assert_eq!(sent[0].params["reply_parameters"]["message_id"], 55);
+    // Telegram delivering the same update again is answered once.
+    assert_eq!(post("s3cret-token").await.unwrap().status().as_u16(), 200);
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(llm.requests().len(), 1);
+    assert_eq!(telegram.calls_of("getUpdates").len(), 0);
+    app.stop().await;
+}
