@@ -13,7 +13,9 @@ use teloxide::types::{
 };
 
 use super::inbound::FollowUp;
-use super::outbound::{ChatTarget, Outgoing, message, with_retries};
+use super::outbound::{
+    ChatTarget, Outgoing, PATIENT_ATTEMPTS, QUICK_ATTEMPTS, message, with_retries,
+};
 use super::{Shared, TELEGRAM_CHANNEL, TelegramError};
 use crate::actors::request_queue::{AnswerConfirmation, AnswerError};
 use crate::ports::AnswerRefused;
@@ -61,7 +63,7 @@ pub(super) async fn send_prompt(
     reply_to: Option<MessageId>,
 ) {
     // Plain text: a prompt shows a tool's arguments as they are, markup included.
-    let sent = with_retries("sendMessage", || {
+    let sent = with_retries("sendMessage", PATIENT_ATTEMPTS, || {
         message(shared, target, prompt, reply_to).reply_markup(keyboard(confirmation_id))
     })
     .await;
@@ -110,7 +112,7 @@ pub(super) async fn close_prompt(
         return;
     };
     let text = format!("{}\n\n{outcome}", shown.text);
-    let edited = with_retries("editMessageText", || {
+    let edited = with_retries("editMessageText", PATIENT_ATTEMPTS, || {
         shared
             .bot
             .edit_message_text(ChatId(shown.chat_id), MessageId(shown.message_id), &text)
@@ -206,7 +208,7 @@ async fn alert(shared: &Shared, query: &CallbackQuery, text: &str) {
 
 /// Answer the press (Telegram shows a spinner on the button until then).
 async fn answer(shared: &Shared, query: &CallbackQuery, text: &str, show_alert: bool) {
-    let answered = with_retries("answerCallbackQuery", || {
+    let answered = with_retries("answerCallbackQuery", QUICK_ATTEMPTS, || {
         shared
             .bot
             .answer_callback_query(query.id.clone())

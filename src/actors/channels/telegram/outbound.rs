@@ -17,8 +17,10 @@ use crate::format::{
     TELEGRAM_MESSAGE_LIMIT, plain_text, split_plain, split_telegram_html, telegram_html,
 };
 
-/// Attempts of one Bot API call before hearth gives up on it.
-const MAX_ATTEMPTS: u32 = 6;
+/// Attempts of a Bot API call before hearth gives up on it: a few for acknowledgements,
+/// many for what the member must see (a reply waits out about half an hour of outage).
+pub(super) const QUICK_ATTEMPTS: u32 = 6;
+pub(super) const PATIENT_ATTEMPTS: u32 = 64;
 /// The longest hearth waits between two attempts (Telegram may ask for longer: obeyed).
 const MAX_BACKOFF: Duration = Duration::from_secs(30);
 
@@ -147,7 +149,7 @@ pub(super) async fn send_markdown(
     let parts = split_telegram_html(&telegram_html(markdown), TELEGRAM_MESSAGE_LIMIT);
     for (index, part) in parts.iter().enumerate() {
         let reply_to = if index == 0 { reply_to } else { None };
-        let sent = with_retries("sendMessage", || {
+        let sent = with_retries("sendMessage", PATIENT_ATTEMPTS, || {
             message(shared, target, part, reply_to).parse_mode(ParseMode::Html)
         })
         .await;
@@ -189,8 +191,10 @@ pub(super) async fn send_plain(
 ) {
     for (index, part) in split_plain(text, TELEGRAM_MESSAGE_LIMIT).iter().enumerate() {
         let reply_to = if index == 0 { reply_to } else { None };
-        if let Err(error) =
-            with_retries("sendMessage", || message(shared, target, part, reply_to)).await
+        if let Err(error) = with_retries("sendMessage", PATIENT_ATTEMPTS, || {
+            message(shared, target, part, reply_to)
+        })
+        .await
         {
             shared.metrics.error("telegram_send");
             tracing::error!(chat = target.chat_id, %error, "plain-text reply not delivered to telegram");
@@ -257,8 +261,12 @@ pub(super) fn backoff(error: &RequestError, attempt: u32) -> Duration {
 }
 
 /// Make a Bot API call, again after flood control's wait or a transient failure, up to
-/// `MAX_ATTEMPTS` times.
-pub(super) async fn with_retries<T, R, F>(what: &str, mut request: F) -> Result<T, RequestError>
+/// `attempts` times.
+pub(super) async fn with_retries<T, R, F>(
+    what: &str,
+    attempts: u32,
+    mut request: F,
+) -> Result<T, RequestError>
 where
     F: FnMut() -> R,
     R: IntoFuture<Output = Result<T, RequestError>>,
@@ -267,7 +275,7 @@ where
     loop {
         match request().into_future().await {
             Ok(value) => return Ok(value),
-            Err(error) if is_transient(&error) && attempt + 1 < MAX_ATTEMPTS => {
+            Err(error) if is_transient(&error) && attempt + 1 < attempts => {
                 let wait = backoff(&error, attempt);
                 tracing::info!(call = what, %error, wait_ms = wait.as_millis() as u64, "telegram call failed; trying again");
                 tokio::time::sleep(wait).await;
