@@ -144,6 +144,7 @@ pub async fn start(loaded: &LoadedConfig, options: StartOptions) -> Result<Runni
         memory: stores.memory.clone(),
         profiles: stores.profiles.clone(),
         family: family.clone(),
+        vision_llms: ProcessingDeps::vision_llms(&config.llms),
     };
     // The delegation actor and the profiles' tools each need the other: its context
     // (and so its address) comes first, the actor starts once the services exist.
@@ -386,6 +387,7 @@ fn build_models(loaded: &LoadedConfig) -> Result<HashMap<String, ModelEntry>, St
                 provider,
                 cost_per_million_input_tokens: model.cost_per_million_input_tokens,
                 cost_per_million_output_tokens: model.cost_per_million_output_tokens,
+                vision: model.vision,
             },
         );
     }

@@ -304,6 +304,10 @@ pub struct LlmModelConfig {
     pub cost_per_million_input_tokens: f64,
     #[serde(default)]
     pub cost_per_million_output_tokens: f64,
+    /// The model can read images (the operator says so): photos are shown to it, not
+    /// just described.
+    #[serde(default)]
+    pub vision: bool,
 }
 
 fn default_llm_timeout_seconds() -> u64 {

@@ -108,7 +108,17 @@ fn alternate(request: &ChatRequest) -> Vec<WireMessage<'_>> {
     for message in &request.messages {
         let (role, mut blocks) = match message.role {
             Role::System => continue,
-            Role::User => ("user", text_block(&message.content)),
+            Role::User => {
+                let mut blocks = text_block(&message.content);
+                blocks.extend(message.images.iter().map(|image| Block::Image {
+                    source: ImageSource {
+                        kind: "base64",
+                        media_type: &image.mime_type,
+                        data: &image.data_base64,
+                    },
+                }));
+                ("user", blocks)
+            }
             Role::Assistant => {
                 let mut blocks = text_block(&message.content);
                 blocks.extend(message.tool_calls.iter().map(|call| Block::ToolUse {
@@ -200,6 +210,17 @@ enum Block<'a> {
         tool_use_id: &'a str,
         content: &'a str,
     },
+    Image {
+        source: ImageSource<'a>,
+    },
+}
+
+#[derive(Serialize)]
+struct ImageSource<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    media_type: &'a str,
+    data: &'a str,
 }
 
 #[derive(Serialize)]
@@ -378,6 +399,27 @@ mod tests {
         assert_eq!(last[1]["type"], "text");
         // An assistant turn with only tool calls has no empty text block.
         assert_eq!(body["messages"][1]["content"][0]["type"], "tool_use");
+    }
+
+    #[test]
+    fn images_follow_the_text_as_base64_blocks() {
+        let mut photo = ChatMessage::user("what is this?");
+        photo
+            .images
+            .push(crate::llm::ImageContent::from_bytes("image/png", b"Man"));
+        let request = ChatRequest {
+            messages: vec![photo],
+            ..Default::default()
+        };
+        let provider = provider();
+        let body = serde_json::to_value(provider.body(&request)).unwrap();
+        assert_eq!(
+            body["messages"][0]["content"],
+            json!([
+                {"type": "text", "text": "what is this?"},
+                {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "TWFu"}}
+            ])
+        );
     }
 
     #[test]

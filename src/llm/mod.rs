@@ -8,6 +8,8 @@ pub mod anthropic;
 pub mod openai;
 pub mod scripted;
 
+use std::borrow::Cow;
+use std::fmt;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -52,10 +54,61 @@ pub struct ToolCall {
     pub arguments: serde_json::Value,
 }
 
+/// An image shown to the model with a user message: the file's bytes, base64-encoded.
+#[derive(Clone, PartialEq, Serialize, Deserialize)]
+pub struct ImageContent {
+    /// `image/jpeg`, `image/png`, `image/gif` or `image/webp`: what both wire formats accept.
+    pub mime_type: String,
+    pub data_base64: String,
+}
+
+impl ImageContent {
+    pub fn from_bytes(mime_type: impl Into<String>, bytes: &[u8]) -> Self {
+        ImageContent {
+            mime_type: mime_type.into(),
+            data_base64: base64_encode(bytes),
+        }
+    }
+
+    /// The image as a `data:` URL, written straight into the serializer (it can be megabytes).
+    pub fn data_url(&self) -> impl fmt::Display + '_ {
+        DataUrl(self)
+    }
+}
+
+// By hand, so a logged request shows the image's size instead of megabytes of base64.
+impl fmt::Debug for ImageContent {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        formatter
+            .debug_struct("ImageContent")
+            .field("mime_type", &self.mime_type)
+            .field("base64_chars", &self.data_base64.len())
+            .finish()
+    }
+}
+
+struct DataUrl<'a>(&'a ImageContent);
+
+impl fmt::Display for DataUrl<'_> {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            formatter,
+            "data:{};base64,{}",
+            self.0.mime_type, self.0.data_base64
+        )
+    }
+}
+
+/// Said to a model that cannot see images in place of the images a message came with
+/// (a fallback model without `vision`), so it does not believe it was shown them.
+pub const IMAGES_NOT_SHOWN: &str = "(The images mentioned above are not shown: this assistant \
+     cannot see images right now. Say so if their contents matter.)";
+
 /// One message of a chat exchange.
 ///
 /// `tool_calls` is only set on assistant messages; `tool_call_id` only on
-/// tool messages (the result of the call with that id).
+/// tool messages (the result of the call with that id); `images` only on user
+/// messages of the current turn (history keeps the text alone).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ChatMessage {
     pub role: Role,
@@ -64,6 +117,8 @@ pub struct ChatMessage {
     pub tool_calls: Vec<ToolCall>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool_call_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub images: Vec<ImageContent>,
 }
 
 impl ChatMessage {
@@ -82,6 +137,7 @@ impl ChatMessage {
             content: content.into(),
             tool_calls: Vec::new(),
             tool_call_id: Some(tool_call_id.into()),
+            images: Vec::new(),
         }
     }
     fn plain(role: Role, content: impl Into<String>) -> Self {
@@ -90,6 +146,7 @@ impl ChatMessage {
             content: content.into(),
             tool_calls: Vec::new(),
             tool_call_id: None,
+            images: Vec::new(),
         }
     }
 }
@@ -117,6 +174,31 @@ pub struct ChatRequest {
     pub response_format: Option<ResponseFormat>,
     pub max_tokens: Option<u32>,
     pub temperature: Option<f32>,
+}
+
+impl ChatRequest {
+    /// The request for a model that cannot see: each message's images are replaced by
+    /// `IMAGES_NOT_SHOWN` after its text. Borrowed unchanged when there are no images.
+    pub fn without_images(&self) -> Cow<'_, ChatRequest> {
+        if self
+            .messages
+            .iter()
+            .all(|message| message.images.is_empty())
+        {
+            return Cow::Borrowed(self);
+        }
+        let mut request = self.clone();
+        for message in &mut request.messages {
+            if !message.images.is_empty() {
+                message.images.clear();
+                if !message.content.is_empty() {
+                    message.content.push('\n');
+                }
+                message.content.push_str(IMAGES_NOT_SHOWN);
+            }
+        }
+        Cow::Owned(request)
+    }
 }
 
 /// Token usage reported by the backend.
@@ -290,6 +372,27 @@ pub(crate) fn truncate_chars(text: &str, limit: usize) -> String {
     }
 }
 
+/// Standard base64 (RFC 4648, padded), as data URLs and both wire formats want it.
+pub fn base64_encode(bytes: &[u8]) -> String {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
+    for chunk in bytes.chunks(3) {
+        let group = chunk.iter().enumerate().fold(0u32, |group, (index, byte)| {
+            group | u32::from(*byte) << (16 - 8 * index)
+        });
+        // A chunk of n bytes gives n + 1 characters; `=` pads to four.
+        for index in 0..4 {
+            if index <= chunk.len() {
+                let sextet = (group >> (18 - 6 * index)) & 0x3f;
+                out.push(char::from(ALPHABET[sextet as usize]));
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
 /// Join `base` and `path` with exactly one slash, whatever the configured base ends with.
 pub(crate) fn join_url(base: &str, path: &str) -> String {
     format!(
@@ -297,4 +400,63 @@ pub(crate) fn join_url(base: &str, path: &str) -> String {
         base.trim_end_matches('/'),
         path.trim_start_matches('/')
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn base64_matches_rfc_4648_vectors() {
+        let vectors = [
+            ("", ""),
+            ("f", "Zg=="),
+            ("fo", "Zm8="),
+            ("foo", "Zm9v"),
+            ("foob", "Zm9vYg=="),
+            ("fooba", "Zm9vYmE="),
+            ("foobar", "Zm9vYmFy"),
+        ];
+        for (plain, encoded) in vectors {
+            assert_eq!(base64_encode(plain.as_bytes()), encoded, "{plain:?}");
+        }
+        assert_eq!(base64_encode(&[0xff, 0xfe, 0x00]), "//4A");
+    }
+
+    #[test]
+    fn images_are_replaced_by_a_note_for_a_model_that_cannot_see() {
+        let plain = ChatRequest {
+            messages: vec![ChatMessage::user("hi")],
+            ..Default::default()
+        };
+        assert!(matches!(plain.without_images(), Cow::Borrowed(_)));
+
+        let mut photo = ChatMessage::user("what is this?");
+        photo
+            .images
+            .push(ImageContent::from_bytes("image/png", b"png"));
+        let request = ChatRequest {
+            messages: vec![ChatMessage::system("sys"), photo],
+            ..Default::default()
+        };
+        let stripped = request.without_images();
+        assert!(stripped.messages.iter().all(|m| m.images.is_empty()));
+        assert_eq!(stripped.messages[0].content, "sys");
+        assert_eq!(
+            stripped.messages[1].content,
+            format!("what is this?\n{IMAGES_NOT_SHOWN}")
+        );
+        assert_eq!(
+            request.messages[1].images[0].data_url().to_string(),
+            "data:image/png;base64,cG5n"
+        );
+    }
+
+    #[test]
+    fn stored_messages_without_images_read_and_write_as_before() {
+        let stored = serde_json::json!({"role": "user", "content": "hi"});
+        let message: ChatMessage = serde_json::from_value(stored.clone()).unwrap();
+        assert!(message.images.is_empty());
+        assert_eq!(serde_json::to_value(&message).unwrap(), stored);
+    }
 }

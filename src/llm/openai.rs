@@ -7,8 +7,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::{
-    ChatMessage, ChatRequest, ChatResponse, LlmError, LlmProvider, ProviderSettings, Role,
-    ToolCall, Usage, join_url, post_json,
+    ChatMessage, ChatRequest, ChatResponse, ImageContent, LlmError, LlmProvider, ProviderSettings,
+    Role, ToolCall, Usage, join_url, post_json,
 };
 
 /// An `LlmProvider` speaking the OpenAI chat-completions API.
@@ -88,7 +88,7 @@ struct WireRequest<'a> {
 struct WireMessage<'a> {
     role: &'static str,
     /// `null` on an assistant message that only carries tool calls, as OpenAI documents.
-    content: Option<&'a str>,
+    content: Option<WireContent<'a>>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     tool_calls: Vec<WireToolCallOut<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -100,9 +100,24 @@ impl<'a> From<&'a ChatMessage> for WireMessage<'a> {
         let only_tool_calls = message.role == Role::Assistant
             && message.content.is_empty()
             && !message.tool_calls.is_empty();
+        let content = if message.images.is_empty() {
+            WireContent::Text(&message.content)
+        } else {
+            // Images need the array form; a message without them keeps the plain string,
+            // which every compatible server understands.
+            let text = (!message.content.is_empty()).then_some(WirePart::Text {
+                text: &message.content,
+            });
+            let images = message.images.iter().map(|image| WirePart::ImageUrl {
+                image_url: WireImageUrl {
+                    url: WireDataUrl(image),
+                },
+            });
+            WireContent::Parts(text.into_iter().chain(images).collect())
+        };
         WireMessage {
             role: message.role.as_str(),
-            content: (!only_tool_calls).then_some(message.content.as_str()),
+            content: (!only_tool_calls).then_some(content),
             tool_calls: message
                 .tool_calls
                 .iter()
@@ -118,6 +133,34 @@ impl<'a> From<&'a ChatMessage> for WireMessage<'a> {
                 .collect(),
             tool_call_id: message.tool_call_id.as_deref(),
         }
+    }
+}
+
+#[derive(Serialize)]
+#[serde(untagged)]
+enum WireContent<'a> {
+    Text(&'a str),
+    Parts(Vec<WirePart<'a>>),
+}
+
+#[derive(Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum WirePart<'a> {
+    Text { text: &'a str },
+    ImageUrl { image_url: WireImageUrl<'a> },
+}
+
+#[derive(Serialize)]
+struct WireImageUrl<'a> {
+    url: WireDataUrl<'a>,
+}
+
+/// `data:<mime>;base64,<data>`, written without first copying megabytes into a String.
+struct WireDataUrl<'a>(&'a ImageContent);
+
+impl Serialize for WireDataUrl<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(&self.0.data_url())
     }
 }
 
@@ -352,6 +395,28 @@ mod tests {
         assert!(body.get("tools").is_none());
         assert!(body.get("response_format").is_none());
         assert!(body.get("temperature").is_none());
+    }
+
+    #[test]
+    fn images_make_the_content_an_array_of_parts() {
+        let provider = provider();
+        let mut photo = ChatMessage::user("what is this?");
+        photo
+            .images
+            .push(ImageContent::from_bytes("image/jpeg", b"Man"));
+        let request = ChatRequest {
+            messages: vec![ChatMessage::system("sys"), photo],
+            ..Default::default()
+        };
+        let body = serde_json::to_value(provider.body(&request)).unwrap();
+        assert_eq!(body["messages"][0]["content"], "sys");
+        assert_eq!(
+            body["messages"][1]["content"],
+            json!([
+                {"type": "text", "text": "what is this?"},
+                {"type": "image_url", "image_url": {"url": "data:image/jpeg;base64,TWFu"}}
+            ])
+        );
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! The OpenAI and Anthropic providers against the scripted LLM server, each over its own wire
 //! format and real HTTP: replies, usage, tool-call round trips, JSON-schema output, auth headers,
-//! error mapping, time-outs and refused connections; plus the fake's own concurrency counting.
+//! error mapping, time-outs and refused connections, images; plus the fake's own concurrency
+//! counting.
 
 use std::time::{Duration, Instant};
 
@@ -8,7 +9,8 @@ use hearth::llm::ProviderSettings;
 use hearth::llm::anthropic::AnthropicProvider;
 use hearth::llm::openai::OpenAiProvider;
 use hearth::llm::{
-    ChatMessage, ChatRequest, LlmError, LlmProvider, ResponseFormat, ToolCall, ToolSpec,
+    ChatMessage, ChatRequest, IMAGES_NOT_SHOWN, ImageContent, LlmError, LlmProvider,
+    ResponseFormat, ToolCall, ToolSpec,
 };
 use serde_json::{Value, json};
 
@@ -55,6 +57,15 @@ fn ask(text: &str) -> ChatRequest {
         messages: vec![ChatMessage::system("be kind"), ChatMessage::user(text)],
         ..Default::default()
     }
+}
+
+/// A question with a photo; "Man" is "TWFu" in base64, so the expected data is known by hand.
+fn ask_with_photo() -> ChatRequest {
+    let mut request = ask("what is this?");
+    request.messages[1]
+        .images
+        .push(ImageContent::from_bytes("image/png", b"Man"));
+    request
 }
 
 fn weather_tool() -> ToolSpec {
@@ -441,6 +452,59 @@ async fn anthropic_connection_refused_is_connect() {
     );
     let error = provider.chat(&ask("hi")).await.expect_err("refused");
     assert!(matches!(error, LlmError::Connect(_)), "{error:?}");
+}
+
+#[tokio::test]
+async fn openai_sends_images_as_content_parts_and_plain_text_otherwise() {
+    let server = ScriptedLlmServer::start();
+    let provider = openai(&server);
+    server.push(Step::Reply("A cat.".to_string()));
+    let response = provider.chat(&ask_with_photo()).await.unwrap();
+    assert_eq!(response.content, "A cat.");
+    assert_eq!(
+        last_body(&server)["messages"],
+        json!([
+            {"role": "system", "content": "be kind"},
+            {"role": "user", "content": [
+                {"type": "text", "text": "what is this?"},
+                {"type": "image_url", "image_url": {"url": "data:image/png;base64,TWFu"}},
+            ]},
+        ])
+    );
+
+    provider.chat(&ask("and now?")).await.unwrap();
+    assert_eq!(
+        last_body(&server)["messages"][1],
+        json!({"role": "user", "content": "and now?"})
+    );
+}
+
+#[tokio::test]
+async fn anthropic_sends_images_as_base64_blocks_and_plain_text_otherwise() {
+    let server = ScriptedLlmServer::start();
+    let provider = anthropic(&server);
+    server.push(Step::Reply("A cat.".to_string()));
+    let response = provider.chat(&ask_with_photo()).await.unwrap();
+    assert_eq!(response.content, "A cat.");
+    assert_eq!(
+        last_body(&server)["messages"],
+        json!([{"role": "user", "content": [
+            {"type": "text", "text": "what is this?"},
+            {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "TWFu"}},
+        ]}])
+    );
+
+    // What the broker sends a model that cannot see: the text and a note, no image block.
+    provider
+        .chat(&ask_with_photo().without_images())
+        .await
+        .unwrap();
+    assert_eq!(
+        last_body(&server)["messages"],
+        json!([{"role": "user", "content": [
+            {"type": "text", "text": format!("what is this?\n{IMAGES_NOT_SHOWN}")},
+        ]}])
+    );
 }
 
 #[tokio::test]

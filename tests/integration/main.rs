@@ -19,3 +19,4 @@ mod telegram_buttons;
 mod telegram_channel;
 mod telegram_fake_server;
 mod tools_stack;
+mod vision;

@@ -3,11 +3,14 @@
 //! It holds seed 001's two semaphores (local and cloud backends), retries
 //! transient failures with backoff (honouring `Retry-After`), bounds each call
 //! with a timeout, falls back to a profile's fallback model, and records tokens,
-//! latency and cost of every attempt. Calls run on the tokio runtime, so the
+//! latency and cost of every attempt. A model without `vision` never gets image
+//! parts: they are replaced by a note per request, so a seeing primary can fall
+//! back to a blind model. Calls run on the tokio runtime, so the
 //! actor itself never waits.
 
 mod messages;
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -30,6 +33,8 @@ pub struct ModelEntry {
     pub provider: Arc<dyn LlmProvider>,
     pub cost_per_million_input_tokens: f64,
     pub cost_per_million_output_tokens: f64,
+    /// The model can read images (config `llms.<name>.vision`).
+    pub vision: bool,
 }
 
 impl ModelEntry {
@@ -133,6 +138,17 @@ impl Shared {
             .models
             .get(llm_name)
             .ok_or_else(|| LlmError::UnknownModel(llm_name.to_string()))?;
+        // Decided per model rather than by the caller: the fallback of a seeing model may be
+        // blind, and an image part sent to a text-only model fails the whole call.
+        let request = if entry.vision {
+            Cow::Borrowed(request)
+        } else {
+            request.without_images()
+        };
+        if matches!(request, Cow::Owned(_)) {
+            tracing::info!(llm = %llm_name, "the model cannot see images; sending their note instead");
+        }
+        let request = request.as_ref();
         let max_attempts = self.retry.max_attempts.max(1);
         let mut attempt = 1;
         loop {

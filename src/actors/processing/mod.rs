@@ -1,14 +1,17 @@
 //! `ProcessingService`: one actor per service profile. It builds the prompt,
 //! runs the LLM tool loop through the `LlmBroker`, executes tool calls through
 //! the profile's tools stack, and returns the reply with the turn's history.
+//! Photos go to the profile's model as images when it can see (`images.rs`).
 //!
 //! Turns run as tasks on the tokio runtime, so one profile serves many
 //! conversations at once; the queue guarantees one turn per conversation.
 
+mod images;
 mod messages;
 mod prompt;
 mod turn;
 
+use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
 
 use actix::{Actor, Context, Handler, Recipient, ResponseFuture};
@@ -24,7 +27,7 @@ pub use prompt::{DEFAULT_SYSTEM_PROMPT, starting_with_user, system_prompt};
 use turn::TurnRunner;
 
 use crate::actors::llm_broker::GenerateChat;
-use crate::config::ResolvedProfile;
+use crate::config::{LlmModelConfig, ResolvedProfile};
 use crate::family::Family;
 use crate::ports::{ConversationMemory, UserProfiles};
 use crate::tools::ToolsProvider;
@@ -36,6 +39,21 @@ pub struct ProcessingDeps {
     pub memory: Arc<dyn ConversationMemory>,
     pub profiles: Arc<dyn UserProfiles>,
     pub family: Arc<Family>,
+    /// Names of config `llms` that can see images: a profile whose `llm_model` is one gets
+    /// the member's photos as images, any other a line saying it cannot see them.
+    pub vision_llms: Arc<HashSet<String>>,
+}
+
+impl ProcessingDeps {
+    /// The names of `llms` whose model the operator declared able to see (`vision: true`).
+    pub fn vision_llms(llms: &BTreeMap<String, LlmModelConfig>) -> Arc<HashSet<String>> {
+        Arc::new(
+            llms.iter()
+                .filter(|(_, model)| model.vision)
+                .map(|(name, _)| name.clone())
+                .collect(),
+        )
+    }
 }
 
 pub struct ProcessingService {

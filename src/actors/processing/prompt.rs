@@ -5,6 +5,7 @@
 use chrono::{DateTime, Utc};
 use chrono_tz::Tz;
 
+use super::images::Sight;
 use crate::llm::Role;
 use crate::ports::{AttachmentKind, HistoryEntry, InboundExtras, ProfileFacts};
 
@@ -15,8 +16,9 @@ pub const DEFAULT_SYSTEM_PROMPT: &str =
     "You are a helpful family assistant. Current time is {current_time}.";
 
 /// The member's text as the model reads it: the message it replies to first, then the
-/// text, then a line per attachment saying what it is (the model cannot open files).
-pub fn user_message_text(text: &str, extras: &InboundExtras) -> String {
+/// text, then a line per attachment saying what it is and whether the model sees it
+/// (`sights`, in attachment order, from `load_images`; missing ones count as described).
+pub fn user_message_text(text: &str, extras: &InboundExtras, sights: &[Sight]) -> String {
     let mut parts = Vec::new();
     if let Some(quoted) = &extras.quoted {
         let mut quote: String = quoted.text.chars().take(MAX_QUOTED_CHARS).collect();
@@ -28,7 +30,7 @@ pub fn user_message_text(text: &str, extras: &InboundExtras) -> String {
     if !text.trim().is_empty() {
         parts.push(text.to_string());
     }
-    for attachment in &extras.attachments {
+    for (index, attachment) in extras.attachments.iter().enumerate() {
         let what = match attachment.kind {
             AttachmentKind::Image => "an image",
             AttachmentKind::File => "a file",
@@ -41,12 +43,22 @@ pub fn user_message_text(text: &str, extras: &InboundExtras) -> String {
         if let Some(mime) = &attachment.mime_type {
             line.push_str(&format!(", {mime}"));
         }
-        line.push_str(match &attachment.note {
-            Some(_) => ". ",
-            None => ". You cannot see its contents; say so if they matter.)",
-        });
-        if let Some(note) = &attachment.note {
-            line.push_str(&format!("It could not be kept: {note}.)"));
+        let sight = sights.get(index).unwrap_or(&Sight::Described);
+        match (&attachment.note, sight, attachment.kind) {
+            (Some(note), _, _) => line.push_str(&format!(". It could not be kept: {note}.)")),
+            (None, Sight::Shown, _) => line.push_str(", shown below.)"),
+            (None, Sight::WasShown, _) => {
+                line.push_str(", shown with this message only; it cannot be seen again.)");
+            }
+            (None, Sight::NotShown(why), _) => {
+                line.push_str(&format!(". It cannot be shown: {why}.)"));
+            }
+            (None, Sight::Described, AttachmentKind::Image) => {
+                line.push_str(". This assistant cannot see images; say so if its contents matter.)")
+            }
+            (None, Sight::Described, AttachmentKind::File) => {
+                line.push_str(". You cannot see its contents; say so if they matter.)");
+            }
         }
         parts.push(line);
     }
@@ -159,19 +171,43 @@ mod tests {
                 },
             ],
         };
-        let text = user_message_text("what is this?", &extras);
+        let text = user_message_text("what is this?", &extras, &[]);
         let lines: Vec<&str> = text.lines().collect();
         assert!(lines[0].starts_with("(Replying to Bob: “xxx"), "{text}");
         assert!(lines[0].ends_with("x…”)"), "{text}");
         assert_eq!(lines[1], "what is this?");
         assert_eq!(
             lines[2],
-            "(Attached: an image, \"photo.jpg\", 2 KB, image/jpeg. You cannot see its contents; say so if they matter.)"
+            "(Attached: an image, \"photo.jpg\", 2 KB, image/jpeg. This assistant cannot see images; say so if its contents matter.)"
         );
         assert_eq!(
             lines[3],
             "(Attached: a file, \"scan.pdf\", 87891 KB. It could not be kept: it is larger than 20 MB.)"
         );
-        assert_eq!(user_message_text("hi", &InboundExtras::default()), "hi");
+
+        let shown = user_message_text("", &extras, &[Sight::Shown, Sight::Described]);
+        assert_eq!(
+            shown.lines().nth(1),
+            Some("(Attached: an image, \"photo.jpg\", 2 KB, image/jpeg, shown below.)")
+        );
+        let later = user_message_text("", &extras, &[Sight::Shown.for_history()]);
+        assert_eq!(
+            later.lines().nth(1),
+            Some(
+                "(Attached: an image, \"photo.jpg\", 2 KB, image/jpeg, shown with this message only; it cannot be seen again.)"
+            )
+        );
+        let gone = [Sight::NotShown("the file is no longer there".into())];
+        let gone = user_message_text("", &extras, &gone);
+        assert_eq!(
+            gone.lines().nth(1),
+            Some(
+                "(Attached: an image, \"photo.jpg\", 2 KB, image/jpeg. It cannot be shown: the file is no longer there.)"
+            )
+        );
+        assert_eq!(
+            user_message_text("hi", &InboundExtras::default(), &[]),
+            "hi"
+        );
     }
 }

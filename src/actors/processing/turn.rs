@@ -12,11 +12,12 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 
 use super::ProcessingDeps;
+use super::images::{Sight, load_images, read_image};
 use super::messages::{ProcessTurn, ResumeTurn, TurnError, TurnOutcome, TurnResult};
 use super::prompt::{DEFAULT_SYSTEM_PROMPT, starting_with_user, system_prompt, user_message_text};
 use crate::actors::llm_broker::{CallOrigin, GenerateChat};
 use crate::config::ResolvedProfile;
-use crate::llm::{ChatMessage, ChatRequest, Role, ToolCall};
+use crate::llm::{ChatMessage, ChatRequest, IMAGES_NOT_SHOWN, Role, ToolCall};
 use crate::ports::{Decision, HistoryEntry, Inbound, PendingConfirmation, now_ms};
 use crate::tools::{ToolContext, ToolError, ToolSuspension, ToolsProvider};
 
@@ -49,6 +50,11 @@ struct TurnState {
     suspended_call: Option<serde_json::Value>,
     /// LLM rounds done.
     rounds: u32,
+    /// Which of the member's attachments are shown as images. The images themselves are
+    /// left out of the stored state (it stays in `pending_actions` for good): a resumed
+    /// turn reads them again from these attachments.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    shown_images: Vec<usize>,
 }
 
 pub(super) struct TurnRunner {
@@ -98,18 +104,32 @@ impl TurnRunner {
                     content: entry.content.clone(),
                     tool_calls: Vec::new(),
                     tool_call_id: None,
+                    images: Vec::new(),
                 }),
         );
-        // What the member sent, with what came with it (a quoted message, attachments).
-        let user_text = user_message_text(&message.text, &inbound.extras);
-        messages.push(ChatMessage::user(user_text.clone()));
+        // What the member sent, with what came with it (a quoted message, attachments);
+        // images only for a model that can see them, and only in this turn's request:
+        // history keeps the text alone, saying the image was shown then.
+        let vision = self.deps.vision_llms.contains(&settings.llm_model);
+        let (images, sights) = load_images(&inbound.extras, vision).await;
+        let shown_images = (0..sights.len())
+            .filter(|index| sights[*index] == Sight::Shown)
+            .collect();
+        let later: Vec<Sight> = sights.iter().map(Sight::for_history).collect();
+        let stored_text = user_message_text(&message.text, &inbound.extras, &later);
+        let entries = vec![self.entry(inbound, ChatMessage::user(stored_text))];
+        let user_text = user_message_text(&message.text, &inbound.extras, &sights);
+        let mut user_message = ChatMessage::user(user_text);
+        user_message.images = images;
+        messages.push(user_message);
         let state = TurnState {
             awaiting_start: false,
             messages,
-            entries: vec![self.entry(inbound, ChatMessage::user(user_text))],
+            entries,
             pending_calls: Vec::new(),
             suspended_call: None,
             rounds: 0,
+            shown_images,
         };
         if let Some(command) = &message.slash_command
             && self.profile.confirm_slash_commands
@@ -137,6 +157,7 @@ impl TurnRunner {
     pub(super) async fn resume(&self, message: ResumeTurn) -> Result<TurnOutcome, TurnError> {
         let mut state: TurnState = serde_json::from_value(message.confirmation.turn_state.clone())
             .map_err(|error| TurnError::BadTurnState(error.to_string()))?;
+        self.restore_images(&message.inbound, &mut state).await;
         if state.awaiting_start {
             state.awaiting_start = false;
             let refused = match message.decision {
@@ -160,6 +181,50 @@ impl TurnRunner {
         }
         self.drive(&message.inbound, state, Some(message.decision))
             .await
+    }
+
+    /// Give the member's message back the images left out when the turn was stored; what
+    /// cannot be shown any more (a deleted file, a model no longer seeing) is said instead,
+    /// once: such an image is not tried again.
+    async fn restore_images(&self, inbound: &Inbound, state: &mut TurnState) {
+        if state.shown_images.is_empty() {
+            return;
+        }
+        let vision = self
+            .deps
+            .vision_llms
+            .contains(&self.profile.processing.llm_model);
+        let Some(member) = state
+            .messages
+            .iter_mut()
+            .rev()
+            .find(|message| message.role == Role::User)
+        else {
+            return;
+        };
+        if !vision {
+            state.shown_images.clear();
+            member.content.push('\n');
+            member.content.push_str(IMAGES_NOT_SHOWN);
+            return;
+        }
+        let mut still_shown = Vec::new();
+        for index in std::mem::take(&mut state.shown_images) {
+            let Some(attachment) = inbound.extras.attachments.get(index) else {
+                continue;
+            };
+            match read_image(attachment).await {
+                Ok(image) => {
+                    member.images.push(image);
+                    still_shown.push(index);
+                }
+                Err(why) => member.content.push_str(&format!(
+                    "\n(The image {:?} cannot be shown again: {why}.)",
+                    attachment.file_name
+                )),
+            }
+        }
+        state.shown_images = still_shown;
     }
 
     /// Run pending tool calls and LLM rounds until the model answers in words or a
@@ -286,6 +351,7 @@ impl TurnRunner {
                 content: response.content,
                 tool_calls: response.tool_calls.clone(),
                 tool_call_id: None,
+                images: Vec::new(),
             };
             state.entries.push(self.entry(inbound, asked.clone()));
             state.messages.push(asked);
@@ -304,7 +370,7 @@ impl TurnRunner {
     fn suspend(
         &self,
         inbound: &Inbound,
-        state: TurnState,
+        mut state: TurnState,
         action: &str,
         arguments: serde_json::Value,
         prompt: String,
@@ -316,6 +382,9 @@ impl TurnRunner {
             .saturating_mul(1000);
         let expires_at_ms =
             expires_at_ms.unwrap_or_else(|| created_at_ms.saturating_add(timeout_ms));
+        for message in &mut state.messages {
+            message.images.clear();
+        }
         let turn_state = serde_json::to_value(&state)
             .map_err(|error| TurnError::BadTurnState(error.to_string()))?;
         tracing::info!(action, "waiting for confirmation");
@@ -338,6 +407,7 @@ impl TurnRunner {
         })
     }
 
+    /// The history row of `message`: its text and tool calls, never its images.
     fn entry(&self, inbound: &Inbound, message: ChatMessage) -> HistoryEntry {
         HistoryEntry {
             role: message.role,
