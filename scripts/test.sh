@@ -12,6 +12,7 @@ export HEARTH_REQUIRE_REAL_SERVERS=1
 
 bash scripts/install-test-llm.sh
 bash scripts/install-test-mcp.sh
+bash scripts/install-test-synapse.sh
 
 # Unit tests, the integration binary and doc tests; the benchmark is built by
 # clippy in .ci/run and run with `cargo bench`.

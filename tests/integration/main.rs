@@ -15,6 +15,7 @@ mod pipeline;
 mod real_llm;
 mod restart;
 mod storage_ports;
+mod synapse_support;
 mod telegram_buttons;
 mod telegram_channel;
 mod telegram_fake_server;

@@ -2,6 +2,8 @@
 
 pub mod hearth_app;
 pub mod llm_server;
+pub mod matrix_member;
 pub mod mcp;
 pub mod real_llm;
+pub mod synapse;
 pub mod telegram;
