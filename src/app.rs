@@ -9,6 +9,9 @@ use std::time::Duration;
 use actix::{Actor, Addr, AsyncContext, Context, Recipient};
 use actix_web::dev::ServerHandle;
 
+use crate::actors::channels::matrix::{
+    MATRIX_CHANNEL, MatrixChannel, MatrixSettings, MatrixStartError, StopMatrix,
+};
 use crate::actors::channels::telegram::{
     StopTelegram, TELEGRAM_CHANNEL, TelegramChannel, TelegramSettings, TelegramStartError,
     TelegramWebhook,
@@ -53,6 +56,7 @@ pub struct StartOptions {
 pub struct RunningApp {
     pub queue: Addr<RequestQueue>,
     pub telegram: Option<Addr<TelegramChannel>>,
+    pub matrix: Option<Addr<MatrixChannel>>,
     pub mcp: Arc<McpServers>,
     pub broker: Addr<LlmBroker>,
     pub stores: Stores,
@@ -71,6 +75,9 @@ impl RunningApp {
         if let Some(telegram) = &self.telegram {
             let _ = telegram.send(StopTelegram).await;
         }
+        if let Some(matrix) = &self.matrix {
+            let _ = matrix.send(StopMatrix).await;
+        }
         self.mcp.shutdown().await;
         self.stores.telemetry.flush().await;
     }
@@ -84,17 +91,14 @@ pub enum StartError {
     Bind(#[from] http::BindError),
     #[error("cannot build the http client for llms: {0}")]
     HttpClient(String),
-    #[error("channel {0:?} is enabled in config but not available in this version")]
-    ChannelUnavailable(&'static str),
     #[error(transparent)]
     Telegram(#[from] TelegramStartError),
+    #[error(transparent)]
+    Matrix(#[from] MatrixStartError),
 }
 
 pub async fn start(loaded: &LoadedConfig, options: StartOptions) -> Result<RunningApp, StartError> {
     let config = &loaded.config;
-    if options.serve && config.channels.matrix.enabled {
-        return Err(StartError::ChannelUnavailable("channels.matrix"));
-    }
     let stores = match options.stores {
         Some(stores) => stores,
         None => storage::open(&config.database_url, config.database_max_connections).await?,
@@ -216,6 +220,11 @@ pub async fn start(loaded: &LoadedConfig, options: StartOptions) -> Result<Runni
     if let Some(context) = &telegram_context {
         channels.insert(TELEGRAM_CHANNEL.into(), context.address().recipient());
     }
+    let matrix_context =
+        (options.serve && config.channels.matrix.enabled).then(Context::<MatrixChannel>::new);
+    if let Some(context) = &matrix_context {
+        channels.insert(MATRIX_CHANNEL.into(), context.address().recipient());
+    }
 
     let queue = queue_context.address();
     queue_context.run(RequestQueue::new(
@@ -244,6 +253,24 @@ pub async fn start(loaded: &LoadedConfig, options: StartOptions) -> Result<Runni
             )?;
             context.run(channel);
             webhook
+        }
+        None => None,
+    };
+
+    let matrix = match matrix_context {
+        Some(context) => {
+            let channel = MatrixChannel::build(
+                matrix_settings(loaded),
+                family.clone(),
+                queue.clone(),
+                stores.channel_state.clone(),
+                readiness.clone(),
+                metrics.clone(),
+            )
+            .await?;
+            let address = context.address();
+            context.run(channel);
+            Some(address)
         }
         None => None,
     };
@@ -284,6 +311,7 @@ pub async fn start(loaded: &LoadedConfig, options: StartOptions) -> Result<Runni
     Ok(RunningApp {
         queue,
         telegram,
+        matrix,
         mcp,
         broker,
         stores,
@@ -303,12 +331,7 @@ fn telegram_settings(loaded: &LoadedConfig) -> TelegramSettings {
             .and_then(|variable| loaded.secret(variable))
             .map(str::to_string)
     };
-    let default_description = loaded
-        .profiles
-        .iter()
-        .find(|profile| profile.id == loaded.default_profile_id)
-        .map(|profile| profile.description.clone())
-        .unwrap_or_default();
+    let (commands, default_description) = channel_commands(loaded);
     TelegramSettings {
         token: secret(&telegram.token_env).unwrap_or_default(),
         api_url: telegram.api_url.clone(),
@@ -318,20 +341,60 @@ fn telegram_settings(loaded: &LoadedConfig) -> TelegramSettings {
         webhook_secret: secret(&telegram.webhook_secret_env),
         max_attachment_bytes: telegram.max_attachment_bytes,
         attachments_dir: telegram.attachments_dir.clone().into(),
-        commands: loaded
-            .profiles
-            .iter()
-            .flat_map(|profile| {
-                profile.slash_commands.iter().map(|command| {
-                    (
-                        command.trim_start_matches('/').to_lowercase(),
-                        profile.description.clone(),
-                    )
-                })
-            })
-            .collect(),
+        commands,
         default_description,
     }
+}
+
+/// The Matrix channel's settings from config, its secrets resolved (validation made
+/// sure they are there).
+fn matrix_settings(loaded: &LoadedConfig) -> MatrixSettings {
+    let matrix = &loaded.config.channels.matrix;
+    let secret = |variable: &Option<String>| {
+        variable
+            .as_deref()
+            .and_then(|variable| loaded.secret(variable))
+            .map(str::to_string)
+    };
+    let (commands, default_description) = channel_commands(loaded);
+    MatrixSettings {
+        homeserver_url: matrix.homeserver_url.clone().unwrap_or_default(),
+        user_id: matrix.user_id.clone().unwrap_or_default(),
+        password: secret(&matrix.password_env),
+        access_token: secret(&matrix.access_token_env),
+        store_path: matrix.store_path.clone().into(),
+        store_passphrase: secret(&matrix.store_passphrase_env).unwrap_or_default(),
+        recovery_key: secret(&matrix.recovery_key_env),
+        device_name: matrix.device_name.clone(),
+        max_attachment_bytes: matrix.max_attachment_bytes,
+        attachments_dir: matrix.attachments_dir.clone().into(),
+        commands,
+        default_description,
+    }
+}
+
+/// Each profile's slash commands (without the slash, lowercase) with what the profile
+/// is for, and what the default profile is for: what `/help` lists on every platform.
+fn channel_commands(loaded: &LoadedConfig) -> (Vec<(String, String)>, String) {
+    let default_description = loaded
+        .profiles
+        .iter()
+        .find(|profile| profile.id == loaded.default_profile_id)
+        .map(|profile| profile.description.clone())
+        .unwrap_or_default();
+    let commands = loaded
+        .profiles
+        .iter()
+        .flat_map(|profile| {
+            profile.slash_commands.iter().map(|command| {
+                (
+                    command.trim_start_matches('/').to_lowercase(),
+                    profile.description.clone(),
+                )
+            })
+        })
+        .collect();
+    (commands, default_description)
 }
 
 /// The webhook route to serve, in webhook mode.

@@ -11,6 +11,7 @@ use crate::config::FamilyMember;
 pub struct Family {
     members: BTreeMap<String, FamilyMember>,
     by_telegram_id: BTreeMap<i64, String>,
+    by_matrix_id: BTreeMap<String, String>,
     strangers_logged: Mutex<HashSet<(String, String)>>,
 }
 
@@ -24,6 +25,10 @@ impl Family {
             by_telegram_id: members
                 .iter()
                 .filter_map(|member| Some((member.telegram_user_id?, member.id.clone())))
+                .collect(),
+            by_matrix_id: members
+                .iter()
+                .filter_map(|member| Some((member.matrix_user_id.clone()?, member.id.clone())))
                 .collect(),
             strangers_logged: Mutex::new(HashSet::new()),
         }
@@ -46,6 +51,18 @@ impl Family {
             .and_then(|id| self.members.get(id));
         if member.is_none() {
             self.note_stranger("telegram", &user_id.to_string());
+        }
+        member
+    }
+
+    /// The member with this Matrix user id (`@name:server`), or `None` (and a one-time log line).
+    pub fn by_matrix_id(&self, user_id: &str) -> Option<&FamilyMember> {
+        let member = self
+            .by_matrix_id
+            .get(user_id)
+            .and_then(|id| self.members.get(id));
+        if member.is_none() {
+            self.note_stranger("matrix", user_id);
         }
         member
     }

@@ -1,7 +1,7 @@
 //! hearth: a family assistant built as actix actors.
 //!
-//! Family members send messages through a channel (HTTP, console; Telegram and Matrix
-//! to come). The [`actors::request_queue::RequestQueue`] stores each one durably, keeps
+//! Family members send messages through a channel (Telegram, Matrix, HTTP, console).
+//! The [`actors::request_queue::RequestQueue`] stores each one durably, keeps
 //! conversations in order and hands turns to one [`actors::processing::ProcessingService`]
 //! per service profile, which runs the LLM tool loop through the
 //! [`actors::llm_broker::LlmBroker`] — the only door to LLM backends.
@@ -10,12 +10,14 @@
 //! - [`config`]: the YAML configuration, environment overrides, profile merging, validation.
 //! - [`app`]: start-up wiring of every actor.
 //! - [`actors`]: the actors and their messages (`request_queue`, `processing`,
-//!   `llm_broker`, `channels`).
+//!   `delegation`, `llm_broker`, `channels` with `telegram` and `matrix`).
 //! - [`http`]: the actix-web routes.
 //! - [`llm`]: wire-neutral chat types, the `LlmProvider` port and its providers.
 //! - [`tools`]: the `ToolsProvider` port and its stack.
 //! - [`ports`]: the storage-shaped ports (`Inbox`, `ConversationMemory`, `UserProfiles`,
-//!   `TelemetrySink`); [`storage`]: their SQLite and in-memory adapters.
+//!   `PendingActions`, `ChannelState`, `TelemetrySink`); [`storage`]: their SQLite and
+//!   in-memory adapters.
+//! - [`format`]: the model's markdown as Telegram HTML, Matrix HTML or plain text.
 //! - [`family`], [`metrics`], [`readiness`]: the allow-list, Prometheus counters, `/readyz`.
 //!
 //! ARCHITECTURE.md states the invariants.

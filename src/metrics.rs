@@ -65,6 +65,11 @@ const HELP: &[(&str, &str, &str)] = &[
         "Telegram long polls abandoned by the watchdog because they stalled.",
     ),
     (
+        "hearth_matrix_undecryptable_total",
+        "counter",
+        "Matrix messages from family members this device could not decrypt.",
+    ),
+    (
         "hearth_telegram_plain_text_fallbacks_total",
         "counter",
         "Replies resent as plain text because Telegram refused their HTML.",

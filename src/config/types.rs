@@ -396,8 +396,19 @@ pub struct MatrixConfig {
     pub user_id: Option<String>,
     pub password_env: Option<String>,
     pub access_token_env: Option<String>,
+    /// The session, the sync position and the end-to-end encryption keys live here.
     pub store_path: String,
+    /// The variable holding the passphrase the store is encrypted with.
     pub store_passphrase_env: Option<String>,
+    /// The variable holding a recovery key: the bot's cross-signing identity and key
+    /// backup are restored from it at start-up.
+    pub recovery_key_env: Option<String>,
+    /// The device name other members see.
+    pub device_name: String,
+    /// Images and files larger than this are not downloaded.
+    pub max_attachment_bytes: u64,
+    /// Where downloaded attachments are kept, one folder per message.
+    pub attachments_dir: String,
 }
 
 impl Default for MatrixConfig {
@@ -410,6 +421,10 @@ impl Default for MatrixConfig {
             access_token_env: None,
             store_path: "data/matrix".to_owned(),
             store_passphrase_env: None,
+            recovery_key_env: None,
+            device_name: "hearth".to_owned(),
+            max_attachment_bytes: 20 * 1024 * 1024,
+            attachments_dir: "data/attachments".to_owned(),
         }
     }
 }

@@ -315,6 +315,16 @@ fn check_channels(config: &HearthConfig, problems: &mut Problems) {
                 "matrix is enabled but neither password_env nor access_token_env is set",
             );
         }
+        if matrix.store_passphrase_env.is_none() {
+            problems.push(
+                "channels.matrix.store_passphrase_env",
+                "matrix is enabled but no variable is named for the passphrase that encrypts \
+                 its key store",
+            );
+        }
+        if matrix.attachments_dir.trim().is_empty() {
+            problems.push("channels.matrix.attachments_dir", "must not be empty");
+        }
         if matrix.store_path.trim().is_empty() {
             problems.push("channels.matrix.store_path", "must not be empty");
         }
@@ -490,6 +500,9 @@ pub(crate) fn collect_secrets(
         }
         if let Some(variable) = &matrix.store_passphrase_env {
             secrets.require("channels.matrix.store_passphrase_env", variable, problems);
+        }
+        if let Some(variable) = &matrix.recovery_key_env {
+            secrets.require("channels.matrix.recovery_key_env", variable, problems);
         }
     }
 

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use sqlx::Row;
 
-use crate::support::hearth_app::{test_env, write_config};
+use crate::support::hearth_app::{HearthProcess, test_env, write_config};
 use crate::support::llm_server::{ScriptedLlmServer, Step};
 
 fn hearth(config: &std::path::Path) -> Command {
@@ -164,29 +164,59 @@ fn migrate_creates_the_database() {
     );
 }
 
-#[test]
-fn a_channel_of_a_later_version_is_refused_at_start_not_ignored() {
+#[actix::test]
+async fn an_unreachable_homeserver_keeps_hearth_running_and_readiness_says_why() {
     let folder = tempfile::tempdir().unwrap();
     let config = write_config(folder.path(), "http://127.0.0.1:9/v1");
-    let output = hearth(&config)
-        .arg("run")
-        .env("HEARTH__CHANNELS__MATRIX__ENABLED", "true")
-        .env(
+    let store = folder.path().join("matrix");
+    let env = test_env(&[
+        ("HEARTH__CHANNELS__MATRIX__ENABLED", "true"),
+        (
             "HEARTH__CHANNELS__MATRIX__HOMESERVER_URL",
             "http://127.0.0.1:9",
-        )
-        .env("HEARTH__CHANNELS__MATRIX__USER_ID", "@hearth:localhost")
-        .env(
+        ),
+        ("HEARTH__CHANNELS__MATRIX__USER_ID", "@hearth:localhost"),
+        (
             "HEARTH__CHANNELS__MATRIX__PASSWORD_ENV",
             "TEST_MATRIX_PASSWORD",
-        )
-        .env("TEST_MATRIX_PASSWORD", "secret")
-        .output()
+        ),
+        (
+            "HEARTH__CHANNELS__MATRIX__STORE_PATH",
+            store.to_str().unwrap(),
+        ),
+        (
+            "HEARTH__CHANNELS__MATRIX__STORE_PASSPHRASE_ENV",
+            "TEST_MATRIX_PASSPHRASE",
+        ),
+        ("TEST_MATRIX_PASSWORD", "secret"),
+        ("TEST_MATRIX_PASSPHRASE", "passphrase"),
+    ]);
+    let hearth = HearthProcess::spawn(&config, &env);
+    let client = reqwest::Client::new();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let response = client
+            .get(format!("{}/readyz", hearth.base_url))
+            .send()
+            .await
+            .unwrap();
+        let status = response.status().as_u16();
+        let body = response.text().await.unwrap();
+        if status == 503 && body.contains("cannot log in") {
+            assert!(body.contains("matrix"), "{body}");
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "readiness never said why: {status} {body}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    // Still serving while the homeserver is away.
+    let health = client
+        .get(format!("{}/healthz", hearth.base_url))
+        .send()
+        .await
         .unwrap();
-    assert!(!output.status.success());
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(
-        stderr.contains("channel \"channels.matrix\" is enabled in config but not available"),
-        "{stderr}"
-    );
+    assert_eq!(health.status().as_u16(), 200);
 }

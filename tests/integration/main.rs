@@ -9,6 +9,7 @@ mod confirmations;
 mod delegation;
 mod http_api;
 mod llm_providers;
+mod matrix_channel;
 mod mcp_pipeline;
 mod mcp_tools;
 mod pipeline;

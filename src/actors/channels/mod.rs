@@ -4,6 +4,7 @@
 
 mod console;
 mod http;
+pub mod matrix;
 mod messages;
 pub mod telegram;
 

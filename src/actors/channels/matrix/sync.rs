@@ -1,0 +1,238 @@
+//! The sync loop: log in, then `/sync` forever, handing every event to the channel.
+//!
+//! hearth keeps its own sync position (`ChannelState`, `sync_token`) and moves it only
+//! when every event of a sync was handled for good; otherwise the same sync is asked for
+//! again and the inbox recognises messages it already has (their event ids). The first
+//! start skips the rooms' past: old messages are never answered. A homeserver that is
+//! away is retried with backoff (1 s doubling to 60 s), a sync that outlives its timeout
+//! is abandoned, and readiness always says where the loop stands.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use actix::Addr;
+use matrix_sdk::config::SyncSettings;
+use matrix_sdk::ruma::events::reaction::OriginalSyncReactionEvent;
+use matrix_sdk::ruma::events::room::encrypted::OriginalSyncRoomEncryptedEvent;
+use matrix_sdk::ruma::events::room::member::{MembershipState, StrippedRoomMemberEvent};
+use matrix_sdk::ruma::events::room::message::OriginalSyncRoomMessageEvent;
+use matrix_sdk::{Client, Room};
+
+use super::session::{self, LoginError};
+use super::{EventReceived, MATRIX_CHANNEL, MatrixChannel, MatrixEvent, Shared};
+
+const TOKEN_KEY: &str = "sync_token";
+const SYNC_TIMEOUT: Duration = Duration::from_secs(30);
+/// A sync that takes this much longer than its long-poll timeout is given up on.
+const WATCHDOG_GRACE: Duration = Duration::from_secs(30);
+const MAX_RETRY_DELAY: Duration = Duration::from_secs(60);
+
+/// Whether events are handed over (not during the first sync) and whether one failed.
+#[derive(Default)]
+struct Gate {
+    live: AtomicBool,
+    failed: AtomicBool,
+}
+
+pub(super) async fn run(shared: Arc<Shared>, channel: Addr<MatrixChannel>) {
+    log_in(&shared).await;
+    session::recover(&shared.client, &shared.settings).await;
+    let gate = Arc::new(Gate::default());
+    register_handlers(&shared.client, &channel, &gate);
+    let mut token = match shared.state.get_state(MATRIX_CHANNEL, TOKEN_KEY).await {
+        Ok(token) => token,
+        Err(error) => {
+            tracing::error!(%error, "stored matrix sync position unreadable; starting afresh");
+            None
+        }
+    };
+    let mut failures: u32 = 0;
+    loop {
+        let first = token.is_none();
+        gate.live.store(!first, Ordering::SeqCst);
+        gate.failed.store(false, Ordering::SeqCst);
+        let settings = match &token {
+            Some(token) => SyncSettings::default()
+                .token(token.clone())
+                .timeout(SYNC_TIMEOUT),
+            // The first sync only learns where "now" is: no waiting, nothing answered.
+            None => SyncSettings::default().timeout(Duration::ZERO),
+        };
+        let synced = tokio::time::timeout(
+            SYNC_TIMEOUT + WATCHDOG_GRACE,
+            shared.client.sync_once(settings),
+        )
+        .await;
+        let response = match synced {
+            Ok(Ok(response)) => response,
+            Ok(Err(error)) => {
+                let wait = retry_delay(failures);
+                failures = failures.saturating_add(1);
+                shared.metrics.error("matrix_sync");
+                let detail = format!("cannot sync: {error}; trying again in {}s", wait.as_secs());
+                shared.readiness.set(MATRIX_CHANNEL, false, &detail);
+                tracing::warn!(%error, wait_s = wait.as_secs(), "matrix sync failed");
+                tokio::time::sleep(wait).await;
+                continue;
+            }
+            Err(_) => {
+                shared.metrics.error("matrix_sync_stalled");
+                shared.readiness.set(
+                    MATRIX_CHANNEL,
+                    false,
+                    "the last sync stalled; syncing again",
+                );
+                tracing::warn!("matrix sync stalled; starting a new one");
+                continue;
+            }
+        };
+        failures = 0;
+        if gate.failed.load(Ordering::SeqCst) {
+            // Something was not stored: the same events again, after a pause.
+            tracing::warn!("a matrix event was not handled; syncing from the same position");
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            continue;
+        }
+        if first {
+            tracing::info!("first matrix sync: earlier messages are left unanswered");
+        }
+        if let Err(error) = shared
+            .state
+            .put_state(MATRIX_CHANNEL, TOKEN_KEY, &response.next_batch)
+            .await
+        {
+            tracing::warn!(%error, "matrix sync position not stored");
+        }
+        token = Some(response.next_batch);
+        shared
+            .readiness
+            .set(MATRIX_CHANNEL, true, &ready_detail(&shared));
+    }
+}
+
+fn ready_detail(shared: &Shared) -> String {
+    let unreadable = shared
+        .metrics
+        .value("hearth_matrix_undecryptable_total", &[]);
+    if unreadable > 0.0 {
+        format!("syncing; {unreadable} messages could not be decrypted (devices to verify)")
+    } else {
+        "syncing".to_string()
+    }
+}
+
+fn retry_delay(failures: u32) -> Duration {
+    Duration::from_secs(1u64 << failures.min(6)).min(MAX_RETRY_DELAY)
+}
+
+/// Log in, again and again while the homeserver is away; a refusal is retried slowly
+/// (a password changed back, a server fixed) and readiness shows why.
+async fn log_in(shared: &Shared) {
+    let mut failures = 0;
+    loop {
+        match session::log_in(&shared.client, &shared.settings).await {
+            Ok(()) => return,
+            Err(error) => {
+                let wait = match error {
+                    LoginError::Unavailable(_) => retry_delay(failures),
+                    LoginError::Refused(_) | LoginError::Session { .. } => MAX_RETRY_DELAY * 5,
+                };
+                failures += 1;
+                let detail = format!("{error}; trying again in {}s", wait.as_secs());
+                shared.readiness.set(MATRIX_CHANNEL, false, &detail);
+                tracing::error!(%error, wait_s = wait.as_secs(), "matrix login failed");
+                tokio::time::sleep(wait).await;
+            }
+        }
+    }
+}
+
+/// Hand a sync's events to the channel, waiting until each is handled.
+fn register_handlers(client: &Client, channel: &Addr<MatrixChannel>, gate: &Arc<Gate>) {
+    let own = client.user_id().map(ToOwned::to_owned);
+    let forward = {
+        let channel = channel.clone();
+        let gate = gate.clone();
+        move |event: MatrixEvent| {
+            let (channel, gate) = (channel.clone(), gate.clone());
+            async move {
+                match channel.send(EventReceived(event)).await {
+                    Ok(Ok(())) => {}
+                    _ => gate.failed.store(true, Ordering::SeqCst),
+                }
+            }
+        }
+    };
+    let live = {
+        let gate = gate.clone();
+        move || gate.live.load(Ordering::SeqCst)
+    };
+    let is_own = move |sender: &matrix_sdk::ruma::UserId| own.as_deref() == Some(sender);
+
+    client.add_event_handler({
+        let (forward, live, is_own) = (forward.clone(), live.clone(), is_own.clone());
+        move |event: OriginalSyncRoomMessageEvent, room: Room| {
+            let handle = live() && !is_own(&event.sender);
+            let forward = forward.clone();
+            async move {
+                if handle {
+                    forward(MatrixEvent::Message {
+                        room,
+                        event: Box::new(event),
+                    })
+                    .await;
+                }
+            }
+        }
+    });
+    client.add_event_handler({
+        let (forward, live, is_own) = (forward.clone(), live.clone(), is_own.clone());
+        move |event: OriginalSyncReactionEvent, room: Room| {
+            let handle = live() && !is_own(&event.sender);
+            let forward = forward.clone();
+            async move {
+                if handle {
+                    forward(MatrixEvent::Reaction {
+                        room,
+                        event: Box::new(event),
+                    })
+                    .await;
+                }
+            }
+        }
+    });
+    client.add_event_handler({
+        let (forward, live, is_own) = (forward.clone(), live.clone(), is_own.clone());
+        move |event: OriginalSyncRoomEncryptedEvent, room: Room| {
+            let handle = live() && !is_own(&event.sender);
+            let forward = forward.clone();
+            async move {
+                if handle {
+                    forward(MatrixEvent::Undecryptable {
+                        room,
+                        event: Box::new(event),
+                    })
+                    .await;
+                }
+            }
+        }
+    });
+    // Invites are answered whenever they come, the first sync included.
+    client.add_event_handler({
+        let forward = forward.clone();
+        move |event: StrippedRoomMemberEvent, room: Room, client: Client| {
+            let forward = forward.clone();
+            async move {
+                let for_us = client.user_id() == Some(event.state_key.as_ref());
+                if for_us && event.content.membership == MembershipState::Invite {
+                    forward(MatrixEvent::Invite {
+                        room,
+                        sender: event.sender,
+                    })
+                    .await;
+                }
+            }
+        }
+    });
+}

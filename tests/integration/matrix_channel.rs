@@ -1,0 +1,424 @@
+//! The Matrix channel end to end against a real Synapse on loopback, with real matrix-sdk
+//! clients as the family: invites, encrypted and plain rooms both ways, commands,
+//! reaction confirmations, a restart of hearth and a restart of the homeserver.
+
+use std::time::{Duration, Instant};
+
+use matrix_sdk::ruma::OwnedRoomId;
+use serde_json::Value;
+use tempfile::TempDir;
+
+use crate::support::hearth_app::{TestApp, write_config};
+use crate::support::llm_server::{ScriptedLlmServer, Step};
+use crate::support::matrix_member::{MatrixMember, NewRoom, ReceivedMessage};
+use crate::support::synapse::{RegisteredUser, Synapse};
+use crate::telegram_channel::SECURE_PROFILE;
+use hearth::actors::processing::DECLINED_RESULT;
+
+const BOT_PASSWORD: &str = "hearth-bot-password";
+
+/// A homeserver with the bot's account and three people: alice and bob (family) and a stranger.
+struct Homeserver {
+    synapse: Synapse,
+    bot: RegisteredUser,
+    alice: RegisteredUser,
+    bob: RegisteredUser,
+    stranger: RegisteredUser,
+}
+
+async fn homeserver(test: &str) -> Option<Homeserver> {
+    let synapse = Synapse::start_or_skip(test)?;
+    let bot = synapse.register("hearth", BOT_PASSWORD, false).await;
+    let alice = synapse.register("alice", "alice-password", false).await;
+    let bob = synapse.register("bob", "bob-password", false).await;
+    let stranger = synapse.register("mallory", "mallory-password", false).await;
+    Some(Homeserver {
+        synapse,
+        bot,
+        alice,
+        bob,
+        stranger,
+    })
+}
+
+/// hearth on Matrix as `@hearth:localhost`, alice and bob in the family.
+async fn start_on_matrix(
+    llm: &ScriptedLlmServer,
+    server: &Homeserver,
+    extra_profiles: &str,
+    folder: Option<TempDir>,
+) -> TestApp {
+    let folder = folder.unwrap_or_else(|| tempfile::tempdir().expect("temporary folder"));
+    let path = write_config(folder.path(), &llm.base_url());
+    let text = std::fs::read_to_string(&path)
+        .expect("test config")
+        .replace(
+            "{ id: alice, name: Alice }",
+            &format!(
+                "{{ id: alice, name: Alice, matrix_user_id: \"{}\" }}",
+                server.alice.user_id
+            ),
+        )
+        .replace(
+            "{ id: bob, name: Bob }",
+            &format!(
+                "{{ id: bob, name: Bob, matrix_user_id: \"{}\" }}",
+                server.bob.user_id
+            ),
+        );
+    let text = format!(
+        "{text}{extra_profiles}channels:\n  matrix: {{ enabled: true, homeserver_url: \"{}\", \
+         user_id: \"{}\", password_env: TEST_MATRIX_PASSWORD, store_path: \"{}\", \
+         store_passphrase_env: TEST_MATRIX_STORE_PASSPHRASE, attachments_dir: \"{}\" }}\n",
+        server.synapse.base_url(),
+        server.bot.user_id,
+        folder.path().join("matrix").display(),
+        folder.path().join("attachments").display(),
+    );
+    std::fs::write(&path, text).expect("test config written");
+    let env = [
+        ("TEST_MATRIX_PASSWORD", BOT_PASSWORD),
+        ("TEST_MATRIX_STORE_PASSPHRASE", "store passphrase for tests"),
+    ];
+    TestApp::start_from(folder, &path, &env).await
+}
+
+/// `member` opens a room with hearth (and `others`) and waits until hearth joined.
+async fn room_with_hearth(
+    member: &MatrixMember,
+    server: &Homeserver,
+    encrypted: bool,
+    others: &[&str],
+) -> OwnedRoomId {
+    let mut room = if encrypted {
+        NewRoom::encrypted_with(&server.bot.user_id)
+    } else {
+        NewRoom::plain_with(&server.bot.user_id)
+    };
+    room.invite
+        .extend(others.iter().map(|user| user.to_string()));
+    let room_id = member.create_room(room).await;
+    member
+        .wait_until_joined(&room_id, &server.bot.user_id)
+        .await;
+    room_id
+}
+
+async fn reply_from_hearth(
+    member: &MatrixMember,
+    server: &Homeserver,
+    matches: impl Fn(&ReceivedMessage) -> bool,
+) -> ReceivedMessage {
+    member
+        .wait_for_message(&server.bot.user_id, |message| {
+            message.rel_type.as_deref() != Some("m.replace") && matches(message)
+        })
+        .await
+}
+
+fn device_of(folder: &std::path::Path) -> String {
+    let session: Value = serde_json::from_str(
+        &std::fs::read_to_string(folder.join("matrix/session.json")).expect("session saved"),
+    )
+    .unwrap();
+    session["device_id"].as_str().unwrap().to_string()
+}
+
+#[actix::test]
+async fn an_encrypted_chat_works_both_ways_and_strangers_are_refused() {
+    let Some(server) = homeserver("matrix_encrypted_chat").await else {
+        return;
+    };
+    let llm = ScriptedLlmServer::start();
+    let app = start_on_matrix(&llm, &server, "", None).await;
+    let alice = MatrixMember::login(&server.synapse, &server.alice).await;
+    let room = room_with_hearth(&alice, &server, true, &[]).await;
+
+    llm.push(Step::Reply("Hi **Alice**, 2 < 3.".into()));
+    let asked = alice.send_text(&room, "hello hearth").await;
+    let reply = reply_from_hearth(&alice, &server, |message| message.body.contains("Hi")).await;
+    assert!(
+        reply.encrypted,
+        "the reply in an encrypted room is encrypted"
+    );
+    assert_eq!(reply.msgtype, "m.notice");
+    assert_eq!(reply.body, "Hi Alice, 2 < 3.");
+    let html = reply.formatted_body.clone().unwrap();
+    assert!(
+        html.contains("<strong>Alice</strong>") && html.contains("&lt;"),
+        "{html}"
+    );
+    assert_eq!(reply.in_reply_to.as_ref(), Some(&asked));
+    alice
+        .wait_for_read_receipt(&room, &server.bot.user_id, &asked)
+        .await;
+    // The model read the decrypted text.
+    assert!(
+        llm.requests()[0].body["messages"]
+            .to_string()
+            .contains("hello hearth")
+    );
+
+    // A stranger's invitation is refused: hearth never joins.
+    let stranger = MatrixMember::login(&server.synapse, &server.stranger).await;
+    let theirs = stranger
+        .create_room(NewRoom::plain_with(&server.bot.user_id))
+        .await;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let room = stranger.room(&theirs);
+        let member = room
+            .get_member(server.bot.user_id.as_str().try_into().unwrap())
+            .await
+            .ok()
+            .flatten();
+        if member.is_some_and(|member| {
+            *member.membership() == matrix_sdk::ruma::events::room::member::MembershipState::Leave
+        }) {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "hearth never refused the stranger's invite"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert_eq!(llm.requests().len(), 1);
+    app.stop().await;
+}
+
+#[actix::test]
+async fn commands_with_slash_or_bang_reach_their_profile_and_help_lists_them() {
+    let Some(server) = homeserver("matrix_commands").await else {
+        return;
+    };
+    let llm = ScriptedLlmServer::start();
+    let app = start_on_matrix(&llm, &server, SECURE_PROFILE, None).await;
+    let alice = MatrixMember::login(&server.synapse, &server.alice).await;
+    let room = room_with_hearth(&alice, &server, false, &[]).await;
+
+    llm.push(Step::Reply("Focused.".into()));
+    alice.send_text(&room, "!focus plan the week").await;
+    reply_from_hearth(&alice, &server, |message| message.body == "Focused.").await;
+    let request = &llm.requests()[0].body;
+    assert!(
+        request["messages"][0]["content"]
+            .as_str()
+            .unwrap()
+            .starts_with("You are focused.")
+    );
+    assert_eq!(
+        request["messages"].as_array().unwrap().last().unwrap()["content"],
+        "plan the week"
+    );
+    alice.send_text(&room, "/help").await;
+    let help = reply_from_hearth(&alice, &server, |message| message.body.contains("/cancel")).await;
+    assert!(help.body.contains("/secure"), "{}", help.body);
+    assert_eq!(llm.requests().len(), 1);
+    app.stop().await;
+}
+
+#[actix::test]
+async fn reactions_confirm_or_deny_and_only_the_member_asked_counts() {
+    let Some(server) = homeserver("matrix_reactions").await else {
+        return;
+    };
+    let llm = ScriptedLlmServer::start();
+    let app = start_on_matrix(&llm, &server, SECURE_PROFILE, None).await;
+    let alice = MatrixMember::login(&server.synapse, &server.alice).await;
+    let bob = MatrixMember::login(&server.synapse, &server.bob).await;
+    let room = room_with_hearth(&alice, &server, true, &[&server.bob.user_id]).await;
+    let invited = bob.wait_for_invite().await;
+    bob.join(&invited).await;
+
+    llm.push_many([
+        Step::ToolCalls(vec![(
+            "profile_update".into(),
+            serde_json::json!({"key": "city", "value": "Berlin"}),
+        )]),
+        Step::Reply("Done: Berlin.".into()),
+    ]);
+    alice.send_text(&room, "/secure I live in Berlin").await;
+    let prompt = reply_from_hearth(&alice, &server, |message| {
+        message.body.contains("profile_update")
+    })
+    .await;
+    assert!(prompt.body.contains("Berlin"), "{}", prompt.body);
+    let seeded = alice.wait_for_reactions(&prompt.event_id, 2).await;
+    let keys: Vec<&str> = seeded
+        .iter()
+        .map(|reaction| reaction.key.as_str())
+        .collect();
+    assert_eq!(keys, ["✅", "❌"]);
+
+    // Bob's reaction is not an answer.
+    bob.send_reaction(&room, &prompt.event_id, "✅").await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(llm.requests().len(), 1);
+    let facts = app.running.stores.profiles.get("alice").await.unwrap();
+    assert!(!facts.contains_key("city"), "{facts:?}");
+
+    alice.send_reaction(&room, &prompt.event_id, "✅").await;
+    let edit = alice
+        .wait_for_message(&server.bot.user_id, |message| {
+            message.relates_to.as_ref() == Some(&prompt.event_id)
+                && message
+                    .new_body()
+                    .is_some_and(|body| body.ends_with("✅ Confirmed by Alice."))
+        })
+        .await;
+    assert_eq!(edit.rel_type.as_deref(), Some("m.replace"));
+    reply_from_hearth(&alice, &server, |message| message.body == "Done: Berlin.").await;
+    let facts = app.running.stores.profiles.get("alice").await.unwrap();
+    assert_eq!(facts.get("city").map(String::as_str), Some("Berlin"));
+
+    // ❌ declines, and the model is told.
+    llm.push_many([
+        Step::ToolCalls(vec![(
+            "profile_update".into(),
+            serde_json::json!({"key": "city", "value": "Paris"}),
+        )]),
+        Step::Reply("Kept Berlin.".into()),
+    ]);
+    alice.send_text(&room, "/secure I live in Paris").await;
+    let prompt = reply_from_hearth(&alice, &server, |message| message.body.contains("Paris")).await;
+    alice.wait_for_reactions(&prompt.event_id, 2).await;
+    alice.send_reaction(&room, &prompt.event_id, "❌").await;
+    reply_from_hearth(&alice, &server, |message| message.body == "Kept Berlin.").await;
+    let seen = llm.requests()[3].body["messages"].to_string();
+    assert!(seen.contains(DECLINED_RESULT), "{seen}");
+    let facts = app.running.stores.profiles.get("alice").await.unwrap();
+    assert_eq!(facts.get("city").map(String::as_str), Some("Berlin"));
+    app.stop().await;
+}
+
+#[actix::test]
+async fn a_restart_keeps_the_device_replays_nothing_and_still_decrypts() {
+    let Some(server) = homeserver("matrix_restart").await else {
+        return;
+    };
+    let llm = ScriptedLlmServer::start();
+    let app = start_on_matrix(&llm, &server, "", None).await;
+    let alice = MatrixMember::login(&server.synapse, &server.alice).await;
+    let room = room_with_hearth(&alice, &server, true, &[]).await;
+    llm.push(Step::Reply("First answer.".into()));
+    alice.send_text(&room, "first").await;
+    reply_from_hearth(&alice, &server, |message| message.body == "First answer.").await;
+    let device = device_of(app.folder.path());
+    let folder = app.stop().await;
+
+    // Written while hearth is down, encrypted for the device it had.
+    alice.send_text(&room, "second").await;
+    llm.push(Step::Reply("Second answer.".into()));
+    let app = start_on_matrix(&llm, &server, "", Some(folder)).await;
+    reply_from_hearth(&alice, &server, |message| message.body == "Second answer.").await;
+    assert_eq!(
+        device_of(app.folder.path()),
+        device,
+        "the same device after a restart"
+    );
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let answers: Vec<String> = alice
+        .messages()
+        .into_iter()
+        .filter(|message| message.sender.as_str() == server.bot.user_id)
+        .map(|message| message.body)
+        .collect();
+    assert_eq!(answers, ["First answer.", "Second answer."]);
+    assert_eq!(llm.requests().len(), 2);
+    app.stop().await;
+}
+
+#[actix::test]
+async fn hearth_syncs_again_after_the_homeserver_restarts() {
+    let Some(mut server) = homeserver("matrix_homeserver_restart").await else {
+        return;
+    };
+    let llm = ScriptedLlmServer::start();
+    let app = start_on_matrix(&llm, &server, "", None).await;
+    let alice = MatrixMember::login(&server.synapse, &server.alice).await;
+    let room = room_with_hearth(&alice, &server, false, &[]).await;
+    server.synapse.stop().await;
+    // hearth notices: readiness says it cannot sync.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let (status, body) = app.get("/readyz").await;
+        if status == 503 && body.contains("matrix") {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "readiness never reported the outage: {body}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    server.synapse.start_again().await;
+    llm.push(Step::Reply("Back again.".into()));
+    alice.send_text(&room, "are you there?").await;
+    reply_from_hearth(&alice, &server, |message| message.body == "Back again.").await;
+    app.wait_until_ready().await;
+    app.stop().await;
+}
+
+#[actix::test]
+async fn a_message_hearth_cannot_decrypt_is_reported_and_counted() {
+    let Some(server) = homeserver("matrix_undecryptable").await else {
+        return;
+    };
+    let llm = ScriptedLlmServer::start();
+    let app = start_on_matrix(&llm, &server, "", None).await;
+    let alice = MatrixMember::login(&server.synapse, &server.alice).await;
+    let room = room_with_hearth(&alice, &server, true, &[]).await;
+    // An encrypted event for a session hearth was never given a key to: what a message
+    // from an unverified or key-withholding device looks like.
+    let url = format!(
+        "{}/_matrix/client/v3/rooms/{}/send/m.room.encrypted/utd-1",
+        server.synapse.base_url(),
+        urlencode(room.as_str())
+    );
+    let sent: Value = reqwest::Client::new()
+        .put(url)
+        .bearer_auth(&server.alice.access_token)
+        .json(&serde_json::json!({
+            "algorithm": "m.megolm.v1.aes-sha2",
+            "ciphertext": "AwgAEnACgAkLmt6qF84IK++J7UDH2Za1YVchHyprqTqsg2yyOwAtHaZTwyNg37afzg",
+            "device_id": server.alice.device_id,
+            "sender_key": "peI8w6h0Yp1T9cYiH+WV9ShbqJBJFXEbwVRwnDmLhV4",
+            "session_id": "vQ9Vo1Yi1F4uQYGvtjA3kMfQ0Q7yqfUc9HbSxAvCYNQ"
+        }))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let event_id = sent["event_id"].as_str().unwrap().to_string();
+    let notice = reply_from_hearth(&alice, &server, |message| {
+        message.body.contains("I can't read your last message")
+    })
+    .await;
+    assert_eq!(
+        notice.in_reply_to.as_ref().map(|id| id.as_str()),
+        Some(event_id.as_str())
+    );
+    let (_, metrics) = app.get("/metrics").await;
+    assert!(
+        metrics.contains("hearth_matrix_undecryptable_total{} 1"),
+        "{metrics}"
+    );
+    let (_, ready) = app.get("/readyz").await;
+    assert!(ready.contains("could not be decrypted"), "{ready}");
+    assert!(llm.requests().is_empty());
+    app.stop().await;
+}
+
+fn urlencode(text: &str) -> String {
+    text.bytes()
+        .map(|byte| match byte {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                (byte as char).to_string()
+            }
+            other => format!("%{other:02X}"),
+        })
+        .collect()
+}
