@@ -852,11 +852,21 @@ channels:
 
     // Matrix with two ways to log in needs only one of them.
     let matrix = format!(
-        "{MINIMAL}channels:\n  matrix: {{ enabled: true, homeserver_url: \"https://m.org\", user_id: \"@b:m.org\", password_env: MATRIX_PASSWORD, access_token_env: MATRIX_TOKEN }}\n"
+        "{MINIMAL}channels:\n  matrix: {{ enabled: true, homeserver_url: \"https://m.org\", user_id: \"@b:m.org\", password_env: MATRIX_PASSWORD, access_token_env: MATRIX_TOKEN, store_passphrase_env: MATRIX_STORE }}\n"
     );
-    let loaded = load_text(&matrix, &[("MATRIX_TOKEN", "token")]);
+    let loaded = load_text(
+        &matrix,
+        &[("MATRIX_TOKEN", "token"), ("MATRIX_STORE", "pass")],
+    );
     assert_eq!(loaded.secret("MATRIX_TOKEN"), Some("token"));
     assert_eq!(loaded.secret("MATRIX_PASSWORD"), None);
+    // Its key store is always encrypted: the passphrase's variable is required.
+    let unprotected = matrix.replace(", store_passphrase_env: MATRIX_STORE", "");
+    let (message, _) = load_error(&unprotected, &[("MATRIX_TOKEN", "token")]);
+    assert!(
+        message.contains("channels.matrix.store_passphrase_env"),
+        "{message}"
+    );
 
     // A fallback model's key is needed too.
     let fallback = r#"
