@@ -9,6 +9,9 @@ mod channel_state;
 mod conversation_memory;
 mod inbox;
 mod pending_actions;
+mod pending_plugin_calls;
+mod registered_plugins;
+mod shopping_lists;
 mod telemetry;
 mod user_profiles;
 
@@ -21,6 +24,10 @@ pub use inbox::{
 pub use pending_actions::{
     AnswerRefused, Decision, OpenConfirmation, PendingActions, PendingConfirmation,
 };
+pub use pending_plugin_calls::{PendingPluginCall, PendingPluginCalls};
+pub use registered_plugins::{RegisteredPlugin, RegisteredPlugins};
+pub use shopping_lists::{ShoppingItem, ShoppingLists};
+pub(crate) use shopping_lists::{check_shopping_quantity, shopping_key};
 pub use telemetry::{LlmCallRecord, TelemetryEvent, TelemetrySink, TracingTelemetry};
 pub use user_profiles::{ProfileFacts, UserProfiles};
 
@@ -35,6 +42,9 @@ pub enum StorageError {
     UnsupportedUrl { url: String, reason: String },
     #[error("stored data is unreadable: {0}")]
     Corrupt(String),
+    /// The caller asked for something no adapter may store (a blank name, quantity 0).
+    #[error("invalid input: {0}")]
+    Invalid(String),
 }
 
 /// Milliseconds since the Unix epoch: the one time format stored everywhere.

@@ -34,6 +34,8 @@ struct StoredConfirmation {
 #[derive(Default)]
 pub struct InMemoryStore {
     state: Mutex<State>,
+    /// What the plugins' ports keep (`in_memory_plugins.rs`).
+    pub(super) plugins: Mutex<super::in_memory_plugins::PluginState>,
 }
 
 fn find_confirmation<'a>(state: &'a mut State, id: &str) -> Option<&'a mut StoredConfirmation> {

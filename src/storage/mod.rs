@@ -3,13 +3,14 @@
 //! Only this module knows SQL. `open` picks the adapter from `database_url`.
 
 pub mod in_memory;
+mod in_memory_plugins;
 pub mod sqlite;
 
 use std::sync::Arc;
 
 use crate::ports::{
-    ChannelState, ConversationMemory, Inbox, PendingActions, StorageError, TelemetrySink,
-    UserProfiles,
+    ChannelState, ConversationMemory, Inbox, PendingActions, PendingPluginCalls, RegisteredPlugins,
+    ShoppingLists, StorageError, TelemetrySink, UserProfiles,
 };
 
 /// The ports of one database, shared by every actor.
@@ -21,6 +22,12 @@ pub struct Stores {
     pub pending: Arc<dyn PendingActions>,
     pub telemetry: Arc<dyn TelemetrySink>,
     pub channel_state: Arc<dyn ChannelState>,
+    /// The family's shopping lists (the built-in shopping-list plugin).
+    pub shopping_lists: Arc<dyn ShoppingLists>,
+    /// Plugin calls waiting for a missing parameter from the member's next message.
+    pub pending_plugin_calls: Arc<dyn PendingPluginCalls>,
+    /// External plugins registered over the HTTP API.
+    pub registered_plugins: Arc<dyn RegisteredPlugins>,
 }
 
 impl Stores {
@@ -33,6 +40,9 @@ impl Stores {
             profiles: store.clone(),
             pending: store.clone(),
             channel_state: store.clone(),
+            shopping_lists: store.clone(),
+            pending_plugin_calls: store.clone(),
+            registered_plugins: store.clone(),
             telemetry: store,
         }
     }
@@ -50,7 +60,10 @@ pub async fn open(database_url: &str, max_connections: u32) -> Result<Stores, St
             memory: store.clone(),
             profiles: store.clone(),
             pending: store.clone(),
-            channel_state: store,
+            channel_state: store.clone(),
+            shopping_lists: store.clone(),
+            pending_plugin_calls: store.clone(),
+            registered_plugins: store,
             telemetry,
         })
     } else if database_url.starts_with("postgres:") || database_url.starts_with("postgresql:") {

@@ -1,5 +1,6 @@
 //! One behavioural suite for the storage ports (`Inbox`, `ConversationMemory`,
-//! `UserProfiles`, `PendingActions`, `TelemetrySink`), run against every adapter: the in-memory
+//! `UserProfiles`, `PendingActions`, `TelemetrySink`, `ChannelState`, `ShoppingLists`,
+//! `PendingPluginCalls`, `RegisteredPlugins`), run against every adapter: the in-memory
 //! store and SQLite on a temporary file. Each check is written once as an async
 //! fn over `Stores`; `adapter_suite!` turns the list of checks into one test per
 //! check and adapter. SQLite-only behaviour (telemetry rows, durability, urls)
@@ -12,7 +13,8 @@ use hearth::llm::{Role, ToolCall};
 use hearth::ports::{
     Acceptance, AnswerRefused, Attachment, AttachmentKind, Decision, HistoryEntry, Inbound,
     InboundExtras, InboxRecord, InboxStatus, LlmCallRecord, OpenConfirmation, PendingConfirmation,
-    ProfileFacts, QuotedMessage, StorageError, TelemetryEvent, TurnRecord,
+    PendingPluginCall, ProfileFacts, QuotedMessage, RegisteredPlugin, ShoppingItem, StorageError,
+    TelemetryEvent, TurnRecord,
 };
 use hearth::storage::{self, Stores};
 use serde_json::json;
@@ -93,6 +95,17 @@ macro_rules! adapter_suite {
                 pending_open_lists_oldest_first_by_creation_time,
                 pending_interrupted_lists_latest_consumed_of_suspended_messages,
                 channel_state_put_get_list_delete,
+                shopping_add_merges_the_same_item_whatever_its_case,
+                shopping_lists_items_in_the_order_first_added,
+                shopping_remove_by_name_reports_whether_it_was_there,
+                shopping_lists_are_independent_and_clear_counts,
+                shopping_refuses_blank_names_and_zero_quantity,
+                plugin_call_put_replaces_the_earlier_one,
+                plugin_call_take_valid_hands_it_out_once,
+                plugin_call_take_valid_drops_an_expired_call,
+                plugin_call_peek_leaves_it_and_clear_removes_it,
+                plugin_call_expire_due_removes_only_the_due_ones,
+                registered_plugins_upsert_get_list_remove,
             );
         }
     };
@@ -1522,6 +1535,378 @@ async fn telemetry_record_never_fails(stores: &Stores) {
 }
 
 // ---------------------------------------------------------------------------
+// ShoppingLists
+// ---------------------------------------------------------------------------
+
+fn shopping_item(name: &str, quantity: u32, added_by: &str, added_at_ms: i64) -> ShoppingItem {
+    ShoppingItem {
+        name: name.to_string(),
+        quantity,
+        added_by: added_by.to_string(),
+        added_at_ms,
+    }
+}
+
+async fn item_names(stores: &Stores, list: &str) -> Vec<String> {
+    let items = stores.shopping_lists.list(list).await.unwrap();
+    items.into_iter().map(|item| item.name).collect()
+}
+
+async fn shopping_add_merges_the_same_item_whatever_its_case(stores: &Stores) {
+    let lists = &stores.shopping_lists;
+    let milk = lists
+        .add("groceries", "Milk", 2, "alice", T0)
+        .await
+        .unwrap();
+    assert_eq!(milk, shopping_item("Milk", 2, "alice", T0));
+    // Another spelling, member and time: the item first added grows, and keeps its
+    // spelling, who added it and when.
+    let merged = lists
+        .add("groceries", "  mILK \n", 3, "bob", T0 + 1)
+        .await
+        .unwrap();
+    assert_eq!(merged, shopping_item("Milk", 5, "alice", T0));
+    // Beyond ASCII too, where SQLite's own NOCASE would not see one item.
+    lists
+        .add("groceries", " Äpfel", 1, "bob", T0 + 2)
+        .await
+        .unwrap();
+    let apples = lists
+        .add("groceries", "äPFEL", 2, "alice", T0 + 3)
+        .await
+        .unwrap();
+    assert_eq!(apples, shopping_item("Äpfel", 3, "bob", T0 + 2));
+    // List names are compared the same way.
+    assert_eq!(
+        lists.list(" Groceries ").await.unwrap(),
+        vec![
+            shopping_item("Milk", 5, "alice", T0),
+            shopping_item("Äpfel", 3, "bob", T0 + 2),
+        ]
+    );
+}
+
+async fn shopping_lists_items_in_the_order_first_added(stores: &Stores) {
+    let lists = &stores.shopping_lists;
+    assert!(lists.list("groceries").await.unwrap().is_empty());
+    // Times against the order of adding: only the adding explains the listing.
+    for (n, name) in ["bread", "eggs", "milk", "butter"].into_iter().enumerate() {
+        let at_ms = T0 - i64::try_from(n).unwrap();
+        lists
+            .add("groceries", name, 1, "alice", at_ms)
+            .await
+            .unwrap();
+    }
+    lists
+        .add("groceries", "EGGS", 6, "bob", T0 + 9)
+        .await
+        .unwrap();
+    assert_eq!(
+        item_names(stores, "groceries").await,
+        ["bread", "eggs", "milk", "butter"],
+        "adding more keeps an item's place"
+    );
+    // Removed and added again: added anew, so last.
+    assert!(lists.remove("groceries", "bread").await.unwrap());
+    lists.add("groceries", "Bread", 1, "bob", T0).await.unwrap();
+    assert_eq!(
+        item_names(stores, "groceries").await,
+        ["eggs", "milk", "butter", "Bread"]
+    );
+}
+
+async fn shopping_remove_by_name_reports_whether_it_was_there(stores: &Stores) {
+    let lists = &stores.shopping_lists;
+    lists
+        .add("groceries", "Bread", 2, "alice", T0)
+        .await
+        .unwrap();
+    lists
+        .add("groceries", "Milk", 1, "alice", T0)
+        .await
+        .unwrap();
+    lists.add("hardware", "bread", 1, "bob", T0).await.unwrap();
+    assert!(lists.remove("groceries", " BREAD ").await.unwrap());
+    assert!(!lists.remove("groceries", "bread").await.unwrap(), "gone");
+    assert!(!lists.remove("groceries", "cheese").await.unwrap());
+    assert!(!lists.remove("never-made", "bread").await.unwrap());
+    assert_eq!(item_names(stores, "groceries").await, ["Milk"]);
+    assert_eq!(item_names(stores, "hardware").await, ["bread"]);
+}
+
+async fn shopping_lists_are_independent_and_clear_counts(stores: &Stores) {
+    let lists = &stores.shopping_lists;
+    for name in ["milk", "tape", "eggs"] {
+        lists.add("groceries", name, 1, "alice", T0).await.unwrap();
+    }
+    let tape = lists
+        .add("hardware", "Tape", 4, "bob", T0 + 1)
+        .await
+        .unwrap();
+    assert_eq!(tape, shopping_item("Tape", 4, "bob", T0 + 1), "not merged");
+    lists
+        .add("hardware", "nails", 1, "bob", T0 + 2)
+        .await
+        .unwrap();
+
+    assert_eq!(lists.clear("groceries").await.unwrap(), 3);
+    assert!(lists.list("groceries").await.unwrap().is_empty());
+    assert_eq!(lists.clear("groceries").await.unwrap(), 0);
+    assert_eq!(lists.clear("never-made").await.unwrap(), 0);
+    assert_eq!(
+        lists.list("hardware").await.unwrap(),
+        vec![
+            shopping_item("Tape", 4, "bob", T0 + 1),
+            shopping_item("nails", 1, "bob", T0 + 2),
+        ]
+    );
+    // A cleared list starts afresh.
+    let milk = lists
+        .add("groceries", "milk", 1, "bob", T0 + 5)
+        .await
+        .unwrap();
+    assert_eq!(milk, shopping_item("milk", 1, "bob", T0 + 5));
+}
+
+async fn shopping_refuses_blank_names_and_zero_quantity(stores: &Stores) {
+    let lists = &stores.shopping_lists;
+    let refused = |result: Result<ShoppingItem, StorageError>, what: &str| match result {
+        Err(StorageError::Invalid(message)) => {
+            assert!(message.contains(what), "{message} names {what}")
+        }
+        other => panic!("{what}: expected Invalid, got {other:?}"),
+    };
+    refused(lists.add("groceries", "milk", 0, "alice", T0).await, "0");
+    refused(
+        lists.add("groceries", " \t", 1, "alice", T0).await,
+        "shopping item",
+    );
+    refused(
+        lists.add("  ", "milk", 1, "alice", T0).await,
+        "shopping list",
+    );
+    assert!(lists.list("groceries").await.unwrap().is_empty());
+    // The quantity stops at the most the port can carry.
+    lists
+        .add("groceries", "rice", u32::MAX - 1, "alice", T0)
+        .await
+        .unwrap();
+    let rice = lists
+        .add("groceries", "rice", 5, "alice", T0)
+        .await
+        .unwrap();
+    assert_eq!(rice.quantity, u32::MAX);
+}
+
+// ---------------------------------------------------------------------------
+// PendingPluginCalls
+// ---------------------------------------------------------------------------
+
+/// A call waiting for `member_id` in `conversation_key`, with parameters awkward enough
+/// that only an exact round trip keeps them equal.
+fn plugin_call(
+    conversation_key: &str,
+    member_id: &str,
+    question: &str,
+    expires_at_ms: i64,
+) -> PendingPluginCall {
+    let parameters = json!({
+        "item": "milk \"whole\"",
+        "count": 2,
+        "options": {"organic": true, "brands": ["Ü", null]},
+    });
+    PendingPluginCall {
+        conversation_key: conversation_key.to_string(),
+        member_id: member_id.to_string(),
+        plugin_id: "buy".to_string(),
+        capability_id: "place_order".to_string(),
+        parameters: parameters.as_object().unwrap().clone(),
+        missing: vec!["address".to_string(), "phone".to_string()],
+        question: question.to_string(),
+        created_at_ms: expires_at_ms - WAIT_MS,
+        expires_at_ms,
+    }
+}
+
+async fn plugin_call_put_replaces_the_earlier_one(stores: &Stores) {
+    let calls = &stores.pending_plugin_calls;
+    let first = plugin_call("telegram:1", "alice", "Which address?", T0 + WAIT_MS);
+    calls.put(&first).await.unwrap();
+    let second = PendingPluginCall {
+        capability_id: "cancel_order".to_string(),
+        parameters: serde_json::Map::new(),
+        missing: vec!["order_id".to_string()],
+        ..plugin_call("telegram:1", "alice", "Which order?", T0 + 2 * WAIT_MS)
+    };
+    calls.put(&second).await.unwrap();
+    assert_eq!(
+        calls.peek("telegram:1", "alice", T0).await.unwrap(),
+        Some(second.clone())
+    );
+    // Another member, or the same member elsewhere, has a call of their own.
+    let bobs = plugin_call("telegram:1", "bob", "Bob, which address?", T0 + WAIT_MS);
+    let elsewhere = plugin_call("matrix:!room", "alice", "Where?", T0 + WAIT_MS);
+    calls.put(&bobs).await.unwrap();
+    calls.put(&elsewhere).await.unwrap();
+    assert_eq!(
+        calls.take_valid("telegram:1", "alice", T0).await.unwrap(),
+        Some(second)
+    );
+    assert_eq!(
+        calls.peek("telegram:1", "bob", T0).await.unwrap(),
+        Some(bobs)
+    );
+    assert_eq!(
+        calls.peek("matrix:!room", "alice", T0).await.unwrap(),
+        Some(elsewhere)
+    );
+    assert_eq!(calls.peek("telegram:1", "carol", T0).await.unwrap(), None);
+}
+
+async fn plugin_call_take_valid_hands_it_out_once(stores: &Stores) {
+    let calls = &stores.pending_plugin_calls;
+    let call = plugin_call("http:kitchen", "alice", "Which address?", T0 + WAIT_MS);
+    calls.put(&call).await.unwrap();
+    // Valid until just before `expires_at_ms`.
+    assert_eq!(
+        calls
+            .take_valid("http:kitchen", "alice", T0 + WAIT_MS - 1)
+            .await
+            .unwrap(),
+        Some(call)
+    );
+    assert_eq!(
+        calls.take_valid("http:kitchen", "alice", T0).await.unwrap(),
+        None,
+        "taken already"
+    );
+    assert_eq!(calls.peek("http:kitchen", "alice", T0).await.unwrap(), None);
+}
+
+async fn plugin_call_take_valid_drops_an_expired_call(stores: &Stores) {
+    let calls = &stores.pending_plugin_calls;
+    let call = plugin_call("http:kitchen", "alice", "Which address?", T0 + WAIT_MS);
+    calls.put(&call).await.unwrap();
+    assert_eq!(
+        calls
+            .take_valid("http:kitchen", "alice", T0 + WAIT_MS)
+            .await
+            .unwrap(),
+        None,
+        "expired at expires_at_ms"
+    );
+    // Removed, not just hidden: it is gone even for an earlier clock.
+    assert_eq!(calls.peek("http:kitchen", "alice", T0).await.unwrap(), None);
+    assert!(!calls.clear("http:kitchen", "alice").await.unwrap());
+}
+
+async fn plugin_call_peek_leaves_it_and_clear_removes_it(stores: &Stores) {
+    let calls = &stores.pending_plugin_calls;
+    let call = plugin_call("http:kitchen", "alice", "Which address?", T0 + WAIT_MS);
+    calls.put(&call).await.unwrap();
+    for _ in 0..2 {
+        assert_eq!(
+            calls.peek("http:kitchen", "alice", T0).await.unwrap(),
+            Some(call.clone())
+        );
+    }
+    // Past its expiry peek shows nothing, and removes nothing either.
+    assert_eq!(
+        calls
+            .peek("http:kitchen", "alice", T0 + WAIT_MS)
+            .await
+            .unwrap(),
+        None
+    );
+    assert_eq!(
+        calls.peek("http:kitchen", "alice", T0).await.unwrap(),
+        Some(call)
+    );
+    // Clearing also removes an expired call, and says it was there.
+    assert!(calls.clear("http:kitchen", "alice").await.unwrap());
+    assert!(!calls.clear("http:kitchen", "alice").await.unwrap());
+    assert_eq!(calls.peek("http:kitchen", "alice", T0).await.unwrap(), None);
+}
+
+async fn plugin_call_expire_due_removes_only_the_due_ones(stores: &Stores) {
+    let calls = &stores.pending_plugin_calls;
+    assert_eq!(calls.expire_due(T0).await.unwrap(), 0);
+    for (member, expires_at_ms) in [("alice", T0 + 1), ("bob", T0 + 2), ("carol", T0 + 10)] {
+        let call = plugin_call("telegram:1", member, "Which address?", expires_at_ms);
+        calls.put(&call).await.unwrap();
+    }
+    assert_eq!(calls.expire_due(T0 + 2).await.unwrap(), 2);
+    assert_eq!(calls.expire_due(T0 + 2).await.unwrap(), 0);
+    for member in ["alice", "bob"] {
+        assert_eq!(calls.peek("telegram:1", member, T0).await.unwrap(), None);
+    }
+    assert_eq!(
+        calls.peek("telegram:1", "carol", T0).await.unwrap(),
+        Some(plugin_call(
+            "telegram:1",
+            "carol",
+            "Which address?",
+            T0 + 10
+        ))
+    );
+}
+
+// ---------------------------------------------------------------------------
+// RegisteredPlugins
+// ---------------------------------------------------------------------------
+
+fn manifest(id: &str, url: &str) -> serde_json::Value {
+    json!({
+        "id": id,
+        "name": format!("{id} plugin"),
+        "type": "http",
+        "url": url,
+        "timeout_seconds": 20,
+        "capabilities": [{
+            "id": "run",
+            "parameters": [{"name": "item", "type": "string", "required": true}],
+        }],
+    })
+}
+
+async fn registered_plugins_upsert_get_list_remove(stores: &Stores) {
+    let plugins = &stores.registered_plugins;
+    assert!(plugins.list().await.unwrap().is_empty());
+    assert_eq!(plugins.get("weather").await.unwrap(), None);
+    let weather = manifest("weather", "http://127.0.0.1:9101/run");
+    plugins.upsert("weather", &weather, T0).await.unwrap();
+    plugins
+        .upsert("buy", &manifest("buy", "http://old.example/run"), T0 + 1)
+        .await
+        .unwrap();
+    // Registering again replaces the manifest and the time.
+    let buy = manifest("buy", "http://127.0.0.1:9100/run");
+    plugins.upsert("buy", &buy, T0 + 2).await.unwrap();
+
+    let buy = RegisteredPlugin {
+        plugin_id: "buy".to_string(),
+        manifest: buy,
+        registered_at_ms: T0 + 2,
+    };
+    let weather = RegisteredPlugin {
+        plugin_id: "weather".to_string(),
+        manifest: weather,
+        registered_at_ms: T0,
+    };
+    assert_eq!(plugins.get("buy").await.unwrap(), Some(buy.clone()));
+    assert_eq!(
+        plugins.list().await.unwrap(),
+        vec![buy.clone(), weather.clone()],
+        "by id"
+    );
+    assert!(plugins.remove("weather").await.unwrap());
+    assert!(!plugins.remove("weather").await.unwrap());
+    assert!(!plugins.remove("never-registered").await.unwrap());
+    assert_eq!(plugins.get("weather").await.unwrap(), None);
+    assert_eq!(plugins.list().await.unwrap(), vec![buy]);
+}
+
+// ---------------------------------------------------------------------------
 // SQLite only
 // ---------------------------------------------------------------------------
 
@@ -1808,6 +2193,73 @@ async fn sqlite_keeps_suspended_turns_across_reopen() {
     assert_eq!(
         record_of(&stores, "p-1").await.status,
         InboxStatus::Suspended
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_keeps_plugin_storage_across_reopen() {
+    let folder = tempfile::tempdir().unwrap();
+    let url = sqlite_url(folder.path());
+
+    let call = plugin_call("telegram:1", "alice", "Which address?", T0 + WAIT_MS);
+    let buy = manifest("buy", "http://127.0.0.1:9100/run");
+    {
+        let stores = open_or_panic(&url).await;
+        for name in ["bread", "Milk", "eggs"] {
+            stores
+                .shopping_lists
+                .add("groceries", name, 1, "alice", T0)
+                .await
+                .unwrap();
+        }
+        stores.pending_plugin_calls.put(&call).await.unwrap();
+        stores
+            .registered_plugins
+            .upsert("buy", &buy, T0)
+            .await
+            .unwrap();
+    }
+
+    for round in 0..2 {
+        let stores = open_or_panic(&url).await;
+        assert_eq!(
+            item_names(&stores, "groceries").await,
+            ["bread", "Milk", "eggs"],
+            "round {round}"
+        );
+        assert_eq!(
+            stores
+                .pending_plugin_calls
+                .peek("telegram:1", "alice", T0)
+                .await
+                .unwrap(),
+            Some(call.clone())
+        );
+        assert_eq!(
+            stores.registered_plugins.list().await.unwrap(),
+            vec![RegisteredPlugin {
+                plugin_id: "buy".to_string(),
+                manifest: buy.clone(),
+                registered_at_ms: T0,
+            }]
+        );
+    }
+
+    // Merging still finds the item stored before the restart.
+    let stores = open_or_panic(&url).await;
+    let milk = stores
+        .shopping_lists
+        .add("groceries", "MILK", 2, "bob", T0 + 1)
+        .await
+        .unwrap();
+    assert_eq!(milk, shopping_item("Milk", 3, "alice", T0));
+    assert_eq!(
+        stores
+            .pending_plugin_calls
+            .take_valid("telegram:1", "alice", T0)
+            .await
+            .unwrap(),
+        Some(call)
     );
 }
 

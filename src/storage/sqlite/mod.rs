@@ -6,7 +6,10 @@ mod history_cache;
 mod inbox;
 mod memory;
 mod pending;
+mod pending_plugin_calls;
 mod profiles;
+mod registered_plugins;
+mod shopping_lists;
 mod telemetry;
 mod writer;
 
@@ -22,7 +25,7 @@ pub use telemetry::SqliteTelemetryWriter;
 
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/sqlite");
 
-/// Implements `Inbox`, `ConversationMemory` and `UserProfiles` on one database file.
+/// Implements every storage port of `ports/` on one database file.
 ///
 /// SQLite runs one writer at a time, so every write goes to the one `Writer`, which
 /// commits concurrent writes together; reads use the pool in parallel (WAL).

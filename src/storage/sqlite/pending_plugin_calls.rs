@@ -1,0 +1,168 @@
+//! `PendingPluginCalls` on SQLite: table `pending_plugin_calls`, keyed by conversation
+//! and member.
+
+use async_trait::async_trait;
+use sqlx::Row;
+use sqlx::sqlite::SqliteRow;
+
+use super::{SqliteStore, database_error};
+use crate::ports::{PendingPluginCall, PendingPluginCalls, StorageError};
+
+/// The columns of a call, in `PendingPluginCall`'s order (a literal: sqlx takes only
+/// static SQL).
+macro_rules! columns {
+    () => {
+        "conversation_key, member_id, plugin_id, capability_id, parameters, missing, \
+         question, created_at_ms, expires_at_ms"
+    };
+}
+
+fn json_column<T: serde::de::DeserializeOwned>(
+    row: &SqliteRow,
+    column: &str,
+) -> Result<T, StorageError> {
+    let text: String = row.get(column);
+    serde_json::from_str(&text)
+        .map_err(|error| StorageError::Corrupt(format!("pending_plugin_calls.{column}: {error}")))
+}
+
+fn call_from_row(row: &SqliteRow) -> Result<PendingPluginCall, StorageError> {
+    Ok(PendingPluginCall {
+        conversation_key: row.get("conversation_key"),
+        member_id: row.get("member_id"),
+        plugin_id: row.get("plugin_id"),
+        capability_id: row.get("capability_id"),
+        parameters: json_column(row, "parameters")?,
+        missing: json_column(row, "missing")?,
+        question: row.get("question"),
+        created_at_ms: row.get("created_at_ms"),
+        expires_at_ms: row.get("expires_at_ms"),
+    })
+}
+
+fn to_json(value: &impl serde::Serialize, what: &str) -> Result<String, StorageError> {
+    serde_json::to_string(value)
+        .map_err(|error| StorageError::Invalid(format!("pending plugin call {what}: {error}")))
+}
+
+#[async_trait]
+impl PendingPluginCalls for SqliteStore {
+    async fn put(&self, call: &PendingPluginCall) -> Result<(), StorageError> {
+        let parameters = to_json(&call.parameters, "parameters")?;
+        let missing = to_json(&call.missing, "missing")?;
+        let call = call.clone();
+        self.writer
+            .run(move |connection| {
+                Box::pin(async move {
+                    sqlx::query(concat!(
+                        "INSERT OR REPLACE INTO pending_plugin_calls (",
+                        columns!(),
+                        ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+                    ))
+                    .bind(&call.conversation_key)
+                    .bind(&call.member_id)
+                    .bind(&call.plugin_id)
+                    .bind(&call.capability_id)
+                    .bind(&parameters)
+                    .bind(&missing)
+                    .bind(&call.question)
+                    .bind(call.created_at_ms)
+                    .bind(call.expires_at_ms)
+                    .execute(&mut *connection)
+                    .await
+                    .map(|_| ())
+                    .map_err(database_error)
+                })
+            })
+            .await
+    }
+
+    async fn take_valid(
+        &self,
+        conversation_key: &str,
+        member_id: &str,
+        now_ms: i64,
+    ) -> Result<Option<PendingPluginCall>, StorageError> {
+        let (conversation_key, member_id) = (conversation_key.to_owned(), member_id.to_owned());
+        let taken = self
+            .writer
+            .run(move |connection| {
+                Box::pin(async move {
+                    // Delete and read in one statement: of two racing takes, one gets it.
+                    sqlx::query(concat!(
+                        "DELETE FROM pending_plugin_calls ",
+                        "WHERE conversation_key = ? AND member_id = ? RETURNING ",
+                        columns!()
+                    ))
+                    .bind(&conversation_key)
+                    .bind(&member_id)
+                    .fetch_optional(&mut *connection)
+                    .await
+                    .map_err(database_error)?
+                    .as_ref()
+                    .map(call_from_row)
+                    .transpose()
+                })
+            })
+            .await?;
+        Ok(taken.filter(|call| !call.is_expired(now_ms)))
+    }
+
+    async fn peek(
+        &self,
+        conversation_key: &str,
+        member_id: &str,
+        now_ms: i64,
+    ) -> Result<Option<PendingPluginCall>, StorageError> {
+        sqlx::query(concat!(
+            "SELECT ",
+            columns!(),
+            " FROM pending_plugin_calls ",
+            "WHERE conversation_key = ? AND member_id = ? AND expires_at_ms > ?"
+        ))
+        .bind(conversation_key)
+        .bind(member_id)
+        .bind(now_ms)
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(database_error)?
+        .as_ref()
+        .map(call_from_row)
+        .transpose()
+    }
+
+    async fn clear(&self, conversation_key: &str, member_id: &str) -> Result<bool, StorageError> {
+        let (conversation_key, member_id) = (conversation_key.to_owned(), member_id.to_owned());
+        self.writer
+            .run(move |connection| {
+                Box::pin(async move {
+                    sqlx::query(
+                        "DELETE FROM pending_plugin_calls \
+                         WHERE conversation_key = ? AND member_id = ?",
+                    )
+                    .bind(&conversation_key)
+                    .bind(&member_id)
+                    .execute(&mut *connection)
+                    .await
+                    .map(|done| done.rows_affected() > 0)
+                    .map_err(database_error)
+                })
+            })
+            .await
+    }
+
+    async fn expire_due(&self, now_ms: i64) -> Result<u64, StorageError> {
+        self.writer
+            .run(move |connection| {
+                Box::pin(async move {
+                    sqlx::query("DELETE FROM pending_plugin_calls WHERE expires_at_ms <= ?")
+                        .bind(now_ms)
+                        .execute(&mut *connection)
+                        .await
+                        .map(|done| done.rows_affected())
+                        .map_err(database_error)
+                })
+            })
+            .await
+    }
+}
