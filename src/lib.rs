@@ -30,6 +30,7 @@ pub mod format;
 pub mod http;
 pub mod llm;
 pub mod metrics;
+pub mod plugins;
 pub mod ports;
 pub mod readiness;
 pub mod storage;

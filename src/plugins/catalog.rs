@@ -1,0 +1,313 @@
+//! The plugins hearth knows: every `plugins/<id>/plugin.yaml` read at start-up, plus the
+//! external plugins that register themselves at runtime through the HTTP API. Cheap to clone
+//! and share between actors (an `Arc` around a lock); reads take a short read lock.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, PoisonError, RwLock};
+
+use super::manifest::{MANIFEST_FILE_NAME, ManifestError, PluginManifest, load_manifest_file};
+use super::manifest_document::ProblemList;
+use super::plugin_config::{PluginConfig, PluginConfigError, read_plugin_config};
+use super::yaml_file::PluginFileProblem;
+use crate::config::HearthConfig;
+
+/// Where a plugin in the catalog comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PluginOrigin {
+    /// Read from `plugin.yaml` in this folder at start-up.
+    Folder(PathBuf),
+    /// Registered at runtime through the registration API.
+    Registered,
+}
+
+/// One plugin of the catalog.
+#[derive(Debug, Clone)]
+pub struct CatalogEntry {
+    pub manifest: Arc<PluginManifest>,
+    pub origin: PluginOrigin,
+}
+
+/// What `register` did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Registration {
+    Added,
+    /// A registered plugin with the same id was replaced (the plugin restarted, say).
+    Replaced,
+}
+
+/// Why the plugins folder cannot be loaded: every problem of every plugin, together.
+#[derive(Debug, thiserror::Error)]
+#[error("{}", PluginLoadErrorLines(errors))]
+pub struct CatalogError {
+    pub errors: Vec<PluginLoadError>,
+}
+
+/// One problem found while loading the plugins folder.
+#[derive(Debug, thiserror::Error)]
+pub enum PluginLoadError {
+    #[error("{}: cannot list the plugins folder: {source}", folder.display())]
+    ReadFolder {
+        folder: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error(
+        "{}: a plugin manifest must be named {MANIFEST_FILE_NAME}; rename the file",
+        file.display()
+    )]
+    MisnamedManifest { file: PathBuf },
+    #[error(transparent)]
+    Manifest(#[from] ManifestError),
+    #[error(transparent)]
+    Config(#[from] PluginConfigError),
+}
+
+struct PluginLoadErrorLines<'a>(&'a [PluginLoadError]);
+
+impl fmt::Display for PluginLoadErrorLines<'_> {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (position, error) in self.0.iter().enumerate() {
+            if position > 0 {
+                formatter.write_str("\n")?;
+            }
+            write!(formatter, "{error}")?;
+        }
+        Ok(())
+    }
+}
+
+/// Why a plugin cannot be registered.
+#[derive(Debug, thiserror::Error)]
+pub enum RegisterError {
+    #[error(
+        "plugin id {id:?} belongs to the plugin in {}; a registered plugin cannot replace it, register under another id",
+        folder.display()
+    )]
+    TakenByFolderPlugin { id: String, folder: PathBuf },
+    #[error("the plugin manifest {id:?} is invalid: {}", ProblemList(problems))]
+    Invalid {
+        id: String,
+        problems: Vec<PluginFileProblem>,
+    },
+}
+
+/// Why a plugin's config could not be read for a call.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigLookupError {
+    #[error("no plugin {id:?} in the catalog")]
+    UnknownPlugin { id: String },
+    #[error(transparent)]
+    Config(#[from] PluginConfigError),
+}
+
+/// The plugins hearth can route to. Clones share one catalog, so a plugin registered through
+/// the HTTP API is seen at once by every actor holding a clone.
+#[derive(Clone)]
+pub struct PluginCatalog {
+    shared: Arc<CatalogShared>,
+}
+
+struct CatalogShared {
+    plugins_dir: PathBuf,
+    plugins: RwLock<BTreeMap<String, CatalogEntry>>,
+}
+
+impl fmt::Debug for PluginCatalog {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        formatter
+            .debug_struct("PluginCatalog")
+            .field("plugins_dir", &self.shared.plugins_dir)
+            .field("plugin_ids", &self.plugin_ids())
+            .finish()
+    }
+}
+
+impl PluginCatalog {
+    /// A catalog with no plugins; registered plugins keep their `config.yml` under
+    /// `plugins_dir/<id>/` all the same.
+    pub fn empty(plugins_dir: impl Into<PathBuf>) -> Self {
+        Self::with_plugins(plugins_dir.into(), BTreeMap::new())
+    }
+
+    /// Loads the folder named by the `plugins_dir` config key.
+    pub fn from_config(config: &HearthConfig) -> Result<Self, CatalogError> {
+        Self::load(&config.plugins_dir)
+    }
+
+    /// Loads every `<plugins_dir>/<id>/plugin.yaml`, and checks each plugin's `config.yml`
+    /// so that a broken preset stops start-up instead of the first call. A folder without a
+    /// manifest is skipped: it may hold the config of a plugin that registers itself. No
+    /// `plugins_dir` at all is no plugins.
+    pub fn load(plugins_dir: impl Into<PathBuf>) -> Result<Self, CatalogError> {
+        let plugins_dir = plugins_dir.into();
+        let mut errors = Vec::new();
+        let mut plugins = BTreeMap::new();
+        for folder in plugin_folders(&plugins_dir, &mut errors) {
+            let manifest_file = folder.join(MANIFEST_FILE_NAME);
+            if !manifest_file.is_file() {
+                let misnamed = ["plugin.yml", "plugin.json"]
+                    .map(|name| folder.join(name))
+                    .into_iter()
+                    .find(|file| file.is_file());
+                if let Some(file) = misnamed {
+                    errors.push(PluginLoadError::MisnamedManifest { file });
+                }
+                continue;
+            }
+            let manifest = match load_manifest_file(&manifest_file) {
+                Ok(manifest) => manifest,
+                Err(error) => {
+                    errors.push(error.into());
+                    continue;
+                }
+            };
+            if let Err(error) = read_plugin_config(&folder, &manifest) {
+                errors.push(error.into());
+            }
+            plugins.insert(
+                manifest.id.clone(),
+                CatalogEntry {
+                    manifest: Arc::new(manifest),
+                    origin: PluginOrigin::Folder(folder),
+                },
+            );
+        }
+        if errors.is_empty() {
+            Ok(Self::with_plugins(plugins_dir, plugins))
+        } else {
+            Err(CatalogError { errors })
+        }
+    }
+
+    fn with_plugins(plugins_dir: PathBuf, plugins: BTreeMap<String, CatalogEntry>) -> Self {
+        Self {
+            shared: Arc::new(CatalogShared {
+                plugins_dir,
+                plugins: RwLock::new(plugins),
+            }),
+        }
+    }
+
+    pub fn plugins_dir(&self) -> &Path {
+        &self.shared.plugins_dir
+    }
+
+    /// Adds an external plugin, or replaces the registered one with the same id. A plugin
+    /// from the plugins folder is never replaced: its manifest is the operator's, and an
+    /// HTTP caller must not be able to redirect its calls.
+    pub fn register(&self, manifest: PluginManifest) -> Result<Registration, RegisterError> {
+        manifest
+            .check()
+            .map_err(|problems| RegisterError::Invalid {
+                id: manifest.id.clone(),
+                problems,
+            })?;
+        let mut plugins = self
+            .shared
+            .plugins
+            .write()
+            .unwrap_or_else(PoisonError::into_inner);
+        if let Some(CatalogEntry {
+            origin: PluginOrigin::Folder(folder),
+            ..
+        }) = plugins.get(&manifest.id)
+        {
+            return Err(RegisterError::TakenByFolderPlugin {
+                id: manifest.id.clone(),
+                folder: folder.clone(),
+            });
+        }
+        let previous = plugins.insert(
+            manifest.id.clone(),
+            CatalogEntry {
+                manifest: Arc::new(manifest),
+                origin: PluginOrigin::Registered,
+            },
+        );
+        Ok(match previous {
+            Some(_) => Registration::Replaced,
+            None => Registration::Added,
+        })
+    }
+
+    pub fn get(&self, plugin_id: &str) -> Option<CatalogEntry> {
+        self.read_plugins().get(plugin_id).cloned()
+    }
+
+    pub fn manifest(&self, plugin_id: &str) -> Option<Arc<PluginManifest>> {
+        self.get(plugin_id).map(|entry| entry.manifest)
+    }
+
+    /// Every plugin, by id.
+    pub fn list(&self) -> Vec<CatalogEntry> {
+        self.read_plugins().values().cloned().collect()
+    }
+
+    pub fn plugin_ids(&self) -> Vec<String> {
+        self.read_plugins().keys().cloned().collect()
+    }
+
+    /// The folder holding a plugin's `config.yml`: its own folder, or `plugins_dir/<id>` for
+    /// a registered plugin (whose defaults never travel through registration).
+    pub fn config_folder(&self, plugin_id: &str) -> Option<PathBuf> {
+        self.get(plugin_id)
+            .map(|entry| self.config_folder_of(plugin_id, &entry))
+    }
+
+    fn config_folder_of(&self, plugin_id: &str, entry: &CatalogEntry) -> PathBuf {
+        match &entry.origin {
+            PluginOrigin::Folder(folder) => folder.clone(),
+            PluginOrigin::Registered => self.shared.plugins_dir.join(plugin_id),
+        }
+    }
+
+    /// Reads the plugin's `config.yml` now, for one call: edits apply without a restart.
+    pub fn read_config(&self, plugin_id: &str) -> Result<PluginConfig, ConfigLookupError> {
+        let entry = self
+            .get(plugin_id)
+            .ok_or_else(|| ConfigLookupError::UnknownPlugin {
+                id: plugin_id.to_owned(),
+            })?;
+        let folder = self.config_folder_of(plugin_id, &entry);
+        Ok(read_plugin_config(&folder, &entry.manifest)?)
+    }
+
+    fn read_plugins(&self) -> std::sync::RwLockReadGuard<'_, BTreeMap<String, CatalogEntry>> {
+        // A panic while holding the lock cannot leave the map half-written (each write is one
+        // insert), so a poisoned lock is still a consistent catalog.
+        self.shared
+            .plugins
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// The plugin folders inside `plugins_dir`, sorted so that problems come in a stable order.
+fn plugin_folders(plugins_dir: &Path, errors: &mut Vec<PluginLoadError>) -> Vec<PathBuf> {
+    let entries = match std::fs::read_dir(plugins_dir) {
+        Ok(entries) => entries,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Vec::new(),
+        Err(source) => {
+            errors.push(PluginLoadError::ReadFolder {
+                folder: plugins_dir.to_path_buf(),
+                source,
+            });
+            return Vec::new();
+        }
+    };
+    let mut folders = Vec::new();
+    for entry in entries {
+        match entry {
+            Ok(entry) if entry.path().is_dir() => folders.push(entry.path()),
+            Ok(_) => {}
+            Err(source) => errors.push(PluginLoadError::ReadFolder {
+                folder: plugins_dir.to_path_buf(),
+                source,
+            }),
+        }
+    }
+    folders.sort();
+    folders
+}
