@@ -30,6 +30,7 @@ use crate::llm::anthropic::AnthropicProvider;
 use crate::llm::openai::OpenAiProvider;
 use crate::llm::{LlmProvider, ProviderSettings};
 use crate::metrics::Metrics;
+use crate::plugins::{CatalogError, ROUTE_TO_PLUGIN, RouteToPluginTool, start_plugins};
 use crate::ports::StorageError;
 use crate::readiness::Readiness;
 use crate::storage::{self, Stores};
@@ -95,6 +96,8 @@ pub enum StartError {
     Telegram(#[from] TelegramStartError),
     #[error(transparent)]
     Matrix(#[from] MatrixStartError),
+    #[error("plugins cannot be loaded:\n{0}")]
+    Plugins(#[from] CatalogError),
 }
 
 pub async fn start(loaded: &LoadedConfig, options: StartOptions) -> Result<RunningApp, StartError> {
@@ -143,12 +146,21 @@ pub async fn start(loaded: &LoadedConfig, options: StartOptions) -> Result<Runni
     let mcp = Arc::new(McpServers::start(&config.mcp_servers, mcp_options).await);
     let local_tools: Arc<dyn ToolsProvider> =
         Arc::new(LocalToolsProvider::new(stores.profiles.clone()));
+    let plugins = start_plugins(
+        config,
+        &stores,
+        family.clone(),
+        broker.clone().recipient(),
+        question_wait,
+    )
+    .await?;
     let deps = ProcessingDeps {
         broker: broker.clone().recipient(),
         memory: stores.memory.clone(),
         profiles: stores.profiles.clone(),
         family: family.clone(),
         vision_llms: ProcessingDeps::vision_llms(&config.llms),
+        plugins: Some(plugins.clone()),
     };
     // The delegation actor and the profiles' tools each need the other: its context
     // (and so its address) comes first, the actor starts once the services exist.
@@ -171,6 +183,17 @@ pub async fn start(loaded: &LoadedConfig, options: StartOptions) -> Result<Runni
                 local_tools.clone(),
                 profile.tools.enable_local_tools.iter().cloned(),
             ))];
+        if profile
+            .tools
+            .enable_local_tools
+            .iter()
+            .any(|tool| tool == ROUTE_TO_PLUGIN)
+        {
+            providers.push(Arc::new(RouteToPluginTool::new(
+                plugins.clone(),
+                profile.processing.llm_model.clone(),
+            )));
+        }
         if !profile.tools.enable_mcp_server_ids.is_empty() {
             providers.push(mcp.provider(&profile.tools.enable_mcp_server_ids));
         }
@@ -230,6 +253,7 @@ pub async fn start(loaded: &LoadedConfig, options: StartOptions) -> Result<Runni
     queue_context.run(RequestQueue::new(
         stores.inbox.clone(),
         stores.pending.clone(),
+        stores.pending_plugin_calls.clone(),
         Router::new(&loaded.profiles, &loaded.default_profile_id),
         services,
         channels,
@@ -299,6 +323,16 @@ pub async fn start(loaded: &LoadedConfig, options: StartOptions) -> Result<Runni
                 api_key,
                 reply_timeout: Duration::from_secs(config.http.reply_timeout_seconds),
                 telegram_webhook,
+                plugins: plugins.clone(),
+                registered_plugins: stores.registered_plugins.clone(),
+                broker: broker.clone().recipient(),
+                default_llm: loaded
+                    .profiles
+                    .iter()
+                    .find(|profile| profile.id == loaded.default_profile_id)
+                    .map(|profile| profile.processing.llm_model.clone())
+                    .unwrap_or_default(),
+                llm_names: config.llms.keys().cloned().collect(),
             };
             let (handle, address) =
                 http::serve(&config.http.bind, config.http.max_body_bytes, state)?;

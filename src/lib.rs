@@ -18,6 +18,7 @@
 //!   `PendingActions`, `ChannelState`, `TelemetrySink`); [`storage`]: their SQLite and
 //!   in-memory adapters.
 //! - [`format`]: the model's markdown as Telegram HTML, Matrix HTML or plain text.
+//! - [`plugins`]: plugin manifests, the parameter resolver, calling plugins, `route_to_plugin`.
 //! - [`family`], [`metrics`], [`readiness`]: the allow-list, Prometheus counters, `/readyz`.
 //!
 //! ARCHITECTURE.md states the invariants.

@@ -62,6 +62,10 @@ fn main() -> anyhow::Result<()> {
     match cli.command {
         Command::CheckConfig => {
             print!("{}", config::render_resolved_profiles(&loaded));
+            // The plugins folder is part of the configuration: its files are checked too.
+            let catalog = hearth::plugins::PluginCatalog::from_config(&loaded.config)
+                .map_err(|error| anyhow::anyhow!("plugins cannot be loaded:\n{error}"))?;
+            println!("plugins: {}", catalog.plugin_ids().join(", "));
             Ok(())
         }
         Command::Migrate => in_actix_system(async move {

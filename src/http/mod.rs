@@ -1,24 +1,29 @@
-//! The HTTP API (actix-web): `POST /inbound`, `GET /inbound/{id}`, `GET /healthz`,
-//! `GET /readyz`, `GET /metrics`. Routes only translate HTTP to actor messages.
+//! The HTTP API (actix-web): `POST /inbound`, `POST /inbound/confirm`, `GET /inbound/{id}`,
+//! the plugin API (`POST /api/plugins/register`, `POST /api/plugins/llm/generate`),
+//! `GET /healthz`, `GET /readyz`, `GET /metrics`, and Telegram's webhook when set. Routes
+//! only translate HTTP to actor messages.
 
 mod auth;
 mod health;
 mod inbound;
+mod plugins;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use actix::Addr;
+use actix::{Addr, Recipient};
 use actix_web::dev::ServerHandle;
 use actix_web::{App, HttpResponse, HttpServer, error, web};
 
 use crate::actors::channels::HttpChannel;
 use crate::actors::channels::telegram::{TelegramWebhook, telegram_webhook_route};
+use crate::actors::llm_broker::GenerateChat;
 use crate::actors::request_queue::RequestQueue;
 use crate::family::Family;
 use crate::metrics::Metrics;
-use crate::ports::Inbox;
+use crate::plugins::PluginRuntime;
+use crate::ports::{Inbox, RegisteredPlugins};
 use crate::readiness::Readiness;
 
 pub use auth::ApiKey;
@@ -36,6 +41,13 @@ pub struct HttpState {
     pub reply_timeout: Duration,
     /// Telegram's webhook route, in webhook mode.
     pub telegram_webhook: Option<TelegramWebhook>,
+    /// Plugins registering over the API join this runtime's catalog.
+    pub plugins: Arc<PluginRuntime>,
+    pub registered_plugins: Arc<dyn RegisteredPlugins>,
+    /// The plugin LLM API's way to the models, and what it may name.
+    pub broker: Recipient<GenerateChat>,
+    pub default_llm: String,
+    pub llm_names: Vec<String>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -70,6 +82,14 @@ pub fn serve(
             .route("/inbound", web::post().to(inbound::post_inbound))
             .route("/inbound/confirm", web::post().to(inbound::post_confirm))
             .route("/inbound/{id}", web::get().to(inbound::get_inbound))
+            .route(
+                "/api/plugins/register",
+                web::post().to(plugins::post_register),
+            )
+            .route(
+                "/api/plugins/llm/generate",
+                web::post().to(plugins::post_generate),
+            )
             .route("/healthz", web::get().to(health::healthz))
             .route("/readyz", web::get().to(health::readyz))
             .route("/metrics", web::get().to(health::metrics))

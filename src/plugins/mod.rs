@@ -1,8 +1,8 @@
 //! hearth's plugins: their manifests and presets, the catalog of known plugins, and the
 //! parameter resolver that decides, before a plugin runs, whether every value is there and
-//! certain (seed 000; DESIGN.md "Plugins"). Everything here is pure apart from reading the
-//! plugin files; calling a plugin (inline, HTTP, command) and the `route_to_plugin` tool live
-//! with the tools.
+//! certain (seed 000; DESIGN.md "Plugins"); calling plugins and the `route_to_plugin` tool.
+//! Everything but `invoke`, `runtime` and the shopping list is pure apart from reading the
+//! plugin files.
 //!
 //! Codemap:
 //! - [`manifest`]: `plugins/<id>/plugin.yaml` as [`PluginManifest`] (also the JSON of the
@@ -15,8 +15,15 @@
 //! - [`catalog`]: [`PluginCatalog`], folder plugins plus registered ones.
 //! - `parameter_value`: fitting values to parameter types; `yaml_file`: key paths, lines and
 //!   problems of the YAML files.
+//! - [`invoke`]: calling a plugin (`inline`, `http`, `command`) with its timeout.
+//! - `runtime`: [`PluginRuntime`], a call from resolution to answer: asking, confirming
+//!   (a suspended turn), the pending call of the member's next message, post-processing,
+//!   telemetry.
+//! - `route_tool`: [`RouteToPluginTool`], the `route_to_plugin` tool of a profile.
+//! - `shopping_list`: the built-in family shopping list.
 
 pub mod catalog;
+pub mod invoke;
 pub mod llm_schema;
 pub mod manifest;
 mod manifest_document;
@@ -24,6 +31,10 @@ mod parameter_value;
 pub mod plugin_config;
 pub mod resolution_text;
 pub mod resolver;
+mod route_tool;
+mod runtime;
+mod shopping_list;
+mod start;
 mod yaml_file;
 
 #[cfg(test)]
@@ -36,6 +47,9 @@ mod resolver_tests;
 pub use catalog::{
     CatalogEntry, CatalogError, ConfigLookupError, PluginCatalog, PluginLoadError, PluginOrigin,
     RegisterError, Registration,
+};
+pub use invoke::{
+    InlinePlugin, PluginAnswer, PluginCallError, PluginCallRequest, PluginInvoker, PluginUser,
 };
 pub use llm_schema::{capability_parameters_schema, directly_filled_parameters};
 pub use manifest::{
@@ -53,4 +67,8 @@ pub use resolver::{
     ArgumentProblem, IgnoredValue, MissingParameter, Resolution, ResolutionOutcome, ResolvedCall,
     ResolvedValue, UncertainValue, ValueSource, resolve_parameters,
 };
+pub use route_tool::RouteToPluginTool;
+pub use runtime::{PluginRuntime, ROUTE_TO_PLUGIN};
+pub use shopping_list::{SHOPPING_LIST_PLUGIN, ShoppingListPlugin};
+pub use start::start_plugins;
 pub use yaml_file::{KeyPath, KeySegment, PluginFileProblem};

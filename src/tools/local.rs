@@ -10,8 +10,14 @@ use crate::llm::ToolSpec;
 use crate::ports::UserProfiles;
 
 /// Every built-in tool name config may enable; validation refuses any other.
-/// `delegate_to_service` is built per profile by the delegation actor's tool.
-pub const LOCAL_TOOL_NAMES: &[&str] = &["profile_get", "profile_update", "delegate_to_service"];
+/// `delegate_to_service` is built per profile by the delegation actor's tool, and
+/// `route_to_plugin` by the plugins (`plugins::RouteToPluginTool`).
+pub const LOCAL_TOOL_NAMES: &[&str] = &[
+    "profile_get",
+    "profile_update",
+    "delegate_to_service",
+    "route_to_plugin",
+];
 
 #[async_trait]
 pub trait LocalTool: Send + Sync {

@@ -48,6 +48,10 @@ pub enum ToolError {
     Suspended(Box<ToolSuspension>),
     #[error("tool {0:?} has no suspended call to resume")]
     NotResumable(String),
+    /// Not a failure: the tool's output is already the answer for the member (a plugin
+    /// whose result was written for people), so the turn ends with it.
+    #[error("tool answered the family member directly")]
+    ReplyDirectly(String),
 }
 
 /// A tool call whose own work stopped at a confirmation: what to ask the member and

@@ -12,6 +12,7 @@ const KNOWN_LOCAL_TOOLS: &[&str] = &[
     "profile_get",
     "profile_update",
     "delegate_to_service",
+    "route_to_plugin",
     "add_or_update_note",
     "modify_calendar_event",
 ];
@@ -134,7 +135,7 @@ fn the_example_file_loads_with_its_two_secrets() {
         .expect("default profile");
     assert_eq!(
         default.tools.enable_local_tools,
-        ["profile_get", "profile_update"]
+        ["profile_get", "profile_update", "route_to_plugin"]
     );
     // Narrowing the tools kept the default confirmations.
     assert_eq!(focused.tools.confirm_tools, default.tools.confirm_tools);

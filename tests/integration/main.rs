@@ -13,6 +13,8 @@ mod matrix_channel;
 mod mcp_pipeline;
 mod mcp_tools;
 mod pipeline;
+mod plugin_examples;
+mod plugins;
 mod real_llm;
 mod restart;
 mod storage_ports;

@@ -4,6 +4,7 @@ pub mod hearth_app;
 pub mod llm_server;
 pub mod matrix_member;
 pub mod mcp;
+pub mod plugin_server;
 pub mod real_llm;
 pub mod synapse;
 pub mod telegram;

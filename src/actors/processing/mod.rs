@@ -42,6 +42,9 @@ pub struct ProcessingDeps {
     /// Names of config `llms` that can see images: a profile whose `llm_model` is one gets
     /// the member's photos as images, any other a line saying it cannot see them.
     pub vision_llms: Arc<HashSet<String>>,
+    /// The plugins, when any profile may use them: a member's message that completes a
+    /// pending plugin call is answered by the plugin without the model (seed 000 §3.6).
+    pub plugins: Option<Arc<crate::plugins::PluginRuntime>>,
 }
 
 impl ProcessingDeps {

@@ -35,7 +35,7 @@ pub const SLASH_COMMAND_EXPIRED: &str =
     "That request expired before it was confirmed: nothing was done.";
 
 /// Where a turn is: the conversation so far and the tool calls still to run.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 struct TurnState {
     /// The turn waits for approval to start at all (`confirm_slash_commands`).
     #[serde(default)]
@@ -68,6 +68,25 @@ impl TurnRunner {
         let settings = &self.profile.processing;
         let inbound = &message.inbound;
         let conversation_key = inbound.conversation_key();
+        if message.slash_command.is_none()
+            && let Some(plugins) = &self.deps.plugins
+        {
+            let context = ToolContext {
+                member_id: inbound.member_id.clone(),
+                conversation_key: conversation_key.clone(),
+                profile_id: self.profile.id.clone(),
+            };
+            if let Some(reply) = plugins
+                .answer_pending(&context, &message.text, &settings.llm_model)
+                .await
+            {
+                let state = TurnState {
+                    entries: vec![self.entry(inbound, ChatMessage::user(message.text.clone()))],
+                    ..TurnState::default()
+                };
+                return Ok(self.answered(inbound, state, reply));
+            }
+        }
         let now = chrono::Utc::now();
         let since_ms = now_ms()
             - i64::try_from(settings.history_max_age_hours)
@@ -280,6 +299,12 @@ impl TurnRunner {
                 };
                 let result = match ran {
                     Ran::Done(text) => text,
+                    Ran::Reply(reply) => {
+                        // The model asked for it; the member gets it as written.
+                        let result = ChatMessage::tool_result(call.id, reply.clone());
+                        state.entries.push(self.entry(inbound, result));
+                        return Ok(self.answered(inbound, state, reply));
+                    }
                     Ran::Suspended(suspension) => {
                         let ToolSuspension {
                             prompt,
@@ -335,16 +360,7 @@ impl TurnRunner {
                 } else {
                     response.content
                 };
-                state
-                    .entries
-                    .push(self.entry(inbound, ChatMessage::assistant(reply.clone())));
-                return Ok(TurnOutcome {
-                    profile_id: self.profile.id.clone(),
-                    result: TurnResult::Answered {
-                        reply,
-                        messages: state.entries,
-                    },
-                });
+                return Ok(self.answered(inbound, state, reply));
             }
             let asked = ChatMessage {
                 role: Role::Assistant,
@@ -356,6 +372,20 @@ impl TurnRunner {
             state.entries.push(self.entry(inbound, asked.clone()));
             state.messages.push(asked);
             state.pending_calls = response.tool_calls;
+        }
+    }
+
+    /// The turn ends with `reply`, which joins its history.
+    fn answered(&self, inbound: &Inbound, mut state: TurnState, reply: String) -> TurnOutcome {
+        state
+            .entries
+            .push(self.entry(inbound, ChatMessage::assistant(reply.clone())));
+        TurnOutcome {
+            profile_id: self.profile.id.clone(),
+            result: TurnResult::Answered {
+                reply,
+                messages: state.entries,
+            },
         }
     }
 
@@ -425,6 +455,8 @@ impl TurnRunner {
 enum Ran {
     Done(String),
     Suspended(Box<ToolSuspension>),
+    /// The tool's output is the turn's answer.
+    Reply(String),
 }
 
 fn ran(call: &ToolCall, result: Result<String, ToolError>) -> Ran {
@@ -432,6 +464,7 @@ fn ran(call: &ToolCall, result: Result<String, ToolError>) -> Ran {
     match result {
         Ok(text) => Ran::Done(text),
         Err(ToolError::Suspended(suspension)) => Ran::Suspended(suspension),
+        Err(ToolError::ReplyDirectly(text)) => Ran::Reply(text),
         // The model reads the error and can correct itself or explain.
         Err(error) => Ran::Done(format!("error: {error}")),
     }

@@ -182,7 +182,11 @@ impl Handler<CancelPending> for RequestQueue {
     fn handle(&mut self, message: CancelPending, _ctx: &mut Self::Context) -> Self::Result {
         let question = self.cancel_question(&message.conversation_key, &message.member_id);
         let (pending, inbox) = (self.pending.clone(), self.inbox.clone());
+        let plugin_calls = self.plugin_calls.clone();
         let work = async move {
+            let plugin_call = plugin_calls
+                .clear(&message.conversation_key, &message.member_id)
+                .await?;
             let mut denied = Vec::new();
             for entry in pending.open().await? {
                 let confirmation = entry.confirmation;
@@ -204,14 +208,16 @@ impl Handler<CancelPending> for RequestQueue {
                     denied.push((confirmation, record.inbound));
                 }
             }
-            Ok::<_, StorageError>(denied)
+            Ok::<_, StorageError>((denied, plugin_call))
         };
-        Box::pin(work.into_actor(self).map(move |denied, act, ctx| {
+        Box::pin(work.into_actor(self).map(move |done, act, ctx| {
+            let (denied, plugin_call) = done?;
             let mut cancelled = Cancelled {
                 confirmation_ids: Vec::new(),
                 question,
+                plugin_call,
             };
-            for (confirmation, inbound) in denied? {
+            for (confirmation, inbound) in denied {
                 tracing::info!(confirmation = %confirmation.id, "confirmation cancelled");
                 cancelled.confirmation_ids.push(confirmation.id.clone());
                 act.queue_resumption(confirmation, inbound, None, None);

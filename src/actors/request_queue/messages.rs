@@ -91,10 +91,12 @@ pub struct Cancelled {
     pub confirmation_ids: Vec<String>,
     /// Whether a question was withdrawn.
     pub question: bool,
+    /// Whether a plugin call waiting for the member's next message was dropped.
+    pub plugin_call: bool,
 }
 
 impl Cancelled {
     pub fn is_empty(&self) -> bool {
-        self.confirmation_ids.is_empty() && !self.question
+        self.confirmation_ids.is_empty() && !self.question && !self.plugin_call
     }
 }

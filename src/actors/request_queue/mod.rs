@@ -37,7 +37,8 @@ use crate::actors::processing::{
 use crate::config::QueueConfig;
 use crate::metrics::Metrics;
 use crate::ports::{
-    Acceptance, Decision, Inbound, Inbox, PendingActions, PendingConfirmation, TurnRecord, now_ms,
+    Acceptance, Decision, Inbound, Inbox, PendingActions, PendingConfirmation, PendingPluginCalls,
+    TurnRecord, now_ms,
 };
 use crate::readiness::Readiness;
 
@@ -88,6 +89,8 @@ enum Finished {
 pub struct RequestQueue {
     inbox: Arc<dyn Inbox>,
     pending: Arc<dyn PendingActions>,
+    /// Plugin calls waiting for a member's next message: `/cancel` drops them.
+    plugin_calls: Arc<dyn PendingPluginCalls>,
     router: Router,
     services: HashMap<String, Addr<ProcessingService>>,
     channels: HashMap<String, Recipient<DeliverReply>>,
@@ -108,6 +111,7 @@ impl RequestQueue {
     pub fn new(
         inbox: Arc<dyn Inbox>,
         pending: Arc<dyn PendingActions>,
+        plugin_calls: Arc<dyn PendingPluginCalls>,
         router: Router,
         services: HashMap<String, Addr<ProcessingService>>,
         channels: HashMap<String, Recipient<DeliverReply>>,
@@ -120,6 +124,7 @@ impl RequestQueue {
         RequestQueue {
             inbox,
             pending,
+            plugin_calls,
             router,
             services,
             channels,

@@ -245,6 +245,13 @@ async fn cancel(
             event_id,
         ));
     }
+    if cancelled.confirmation_ids.is_empty() {
+        return Ok(say(
+            conversation,
+            "Cancelled: I'm no longer waiting for that answer.".into(),
+            event_id,
+        ));
+    }
     Ok(cancelled
         .confirmation_ids
         .into_iter()

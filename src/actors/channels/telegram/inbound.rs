@@ -24,6 +24,7 @@ pub(super) enum FollowUp {
 }
 
 const BUSY_REPLY: &str = "I'm busy right now: please send that again in a minute.";
+const CANCELLED_REPLY: &str = "Cancelled: I'm no longer waiting for that answer.";
 const NOTHING_TO_READ: &str = "I can read text, photos and documents; that message had none.";
 
 /// A command for this bot at the start of `text`, without the slash and `@botname`:
@@ -152,6 +153,9 @@ async fn cancel(
         .map_err(|_| TelegramError::QueueStopped)??;
     if cancelled.is_empty() {
         return Ok(say(target, "Nothing is waiting for you.".into(), message));
+    }
+    if cancelled.confirmation_ids.is_empty() {
+        return Ok(say(target, CANCELLED_REPLY.into(), message));
     }
     // The turns that waited go on and say what happened; the buttons go now.
     Ok(cancelled

@@ -1,0 +1,118 @@
+//! The example plugins shipped under `plugins/` work as shipped: "buy me some milk" with the
+//! example `buy` plugin server (`plugins/buy/server.py`, a real HTTP server), confirmed by
+//! the member before anything is ordered.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+
+use serde_json::{Value, json};
+
+use crate::support::hearth_app::{API_KEY, TestApp};
+use crate::support::llm_server::{ScriptedLlmServer, Step};
+
+/// `plugins/buy/server.py` on a free port, killed on drop.
+struct BuyServer {
+    child: Child,
+    url: String,
+}
+
+impl BuyServer {
+    fn start(orders: &std::path::Path) -> BuyServer {
+        let script = concat!(env!("CARGO_MANIFEST_DIR"), "/plugins/buy/server.py");
+        let mut child = Command::new("python3")
+            .args([script, "--port", "0", "--orders"])
+            .arg(orders)
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("python3 runs the example buy plugin");
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let url = line
+            .trim()
+            .rsplit(' ')
+            .next()
+            .expect("the server prints its url")
+            .to_string();
+        BuyServer { child, url }
+    }
+}
+
+impl Drop for BuyServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[actix::test]
+async fn buy_me_some_milk_with_the_example_plugin() {
+    let folder = tempfile::tempdir().unwrap();
+    let orders = folder.path().join("orders.jsonl");
+    let server = BuyServer::start(&orders);
+    let plugins = folder.path().join("plugins/buy");
+    std::fs::create_dir_all(&plugins).unwrap();
+    let manifest = include_str!("../../plugins/buy/plugin.yaml")
+        .replace("http://127.0.0.1:9100/run", &server.url);
+    std::fs::write(plugins.join("plugin.yaml"), manifest).unwrap();
+    let plugins_dir = folder.path().join("plugins").display().to_string();
+    let llm = ScriptedLlmServer::start();
+    let app = TestApp::start_in(
+        folder,
+        &llm.base_url(),
+        &[
+            ("HEARTH__PLUGINS_DIR", plugins_dir.as_str()),
+            (
+                "HEARTH__DEFAULT_PROFILE_SETTINGS__TOOLS_CONFIG__ENABLE_LOCAL_TOOLS",
+                "profile_get,route_to_plugin",
+            ),
+        ],
+    )
+    .await;
+    for (key, value) in [
+        ("name", "John"),
+        ("address", "123 Main St"),
+        ("phone", "555-0000"),
+    ] {
+        app.running
+            .stores
+            .profiles
+            .set("alice", key, Some(value))
+            .await
+            .unwrap();
+    }
+    llm.push_many([
+        Step::ToolCalls(vec![(
+            "route_to_plugin".into(),
+            json!({"plugin_id": "buy", "parameters": {"item": "milk"}}),
+        )]),
+        Step::Reply("Your milk is on its way.".into()),
+    ]);
+    let (_, asked) = app
+        .send(json!({"user_id": "alice", "text": "Buy me some milk"}))
+        .await;
+    assert_eq!(asked["status"], "confirmation_required", "{asked}");
+    assert!(
+        !orders.exists(),
+        "nothing is ordered before the member confirms"
+    );
+    let answered: Value = app
+        .client
+        .post(format!("{}/inbound/confirm", app.base_url))
+        .header("X-API-Key", API_KEY)
+        .json(&json!({"confirmation_id": asked["confirmation"]["id"], "user_id": "alice", "approve": true}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(answered["reply"], "Your milk is on its way.", "{answered}");
+    let placed: Value =
+        serde_json::from_str(std::fs::read_to_string(&orders).unwrap().trim()).unwrap();
+    assert_eq!(placed["item"], "milk");
+    assert_eq!(placed["address"], "123 Main St");
+    assert_eq!(placed["member"], "alice");
+    app.stop().await;
+}
