@@ -14,6 +14,7 @@ mod mcp_pipeline;
 mod mcp_tools;
 mod pipeline;
 mod plugin_examples;
+mod plugin_kinds;
 mod plugins;
 mod real_llm;
 mod restart;
