@@ -549,3 +549,27 @@ async fn the_plugin_llm_api_needs_the_key_and_shares_the_semaphore_with_the_fami
     assert_eq!(llm.max_concurrent(), 1, "the semaphore is shared");
     app.stop().await;
 }
+
+#[actix::test]
+async fn a_plugin_asking_for_more_is_handled_like_a_missing_parameter() {
+    let (llm, plugin) = (ScriptedLlmServer::start(), PluginServer::start());
+    let config = "default_parameters: { default_address: \"1 Rd\", phone: \"5\", contact_name: J }\nuse_defaults_directly: true\n";
+    let app = start(&llm, &plugin, BUY_SEED, config, false).await;
+    plugin.push(PluginStep::AskUser {
+        missing: vec!["quantity".into()],
+        text: "How many bottles?".into(),
+    });
+    llm.push_many([buy(json!({"item": "milk"})), Step::Reply("How many bottles?".into())]);
+    assert_eq!(app.ask("alice", "Buy milk").await, "How many bottles?");
+    let told = tool_result(&llm, 1);
+    assert!(told.contains("quantity") && told.contains("How many bottles?"), "{told}");
+    // The member's answer completes the call; the model is not asked again.
+    plugin.push(PluginStep::Text("Ordered 2 bottles.".into()));
+    assert_eq!(app.ask("alice", "2").await, "Ordered 2 bottles.");
+    assert_eq!(llm.requests().len(), 2);
+    let calls = plugin.calls();
+    assert_eq!(calls.len(), 2);
+    assert_eq!(calls[1]["parameters"]["quantity"], 2);
+    assert_eq!(calls[1]["parameters"]["item"], "milk");
+    app.stop().await;
+}
