@@ -41,13 +41,7 @@ async fn confirm(app: &TestApp, body: Value) -> (u16, Value) {
 
 /// The text of the last tool result the model received.
 fn last_tool_result(llm: &ScriptedLlmServer) -> String {
-    let requests = llm.requests();
-    let messages = requests.last().unwrap().body["messages"]
-        .as_array()
-        .unwrap()
-        .clone();
-    let tool = messages.iter().rev().find(|m| m["role"] == "tool").unwrap();
-    tool["content"].as_str().unwrap().to_string()
+    llm.tool_result_seen(llm.requests().len() - 1)
 }
 
 async fn ask_for_address(app: &TestApp, llm: &ScriptedLlmServer, address: &str) -> Value {

@@ -50,12 +50,6 @@ fn messages(llm: &ScriptedLlmServer, index: usize) -> Vec<Value> {
         .clone()
 }
 
-fn tool_result(llm: &ScriptedLlmServer, index: usize) -> String {
-    let messages = messages(llm, index);
-    let tool = messages.iter().rev().find(|m| m["role"] == "tool").unwrap();
-    tool["content"].as_str().unwrap().to_string()
-}
-
 #[actix::test]
 async fn unrestricted_runs_at_once_in_an_isolated_sub_conversation() {
     let llm = ScriptedLlmServer::start();
@@ -93,7 +87,7 @@ async fn unrestricted_runs_at_once_in_an_isolated_sub_conversation() {
             .starts_with("You are the helper.")
     );
     assert_eq!(helper[1]["content"], "what is 40 + 2?");
-    assert_eq!(tool_result(&llm, 3), "42");
+    assert_eq!(llm.tool_result_seen(3), "42");
 
     // The parent's history holds its own turn only.
     app.ask("alice", "thanks").await;
@@ -144,7 +138,7 @@ async fn unrestricted_asks_when_the_call_asks() {
     assert_eq!(llm.request_count(), 1, "the helper has not run yet");
     let answered = answer_confirmation(&app, &asked, true).await;
     assert_eq!(answered["reply"], "It is 7.");
-    assert_eq!(tool_result(&llm, 2), "7");
+    assert_eq!(llm.tool_result_seen(2), "7");
 }
 
 #[actix::test]
@@ -160,7 +154,10 @@ async fn confirm_level_asks_even_when_the_call_says_not_to() {
     let answered = answer_confirmation(&app, &asked, false).await;
     assert_eq!(answered["reply"], "Refused, fine.");
     assert_eq!(llm.request_count(), 2, "the focused profile never ran");
-    assert!(tool_result(&llm, 1).starts_with("The family member declined"));
+    assert!(
+        llm.tool_result_seen(1)
+            .starts_with("The family member declined")
+    );
 }
 
 #[actix::test]
@@ -173,7 +170,7 @@ async fn blocked_targets_are_refused_with_a_clear_result() {
     ]);
     assert_eq!(app.ask("alice", "secrets?").await, "I can't.");
     assert_eq!(llm.request_count(), 2, "vault never ran");
-    let result = tool_result(&llm, 1);
+    let result = llm.tool_result_seen(1);
     assert!(
         result.contains("\"vault\" is blocked by configuration"),
         "{result}"
@@ -192,7 +189,7 @@ async fn loops_and_deep_chains_are_refused() {
         Step::Reply("done".into()),
     ]);
     assert_eq!(app.ask("alice", "loop").await, "done");
-    let refused = tool_result(&llm, 2);
+    let refused = llm.tool_result_seen(2);
     assert!(
         refused.contains("already part of this delegation chain (default_assistant → helper)"),
         "{refused}"
@@ -209,7 +206,7 @@ async fn loops_and_deep_chains_are_refused() {
         Step::Reply("all done".into()),
     ]);
     assert_eq!(app.ask("alice", "deep").await, "all done");
-    let refused = tool_result(&llm, 3);
+    let refused = llm.tool_result_seen(3);
     assert!(
         refused.contains("at most 2 nested delegations"),
         "{refused}"
@@ -293,8 +290,8 @@ async fn a_delegated_tool_asks_the_member_and_runs_once_approved() {
     assert_eq!(answered["id"], asked["id"]);
     // secure_ops's model saw its own tool's result; the parent's saw secure_ops's answer.
     assert!(system_prompt(&llm, 2).starts_with("You are secure_ops."));
-    assert_eq!(tool_result(&llm, 2), "saved address = 9 Lime Street");
-    assert_eq!(tool_result(&llm, 3), "Saved.");
+    assert_eq!(llm.tool_result_seen(2), "saved address = 9 Lime Street");
+    assert_eq!(llm.tool_result_seen(3), "Saved.");
     assert_eq!(stored_address(&app).await.as_deref(), Some("9 Lime Street"));
 
     // The sub-conversation's whole turn is stored under its own key, once.
@@ -341,8 +338,11 @@ async fn a_denied_delegated_tool_is_not_run_and_the_target_is_told() {
     let answered = answer_confirmation(&app, &asked, false).await;
     assert_eq!(answered["reply"], "Nothing was changed.");
     assert!(system_prompt(&llm, 2).starts_with("You are secure_ops."));
-    assert_eq!(tool_result(&llm, 2), DECLINED_RESULT);
-    assert_eq!(tool_result(&llm, 3), "The member declined; nothing saved.");
+    assert_eq!(llm.tool_result_seen(2), DECLINED_RESULT);
+    assert_eq!(
+        llm.tool_result_seen(3),
+        "The member declined; nothing saved."
+    );
     assert_eq!(stored_address(&app).await, None);
 }
 
@@ -362,7 +362,7 @@ async fn a_delegated_turn_can_ask_twice() {
         "secure_ops asks: Run profile_update?\n• key: phone\n• value: 555-0100"
     );
     assert_ne!(second["confirmation"]["id"], first["confirmation"]["id"]);
-    assert_eq!(tool_result(&llm, 2), "saved address = 4 Elm Court");
+    assert_eq!(llm.tool_result_seen(2), "saved address = 4 Elm Court");
 
     llm.push_many([
         Step::Reply("Address saved, phone not.".into()),
@@ -370,8 +370,8 @@ async fn a_delegated_turn_can_ask_twice() {
     ]);
     let answered = answer_confirmation(&app, &second, false).await;
     assert_eq!(answered["reply"], "Done, without the phone.");
-    assert_eq!(tool_result(&llm, 3), DECLINED_RESULT);
-    assert_eq!(tool_result(&llm, 4), "Address saved, phone not.");
+    assert_eq!(llm.tool_result_seen(3), DECLINED_RESULT);
+    assert_eq!(llm.tool_result_seen(4), "Address saved, phone not.");
     let facts = hearth::ports::UserProfiles::get(&*app.running.stores.profiles, "alice")
         .await
         .unwrap();
@@ -406,9 +406,9 @@ async fn a_question_two_delegations_deep_names_the_whole_chain() {
     ]);
     let answered = answer_confirmation(&app, &asked, true).await;
     assert_eq!(answered["reply"], "All done.");
-    assert_eq!(tool_result(&llm, 3), "saved address = 7 Oak Road");
-    assert_eq!(tool_result(&llm, 4), "Saved.");
-    assert_eq!(tool_result(&llm, 5), "secure_ops saved it.");
+    assert_eq!(llm.tool_result_seen(3), "saved address = 7 Oak Road");
+    assert_eq!(llm.tool_result_seen(4), "Saved.");
+    assert_eq!(llm.tool_result_seen(5), "secure_ops saved it.");
     assert_eq!(stored_address(&app).await.as_deref(), Some("7 Oak Road"));
 }
 
@@ -440,7 +440,7 @@ async fn an_unanswered_delegated_confirmation_expires_on_the_targets_timeout() {
         assert!(Instant::now() < deadline, "never expired: {record}");
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    assert_eq!(tool_result(&llm, 2), EXPIRED_RESULT);
+    assert_eq!(llm.tool_result_seen(2), EXPIRED_RESULT);
     assert_eq!(stored_address(&app).await, None);
 }
 
@@ -503,8 +503,8 @@ async fn a_restart_between_a_delegated_question_and_its_answer_loses_nothing() {
         "nobody was asked again after the restart"
     );
     assert!(system_prompt(&llm, 2).starts_with("You are secure_ops."));
-    assert_eq!(tool_result(&llm, 2), "saved address = 6 Birch Row");
-    assert_eq!(tool_result(&llm, 3), "Saved.");
+    assert_eq!(llm.tool_result_seen(2), "saved address = 6 Birch Row");
+    assert_eq!(llm.tool_result_seen(3), "Saved.");
 
     // The address is stored: the next prompt about alice carries it.
     post(

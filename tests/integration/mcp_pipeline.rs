@@ -96,18 +96,6 @@ mcp_servers:
     Some(TestApp::start_with_profiles(&llm.base_url(), &extra, overrides).await)
 }
 
-/// The last tool result the model was shown in LLM request `index`.
-fn tool_result_seen(llm: &ScriptedLlmServer, index: usize) -> String {
-    llm.requests()[index].body["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .rev()
-        .find(|message| message["role"] == "tool")
-        .map(|message| message["content"].as_str().unwrap().to_string())
-        .unwrap_or_default()
-}
-
 fn says(user: &str, text: &str) -> Value {
     json!({"user_id": user, "text": text})
 }
@@ -168,7 +156,7 @@ async fn a_servers_question_is_asked_in_the_chat_and_the_next_message_answers_it
     let (_, stored) = app.get(&format!("/inbound/{asking_id}")).await;
     assert!(stored.contains("You're signed up."), "{stored}");
 
-    let seen = tool_result_seen(&llm, 1);
+    let seen = llm.tool_result_seen(1);
     assert!(
         seen.contains("User provided the requested information"),
         "{seen}"
@@ -205,7 +193,7 @@ async fn skip_declines_and_cancel_cancels_a_servers_question() {
             app.ask("alice", reply).await,
             format!("Understood: {reply}.")
         );
-        let seen = tool_result_seen(&llm, llm.requests().len() - 1);
+        let seen = llm.tool_result_seen(llm.requests().len() - 1);
         assert!(seen.contains(expected), "{seen}");
         assert!(!seen.contains("User provided"), "{seen}");
     }
@@ -238,7 +226,7 @@ async fn only_the_member_who_was_asked_answers_a_question() {
     let ((_, bob), (_, alice)) = tokio::join!(bob, alice);
     assert_eq!(alice["reply"], "Alice is signed up.", "{alice}");
     assert_eq!(bob["reply"], "Bob's turn came after.", "{bob}");
-    let seen = tool_result_seen(&llm, 1);
+    let seen = llm.tool_result_seen(1);
     assert!(seen.contains("- Name: Alice Example"), "{seen}");
     assert!(!seen.contains("Intruder"), "{seen}");
     app.stop().await;
@@ -278,8 +266,8 @@ async fn a_delegated_turns_server_question_is_asked_in_the_members_chat() {
         answered["reply"], "The toolbox signed you up.",
         "{answered}"
     );
-    let seen = tool_result_seen(&llm, 2);
+    let seen = llm.tool_result_seen(2);
     assert!(seen.contains("- Name: Alice Example"), "{seen}");
-    assert_eq!(tool_result_seen(&llm, 3), "Signed up as Alice Example.");
+    assert_eq!(llm.tool_result_seen(3), "Signed up as Alice Example.");
     app.stop().await;
 }

@@ -89,18 +89,6 @@ fn buy(parameters: Value) -> Step {
     )])
 }
 
-/// The last tool result the model read in request `index`.
-fn tool_result(llm: &ScriptedLlmServer, index: usize) -> String {
-    llm.requests()[index].body["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .rev()
-        .find(|message| message["role"] == "tool")
-        .map(|message| message["content"].as_str().unwrap().to_string())
-        .unwrap_or_default()
-}
-
 async fn remember(app: &TestApp, member: &str, facts: &[(&str, &str)]) {
     for (key, value) in facts {
         app.running
@@ -134,7 +122,7 @@ async fn flow_1_preset_config_used_directly_calls_the_plugin_at_once() {
     );
     assert_eq!(calls[0]["plugin_id"], "buy");
     assert_eq!(calls[0]["user"], json!({"id": "alice", "name": "Alice"}));
-    assert_eq!(tool_result(&llm, 1), "Order placed for milk.");
+    assert_eq!(llm.tool_result_seen(1), "Order placed for milk.");
     app.stop().await;
 }
 
@@ -158,7 +146,7 @@ async fn flow_2_one_missing_value_is_asked_and_the_answer_completes_the_call_wit
         app.ask("alice", "Buy me some milk").await,
         "What's your phone number for the delivery?"
     );
-    let asked = tool_result(&llm, 1);
+    let asked = llm.tool_result_seen(1);
     assert!(asked.contains("phone"), "{asked}");
     assert!(asked.contains("123 Main St"), "{asked}");
     assert!(
@@ -228,7 +216,7 @@ async fn flow_2b_uncertain_profile_values_are_confirmed_by_the_member_before_the
         plugin.calls()[0]["parameters"],
         json!({"item": "milk", "address": "123 Main St", "phone": "555-0000", "contact_name": "John"})
     );
-    assert_eq!(tool_result(&llm, 1), "Order placed for milk.");
+    assert_eq!(llm.tool_result_seen(1), "Order placed for milk.");
     app.stop().await;
 }
 
@@ -241,7 +229,7 @@ async fn flow_3_everything_missing_is_asked_for_and_the_next_call_goes_through()
         Step::Reply("I need your address, phone and name.".into()),
     ]);
     app.ask("alice", "Buy milk").await;
-    let asked = tool_result(&llm, 1);
+    let asked = llm.tool_result_seen(1);
     for name in ["address", "phone", "contact_name"] {
         assert!(asked.contains(name), "{name} missing from: {asked}");
     }
@@ -290,7 +278,7 @@ async fn wrong_types_reach_the_model_and_nothing_is_called() {
         Step::Reply("How many exactly?".into()),
     ]);
     app.ask("alice", "Buy lots of milk").await;
-    let error = tool_result(&llm, 1);
+    let error = llm.tool_result_seen(1);
     assert!(
         error.contains("quantity") && error.contains("lots"),
         "{error}"
@@ -394,15 +382,15 @@ async fn the_family_shopping_list_adds_merges_and_lists() {
         Step::Reply("Here it is.".into()),
     ]);
     app.ask("alice", "add milk to the shopping list").await;
-    assert_eq!(tool_result(&llm, 1), "Added milk to the groceries list.");
+    assert_eq!(llm.tool_result_seen(1), "Added milk to the groceries list.");
     app.ask("bob", "two more milk please").await;
     assert!(
-        tool_result(&llm, 3).contains("now says 3"),
+        llm.tool_result_seen(3).contains("now says 3"),
         "{}",
-        tool_result(&llm, 3)
+        llm.tool_result_seen(3)
     );
     app.ask("alice", "what's on the list?").await;
-    assert_eq!(tool_result(&llm, 5), "The groceries list:\n- 3 × milk");
+    assert_eq!(llm.tool_result_seen(5), "The groceries list:\n- 3 × milk");
     app.stop().await;
 }
 
@@ -559,10 +547,16 @@ async fn a_plugin_asking_for_more_is_handled_like_a_missing_parameter() {
         missing: vec!["quantity".into()],
         text: "How many bottles?".into(),
     });
-    llm.push_many([buy(json!({"item": "milk"})), Step::Reply("How many bottles?".into())]);
+    llm.push_many([
+        buy(json!({"item": "milk"})),
+        Step::Reply("How many bottles?".into()),
+    ]);
     assert_eq!(app.ask("alice", "Buy milk").await, "How many bottles?");
-    let told = tool_result(&llm, 1);
-    assert!(told.contains("quantity") && told.contains("How many bottles?"), "{told}");
+    let told = llm.tool_result_seen(1);
+    assert!(
+        told.contains("quantity") && told.contains("How many bottles?"),
+        "{told}"
+    );
     // The member's answer completes the call; the model is not asked again.
     plugin.push(PluginStep::Text("Ordered 2 bottles.".into()));
     assert_eq!(app.ask("alice", "2").await, "Ordered 2 bottles.");

@@ -57,18 +57,6 @@ async fn press(
     )
 }
 
-/// The last tool result the model read in request `index`.
-fn tool_result(llm: &ScriptedLlmServer, index: usize) -> String {
-    llm.requests()[index].body["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .rev()
-        .find(|message| message["role"] == "tool")
-        .map(|message| message["content"].as_str().unwrap().to_string())
-        .unwrap_or_default()
-}
-
 async fn edited_to(telegram: &TelegramServer, prompt: &StoredMessage, outcome: &str) {
     let edited = telegram
         .wait_for_message(
@@ -133,7 +121,7 @@ async fn cancel_declines_and_the_model_is_told() {
     assert_eq!(press(&telegram, &alice(), &prompt, 1).await.0, "Cancelled.");
     edited_to(&telegram, &prompt, "❌ Cancelled.").await;
     bot_says(&telegram, 1001, "Done: Paris.").await;
-    assert_eq!(tool_result(&llm, 1), DECLINED_RESULT);
+    assert_eq!(llm.tool_result_seen(1), DECLINED_RESULT);
     let facts = app.running.stores.profiles.get("alice").await.unwrap();
     assert_eq!(facts.get("city"), None);
     app.stop().await;
@@ -180,7 +168,7 @@ async fn an_unanswered_confirmation_expires_and_loses_its_buttons() {
     let prompt = prompt_in(&telegram, 1001).await;
     edited_to(&telegram, &prompt, "⌛ Expired: nothing was done.").await;
     bot_says(&telegram, 1001, "Done: Oslo.").await;
-    assert_eq!(tool_result(&llm, 1), EXPIRED_RESULT);
+    assert_eq!(llm.tool_result_seen(1), EXPIRED_RESULT);
     let (notice, alert) = press(&telegram, &alice(), &prompt, 0).await;
     assert!(alert);
     assert!(
@@ -203,7 +191,7 @@ async fn slash_cancel_cancels_what_waits_for_you() {
     telegram.push_private_text(&alice(), "/cancel");
     edited_to(&telegram, &prompt, "❌ Cancelled with /cancel.").await;
     bot_says(&telegram, 1001, "Done: Lima.").await;
-    assert_eq!(tool_result(&llm, 1), DECLINED_RESULT);
+    assert_eq!(llm.tool_result_seen(1), DECLINED_RESULT);
     telegram.push_private_text(&alice(), "/cancel");
     bot_says(&telegram, 1001, "Nothing is waiting for you.").await;
     app.stop().await;

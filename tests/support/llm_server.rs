@@ -175,6 +175,20 @@ impl ScriptedLlmServer {
         self.shared.max_concurrent.load(Ordering::SeqCst)
     }
 
+    /// The last tool result the model was shown in recorded request `index` (OpenAI
+    /// format), or an empty string when it was shown none.
+    pub fn tool_result_seen(&self, index: usize) -> String {
+        self.requests()[index].body["messages"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .rev()
+            .find(|message| message["role"] == "tool")
+            .and_then(|message| message["content"].as_str())
+            .unwrap_or_default()
+            .to_string()
+    }
+
     pub fn in_flight(&self) -> usize {
         self.shared.in_flight.load(Ordering::SeqCst)
     }

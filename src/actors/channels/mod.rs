@@ -2,6 +2,7 @@
 //! `Inbound`, drop senders who are not family members, and render replies back
 //! in the platform's idiom. Only this folder knows a chat platform's types.
 
+mod attachments;
 mod console;
 mod http;
 pub mod matrix;

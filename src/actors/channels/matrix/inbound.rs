@@ -18,6 +18,7 @@ use matrix_sdk::ruma::{EventId, OwnedEventId, OwnedUserId};
 use super::confirmations;
 use super::outbound::{Conversation, Outgoing, send_message, send_read_receipt};
 use super::{MATRIX_CHANNEL, MatrixError, Shared};
+use crate::actors::channels::attachments::safe_file_name;
 use crate::actors::request_queue::{CancelPending, SubmitError, SubmitInbound, Submitted};
 use crate::ports::{Attachment, AttachmentKind, Inbound, InboundExtras, QuotedMessage, now_ms};
 
@@ -366,22 +367,6 @@ async fn write(folder: &Path, path: &Path, bytes: &[u8]) -> Result<(), String> {
     tokio::fs::write(path, bytes)
         .await
         .map_err(|error| format!("cannot write {}: {error}", path.display()))
-}
-
-fn safe_file_name(name: &str) -> String {
-    let cleaned: String = name
-        .chars()
-        .map(|character| match character {
-            '/' | '\\' | '\0' | ':' => '_',
-            other if other.is_control() => '_',
-            other => other,
-        })
-        .take(120)
-        .collect();
-    match cleaned.trim_matches('.') {
-        "" => "file".to_string(),
-        name => name.to_string(),
-    }
 }
 
 /// An invite: joined when a family member sent it, refused otherwise.
