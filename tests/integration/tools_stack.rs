@@ -85,11 +85,12 @@ async fn local_provider_offers_every_local_tool() {
     let tools = provider.tools().await;
     let mut offered = names(&tools);
     offered.sort_unstable();
-    // delegate_to_service is a local tool too, but built per profile by the delegation actor.
+    // delegate_to_service and route_to_plugin are local tools too, but built per profile
+    // by the delegation actor and the plugins.
     let mut known: Vec<&str> = LOCAL_TOOL_NAMES
         .iter()
         .copied()
-        .filter(|name| *name != "delegate_to_service")
+        .filter(|name| !["delegate_to_service", "route_to_plugin"].contains(name))
         .collect();
     known.sort_unstable();
     assert_eq!(offered, known);
