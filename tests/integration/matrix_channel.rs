@@ -47,6 +47,7 @@ async fn start_on_matrix(
     server: &Homeserver,
     extra_profiles: &str,
     folder: Option<TempDir>,
+    overrides: &[(&str, &str)],
 ) -> TestApp {
     let folder = folder.unwrap_or_else(|| tempfile::tempdir().expect("temporary folder"));
     let path = write_config(folder.path(), &llm.base_url());
@@ -76,10 +77,11 @@ async fn start_on_matrix(
         folder.path().join("attachments").display(),
     );
     std::fs::write(&path, text).expect("test config written");
-    let env = [
+    let mut env = vec![
         ("TEST_MATRIX_PASSWORD", BOT_PASSWORD),
         ("TEST_MATRIX_STORE_PASSPHRASE", "store passphrase for tests"),
     ];
+    env.extend_from_slice(overrides);
     TestApp::start_from(folder, &path, &env).await
 }
 
@@ -130,7 +132,7 @@ async fn an_encrypted_chat_works_both_ways_and_strangers_are_refused() {
         return;
     };
     let llm = ScriptedLlmServer::start();
-    let app = start_on_matrix(&llm, &server, "", None).await;
+    let app = start_on_matrix(&llm, &server, "", None, &[]).await;
     let alice = MatrixMember::login(&server.synapse, &server.alice).await;
     let room = room_with_hearth(&alice, &server, true, &[]).await;
 
@@ -159,6 +161,24 @@ async fn an_encrypted_chat_works_both_ways_and_strangers_are_refused() {
             .contains("hello hearth")
     );
 
+    // A reply brings the message it answers as context; "typing…" shows meanwhile.
+    llm.push(Step::Delay(
+        Duration::from_millis(1500),
+        Box::new(Step::Reply("Tomorrow too.".into())),
+    ));
+    alice
+        .send_reply(&room, &reply.event_id, "and tomorrow?")
+        .await;
+    alice
+        .wait_for_typing(&room, &server.bot.user_id, true)
+        .await;
+    reply_from_hearth(&alice, &server, |message| message.body == "Tomorrow too.").await;
+    let seen = llm.requests()[1].body["messages"].to_string();
+    assert!(
+        seen.contains("(Replying to hearth (you): “Hi Alice, 2 < 3.”)\\nand tomorrow?"),
+        "{seen}"
+    );
+
     // A stranger's invitation is refused: hearth never joins.
     let stranger = MatrixMember::login(&server.synapse, &server.stranger).await;
     let theirs = stranger
@@ -183,7 +203,7 @@ async fn an_encrypted_chat_works_both_ways_and_strangers_are_refused() {
         );
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
-    assert_eq!(llm.requests().len(), 1);
+    assert_eq!(llm.requests().len(), 2);
     app.stop().await;
 }
 
@@ -193,7 +213,7 @@ async fn commands_with_slash_or_bang_reach_their_profile_and_help_lists_them() {
         return;
     };
     let llm = ScriptedLlmServer::start();
-    let app = start_on_matrix(&llm, &server, SECURE_PROFILE, None).await;
+    let app = start_on_matrix(&llm, &server, SECURE_PROFILE, None, &[]).await;
     let alice = MatrixMember::login(&server.synapse, &server.alice).await;
     let room = room_with_hearth(&alice, &server, false, &[]).await;
 
@@ -224,7 +244,7 @@ async fn reactions_confirm_or_deny_and_only_the_member_asked_counts() {
         return;
     };
     let llm = ScriptedLlmServer::start();
-    let app = start_on_matrix(&llm, &server, SECURE_PROFILE, None).await;
+    let app = start_on_matrix(&llm, &server, SECURE_PROFILE, None, &[]).await;
     let alice = MatrixMember::login(&server.synapse, &server.alice).await;
     let bob = MatrixMember::login(&server.synapse, &server.bob).await;
     let room = room_with_hearth(&alice, &server, true, &[&server.bob.user_id]).await;
@@ -298,7 +318,7 @@ async fn a_restart_keeps_the_device_replays_nothing_and_still_decrypts() {
         return;
     };
     let llm = ScriptedLlmServer::start();
-    let app = start_on_matrix(&llm, &server, "", None).await;
+    let app = start_on_matrix(&llm, &server, "", None, &[]).await;
     let alice = MatrixMember::login(&server.synapse, &server.alice).await;
     let room = room_with_hearth(&alice, &server, true, &[]).await;
     llm.push(Step::Reply("First answer.".into()));
@@ -310,7 +330,7 @@ async fn a_restart_keeps_the_device_replays_nothing_and_still_decrypts() {
     // Written while hearth is down, encrypted for the device it had.
     alice.send_text(&room, "second").await;
     llm.push(Step::Reply("Second answer.".into()));
-    let app = start_on_matrix(&llm, &server, "", Some(folder)).await;
+    let app = start_on_matrix(&llm, &server, "", Some(folder), &[]).await;
     reply_from_hearth(&alice, &server, |message| message.body == "Second answer.").await;
     assert_eq!(
         device_of(app.folder.path()),
@@ -335,7 +355,7 @@ async fn hearth_syncs_again_after_the_homeserver_restarts() {
         return;
     };
     let llm = ScriptedLlmServer::start();
-    let app = start_on_matrix(&llm, &server, "", None).await;
+    let app = start_on_matrix(&llm, &server, "", None, &[]).await;
     let alice = MatrixMember::login(&server.synapse, &server.alice).await;
     let room = room_with_hearth(&alice, &server, false, &[]).await;
     server.synapse.stop().await;
@@ -366,7 +386,7 @@ async fn a_message_hearth_cannot_decrypt_is_reported_and_counted() {
         return;
     };
     let llm = ScriptedLlmServer::start();
-    let app = start_on_matrix(&llm, &server, "", None).await;
+    let app = start_on_matrix(&llm, &server, "", None, &[]).await;
     let alice = MatrixMember::login(&server.synapse, &server.alice).await;
     let room = room_with_hearth(&alice, &server, true, &[]).await;
     // An encrypted event for a session hearth was never given a key to: what a message
@@ -421,4 +441,51 @@ fn urlencode(text: &str) -> String {
             other => format!("%{other:02X}"),
         })
         .collect()
+}
+
+#[actix::test]
+async fn a_yes_reply_answers_a_prompt_and_an_unanswered_one_expires() {
+    let Some(server) = homeserver("matrix_reply_and_expiry").await else {
+        return;
+    };
+    let llm = ScriptedLlmServer::start();
+    let timeout = (
+        "HEARTH__DEFAULT_PROFILE_SETTINGS__PROCESSING_CONFIG__CONFIRMATION_TIMEOUT_SECONDS",
+        "4",
+    );
+    let app = start_on_matrix(&llm, &server, SECURE_PROFILE, None, &[timeout]).await;
+    let alice = MatrixMember::login(&server.synapse, &server.alice).await;
+    let room = room_with_hearth(&alice, &server, true, &[]).await;
+    let script = |city: &str| {
+        [
+            Step::ToolCalls(vec![(
+                "profile_update".into(),
+                serde_json::json!({"key": "city", "value": city}),
+            )]),
+            Step::Reply(format!("Done: {city}.")),
+        ]
+    };
+    llm.push_many(script("Rome"));
+    alice.send_text(&room, "/secure I live in Rome").await;
+    let prompt = reply_from_hearth(&alice, &server, |message| message.body.contains("Rome")).await;
+    alice.send_reply(&room, &prompt.event_id, "yes").await;
+    reply_from_hearth(&alice, &server, |message| message.body == "Done: Rome.").await;
+    let facts = app.running.stores.profiles.get("alice").await.unwrap();
+    assert_eq!(facts.get("city").map(String::as_str), Some("Rome"));
+
+    llm.push_many(script("Oslo"));
+    alice.send_text(&room, "/secure I live in Oslo").await;
+    let prompt = reply_from_hearth(&alice, &server, |message| message.body.contains("Oslo")).await;
+    alice
+        .wait_for_message(&server.bot.user_id, |message| {
+            message.relates_to.as_ref() == Some(&prompt.event_id)
+                && message
+                    .new_body()
+                    .is_some_and(|body| body.ends_with("⌛ Expired: nothing was done."))
+        })
+        .await;
+    reply_from_hearth(&alice, &server, |message| message.body == "Done: Oslo.").await;
+    let facts = app.running.stores.profiles.get("alice").await.unwrap();
+    assert_eq!(facts.get("city").map(String::as_str), Some("Rome"));
+    app.stop().await;
 }
