@@ -8,6 +8,7 @@ mod http;
 pub mod matrix;
 mod messages;
 pub mod telegram;
+mod typing;
 
 pub use console::{ConsoleChannel, run_console};
 pub use http::{ForgetReply, HttpChannel, HttpSubmitError, SubmitHttpInbound};

@@ -30,18 +30,17 @@ mod sync;
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use actix::fut::{ActorFutureExt, WrapFuture};
-use actix::{
-    Actor, ActorContext, Addr, AsyncContext, Context, Handler, ResponseActFuture, SpawnHandle,
-};
+use actix::{Actor, ActorContext, Addr, AsyncContext, Context, Handler, ResponseActFuture};
 use matrix_sdk::Client;
 use tokio::sync::mpsc;
 
 pub use messages::{EventReceived, MatrixError, MatrixEvent, StopMatrix};
 pub use session::MatrixStartError;
 
+use super::typing::TypingTurns;
 use super::{DeliverReply, ReplyKind};
 use crate::actors::request_queue::RequestQueue;
 use crate::family::Family;
@@ -55,7 +54,6 @@ pub const MATRIX_CHANNEL: &str = "matrix";
 
 /// Matrix typing notices last a few seconds: sent again while a turn runs.
 const TYPING_EVERY: Duration = Duration::from_secs(3);
-const MAX_TYPING: Duration = Duration::from_secs(10 * 60);
 
 /// What the channel needs from config, with secrets resolved.
 #[derive(Clone)]
@@ -96,16 +94,10 @@ pub(super) struct Shared {
     metrics: Arc<Metrics>,
 }
 
-struct Typing {
-    turns: usize,
-    since: Instant,
-    handle: SpawnHandle,
-}
-
 pub struct MatrixChannel {
     shared: Arc<Shared>,
     outboxes: HashMap<String, mpsc::UnboundedSender<Outgoing>>,
-    typing: HashMap<String, Typing>,
+    typing: TypingTurns<String>,
 }
 
 impl MatrixChannel {
@@ -133,7 +125,7 @@ impl MatrixChannel {
                 metrics,
             }),
             outboxes: HashMap::new(),
-            typing: HashMap::new(),
+            typing: TypingTurns::default(),
         })
     }
 
@@ -151,45 +143,19 @@ impl MatrixChannel {
     }
 
     fn typing_started(&mut self, conversation: Conversation, ctx: &mut Context<Self>) {
-        let key = conversation.room_id.to_string();
-        if let Some(typing) = self.typing.get_mut(&key) {
-            typing.turns += 1;
-            return;
-        }
         let shared = self.shared.clone();
-        outbound::send_typing(shared.clone(), conversation.clone(), true);
-        let room_key = key.clone();
-        let handle = ctx.run_interval(TYPING_EVERY, move |act, ctx| {
-            match act.typing.get(&room_key) {
-                Some(typing) if typing.since.elapsed() < MAX_TYPING => {
-                    outbound::send_typing(shared.clone(), conversation.clone(), true)
-                }
-                Some(typing) => {
-                    ctx.cancel_future(typing.handle);
-                    act.typing.remove(&room_key);
-                }
-                None => {}
-            }
-        });
-        self.typing.insert(
+        let key = conversation.room_id.to_string();
+        self.typing.started(
             key,
-            Typing {
-                turns: 1,
-                since: Instant::now(),
-                handle,
-            },
+            ctx,
+            TYPING_EVERY,
+            move || outbound::send_typing(shared.clone(), conversation.clone(), true),
+            |channel: &mut Self| &mut channel.typing,
         );
     }
 
     fn typing_stopped(&mut self, conversation: &Conversation, ctx: &mut Context<Self>) {
-        let key = conversation.room_id.to_string();
-        let Some(typing) = self.typing.get_mut(&key) else {
-            return;
-        };
-        typing.turns = typing.turns.saturating_sub(1);
-        if typing.turns == 0 {
-            ctx.cancel_future(typing.handle);
-            self.typing.remove(&key);
+        if self.typing.stopped(&conversation.room_id.to_string(), ctx) {
             outbound::send_typing(self.shared.clone(), conversation.clone(), false);
         }
     }

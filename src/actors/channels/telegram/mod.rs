@@ -27,12 +27,10 @@ mod webhook;
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use actix::fut::{ActorFutureExt, WrapFuture};
-use actix::{
-    Actor, ActorContext, Addr, AsyncContext, Context, Handler, ResponseActFuture, SpawnHandle,
-};
+use actix::{Actor, ActorContext, Addr, AsyncContext, Context, Handler, ResponseActFuture};
 use teloxide::Bot;
 use teloxide::payloads::SendChatActionSetters;
 use teloxide::requests::Requester;
@@ -42,6 +40,7 @@ use tokio::sync::mpsc;
 pub use messages::{StopTelegram, TelegramError, UpdateReceived};
 pub use webhook::{MAX_UPDATE_BYTES, TelegramWebhook, telegram_webhook_route};
 
+use super::typing::TypingTurns;
 use super::{DeliverReply, ReplyKind};
 use crate::actors::request_queue::RequestQueue;
 use crate::config::TelegramMode;
@@ -56,8 +55,6 @@ pub const TELEGRAM_CHANNEL: &str = "telegram";
 
 /// How often "typing…" is sent again while a turn runs (Telegram shows it for 5 s).
 const TYPING_EVERY: Duration = Duration::from_secs(4);
-/// A turn that never answers does not leave "typing…" on forever.
-const MAX_TYPING: Duration = Duration::from_secs(10 * 60);
 
 /// What the channel needs from config, with secrets resolved.
 #[derive(Clone)]
@@ -99,18 +96,12 @@ pub(super) struct Shared {
     username: OnceLock<String>,
 }
 
-struct Typing {
-    turns: usize,
-    since: Instant,
-    handle: SpawnHandle,
-}
-
 pub struct TelegramChannel {
     shared: Arc<Shared>,
     /// One sender per chat: replies of a chat go out in order, chats do not wait on each other.
     outboxes: HashMap<i64, mpsc::UnboundedSender<Outgoing>>,
     /// Turns running per conversation, and the timer sending "typing…" for them.
-    typing: HashMap<ChatTarget, Typing>,
+    typing: TypingTurns<ChatTarget>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -155,7 +146,7 @@ impl TelegramChannel {
                 username: OnceLock::new(),
             }),
             outboxes: HashMap::new(),
-            typing: HashMap::new(),
+            typing: TypingTurns::default(),
         })
     }
 
@@ -175,44 +166,19 @@ impl TelegramChannel {
 
     /// A turn of `target`'s conversation started (or goes on): show "typing…".
     fn typing_started(&mut self, target: ChatTarget, ctx: &mut Context<Self>) {
-        if let Some(typing) = self.typing.get_mut(&target) {
-            typing.turns += 1;
-            return;
-        }
         let shared = self.shared.clone();
-        send_typing(shared.clone(), target);
-        let handle = ctx.run_interval(TYPING_EVERY, move |act, ctx| {
-            match act.typing.get(&target) {
-                Some(typing) if typing.since.elapsed() < MAX_TYPING => {
-                    send_typing(shared.clone(), target)
-                }
-                Some(typing) => {
-                    ctx.cancel_future(typing.handle);
-                    act.typing.remove(&target);
-                }
-                None => {}
-            }
-        });
-        self.typing.insert(
+        self.typing.started(
             target,
-            Typing {
-                turns: 1,
-                since: Instant::now(),
-                handle,
-            },
+            ctx,
+            TYPING_EVERY,
+            move || send_typing(shared.clone(), target),
+            |channel: &mut Self| &mut channel.typing,
         );
     }
 
     /// A turn of `target` answered or stopped to wait for the member.
     fn typing_stopped(&mut self, target: ChatTarget, ctx: &mut Context<Self>) {
-        let Some(typing) = self.typing.get_mut(&target) else {
-            return;
-        };
-        typing.turns = typing.turns.saturating_sub(1);
-        if typing.turns == 0 {
-            ctx.cancel_future(typing.handle);
-            self.typing.remove(&target);
-        }
+        self.typing.stopped(&target, ctx);
     }
 
     /// Carry out what handling an update asked for.
