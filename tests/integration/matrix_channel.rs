@@ -489,3 +489,36 @@ async fn a_yes_reply_answers_a_prompt_and_an_unanswered_one_expires() {
     assert_eq!(facts.get("city").map(String::as_str), Some("Rome"));
     app.stop().await;
 }
+
+#[actix::test]
+async fn an_image_in_an_encrypted_room_is_downloaded_and_reaches_the_model() {
+    let Some(server) = homeserver("matrix_image").await else {
+        return;
+    };
+    let llm = ScriptedLlmServer::start();
+    let app = start_on_matrix(&llm, &server, "", None, &[]).await;
+    let alice = MatrixMember::login(&server.synapse, &server.alice).await;
+    let room = room_with_hearth(&alice, &server, true, &[]).await;
+    let bytes: Vec<u8> = (0..1500u32).map(|index| (index % 251) as u8).collect();
+    llm.push(Step::Reply("Nice photo.".into()));
+    alice
+        .send_image(&room, "photo.png", bytes.clone(), "look at this")
+        .await;
+    reply_from_hearth(&alice, &server, |message| message.body == "Nice photo.").await;
+    let seen = llm.requests()[0].body["messages"].to_string();
+    assert!(
+        seen.contains("look at this\\n(Attached: an image, \\\"photo.png\\\", 2 KB, image/png"),
+        "{seen}"
+    );
+    // Stored decrypted, byte for byte.
+    let attachments = app.folder.path().join("attachments");
+    let stored: Vec<std::path::PathBuf> = std::fs::read_dir(&attachments)
+        .unwrap()
+        .flatten()
+        .flat_map(|entry| std::fs::read_dir(entry.path()).unwrap().flatten())
+        .map(|entry| entry.path())
+        .collect();
+    assert_eq!(stored.len(), 1, "{stored:?}");
+    assert_eq!(std::fs::read(&stored[0]).unwrap(), bytes);
+    app.stop().await;
+}

@@ -345,6 +345,25 @@ impl MatrixMember {
             .await
     }
 
+    /// Send `bytes` as an image named `file_name` with a caption (encrypted in an
+    /// encrypted room, as any client would).
+    pub async fn send_image(
+        &self,
+        room_id: &RoomId,
+        file_name: &str,
+        bytes: Vec<u8>,
+        caption: &str,
+    ) -> OwnedEventId {
+        let config = matrix_sdk::attachment::AttachmentConfig::new().caption(Some(
+            matrix_sdk::ruma::events::room::message::TextMessageEventContent::plain(caption),
+        ));
+        self.room(room_id)
+            .send_attachment(file_name, &mime::IMAGE_PNG, bytes, config)
+            .await
+            .expect("the image is sent")
+            .event_id
+    }
+
     /// Send a rich reply (`m.in_reply_to`) to `event_id`, mentioning its sender.
     pub async fn send_reply(
         &self,
