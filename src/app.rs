@@ -127,9 +127,7 @@ pub async fn start(loaded: &LoadedConfig, options: StartOptions) -> Result<Runni
     let queue_context = Context::<RequestQueue>::new();
     // A server's question waits for the member as long as a confirmation would.
     let question_wait = loaded
-        .profiles
-        .iter()
-        .find(|profile| profile.id == loaded.default_profile_id)
+        .profile(&loaded.default_profile_id)
         .map_or(MAX_ELICITATION_WAIT, |profile| {
             Duration::from_secs(profile.processing.confirmation_timeout_seconds)
         })
@@ -327,9 +325,7 @@ pub async fn start(loaded: &LoadedConfig, options: StartOptions) -> Result<Runni
                 registered_plugins: stores.registered_plugins.clone(),
                 broker: broker.clone().recipient(),
                 default_llm: loaded
-                    .profiles
-                    .iter()
-                    .find(|profile| profile.id == loaded.default_profile_id)
+                    .profile(&loaded.default_profile_id)
                     .map(|profile| profile.processing.llm_model.clone())
                     .unwrap_or_default(),
                 llm_names: config.llms.keys().cloned().collect(),
@@ -411,9 +407,7 @@ fn matrix_settings(loaded: &LoadedConfig) -> MatrixSettings {
 /// is for, and what the default profile is for: what `/help` lists on every platform.
 fn channel_commands(loaded: &LoadedConfig) -> (Vec<(String, String)>, String) {
     let default_description = loaded
-        .profiles
-        .iter()
-        .find(|profile| profile.id == loaded.default_profile_id)
+        .profile(&loaded.default_profile_id)
         .map(|profile| profile.description.clone())
         .unwrap_or_default();
     let commands = loaded
