@@ -38,3 +38,12 @@ pub struct DeliverReply {
     /// so a channel can thread the reply to it.
     pub reply_to_event: Option<String>,
 }
+
+/// Why a channel could not hand a platform event over for good: it must come again.
+#[derive(Debug, thiserror::Error)]
+pub enum ChannelError {
+    #[error("the request queue is not running")]
+    QueueStopped,
+    #[error(transparent)]
+    Storage(#[from] crate::ports::StorageError),
+}

@@ -12,4 +12,4 @@ mod typing;
 
 pub use console::{ConsoleChannel, run_console};
 pub use http::{ForgetReply, HttpChannel, HttpSubmitError, SubmitHttpInbound};
-pub use messages::{DeliverReply, ReplyKind};
+pub use messages::{ChannelError, DeliverReply, ReplyKind};

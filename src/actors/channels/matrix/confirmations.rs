@@ -13,7 +13,8 @@ use serde::{Deserialize, Serialize};
 
 use super::inbound::FollowUp;
 use super::outbound::{Conversation, Outgoing, room, send_event, send_message};
-use super::{MATRIX_CHANNEL, MatrixError, Shared};
+use super::{MATRIX_CHANNEL, Shared};
+use crate::actors::channels::ChannelError;
 use crate::actors::request_queue::{AnswerConfirmation, AnswerError};
 
 pub(super) const EXPIRED_OUTCOME: &str = "⌛ Expired: nothing was done.";
@@ -126,7 +127,7 @@ pub(super) async fn close_prompt(
 pub(super) async fn confirmation_of(
     shared: &Shared,
     event_id: &str,
-) -> Result<Option<String>, MatrixError> {
+) -> Result<Option<String>, ChannelError> {
     Ok(shared
         .state
         .get_state(MATRIX_CHANNEL, &prompt_key(event_id))
@@ -138,7 +139,7 @@ pub(super) async fn handle_reaction(
     shared: &Shared,
     room: Room,
     event: OriginalSyncReactionEvent,
-) -> Result<Vec<FollowUp>, MatrixError> {
+) -> Result<Vec<FollowUp>, ChannelError> {
     let relation = &event.content.relates_to;
     // Some clients add a variation selector to the emoji.
     let approve = match relation.key.trim_end_matches('\u{fe0f}') {
@@ -167,7 +168,7 @@ pub(super) async fn answer(
     sender: &str,
     confirmation_id: &str,
     approve: bool,
-) -> Result<Vec<FollowUp>, MatrixError> {
+) -> Result<Vec<FollowUp>, ChannelError> {
     let Some(member) = shared.family.by_matrix_id(sender) else {
         return Ok(Vec::new());
     };
@@ -180,7 +181,7 @@ pub(super) async fn answer(
             reply_to: None,
         })
         .await
-        .map_err(|_| MatrixError::QueueStopped)?;
+        .map_err(|_| ChannelError::QueueStopped)?;
     let conversation = Conversation {
         room_id: room.room_id().to_owned(),
         thread_root: None,
@@ -206,6 +207,6 @@ pub(super) async fn answer(
             tracing::info!(confirmation = confirmation_id, sender, %refusal, "matrix answer ignored");
             Ok(Vec::new())
         }
-        Err(AnswerError::Storage(error)) => Err(MatrixError::Storage(error)),
+        Err(AnswerError::Storage(error)) => Err(ChannelError::Storage(error)),
     }
 }

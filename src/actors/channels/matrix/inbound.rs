@@ -17,7 +17,8 @@ use matrix_sdk::ruma::{EventId, OwnedEventId, OwnedUserId};
 
 use super::confirmations;
 use super::outbound::{Conversation, Outgoing, send_message, send_read_receipt};
-use super::{MATRIX_CHANNEL, MatrixError, Shared};
+use super::{MATRIX_CHANNEL, Shared};
+use crate::actors::channels::ChannelError;
 use crate::actors::channels::attachments::safe_file_name;
 use crate::actors::request_queue::{CancelPending, SubmitError, SubmitInbound, Submitted};
 use crate::ports::{Attachment, AttachmentKind, Inbound, InboundExtras, QuotedMessage, now_ms};
@@ -77,7 +78,7 @@ pub(super) async fn handle_message(
     shared: &Shared,
     room: Room,
     event: OriginalSyncRoomMessageEvent,
-) -> Result<Vec<FollowUp>, MatrixError> {
+) -> Result<Vec<FollowUp>, ChannelError> {
     let Some(member) = shared.family.by_matrix_id(event.sender.as_str()) else {
         return Ok(Vec::new());
     };
@@ -199,14 +200,14 @@ pub(super) async fn handle_message(
         .queue
         .send(SubmitInbound { inbound })
         .await
-        .map_err(|_| MatrixError::QueueStopped)?;
+        .map_err(|_| ChannelError::QueueStopped)?;
     let follow_up = match submitted {
         Ok(Submitted::Accepted | Submitted::AnsweredQuestion { .. }) => {
             vec![FollowUp::TurnStarted(conversation)]
         }
         Ok(Submitted::Duplicate(_)) => Vec::new(),
         Err(SubmitError::Busy { .. }) => say(&conversation, BUSY_REPLY.into(), &event.event_id),
-        Err(SubmitError::Storage(error)) => return Err(MatrixError::Storage(error)),
+        Err(SubmitError::Storage(error)) => return Err(ChannelError::Storage(error)),
     };
     send_read_receipt(room, event.event_id.clone());
     Ok(follow_up)
@@ -230,7 +231,7 @@ async fn cancel(
     member_id: &str,
     conversation: &Conversation,
     event_id: &EventId,
-) -> Result<Vec<FollowUp>, MatrixError> {
+) -> Result<Vec<FollowUp>, ChannelError> {
     let cancelled = shared
         .queue
         .send(CancelPending {
@@ -238,7 +239,7 @@ async fn cancel(
             conversation_key: format!("{MATRIX_CHANNEL}:{}", conversation.conversation_id()),
         })
         .await
-        .map_err(|_| MatrixError::QueueStopped)??;
+        .map_err(|_| ChannelError::QueueStopped)??;
     if cancelled.is_empty() {
         return Ok(say(
             conversation,

@@ -1,13 +1,13 @@
 //! Messages of the `MatrixChannel`.
 
 use actix::Message;
+
+use crate::actors::channels::ChannelError;
 use matrix_sdk::Room;
 use matrix_sdk::ruma::OwnedUserId;
 use matrix_sdk::ruma::events::reaction::OriginalSyncReactionEvent;
 use matrix_sdk::ruma::events::room::encrypted::OriginalSyncRoomEncryptedEvent;
 use matrix_sdk::ruma::events::room::message::OriginalSyncRoomMessageEvent;
-
-use crate::ports::StorageError;
 
 /// What the sync loop hands over.
 #[derive(Debug)]
@@ -32,18 +32,10 @@ pub enum MatrixEvent {
 /// An event from a sync. Answers `Ok` once it is handled for good; an `Err` means
 /// "not yet": the sync position stays, and the event comes again.
 #[derive(Debug, Message)]
-#[rtype(result = "Result<(), MatrixError>")]
+#[rtype(result = "Result<(), ChannelError>")]
 pub struct EventReceived(pub MatrixEvent);
 
 /// Stop syncing and sending: hearth is shutting down (or a test restarts it).
 #[derive(Debug, Message)]
 #[rtype(result = "()")]
 pub struct StopMatrix;
-
-#[derive(Debug, thiserror::Error)]
-pub enum MatrixError {
-    #[error("the request queue is not running")]
-    QueueStopped,
-    #[error(transparent)]
-    Storage(#[from] StorageError),
-}

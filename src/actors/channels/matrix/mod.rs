@@ -37,11 +37,11 @@ use actix::{Actor, ActorContext, Addr, AsyncContext, Context, Handler, ResponseA
 use matrix_sdk::Client;
 use tokio::sync::mpsc;
 
-pub use messages::{EventReceived, MatrixError, MatrixEvent, StopMatrix};
+pub use messages::{EventReceived, MatrixEvent, StopMatrix};
 pub use session::MatrixStartError;
 
 use super::typing::TypingTurns;
-use super::{DeliverReply, ReplyKind};
+use super::{ChannelError, DeliverReply, ReplyKind};
 use crate::actors::request_queue::RequestQueue;
 use crate::family::Family;
 use crate::metrics::Metrics;
@@ -184,7 +184,7 @@ impl Actor for MatrixChannel {
 }
 
 impl Handler<EventReceived> for MatrixChannel {
-    type Result = ResponseActFuture<Self, Result<(), MatrixError>>;
+    type Result = ResponseActFuture<Self, Result<(), ChannelError>>;
 
     fn handle(&mut self, message: EventReceived, _ctx: &mut Self::Context) -> Self::Result {
         let shared = self.shared.clone();

@@ -16,7 +16,8 @@ use super::inbound::FollowUp;
 use super::outbound::{
     ChatTarget, Outgoing, PATIENT_ATTEMPTS, QUICK_ATTEMPTS, message, with_retries,
 };
-use super::{Shared, TELEGRAM_CHANNEL, TelegramError};
+use super::{Shared, TELEGRAM_CHANNEL};
+use crate::actors::channels::ChannelError;
 use crate::actors::request_queue::{AnswerConfirmation, AnswerError};
 use crate::ports::AnswerRefused;
 
@@ -132,7 +133,7 @@ pub(super) async fn close_prompt(
 pub(super) async fn handle_press(
     shared: &Shared,
     query: CallbackQuery,
-) -> Result<Vec<FollowUp>, TelegramError> {
+) -> Result<Vec<FollowUp>, ChannelError> {
     let Some((confirmation_id, approve)) = query.data.as_deref().and_then(parse_data) else {
         alert(shared, &query, "This button is not mine.").await;
         return Ok(Vec::new());
@@ -158,7 +159,7 @@ pub(super) async fn handle_press(
             reply_to: None,
         })
         .await
-        .map_err(|_| TelegramError::QueueStopped)?;
+        .map_err(|_| ChannelError::QueueStopped)?;
     let name = member.name.clone().unwrap_or_else(|| member.id.clone());
     let mut follow_up = Vec::new();
     let close = |outcome: String| {
@@ -196,7 +197,7 @@ pub(super) async fn handle_press(
         }
         Err(AnswerError::Storage(error)) => {
             alert(shared, &query, "Something went wrong; please press again.").await;
-            return Err(TelegramError::Storage(error));
+            return Err(ChannelError::Storage(error));
         }
     }
     Ok(follow_up)

@@ -9,7 +9,8 @@ use teloxide::requests::Requester;
 use teloxide::types::{FileId, Message};
 
 use super::outbound::{ChatTarget, Outgoing, event_id};
-use super::{Shared, TELEGRAM_CHANNEL, TelegramError};
+use super::{Shared, TELEGRAM_CHANNEL};
+use crate::actors::channels::ChannelError;
 use crate::actors::channels::attachments::safe_file_name;
 use crate::actors::request_queue::{CancelPending, SubmitError, SubmitInbound, Submitted};
 use crate::config::FamilyMember;
@@ -75,7 +76,7 @@ fn say(target: ChatTarget, text: String, reply_to: &Message) -> Vec<FollowUp> {
 pub(super) async fn handle_message(
     shared: &Shared,
     message: Message,
-) -> Result<Vec<FollowUp>, TelegramError> {
+) -> Result<Vec<FollowUp>, ChannelError> {
     // Channel posts and messages of other bots have no family member behind them.
     let Some(from) = message.from.as_ref().filter(|from| !from.is_bot) else {
         return Ok(Vec::new());
@@ -126,14 +127,14 @@ pub(super) async fn handle_message(
         .queue
         .send(SubmitInbound { inbound })
         .await
-        .map_err(|_| TelegramError::QueueStopped)?;
+        .map_err(|_| ChannelError::QueueStopped)?;
     match submitted {
         Ok(Submitted::Accepted | Submitted::AnsweredQuestion { .. }) => {
             Ok(vec![FollowUp::TurnStarted(target)])
         }
         Ok(Submitted::Duplicate(_)) => Ok(Vec::new()),
         Err(SubmitError::Busy { .. }) => Ok(say(target, BUSY_REPLY.to_string(), &message)),
-        Err(SubmitError::Storage(error)) => Err(TelegramError::Storage(error)),
+        Err(SubmitError::Storage(error)) => Err(ChannelError::Storage(error)),
     }
 }
 
@@ -143,7 +144,7 @@ async fn cancel(
     member: &FamilyMember,
     target: ChatTarget,
     message: &Message,
-) -> Result<Vec<FollowUp>, TelegramError> {
+) -> Result<Vec<FollowUp>, ChannelError> {
     let cancelled = shared
         .queue
         .send(CancelPending {
@@ -151,7 +152,7 @@ async fn cancel(
             conversation_key: format!("{TELEGRAM_CHANNEL}:{}", target.conversation_id()),
         })
         .await
-        .map_err(|_| TelegramError::QueueStopped)??;
+        .map_err(|_| ChannelError::QueueStopped)??;
     if cancelled.is_empty() {
         return Ok(say(target, "Nothing is waiting for you.".into(), message));
     }

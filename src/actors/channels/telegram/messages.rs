@@ -2,13 +2,13 @@
 
 use actix::Message;
 
-use crate::ports::StorageError;
+use crate::actors::channels::ChannelError;
 
 /// An update from Telegram (long poll or webhook). Answers `Ok` once it is handled for
 /// good (its message stored, its button answered, or ignored on purpose); an `Err`
 /// means "not yet": the same update must be handed over again later.
 #[derive(Debug, Message)]
-#[rtype(result = "Result<(), TelegramError>")]
+#[rtype(result = "Result<(), ChannelError>")]
 pub struct UpdateReceived {
     pub update: teloxide::types::Update,
 }
@@ -17,11 +17,3 @@ pub struct UpdateReceived {
 #[derive(Debug, Message)]
 #[rtype(result = "()")]
 pub struct StopTelegram;
-
-#[derive(Debug, thiserror::Error)]
-pub enum TelegramError {
-    #[error("the request queue is not running")]
-    QueueStopped,
-    #[error(transparent)]
-    Storage(#[from] StorageError),
-}

@@ -37,11 +37,11 @@ use teloxide::requests::Requester;
 use teloxide::types::{ChatAction, UpdateKind};
 use tokio::sync::mpsc;
 
-pub use messages::{StopTelegram, TelegramError, UpdateReceived};
+pub use messages::{StopTelegram, UpdateReceived};
 pub use webhook::{MAX_UPDATE_BYTES, TelegramWebhook, telegram_webhook_route};
 
 use super::typing::TypingTurns;
-use super::{DeliverReply, ReplyKind};
+use super::{ChannelError, DeliverReply, ReplyKind};
 use crate::actors::request_queue::RequestQueue;
 use crate::config::TelegramMode;
 use crate::family::Family;
@@ -225,7 +225,7 @@ impl Actor for TelegramChannel {
 }
 
 impl Handler<UpdateReceived> for TelegramChannel {
-    type Result = ResponseActFuture<Self, Result<(), TelegramError>>;
+    type Result = ResponseActFuture<Self, Result<(), ChannelError>>;
 
     fn handle(&mut self, message: UpdateReceived, _ctx: &mut Self::Context) -> Self::Result {
         let shared = self.shared.clone();
