@@ -7,6 +7,7 @@ mod console;
 mod http;
 pub mod matrix;
 mod messages;
+mod outboxes;
 pub mod telegram;
 mod typing;
 

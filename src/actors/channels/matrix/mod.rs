@@ -27,7 +27,6 @@ mod outbound;
 mod session;
 mod sync;
 
-use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -35,11 +34,11 @@ use std::time::Duration;
 use actix::fut::{ActorFutureExt, WrapFuture};
 use actix::{Actor, ActorContext, Addr, AsyncContext, Context, Handler, ResponseActFuture};
 use matrix_sdk::Client;
-use tokio::sync::mpsc;
 
 pub use messages::{EventReceived, MatrixEvent, StopMatrix};
 pub use session::MatrixStartError;
 
+use super::outboxes::Outboxes;
 use super::typing::TypingTurns;
 use super::{ChannelError, DeliverReply, ReplyKind};
 use crate::actors::request_queue::RequestQueue;
@@ -96,7 +95,7 @@ pub(super) struct Shared {
 
 pub struct MatrixChannel {
     shared: Arc<Shared>,
-    outboxes: HashMap<String, mpsc::UnboundedSender<Outgoing>>,
+    outboxes: Outboxes<String, Outgoing>,
     typing: TypingTurns<String>,
 }
 
@@ -124,22 +123,16 @@ impl MatrixChannel {
                 readiness,
                 metrics,
             }),
-            outboxes: HashMap::new(),
+            outboxes: Outboxes::default(),
             typing: TypingTurns::default(),
         })
     }
 
     fn enqueue(&mut self, job: Outgoing) {
-        let room = job.room_key();
-        let outbox = self.outboxes.entry(room.clone()).or_insert_with(|| {
-            let (sender, receiver) = mpsc::unbounded_channel();
-            tokio::spawn(outbound::run_outbox(self.shared.clone(), receiver));
-            sender
+        let shared = &self.shared;
+        self.outboxes.send(job.room_key(), job, |jobs| {
+            outbound::run_outbox(shared.clone(), jobs)
         });
-        if let Err(mpsc::error::SendError(job)) = outbox.send(job) {
-            self.outboxes.remove(&room);
-            self.enqueue(job);
-        }
     }
 
     fn typing_started(&mut self, conversation: Conversation, ctx: &mut Context<Self>) {

@@ -24,7 +24,6 @@ mod outbound;
 mod polling;
 mod webhook;
 
-use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
@@ -35,11 +34,11 @@ use teloxide::Bot;
 use teloxide::payloads::SendChatActionSetters;
 use teloxide::requests::Requester;
 use teloxide::types::{ChatAction, UpdateKind};
-use tokio::sync::mpsc;
 
 pub use messages::{StopTelegram, UpdateReceived};
 pub use webhook::{MAX_UPDATE_BYTES, TelegramWebhook, telegram_webhook_route};
 
+use super::outboxes::Outboxes;
 use super::typing::TypingTurns;
 use super::{ChannelError, DeliverReply, ReplyKind};
 use crate::actors::request_queue::RequestQueue;
@@ -99,7 +98,7 @@ pub(super) struct Shared {
 pub struct TelegramChannel {
     shared: Arc<Shared>,
     /// One sender per chat: replies of a chat go out in order, chats do not wait on each other.
-    outboxes: HashMap<i64, mpsc::UnboundedSender<Outgoing>>,
+    outboxes: Outboxes<i64, Outgoing>,
     /// Turns running per conversation, and the timer sending "typing…" for them.
     typing: TypingTurns<ChatTarget>,
 }
@@ -145,23 +144,16 @@ impl TelegramChannel {
                 metrics,
                 username: OnceLock::new(),
             }),
-            outboxes: HashMap::new(),
+            outboxes: Outboxes::default(),
             typing: TypingTurns::default(),
         })
     }
 
     fn enqueue(&mut self, job: Outgoing) {
-        let chat_id = job.chat_id();
-        let outbox = self.outboxes.entry(chat_id).or_insert_with(|| {
-            let (sender, receiver) = mpsc::unbounded_channel();
-            tokio::spawn(outbound::run_outbox(self.shared.clone(), receiver));
-            sender
+        let shared = &self.shared;
+        self.outboxes.send(job.chat_id(), job, |jobs| {
+            outbound::run_outbox(shared.clone(), jobs)
         });
-        if let Err(mpsc::error::SendError(job)) = outbox.send(job) {
-            // The chat's sender ended (it never should): start it again.
-            self.outboxes.remove(&chat_id);
-            self.enqueue(job);
-        }
     }
 
     /// A turn of `target`'s conversation started (or goes on): show "typing…".
