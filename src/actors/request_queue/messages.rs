@@ -95,8 +95,23 @@ pub struct Cancelled {
     pub plugin_call: bool,
 }
 
+/// What a cancelled confirmation's message says instead of its buttons or reactions.
+pub const CANCELLED_OUTCOME: &str = "❌ Cancelled with /cancel.";
+
 impl Cancelled {
     pub fn is_empty(&self) -> bool {
         self.confirmation_ids.is_empty() && !self.question && !self.plugin_call
+    }
+
+    /// What `/cancel` answers in words, on every channel; `None` when the cancelled
+    /// confirmations' own messages say it (edited to `CANCELLED_OUTCOME`).
+    pub fn reply(&self) -> Option<&'static str> {
+        if self.is_empty() {
+            Some("Nothing is waiting for you.")
+        } else if self.confirmation_ids.is_empty() {
+            Some("Cancelled: I'm no longer waiting for that answer.")
+        } else {
+            None
+        }
     }
 }

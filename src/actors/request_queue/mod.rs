@@ -25,8 +25,8 @@ use tokio::sync::oneshot;
 
 pub use lanes::Lanes;
 pub use messages::{
-    AnswerConfirmation, AnswerError, AskError, AskMember, CancelPending, Cancelled, SubmitError,
-    SubmitInbound, Submitted,
+    AnswerConfirmation, AnswerError, AskError, AskMember, CANCELLED_OUTCOME, CancelPending,
+    Cancelled, SubmitError, SubmitInbound, Submitted,
 };
 pub use routing::Router;
 

@@ -20,7 +20,9 @@ use super::outbound::{Conversation, Outgoing, send_message, send_read_receipt};
 use super::{MATRIX_CHANNEL, Shared};
 use crate::actors::channels::ChannelError;
 use crate::actors::channels::attachments::safe_file_name;
-use crate::actors::request_queue::{CancelPending, SubmitError, SubmitInbound, Submitted};
+use crate::actors::request_queue::{
+    CANCELLED_OUTCOME, CancelPending, SubmitError, SubmitInbound, Submitted,
+};
 use crate::ports::{Attachment, AttachmentKind, Inbound, InboundExtras, QuotedMessage, now_ms};
 
 /// What the actor does once an event is handled.
@@ -240,19 +242,8 @@ async fn cancel(
         })
         .await
         .map_err(|_| ChannelError::QueueStopped)??;
-    if cancelled.is_empty() {
-        return Ok(say(
-            conversation,
-            "Nothing is waiting for you.".into(),
-            event_id,
-        ));
-    }
-    if cancelled.confirmation_ids.is_empty() {
-        return Ok(say(
-            conversation,
-            "Cancelled: I'm no longer waiting for that answer.".into(),
-            event_id,
-        ));
+    if let Some(reply) = cancelled.reply() {
+        return Ok(say(conversation, reply.into(), event_id));
     }
     Ok(cancelled
         .confirmation_ids
@@ -261,7 +252,7 @@ async fn cancel(
             FollowUp::Send(Outgoing::Close {
                 conversation: conversation.clone(),
                 confirmation_id,
-                outcome: "❌ Cancelled with /cancel.".into(),
+                outcome: CANCELLED_OUTCOME.into(),
             })
         })
         .collect())

@@ -12,7 +12,9 @@ use super::outbound::{ChatTarget, Outgoing, event_id};
 use super::{Shared, TELEGRAM_CHANNEL};
 use crate::actors::channels::ChannelError;
 use crate::actors::channels::attachments::safe_file_name;
-use crate::actors::request_queue::{CancelPending, SubmitError, SubmitInbound, Submitted};
+use crate::actors::request_queue::{
+    CANCELLED_OUTCOME, CancelPending, SubmitError, SubmitInbound, Submitted,
+};
 use crate::config::FamilyMember;
 use crate::ports::{Attachment, AttachmentKind, Inbound, InboundExtras, QuotedMessage, now_ms};
 
@@ -26,7 +28,6 @@ pub(super) enum FollowUp {
 }
 
 const BUSY_REPLY: &str = "I'm busy right now: please send that again in a minute.";
-const CANCELLED_REPLY: &str = "Cancelled: I'm no longer waiting for that answer.";
 const NOTHING_TO_READ: &str = "I can read text, photos and documents; that message had none.";
 
 /// A command for this bot at the start of `text`, without the slash and `@botname`:
@@ -153,11 +154,8 @@ async fn cancel(
         })
         .await
         .map_err(|_| ChannelError::QueueStopped)??;
-    if cancelled.is_empty() {
-        return Ok(say(target, "Nothing is waiting for you.".into(), message));
-    }
-    if cancelled.confirmation_ids.is_empty() {
-        return Ok(say(target, CANCELLED_REPLY.into(), message));
+    if let Some(reply) = cancelled.reply() {
+        return Ok(say(target, reply.into(), message));
     }
     // The turns that waited go on and say what happened; the buttons go now.
     Ok(cancelled
@@ -167,7 +165,7 @@ async fn cancel(
             FollowUp::Send(Outgoing::Close {
                 target,
                 confirmation_id,
-                outcome: "❌ Cancelled with /cancel.".into(),
+                outcome: CANCELLED_OUTCOME.into(),
             })
         })
         .collect())
