@@ -20,9 +20,7 @@ use serde_json::{Map, Value, json};
 use super::catalog::PluginCatalog;
 use super::invoke::{PluginAnswer, PluginCallError, PluginCallRequest, PluginInvoker, PluginUser};
 use super::manifest::{Capability, PluginManifest};
-use super::resolver::{
-    Resolution, ResolutionOutcome, ResolvedCall, ValueSource, resolve_parameters,
-};
+use super::resolver::{Resolution, ResolutionOutcome, ValueSource, resolve_parameters};
 use crate::actors::llm_broker::{CallOrigin, GenerateChat};
 use crate::family::Family;
 use crate::llm::{ChatMessage, ChatRequest};
@@ -148,7 +146,15 @@ impl PluginRuntime {
             ResolutionOutcome::Missing { have, missing, .. } => {
                 let missing: Vec<String> = missing.iter().map(|m| m.name.clone()).collect();
                 let question = resolution.question_for_member().unwrap_or_default();
-                self.remember(&manifest, &capability, have, missing, question, context)
+                // Only values the member gave count as given: profile and config values
+                // are looked up, and confirmed, again.
+                let given = have
+                    .values
+                    .iter()
+                    .filter(|(_, value)| value.source == ValueSource::Message)
+                    .map(|(name, value)| (name.clone(), value.value.clone()))
+                    .collect();
+                self.remember(&manifest, &capability, given, missing, question, context)
                     .await;
                 Ok(resolution.model_text())
             }
@@ -221,23 +227,16 @@ impl PluginRuntime {
         }
     }
 
-    /// Keep the call for the member's next message (only values they gave count as given:
-    /// profile and config values are looked up, and confirmed, again).
+    /// Keep the call, with the values taken as given, for the member's next message.
     async fn remember(
         &self,
         manifest: &PluginManifest,
         capability: &Capability,
-        have: &ResolvedCall,
+        parameters: Map<String, Value>,
         missing: Vec<String>,
         question: String,
         context: &ToolContext,
     ) {
-        let parameters = have
-            .values
-            .iter()
-            .filter(|(_, value)| value.source == ValueSource::Message)
-            .map(|(name, value)| (name.clone(), value.value.clone()))
-            .collect();
         let now = now_ms();
         let call = PendingPluginCall {
             conversation_key: context.conversation_key.clone(),
@@ -353,25 +352,11 @@ impl PluginRuntime {
             }
             Ok(PluginAnswer::Text(text)) => Ok(text),
             Ok(PluginAnswer::AskUser { missing, text }) => {
-                let have = ResolvedCall {
-                    values: request
-                        .parameters
-                        .iter()
-                        .map(|(name, value)| {
-                            (
-                                name.clone(),
-                                super::resolver::ResolvedValue {
-                                    value: value.clone(),
-                                    source: ValueSource::Message,
-                                },
-                            )
-                        })
-                        .collect(),
-                };
+                // The plugin was called with these, so each was given or confirmed.
                 self.remember(
                     manifest,
                     capability,
-                    &have,
+                    request.parameters.clone(),
                     missing.clone(),
                     text.clone(),
                     context,
