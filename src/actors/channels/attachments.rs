@@ -1,4 +1,5 @@
-//! What every channel does with a file a member sends: a name that is safe to store.
+//! What every channel does with a file a member sends: a name that is safe to store, and
+//! what the model is told about a file over the size limit.
 
 /// A file name from someone's phone, made safe to join to a folder: no separators, no
 /// control characters, no `..`, at most 120 characters.
@@ -16,6 +17,14 @@ pub(crate) fn safe_file_name(name: &str) -> String {
         "" => "file".to_string(),
         name => name.to_string(),
     }
+}
+
+/// Why a file over `limit_bytes` was not kept, for the model to pass on.
+pub(crate) fn too_large_note(limit_bytes: u64) -> String {
+    format!(
+        "it is larger than the {} KB hearth accepts",
+        limit_bytes / 1024
+    )
 }
 
 #[cfg(test)]

@@ -19,7 +19,7 @@ use super::confirmations;
 use super::outbound::{Conversation, Outgoing, send_message, send_read_receipt};
 use super::{MATRIX_CHANNEL, Shared};
 use crate::actors::channels::ChannelError;
-use crate::actors::channels::attachments::safe_file_name;
+use crate::actors::channels::attachments::{safe_file_name, too_large_note};
 use crate::actors::request_queue::{
     CANCELLED_OUTCOME, CancelPending, SubmitError, SubmitInbound, Submitted,
 };
@@ -316,9 +316,8 @@ async fn fetch(shared: &Shared, inbox_id: &str, media: Media) -> Attachment {
         path: None,
         note: None,
     };
-    let too_large = || format!("it is larger than the {} KB hearth accepts", limit / 1024);
     if media.size.is_some_and(|size| size > limit) {
-        attachment.note = Some(too_large());
+        attachment.note = Some(too_large_note(limit));
         return attachment;
     }
     let request = MediaRequestParameters {
@@ -340,7 +339,7 @@ async fn fetch(shared: &Shared, inbox_id: &str, media: Media) -> Attachment {
     };
     attachment.size_bytes = bytes.len() as u64;
     if attachment.size_bytes > limit {
-        attachment.note = Some(too_large());
+        attachment.note = Some(too_large_note(limit));
         return attachment;
     }
     let folder = shared.settings.attachments_dir.join(inbox_id);

@@ -11,7 +11,7 @@ use teloxide::types::{FileId, Message};
 use super::outbound::{ChatTarget, Outgoing, event_id};
 use super::{Shared, TELEGRAM_CHANNEL};
 use crate::actors::channels::ChannelError;
-use crate::actors::channels::attachments::safe_file_name;
+use crate::actors::channels::attachments::{safe_file_name, too_large_note};
 use crate::actors::request_queue::{
     CANCELLED_OUTCOME, CancelPending, SubmitError, SubmitInbound, Submitted,
 };
@@ -262,10 +262,7 @@ async fn fetch(
     };
     let limit = shared.settings.max_attachment_bytes;
     if size_bytes > limit {
-        attachment.note = Some(format!(
-            "it is larger than the {} KB hearth accepts",
-            limit / 1024
-        ));
+        attachment.note = Some(too_large_note(limit));
         return attachment;
     }
     let folder = shared.settings.attachments_dir.join(inbox_id);
