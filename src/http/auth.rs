@@ -1,7 +1,7 @@
 //! API-key authentication: `X-API-Key: <key>` or `Authorization: Bearer <key>`,
 //! compared in constant time so timing reveals nothing about the key.
 
-use actix_web::HttpRequest;
+use actix_web::{HttpRequest, HttpResponse};
 use subtle::ConstantTimeEq;
 
 pub struct ApiKey(String);
@@ -27,4 +27,19 @@ impl ApiKey {
             None => false,
         }
     }
+}
+
+/// The `401` to answer when auth is on (`api_key` set) and `request` lacks the key.
+pub fn refuse_without_api_key(
+    api_key: Option<&ApiKey>,
+    request: &HttpRequest,
+) -> Option<HttpResponse> {
+    let key = api_key?;
+    (!key.accepts(request)).then(|| {
+        HttpResponse::Unauthorized()
+            .insert_header(("WWW-Authenticate", "Bearer"))
+            .json(serde_json::json!({
+                "error": "missing or wrong API key (send X-API-Key or Authorization: Bearer)"
+            }))
+    })
 }

@@ -14,6 +14,7 @@ use serde_json::json;
 use tokio::sync::oneshot;
 
 use super::HttpState;
+use super::auth::refuse_without_api_key;
 use crate::actors::channels::{
     DeliverReply, ForgetReply, HttpSubmitError, ReplyKind, SubmitHttpInbound,
 };
@@ -33,14 +34,6 @@ pub struct InboundBody {
     message_id: Option<String>,
 }
 
-fn unauthorized() -> HttpResponse {
-    HttpResponse::Unauthorized()
-        .insert_header(("WWW-Authenticate", "Bearer"))
-        .json(
-            json!({"error": "missing or wrong API key (send X-API-Key or Authorization: Bearer)"}),
-        )
-}
-
 fn bad_request(message: String) -> HttpResponse {
     HttpResponse::BadRequest().json(json!({ "error": message }))
 }
@@ -58,10 +51,8 @@ pub async fn post_inbound(
     state: web::Data<HttpState>,
     body: web::Json<InboundBody>,
 ) -> HttpResponse {
-    if let Some(key) = &state.api_key
-        && !key.accepts(&request)
-    {
-        return unauthorized();
+    if let Some(refused) = refuse_without_api_key(state.api_key.as_ref(), &request) {
+        return refused;
     }
     let body = body.into_inner();
     if body.text.trim().is_empty() {
@@ -184,10 +175,8 @@ pub async fn post_confirm(
     state: web::Data<HttpState>,
     body: web::Json<ConfirmBody>,
 ) -> HttpResponse {
-    if let Some(key) = &state.api_key
-        && !key.accepts(&request)
-    {
-        return unauthorized();
+    if let Some(refused) = refuse_without_api_key(state.api_key.as_ref(), &request) {
+        return refused;
     }
     let body = body.into_inner();
     if state.family.by_id("http", &body.user_id).is_none() {
@@ -235,10 +224,8 @@ pub async fn get_inbound(
     state: web::Data<HttpState>,
     path: web::Path<String>,
 ) -> HttpResponse {
-    if let Some(key) = &state.api_key
-        && !key.accepts(&request)
-    {
-        return unauthorized();
+    if let Some(refused) = refuse_without_api_key(state.api_key.as_ref(), &request) {
+        return refused;
     }
     match state.inbox.get(&path).await {
         // Only messages that came in over HTTP are readable here.

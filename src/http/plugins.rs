@@ -12,18 +12,11 @@ use serde::Deserialize;
 use serde_json::json;
 
 use super::HttpState;
+use super::auth::refuse_without_api_key;
 use crate::actors::llm_broker::{CallOrigin, GenerateChat};
 use crate::llm::{ChatMessage, ChatRequest, Role};
 use crate::plugins::{PluginKind, PluginManifest, RegisterError, Registration};
 use crate::ports::now_ms;
-
-fn unauthorized() -> HttpResponse {
-    HttpResponse::Unauthorized()
-        .insert_header(("WWW-Authenticate", "Bearer"))
-        .json(
-            json!({"error": "missing or wrong API key (send X-API-Key or Authorization: Bearer)"}),
-        )
-}
 
 fn refuse(status: actix_web::http::StatusCode, message: String) -> HttpResponse {
     HttpResponse::build(status).json(json!({ "error": message }))
@@ -35,10 +28,8 @@ pub async fn post_register(
     body: web::Json<serde_json::Value>,
 ) -> HttpResponse {
     use actix_web::http::StatusCode;
-    if let Some(key) = &state.api_key
-        && !key.accepts(&request)
-    {
-        return unauthorized();
+    if let Some(refused) = refuse_without_api_key(state.api_key.as_ref(), &request) {
+        return refused;
     }
     let manifest = match PluginManifest::from_json_value(body.into_inner()) {
         Ok(manifest) => manifest,
@@ -101,10 +92,8 @@ pub async fn post_generate(
     body: web::Json<GenerateBody>,
 ) -> HttpResponse {
     use actix_web::http::StatusCode;
-    if let Some(key) = &state.api_key
-        && !key.accepts(&request)
-    {
-        return unauthorized();
+    if let Some(refused) = refuse_without_api_key(state.api_key.as_ref(), &request) {
+        return refused;
     }
     let body = body.into_inner();
     if body.messages.is_empty() {
