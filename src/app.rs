@@ -302,12 +302,7 @@ pub async fn start(loaded: &LoadedConfig, options: StartOptions) -> Result<Runni
             let channel = context.address();
             context.run(HttpChannel::new(queue.clone()));
             let api_key = if config.http.auth_enabled {
-                config
-                    .http
-                    .auth_api_key_env
-                    .as_deref()
-                    .and_then(|variable| loaded.secret(variable))
-                    .map(|key| ApiKey::new(key.to_string()))
+                secret_named_by(loaded, &config.http.auth_api_key_env).map(ApiKey::new)
             } else {
                 None
             };
@@ -351,24 +346,27 @@ pub async fn start(loaded: &LoadedConfig, options: StartOptions) -> Result<Runni
     })
 }
 
+/// The secret in the variable a `*_env` key names, if it names one (validation made sure
+/// every named variable is set).
+fn secret_named_by(loaded: &LoadedConfig, variable: &Option<String>) -> Option<String> {
+    variable
+        .as_deref()
+        .and_then(|variable| loaded.secret(variable))
+        .map(str::to_string)
+}
+
 /// The Telegram channel's settings from config, its secrets resolved (validation made
 /// sure they are there).
 fn telegram_settings(loaded: &LoadedConfig) -> TelegramSettings {
     let telegram = &loaded.config.channels.telegram;
-    let secret = |variable: &Option<String>| {
-        variable
-            .as_deref()
-            .and_then(|variable| loaded.secret(variable))
-            .map(str::to_string)
-    };
     let (commands, default_description) = channel_commands(loaded);
     TelegramSettings {
-        token: secret(&telegram.token_env).unwrap_or_default(),
+        token: secret_named_by(loaded, &telegram.token_env).unwrap_or_default(),
         api_url: telegram.api_url.clone(),
         mode: telegram.mode,
         poll_timeout: Duration::from_secs(telegram.poll_timeout_seconds),
         webhook_url: telegram.webhook_url.clone(),
-        webhook_secret: secret(&telegram.webhook_secret_env),
+        webhook_secret: secret_named_by(loaded, &telegram.webhook_secret_env),
         max_attachment_bytes: telegram.max_attachment_bytes,
         attachments_dir: telegram.attachments_dir.clone().into(),
         commands,
@@ -380,21 +378,15 @@ fn telegram_settings(loaded: &LoadedConfig) -> TelegramSettings {
 /// sure they are there).
 fn matrix_settings(loaded: &LoadedConfig) -> MatrixSettings {
     let matrix = &loaded.config.channels.matrix;
-    let secret = |variable: &Option<String>| {
-        variable
-            .as_deref()
-            .and_then(|variable| loaded.secret(variable))
-            .map(str::to_string)
-    };
     let (commands, default_description) = channel_commands(loaded);
     MatrixSettings {
         homeserver_url: matrix.homeserver_url.clone().unwrap_or_default(),
         user_id: matrix.user_id.clone().unwrap_or_default(),
-        password: secret(&matrix.password_env),
-        access_token: secret(&matrix.access_token_env),
+        password: secret_named_by(loaded, &matrix.password_env),
+        access_token: secret_named_by(loaded, &matrix.access_token_env),
         store_path: matrix.store_path.clone().into(),
-        store_passphrase: secret(&matrix.store_passphrase_env).unwrap_or_default(),
-        recovery_key: secret(&matrix.recovery_key_env),
+        store_passphrase: secret_named_by(loaded, &matrix.store_passphrase_env).unwrap_or_default(),
+        recovery_key: secret_named_by(loaded, &matrix.recovery_key_env),
         device_name: matrix.device_name.clone(),
         max_attachment_bytes: matrix.max_attachment_bytes,
         attachments_dir: matrix.attachments_dir.clone().into(),
@@ -449,11 +441,7 @@ fn build_models(loaded: &LoadedConfig) -> Result<HashMap<String, ModelEntry>, St
         .map_err(|error| StartError::HttpClient(error.to_string()))?;
     let mut models = HashMap::new();
     for (name, model) in &loaded.config.llms {
-        let api_key = model
-            .api_key_env
-            .as_deref()
-            .and_then(|variable| loaded.secret(variable))
-            .map(str::to_string);
+        let api_key = secret_named_by(loaded, &model.api_key_env);
         let timeout = Duration::from_secs(model.timeout_seconds.max(1));
         let settings = ProviderSettings {
             base_url: model.base_url.clone(),
