@@ -98,6 +98,8 @@ pub enum StartError {
     Matrix(#[from] MatrixStartError),
     #[error("plugins cannot be loaded:\n{0}")]
     Plugins(#[from] CatalogError),
+    #[error(transparent)]
+    Config(#[from] crate::config::ConfigError),
 }
 
 pub async fn start(loaded: &LoadedConfig, options: StartOptions) -> Result<RunningApp, StartError> {
@@ -125,17 +127,12 @@ pub async fn start(loaded: &LoadedConfig, options: StartOptions) -> Result<Runni
     // The queue is needed by MCP (servers' questions are asked through it) before it can
     // be built from the services: its context, and so its address, comes first.
     let queue_context = Context::<RequestQueue>::new();
-    // A server's question waits for the member as long as a confirmation would.
-    let question_wait = loaded
-        .profile(&loaded.default_profile_id)
-        .map_or(MAX_ELICITATION_WAIT, |profile| {
-            Duration::from_secs(profile.processing.confirmation_timeout_seconds)
-        })
-        .min(MAX_ELICITATION_WAIT);
+    // A server's question waits for the member as long as a confirmation of the asking
+    // profile would (`ToolContext::question_timeout`), never longer than the cap.
     let mcp_options = McpOptions {
         elicitation: Some(Arc::new(ChatElicitation::new(
             queue_context.address().recipient(),
-            question_wait,
+            MAX_ELICITATION_WAIT,
         ))),
         ..McpOptions::default()
     };
@@ -144,21 +141,16 @@ pub async fn start(loaded: &LoadedConfig, options: StartOptions) -> Result<Runni
     let mcp = Arc::new(McpServers::start(&config.mcp_servers, mcp_options).await);
     let local_tools: Arc<dyn ToolsProvider> =
         Arc::new(LocalToolsProvider::new(stores.profiles.clone()));
-    let plugins = start_plugins(
-        config,
-        &stores,
-        family.clone(),
-        broker.clone().recipient(),
-        question_wait,
-    )
-    .await?;
+    let plugins =
+        start_plugins(config, &stores, family.clone(), broker.clone().recipient()).await?;
+    plugins.catalog.check_approval_names(loaded)?;
     let deps = ProcessingDeps {
         broker: broker.clone().recipient(),
         memory: stores.memory.clone(),
         profiles: stores.profiles.clone(),
         family: family.clone(),
         vision_llms: ProcessingDeps::vision_llms(&config.llms),
-        plugins: Some(plugins.clone()),
+        plugins: None,
     };
     // The delegation actor and the profiles' tools each need the other: its context
     // (and so its address) comes first, the actor starts once the services exist.
@@ -181,12 +173,12 @@ pub async fn start(loaded: &LoadedConfig, options: StartOptions) -> Result<Runni
                 local_tools.clone(),
                 profile.tools.enable_local_tools.iter().cloned(),
             ))];
-        if profile
+        let routes_to_plugins = profile
             .tools
             .enable_local_tools
             .iter()
-            .any(|tool| tool == ROUTE_TO_PLUGIN)
-        {
+            .any(|tool| tool == ROUTE_TO_PLUGIN);
+        if routes_to_plugins {
             providers.push(Arc::new(RouteToPluginTool::new(
                 plugins.clone(),
                 profile.processing.llm_model.clone(),
@@ -211,7 +203,13 @@ pub async fn start(loaded: &LoadedConfig, options: StartOptions) -> Result<Runni
             Arc::new(CompositeToolsProvider::new(providers)),
             profile.tools.confirm_tools.iter().cloned(),
         ));
-        let service = ProcessingService::new(profile.clone(), tools, deps.clone()).start();
+        // Only a profile that routes to plugins completes a pending plugin call with the
+        // member's next message.
+        let deps = ProcessingDeps {
+            plugins: routes_to_plugins.then(|| plugins.clone()),
+            ..deps.clone()
+        };
+        let service = ProcessingService::new(profile.clone(), tools, deps).start();
         services.insert(profile.id.clone(), service);
     }
     let targets = loaded

@@ -60,14 +60,7 @@ fn main() -> anyhow::Result<()> {
     };
     let loaded = config::load(&cli.config, &options)?;
     match cli.command {
-        Command::CheckConfig => {
-            print!("{}", config::render_resolved_profiles(&loaded));
-            // The plugins folder is part of the configuration: its files are checked too.
-            let catalog = hearth::plugins::PluginCatalog::from_config(&loaded.config)
-                .map_err(|error| anyhow::anyhow!("plugins cannot be loaded:\n{error}"))?;
-            println!("plugins: {}", catalog.plugin_ids().join(", "));
-            Ok(())
-        }
+        Command::CheckConfig => in_actix_system(check_config(loaded)),
         Command::Migrate => in_actix_system(async move {
             hearth::storage::open(
                 &loaded.config.database_url,
@@ -93,6 +86,60 @@ where
     F: std::future::Future<Output = anyhow::Result<()>>,
 {
     actix::System::new().block_on(future)
+}
+
+/// `hearth check-config`: the resolved profiles, the plugins, and per profile which tool
+/// calls ask the member first. The plugins folder is part of the configuration: its files
+/// are checked too, and so are `confirm_tools` entries naming plugins (against the folder and
+/// the plugins registered in the database, when it exists).
+async fn check_config(loaded: LoadedConfig) -> anyhow::Result<()> {
+    print!("{}", config::render_resolved_profiles(&loaded));
+    let catalog = hearth::plugins::PluginCatalog::from_config(&loaded.config)
+        .map_err(|error| anyhow::anyhow!("plugins cannot be loaded:\n{error}"))?;
+    if let Some(stores) = existing_database(&loaded).await? {
+        hearth::plugins::restore_registered(&catalog, stores.registered_plugins.as_ref()).await;
+    }
+    println!("plugins: {}", catalog.plugin_ids().join(", "));
+    catalog.check_approval_names(&loaded)?;
+    println!("confirmation (tool calls that ask the member first):");
+    for profile in &loaded.profiles {
+        let asking = hearth::tools::describe_asking_tools(
+            &profile.tools.confirm_tools,
+            &profile.tools.enable_mcp_server_ids,
+            |id| catalog.capability_ids(id),
+        );
+        if asking.is_empty() {
+            println!("  {}: none", profile.id);
+        } else {
+            println!("  {}:", profile.id);
+            for line in asking {
+                println!("    - {line}");
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The database of `loaded`, opened only when its file already exists (check-config never
+/// creates one).
+async fn existing_database(
+    loaded: &LoadedConfig,
+) -> anyhow::Result<Option<hearth::storage::Stores>> {
+    let url = &loaded.config.database_url;
+    let Some(path) = url
+        .strip_prefix("sqlite://")
+        .or_else(|| url.strip_prefix("sqlite:"))
+    else {
+        return Ok(None);
+    };
+    let path = path.split('?').next().unwrap_or(path);
+    if !tokio::fs::try_exists(path).await.unwrap_or(false) {
+        return Ok(None);
+    }
+    let stores = hearth::storage::open(url, 1)
+        .await
+        .context("the database cannot be read to check registered plugins")?;
+    Ok(Some(stores))
 }
 
 async fn run(loaded: LoadedConfig) -> anyhow::Result<()> {

@@ -29,7 +29,8 @@ use serde::Serialize;
 
 pub use error::{ConfigError, ConfigProblem};
 pub use profiles::{
-    DelegationLevel, Engine, IMPLICIT_PROFILE_ID, ProcessingConfig, ResolvedProfile, ToolsConfig,
+    DelegationLevel, Engine, IMPLICIT_PROFILE_ID, PluginApprovalName, ProcessingConfig,
+    ResolvedProfile, ToolsConfig,
 };
 pub use secret::Secret;
 pub use serde_yaml::Mapping;
@@ -52,6 +53,8 @@ pub struct LoadedConfig {
     pub default_profile_id: String,
     /// Environment variable name → value, for every `*_env` key this configuration needs.
     pub secrets: BTreeMap<String, String>,
+    /// The `confirm_tools` entries that name plugins, checked once the plugins are known.
+    pub plugin_approval_names: Vec<PluginApprovalName>,
 }
 
 impl LoadedConfig {
@@ -68,6 +71,55 @@ impl LoadedConfig {
     /// The family member with this id.
     pub fn family_member(&self, id: &str) -> Option<&FamilyMember> {
         self.config.family.iter().find(|member| member.id == id)
+    }
+
+    /// Refuses `confirm_tools` entries naming a plugin or capability that does not exist:
+    /// `capabilities_of` gives a plugin's capability ids, `None` for an unknown plugin.
+    /// Every such entry is reported at its key path.
+    pub fn check_plugin_approval_names(
+        &self,
+        capabilities_of: impl Fn(&str) -> Option<Vec<String>>,
+        known_plugins: &[String],
+    ) -> Result<(), ConfigError> {
+        let mut problems = error::Problems::default();
+        for PluginApprovalName { key_path, name } in &self.plugin_approval_names {
+            let plugin = name.plugin().unwrap_or_default();
+            let Some(capabilities) = capabilities_of(plugin) else {
+                problems.push(
+                    key_path.clone(),
+                    format!(
+                        "{name} names plugin {plugin:?}, which is neither in {} nor registered \
+                         (plugins: {})",
+                        self.config.plugins_dir,
+                        if known_plugins.is_empty() {
+                            "none".to_owned()
+                        } else {
+                            known_plugins.join(", ")
+                        }
+                    ),
+                );
+                continue;
+            };
+            if let crate::tools::ApprovalName::PluginCapability { capability, .. } = name
+                && !capabilities.contains(capability)
+            {
+                problems.push(
+                    key_path.clone(),
+                    format!(
+                        "{name} names capability {capability:?}, which plugin {plugin:?} does \
+                         not have (its capabilities: {})",
+                        capabilities.join(", ")
+                    ),
+                );
+            }
+        }
+        if problems.is_empty() {
+            return Ok(());
+        }
+        Err(ConfigError::Invalid {
+            file: self.file.clone(),
+            problems: problems.into_vec(),
+        })
     }
 }
 
@@ -139,6 +191,7 @@ pub fn load_with_env(
         profiles: resolution.profiles,
         default_profile_id: resolution.default_profile_id,
         secrets,
+        plugin_approval_names: resolution.plugin_approval_names,
     })
 }
 

@@ -12,6 +12,7 @@
 //! Each layer is typed on its own before merging, so an unknown or mistyped key is reported
 //! once, at the place it is written, not once for every profile that inherits it.
 
+use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize, Serializer};
@@ -20,6 +21,7 @@ use serde_yaml::Mapping;
 use super::error::Problems;
 use super::load::{describe_serde_message, display_key_path};
 use super::types::HearthConfig;
+use crate::tools::ApprovalName;
 
 /// The profile used when `service_profiles` is empty.
 pub const IMPLICIT_PROFILE_ID: &str = "default_assistant";
@@ -217,6 +219,16 @@ impl ToolsLayer {
 pub(crate) struct ProfileResolution {
     pub(crate) profiles: Vec<ResolvedProfile>,
     pub(crate) default_profile_id: String,
+    pub(crate) plugin_approval_names: Vec<PluginApprovalName>,
+}
+
+/// A `confirm_tools` entry naming a plugin (`plugin.capability`, `plugin.*`), where it is
+/// written: plugins are known only once their folder (and the registered ones) is read, so
+/// these are checked then (`LoadedConfig::check_plugin_approval_names`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PluginApprovalName {
+    pub key_path: String,
+    pub name: ApprovalName,
 }
 
 /// Merges every profile, and records every problem with the profile settings in `problems`.
@@ -228,6 +240,7 @@ pub(crate) fn resolve_profiles(
     let checks = LayerChecks {
         config,
         known_local_tools,
+        plugin_approval_names: RefCell::new(Vec::new()),
     };
     let defaults = &config.default_profile_settings;
     let default_processing: ProcessingLayer = typed_layer(
@@ -287,6 +300,7 @@ pub(crate) fn resolve_profiles(
     ProfileResolution {
         profiles,
         default_profile_id,
+        plugin_approval_names: checks.plugin_approval_names.into_inner(),
     }
 }
 
@@ -349,6 +363,8 @@ fn yaml_key_text(key: &serde_yaml::Value) -> String {
 struct LayerChecks<'a> {
     config: &'a HearthConfig,
     known_local_tools: &'a [&'a str],
+    /// Plugin names met in `confirm_tools`, checked once the plugins are known.
+    plugin_approval_names: RefCell<Vec<PluginApprovalName>>,
 }
 
 impl LayerChecks<'_> {
@@ -416,36 +432,60 @@ impl LayerChecks<'_> {
                 );
             }
         }
-        // A namespaced name (`server__tool`, `plugin.capability`) belongs to an MCP server or
-        // a plugin, whose tools are only known once they are running; those names are checked
-        // when the tools stack is built, not here.
-        for (index, tool) in layer.confirm_tools.iter().flatten().enumerate() {
-            let namespaced = tool.contains("__") || tool.contains('.');
-            if !namespaced && !self.known_local_tools.contains(&tool.as_str()) {
-                problems.push(
-                    format!("{path}.confirm_tools[{index}]"),
-                    format!(
-                        "unknown local tool {tool:?} (known: {known}; tools of MCP servers and plugins are written with their namespace, e.g. \"server__tool\")"
-                    ),
-                );
+        for (index, entry) in layer.confirm_tools.iter().flatten().enumerate() {
+            let key_path = format!("{path}.confirm_tools[{index}]");
+            match ApprovalName::parse(entry) {
+                Err(why) => problems.push(key_path, why),
+                Ok(ApprovalName::Local(tool)) => {
+                    if !self.known_local_tools.contains(&tool.as_str()) {
+                        problems.push(
+                            key_path,
+                            format!(
+                                "unknown local tool {tool:?} (known: {known}; MCP tools are written \
+                                 <server>__<tool> or <server>__*, plugin capabilities \
+                                 <plugin>.<capability> or <plugin>.*)"
+                            ),
+                        );
+                    }
+                }
+                Ok(name @ (ApprovalName::McpTool { .. } | ApprovalName::McpServer(_))) => {
+                    let server = name.mcp_server().unwrap_or_default();
+                    if !self.config.mcp_servers.contains_key(server) {
+                        problems.push(
+                            key_path,
+                            format!(
+                                "{entry:?} names MCP server {server:?}, which is no entry of \
+                                 mcp_servers (defined: {})",
+                                self.defined_mcp_servers()
+                            ),
+                        );
+                    }
+                }
+                Ok(name) => self
+                    .plugin_approval_names
+                    .borrow_mut()
+                    .push(PluginApprovalName { key_path, name }),
             }
         }
         for (index, server_id) in layer.enable_mcp_server_ids.iter().flatten().enumerate() {
             if !self.config.mcp_servers.contains_key(server_id) {
-                let defined: Vec<&str> =
-                    self.config.mcp_servers.keys().map(String::as_str).collect();
                 problems.push(
                     format!("{path}.enable_mcp_server_ids[{index}]"),
                     format!(
                         "{server_id:?} names no entry of mcp_servers (defined: {})",
-                        if defined.is_empty() {
-                            "none".to_owned()
-                        } else {
-                            defined.join(", ")
-                        }
+                        self.defined_mcp_servers()
                     ),
                 );
             }
+        }
+    }
+
+    fn defined_mcp_servers(&self) -> String {
+        let defined: Vec<&str> = self.config.mcp_servers.keys().map(String::as_str).collect();
+        if defined.is_empty() {
+            "none".to_owned()
+        } else {
+            defined.join(", ")
         }
     }
 }

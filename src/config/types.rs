@@ -453,6 +453,12 @@ pub struct McpServerConfig {
     /// Streamable HTTP: header name → hearth's variable to read its value from.
     #[serde(deserialize_with = "null_as_default")]
     pub headers_env: BTreeMap<String, String>,
+    /// Starting or reaching the server, `initialize` and listing its tools must finish
+    /// within this (default 20 s).
+    pub init_timeout_seconds: Option<u64>,
+    /// One tool call must answer within this (default 60 s; the clock stops while the
+    /// member is asked the server's question).
+    pub call_timeout_seconds: Option<u64>,
     /// The values of `env_from_env`, by the server's variable name; set by loading.
     #[serde(skip)]
     pub resolved_env: BTreeMap<String, Secret>,

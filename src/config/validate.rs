@@ -340,6 +340,14 @@ fn check_mcp_servers(config: &HearthConfig, problems: &mut Problems) {
             problems.push(path.clone(), error.to_string());
         }
         check_mcp_env_and_headers(&path, server, problems);
+        for (key, seconds) in [
+            ("init_timeout_seconds", server.init_timeout_seconds),
+            ("call_timeout_seconds", server.call_timeout_seconds),
+        ] {
+            if let Some(seconds) = seconds {
+                at_least_one(problems, &format!("{path}.{key}"), seconds);
+            }
+        }
         match (&server.command, &server.url) {
             (None, None) => problems.push(
                 path,

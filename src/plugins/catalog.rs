@@ -249,6 +249,26 @@ impl PluginCatalog {
         self.read_plugins().keys().cloned().collect()
     }
 
+    /// The capability ids of a plugin, `None` when there is no such plugin.
+    pub fn capability_ids(&self, plugin_id: &str) -> Option<Vec<String>> {
+        self.manifest(plugin_id).map(|manifest| {
+            manifest
+                .capabilities
+                .iter()
+                .map(|capability| capability.id.clone())
+                .collect()
+        })
+    }
+
+    /// Refuses start-up when `confirm_tools` names a plugin or capability that does not
+    /// exist (an approval that names nothing protects nothing).
+    pub fn check_approval_names(
+        &self,
+        loaded: &crate::config::LoadedConfig,
+    ) -> Result<(), crate::config::ConfigError> {
+        loaded.check_plugin_approval_names(|id| self.capability_ids(id), &self.plugin_ids())
+    }
+
     /// The folder holding a plugin's `config.yml`: its own folder, or `plugins_dir/<id>` for
     /// a registered plugin (whose defaults never travel through registration).
     pub fn config_folder(&self, plugin_id: &str) -> Option<PathBuf> {

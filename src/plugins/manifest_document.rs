@@ -135,6 +135,16 @@ impl ManifestDocument {
                     self.id
                 ),
             );
+        } else if self.id.contains("__") {
+            // `confirm_tools` reads a name with `__` as an MCP tool's.
+            problem(
+                root.key("id"),
+                format!(
+                    "plugin id {:?} must not contain \"__\" (confirm_tools reads such a name as \
+                     an MCP tool's)",
+                    self.id
+                ),
+            );
         }
         if self.description.trim().is_empty() {
             problem(

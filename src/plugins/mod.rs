@@ -70,5 +70,5 @@ pub use resolver::{
 pub use route_tool::RouteToPluginTool;
 pub use runtime::{PluginRuntime, ROUTE_TO_PLUGIN};
 pub use shopping_list::{SHOPPING_LIST_PLUGIN, ShoppingListPlugin};
-pub use start::start_plugins;
+pub use start::{restore_registered, start_plugins};
 pub use yaml_file::{KeyPath, KeySegment, PluginFileProblem};

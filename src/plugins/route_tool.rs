@@ -12,7 +12,7 @@ use super::plugin_config::PluginConfig;
 use super::runtime::{PluginRuntime, ROUTE_TO_PLUGIN};
 use crate::llm::ToolSpec;
 use crate::ports::Decision;
-use crate::tools::{ToolContext, ToolError, ToolsProvider};
+use crate::tools::{ApprovalSubject, ToolContext, ToolError, ToolsProvider};
 
 pub struct RouteToPluginTool {
     runtime: Arc<PluginRuntime>,
@@ -157,6 +157,36 @@ impl ToolsProvider for RouteToPluginTool {
                 &self.llm_name,
             )
             .await
+    }
+
+    /// A plugin call is named `<plugin>.<capability>` in `confirm_tools`; a call that names
+    /// no capability of a plugin with one is that capability's.
+    async fn approval_subject(&self, name: &str, arguments: &Value) -> ApprovalSubject {
+        if name != ROUTE_TO_PLUGIN {
+            return ApprovalSubject::Unknown(name.to_string());
+        }
+        let plugin = arguments
+            .get("plugin_id")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string();
+        let capability = match arguments.get("capability_id").and_then(Value::as_str) {
+            Some(capability) => capability.to_string(),
+            None => self
+                .runtime
+                .catalog
+                .manifest(&plugin)
+                .and_then(|manifest| match manifest.capabilities.as_slice() {
+                    [only] => Some(only.id.clone()),
+                    _ => None,
+                })
+                .unwrap_or_default(),
+        };
+        ApprovalSubject::Plugin {
+            tool: ROUTE_TO_PLUGIN.to_string(),
+            plugin,
+            capability,
+        }
     }
 
     async fn resume(

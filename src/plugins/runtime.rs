@@ -20,6 +20,7 @@ use serde_json::{Map, Value, json};
 use super::catalog::PluginCatalog;
 use super::invoke::{PluginAnswer, PluginCallError, PluginCallRequest, PluginInvoker, PluginUser};
 use super::manifest::{Capability, PluginManifest};
+use super::parameter_value::{Fitted, fit_to_type};
 use super::resolver::{Resolution, ResolutionOutcome, ValueSource, resolve_parameters};
 use crate::actors::llm_broker::{CallOrigin, GenerateChat};
 use crate::family::Family;
@@ -45,8 +46,24 @@ pub struct PluginRuntime {
     pub family: Arc<Family>,
     pub broker: Recipient<GenerateChat>,
     pub telemetry: Arc<dyn TelemetrySink>,
-    /// How long a member has to confirm uncertain values.
-    pub confirmation_timeout: Duration,
+}
+
+/// A pending plugin call the member's message completes (`pending_completion`).
+pub struct PendingCompletion {
+    manifest: Arc<PluginManifest>,
+    capability: Capability,
+    parameters: Map<String, Value>,
+}
+
+impl PendingCompletion {
+    /// The call as `route_to_plugin` arguments, for the profile's confirmation rules.
+    pub fn as_route_arguments(&self) -> Value {
+        json!({
+            "plugin_id": self.manifest.id,
+            "capability_id": self.capability.id,
+            "parameters": self.parameters,
+        })
+    }
 }
 
 /// What a tool call suspended on uncertain values needs to go on.
@@ -166,8 +183,9 @@ impl PluginRuntime {
                     capability_id: capability.id.clone(),
                     parameters: call.parameters(),
                 };
+                // The asking profile's `confirmation_timeout_seconds`, like any confirmation.
                 let timeout_ms =
-                    i64::try_from(self.confirmation_timeout.as_millis()).unwrap_or(i64::MAX / 2);
+                    i64::try_from(context.question_timeout.as_millis()).unwrap_or(i64::MAX / 2);
                 Err(ToolError::Suspended(Box::new(ToolSuspension {
                     prompt,
                     action: format!("{}.{}", manifest.id, capability.id),
@@ -254,15 +272,16 @@ impl PluginRuntime {
         }
     }
 
-    /// §3.6's fast path: when the member's message is the one value a pending call lacks,
-    /// call the plugin with it and answer with its result, without the model. `None`
-    /// when there is no such call or the message is not such a value.
-    pub async fn answer_pending(
+    /// §3.6's fast path, first half: when the member's message is a valid value for the
+    /// one parameter a pending call of theirs lacks (of that parameter's type: a number, yes
+    /// or no, one of an enum's values, or text that is not a command), the complete call it
+    /// makes. `None` when there is no such call or the message is not such a value: it is
+    /// then an ordinary turn and the pending call stays.
+    pub async fn pending_completion(
         &self,
         context: &ToolContext,
         text: &str,
-        llm_name: &str,
-    ) -> Option<String> {
+    ) -> Option<PendingCompletion> {
         let answer = text.trim();
         if answer.is_empty()
             || answer.starts_with('/')
@@ -284,8 +303,18 @@ impl PluginRuntime {
         let (manifest, capability) = self
             .plugin(&pending.plugin_id, Some(&pending.capability_id))
             .ok()?;
+        // The value must be one of the parameter's type on its own: no other source may
+        // stand in for a reply that is not one.
+        let parameter = capability
+            .parameters
+            .iter()
+            .find(|parameter| parameter.name == *missing)?;
+        let Fitted::Value(value) = fit_to_type(&parameter.kind, &Value::String(answer.into()))
+        else {
+            return None;
+        };
         let mut arguments = pending.parameters.clone();
-        arguments.insert(missing.clone(), Value::String(answer.to_string()));
+        arguments.insert(missing.clone(), value);
         let resolution = self
             .resolve(&manifest, &capability, &arguments, context)
             .await
@@ -294,14 +323,34 @@ impl PluginRuntime {
         let ResolutionOutcome::Ready(call) = resolution.outcome else {
             return None;
         };
-        // Taken once: a second message cannot run the same call again.
+        Some(PendingCompletion {
+            manifest,
+            capability,
+            parameters: call.parameters(),
+        })
+    }
+
+    /// §3.6's fast path, second half: take the pending call (once: a second message cannot
+    /// run it again) and call the plugin; the answer for the member. `None` when the pending
+    /// call was taken meanwhile.
+    pub async fn complete_pending(
+        &self,
+        completion: PendingCompletion,
+        context: &ToolContext,
+        llm_name: &str,
+    ) -> Option<String> {
+        let PendingCompletion {
+            manifest,
+            capability,
+            parameters,
+        } = completion;
         self.pending
             .take_valid(&context.conversation_key, &context.member_id, now_ms())
             .await
             .ok()??;
         tracing::info!(plugin = %manifest.id, capability = %capability.id, "pending plugin call completed by the member's answer");
         let reply = match self
-            .call(&manifest, &capability, call.parameters(), context, llm_name)
+            .call(&manifest, &capability, parameters, context, llm_name)
             .await
         {
             Ok(text) => text,

@@ -4,7 +4,6 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::Duration;
 
 use actix::Recipient;
 
@@ -16,17 +15,12 @@ use super::shopping_list::{SHOPPING_LIST_PLUGIN, ShoppingListPlugin};
 use crate::actors::llm_broker::GenerateChat;
 use crate::config::HearthConfig;
 use crate::family::Family;
+use crate::ports::RegisteredPlugins;
 use crate::storage::Stores;
 
-pub async fn start_plugins(
-    config: &HearthConfig,
-    stores: &Stores,
-    family: Arc<Family>,
-    broker: Recipient<GenerateChat>,
-    confirmation_timeout: Duration,
-) -> Result<Arc<PluginRuntime>, CatalogError> {
-    let catalog = PluginCatalog::from_config(config)?;
-    match stores.registered_plugins.list().await {
+/// Put the external plugins registered in earlier runs back into `catalog`.
+pub async fn restore_registered(catalog: &PluginCatalog, registered: &dyn RegisteredPlugins) {
+    match registered.list().await {
         Ok(registered) => {
             for plugin in registered {
                 let restored = PluginManifest::from_json_value(plugin.manifest)
@@ -45,6 +39,16 @@ pub async fn start_plugins(
             tracing::error!(%error, "registered plugins unreadable; they must register again")
         }
     }
+}
+
+pub async fn start_plugins(
+    config: &HearthConfig,
+    stores: &Stores,
+    family: Arc<Family>,
+    broker: Recipient<GenerateChat>,
+) -> Result<Arc<PluginRuntime>, CatalogError> {
+    let catalog = PluginCatalog::from_config(config)?;
+    restore_registered(&catalog, stores.registered_plugins.as_ref()).await;
     let mut inline: HashMap<String, Arc<dyn InlinePlugin>> = HashMap::new();
     inline.insert(
         SHOPPING_LIST_PLUGIN.into(),
@@ -64,6 +68,5 @@ pub async fn start_plugins(
         family,
         broker,
         telemetry: stores.telemetry.clone(),
-        confirmation_timeout,
     }))
 }

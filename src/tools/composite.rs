@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 
-use super::{ToolContext, ToolError, ToolsProvider};
+use super::{ApprovalSubject, ToolContext, ToolError, ToolsProvider};
 use crate::llm::ToolSpec;
 use crate::ports::Decision;
 
@@ -78,6 +78,23 @@ impl ToolsProvider for CompositeToolsProvider {
         None
     }
 
+    async fn approval_subject(&self, name: &str, arguments: &serde_json::Value) -> ApprovalSubject {
+        for provider in &self.providers {
+            if provider.tools().await.iter().any(|tool| tool.name == name) {
+                return provider.approval_subject(name, arguments).await;
+            }
+        }
+        // An MCP server that is not listed yet still owns its names: it says so itself.
+        for provider in &self.providers {
+            if let subject @ ApprovalSubject::Mcp { .. } =
+                provider.approval_subject(name, arguments).await
+            {
+                return subject;
+            }
+        }
+        ApprovalSubject::Unknown(name.to_string())
+    }
+
     fn render_call(&self, name: &str, arguments: &serde_json::Value) -> Option<String> {
         self.providers
             .iter()
@@ -130,6 +147,7 @@ mod tests {
             member_id: "alice".into(),
             conversation_key: "http:alice".into(),
             profile_id: "default_assistant".into(),
+            question_timeout: std::time::Duration::from_secs(300),
         }
     }
 

@@ -3,27 +3,94 @@
 //! (`confirmation_prompt`); the turn then suspends durably and runs the exact call
 //! shown once it is approved, so no approval ever waits in memory. A call whose own
 //! work asks later (`ToolError::Suspended`) is resumed through the inner provider.
+//!
+//! The rules fail closed: a call asks when an entry names it (`approval.rs`), when no
+//! provider offers its name, when it is an MCP tool whose server's list is not known
+//! (not listed yet, or changed and not listed again), and, for every tool of an MCP
+//! server, when an entry names a tool that server does not list (a typo must not leave
+//! the tool it meant unguarded).
 
 use std::collections::BTreeSet;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 
-use super::{ToolContext, ToolError, ToolsProvider};
+use super::{ApprovalName, ApprovalSubject, ToolContext, ToolError, ToolsProvider};
 use crate::llm::ToolSpec;
 use crate::ports::Decision;
+use crate::tools::mcp::namespaced_tool_name;
 
 pub struct ConfirmingToolsProvider {
     inner: Arc<dyn ToolsProvider>,
-    confirm: BTreeSet<String>,
+    rules: Vec<ApprovalName>,
+    /// Entries already reported as naming no listed tool, so each is logged once.
+    reported_unlisted: Mutex<BTreeSet<String>>,
 }
 
 impl ConfirmingToolsProvider {
+    /// `confirm` is a profile's validated `confirm_tools`; an entry that does not parse (which
+    /// validation refuses) is kept as a local name, which can only ask more, never less.
     pub fn new(inner: Arc<dyn ToolsProvider>, confirm: impl IntoIterator<Item = String>) -> Self {
+        let rules = confirm
+            .into_iter()
+            .map(|entry| ApprovalName::parse(&entry).unwrap_or(ApprovalName::Local(entry)))
+            .collect();
         ConfirmingToolsProvider {
             inner,
-            confirm: confirm.into_iter().collect(),
+            rules,
+            reported_unlisted: Mutex::new(BTreeSet::new()),
         }
+    }
+
+    /// Whether a call that is `subject` must be approved first.
+    async fn asks(&self, subject: &ApprovalSubject) -> bool {
+        match subject {
+            ApprovalSubject::Unknown(_) => true,
+            ApprovalSubject::Mcp { listed: false, .. } => true,
+            ApprovalSubject::Mcp { server, .. } => {
+                self.rules.iter().any(|rule| rule.matches(subject))
+                    || self.names_an_unlisted_tool(server).await
+            }
+            _ => self.rules.iter().any(|rule| rule.matches(subject)),
+        }
+    }
+
+    /// Whether an entry names a tool of MCP server `server` that the server does not list.
+    async fn names_an_unlisted_tool(&self, server: &str) -> bool {
+        let named: Vec<String> = self
+            .rules
+            .iter()
+            .filter_map(|rule| match rule {
+                ApprovalName::McpTool { server: of, tool } if of == server => {
+                    Some(namespaced_tool_name(of, tool))
+                }
+                _ => None,
+            })
+            .collect();
+        if named.is_empty() {
+            return false;
+        }
+        let offered = self.inner.tools().await;
+        let mut unlisted = false;
+        for name in named {
+            if offered.iter().any(|tool| tool.name == name) {
+                continue;
+            }
+            unlisted = true;
+            let mut reported = self
+                .reported_unlisted
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner());
+            if reported.insert(name.clone()) {
+                tracing::warn!(
+                    entry = %name,
+                    server,
+                    "confirm_tools names a tool this mcp server does not list; every tool of the \
+                     server asks until the entry names one it lists"
+                );
+            }
+        }
+        unlisted
     }
 }
 
@@ -57,7 +124,8 @@ impl ToolsProvider for ConfirmingToolsProvider {
         name: &str,
         arguments: &serde_json::Value,
     ) -> Option<String> {
-        if self.confirm.contains(name) {
+        let subject = self.inner.approval_subject(name, arguments).await;
+        if self.asks(&subject).await {
             return Some(
                 self.inner
                     .render_call(name, arguments)
@@ -65,6 +133,10 @@ impl ToolsProvider for ConfirmingToolsProvider {
             );
         }
         self.inner.confirmation_prompt(name, arguments).await
+    }
+
+    async fn approval_subject(&self, name: &str, arguments: &serde_json::Value) -> ApprovalSubject {
+        self.inner.approval_subject(name, arguments).await
     }
 
     fn render_call(&self, name: &str, arguments: &serde_json::Value) -> Option<String> {

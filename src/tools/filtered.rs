@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 
-use super::{ToolContext, ToolError, ToolsProvider};
+use super::{ApprovalSubject, ToolContext, ToolError, ToolsProvider};
 use crate::llm::ToolSpec;
 use crate::ports::Decision;
 
@@ -68,6 +68,13 @@ impl ToolsProvider for FilteredToolsProvider {
             return None;
         }
         self.inner.confirmation_prompt(name, arguments).await
+    }
+
+    async fn approval_subject(&self, name: &str, arguments: &serde_json::Value) -> ApprovalSubject {
+        if !self.allowed.contains(name) {
+            return ApprovalSubject::Unknown(name.to_string());
+        }
+        self.inner.approval_subject(name, arguments).await
     }
 
     fn render_call(&self, name: &str, arguments: &serde_json::Value) -> Option<String> {

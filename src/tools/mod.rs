@@ -6,6 +6,7 @@
 //! what to ask and an opaque state, the turn suspends durably, and the answer comes
 //! back through `ToolsProvider::resume` with that state.
 
+mod approval;
 mod composite;
 mod confirming;
 mod filtered;
@@ -18,6 +19,7 @@ use async_trait::async_trait;
 use crate::llm::ToolSpec;
 use crate::ports::Decision;
 
+pub use approval::{ApprovalName, ApprovalSubject, describe_asking_tools};
 pub use composite::CompositeToolsProvider;
 pub use confirming::{ConfirmingToolsProvider, render_call_for_people};
 pub use filtered::FilteredToolsProvider;
@@ -33,6 +35,9 @@ pub struct ToolContext {
     pub member_id: String,
     pub conversation_key: String,
     pub profile_id: String,
+    /// How long the member has to answer what a tool asks them (a plugin's confirmation, an
+    /// MCP server's question): the profile's `confirmation_timeout_seconds`.
+    pub question_timeout: std::time::Duration,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -101,6 +106,16 @@ pub trait ToolsProvider: Send + Sync {
         _arguments: &serde_json::Value,
     ) -> Option<String> {
         None
+    }
+
+    /// What this call is in the terms of `confirm_tools` (a plugin capability, an MCP tool
+    /// and whether its server's list is known). Only asked for tools this provider offers.
+    async fn approval_subject(
+        &self,
+        name: &str,
+        _arguments: &serde_json::Value,
+    ) -> ApprovalSubject {
+        ApprovalSubject::Local(name.to_string())
     }
 
     /// A tool's own way of showing a call to a person, for confirmation prompts.

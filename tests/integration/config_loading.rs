@@ -757,6 +757,22 @@ fn each_validation_error_names_the_file_and_key_path() {
         ),
         (
             format!(
+                "{MINIMAL}service_profiles:\n  - id: a\n    tools_config: {{ confirm_tools: [time__now] }}\n"
+            ),
+            vec![],
+            "service_profiles[0].tools_config.confirm_tools[0]",
+            "names MCP server \"time\", which is no entry of mcp_servers (defined: none)",
+        ),
+        (
+            format!(
+                "{MINIMAL}service_profiles:\n  - id: a\n    tools_config: {{ confirm_tools: [\"plugin.a.b\"] }}\n"
+            ),
+            vec![],
+            "service_profiles[0].tools_config.confirm_tools[0]",
+            "is not a plugin capability: write <plugin>.<capability> or <plugin>.*",
+        ),
+        (
+            format!(
                 "{MINIMAL}service_profiles:\n  - id: a\n    tools_config: {{ enable_mcp_server_ids: [time] }}\n"
             ),
             vec![],

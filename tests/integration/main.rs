@@ -3,6 +3,7 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+mod approvals;
 mod cli;
 mod config_loading;
 mod confirmations;

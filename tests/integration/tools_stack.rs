@@ -18,6 +18,7 @@ fn context(member_id: &str) -> ToolContext {
         member_id: member_id.to_string(),
         conversation_key: format!("http:{member_id}"),
         profile_id: "family".to_string(),
+        question_timeout: std::time::Duration::from_secs(300),
     }
 }
 

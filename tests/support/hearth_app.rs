@@ -187,6 +187,21 @@ impl TestApp {
         body["reply"].as_str().expect("reply text").to_string()
     }
 
+    /// POST `body` to `path` with the test API key; returns status and JSON body.
+    pub async fn post_json(&self, path: &str, body: serde_json::Value) -> (u16, serde_json::Value) {
+        let response = self
+            .client
+            .post(format!("{}{path}", self.base_url))
+            .header("X-API-Key", API_KEY)
+            .json(&body)
+            .send()
+            .await
+            .expect("POST answers");
+        let status = response.status().as_u16();
+        let body = response.json().await.unwrap_or(serde_json::Value::Null);
+        (status, body)
+    }
+
     pub async fn get(&self, path: &str) -> (u16, String) {
         let response = self
             .client

@@ -155,6 +155,7 @@ pub fn member(id: &str) -> ToolContext {
         member_id: id.to_owned(),
         conversation_key: format!("http:{id}"),
         profile_id: "default_assistant".to_owned(),
+        question_timeout: std::time::Duration::from_secs(300),
     }
 }
 

@@ -18,6 +18,7 @@ use super::prompt::{DEFAULT_SYSTEM_PROMPT, starting_with_user, system_prompt, us
 use crate::actors::llm_broker::{CallOrigin, GenerateChat};
 use crate::config::ResolvedProfile;
 use crate::llm::{ChatMessage, ChatRequest, IMAGES_NOT_SHOWN, Role, ToolCall};
+use crate::plugins::ROUTE_TO_PLUGIN;
 use crate::ports::{Decision, HistoryEntry, Inbound, PendingConfirmation, now_ms};
 use crate::tools::{ToolContext, ToolError, ToolSuspension, ToolsProvider};
 
@@ -71,20 +72,26 @@ impl TurnRunner {
         if message.slash_command.is_none()
             && let Some(plugins) = &self.deps.plugins
         {
-            let context = ToolContext {
-                member_id: inbound.member_id.clone(),
-                conversation_key: conversation_key.clone(),
-                profile_id: self.profile.id.clone(),
-            };
-            if let Some(reply) = plugins
-                .answer_pending(&context, &message.text, &settings.llm_model)
-                .await
-            {
-                let state = TurnState {
-                    entries: vec![self.entry(inbound, ChatMessage::user(message.text.clone()))],
-                    ..TurnState::default()
-                };
-                return Ok(self.answered(inbound, state, reply));
+            let context = self.tool_context(inbound);
+            if let Some(completion) = plugins.pending_completion(&context, &message.text).await {
+                // A call the profile's rules make ask goes through the model and asks: the
+                // member approves the completed call, not the one they were asked about.
+                let asks = self
+                    .tools
+                    .confirmation_prompt(ROUTE_TO_PLUGIN, &completion.as_route_arguments())
+                    .await
+                    .is_some();
+                if !asks
+                    && let Some(reply) = plugins
+                        .complete_pending(completion, &context, &settings.llm_model)
+                        .await
+                {
+                    let state = TurnState {
+                        entries: vec![self.entry(inbound, ChatMessage::user(message.text.clone()))],
+                        ..TurnState::default()
+                    };
+                    return Ok(self.answered(inbound, state, reply));
+                }
             }
         }
         let now = chrono::Utc::now();
@@ -258,11 +265,7 @@ impl TurnRunner {
         let settings = &self.profile.processing;
         let conversation_key = inbound.conversation_key();
         let tools = self.tools.tools().await;
-        let tool_context = ToolContext {
-            member_id: inbound.member_id.clone(),
-            conversation_key: conversation_key.clone(),
-            profile_id: self.profile.id.clone(),
-        };
+        let tool_context = self.tool_context(inbound);
         let max_rounds = settings.max_tool_iterations.max(1);
         loop {
             while !state.pending_calls.is_empty() {
@@ -435,6 +438,18 @@ impl TurnRunner {
                 created_at_ms,
             })),
         })
+    }
+
+    /// Who the tools of this turn act for, and how long the member has to answer them.
+    fn tool_context(&self, inbound: &Inbound) -> ToolContext {
+        ToolContext {
+            member_id: inbound.member_id.clone(),
+            conversation_key: inbound.conversation_key(),
+            profile_id: self.profile.id.clone(),
+            question_timeout: std::time::Duration::from_secs(
+                self.profile.processing.confirmation_timeout_seconds,
+            ),
+        }
     }
 
     /// The history row of `message`: its text and tool calls, never its images.

@@ -233,6 +233,7 @@ mod tests {
             member_id: member.to_owned(),
             conversation_key: format!("http:{member}"),
             profile_id: "default_assistant".to_owned(),
+            question_timeout: std::time::Duration::from_secs(300),
         }
     }
 

@@ -20,7 +20,8 @@ const MAX_ATTEMPTS: usize = 3;
 
 pub struct ChatElicitation {
     queue: Recipient<AskMember>,
-    /// How long a member has to answer one question.
+    /// The longest a member may take to answer one question; the asking profile's
+    /// `confirmation_timeout_seconds` (`ToolContext::question_timeout`) applies within it.
     wait: Duration,
 }
 
@@ -39,6 +40,7 @@ impl ElicitationHandler for ChatElicitation {
             tracing::warn!(%server, "mcp question with no clear family member to ask; declined");
             return ElicitationAnswer::Decline;
         };
+        let wait = context.question_timeout.min(self.wait);
         let schema = &request.requested_schema;
         let question = render_question(server, &request.message, schema);
         let mut asking = question.clone();
@@ -64,12 +66,12 @@ impl ElicitationHandler for ChatElicitation {
                     return ElicitationAnswer::Cancel;
                 }
             }
-            let reply = match tokio::time::timeout(self.wait, answer).await {
+            let reply = match tokio::time::timeout(wait, answer).await {
                 Ok(Ok(reply)) => reply,
                 // The turn ended (or hearth stops): nobody will answer this one.
                 Ok(Err(_)) => return ElicitationAnswer::Cancel,
                 Err(_) => {
-                    tracing::info!(%server, wait_s = self.wait.as_secs(), "mcp question not answered in time; cancelled");
+                    tracing::info!(%server, wait_s = wait.as_secs(), "mcp question not answered in time; cancelled");
                     return ElicitationAnswer::Cancel;
                 }
             };

@@ -16,7 +16,7 @@ use tokio::time::Instant;
 use super::names::tool_server_id;
 use super::server::{ServerShared, short_reason};
 use crate::llm::ToolSpec;
-use crate::tools::{ToolContext, ToolError, ToolsProvider};
+use crate::tools::{ApprovalSubject, ToolContext, ToolError, ToolsProvider};
 
 pub(super) struct McpToolsProvider {
     servers: Vec<Arc<ServerShared>>,
@@ -64,6 +64,25 @@ impl ToolsProvider for McpToolsProvider {
             return Ok(unavailable(&server.id, &detail));
         }
         Err(ToolError::UnknownTool(name.to_owned()))
+    }
+
+    async fn approval_subject(
+        &self,
+        name: &str,
+        _arguments: &serde_json::Value,
+    ) -> ApprovalSubject {
+        let Some(server) =
+            tool_server_id(name).and_then(|id| self.servers.iter().find(|server| server.id == id))
+        else {
+            return ApprovalSubject::Unknown(name.to_owned());
+        };
+        // Read the flag before the list: a change between the two reads leaves it false.
+        let listed = server.listed() && server.tools().iter().any(|tool| tool.spec.name == name);
+        ApprovalSubject::Mcp {
+            name: name.to_owned(),
+            server: server.id.clone(),
+            listed,
+        }
     }
 }
 

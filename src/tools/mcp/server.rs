@@ -103,6 +103,13 @@ struct Status {
     peer: Option<Peer<RoleClient>>,
     /// The last known tools, kept while disconnected so their calls answer "unavailable".
     tools: Arc<Vec<McpTool>>,
+    /// `tools` is the server's current list: false before the first listing, after
+    /// `tools/list_changed` until a listing succeeds again, and while disconnected.
+    /// Calls of an unlisted server's tools always ask the member first.
+    listed: bool,
+    /// `tools/list_changed` notifications so far: a listing counts as current only if
+    /// none arrived while it ran.
+    changes: u64,
     detail: String,
     pid: Option<u32>,
     connections: u64,
@@ -112,7 +119,14 @@ struct Status {
 }
 
 impl ServerShared {
-    pub(super) fn new(id: &str, config: &McpServerConfig, options: McpOptions) -> Self {
+    pub(super) fn new(id: &str, config: &McpServerConfig, mut options: McpOptions) -> Self {
+        // The server's own timeouts, where its config sets them.
+        if let Some(seconds) = config.init_timeout_seconds {
+            options.init_timeout = std::time::Duration::from_secs(seconds);
+        }
+        if let Some(seconds) = config.call_timeout_seconds {
+            options.call_timeout = std::time::Duration::from_secs(seconds);
+        }
         ServerShared {
             id: id.to_owned(),
             config: config.clone(),
@@ -149,8 +163,17 @@ impl ServerShared {
         status.peer.clone().ok_or_else(|| status.detail.clone())
     }
 
+    /// Whether `tools()` is the server's current list (see `Status::listed`).
+    pub(super) fn listed(&self) -> bool {
+        self.lock().listed
+    }
+
     pub(super) fn tool_list_changed(&self) {
         tracing::debug!(server = %self.id, "mcp server tool list changed");
+        let mut status = self.lock();
+        status.listed = false;
+        status.changes += 1;
+        drop(status);
         // One stored permit: a burst of notifications costs one listing.
         self.refresh.notify_one();
     }
@@ -170,6 +193,7 @@ impl ServerShared {
         let mut status = self.lock();
         status.peer = None;
         status.pid = None;
+        status.listed = false;
         status.detail = detail;
     }
 
@@ -211,6 +235,8 @@ struct Connection {
     running: RunningService<RoleClient, HearthClient>,
     tools: Vec<Tool>,
     pid: Option<u32>,
+    /// `Status::changes` when the listing started.
+    changes: u64,
 }
 
 enum Ended {
@@ -296,6 +322,7 @@ async fn run_connection(
         running,
         tools,
         pid,
+        changes,
     } = connection;
     let tools = shared.namespaced(tools);
     {
@@ -305,6 +332,7 @@ async fn run_connection(
         status.pid = pid;
         status.detail = "connected".to_owned();
         status.tools = Arc::new(tools);
+        status.listed = status.changes == changes;
         tracing::info!(server = %shared.id, tools = status.tools.len(), pid = ?pid, "mcp server connected");
     }
     if let Some(done) = first_attempt.take() {
@@ -388,6 +416,7 @@ pub(super) fn short_reason(error: &ServiceError) -> String {
 }
 
 async fn refresh_tools(shared: &ServerShared, peer: &Peer<RoleClient>) {
+    let changes = shared.lock().changes;
     match tokio::time::timeout(shared.options.init_timeout, peer.list_all_tools()).await {
         Ok(Ok(tools)) => {
             let tools = shared.namespaced(tools);
@@ -395,6 +424,8 @@ async fn refresh_tools(shared: &ServerShared, peer: &Peer<RoleClient>) {
             status.tool_list_refreshes += 1;
             tracing::info!(server = %shared.id, tools = tools.len(), "mcp server tool list refreshed");
             status.tools = Arc::new(tools);
+            // A change announced meanwhile is listed by the next refresh, already due.
+            status.listed = status.changes == changes;
         }
         Ok(Err(error)) => {
             tracing::warn!(server = %shared.id, error = %error, "listing changed mcp tools failed; keeping the old list");
@@ -424,11 +455,13 @@ async fn connect(shared: &Arc<ServerShared>) -> Result<Connection, ConnectError>
             }
             (None, None) => return Err(ConnectError::NotConfigured),
         };
+        let changes = shared.lock().changes;
         let tools = running.peer().list_all_tools().await?;
         Ok(Connection {
             running,
             tools,
             pid,
+            changes,
         })
     })
     .await
