@@ -19,7 +19,7 @@ use crate::actors::channels::{
     DeliverReply, ForgetReply, HttpSubmitError, ReplyKind, SubmitHttpInbound,
 };
 use crate::actors::request_queue::{AnswerConfirmation, AnswerError, SubmitError, Submitted};
-use crate::ports::{AnswerRefused, Inbound, InboxRecord, InboxStatus, now_ms};
+use crate::ports::{AnswerPlace, AnswerRefused, Inbound, InboxRecord, InboxStatus, now_ms};
 
 const MAX_TEXT_CHARS: usize = 16_000;
 
@@ -188,6 +188,8 @@ pub async fn post_confirm(
         .send(AnswerConfirmation {
             confirmation_id: body.confirmation_id.clone(),
             member_id: body.user_id,
+            // Only confirmations asked over HTTP are answered here; others are not found.
+            place: AnswerPlace::new("http", None),
             approve: body.approve,
             reply_to: Some(reply_to),
         })

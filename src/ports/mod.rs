@@ -22,7 +22,7 @@ pub use inbox::{
     InboxStatus, QuotedMessage, TurnRecord,
 };
 pub use pending_actions::{
-    AnswerRefused, Decision, OpenConfirmation, PendingActions, PendingConfirmation,
+    AnswerPlace, AnswerRefused, Decision, OpenConfirmation, PendingActions, PendingConfirmation,
 };
 pub use pending_plugin_calls::{PendingPluginCall, PendingPluginCalls};
 pub use registered_plugins::{RegisteredPlugin, RegisteredPlugins};

@@ -58,9 +58,48 @@ impl Decision {
     }
 }
 
+/// Where an answer to a confirmation comes from. A confirmation is answered only through
+/// the channel it was asked on and, when the channel knows it, from the conversation it was
+/// asked in (or a thread or topic within it); an answer from anywhere else is refused as if
+/// the confirmation did not exist.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AnswerPlace {
+    pub channel: String,
+    /// The chat or room the answer came from; `None` where a channel's answers carry no
+    /// conversation (the HTTP API: any of the member's own HTTP conversations).
+    pub conversation_id: Option<String>,
+}
+
+impl AnswerPlace {
+    pub fn new(channel: &str, conversation_id: Option<String>) -> Self {
+        AnswerPlace {
+            channel: channel.to_string(),
+            conversation_id,
+        }
+    }
+
+    /// Whether `confirmation` may be answered from here.
+    pub fn admits(&self, confirmation: &PendingConfirmation) -> bool {
+        if self.channel != confirmation.channel {
+            return false;
+        }
+        match &self.conversation_id {
+            None => true,
+            Some(here) => {
+                let asked = confirmation.conversation_id.as_str();
+                asked == here
+                    || asked
+                        .strip_prefix(here.as_str())
+                        .is_some_and(|rest| rest.starts_with('/'))
+            }
+        }
+    }
+}
+
 /// Why an answer to a confirmation was refused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum AnswerRefused {
+    /// No such confirmation, or none that may be answered from where the answer came.
     #[error("no such confirmation")]
     Unknown,
     #[error("this confirmation is for another family member")]
@@ -83,11 +122,13 @@ pub struct OpenConfirmation {
 pub trait PendingActions: Send + Sync {
     /// Store the confirmation and mark its inbox message suspended, in one transaction.
     async fn suspend(&self, confirmation: &PendingConfirmation) -> Result<(), StorageError>;
-    /// Record `member_id`'s answer, if the confirmation is theirs, pending and not expired at `now_ms`.
+    /// Record `member_id`'s answer from `place`, if the confirmation is theirs, was asked
+    /// there (`AnswerPlace::admits`, else `Unknown`), pending and not expired at `now_ms`.
     async fn answer(
         &self,
         confirmation_id: &str,
         member_id: &str,
+        place: &AnswerPlace,
         approve: bool,
         now_ms: i64,
     ) -> Result<Result<PendingConfirmation, AnswerRefused>, StorageError>;

@@ -7,9 +7,10 @@ use std::sync::Mutex;
 use async_trait::async_trait;
 
 use crate::ports::{
-    Acceptance, AnswerRefused, ChannelState, ConversationMemory, Decision, HistoryEntry, Inbound,
-    Inbox, InboxRecord, InboxStatus, OpenConfirmation, PendingActions, PendingConfirmation,
-    ProfileFacts, StorageError, TelemetryEvent, TelemetrySink, TurnRecord, UserProfiles,
+    Acceptance, AnswerPlace, AnswerRefused, ChannelState, ConversationMemory, Decision,
+    HistoryEntry, Inbound, Inbox, InboxRecord, InboxStatus, OpenConfirmation, PendingActions,
+    PendingConfirmation, ProfileFacts, StorageError, TelemetryEvent, TelemetrySink, TurnRecord,
+    UserProfiles,
 };
 
 #[derive(Default)]
@@ -269,6 +270,7 @@ impl PendingActions for InMemoryStore {
         &self,
         confirmation_id: &str,
         member_id: &str,
+        place: &AnswerPlace,
         approve: bool,
         now_ms: i64,
     ) -> Result<Result<PendingConfirmation, AnswerRefused>, StorageError> {
@@ -276,6 +278,10 @@ impl PendingActions for InMemoryStore {
         let Some(stored) = find_confirmation(&mut state, confirmation_id) else {
             return Ok(Err(AnswerRefused::Unknown));
         };
+        // Asked elsewhere: as if it did not exist.
+        if !place.admits(&stored.confirmation) {
+            return Ok(Err(AnswerRefused::Unknown));
+        }
         if stored.confirmation.member_id != member_id {
             return Ok(Err(AnswerRefused::NotYours));
         }

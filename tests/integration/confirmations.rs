@@ -348,7 +348,13 @@ async fn an_interrupted_approved_call_is_never_run_twice() {
         stores.pending.suspend(&confirmation).await.unwrap();
         stores
             .pending
-            .answer("c-interrupted", "alice", true, 3)
+            .answer(
+                "c-interrupted",
+                "alice",
+                &hearth::ports::AnswerPlace::new("http", None),
+                true,
+                3,
+            )
             .await
             .unwrap()
             .unwrap();

@@ -11,10 +11,10 @@ use std::time::{Duration, Instant};
 
 use hearth::llm::{Role, ToolCall};
 use hearth::ports::{
-    Acceptance, AnswerRefused, Attachment, AttachmentKind, Decision, HistoryEntry, Inbound,
-    InboundExtras, InboxRecord, InboxStatus, LlmCallRecord, OpenConfirmation, PendingConfirmation,
-    PendingPluginCall, ProfileFacts, QuotedMessage, RegisteredPlugin, ShoppingItem, StorageError,
-    TelemetryEvent, TurnRecord,
+    Acceptance, AnswerPlace, AnswerRefused, Attachment, AttachmentKind, Decision, HistoryEntry,
+    Inbound, InboundExtras, InboxRecord, InboxStatus, LlmCallRecord, OpenConfirmation,
+    PendingConfirmation, PendingPluginCall, ProfileFacts, QuotedMessage, RegisteredPlugin,
+    ShoppingItem, StorageError, TelemetryEvent, TurnRecord,
 };
 use hearth::storage::{self, Stores};
 use serde_json::json;
@@ -85,6 +85,7 @@ macro_rules! adapter_suite {
                 pending_suspend_refuses_unknown_or_finished_messages,
                 pending_answer_by_the_member_before_expiry,
                 pending_answer_by_another_member_is_refused,
+                pending_answer_from_elsewhere_is_as_if_it_did_not_exist,
                 pending_answer_twice_unknown_and_expired,
                 pending_expire_due_answers_only_the_due_pending_ones,
                 pending_consume_returns_the_decision_once,
@@ -906,7 +907,13 @@ async fn answer(
 ) -> Result<PendingConfirmation, AnswerRefused> {
     stores
         .pending
-        .answer(id, member_id, approve, now_ms)
+        .answer(
+            id,
+            member_id,
+            &AnswerPlace::new("telegram", None),
+            approve,
+            now_ms,
+        )
         .await
         .unwrap_or_else(|error| panic!("answer({id:?}, {member_id:?}): {error}"))
 }
@@ -1096,6 +1103,59 @@ async fn pending_answer_by_another_member_is_refused(stores: &Stores) {
         open_confirmations(stores).await,
         [open_one(&asked, Some(Decision::Denied))]
     );
+}
+
+async fn pending_answer_from_elsewhere_is_as_if_it_did_not_exist(stores: &Stores) {
+    // Asked in telegram chat "family-chat".
+    let asked = suspended(stores, "w-1", "c-w-1", T0).await;
+    let from = |channel: &str, conversation: Option<&str>| {
+        AnswerPlace::new(channel, conversation.map(str::to_string))
+    };
+    for place in [
+        from("http", None),
+        from("matrix", Some("family-chat")),
+        from("telegram", Some("other-chat")),
+        from("telegram", Some("family")),
+        from("telegram", Some("family-chat-2")),
+    ] {
+        let refused = stores
+            .pending
+            .answer("c-w-1", "alice", &place, true, T0 + 1_000)
+            .await
+            .unwrap();
+        assert_eq!(refused, Err(AnswerRefused::Unknown), "{place:?}");
+    }
+    assert_eq!(open_confirmations(stores).await, [open_one(&asked, None)]);
+    // Where it was asked, it is answered.
+    let here = stores
+        .pending
+        .answer(
+            "c-w-1",
+            "alice",
+            &from("telegram", Some("family-chat")),
+            true,
+            T0 + 1_000,
+        )
+        .await
+        .unwrap();
+    assert_eq!(here, Ok(asked.clone()));
+    // A topic or thread within the chat counts as the chat.
+    let mut in_topic = confirmation("c-w-2", "w-2", T0);
+    in_topic.conversation_id = "family-chat/7".into();
+    expect_new(stores, &inbound("w-2", "telegram", None)).await;
+    stores.pending.suspend(&in_topic).await.unwrap();
+    let here = stores
+        .pending
+        .answer(
+            "c-w-2",
+            "alice",
+            &from("telegram", Some("family-chat")),
+            false,
+            T0 + 1_000,
+        )
+        .await
+        .unwrap();
+    assert!(here.is_ok(), "{here:?}");
 }
 
 async fn pending_answer_twice_unknown_and_expired(stores: &Stores) {
@@ -1324,7 +1384,13 @@ async fn pending_racing_answers_and_consumes_have_one_winner(stores: &Stores) {
         let approve = n % 2 == 0;
         answers.push(tokio::spawn(async move {
             let outcome = pending
-                .answer("c-r-1", "alice", approve, T0 + 1_000)
+                .answer(
+                    "c-r-1",
+                    "alice",
+                    &AnswerPlace::new("telegram", None),
+                    approve,
+                    T0 + 1_000,
+                )
                 .await
                 .unwrap();
             (approve, outcome)
@@ -2388,7 +2454,13 @@ async fn pending_interrupted_lists_latest_consumed_of_suspended_messages(stores:
     );
     stores
         .pending
-        .answer("c-int-1", "alice", true, T0)
+        .answer(
+            "c-int-1",
+            "alice",
+            &AnswerPlace::new("telegram", None),
+            true,
+            T0,
+        )
         .await
         .unwrap()
         .unwrap();
@@ -2413,7 +2485,13 @@ async fn pending_interrupted_lists_latest_consumed_of_suspended_messages(stores:
     // A finished turn is not interrupted, whatever its confirmations.
     stores
         .pending
-        .answer("c-int-2", "alice", false, T0)
+        .answer(
+            "c-int-2",
+            "alice",
+            &AnswerPlace::new("telegram", None),
+            false,
+            T0,
+        )
         .await
         .unwrap()
         .unwrap();

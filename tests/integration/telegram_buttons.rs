@@ -155,6 +155,69 @@ async fn in_a_group_only_the_member_asked_can_answer() {
 }
 
 #[actix::test]
+async fn a_confirmation_is_answered_only_where_it_was_asked() {
+    let llm = ScriptedLlmServer::start();
+    let telegram = TelegramServer::start(TOKEN);
+    let app = start_on_telegram(&llm, &telegram, SECURE_PROFILE, None, &[]).await;
+    llm.push(Step::ToolCalls(vec![(
+        "profile_update".into(),
+        json!({"key": "city", "value": "Lima"}),
+    )]));
+    telegram.push_private_text(&alice(), "/secure I live in Lima");
+    let prompt = prompt_in(&telegram, 1001).await;
+    let confirmation_id = prompt.button_data()[0]
+        .strip_prefix("hc:")
+        .and_then(|rest| rest.rsplit_once(':'))
+        .map(|(id, _)| id.to_string())
+        .unwrap();
+
+    // The HTTP API key does not answer a confirmation asked on Telegram: not found.
+    let (status, body) = app
+        .post_json(
+            "/inbound/confirm",
+            json!({"confirmation_id": confirmation_id, "user_id": "alice", "approve": true}),
+        )
+        .await;
+    assert_eq!(status, 404, "{body}");
+
+    // Nor does alice's own press in another chat (the same button data on another message).
+    let group = TgChat::group(-6002, "Family");
+    llm.push(Step::Reply("Hello family.".into()));
+    telegram.push_group_text(&group, &bob(), "hello", None);
+    let elsewhere = telegram
+        .wait_for_message(-6002, |message| message.from_bot, WAIT)
+        .await
+        .unwrap();
+    let pushed = telegram.push_callback(
+        &alice(),
+        -6002,
+        elsewhere.message_id,
+        &prompt.button_data()[0],
+    );
+    let id = pushed.callback_query_id.unwrap();
+    let answered = telegram
+        .wait_for_call(
+            "answerCallbackQuery",
+            |call| call.str("callback_query_id") == Some(id.as_str()),
+            WAIT,
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        answered.str("text"),
+        Some("This request is no longer open.")
+    );
+    let facts = app.running.stores.profiles.get("alice").await.unwrap();
+    assert_eq!(facts.get("city"), None, "nothing ran");
+
+    // In the chat where it was asked, it is answered, and the reply goes there.
+    llm.push(Step::Reply("Done: Lima.".into()));
+    assert_eq!(press(&telegram, &alice(), &prompt, 0).await.0, "Confirmed.");
+    bot_says(&telegram, 1001, "Done: Lima.").await;
+    app.stop().await;
+}
+
+#[actix::test]
 async fn an_unanswered_confirmation_expires_and_loses_its_buttons() {
     let llm = ScriptedLlmServer::start();
     let telegram = TelegramServer::start(TOKEN);

@@ -11,7 +11,7 @@ use super::{DeliverReply, ReplyKind};
 use crate::actors::request_queue::{
     AnswerConfirmation, RequestQueue, SubmitError, SubmitInbound, Submitted,
 };
-use crate::ports::{Inbound, now_ms};
+use crate::ports::{AnswerPlace, Inbound, now_ms};
 
 pub struct ConsoleChannel {
     replies: mpsc::UnboundedSender<DeliverReply>,
@@ -73,6 +73,7 @@ pub async fn run_console(
                     let answer = AnswerConfirmation {
                         confirmation_id,
                         member_id: member_id.clone(),
+                        place: AnswerPlace::new("console", Some(member_id.clone())),
                         approve,
                         reply_to: None,
                     };

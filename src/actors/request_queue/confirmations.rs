@@ -12,7 +12,7 @@ use super::{
     AnswerConfirmation, AnswerError, CancelPending, Cancelled, QueuedTurn, RequestQueue, Resume,
 };
 use crate::actors::channels::{DeliverReply, ReplyKind};
-use crate::ports::{Decision, Inbound, PendingConfirmation, StorageError, now_ms};
+use crate::ports::{AnswerPlace, Decision, Inbound, PendingConfirmation, StorageError, now_ms};
 
 /// What a channel shows where an unanswered confirmation was.
 pub const EXPIRED_NOTICE: &str = "⌛ This request expired before it was confirmed.";
@@ -145,13 +145,16 @@ impl Handler<AnswerConfirmation> for RequestQueue {
 
     fn handle(&mut self, message: AnswerConfirmation, _ctx: &mut Self::Context) -> Self::Result {
         let (pending, inbox) = (self.pending.clone(), self.inbox.clone());
-        let (id, member, approve) = (
+        let (id, member, place, approve) = (
             message.confirmation_id.clone(),
             message.member_id.clone(),
+            message.place.clone(),
             message.approve,
         );
         let work = async move {
-            let confirmation = pending.answer(&id, &member, approve, now_ms()).await??;
+            let confirmation = pending
+                .answer(&id, &member, &place, approve, now_ms())
+                .await??;
             let record = inbox.get(&confirmation.inbox_id).await?.ok_or_else(|| {
                 StorageError::Corrupt(format!(
                     "confirmation {id:?} names unknown inbox message {:?}",
@@ -198,8 +201,18 @@ impl Handler<CancelPending> for RequestQueue {
                     continue;
                 }
                 // Answered meanwhile (a button, the expiry): not ours to cancel any more.
+                let place = AnswerPlace::new(
+                    &confirmation.channel,
+                    Some(confirmation.conversation_id.clone()),
+                );
                 let Ok(confirmation) = pending
-                    .answer(&confirmation.id, &message.member_id, false, now_ms())
+                    .answer(
+                        &confirmation.id,
+                        &message.member_id,
+                        &place,
+                        false,
+                        now_ms(),
+                    )
                     .await?
                 else {
                     continue;

@@ -31,14 +31,16 @@ pub enum SubmitError {
     Storage(#[from] StorageError),
 }
 
-/// A family member's answer to a confirmation. The turn it suspended resumes;
-/// its next reply goes to `reply_to` when given, else to the channel. Answers the
-/// id of the inbound message whose turn resumes.
+/// A family member's answer to a confirmation, from `place` (a confirmation is answered
+/// only where it was asked). The turn it suspended resumes; its next reply goes to
+/// `reply_to` when given, else to the channel. Answers the id of the inbound message whose
+/// turn resumes.
 #[derive(Debug, Message)]
 #[rtype(result = "Result<String, AnswerError>")]
 pub struct AnswerConfirmation {
     pub confirmation_id: String,
     pub member_id: String,
+    pub place: crate::ports::AnswerPlace,
     pub approve: bool,
     pub reply_to: Option<tokio::sync::oneshot::Sender<crate::actors::channels::DeliverReply>>,
 }

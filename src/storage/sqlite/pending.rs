@@ -6,7 +6,8 @@ use sqlx::sqlite::SqliteRow;
 
 use super::{SqliteStore, database_error};
 use crate::ports::{
-    AnswerRefused, Decision, OpenConfirmation, PendingActions, PendingConfirmation, StorageError,
+    AnswerPlace, AnswerRefused, Decision, OpenConfirmation, PendingActions, PendingConfirmation,
+    StorageError,
 };
 
 macro_rules! select_confirmation {
@@ -99,9 +100,20 @@ impl PendingActions for SqliteStore {
         &self,
         confirmation_id: &str,
         member_id: &str,
+        place: &AnswerPlace,
         approve: bool,
         now_ms: i64,
     ) -> Result<Result<PendingConfirmation, AnswerRefused>, StorageError> {
+        // Asked elsewhere: as if it did not exist (its channel and conversation never change).
+        let asked = sqlx::query(select_confirmation!("WHERE id = ?"))
+            .bind(confirmation_id)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(database_error)?;
+        match asked {
+            Some(row) if place.admits(&confirmation_from_row(&row)?) => {}
+            _ => return Ok(Err(AnswerRefused::Unknown)),
+        }
         let decision = if approve {
             Decision::Approved
         } else {

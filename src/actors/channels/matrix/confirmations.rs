@@ -16,6 +16,7 @@ use super::outbound::{Conversation, Outgoing, room, send_event, send_message};
 use super::{MATRIX_CHANNEL, Shared};
 use crate::actors::channels::ChannelError;
 use crate::actors::request_queue::{AnswerConfirmation, AnswerError};
+use crate::ports::AnswerPlace;
 
 pub(super) const EXPIRED_OUTCOME: &str = "⌛ Expired: nothing was done.";
 const YES: &str = "✅";
@@ -177,6 +178,8 @@ pub(super) async fn answer(
         .send(AnswerConfirmation {
             confirmation_id: confirmation_id.to_string(),
             member_id: member.id.clone(),
+            // The room the answer was given in (a thread of it counts too).
+            place: AnswerPlace::new(MATRIX_CHANNEL, Some(room.room_id().to_string())),
             approve,
             reply_to: None,
         })

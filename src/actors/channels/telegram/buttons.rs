@@ -19,7 +19,7 @@ use super::outbound::{
 use super::{Shared, TELEGRAM_CHANNEL};
 use crate::actors::channels::ChannelError;
 use crate::actors::request_queue::{AnswerConfirmation, AnswerError};
-use crate::ports::AnswerRefused;
+use crate::ports::{AnswerPlace, AnswerRefused};
 
 const DATA_PREFIX: &str = "hc:";
 pub(super) const EXPIRED_OUTCOME: &str = "⌛ Expired: nothing was done.";
@@ -155,6 +155,15 @@ pub(super) async fn handle_press(
         .send(AnswerConfirmation {
             confirmation_id: confirmation_id.to_string(),
             member_id: member.id.clone(),
+            // The chat (and topic) of the message whose button was pressed.
+            place: AnswerPlace::new(
+                TELEGRAM_CHANNEL,
+                Some(
+                    target
+                        .map(|target| target.conversation_id())
+                        .unwrap_or_default(),
+                ),
+            ),
             approve,
             reply_to: None,
         })
