@@ -25,7 +25,7 @@ use crate::actors::processing::{ProcessingDeps, ProcessingService};
 use crate::actors::request_queue::{RequestQueue, Router};
 use crate::config::{LlmProviderKind, LoadedConfig, TelegramMode};
 use crate::family::Family;
-use crate::http::{self, ApiKey, HttpState};
+use crate::http::{self, ApiKeys, HttpState};
 use crate::llm::anthropic::AnthropicProvider;
 use crate::llm::openai::OpenAiProvider;
 use crate::llm::{LlmProvider, ProviderSettings};
@@ -109,7 +109,7 @@ pub async fn start(loaded: &LoadedConfig, options: StartOptions) -> Result<Runni
         None => storage::open(&config.database_url, config.database_max_connections).await?,
     };
     let metrics = Arc::new(Metrics::default());
-    let readiness = Arc::new(Readiness::default());
+    let readiness = Arc::new(Readiness::with_secrets(loaded.secrets.values()));
     let family = Arc::new(Family::new(&config.family));
 
     let broker = LlmBroker::new(
@@ -299,11 +299,13 @@ pub async fn start(loaded: &LoadedConfig, options: StartOptions) -> Result<Runni
         Some(context) => {
             let channel = context.address();
             context.run(HttpChannel::new(queue.clone()));
-            let api_key = if config.http.auth_enabled {
-                secret_named_by(loaded, &config.http.auth_api_key_env).map(ApiKey::new)
-            } else {
-                None
-            };
+            let keys = config.http.auth_enabled.then(|| {
+                ApiKeys::new(
+                    secret_named_by(loaded, &config.http.auth_api_key_env),
+                    secret_named_by(loaded, &config.http.plugin_api_key_env),
+                    secret_named_by(loaded, &config.http.admin_api_key_env),
+                )
+            });
             let state = HttpState {
                 queue: queue.clone(),
                 channel,
@@ -311,7 +313,8 @@ pub async fn start(loaded: &LoadedConfig, options: StartOptions) -> Result<Runni
                 family: family.clone(),
                 metrics: metrics.clone(),
                 readiness: readiness.clone(),
-                api_key,
+                keys,
+                metrics_auth: config.http.metrics_auth,
                 reply_timeout: Duration::from_secs(config.http.reply_timeout_seconds),
                 telegram_webhook,
                 plugins: plugins.clone(),

@@ -68,7 +68,10 @@ fn main() -> anyhow::Result<()> {
             )
             .await
             .context("migration failed")?;
-            eprintln!("database {} is up to date", loaded.config.database_url);
+            eprintln!(
+                "database {} is up to date",
+                config::redact_url_password(&loaded.config.database_url)
+            );
             Ok(())
         }),
         Command::Run => in_actix_system(run(loaded)),

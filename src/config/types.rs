@@ -137,7 +137,16 @@ pub struct HttpConfig {
     pub enabled: bool,
     pub bind: String,
     pub auth_enabled: bool,
+    /// The key of the inbound API (`/inbound*`).
     pub auth_api_key_env: Option<String>,
+    /// The key plugins use for the plugin API (`/api/plugins/llm/*`); unset: the plugin
+    /// API is closed.
+    pub plugin_api_key_env: Option<String>,
+    /// The key of administration (registering plugins, and metrics with `metrics_auth`);
+    /// unset: registering plugins is closed.
+    pub admin_api_key_env: Option<String>,
+    /// `/metrics` and the details of `/readyz` need the admin key.
+    pub metrics_auth: bool,
     pub max_body_bytes: usize,
     pub reply_timeout_seconds: u64,
 }
@@ -149,6 +158,9 @@ impl Default for HttpConfig {
             bind: "127.0.0.1:8080".to_owned(),
             auth_enabled: true,
             auth_api_key_env: None,
+            plugin_api_key_env: None,
+            admin_api_key_env: None,
+            metrics_auth: false,
             max_body_bytes: 65_536,
             reply_timeout_seconds: 120,
         }

@@ -469,11 +469,34 @@ pub(crate) fn collect_secrets(
     }
 
     let http = &config.http;
-    if http.enabled
-        && http.auth_enabled
-        && let Some(variable) = &http.auth_api_key_env
-    {
-        secrets.require("http.auth_api_key_env", variable, problems);
+    if http.enabled && http.auth_enabled {
+        let scopes = [
+            ("http.auth_api_key_env", &http.auth_api_key_env),
+            ("http.plugin_api_key_env", &http.plugin_api_key_env),
+            ("http.admin_api_key_env", &http.admin_api_key_env),
+        ];
+        let mut seen: Vec<(&str, String)> = Vec::new();
+        for (key_path, variable) in scopes {
+            let Some(variable) = variable else { continue };
+            secrets.require(key_path, variable, problems);
+            // Each scope has its own key: one key opening two scopes would open both.
+            let Some(value) = secrets.value(variable).map(str::to_owned) else {
+                continue;
+            };
+            if let Some((other, _)) = seen.iter().find(|(_, seen)| *seen == value) {
+                problems.push(
+                    key_path,
+                    format!("holds the same key as {other}; each scope needs its own key"),
+                );
+            }
+            seen.push((key_path, value));
+        }
+    }
+    if http.metrics_auth && !(http.auth_enabled && http.admin_api_key_env.is_some()) {
+        problems.push(
+            "http.metrics_auth",
+            "metrics_auth needs the admin key: set http.admin_api_key_env (and auth_enabled)",
+        );
     }
 
     let telegram = &config.channels.telegram;
@@ -577,6 +600,11 @@ impl SecretLookup<'_> {
             }
             _ => false,
         }
+    }
+
+    /// The value of a variable already taken.
+    fn value(&self, variable: &str) -> Option<&str> {
+        self.found.get(variable).map(String::as_str)
     }
 
     fn require(&mut self, key_path: &str, variable: &str, problems: &mut Problems) {

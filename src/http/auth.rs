@@ -1,45 +1,193 @@
-//! API-key authentication: `X-API-Key: <key>` or `Authorization: Bearer <key>`,
-//! compared in constant time so timing reveals nothing about the key.
+//! API keys and the scopes they open. Each key opens one scope and never another:
+//!
+//! | scope | key (`http.*`) | routes |
+//! |---|---|---|
+//! | inbound | `auth_api_key_env` | `POST /inbound`, `POST /inbound/confirm`, `GET /inbound/{id}` |
+//! | plugin | `plugin_api_key_env` | `POST /api/plugins/llm/*` |
+//! | admin | `admin_api_key_env` | `POST /api/plugins/register`; `/metrics` and `/readyz` details with `metrics_auth` |
+//!
+//! A key comes as `X-API-Key: <key>` or `Authorization: Bearer <key>`. No key, or a key no
+//! scope knows, is `401`; a key of another scope is `403`. Every configured key is compared,
+//! each in constant time, whatever matches first, so timing tells nothing about any key.
+//! With `http.auth_enabled: false` every route is open.
 
 use actix_web::{HttpRequest, HttpResponse};
-use subtle::ConstantTimeEq;
+use subtle::{Choice, ConstantTimeEq};
 
-pub struct ApiKey(String);
+/// What a key opens.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scope {
+    Inbound,
+    Plugin,
+    Admin,
+}
 
-impl ApiKey {
-    pub fn new(key: String) -> Self {
-        ApiKey(key)
+impl Scope {
+    const ALL: [Scope; 3] = [Scope::Inbound, Scope::Plugin, Scope::Admin];
+
+    fn index(self) -> usize {
+        match self {
+            Scope::Inbound => 0,
+            Scope::Plugin => 1,
+            Scope::Admin => 2,
+        }
     }
 
-    pub fn accepts(&self, request: &HttpRequest) -> bool {
-        let headers = request.headers();
-        let presented = headers
-            .get("x-api-key")
-            .and_then(|value| value.to_str().ok())
-            .or_else(|| {
-                headers
-                    .get("authorization")
-                    .and_then(|value| value.to_str().ok())
-                    .and_then(|value| value.strip_prefix("Bearer "))
-            });
-        match presented {
-            Some(presented) => bool::from(presented.trim().as_bytes().ct_eq(self.0.as_bytes())),
-            None => false,
+    fn describe(self) -> &'static str {
+        match self {
+            Scope::Inbound => "the inbound API (http.auth_api_key_env)",
+            Scope::Plugin => "the plugin API (http.plugin_api_key_env)",
+            Scope::Admin => "administration (http.admin_api_key_env)",
         }
     }
 }
 
-/// The `401` to answer when auth is on (`api_key` set) and `request` lacks the key.
-pub fn refuse_without_api_key(
-    api_key: Option<&ApiKey>,
+/// The configured key of each scope; a scope without a key is closed to every key.
+pub struct ApiKeys {
+    keys: [Option<Vec<u8>>; 3],
+}
+
+impl std::fmt::Debug for ApiKeys {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let set: Vec<bool> = self.keys.iter().map(Option::is_some).collect();
+        formatter
+            .debug_struct("ApiKeys")
+            .field("inbound_set", &set[0])
+            .field("plugin_set", &set[1])
+            .field("admin_set", &set[2])
+            .finish()
+    }
+}
+
+/// Whether a request may use a route of some scope.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Access {
+    Granted,
+    /// No key, or one that no scope knows.
+    Unauthenticated,
+    /// A good key, of another scope.
+    WrongScope,
+}
+
+impl ApiKeys {
+    pub fn new(inbound: Option<String>, plugin: Option<String>, admin: Option<String>) -> Self {
+        let bytes = |key: Option<String>| key.filter(|key| !key.is_empty()).map(String::into_bytes);
+        ApiKeys {
+            keys: [bytes(inbound), bytes(plugin), bytes(admin)],
+        }
+    }
+
+    /// Which scope's key `presented` is, compared with every key in constant time.
+    fn scope_of(&self, presented: &[u8]) -> Option<Scope> {
+        let mut found = None;
+        for scope in Scope::ALL {
+            let matches = match &self.keys[scope.index()] {
+                Some(key) => key.as_slice().ct_eq(presented),
+                None => Choice::from(0),
+            };
+            if bool::from(matches) && found.is_none() {
+                found = Some(scope);
+            }
+        }
+        found
+    }
+
+    pub fn access(&self, request: &HttpRequest, scope: Scope) -> Access {
+        let Some(presented) = presented_key(request) else {
+            return Access::Unauthenticated;
+        };
+        match self.scope_of(presented.as_bytes()) {
+            Some(found) if found == scope => Access::Granted,
+            Some(_) => Access::WrongScope,
+            None => Access::Unauthenticated,
+        }
+    }
+}
+
+fn presented_key(request: &HttpRequest) -> Option<&str> {
+    let headers = request.headers();
+    headers
+        .get("x-api-key")
+        .and_then(|value| value.to_str().ok())
+        .or_else(|| {
+            headers
+                .get("authorization")
+                .and_then(|value| value.to_str().ok())
+                .and_then(|value| value.strip_prefix("Bearer "))
+        })
+        .map(str::trim)
+}
+
+/// The `401` or `403` to answer when auth is on (`keys` set) and `request` may not use a
+/// route of `scope`; `None` when it may.
+pub fn refuse_outside_scope(
+    keys: Option<&ApiKeys>,
     request: &HttpRequest,
+    scope: Scope,
 ) -> Option<HttpResponse> {
-    let key = api_key?;
-    (!key.accepts(request)).then(|| {
-        HttpResponse::Unauthorized()
-            .insert_header(("WWW-Authenticate", "Bearer"))
-            .json(serde_json::json!({
-                "error": "missing or wrong API key (send X-API-Key or Authorization: Bearer)"
-            }))
-    })
+    let keys = keys?;
+    match keys.access(request, scope) {
+        Access::Granted => None,
+        Access::Unauthenticated => Some(
+            HttpResponse::Unauthorized()
+                .insert_header(("WWW-Authenticate", "Bearer"))
+                .json(serde_json::json!({
+                    "error": "missing or wrong API key (send X-API-Key or Authorization: Bearer)"
+                })),
+        ),
+        Access::WrongScope => Some(HttpResponse::Forbidden().json(serde_json::json!({
+            "error": format!(
+                "this key does not open this route: it needs the key of {}",
+                scope.describe()
+            )
+        }))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use actix_web::test::TestRequest;
+
+    #[test]
+    fn each_key_opens_its_own_scope_only() {
+        let keys = ApiKeys::new(Some("inbound-key".into()), Some("plugin-key".into()), None);
+        let with = |key: &str| {
+            TestRequest::default()
+                .insert_header(("X-API-Key", key))
+                .to_http_request()
+        };
+        assert_eq!(
+            keys.access(&with("inbound-key"), Scope::Inbound),
+            Access::Granted
+        );
+        assert_eq!(
+            keys.access(&with("inbound-key"), Scope::Plugin),
+            Access::WrongScope
+        );
+        assert_eq!(
+            keys.access(&with("plugin-key"), Scope::Plugin),
+            Access::Granted
+        );
+        assert_eq!(
+            keys.access(&with("plugin-key"), Scope::Admin),
+            Access::WrongScope
+        );
+        assert_eq!(
+            keys.access(&with("nope"), Scope::Inbound),
+            Access::Unauthenticated
+        );
+        // No admin key configured: nothing opens administration, and an empty key is no key.
+        assert_eq!(
+            keys.access(&with(""), Scope::Admin),
+            Access::Unauthenticated
+        );
+        let bearer = TestRequest::default()
+            .insert_header(("Authorization", "Bearer plugin-key"))
+            .to_http_request();
+        assert_eq!(keys.access(&bearer, Scope::Plugin), Access::Granted);
+        let none = TestRequest::default().to_http_request();
+        assert_eq!(keys.access(&none, Scope::Inbound), Access::Unauthenticated);
+        assert!(!format!("{keys:?}").contains("key\""), "{keys:?}");
+    }
 }

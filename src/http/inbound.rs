@@ -14,7 +14,7 @@ use serde_json::json;
 use tokio::sync::oneshot;
 
 use super::HttpState;
-use super::auth::refuse_without_api_key;
+use super::auth::{Scope, refuse_outside_scope};
 use crate::actors::channels::{
     DeliverReply, ForgetReply, HttpSubmitError, ReplyKind, SubmitHttpInbound,
 };
@@ -51,7 +51,7 @@ pub async fn post_inbound(
     state: web::Data<HttpState>,
     body: web::Json<InboundBody>,
 ) -> HttpResponse {
-    if let Some(refused) = refuse_without_api_key(state.api_key.as_ref(), &request) {
+    if let Some(refused) = refuse_outside_scope(state.keys.as_ref(), &request, Scope::Inbound) {
         return refused;
     }
     let body = body.into_inner();
@@ -175,7 +175,7 @@ pub async fn post_confirm(
     state: web::Data<HttpState>,
     body: web::Json<ConfirmBody>,
 ) -> HttpResponse {
-    if let Some(refused) = refuse_without_api_key(state.api_key.as_ref(), &request) {
+    if let Some(refused) = refuse_outside_scope(state.keys.as_ref(), &request, Scope::Inbound) {
         return refused;
     }
     let body = body.into_inner();
@@ -226,7 +226,7 @@ pub async fn get_inbound(
     state: web::Data<HttpState>,
     path: web::Path<String>,
 ) -> HttpResponse {
-    if let Some(refused) = refuse_without_api_key(state.api_key.as_ref(), &request) {
+    if let Some(refused) = refuse_outside_scope(state.keys.as_ref(), &request, Scope::Inbound) {
         return refused;
     }
     match state.inbox.get(&path).await {

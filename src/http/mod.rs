@@ -26,7 +26,7 @@ use crate::plugins::PluginRuntime;
 use crate::ports::{Inbox, RegisteredPlugins};
 use crate::readiness::Readiness;
 
-pub use auth::ApiKey;
+pub use auth::{ApiKeys, Scope};
 
 /// Everything a route needs, shared by every HTTP worker.
 pub struct HttpState {
@@ -36,8 +36,10 @@ pub struct HttpState {
     pub family: Arc<Family>,
     pub metrics: Arc<Metrics>,
     pub readiness: Arc<Readiness>,
-    /// `None` when `http.auth_enabled` is false.
-    pub api_key: Option<ApiKey>,
+    /// Each scope's key; `None` when `http.auth_enabled` is false.
+    pub keys: Option<ApiKeys>,
+    /// `/metrics` and `/readyz` details need the admin key.
+    pub metrics_auth: bool,
     pub reply_timeout: Duration,
     /// Telegram's webhook route, in webhook mode.
     pub telegram_webhook: Option<TelegramWebhook>,

@@ -1,9 +1,9 @@
 //! The plugin API (seed 001, DESIGN.md "HTTP API"):
 //!
-//! - `POST /api/plugins/register`: an external plugin registers its manifest (the schema
+//! - `POST /api/plugins/register` (admin key): an external plugin registers its manifest (the schema
 //!   of `plugin.yaml` as JSON, reached over `http`); kept in the database, so it survives a
 //!   restart. Default values never travel here: they stay in the plugin's `config.yml`.
-//! - `POST /api/plugins/llm/generate` `{messages, llm_name?}` → `{text}` or `{error}`:
+//! - `POST /api/plugins/llm/generate` `{messages, llm_name?}` (plugin key) → `{text}` or `{error}`:
 //!   plugins use hearth's models through the `LlmBroker`, and so through the same
 //!   semaphores as the family's messages.
 
@@ -12,7 +12,7 @@ use serde::Deserialize;
 use serde_json::json;
 
 use super::HttpState;
-use super::auth::refuse_without_api_key;
+use super::auth::{Scope, refuse_outside_scope};
 use crate::actors::llm_broker::{CallOrigin, GenerateChat};
 use crate::llm::{ChatMessage, ChatRequest, Role};
 use crate::plugins::{PluginKind, PluginManifest, RegisterError, Registration};
@@ -28,7 +28,7 @@ pub async fn post_register(
     body: web::Json<serde_json::Value>,
 ) -> HttpResponse {
     use actix_web::http::StatusCode;
-    if let Some(refused) = refuse_without_api_key(state.api_key.as_ref(), &request) {
+    if let Some(refused) = refuse_outside_scope(state.keys.as_ref(), &request, Scope::Admin) {
         return refused;
     }
     let manifest = match PluginManifest::from_json_value(body.into_inner()) {
@@ -92,7 +92,7 @@ pub async fn post_generate(
     body: web::Json<GenerateBody>,
 ) -> HttpResponse {
     use actix_web::http::StatusCode;
-    if let Some(refused) = refuse_without_api_key(state.api_key.as_ref(), &request) {
+    if let Some(refused) = refuse_outside_scope(state.keys.as_ref(), &request, Scope::Plugin) {
         return refused;
     }
     let body = body.into_inner();

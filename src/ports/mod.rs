@@ -38,6 +38,7 @@ pub enum StorageError {
     Database(String),
     #[error("database migration failed: {0}")]
     Migration(String),
+    /// `url` is redacted (`StorageError::unsupported_url`): no password in any message.
     #[error("unsupported database url {url:?}: {reason}")]
     UnsupportedUrl { url: String, reason: String },
     #[error("stored data is unreadable: {0}")]
@@ -45,6 +46,16 @@ pub enum StorageError {
     /// The caller asked for something no adapter may store (a blank name, quantity 0).
     #[error("invalid input: {0}")]
     Invalid(String),
+}
+
+impl StorageError {
+    /// A database url hearth cannot use, named without its password.
+    pub fn unsupported_url(url: &str, reason: impl Into<String>) -> Self {
+        StorageError::UnsupportedUrl {
+            url: crate::config::redact_url_password(url),
+            reason: reason.into(),
+        }
+    }
 }
 
 /// Milliseconds since the Unix epoch: the one time format stored everywhere.

@@ -67,14 +67,14 @@ pub async fn open(database_url: &str, max_connections: u32) -> Result<Stores, St
             telemetry,
         })
     } else if database_url.starts_with("postgres:") || database_url.starts_with("postgresql:") {
-        Err(StorageError::UnsupportedUrl {
-            url: database_url.to_string(),
-            reason: "the PostgreSQL adapter is not built yet; use a sqlite:// url".into(),
-        })
+        Err(StorageError::unsupported_url(
+            database_url,
+            "the PostgreSQL adapter is not built yet; use a sqlite:// url",
+        ))
     } else {
-        Err(StorageError::UnsupportedUrl {
-            url: database_url.to_string(),
-            reason: "expected sqlite://path/to/file.db".into(),
-        })
+        Err(StorageError::unsupported_url(
+            database_url,
+            "expected sqlite://path/to/file.db",
+        ))
     }
 }

@@ -220,3 +220,26 @@ async fn an_unreachable_homeserver_keeps_hearth_running_and_readiness_says_why()
         .unwrap();
     assert_eq!(health.status().as_u16(), 200);
 }
+
+#[test]
+fn a_database_password_never_shows_in_a_start_up_error() {
+    let folder = tempfile::tempdir().unwrap();
+    let config = write_config(folder.path(), "http://127.0.0.1:9/v1");
+    for command in ["run", "migrate"] {
+        let output = hearth(&config)
+            .env(
+                "HEARTH__DATABASE_URL",
+                "postgres://hearth:hunter2-db-pass@127.0.0.1:9/hearth",
+            )
+            .arg(command)
+            .output()
+            .unwrap();
+        assert!(!output.status.success());
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(
+            stderr.contains("postgres://hearth:***@127.0.0.1:9/hearth"),
+            "{stderr}"
+        );
+        assert!(!stderr.contains("hunter2-db-pass"), "{stderr}");
+    }
+}

@@ -138,3 +138,170 @@ async fn health_readiness_and_metrics() {
         );
     }
 }
+
+/// Every key against every route: each key opens its own scope and never another's; no key
+/// or an unknown key is `401`, a key of another scope `403`.
+#[actix::test]
+async fn each_key_opens_only_its_own_routes() {
+    use crate::support::hearth_app::{ADMIN_API_KEY, PLUGIN_API_KEY};
+    let llm = ScriptedLlmServer::start();
+    llm.set_default(crate::support::llm_server::Step::Reply("ok".into()));
+    let app = TestApp::start(&llm.base_url(), &[("HEARTH__HTTP__METRICS_AUTH", "true")]).await;
+    let manifest = json!({
+        "id": "weather", "name": "Weather", "description": "The weather.",
+        "type": "http", "url": "http://127.0.0.1:9/run",
+        "capabilities": [{"id": "forecast", "description": "The forecast."}]
+    });
+    // (method, path, body, the key that opens it)
+    let routes: Vec<(&str, &str, Value, Option<&str>)> = vec![
+        (
+            "POST",
+            "/inbound",
+            json!({"user_id": "alice", "text": "hi"}),
+            Some(API_KEY),
+        ),
+        (
+            "POST",
+            "/inbound/confirm",
+            json!({"confirmation_id": "nope", "user_id": "alice", "approve": true}),
+            Some(API_KEY),
+        ),
+        (
+            "GET",
+            "/inbound/nope?user_id=alice",
+            Value::Null,
+            Some(API_KEY),
+        ),
+        (
+            "POST",
+            "/api/plugins/llm/generate",
+            json!({"messages": [{"role": "user", "content": "hi"}]}),
+            Some(PLUGIN_API_KEY),
+        ),
+        (
+            "POST",
+            "/api/plugins/register",
+            manifest,
+            Some(ADMIN_API_KEY),
+        ),
+        ("GET", "/metrics", Value::Null, Some(ADMIN_API_KEY)),
+        ("GET", "/healthz", Value::Null, None),
+    ];
+    let keys = [
+        None,
+        Some("wrong-key"),
+        Some(API_KEY),
+        Some(PLUGIN_API_KEY),
+        Some(ADMIN_API_KEY),
+    ];
+    for (method, path, body, opener) in &routes {
+        for key in keys {
+            let mut request = match *method {
+                "GET" => app.client.get(format!("{}{path}", app.base_url)),
+                _ => app
+                    .client
+                    .post(format!("{}{path}", app.base_url))
+                    .json(body),
+            };
+            if let Some(key) = key {
+                request = request.header("X-API-Key", key);
+            }
+            let status = request.send().await.unwrap().status().as_u16();
+            let expected_refusal = match (opener, key) {
+                (None, _) => None,
+                (Some(opener), Some(key)) if key == *opener => None,
+                (Some(_), None | Some("wrong-key")) => Some(401),
+                (Some(_), Some(_)) => Some(403),
+            };
+            match expected_refusal {
+                Some(refusal) => assert_eq!(status, refusal, "{method} {path} with {key:?}"),
+                None => assert!(
+                    ![401, 403].contains(&status),
+                    "{method} {path} with {key:?}: {status}"
+                ),
+            }
+        }
+    }
+    // /readyz says ready or not to anyone, its details only to the admin key.
+    let (status, body) = app.get("/readyz").await;
+    assert_eq!(status, 200);
+    assert_eq!(
+        serde_json::from_str::<Value>(&body).unwrap(),
+        json!({"ready": true})
+    );
+    let detailed: Value = app
+        .client
+        .get(format!("{}/readyz", app.base_url))
+        .header("X-API-Key", ADMIN_API_KEY)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert!(detailed["components"]["queue"].is_object(), "{detailed}");
+    app.stop().await;
+}
+
+#[test]
+fn one_key_for_two_scopes_is_refused_by_validation() {
+    let folder = tempfile::tempdir().unwrap();
+    let config = crate::support::hearth_app::write_config(folder.path(), "http://127.0.0.1:9/v1");
+    let env = crate::support::hearth_app::test_env(&[("TEST_HEARTH_PLUGIN_KEY", API_KEY)]);
+    let error = hearth::config::load_with_env(
+        &config,
+        &env,
+        &hearth::config::LoadOptions {
+            known_local_tools: hearth::tools::LOCAL_TOOL_NAMES,
+        },
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(error.contains("http.plugin_api_key_env"), "{error}");
+    assert!(
+        error.contains("same key as http.auth_api_key_env"),
+        "{error}"
+    );
+    assert!(!error.contains(API_KEY), "{error}");
+}
+
+/// A channel that cannot connect says why in `/readyz`, without the credentials in the
+/// error: the bot token and a password in its url.
+#[actix::test]
+async fn readiness_details_never_show_credentials() {
+    let llm = ScriptedLlmServer::start();
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = closed.local_addr().unwrap().port();
+    drop(closed);
+    let api_url = format!("http://hearth:hunter2-pass@127.0.0.1:{port}");
+    let app = TestApp::start_unready(
+        &llm.base_url(),
+        &[
+            ("HEARTH__CHANNELS__TELEGRAM__ENABLED", "true"),
+            (
+                "HEARTH__CHANNELS__TELEGRAM__TOKEN_ENV",
+                "TEST_TELEGRAM_TOKEN",
+            ),
+            ("HEARTH__CHANNELS__TELEGRAM__API_URL", api_url.as_str()),
+            ("TEST_TELEGRAM_TOKEN", "123456:secret-bot-token"),
+        ],
+    )
+    .await;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let detail = loop {
+        let (_, body) = app.get("/readyz").await;
+        let body: Value = serde_json::from_str(&body).unwrap();
+        let detail = body["components"]["telegram"]["detail"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        if detail.contains("bot api") || std::time::Instant::now() > deadline {
+            break detail;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    };
+    assert!(detail.contains("cannot reach the bot api"), "{detail}");
+    assert!(!detail.contains("hunter2-pass"), "{detail}");
+    assert!(!detail.contains("secret-bot-token"), "{detail}");
+    app.stop().await;
+}

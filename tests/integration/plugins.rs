@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::support::hearth_app::{API_KEY, TestApp};
+use crate::support::hearth_app::{ADMIN_API_KEY, API_KEY, PLUGIN_API_KEY, TestApp};
 use crate::support::llm_server::{ScriptedLlmServer, Step};
 use crate::support::plugin_server::{PluginServer, PluginStep};
 
@@ -420,14 +420,27 @@ async fn external_plugins_register_their_schema_and_are_offered_at_once() {
     });
     let register = "/api/plugins/register";
     assert_eq!(post(&app, register, None, manifest.clone()).await.0, 401);
-    let (status, body) = post(&app, register, Some(API_KEY), manifest.clone()).await;
+    // Registering is administration: the inbound and the plugin keys do not open it.
+    assert_eq!(
+        post(&app, register, Some(API_KEY), manifest.clone())
+            .await
+            .0,
+        403
+    );
+    assert_eq!(
+        post(&app, register, Some(PLUGIN_API_KEY), manifest.clone())
+            .await
+            .0,
+        403
+    );
+    let (status, body) = post(&app, register, Some(ADMIN_API_KEY), manifest.clone()).await;
     assert_eq!(
         (status, body["status"].as_str()),
         (201, Some("added")),
         "{body}"
     );
     assert_eq!(
-        post(&app, register, Some(API_KEY), manifest.clone())
+        post(&app, register, Some(ADMIN_API_KEY), manifest.clone())
             .await
             .0,
         200
@@ -436,7 +449,7 @@ async fn external_plugins_register_their_schema_and_are_offered_at_once() {
     // Defaults stay in config.yml: a registration carrying values is refused.
     let mut with_defaults = manifest.clone();
     with_defaults["default_parameters"] = json!({"city": "Oslo"});
-    let (status, body) = post(&app, register, Some(API_KEY), with_defaults).await;
+    let (status, body) = post(&app, register, Some(ADMIN_API_KEY), with_defaults).await;
     assert_eq!(status, 400, "{body}");
     assert!(
         body["error"]
@@ -450,10 +463,16 @@ async fn external_plugins_register_their_schema_and_are_offered_at_once() {
     command["type"] = json!("command");
     command["command"] = json!(["/bin/true"]);
     command.as_object_mut().unwrap().remove("url");
-    assert_eq!(post(&app, register, Some(API_KEY), command).await.0, 400);
+    assert_eq!(
+        post(&app, register, Some(ADMIN_API_KEY), command).await.0,
+        400
+    );
     let mut taken = manifest.clone();
     taken["id"] = json!("buy");
-    assert_eq!(post(&app, register, Some(API_KEY), taken).await.0, 409);
+    assert_eq!(
+        post(&app, register, Some(ADMIN_API_KEY), taken).await.0,
+        409
+    );
 
     plugin.push(PluginStep::Text("Sunny, 21 °C.".into()));
     llm.push_many([
@@ -495,15 +514,20 @@ async fn the_plugin_llm_api_needs_the_key_and_shares_the_semaphore_with_the_fami
     let generate = "/api/plugins/llm/generate";
     let body = json!({"messages": [{"role": "user", "content": "Say hi"}]});
     assert_eq!(post(&app, generate, None, body.clone()).await.0, 401);
+    // The plugin API has its own key: the family's inbound key does not open it.
+    assert_eq!(
+        post(&app, generate, Some(API_KEY), body.clone()).await.0,
+        403
+    );
     llm.push(Step::Reply("hi".into()));
     assert_eq!(
-        post(&app, generate, Some(API_KEY), body.clone()).await,
+        post(&app, generate, Some(PLUGIN_API_KEY), body.clone()).await,
         (200, json!({"text": "hi"}))
     );
     let (status, error) = post(
         &app,
         generate,
-        Some(API_KEY),
+        Some(PLUGIN_API_KEY),
         json!({"messages": [{"role": "user", "content": "x"}], "llm_name": "nope"}),
     )
     .await;
@@ -512,7 +536,7 @@ async fn the_plugin_llm_api_needs_the_key_and_shares_the_semaphore_with_the_fami
     let (status, _) = post(
         &app,
         generate,
-        Some(API_KEY),
+        Some(PLUGIN_API_KEY),
         json!({"messages": [{"role": "robot", "content": "x"}]}),
     )
     .await;
@@ -529,7 +553,7 @@ async fn the_plugin_llm_api_needs_the_key_and_shares_the_semaphore_with_the_fami
     llm.push_many([slow("one"), slow("two")]);
     let (member, plugin_call) = tokio::join!(
         app.ask("alice", "hello"),
-        post(&app, generate, Some(API_KEY), body)
+        post(&app, generate, Some(PLUGIN_API_KEY), body)
     );
     assert_eq!(plugin_call.0, 200);
     assert!(["one", "two"].contains(&member.as_str()), "{member}");

@@ -17,6 +17,10 @@ use hearth::config::{self, LoadOptions, LoadedConfig};
 use hearth::tools::LOCAL_TOOL_NAMES;
 
 pub const API_KEY: &str = "test-api-key-0123456789";
+/// The plugin API's key (`/api/plugins/llm/*`).
+pub const PLUGIN_API_KEY: &str = "test-plugin-key-0123456789";
+/// The admin key (registering plugins; metrics with `metrics_auth`).
+pub const ADMIN_API_KEY: &str = "test-admin-key-0123456789";
 
 /// A config for tests: SQLite in `folder`, HTTP on a free loopback port,
 /// models `main` and `backup` on the scripted server, family alice and bob,
@@ -26,7 +30,7 @@ pub fn write_config(folder: &Path, llm_base_url: &str) -> PathBuf {
     let text = format!(
         r#"
 database_url: "sqlite://{database}"
-http: {{ bind: "127.0.0.1:0", auth_enabled: true, auth_api_key_env: TEST_HEARTH_API_KEY, reply_timeout_seconds: 10 }}
+http: {{ bind: "127.0.0.1:0", auth_enabled: true, auth_api_key_env: TEST_HEARTH_API_KEY, plugin_api_key_env: TEST_HEARTH_PLUGIN_KEY, admin_api_key_env: TEST_HEARTH_ADMIN_KEY, reply_timeout_seconds: 10 }}
 queue: {{ max_parallel_conversations: 8, max_backlog: 256, retry_delay_seconds: 1, max_attempts: 4 }}
 llm_retry: {{ max_attempts: 3, initial_backoff_ms: 10, max_backoff_ms: 50, max_retry_after_seconds: 5 }}
 llms:
@@ -62,7 +66,17 @@ service_profiles:
 
 /// The environment a test hearth runs with; `extra` adds `HEARTH__...` overrides.
 pub fn test_env(extra: &[(&str, &str)]) -> BTreeMap<String, String> {
-    let mut env = BTreeMap::from([("TEST_HEARTH_API_KEY".to_string(), API_KEY.to_string())]);
+    let mut env: BTreeMap<String, String> = BTreeMap::from([
+        ("TEST_HEARTH_API_KEY".to_string(), API_KEY.to_string()),
+        (
+            "TEST_HEARTH_PLUGIN_KEY".to_string(),
+            PLUGIN_API_KEY.to_string(),
+        ),
+        (
+            "TEST_HEARTH_ADMIN_KEY".to_string(),
+            ADMIN_API_KEY.to_string(),
+        ),
+    ]);
     for (key, value) in extra {
         env.insert(key.to_string(), value.to_string());
     }
@@ -125,6 +139,24 @@ impl TestApp {
         path: &Path,
         overrides: &[(&str, &str)],
     ) -> TestApp {
+        let app = Self::start_from_unready(folder, path, overrides).await;
+        app.wait_until_ready().await;
+        app
+    }
+
+    /// Start with the test config, without waiting for `/readyz` (a component that cannot
+    /// become ready).
+    pub async fn start_unready(llm_base_url: &str, overrides: &[(&str, &str)]) -> TestApp {
+        let folder = tempfile::tempdir().expect("temporary folder");
+        let path = write_config(folder.path(), llm_base_url);
+        Self::start_from_unready(folder, &path, overrides).await
+    }
+
+    async fn start_from_unready(
+        folder: tempfile::TempDir,
+        path: &Path,
+        overrides: &[(&str, &str)],
+    ) -> TestApp {
         let loaded = load(path, &test_env(overrides));
         let running = app::start(
             &loaded,
@@ -137,14 +169,12 @@ impl TestApp {
         .await
         .unwrap_or_else(|error| panic!("hearth does not start: {error}"));
         let address = running.http.as_ref().expect("http is enabled").1;
-        let app = TestApp {
+        TestApp {
             running,
             base_url: format!("http://{address}"),
             client: reqwest::Client::new(),
             folder,
-        };
-        app.wait_until_ready().await;
-        app
+        }
     }
 
     /// Poll `GET /readyz` until it answers 200 (the queue has resumed its inbox).

@@ -41,10 +41,7 @@ impl SqliteStore {
     /// Connect, creating the file (and its folder) when missing.
     pub async fn connect(database_url: &str, max_connections: u32) -> Result<Self, StorageError> {
         let options = SqliteConnectOptions::from_str(database_url)
-            .map_err(|error| StorageError::UnsupportedUrl {
-                url: database_url.to_string(),
-                reason: error.to_string(),
-            })?
+            .map_err(|error| StorageError::unsupported_url(database_url, error.to_string()))?
             .create_if_missing(true)
             .journal_mode(SqliteJournalMode::Wal)
             // WAL with NORMAL is durable against a crash of hearth; only a power loss
@@ -59,20 +56,21 @@ impl SqliteStore {
         if let Some(folder) = options.get_filename().parent()
             && !folder.as_os_str().is_empty()
         {
-            std::fs::create_dir_all(folder).map_err(|error| StorageError::UnsupportedUrl {
-                url: database_url.to_string(),
-                reason: format!("cannot create folder {}: {error}", folder.display()),
+            tokio::fs::create_dir_all(folder).await.map_err(|error| {
+                StorageError::unsupported_url(
+                    database_url,
+                    format!("cannot create folder {}: {error}", folder.display()),
+                )
             })?;
         }
         // Readers and the writer are separate connections, which an in-memory database
         // cannot share; and it would lose every message at exit.
         if database_url.contains(":memory:") || database_url.contains("mode=memory") {
-            return Err(StorageError::UnsupportedUrl {
-                url: database_url.to_string(),
-                reason: "an in-memory database loses everything at exit; name a file, \
-                         e.g. sqlite://data/hearth.db"
-                    .into(),
-            });
+            return Err(StorageError::unsupported_url(
+                database_url,
+                "an in-memory database loses everything at exit; name a file, \
+                 e.g. sqlite://data/hearth.db",
+            ));
         }
         let writer = writer::Writer::start(options.clone()).await?;
         let pool = SqlitePoolOptions::new()
