@@ -1,5 +1,10 @@
 //! `POST /inbound` and `GET /inbound/{id}`.
 //!
+//! A member's HTTP conversations are their own: the conversation is the member's id, or
+//! `<member>/<session_id>`, so a `session_id` never reaches another member's history; a
+//! `message_id` is scoped to its member, and `GET /inbound/{id}?user_id=` finds only that
+//! member's messages.
+//!
 //! `POST /inbound {user_id, text, session_id?, message_id?}` answers `200` with the
 //! reply (or with a question the turn asks, `status: "question"`: the member's next
 //! message answers it and gets the turn's next reply, under the asking message's id);
@@ -22,6 +27,33 @@ use crate::actors::request_queue::{AnswerConfirmation, AnswerError, SubmitError,
 use crate::ports::{AnswerPlace, AnswerRefused, Inbound, InboxRecord, InboxStatus, now_ms};
 
 const MAX_TEXT_CHARS: usize = 16_000;
+/// Longer session and message ids are refused: they are keys, not content.
+const MAX_ID_CHARS: usize = 200;
+
+/// A caller's own id (`session_id`, `message_id`): present, short, printable.
+fn check_caller_id(field: &str, value: &str) -> Result<(), String> {
+    if value.trim().is_empty() {
+        return Err(format!("field `{field}` is empty"));
+    }
+    if value.chars().count() > MAX_ID_CHARS {
+        return Err(format!(
+            "field `{field}` is longer than {MAX_ID_CHARS} characters"
+        ));
+    }
+    if value.chars().any(char::is_control) {
+        return Err(format!("field `{field}` contains control characters"));
+    }
+    Ok(())
+}
+
+/// The HTTP conversation of `member_id`'s session: their own, whatever session id another
+/// member uses (`alice`, or `alice/<session>`), so nobody continues another's conversation.
+fn conversation_of(member_id: &str, session_id: Option<&str>) -> String {
+    match session_id {
+        None => member_id.to_string(),
+        Some(session) => format!("{member_id}/{session}"),
+    }
+}
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -63,17 +95,29 @@ pub async fn post_inbound(
             "field `text` is longer than {MAX_TEXT_CHARS} characters"
         ));
     }
+    for (field, value) in [
+        ("session_id", &body.session_id),
+        ("message_id", &body.message_id),
+    ] {
+        if let Some(value) = value
+            && let Err(problem) = check_caller_id(field, value)
+        {
+            return bad_request(problem);
+        }
+    }
     if state.family.by_id("http", &body.user_id).is_none() {
         return HttpResponse::NoContent().finish();
     }
-    let session = body.session_id.unwrap_or_else(|| body.user_id.clone());
     let inbound = Inbound {
         id: Inbound::new_id(),
         channel: "http".into(),
-        conversation_id: session,
+        conversation_id: conversation_of(&body.user_id, body.session_id.as_deref()),
+        // A message id is the member's own: another member's same id is another message.
+        platform_event_id: body
+            .message_id
+            .map(|message_id| format!("{}/{message_id}", body.user_id)),
         member_id: body.user_id,
         text: body.text,
-        platform_event_id: body.message_id,
         received_at_ms: now_ms(),
         extras: Default::default(),
     };
@@ -221,17 +265,35 @@ pub async fn post_confirm(
     wait_for_reply(&state, inbox_id.clone(), inbox_id, receiver).await
 }
 
+#[derive(Debug, Deserialize)]
+pub struct GetInboundQuery {
+    /// Whose message it is: only a member's own messages are found.
+    user_id: Option<String>,
+}
+
+/// `GET /inbound/{id}?user_id=<member>`: the status and reply of one of that member's
+/// messages sent over HTTP; any other message is not found.
 pub async fn get_inbound(
     request: HttpRequest,
     state: web::Data<HttpState>,
     path: web::Path<String>,
+    query: web::Query<GetInboundQuery>,
 ) -> HttpResponse {
     if let Some(refused) = refuse_outside_scope(state.keys.as_ref(), &request, Scope::Inbound) {
         return refused;
     }
+    let Some(member_id) = query.into_inner().user_id.filter(|id| !id.is_empty()) else {
+        return bad_request(
+            "query parameter `user_id` is missing: a message is read by the member who sent it \
+             (GET /inbound/{id}?user_id=<member>)"
+                .into(),
+        );
+    };
     match state.inbox.get(&path).await {
-        // Only messages that came in over HTTP are readable here.
-        Ok(Some(record)) if record.inbound.channel == "http" => {
+        // Only the member's own messages that came in over HTTP are readable here.
+        Ok(Some(record))
+            if record.inbound.channel == "http" && record.inbound.member_id == member_id =>
+        {
             HttpResponse::Ok().json(record_json(&record))
         }
         Ok(_) => HttpResponse::NotFound()

@@ -431,7 +431,7 @@ async fn an_unanswered_delegated_confirmation_expires_on_the_targets_timeout() {
     let inbox_id = asked["id"].as_str().unwrap().to_string();
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
-        let (_, text) = app.get(&format!("/inbound/{inbox_id}")).await;
+        let (_, text) = app.get(&format!("/inbound/{inbox_id}?user_id=alice")).await;
         let record: Value = serde_json::from_str(&text).unwrap();
         if record["status"] == "answered" {
             assert_eq!(record["reply"], "It timed out.");

@@ -105,7 +105,7 @@ async fn bad_requests_are_refused_with_a_reason() {
     assert_eq!(body["error"], "request body is larger than 1024 bytes");
     assert_eq!(llm.request_count(), 0);
 
-    let (status, body) = app.get("/inbound/no-such-id").await;
+    let (status, body) = app.get("/inbound/no-such-id?user_id=alice").await;
     assert_eq!(status, 404, "{body}");
 }
 
@@ -303,5 +303,65 @@ async fn readiness_details_never_show_credentials() {
     assert!(detail.contains("cannot reach the bot api"), "{detail}");
     assert!(!detail.contains("hunter2-pass"), "{detail}");
     assert!(!detail.contains("secret-bot-token"), "{detail}");
+    app.stop().await;
+}
+
+/// One member never continues, reads or looks up another's HTTP conversation: a session id
+/// is the member's own, so is a message id, and so is `GET /inbound/{id}`.
+#[actix::test]
+async fn a_member_never_reaches_another_members_conversation() {
+    let llm = ScriptedLlmServer::start();
+    llm.set_default(crate::support::llm_server::Step::Echo);
+    let app = TestApp::start(&llm.base_url(), &[]).await;
+    let (_, first) = app
+        .send(json!({"user_id": "alice", "text": "my secret is tulips", "message_id": "m-1"}))
+        .await;
+    let alices_id = first["id"].as_str().unwrap().to_string();
+    app.send(json!({"user_id": "alice", "session_id": "garden", "text": "plant roses"}))
+        .await;
+
+    // Bob names alice's conversations as his session: he gets his own, empty ones.
+    for session in ["alice", "alice/garden", "garden"] {
+        llm.reset_counters();
+        let (status, body) = app
+            .send(json!({"user_id": "bob", "session_id": session, "text": "what did she say?"}))
+            .await;
+        assert_eq!(status, 200, "{body}");
+        let seen = llm.requests()[0].body["messages"].to_string();
+        assert!(!seen.contains("tulips"), "{session}: {seen}");
+        assert!(!seen.contains("roses"), "{session}: {seen}");
+    }
+    // Bob's message id "m-1" is his own message, not a duplicate of alice's.
+    let (status, bobs) = app
+        .send(json!({"user_id": "bob", "text": "hello", "message_id": "m-1"}))
+        .await;
+    assert_eq!(status, 200);
+    assert_ne!(bobs["id"].as_str().unwrap(), alices_id);
+    assert_eq!(bobs["reply"], "echo: hello", "{bobs}");
+    // Alice's retry of "m-1" is hers, answered once.
+    let (_, again) = app
+        .send(json!({"user_id": "alice", "text": "my secret is tulips", "message_id": "m-1"}))
+        .await;
+    assert_eq!(again["id"].as_str().unwrap(), alices_id);
+
+    // Bob cannot look alice's message up; alice can; the member must be named.
+    let (status, _) = app.get(&format!("/inbound/{alices_id}?user_id=bob")).await;
+    assert_eq!(status, 404);
+    let (status, body) = app
+        .get(&format!("/inbound/{alices_id}?user_id=alice"))
+        .await;
+    assert_eq!(status, 200);
+    assert!(body.contains("tulips"), "{body}");
+    let (status, body) = app.get(&format!("/inbound/{alices_id}")).await;
+    assert_eq!(status, 400, "{body}");
+
+    // A session id that is no id is refused.
+    for (session, problem) in [("", "empty"), ("a\nb", "control")] {
+        let (status, body) = app
+            .send(json!({"user_id": "bob", "session_id": session, "text": "x"}))
+            .await;
+        assert_eq!(status, 400, "{body}");
+        assert!(body["error"].as_str().unwrap().contains(problem), "{body}");
+    }
     app.stop().await;
 }

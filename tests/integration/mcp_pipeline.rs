@@ -153,7 +153,9 @@ async fn a_servers_question_is_asked_in_the_chat_and_the_next_message_answers_it
     assert_eq!(answered["reply"], "You're signed up.");
     // The answer belongs to the turn that asked: its stored reply is the turn's.
     assert_eq!(answered["id"], asking_id.as_str());
-    let (_, stored) = app.get(&format!("/inbound/{asking_id}")).await;
+    let (_, stored) = app
+        .get(&format!("/inbound/{asking_id}?user_id=alice"))
+        .await;
     assert!(stored.contains("You're signed up."), "{stored}");
 
     let seen = llm.tool_result_seen(1);
@@ -206,27 +208,22 @@ async fn only_the_member_who_was_asked_answers_a_question() {
     let Some(app) = app_with_everything("elicitation_other_member", &llm).await else {
         return;
     };
-    llm.push_many([
-        Step::ToolCalls(vec![(ELICITATION_TOOL.into(), json!({}))]),
-        Step::Reply("Alice is signed up.".into()),
-        Step::Reply("Bob's turn came after.".into()),
-    ]);
-    // One shared session (a group chat): alice is asked, bob speaks in between.
+    llm.push(Step::ToolCalls(vec![(ELICITATION_TOOL.into(), json!({}))]));
+    // The same session id: over HTTP each member's session is their own conversation.
     let in_family_chat =
         |user: &str, text: &str| json!({"user_id": user, "text": text, "session_id": "family"});
     let (_, asked) = app.send(in_family_chat("alice", "/tools sign me up")).await;
     assert_eq!(asked["status"], "question", "{asked}");
-    let bob = app.send(in_family_chat("bob", "name: Bob Intruder"));
-    let alice = async {
-        // Bob's message must not be taken as the answer, so it waits in the lane.
-        tokio::time::sleep(std::time::Duration::from_millis(300)).await;
-        app.send(in_family_chat("alice", "name: Alice Example"))
-            .await
-    };
-    let ((_, bob), (_, alice)) = tokio::join!(bob, alice);
+    // Bob's message is a turn of his own conversation, never the answer to alice's question.
+    llm.push(Step::Reply("Bob's own turn.".into()));
+    let (_, bob) = app.send(in_family_chat("bob", "name: Bob Intruder")).await;
+    assert_eq!(bob["reply"], "Bob's own turn.", "{bob}");
+    llm.push(Step::Reply("Alice is signed up.".into()));
+    let (_, alice) = app
+        .send(in_family_chat("alice", "name: Alice Example"))
+        .await;
     assert_eq!(alice["reply"], "Alice is signed up.", "{alice}");
-    assert_eq!(bob["reply"], "Bob's turn came after.", "{bob}");
-    let seen = llm.tool_result_seen(1);
+    let seen = llm.tool_result_seen(2);
     assert!(seen.contains("- Name: Alice Example"), "{seen}");
     assert!(!seen.contains("Intruder"), "{seen}");
     app.stop().await;

@@ -320,7 +320,7 @@ async fn llm_down_gets_an_apology_and_the_message_is_answered_later_once() {
     llm.set_default(Step::Echo);
     let deadline = Instant::now() + Duration::from_secs(10);
     let record = loop {
-        let (_, text) = app.get(&format!("/inbound/{id}")).await;
+        let (_, text) = app.get(&format!("/inbound/{id}?user_id=alice")).await;
         let record: Value = serde_json::from_str(&text).unwrap();
         if record["status"] == "answered" || Instant::now() > deadline {
             break record;
