@@ -434,3 +434,57 @@ async fn a_confirm_entry_naming_a_tool_the_server_does_not_list_makes_all_its_to
     assert_eq!(asked["status"], "confirmation_required", "{asked}");
     app.stop().await;
 }
+
+#[actix::test]
+async fn a_plugins_confirmation_expires_with_the_asking_profiles_timeout() {
+    let (llm, plugin) = (ScriptedLlmServer::start(), PluginServer::start());
+    let folder = tempfile::tempdir().unwrap();
+    let plugins = folder.path().join("plugins");
+    let buy = plugins.join("buy");
+    std::fs::create_dir_all(&buy).unwrap();
+    std::fs::write(
+        buy.join("plugin.yaml"),
+        format!(
+            "id: buy\nname: Buy\ndescription: Orders.\ntype: http\nurl: \"{}\"\ncapabilities:\n  - id: place_order\n    description: Order.\n    parameters:\n      - {{ name: address, type: string, required: true, profile_key: address, confirm_if_uncertain: true, description: Where. }}\n",
+            plugin.url()
+        ),
+    )
+    .unwrap();
+    let plugins = plugins.display().to_string();
+    let app = TestApp::start_in(
+        folder,
+        &llm.base_url(),
+        &[
+            ("HEARTH__PLUGINS_DIR", plugins.as_str()),
+            (
+                "HEARTH__DEFAULT_PROFILE_SETTINGS__TOOLS_CONFIG__ENABLE_LOCAL_TOOLS",
+                "route_to_plugin",
+            ),
+            (
+                "HEARTH__DEFAULT_PROFILE_SETTINGS__PROCESSING_CONFIG__CONFIRMATION_TIMEOUT_SECONDS",
+                "7",
+            ),
+        ],
+    )
+    .await;
+    app.running
+        .stores
+        .profiles
+        .set("alice", "address", Some("1 Elm St"))
+        .await
+        .unwrap();
+    llm.push(order(json!({})));
+    let before = hearth::ports::now_ms();
+    let (_, asked) = app
+        .send(json!({"user_id": "alice", "text": "order it"}))
+        .await;
+    assert_eq!(asked["status"], "confirmation_required", "{asked}");
+    let expires = asked["confirmation"]["expires_at_ms"].as_i64().unwrap();
+    let after = hearth::ports::now_ms();
+    assert!(
+        expires >= before + 7_000 && expires <= after + 7_000,
+        "expires {} ms after asking",
+        expires - before
+    );
+    app.stop().await;
+}

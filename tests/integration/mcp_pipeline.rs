@@ -268,3 +268,45 @@ async fn a_delegated_turns_server_question_is_asked_in_the_members_chat() {
     assert_eq!(llm.tool_result_seen(3), "Signed up as Alice Example.");
     app.stop().await;
 }
+
+#[actix::test]
+async fn a_servers_question_waits_as_long_as_the_profiles_confirmation_timeout() {
+    let llm = ScriptedLlmServer::start();
+    let Some(everything) = everything_stdio_or_skip("elicitation_profile_timeout") else {
+        return;
+    };
+    let (command, args) = (everything.command.clone().unwrap(), everything.args.clone());
+    // The /tools profile gives its member one second; the default profile five minutes.
+    let extra = format!(
+        r#"  - id: toolbox
+    slash_commands: ["/tools"]
+    processing_config: {{ confirmation_timeout_seconds: 1 }}
+    tools_config: {{ enable_mcp_server_ids: [everything] }}
+mcp_servers:
+  everything: {{ command: {command:?}, args: {args:?} }}
+"#
+    );
+    let app = TestApp::start_with_profiles(&llm.base_url(), &extra, &[]).await;
+    llm.push_many([
+        Step::ToolCalls(vec![(ELICITATION_TOOL.into(), json!({}))]),
+        Step::Reply("Nobody answered.".into()),
+    ]);
+    let (_, asked) = app.send(says("alice", "/tools sign me up")).await;
+    assert_eq!(asked["status"], "question", "{asked}");
+    let id = asked["id"].as_str().unwrap().to_string();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(15);
+    loop {
+        let (_, text) = app.get(&format!("/inbound/{id}?user_id=alice")).await;
+        let record: Value = serde_json::from_str(&text).unwrap();
+        if record["status"] == "answered" {
+            assert_eq!(record["reply"], "Nobody answered.", "{record}");
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the question did not time out after the profile's second: {record}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    app.stop().await;
+}
