@@ -173,7 +173,7 @@ async fn an_unanswered_confirmation_expires_and_the_model_is_told() {
     let inbox_id = asked["id"].as_str().unwrap().to_string();
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
-        let (_, text) = app.get(&format!("/inbound/{inbox_id}")).await;
+        let (_, text) = app.get(&format!("/inbound/{inbox_id}?user_id=alice")).await;
         let record: Value = serde_json::from_str(&text).unwrap();
         if record["status"] == "answered" {
             assert_eq!(record["reply"], "Done.");
@@ -368,7 +368,7 @@ async fn an_interrupted_approved_call_is_never_run_twice() {
     let app = TestApp::start_in(folder, &llm.base_url(), &[CONFIRM_PROFILE_UPDATE]).await;
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
-        let (_, text) = app.get("/inbound/interrupted-1").await;
+        let (_, text) = app.get("/inbound/interrupted-1?user_id=alice").await;
         let record: Value = serde_json::from_str(&text).unwrap();
         if record["status"] == "answered" {
             assert_eq!(record["reply"], "I'm not sure it was saved; please check.");
