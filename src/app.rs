@@ -151,6 +151,7 @@ pub async fn start(loaded: &LoadedConfig, options: StartOptions) -> Result<Runni
         family: family.clone(),
         vision_llms: ProcessingDeps::vision_llms(&config.llms),
         plugins: None,
+        journal: stores.turn_journal.clone(),
     };
     // The delegation actor and the profiles' tools each need the other: its context
     // (and so its address) comes first, the actor starts once the services exist.

@@ -2,9 +2,12 @@
 """The example `buy` plugin: a tiny HTTP server that takes hearth's plugin calls.
 
 hearth POSTs each call as JSON to /run:
-    {"plugin_id", "capability_id", "parameters": {...}, "user": {"id", "name"}, "conversation_id"}
+    {"plugin_id", "capability_id", "parameters": {...}, "user": {"id", "name"}, "conversation_id",
+     "idempotency_key"}
 and this answers {"text": "..."} after appending the order to orders.jsonl next to this file
-(or to --orders). A real shop integration would place the order here instead.
+(or to --orders). A real shop integration would place the order here instead. A call whose
+idempotency_key was seen before is answered as before and places nothing: hearth never sends a
+completed call again, and a shop should not trust that alone.
 
     python3 plugins/buy/server.py            # listens on 127.0.0.1:9100, as plugin.yaml says
     python3 plugins/buy/server.py --port 0   # any free port; the chosen one is printed
@@ -18,6 +21,14 @@ from datetime import datetime, timezone
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 REQUIRED = ("item", "address", "phone", "contact_name")
+
+
+def placed_keys(orders: pathlib.Path):
+    """The idempotency keys of the orders placed so far."""
+    if not orders.exists():
+        return set()
+    with orders.open(encoding="utf-8") as file:
+        return {json.loads(line).get("idempotency_key") for line in file if line.strip()}
 
 
 def make_handler(orders: pathlib.Path):
@@ -40,15 +51,19 @@ def make_handler(orders: pathlib.Path):
                     {"ask_user": True, "missing_parameters": missing,
                      "text": "To place the order I still need: " + ", ".join(missing) + "."},
                 )
+            text = (f"Order placed: {parameters['item']} for {parameters['contact_name']}, "
+                    f"delivered to {parameters['address']}.")
+            key = call.get("idempotency_key")
+            if key and key in placed_keys(orders):
+                return self.answer(200, {"text": text})
             order = {
                 "at": datetime.now(timezone.utc).isoformat(),
                 "member": (call.get("user") or {}).get("id"),
+                "idempotency_key": key,
                 **parameters,
             }
             with orders.open("a", encoding="utf-8") as file:
                 file.write(json.dumps(order) + "\n")
-            text = (f"Order placed: {parameters['item']} for {parameters['contact_name']}, "
-                    f"delivered to {parameters['address']}.")
             return self.answer(200, {"text": text})
 
         def answer(self, status, body):

@@ -28,6 +28,10 @@ pub struct PluginCallRequest {
     pub parameters: Map<String, Value>,
     pub user: PluginUser,
     pub conversation_id: String,
+    /// The same for every attempt of one tool call of one turn (a turn replayed after hearth
+    /// stopped never calls again, but a plugin can de-duplicate too); absent outside a turn.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub idempotency_key: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]

@@ -330,34 +330,39 @@ impl PluginRuntime {
         })
     }
 
-    /// §3.6's fast path, second half: take the pending call (once: a second message cannot
-    /// run it again) and call the plugin; the answer for the member. `None` when the pending
-    /// call was taken meanwhile.
-    pub async fn complete_pending(
+    /// §3.6's fast path, second half: take the member's pending call, once (a second
+    /// message cannot run it again); `false` when it was taken meanwhile.
+    pub async fn take_pending(&self, context: &ToolContext) -> bool {
+        matches!(
+            self.pending
+                .take_valid(&context.conversation_key, &context.member_id, now_ms())
+                .await,
+            Ok(Some(_))
+        )
+    }
+
+    /// §3.6's fast path, last: call the plugin with the completed values; the answer for
+    /// the member.
+    pub async fn run_completion(
         &self,
         completion: PendingCompletion,
         context: &ToolContext,
         llm_name: &str,
-    ) -> Option<String> {
+    ) -> String {
         let PendingCompletion {
             manifest,
             capability,
             parameters,
         } = completion;
-        self.pending
-            .take_valid(&context.conversation_key, &context.member_id, now_ms())
-            .await
-            .ok()??;
         tracing::info!(plugin = %manifest.id, capability = %capability.id, "pending plugin call completed by the member's answer");
-        let reply = match self
+        match self
             .call(&manifest, &capability, parameters, context, llm_name)
             .await
         {
             Ok(text) => text,
             Err(ToolError::ReplyDirectly(text)) => text,
             Err(error) => format!("Sorry, I couldn't complete that: {error}"),
-        };
-        Some(reply)
+        }
     }
 
     /// Call the plugin with resolved `parameters`.
@@ -378,6 +383,7 @@ impl PluginRuntime {
                 name: self.family.display_name(&context.member_id),
             },
             conversation_id: context.conversation_key.clone(),
+            idempotency_key: context.idempotency_key.clone(),
         };
         let started = std::time::Instant::now();
         let answer = self.invoker.invoke(manifest, &request).await;

@@ -13,6 +13,7 @@ mod pending_plugin_calls;
 mod registered_plugins;
 mod shopping_lists;
 mod telemetry;
+mod turn_journal;
 mod user_profiles;
 
 pub use channel_state::ChannelState;
@@ -29,6 +30,7 @@ pub use registered_plugins::{RegisteredPlugin, RegisteredPlugins};
 pub use shopping_lists::{ShoppingItem, ShoppingLists};
 pub(crate) use shopping_lists::{check_shopping_quantity, shopping_key};
 pub use telemetry::{LlmCallRecord, TelemetryEvent, TelemetrySink, TracingTelemetry};
+pub use turn_journal::TurnJournal;
 pub use user_profiles::{ProfileFacts, UserProfiles};
 
 /// Why a storage adapter failed. Adapters map their driver errors into this.

@@ -9,8 +9,8 @@ use async_trait::async_trait;
 use crate::ports::{
     Acceptance, AnswerPlace, AnswerRefused, ChannelState, ConversationMemory, Decision,
     HistoryEntry, Inbound, Inbox, InboxRecord, InboxStatus, OpenConfirmation, PendingActions,
-    PendingConfirmation, ProfileFacts, StorageError, TelemetryEvent, TelemetrySink, TurnRecord,
-    UserProfiles,
+    PendingConfirmation, ProfileFacts, StorageError, TelemetryEvent, TelemetrySink, TurnJournal,
+    TurnRecord, UserProfiles,
 };
 
 #[derive(Default)]
@@ -24,6 +24,8 @@ struct State {
     confirmations: Vec<StoredConfirmation>,
     /// (channel, key) → value.
     channel_state: BTreeMap<(String, String), String>,
+    /// Running turns' saved state, by inbox id.
+    journal: HashMap<String, serde_json::Value>,
 }
 
 struct StoredConfirmation {
@@ -122,6 +124,7 @@ impl Inbox for InMemoryStore {
         record.status = InboxStatus::Answered;
         record.reply = Some(turn.reply.clone());
         record.error = None;
+        state.journal.remove(inbox_id);
         state
             .messages
             .entry(turn.conversation_key.clone())
@@ -150,6 +153,7 @@ impl Inbox for InMemoryStore {
         record.status = InboxStatus::Failed;
         record.error = Some(error.to_string());
         record.reply = Some(reply.to_string());
+        state.journal.remove(inbox_id);
         Ok(())
     }
 
@@ -258,6 +262,7 @@ impl PendingActions for InMemoryStore {
         }
         let record = find_waiting(&mut state, &confirmation.inbox_id)?;
         record.status = InboxStatus::Suspended;
+        state.journal.remove(&confirmation.inbox_id);
         state.confirmations.push(StoredConfirmation {
             confirmation: confirmation.clone(),
             decision: None,
@@ -410,5 +415,32 @@ impl ChannelState for InMemoryStore {
             .filter(|((owner, key), _)| owner == channel && key.starts_with(prefix))
             .map(|((_, key), value)| (key.clone(), value.clone()))
             .collect())
+    }
+}
+
+#[async_trait]
+impl TurnJournal for InMemoryStore {
+    async fn load_turn(&self, inbox_id: &str) -> Result<Option<serde_json::Value>, StorageError> {
+        Ok(self.lock().journal.get(inbox_id).cloned())
+    }
+
+    async fn save_turn(
+        &self,
+        inbox_id: &str,
+        state: &serde_json::Value,
+    ) -> Result<(), StorageError> {
+        let mut locked = self.lock();
+        // As SQLite's foreign key: only a stored message has a turn.
+        if !locked
+            .inbox
+            .iter()
+            .any(|record| record.inbound.id == inbox_id)
+        {
+            return Err(StorageError::Database(format!(
+                "no inbox message {inbox_id:?} to journal a turn for"
+            )));
+        }
+        locked.journal.insert(inbox_id.to_string(), state.clone());
+        Ok(())
     }
 }

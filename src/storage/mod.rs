@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use crate::ports::{
     ChannelState, ConversationMemory, Inbox, PendingActions, PendingPluginCalls, RegisteredPlugins,
-    ShoppingLists, StorageError, TelemetrySink, UserProfiles,
+    ShoppingLists, StorageError, TelemetrySink, TurnJournal, UserProfiles,
 };
 
 /// The ports of one database, shared by every actor.
@@ -28,6 +28,8 @@ pub struct Stores {
     pub pending_plugin_calls: Arc<dyn PendingPluginCalls>,
     /// External plugins registered over the HTTP API.
     pub registered_plugins: Arc<dyn RegisteredPlugins>,
+    /// Running turns' progress (exactly-once tool calls).
+    pub turn_journal: Arc<dyn TurnJournal>,
 }
 
 impl Stores {
@@ -43,6 +45,7 @@ impl Stores {
             shopping_lists: store.clone(),
             pending_plugin_calls: store.clone(),
             registered_plugins: store.clone(),
+            turn_journal: store.clone(),
             telemetry: store,
         }
     }
@@ -63,7 +66,8 @@ pub async fn open(database_url: &str, max_connections: u32) -> Result<Stores, St
             channel_state: store.clone(),
             shopping_lists: store.clone(),
             pending_plugin_calls: store.clone(),
-            registered_plugins: store,
+            registered_plugins: store.clone(),
+            turn_journal: store,
             telemetry,
         })
     } else if database_url.starts_with("postgres:") || database_url.starts_with("postgresql:") {

@@ -148,6 +148,7 @@ mod tests {
             conversation_key: "http:alice".into(),
             profile_id: "default_assistant".into(),
             question_timeout: std::time::Duration::from_secs(300),
+            idempotency_key: None,
         }
     }
 

@@ -38,6 +38,9 @@ pub struct ToolContext {
     /// How long the member has to answer what a tool asks them (a plugin's confirmation, an
     /// MCP server's question): the profile's `confirmation_timeout_seconds`.
     pub question_timeout: std::time::Duration,
+    /// The key of this one tool call, the same every time its turn is replayed; given to
+    /// plugins and MCP servers so they can recognise a call they already ran.
+    pub idempotency_key: Option<String>,
 }
 
 #[derive(Debug, thiserror::Error)]

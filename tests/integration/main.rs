@@ -8,6 +8,7 @@ mod cli;
 mod config_loading;
 mod confirmations;
 mod delegation;
+mod exactly_once;
 mod http_api;
 mod llm_providers;
 mod matrix_channel;

@@ -2,61 +2,21 @@
 //! example `buy` plugin server (`plugins/buy/server.py`, a real HTTP server), confirmed by
 //! the member before anything is ordered.
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
-
 use serde_json::{Value, json};
 
+use crate::support::buy_server::BuyServer;
 use crate::support::hearth_app::{API_KEY, TestApp};
 use crate::support::llm_server::{ScriptedLlmServer, Step};
-
-/// `plugins/buy/server.py` on a free port, killed on drop.
-struct BuyServer {
-    child: Child,
-    url: String,
-}
-
-impl BuyServer {
-    fn start(orders: &std::path::Path) -> BuyServer {
-        let script = concat!(env!("CARGO_MANIFEST_DIR"), "/plugins/buy/server.py");
-        let mut child = Command::new("python3")
-            .args([script, "--port", "0", "--orders"])
-            .arg(orders)
-            .stdout(Stdio::piped())
-            .spawn()
-            .expect("python3 runs the example buy plugin");
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        let url = line
-            .trim()
-            .rsplit(' ')
-            .next()
-            .expect("the server prints its url")
-            .to_string();
-        BuyServer { child, url }
-    }
-}
-
-impl Drop for BuyServer {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
 
 #[actix::test]
 async fn buy_me_some_milk_with_the_example_plugin() {
     let folder = tempfile::tempdir().unwrap();
     let orders = folder.path().join("orders.jsonl");
     let server = BuyServer::start(&orders);
-    let plugins = folder.path().join("plugins/buy");
-    std::fs::create_dir_all(&plugins).unwrap();
-    let manifest = include_str!("../../plugins/buy/plugin.yaml")
-        .replace("http://127.0.0.1:9100/run", &server.url);
-    std::fs::write(plugins.join("plugin.yaml"), manifest).unwrap();
-    let plugins_dir = folder.path().join("plugins").display().to_string();
+    let plugins_dir = server
+        .plugins_folder(folder.path(), "")
+        .display()
+        .to_string();
     let llm = ScriptedLlmServer::start();
     let app = TestApp::start_in(
         folder,

@@ -96,6 +96,7 @@ macro_rules! adapter_suite {
                 pending_open_lists_oldest_first_by_creation_time,
                 pending_interrupted_lists_latest_consumed_of_suspended_messages,
                 channel_state_put_get_list_delete,
+                journal_keeps_the_latest_state_until_the_turn_ends,
                 shopping_add_merges_the_same_item_whatever_its_case,
                 shopping_lists_items_in_the_order_first_added,
                 shopping_remove_by_name_reports_whether_it_was_there,
@@ -1156,6 +1157,55 @@ async fn pending_answer_from_elsewhere_is_as_if_it_did_not_exist(stores: &Stores
         .await
         .unwrap();
     assert!(here.is_ok(), "{here:?}");
+}
+
+async fn journal_keeps_the_latest_state_until_the_turn_ends(stores: &Stores) {
+    let journal = &stores.turn_journal;
+    // Only a stored message has a turn.
+    assert!(journal.save_turn("j-unknown", &json!({})).await.is_err());
+    for id in ["j-1", "j-2", "j-3"] {
+        expect_new(stores, &inbound(id, "telegram", None)).await;
+        assert_eq!(journal.load_turn(id).await.unwrap(), None);
+        journal.save_turn(id, &json!({"rounds": 1})).await.unwrap();
+        journal
+            .save_turn(
+                id,
+                &json!({"rounds": 2, "in_flight": "call-1", "text": "Ça va 🏠"}),
+            )
+            .await
+            .unwrap();
+        assert_eq!(
+            journal.load_turn(id).await.unwrap(),
+            Some(json!({"rounds": 2, "in_flight": "call-1", "text": "Ça va 🏠"}))
+        );
+    }
+    // A failed attempt keeps it: the retry goes on from there.
+    stores
+        .inbox
+        .record_failure("j-1", "llm down", 1)
+        .await
+        .unwrap();
+    assert!(journal.load_turn("j-1").await.unwrap().is_some());
+    // Answered, given up or suspended: the turn is over, so is its entry.
+    let message = inbound("j-1", "telegram", None);
+    stores
+        .inbox
+        .complete("j-1", &turn_for(&message, "done"))
+        .await
+        .unwrap();
+    stores
+        .inbox
+        .give_up("j-2", "broken", "sorry")
+        .await
+        .unwrap();
+    stores
+        .pending
+        .suspend(&confirmation("c-j-3", "j-3", T0))
+        .await
+        .unwrap();
+    for id in ["j-1", "j-2", "j-3"] {
+        assert_eq!(journal.load_turn(id).await.unwrap(), None, "{id}");
+    }
 }
 
 async fn pending_answer_twice_unknown_and_expired(stores: &Stores) {

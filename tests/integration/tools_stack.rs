@@ -19,6 +19,7 @@ fn context(member_id: &str) -> ToolContext {
         conversation_key: format!("http:{member_id}"),
         profile_id: "family".to_string(),
         question_timeout: std::time::Duration::from_secs(300),
+        idempotency_key: None,
     }
 }
 

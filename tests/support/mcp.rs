@@ -156,6 +156,7 @@ pub fn member(id: &str) -> ToolContext {
         conversation_key: format!("http:{id}"),
         profile_id: "default_assistant".to_owned(),
         question_timeout: std::time::Duration::from_secs(300),
+        idempotency_key: None,
     }
 }
 

@@ -6,7 +6,8 @@ server's tool list, for the fail-closed tests.
 Every line goes through unchanged, except that the server's answers to `tools/list` wait
 while <gate file> does not exist, and that whenever <announce file> appears, the pipe tells
 hearth `notifications/tools/list_changed` (as a server does when its tools change) and
-deletes it.
+deletes it. With HEARTH_TEST_MCP_CALLS set, every `tools/call` request is also appended to
+that file, one JSON line each, so a test can count the calls that reached the server.
 """
 
 import json
@@ -19,6 +20,7 @@ import time
 gate, announce, command = sys.argv[1], sys.argv[2], sys.argv[3:]
 server = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
 list_requests = set()
+call_log = os.environ.get("HEARTH_TEST_MCP_CALLS")
 write_lock = threading.Lock()
 
 
@@ -34,6 +36,9 @@ def from_hearth():
             message = json.loads(line)
             if message.get("method") == "tools/list":
                 list_requests.add(json.dumps(message.get("id")))
+            if call_log and message.get("method") == "tools/call":
+                with open(call_log, "a") as log:
+                    log.write(json.dumps(message) + "\n")
         except ValueError:
             pass
         server.stdin.write(line)

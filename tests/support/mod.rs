@@ -1,5 +1,6 @@
 //! Fakes that speak real protocols on loopback, shared by the integration tests and the benchmark.
 
+pub mod buy_server;
 pub mod hearth_app;
 pub mod llm_server;
 pub mod matrix_member;

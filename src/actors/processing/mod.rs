@@ -7,6 +7,7 @@
 //! conversations at once; the queue guarantees one turn per conversation.
 
 mod images;
+mod journal;
 mod messages;
 mod prompt;
 mod turn;
@@ -17,6 +18,7 @@ use std::sync::Arc;
 use actix::{Actor, Context, Handler, Recipient, ResponseFuture};
 use tracing::Instrument;
 
+pub use journal::{INTERRUPTED_CALL_RESULT, INTERRUPTED_PLUGIN_CALL_REPLY};
 pub use messages::{ProcessTurn, ResumeTurn, TurnError, TurnOutcome, TurnResult};
 pub use turn::{
     DECLINED_RESULT, EXPIRED_RESULT, SLASH_COMMAND_DECLINED, SLASH_COMMAND_EXPIRED,
@@ -45,6 +47,8 @@ pub struct ProcessingDeps {
     /// The plugins, when any profile may use them: a member's message that completes a
     /// pending plugin call is answered by the plugin without the model (seed 000 §3.6).
     pub plugins: Option<Arc<crate::plugins::PluginRuntime>>,
+    /// Where running turns keep their progress (exactly-once tool calls).
+    pub journal: Arc<dyn crate::ports::TurnJournal>,
 }
 
 impl ProcessingDeps {

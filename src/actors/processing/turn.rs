@@ -13,6 +13,7 @@ use serde::{Deserialize, Serialize};
 
 use super::ProcessingDeps;
 use super::images::{Sight, load_images, read_image};
+use super::journal::{FAST_PATH_CALL, INTERRUPTED_CALL_RESULT, Journal, Recovered, recover};
 use super::messages::{ProcessTurn, ResumeTurn, TurnError, TurnOutcome, TurnResult};
 use super::prompt::{DEFAULT_SYSTEM_PROMPT, starting_with_user, system_prompt, user_message_text};
 use crate::actors::llm_broker::{CallOrigin, GenerateChat};
@@ -35,16 +36,17 @@ pub const SLASH_COMMAND_DECLINED: &str = "Cancelled: nothing was done.";
 pub const SLASH_COMMAND_EXPIRED: &str =
     "That request expired before it was confirmed: nothing was done.";
 
-/// Where a turn is: the conversation so far and the tool calls still to run.
+/// Where a turn is: the conversation so far and the tool calls still to run. Stored with
+/// a confirmation while the turn waits, and in the turn journal while it runs.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
-struct TurnState {
+pub(super) struct TurnState {
     /// The turn waits for approval to start at all (`confirm_slash_commands`).
     #[serde(default)]
     awaiting_start: bool,
     messages: Vec<ChatMessage>,
     entries: Vec<HistoryEntry>,
     /// Calls of the model's last answer not yet run; the first one may await confirmation.
-    pending_calls: Vec<ToolCall>,
+    pub(super) pending_calls: Vec<ToolCall>,
     /// The first pending call already ran and its own work waits for the member: the
     /// tool's state to resume it with (absent in states stored before it existed).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -56,6 +58,28 @@ struct TurnState {
     /// turn reads them again from these attachments.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     shown_images: Vec<usize>,
+    /// The first pending call is running (its id): saved before it starts, so a turn found
+    /// with it set after hearth stopped knows that call's outcome is unknown.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(super) in_flight: Option<String>,
+    /// Tool calls started so far: numbers each call's idempotency key.
+    #[serde(default)]
+    calls_started: u32,
+    /// The turn's answer, once a tool gave it: the turn only has to be stored.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(super) final_reply: Option<String>,
+}
+
+impl TurnState {
+    /// The state as stored: without the images, which are read again from the member's
+    /// attachments (`restore_images`), so no photo is kept in the database twice.
+    pub(super) fn to_stored_value(&self) -> Result<serde_json::Value, TurnError> {
+        let mut stored = self.clone();
+        for message in &mut stored.messages {
+            message.images.clear();
+        }
+        serde_json::to_value(&stored).map_err(|error| TurnError::BadTurnState(error.to_string()))
+    }
 }
 
 pub(super) struct TurnRunner {
@@ -69,6 +93,10 @@ impl TurnRunner {
         let settings = &self.profile.processing;
         let inbound = &message.inbound;
         let conversation_key = inbound.conversation_key();
+        let journal = Journal::for_turn(&self.deps.journal, inbound);
+        if let Some(saved) = journal.load().await? {
+            return self.go_on(inbound, saved, &journal).await;
+        }
         if message.slash_command.is_none()
             && let Some(plugins) = &self.deps.plugins
         {
@@ -81,15 +109,24 @@ impl TurnRunner {
                     .confirmation_prompt(ROUTE_TO_PLUGIN, &completion.as_route_arguments())
                     .await
                     .is_some();
-                if !asks
-                    && let Some(reply) = plugins
-                        .complete_pending(completion, &context, &settings.llm_model)
-                        .await
-                {
-                    let state = TurnState {
+                // Taken once: a second message cannot run the same call again.
+                if !asks && plugins.take_pending(&context).await {
+                    let mut state = TurnState {
                         entries: vec![self.entry(inbound, ChatMessage::user(message.text.clone()))],
+                        in_flight: Some(FAST_PATH_CALL.to_string()),
                         ..TurnState::default()
                     };
+                    journal.save(&state).await?;
+                    let context = ToolContext {
+                        idempotency_key: Some(journal.idempotency_key(0)),
+                        ..context
+                    };
+                    let reply = plugins
+                        .run_completion(completion, &context, &settings.llm_model)
+                        .await;
+                    state.in_flight = None;
+                    state.final_reply = Some(reply.clone());
+                    journal.save(&state).await?;
                     return Ok(self.answered(inbound, state, reply));
                 }
             }
@@ -149,13 +186,10 @@ impl TurnRunner {
         user_message.images = images;
         messages.push(user_message);
         let state = TurnState {
-            awaiting_start: false,
             messages,
             entries,
-            pending_calls: Vec::new(),
-            suspended_call: None,
-            rounds: 0,
             shown_images,
+            ..TurnState::default()
         };
         if let Some(command) = &message.slash_command
             && self.profile.confirm_slash_commands
@@ -177,10 +211,15 @@ impl TurnRunner {
                 None,
             );
         }
-        self.drive(inbound, state, None).await
+        self.drive(inbound, state, None, &journal).await
     }
 
     pub(super) async fn resume(&self, message: ResumeTurn) -> Result<TurnOutcome, TurnError> {
+        // A journal entry is newer than the confirmation: the resumed turn got that far.
+        let journal = Journal::for_turn(&self.deps.journal, &message.inbound);
+        if let Some(saved) = journal.load().await? {
+            return self.go_on(&message.inbound, saved, &journal).await;
+        }
         let mut state: TurnState = serde_json::from_value(message.confirmation.turn_state.clone())
             .map_err(|error| TurnError::BadTurnState(error.to_string()))?;
         self.restore_images(&message.inbound, &mut state).await;
@@ -203,10 +242,36 @@ impl TurnRunner {
                     },
                 });
             }
-            return self.drive(&message.inbound, state, None).await;
+            return self.drive(&message.inbound, state, None, &journal).await;
         }
-        self.drive(&message.inbound, state, Some(message.decision))
+        self.drive(&message.inbound, state, Some(message.decision), &journal)
             .await
+    }
+
+    /// Go on with a turn found in the journal (hearth stopped, or the last attempt failed).
+    async fn go_on(
+        &self,
+        inbound: &Inbound,
+        saved: TurnState,
+        journal: &Journal,
+    ) -> Result<TurnOutcome, TurnError> {
+        tracing::info!("going on with a journaled turn");
+        match recover(saved) {
+            Recovered::Answered(state, reply) => Ok(self.answered(inbound, state, reply)),
+            Recovered::Continue {
+                mut state,
+                interrupted,
+            } => {
+                if let Some(call) = interrupted {
+                    let result =
+                        ChatMessage::tool_result(call.id, INTERRUPTED_CALL_RESULT.to_string());
+                    state.entries.push(self.entry(inbound, result.clone()));
+                    state.messages.push(result);
+                }
+                self.restore_images(inbound, &mut state).await;
+                self.drive(inbound, state, None, journal).await
+            }
+        }
     }
 
     /// Give the member's message back the images left out when the turn was stored; what
@@ -255,12 +320,13 @@ impl TurnRunner {
 
     /// Run pending tool calls and LLM rounds until the model answers in words or a
     /// call needs confirmation. `decision` answers the first pending call (or the
-    /// question its own work asked).
+    /// question its own work asked). Every step that matters is saved in `journal`.
     async fn drive(
         &self,
         inbound: &Inbound,
         mut state: TurnState,
         mut decision: Option<Option<Decision>>,
+        journal: &Journal,
     ) -> Result<TurnOutcome, TurnError> {
         let settings = &self.profile.processing;
         let conversation_key = inbound.conversation_key();
@@ -268,19 +334,24 @@ impl TurnRunner {
         let tool_context = self.tool_context(inbound);
         let max_rounds = settings.max_tool_iterations.max(1);
         loop {
-            while !state.pending_calls.is_empty() {
-                let call = state.pending_calls.remove(0);
+            while let Some(call) = state.pending_calls.first().cloned() {
                 let ran = match (decision.take(), state.suspended_call.take()) {
                     // The tool asked; it gets the answer, whatever it is, and goes on.
                     (Some(decision), Some(work)) => {
+                        let context = self
+                            .start_call(&mut state, &call, journal, &tool_context)
+                            .await?;
                         let resumed = self
                             .tools
-                            .resume(&call.name, &work, decision, &tool_context)
+                            .resume(&call.name, &work, decision, &context)
                             .await;
                         ran(&call, resumed)
                     }
                     (Some(Some(Decision::Approved)), None) => {
-                        self.run_tool(&call, &tool_context).await
+                        let context = self
+                            .start_call(&mut state, &call, journal, &tool_context)
+                            .await?;
+                        self.run_tool(&call, &context).await
                     }
                     (Some(Some(Decision::Denied)), None) => Ran::Done(DECLINED_RESULT.into()),
                     (Some(Some(Decision::Expired)), None) => Ran::Done(EXPIRED_RESULT.into()),
@@ -294,18 +365,24 @@ impl TurnRunner {
                             .await
                         {
                             let (name, arguments) = (call.name.clone(), call.arguments.clone());
-                            state.pending_calls.insert(0, call);
                             return self.suspend(inbound, state, &name, arguments, prompt, None);
                         }
-                        self.run_tool(&call, &tool_context).await
+                        let context = self
+                            .start_call(&mut state, &call, journal, &tool_context)
+                            .await?;
+                        self.run_tool(&call, &context).await
                     }
                 };
+                state.in_flight = None;
                 let result = match ran {
                     Ran::Done(text) => text,
                     Ran::Reply(reply) => {
                         // The model asked for it; the member gets it as written.
+                        state.pending_calls.remove(0);
                         let result = ChatMessage::tool_result(call.id, reply.clone());
                         state.entries.push(self.entry(inbound, result));
+                        state.final_reply = Some(reply.clone());
+                        journal.save(&state).await?;
                         return Ok(self.answered(inbound, state, reply));
                     }
                     Ran::Suspended(suspension) => {
@@ -316,7 +393,7 @@ impl TurnRunner {
                             state: work,
                             expires_at_ms,
                         } = *suspension;
-                        state.pending_calls.insert(0, call);
+                        // The call stays first, its work beside it, for the answer.
                         state.suspended_call = Some(work);
                         return self.suspend(
                             inbound,
@@ -328,9 +405,12 @@ impl TurnRunner {
                         );
                     }
                 };
+                state.pending_calls.remove(0);
                 let result = ChatMessage::tool_result(call.id, result);
                 state.entries.push(self.entry(inbound, result.clone()));
                 state.messages.push(result);
+                // Its result is kept before anything else happens: never run again.
+                journal.save(&state).await?;
             }
             state.rounds += 1;
             // The last round offers no tools, so the model has to answer in words.
@@ -375,7 +455,27 @@ impl TurnRunner {
             state.entries.push(self.entry(inbound, asked.clone()));
             state.messages.push(asked);
             state.pending_calls = response.tool_calls;
+            // What the model asked for is fixed now: a retry runs these calls, not new ones.
+            journal.save(&state).await?;
         }
+    }
+
+    /// Mark `call` (the first pending one) in flight and save that before it starts; the
+    /// context it runs with carries its idempotency key.
+    async fn start_call(
+        &self,
+        state: &mut TurnState,
+        call: &ToolCall,
+        journal: &Journal,
+        context: &ToolContext,
+    ) -> Result<ToolContext, TurnError> {
+        state.calls_started += 1;
+        state.in_flight = Some(call.id.clone());
+        journal.save(state).await?;
+        Ok(ToolContext {
+            idempotency_key: Some(journal.idempotency_key(state.calls_started)),
+            ..context.clone()
+        })
     }
 
     /// The turn ends with `reply`, which joins its history.
@@ -415,11 +515,8 @@ impl TurnRunner {
             .saturating_mul(1000);
         let expires_at_ms =
             expires_at_ms.unwrap_or_else(|| created_at_ms.saturating_add(timeout_ms));
-        for message in &mut state.messages {
-            message.images.clear();
-        }
-        let turn_state = serde_json::to_value(&state)
-            .map_err(|error| TurnError::BadTurnState(error.to_string()))?;
+        state.in_flight = None;
+        let turn_state = state.to_stored_value()?;
         tracing::info!(action, "waiting for confirmation");
         Ok(TurnOutcome {
             profile_id: self.profile.id.clone(),
@@ -449,6 +546,7 @@ impl TurnRunner {
             question_timeout: std::time::Duration::from_secs(
                 self.profile.processing.confirmation_timeout_seconds,
             ),
+            idempotency_key: None,
         }
     }
 

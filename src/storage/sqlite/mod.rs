@@ -11,6 +11,7 @@ mod profiles;
 mod registered_plugins;
 mod shopping_lists;
 mod telemetry;
+mod turn_journal;
 mod writer;
 
 use std::str::FromStr;

@@ -234,6 +234,7 @@ mod tests {
             conversation_key: format!("http:{member}"),
             profile_id: "default_assistant".to_owned(),
             question_timeout: std::time::Duration::from_secs(300),
+            idempotency_key: None,
         }
     }
 

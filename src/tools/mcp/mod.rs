@@ -35,6 +35,7 @@ use tokio::task::JoinHandle;
 
 use crate::config::McpServerConfig;
 use crate::tools::ToolsProvider;
+pub use provider::IDEMPOTENCY_META_KEY;
 use provider::McpToolsProvider;
 use server::ServerShared;
 

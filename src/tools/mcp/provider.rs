@@ -18,6 +18,9 @@ use super::server::{ServerShared, short_reason};
 use crate::llm::ToolSpec;
 use crate::tools::{ApprovalSubject, ToolContext, ToolError, ToolsProvider};
 
+/// The `_meta` key of a `tools/call` carrying the call's idempotency key.
+pub const IDEMPOTENCY_META_KEY: &str = "hearth/idempotency_key";
+
 pub(super) struct McpToolsProvider {
     servers: Vec<Arc<ServerShared>>,
 }
@@ -113,6 +116,16 @@ async fn call_tool(
     };
     let mut params = CallToolRequestParams::new(mcp_name.to_owned());
     params.arguments = arguments;
+    // The same for every attempt of this call of this turn, so a server can recognise a
+    // call it already ran (hearth itself never runs a completed one again).
+    if let Some(key) = &context.idempotency_key {
+        let mut meta = rmcp::model::JsonObject::new();
+        meta.insert(
+            IDEMPOTENCY_META_KEY.to_owned(),
+            serde_json::Value::String(key.clone()),
+        );
+        params.meta = Some(rmcp::model::MetaObject(meta).into());
+    }
     let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
 
     // Tracked before sending, so a question the server asks at once still finds its member.

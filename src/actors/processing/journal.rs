@@ -1,0 +1,111 @@
+//! The turn's side of the turn journal (`ports::TurnJournal`): exactly-once tool calls.
+//!
+//! A turn saves its state after each LLM round that asks for tool calls, before each call
+//! (the call marked in flight, with the idempotency key it is given) and after it (with
+//! its result). A turn that starts and finds a saved state (hearth stopped meanwhile, or
+//! the last attempt failed at the LLM) goes on from there: completed calls are replayed
+//! from the saved results and never run again, and the call that was in flight gets a
+//! result saying its outcome is unknown instead of being run blindly a second time. LLM
+//! calls may be repeated; tool calls may not.
+//!
+//! Delegated sub-turns have no inbox message of their own and are not journaled: the
+//! parent's `delegate_to_service` call is, so a delegation is never run twice either.
+
+use std::sync::Arc;
+
+use super::messages::TurnError;
+use super::turn::TurnState;
+use crate::actors::delegation::DELEGATION_CHANNEL;
+use crate::llm::ToolCall;
+use crate::ports::{Inbound, TurnJournal};
+
+/// The tool result of a call that was running when hearth stopped.
+pub const INTERRUPTED_CALL_RESULT: &str = "hearth stopped while this ran; whether it \
+     completed is unknown. Tell the family member so they can check before it is tried again.";
+
+/// What the member hears when a plugin call completed by their answer was running when
+/// hearth stopped.
+pub const INTERRUPTED_PLUGIN_CALL_REPLY: &str = "I stopped while completing that request, \
+     so I don't know whether it went through. Please check before asking again.";
+
+/// `TurnState::in_flight` of the pending plugin call a member's answer completes: it runs
+/// outside the tool loop.
+pub(super) const FAST_PATH_CALL: &str = "hearth:pending-plugin-call";
+
+/// The journal of one turn; a no-op for turns without an inbox message.
+pub(super) struct Journal {
+    port: Option<Arc<dyn TurnJournal>>,
+    inbox_id: String,
+}
+
+/// Where a turn loaded from the journal goes on.
+pub(super) enum Recovered {
+    /// The turn had its answer already: it only has to be stored and delivered.
+    Answered(TurnState, String),
+    /// The turn goes on from this state, once the call that was running (taken out of
+    /// the pending calls) has `INTERRUPTED_CALL_RESULT` as its result.
+    Continue {
+        state: TurnState,
+        interrupted: Option<ToolCall>,
+    },
+}
+
+impl Journal {
+    pub(super) fn for_turn(port: &Arc<dyn TurnJournal>, inbound: &Inbound) -> Self {
+        Journal {
+            port: (inbound.channel != DELEGATION_CHANNEL).then(|| port.clone()),
+            inbox_id: inbound.id.clone(),
+        }
+    }
+
+    /// The key a tool call of this turn is given, the same every time the turn is replayed:
+    /// plugins and MCP servers can recognise a call they already ran.
+    pub(super) fn idempotency_key(&self, call_number: u32) -> String {
+        format!("{}.{call_number}", self.inbox_id)
+    }
+
+    pub(super) async fn load(&self) -> Result<Option<TurnState>, TurnError> {
+        let Some(port) = &self.port else {
+            return Ok(None);
+        };
+        let Some(saved) = port.load_turn(&self.inbox_id).await? else {
+            return Ok(None);
+        };
+        let state = serde_json::from_value(saved)
+            .map_err(|error| TurnError::BadTurnState(format!("turn journal: {error}")))?;
+        Ok(Some(state))
+    }
+
+    /// Save `state` (without its images, which are read again from the attachments).
+    pub(super) async fn save(&self, state: &TurnState) -> Result<(), TurnError> {
+        let Some(port) = &self.port else {
+            return Ok(());
+        };
+        let value = state.to_stored_value()?;
+        port.save_turn(&self.inbox_id, &value).await?;
+        Ok(())
+    }
+}
+
+/// What a state saved by a turn that did not finish says to do next.
+pub(super) fn recover(mut state: TurnState) -> Recovered {
+    if let Some(reply) = state.final_reply.clone() {
+        return Recovered::Answered(state, reply);
+    }
+    let Some(in_flight) = state.in_flight.take() else {
+        return Recovered::Continue {
+            state,
+            interrupted: None,
+        };
+    };
+    if in_flight == FAST_PATH_CALL {
+        return Recovered::Answered(state, INTERRUPTED_PLUGIN_CALL_REPLY.to_string());
+    }
+    tracing::warn!(call = %in_flight, "a tool call was running when hearth stopped; its outcome is unknown and it is not run again");
+    let interrupted = state
+        .pending_calls
+        .first()
+        .is_some_and(|call| call.id == in_flight)
+        .then(|| state.pending_calls.remove(0));
+    Recovered::Continue { state, interrupted }
+}
