@@ -22,7 +22,7 @@ use crate::actors::delegation::{
 };
 use crate::actors::llm_broker::{BrokerSettings, LlmBroker, ModelEntry};
 use crate::actors::processing::{ProcessingDeps, ProcessingService};
-use crate::actors::request_queue::{RequestQueue, Router};
+use crate::actors::request_queue::{QueuePorts, RequestQueue, Router};
 use crate::config::{LlmProviderKind, LoadedConfig, TelegramMode};
 use crate::family::Family;
 use crate::http::{self, ApiKeys, HttpState};
@@ -246,14 +246,20 @@ pub async fn start(loaded: &LoadedConfig, options: StartOptions) -> Result<Runni
         channels.insert(MATRIX_CHANNEL.into(), context.address().recipient());
     }
 
+    // The chat platforms deliver through the durable outbox.
+    let durable_channels = std::collections::HashSet::new();
     let queue = queue_context.address();
     queue_context.run(RequestQueue::new(
-        stores.inbox.clone(),
-        stores.pending.clone(),
-        stores.pending_plugin_calls.clone(),
+        QueuePorts {
+            inbox: stores.inbox.clone(),
+            pending: stores.pending.clone(),
+            plugin_calls: stores.pending_plugin_calls.clone(),
+            outbox: stores.outbox.clone(),
+        },
         Router::new(&loaded.profiles, &loaded.default_profile_id),
         services,
         channels,
+        durable_channels,
         config.queue.clone(),
         metrics.clone(),
         readiness.clone(),

@@ -4,7 +4,7 @@
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
-use super::{HistoryEntry, StorageError};
+use super::{HistoryEntry, OutgoingMessage, StorageError};
 
 /// A message from a family member, normalised by a channel actor.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -144,6 +144,9 @@ pub struct TurnRecord {
     pub conversation_key: String,
     pub messages: Vec<HistoryEntry>,
     pub reply: String,
+    /// The reply's delivery, queued in the outbox in the same transaction (channels that
+    /// deliver through the outbox).
+    pub outgoing: Option<OutgoingMessage>,
 }
 
 #[async_trait]
@@ -152,9 +155,13 @@ pub trait Inbox: Send + Sync {
     async fn accept(&self, inbound: &Inbound) -> Result<Acceptance, StorageError>;
     /// Every message accepted and not yet answered or failed, oldest first.
     async fn unanswered(&self) -> Result<Vec<InboxRecord>, StorageError>;
-    /// Store the turn's history and reply and mark the message (accepted or suspended)
-    /// answered, in one transaction.
-    async fn complete(&self, inbox_id: &str, turn: &TurnRecord) -> Result<(), StorageError>;
+    /// Store the turn's history and reply, mark the message (accepted or suspended)
+    /// answered and queue `turn.outgoing` for delivery, in one transaction; the outbox id.
+    async fn complete(
+        &self,
+        inbox_id: &str,
+        turn: &TurnRecord,
+    ) -> Result<Option<i64>, StorageError>;
     /// Count a failed attempt and when to try again; returns the attempts so far.
     async fn record_failure(
         &self,
@@ -162,8 +169,15 @@ pub trait Inbox: Send + Sync {
         error: &str,
         next_attempt_at_ms: i64,
     ) -> Result<u32, StorageError>;
-    /// Give up on a message: it is not resumed again.
-    async fn give_up(&self, inbox_id: &str, error: &str, reply: &str) -> Result<(), StorageError>;
+    /// Give up on a message (it is not resumed again) and queue `outgoing`, telling the
+    /// member, in one transaction; the outbox id.
+    async fn give_up(
+        &self,
+        inbox_id: &str,
+        error: &str,
+        reply: &str,
+        outgoing: Option<&OutgoingMessage>,
+    ) -> Result<Option<i64>, StorageError>;
     async fn get(&self, inbox_id: &str) -> Result<Option<InboxRecord>, StorageError>;
     /// A cheap round trip, for readiness.
     async fn ping(&self) -> Result<(), StorageError>;

@@ -8,6 +8,7 @@
 mod channel_state;
 mod conversation_memory;
 mod inbox;
+mod outbox;
 mod pending_actions;
 mod pending_plugin_calls;
 mod registered_plugins;
@@ -22,6 +23,7 @@ pub use inbox::{
     Acceptance, Attachment, AttachmentKind, Inbound, InboundExtras, Inbox, InboxRecord,
     InboxStatus, QuotedMessage, TurnRecord,
 };
+pub use outbox::{Outbox, OutboxEntry, OutgoingKind, OutgoingMessage};
 pub use pending_actions::{
     AnswerPlace, AnswerRefused, Decision, OpenConfirmation, PendingActions, PendingConfirmation,
 };

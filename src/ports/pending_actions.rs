@@ -6,7 +6,7 @@
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
-use super::StorageError;
+use super::{OutgoingMessage, StorageError};
 
 /// A tool call waiting for confirmation, with everything needed to resume its turn.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -120,8 +120,13 @@ pub struct OpenConfirmation {
 
 #[async_trait]
 pub trait PendingActions: Send + Sync {
-    /// Store the confirmation and mark its inbox message suspended, in one transaction.
-    async fn suspend(&self, confirmation: &PendingConfirmation) -> Result<(), StorageError>;
+    /// Store the confirmation, mark its inbox message suspended and queue `prompt` (showing
+    /// it on a platform), in one transaction; the outbox id.
+    async fn suspend(
+        &self,
+        confirmation: &PendingConfirmation,
+        prompt: Option<&OutgoingMessage>,
+    ) -> Result<Option<i64>, StorageError>;
     /// Record `member_id`'s answer from `place`, if the confirmation is theirs, was asked
     /// there (`AnswerPlace::admits`, else `Unknown`), pending and not expired at `now_ms`.
     async fn answer(

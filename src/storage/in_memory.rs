@@ -8,13 +8,13 @@ use async_trait::async_trait;
 
 use crate::ports::{
     Acceptance, AnswerPlace, AnswerRefused, ChannelState, ConversationMemory, Decision,
-    HistoryEntry, Inbound, Inbox, InboxRecord, InboxStatus, OpenConfirmation, PendingActions,
-    PendingConfirmation, ProfileFacts, StorageError, TelemetryEvent, TelemetrySink, TurnJournal,
-    TurnRecord, UserProfiles,
+    HistoryEntry, Inbound, Inbox, InboxRecord, InboxStatus, OpenConfirmation, OutgoingMessage,
+    PendingActions, PendingConfirmation, ProfileFacts, StorageError, TelemetryEvent, TelemetrySink,
+    TurnJournal, TurnRecord, UserProfiles,
 };
 
 #[derive(Default)]
-struct State {
+pub(super) struct State {
     /// Inbox records in acceptance order.
     inbox: Vec<InboxRecord>,
     messages: HashMap<String, Vec<HistoryEntry>>,
@@ -26,6 +26,8 @@ struct State {
     channel_state: BTreeMap<(String, String), String>,
     /// Running turns' saved state, by inbox id.
     journal: HashMap<String, serde_json::Value>,
+    /// The outbox, in id order (`in_memory_outbox.rs`).
+    pub(super) outbox: super::in_memory_outbox::OutboxState,
 }
 
 struct StoredConfirmation {
@@ -54,7 +56,7 @@ impl InMemoryStore {
         self.lock().events.clone()
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+    pub(super) fn lock(&self) -> std::sync::MutexGuard<'_, State> {
         // A panic elsewhere while holding the lock leaves plain data behind; keep serving it.
         self.state
             .lock()
@@ -118,7 +120,11 @@ impl Inbox for InMemoryStore {
             .collect())
     }
 
-    async fn complete(&self, inbox_id: &str, turn: &TurnRecord) -> Result<(), StorageError> {
+    async fn complete(
+        &self,
+        inbox_id: &str,
+        turn: &TurnRecord,
+    ) -> Result<Option<i64>, StorageError> {
         let mut state = self.lock();
         let record = find_waiting(&mut state, inbox_id)?;
         record.status = InboxStatus::Answered;
@@ -130,7 +136,10 @@ impl Inbox for InMemoryStore {
             .entry(turn.conversation_key.clone())
             .or_default()
             .extend(turn.messages.iter().cloned());
-        Ok(())
+        Ok(turn
+            .outgoing
+            .as_ref()
+            .map(|message| state.outbox.push(message)))
     }
 
     async fn record_failure(
@@ -147,14 +156,20 @@ impl Inbox for InMemoryStore {
         Ok(record.attempts)
     }
 
-    async fn give_up(&self, inbox_id: &str, error: &str, reply: &str) -> Result<(), StorageError> {
+    async fn give_up(
+        &self,
+        inbox_id: &str,
+        error: &str,
+        reply: &str,
+        outgoing: Option<&OutgoingMessage>,
+    ) -> Result<Option<i64>, StorageError> {
         let mut state = self.lock();
         let record = find_waiting(&mut state, inbox_id)?;
         record.status = InboxStatus::Failed;
         record.error = Some(error.to_string());
         record.reply = Some(reply.to_string());
         state.journal.remove(inbox_id);
-        Ok(())
+        Ok(outgoing.map(|message| state.outbox.push(message)))
     }
 
     async fn get(&self, inbox_id: &str) -> Result<Option<InboxRecord>, StorageError> {
@@ -248,7 +263,11 @@ impl TelemetrySink for InMemoryStore {
 
 #[async_trait]
 impl PendingActions for InMemoryStore {
-    async fn suspend(&self, confirmation: &PendingConfirmation) -> Result<(), StorageError> {
+    async fn suspend(
+        &self,
+        confirmation: &PendingConfirmation,
+        prompt: Option<&OutgoingMessage>,
+    ) -> Result<Option<i64>, StorageError> {
         let mut state = self.lock();
         if state
             .confirmations
@@ -268,7 +287,7 @@ impl PendingActions for InMemoryStore {
             decision: None,
             consumed: false,
         });
-        Ok(())
+        Ok(prompt.map(|message| state.outbox.push(message)))
     }
 
     async fn answer(

@@ -3,14 +3,15 @@
 //! Only this module knows SQL. `open` picks the adapter from `database_url`.
 
 pub mod in_memory;
+mod in_memory_outbox;
 mod in_memory_plugins;
 pub mod sqlite;
 
 use std::sync::Arc;
 
 use crate::ports::{
-    ChannelState, ConversationMemory, Inbox, PendingActions, PendingPluginCalls, RegisteredPlugins,
-    ShoppingLists, StorageError, TelemetrySink, TurnJournal, UserProfiles,
+    ChannelState, ConversationMemory, Inbox, Outbox, PendingActions, PendingPluginCalls,
+    RegisteredPlugins, ShoppingLists, StorageError, TelemetrySink, TurnJournal, UserProfiles,
 };
 
 /// The ports of one database, shared by every actor.
@@ -30,6 +31,8 @@ pub struct Stores {
     pub registered_plugins: Arc<dyn RegisteredPlugins>,
     /// Running turns' progress (exactly-once tool calls).
     pub turn_journal: Arc<dyn TurnJournal>,
+    /// What channels still have to deliver.
+    pub outbox: Arc<dyn Outbox>,
 }
 
 impl Stores {
@@ -46,6 +49,7 @@ impl Stores {
             pending_plugin_calls: store.clone(),
             registered_plugins: store.clone(),
             turn_journal: store.clone(),
+            outbox: store.clone(),
             telemetry: store,
         }
     }
@@ -67,7 +71,8 @@ pub async fn open(database_url: &str, max_connections: u32) -> Result<Stores, St
             shopping_lists: store.clone(),
             pending_plugin_calls: store.clone(),
             registered_plugins: store.clone(),
-            turn_journal: store,
+            turn_journal: store.clone(),
+            outbox: store,
             telemetry,
         })
     } else if database_url.starts_with("postgres:") || database_url.starts_with("postgresql:") {

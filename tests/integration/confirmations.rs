@@ -345,7 +345,7 @@ async fn an_interrupted_approved_call_is_never_run_twice() {
             expires_at_ms: i64::MAX,
             created_at_ms: 2,
         };
-        stores.pending.suspend(&confirmation).await.unwrap();
+        stores.pending.suspend(&confirmation, None).await.unwrap();
         stores
             .pending
             .answer(

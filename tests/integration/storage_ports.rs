@@ -13,8 +13,8 @@ use hearth::llm::{Role, ToolCall};
 use hearth::ports::{
     Acceptance, AnswerPlace, AnswerRefused, Attachment, AttachmentKind, Decision, HistoryEntry,
     Inbound, InboundExtras, InboxRecord, InboxStatus, LlmCallRecord, OpenConfirmation,
-    PendingConfirmation, PendingPluginCall, ProfileFacts, QuotedMessage, RegisteredPlugin,
-    ShoppingItem, StorageError, TelemetryEvent, TurnRecord,
+    OutgoingKind, OutgoingMessage, PendingConfirmation, PendingPluginCall, ProfileFacts,
+    QuotedMessage, RegisteredPlugin, ShoppingItem, StorageError, TelemetryEvent, TurnRecord,
 };
 use hearth::storage::{self, Stores};
 use serde_json::json;
@@ -97,6 +97,8 @@ macro_rules! adapter_suite {
                 pending_interrupted_lists_latest_consumed_of_suspended_messages,
                 channel_state_put_get_list_delete,
                 journal_keeps_the_latest_state_until_the_turn_ends,
+                outbox_delivers_in_order_and_forgets_what_was_delivered,
+                outbox_rows_are_written_with_what_caused_them,
                 shopping_add_merges_the_same_item_whatever_its_case,
                 shopping_lists_items_in_the_order_first_added,
                 shopping_remove_by_name_reports_whether_it_was_there,
@@ -144,7 +146,7 @@ async fn inbox_concurrent_writes_each_get_their_own_outcome(stores: &Stores) {
         if n % 5 == 0 {
             let inbox = stores.inbox.clone();
             refusals.push(tokio::spawn(async move {
-                inbox.give_up(&format!("missing-{n}"), "e", "r").await
+                inbox.give_up(&format!("missing-{n}"), "e", "r", None).await
             }));
         }
     }
@@ -216,6 +218,7 @@ fn turn_for(message: &Inbound, reply: &str) -> TurnRecord {
             with_inbox(entry(Role::Assistant, reply, 13)),
         ],
         reply: reply.to_string(),
+        outgoing: None,
     }
 }
 
@@ -322,7 +325,7 @@ async fn inbox_lists_unanswered_in_acceptance_order(stores: &Stores) {
         .unwrap();
     stores
         .inbox
-        .give_up("m-4", "model down", "sorry")
+        .give_up("m-4", "model down", "sorry", None)
         .await
         .unwrap();
     stores
@@ -415,7 +418,7 @@ async fn inbox_complete_twice_is_refused_without_duplicating_history(stores: &St
     expect_new(stores, &failed).await;
     stores
         .inbox
-        .give_up("m-2", "broken", "sorry")
+        .give_up("m-2", "broken", "sorry", None)
         .await
         .unwrap();
     let result = stores
@@ -492,7 +495,12 @@ async fn inbox_give_up_marks_failed(stores: &Stores) {
 
     stores
         .inbox
-        .give_up("m-1", "model unavailable", "Sorry, I could not answer.")
+        .give_up(
+            "m-1",
+            "model unavailable",
+            "Sorry, I could not answer.",
+            None,
+        )
         .await
         .unwrap();
 
@@ -894,7 +902,7 @@ async fn suspended(
 ) -> PendingConfirmation {
     expect_new(stores, &inbound(inbox_id, "telegram", None)).await;
     let confirmation = confirmation(id, inbox_id, created_at_ms);
-    stores.pending.suspend(&confirmation).await.unwrap();
+    stores.pending.suspend(&confirmation, None).await.unwrap();
     confirmation
 }
 
@@ -953,7 +961,7 @@ async fn pending_suspend_marks_the_message_suspended(stores: &Stores) {
     assert!(open_confirmations(stores).await.is_empty());
 
     let asked = confirmation("c-s-1", "s-1", T0);
-    stores.pending.suspend(&asked).await.unwrap();
+    stores.pending.suspend(&asked, None).await.unwrap();
 
     let record = record_of(stores, "s-1").await;
     assert_eq!(record.status, InboxStatus::Suspended);
@@ -984,7 +992,7 @@ async fn pending_suspend_refuses_unknown_or_finished_messages(stores: &Stores) {
     // Never accepted.
     let result = stores
         .pending
-        .suspend(&confirmation("c-ghost", "u-ghost", T0))
+        .suspend(&confirmation("c-ghost", "u-ghost", T0), None)
         .await;
     assert!(result.is_err(), "suspending an unknown message: {result:?}");
     assert_eq!(stores.inbox.get("u-ghost").await.unwrap(), None);
@@ -999,7 +1007,7 @@ async fn pending_suspend_refuses_unknown_or_finished_messages(stores: &Stores) {
         .unwrap();
     let result = stores
         .pending
-        .suspend(&confirmation("c-answered", "u-1", T0 + 1))
+        .suspend(&confirmation("c-answered", "u-1", T0 + 1), None)
         .await;
     assert!(
         result.is_err(),
@@ -1013,12 +1021,12 @@ async fn pending_suspend_refuses_unknown_or_finished_messages(stores: &Stores) {
     expect_new(stores, &inbound("u-2", "telegram", None)).await;
     stores
         .inbox
-        .give_up("u-2", "broken", "sorry")
+        .give_up("u-2", "broken", "sorry", None)
         .await
         .unwrap();
     let result = stores
         .pending
-        .suspend(&confirmation("c-failed", "u-2", T0 + 2))
+        .suspend(&confirmation("c-failed", "u-2", T0 + 2), None)
         .await;
     assert!(result.is_err(), "suspending a failed message: {result:?}");
     assert_eq!(record_of(stores, "u-2").await.status, InboxStatus::Failed);
@@ -1144,7 +1152,7 @@ async fn pending_answer_from_elsewhere_is_as_if_it_did_not_exist(stores: &Stores
     let mut in_topic = confirmation("c-w-2", "w-2", T0);
     in_topic.conversation_id = "family-chat/7".into();
     expect_new(stores, &inbound("w-2", "telegram", None)).await;
-    stores.pending.suspend(&in_topic).await.unwrap();
+    stores.pending.suspend(&in_topic, None).await.unwrap();
     let here = stores
         .pending
         .answer(
@@ -1195,17 +1203,141 @@ async fn journal_keeps_the_latest_state_until_the_turn_ends(stores: &Stores) {
         .unwrap();
     stores
         .inbox
-        .give_up("j-2", "broken", "sorry")
+        .give_up("j-2", "broken", "sorry", None)
         .await
         .unwrap();
     stores
         .pending
-        .suspend(&confirmation("c-j-3", "j-3", T0))
+        .suspend(&confirmation("c-j-3", "j-3", T0), None)
         .await
         .unwrap();
     for id in ["j-1", "j-2", "j-3"] {
         assert_eq!(journal.load_turn(id).await.unwrap(), None, "{id}");
     }
+}
+
+fn outgoing(channel: &str, conversation: &str, text: &str) -> OutgoingMessage {
+    OutgoingMessage {
+        channel: channel.into(),
+        conversation_id: conversation.into(),
+        inbox_id: Some("m-x".into()),
+        text: text.into(),
+        kind: OutgoingKind::Reply,
+        reply_to_event: Some("1001:7".into()),
+    }
+}
+
+async fn outbox_delivers_in_order_and_forgets_what_was_delivered(stores: &Stores) {
+    let outbox = &stores.outbox;
+    let first = outbox
+        .enqueue(&outgoing("telegram", "1001", "one"))
+        .await
+        .unwrap();
+    let prompt = OutgoingMessage {
+        kind: OutgoingKind::Prompt {
+            confirmation_id: "c-1".into(),
+            member_id: "alice".into(),
+        },
+        ..outgoing("telegram", "1001", "Run it? Ça va 🏠")
+    };
+    let second = outbox.enqueue(&prompt).await.unwrap();
+    let other = outbox
+        .enqueue(&outgoing("matrix", "!room", "elsewhere"))
+        .await
+        .unwrap();
+    let third = outbox
+        .enqueue(&outgoing("telegram", "1002", "three"))
+        .await
+        .unwrap();
+    assert!(first < second && second < other && other < third);
+    let pending = outbox.undelivered("telegram").await.unwrap();
+    let ids: Vec<i64> = pending.iter().map(|entry| entry.id).collect();
+    assert_eq!(ids, [first, second, third]);
+    assert_eq!(pending[1].message, prompt);
+    assert_eq!((pending[0].attempts, pending[0].parts_delivered), (0, 0));
+
+    outbox.part_delivered(first, 2).await.unwrap();
+    assert_eq!(
+        outbox
+            .attempt_failed(first, "502 bad gateway")
+            .await
+            .unwrap(),
+        1
+    );
+    assert_eq!(
+        outbox
+            .attempt_failed(first, "502 bad gateway")
+            .await
+            .unwrap(),
+        2
+    );
+    let again = &outbox.undelivered("telegram").await.unwrap()[0];
+    assert_eq!(
+        (again.id, again.attempts, again.parts_delivered),
+        (first, 2, 2)
+    );
+
+    outbox.delivered(first, Some("1001:55")).await.unwrap();
+    outbox.abandon(third, "chat not found").await.unwrap();
+    let left: Vec<i64> = outbox
+        .undelivered("telegram")
+        .await
+        .unwrap()
+        .iter()
+        .map(|entry| entry.id)
+        .collect();
+    assert_eq!(left, [second]);
+    assert_eq!(outbox.undelivered("matrix").await.unwrap().len(), 1);
+}
+
+async fn outbox_rows_are_written_with_what_caused_them(stores: &Stores) {
+    for id in ["o-1", "o-2", "o-3"] {
+        expect_new(stores, &inbound(id, "telegram", None)).await;
+    }
+    let message = inbound("o-1", "telegram", None);
+    let turn = TurnRecord {
+        outgoing: Some(outgoing("telegram", "family-chat", "the answer")),
+        ..turn_for(&message, "the answer")
+    };
+    let answer = stores.inbox.complete("o-1", &turn).await.unwrap();
+    // Answered twice: refused, and nothing more is queued.
+    assert!(stores.inbox.complete("o-1", &turn).await.is_err());
+    let failed = outgoing("telegram", "family-chat", "sorry");
+    let notice = stores
+        .inbox
+        .give_up("o-2", "broken", "sorry", Some(&failed))
+        .await
+        .unwrap();
+    let prompt = outgoing("telegram", "family-chat", "Run it?");
+    let asked = stores
+        .pending
+        .suspend(&confirmation("c-o-3", "o-3", T0), Some(&prompt))
+        .await
+        .unwrap();
+    let queued: Vec<(Option<i64>, String)> = stores
+        .outbox
+        .undelivered("telegram")
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|entry| (Some(entry.id), entry.message.text))
+        .collect();
+    assert_eq!(
+        queued,
+        [
+            (answer, "the answer".to_string()),
+            (notice, "sorry".to_string()),
+            (asked, "Run it?".to_string()),
+        ]
+    );
+    // Nothing to deliver: nothing queued.
+    expect_new(stores, &inbound("o-4", "http", None)).await;
+    let none = stores
+        .inbox
+        .complete("o-4", &turn_for(&inbound("o-4", "http", None), "x"))
+        .await
+        .unwrap();
+    assert_eq!(none, None);
 }
 
 async fn pending_answer_twice_unknown_and_expired(stores: &Stores) {
@@ -1281,7 +1413,7 @@ async fn pending_expire_due_answers_only_the_due_pending_ones(stores: &Stores) {
     let mut future = confirmation("c-e-3", "e-3", T0 + 3);
     future.expires_at_ms = T0 + 65_000;
     expect_new(stores, &inbound("e-3", "telegram", None)).await;
-    stores.pending.suspend(&future).await.unwrap();
+    stores.pending.suspend(&future, None).await.unwrap();
     let due_last = suspended(stores, "e-4", "c-e-4", T0 + 4).await;
     assert!(
         answer(stores, "c-e-2", "alice", true, T0 + 100)
@@ -1486,7 +1618,7 @@ async fn pending_complete_after_consume_answers_the_suspended_message(stores: &S
     expect_new(stores, &message).await;
     stores
         .pending
-        .suspend(&confirmation("c-d-1", "d-1", T0))
+        .suspend(&confirmation("c-d-1", "d-1", T0), None)
         .await
         .unwrap();
     assert!(answer(stores, "c-d-1", "alice", true, T0 + 5).await.is_ok());
@@ -1525,7 +1657,7 @@ async fn pending_complete_after_consume_answers_the_suspended_message(stores: &S
     assert!(again.is_err(), "completing an answered message: {again:?}");
     let result = stores
         .pending
-        .suspend(&confirmation("c-d-2", "d-1", T0 + 10))
+        .suspend(&confirmation("c-d-2", "d-1", T0 + 10), None)
         .await;
     assert!(
         result.is_err(),
@@ -1540,7 +1672,7 @@ async fn pending_a_resumed_turn_can_ask_again(stores: &Stores) {
     let message = inbound("g-1", "telegram", None);
     expect_new(stores, &message).await;
     let first = confirmation("c-g-1", "g-1", T0);
-    stores.pending.suspend(&first).await.unwrap();
+    stores.pending.suspend(&first, None).await.unwrap();
     assert!(answer(stores, "c-g-1", "alice", true, T0 + 5).await.is_ok());
     assert_eq!(
         stores.pending.consume("c-g-1").await.unwrap(),
@@ -1548,7 +1680,7 @@ async fn pending_a_resumed_turn_can_ask_again(stores: &Stores) {
     );
 
     let second = confirmation("c-g-2", "g-1", T0 + 10);
-    stores.pending.suspend(&second).await.unwrap();
+    stores.pending.suspend(&second, None).await.unwrap();
     assert_eq!(
         record_of(stores, "g-1").await.status,
         InboxStatus::Suspended
@@ -1580,7 +1712,7 @@ async fn pending_suspend_refuses_a_used_confirmation_id(stores: &Stores) {
 
     let result = stores
         .pending
-        .suspend(&confirmation("c-x", "x-2", T0 + 1))
+        .suspend(&confirmation("c-x", "x-2", T0 + 1), None)
         .await;
     assert!(result.is_err(), "suspending under a used id: {result:?}");
     assert_eq!(record_of(stores, "x-2").await.status, InboxStatus::Accepted);
@@ -2219,7 +2351,7 @@ async fn sqlite_keeps_suspended_turns_across_reopen() {
         let stores = open_or_panic(&url).await;
         for asked in [&waiting, &approved, &consumed] {
             expect_new(&stores, &inbound(&asked.inbox_id, "telegram", None)).await;
-            stores.pending.suspend(asked).await.unwrap();
+            stores.pending.suspend(asked, None).await.unwrap();
         }
         expect_new(&stores, &inbound("p-4", "telegram", None)).await;
         assert!(
@@ -2436,7 +2568,7 @@ async fn inbox_refuses_unknown_ids(stores: &Stores) {
     assert!(result.is_err(), "complete: {result:?}");
     let result = stores.inbox.record_failure("ghost", "boom", 1).await;
     assert!(result.is_err(), "record_failure: {result:?}");
-    let result = stores.inbox.give_up("ghost", "boom", "sorry").await;
+    let result = stores.inbox.give_up("ghost", "boom", "sorry", None).await;
     assert!(result.is_err(), "give_up: {result:?}");
     assert_eq!(stores.inbox.get("ghost").await.unwrap(), None);
 }
@@ -2501,7 +2633,7 @@ async fn pending_interrupted_lists_latest_consumed_of_suspended_messages(stores:
         Acceptance::New
     );
     let first = confirmation("c-int-1", "int-1", T0);
-    stores.pending.suspend(&first).await.unwrap();
+    stores.pending.suspend(&first, None).await.unwrap();
     assert!(
         stores.pending.interrupted().await.unwrap().is_empty(),
         "pending is not interrupted"
@@ -2533,7 +2665,7 @@ async fn pending_interrupted_lists_latest_consumed_of_suspended_messages(stores:
 
     // The resumed turn asked again: the newer confirmation is the one that counts.
     let second = confirmation("c-int-2", "int-1", T0 + 500);
-    stores.pending.suspend(&second).await.unwrap();
+    stores.pending.suspend(&second, None).await.unwrap();
     assert!(stores.pending.interrupted().await.unwrap().is_empty());
 
     // A finished turn is not interrupted, whatever its confirmations.
@@ -2558,6 +2690,7 @@ async fn pending_interrupted_lists_latest_consumed_of_suspended_messages(stores:
         conversation_key: message.conversation_key(),
         messages: Vec::new(),
         reply: "done".into(),
+        outgoing: None,
     };
     stores.inbox.complete("int-1", &done).await.unwrap();
     assert!(stores.pending.interrupted().await.unwrap().is_empty());

@@ -37,6 +37,10 @@ pub struct DeliverReply {
     /// The platform id of the member's message this answers (`Inbound::platform_event_id`),
     /// so a channel can thread the reply to it.
     pub reply_to_event: Option<String>,
+    /// The outbox row holding this message, for a channel that delivers through the
+    /// outbox: marked delivered once the platform accepted it. `None` when the outbox
+    /// could not take it (delivered once, without retry) or the channel does not use it.
+    pub outbox_id: Option<i64>,
 }
 
 /// Why a channel could not hand a platform event over for good: it must come again.

@@ -14,11 +14,15 @@ use super::{
 use crate::actors::channels::{DeliverReply, ReplyKind};
 use crate::ports::{AnswerPlace, Decision, Inbound, PendingConfirmation, StorageError, now_ms};
 
+/// How often answered confirmations are checked for a turn that did not resume.
+const STUCK_CHECK_EVERY: Duration = Duration::from_secs(15);
+
 /// What a channel shows where an unanswered confirmation was.
 pub const EXPIRED_NOTICE: &str = "⌛ This request expired before it was confirmed.";
 
 impl RequestQueue {
-    /// Put the turn suspended on `confirmation` back in its lane.
+    /// Put the turn suspended on `confirmation` back in its lane, unless it is there (or
+    /// running) already.
     fn queue_resumption(
         &mut self,
         confirmation: PendingConfirmation,
@@ -26,6 +30,9 @@ impl RequestQueue {
         decision: Option<Option<Decision>>,
         reply_to: Option<oneshot::Sender<DeliverReply>>,
     ) {
+        if !self.resuming.insert(confirmation.id.clone()) {
+            return;
+        }
         let key = inbound.conversation_key();
         self.lanes.push(
             &key,
@@ -66,7 +73,7 @@ impl RequestQueue {
                 Ok(expired) => {
                     for (confirmation, inbound) in expired {
                         tracing::info!(confirmation = %confirmation.id, "confirmation expired");
-                        act.notify_expired(&confirmation, &inbound);
+                        act.notify_expired(&confirmation, &inbound, ctx);
                         act.queue_resumption(confirmation, inbound, None, None);
                     }
                 }
@@ -77,19 +84,56 @@ impl RequestQueue {
     }
 
     /// Tell the confirmation's channel it expired, so it can take its buttons away.
-    fn notify_expired(&self, confirmation: &PendingConfirmation, inbound: &Inbound) {
-        if let Some(channel) = self.channels.get(&inbound.channel) {
-            channel.do_send(DeliverReply {
-                inbox_id: inbound.id.clone(),
-                conversation_id: inbound.conversation_id.clone(),
-                member_id: inbound.member_id.clone(),
-                text: EXPIRED_NOTICE.to_string(),
-                kind: ReplyKind::ConfirmationExpired {
-                    confirmation_id: confirmation.id.clone(),
-                },
-                reply_to_event: inbound.platform_event_id.clone(),
-            });
-        }
+    fn notify_expired(
+        &mut self,
+        confirmation: &PendingConfirmation,
+        inbound: &Inbound,
+        ctx: &mut Context<Self>,
+    ) {
+        self.deliver_queued(
+            inbound,
+            EXPIRED_NOTICE.to_string(),
+            ReplyKind::ConfirmationExpired {
+                confirmation_id: confirmation.id.clone(),
+            },
+            ctx,
+        );
+    }
+
+    /// Every so often: a confirmation answered but whose turn was never put back in its
+    /// lane (reading its message failed right after the answer) is resumed now; it is never
+    /// left answered and not resumed.
+    pub(super) fn resume_answered_periodically(&self, ctx: &mut Context<Self>) {
+        ctx.run_interval(STUCK_CHECK_EVERY, |act, ctx| act.resume_answered(ctx));
+    }
+
+    fn resume_answered(&mut self, ctx: &mut Context<Self>) {
+        let (pending, inbox) = (self.pending.clone(), self.inbox.clone());
+        let known: std::collections::HashSet<String> = self.resuming.clone();
+        let work = async move {
+            let mut stuck = Vec::new();
+            for entry in pending.open().await? {
+                if entry.decision.is_none() || known.contains(&entry.confirmation.id) {
+                    continue;
+                }
+                if let Some(record) = inbox.get(&entry.confirmation.inbox_id).await? {
+                    stuck.push((entry.confirmation, record.inbound));
+                }
+            }
+            Ok::<_, StorageError>(stuck)
+        };
+        ctx.spawn(work.into_actor(self).map(|stuck, act, ctx| {
+            match stuck {
+                Ok(stuck) => {
+                    for (confirmation, inbound) in stuck {
+                        tracing::info!(confirmation = %confirmation.id, "resuming an answered confirmation's turn");
+                        act.queue_resumption(confirmation, inbound, None, None);
+                    }
+                }
+                Err(error) => tracing::warn!(%error, "answered confirmations not checked"),
+            }
+            act.pump(ctx);
+        }));
     }
 
     /// At start-up: answered confirmations resume their turns; pending ones get their

@@ -10,17 +10,19 @@
 //! turn can put a question to its member (`questions.rs`); their next message answers it.
 
 mod confirmations;
+mod delivery;
 mod lanes;
 mod messages;
 mod questions;
 mod routing;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
 use actix::fut::{self, ActorFutureExt, WrapFuture};
 use actix::{Actor, Addr, AsyncContext, Context, Handler, Recipient, ResponseActFuture};
+use futures::FutureExt;
 use tokio::sync::oneshot;
 
 pub use lanes::Lanes;
@@ -32,13 +34,13 @@ pub use routing::Router;
 
 use crate::actors::channels::{DeliverReply, ReplyKind};
 use crate::actors::processing::{
-    ProcessTurn, ProcessingService, ResumeTurn, TurnError, TurnResult,
+    ProcessTurn, ProcessingService, ResumeTurn, TurnError, TurnOutcome, TurnResult,
 };
 use crate::config::QueueConfig;
 use crate::metrics::Metrics;
 use crate::ports::{
-    Acceptance, Decision, Inbound, Inbox, PendingActions, PendingConfirmation, PendingPluginCalls,
-    TurnRecord, now_ms,
+    Acceptance, Decision, Inbound, Inbox, Outbox, PendingActions, PendingConfirmation,
+    PendingPluginCalls, TurnRecord, now_ms,
 };
 use crate::readiness::Readiness;
 
@@ -75,15 +77,28 @@ struct Resume {
     reply_to: Option<oneshot::Sender<DeliverReply>>,
 }
 
-/// How a turn that ran without error ended.
+/// How a turn that ran without error ended, stored; `outbox_id` is the row delivering it
+/// (channels that deliver through the outbox).
 enum Finished {
     Answered {
         profile_id: String,
         reply: String,
+        outbox_id: Option<i64>,
     },
     Asked {
         confirmation: Box<PendingConfirmation>,
+        outbox_id: Option<i64>,
     },
+}
+
+/// The ports the queue works on.
+pub struct QueuePorts {
+    pub inbox: Arc<dyn Inbox>,
+    pub pending: Arc<dyn PendingActions>,
+    /// Plugin calls waiting for a member's next message: `/cancel` drops them.
+    pub plugin_calls: Arc<dyn PendingPluginCalls>,
+    /// What channels that deliver durably still have to deliver.
+    pub outbox: Arc<dyn Outbox>,
 }
 
 pub struct RequestQueue {
@@ -91,9 +106,15 @@ pub struct RequestQueue {
     pending: Arc<dyn PendingActions>,
     /// Plugin calls waiting for a member's next message: `/cancel` drops them.
     plugin_calls: Arc<dyn PendingPluginCalls>,
+    outbox: Arc<dyn Outbox>,
     router: Router,
     services: HashMap<String, Addr<ProcessingService>>,
     channels: HashMap<String, Recipient<DeliverReply>>,
+    /// The channels whose messages go through the durable outbox (`delivery.rs`).
+    durable_channels: HashSet<String>,
+    /// Confirmations whose turn is queued or running again, so a confirmation found
+    /// answered and not resumed is put back in its lane once only.
+    resuming: HashSet<String>,
     settings: QueueConfig,
     lanes: Lanes<QueuedTurn>,
     /// Submissions being written to the inbox: they count against the backlog already.
@@ -107,14 +128,14 @@ pub struct RequestQueue {
 }
 
 impl RequestQueue {
+    /// `durable_channels` are the channels of `channels` that deliver through the outbox.
     #[allow(clippy::too_many_arguments)]
     pub fn new(
-        inbox: Arc<dyn Inbox>,
-        pending: Arc<dyn PendingActions>,
-        plugin_calls: Arc<dyn PendingPluginCalls>,
+        ports: QueuePorts,
         router: Router,
         services: HashMap<String, Addr<ProcessingService>>,
         channels: HashMap<String, Recipient<DeliverReply>>,
+        durable_channels: HashSet<String>,
         settings: QueueConfig,
         metrics: Arc<Metrics>,
         readiness: Arc<Readiness>,
@@ -122,12 +143,15 @@ impl RequestQueue {
         // Not ready until the unanswered messages of the last run are queued again.
         readiness.set("queue", false, "resuming unanswered messages");
         RequestQueue {
-            inbox,
-            pending,
-            plugin_calls,
+            inbox: ports.inbox,
+            pending: ports.pending,
+            plugin_calls: ports.plugin_calls,
+            outbox: ports.outbox,
             router,
             services,
             channels,
+            durable_channels,
+            resuming: HashSet::new(),
             lanes: Lanes::new(settings.max_parallel_conversations),
             settings,
             reserved: 0,
@@ -183,15 +207,14 @@ impl RequestQueue {
                 deliver_as: None,
             },
         );
-        let (inbox, pending) = (self.inbox.clone(), self.pending.clone());
+        let pending = self.pending.clone();
         let work = async move {
             let mut consumed = None;
-            let result = async {
+            let outcome = async {
                 let service = service.ok_or_else(|| {
                     TurnError::Mailbox(format!("no processing service for profile {profile_id:?}"))
                 })?;
-                let inbox_id = process.inbound.id.clone();
-                let outcome = match resume {
+                match resume {
                     None => service.send(process).await,
                     Some((confirmation, known)) => {
                         let decision = match known {
@@ -208,36 +231,14 @@ impl RequestQueue {
                             .await
                     }
                 }
-                .map_err(|error| TurnError::Mailbox(error.to_string()))??;
-                match outcome.result {
-                    TurnResult::Answered { reply, messages } => {
-                        inbox
-                            .complete(
-                                &inbox_id,
-                                &TurnRecord {
-                                    conversation_key: key,
-                                    messages,
-                                    reply: reply.clone(),
-                                },
-                            )
-                            .await?;
-                        Ok(Finished::Answered {
-                            profile_id: outcome.profile_id,
-                            reply,
-                        })
-                    }
-                    TurnResult::NeedsConfirmation(confirmation) => {
-                        pending.suspend(&confirmation).await?;
-                        Ok(Finished::Asked { confirmation })
-                    }
-                }
+                .map_err(|error| TurnError::Mailbox(error.to_string()))?
             }
             .await;
-            (consumed, result)
+            (consumed, outcome)
         };
         ctx.spawn(
             work.into_actor(self)
-                .map(move |(consumed, result), act, ctx| {
+                .map(move |(consumed, outcome), act, ctx| {
                     if let (Some(resume), Some(decision)) = (turn.resume.as_mut(), consumed) {
                         // Never run an approved action twice: a retry after a failure
                         // cannot know whether it ran.
@@ -246,9 +247,64 @@ impl RequestQueue {
                             other => other,
                         });
                     }
-                    act.turn_finished(turn, result, ctx);
+                    match outcome {
+                        Ok(outcome) => act.store_outcome(key, turn, outcome, ctx),
+                        Err(error) => act.turn_finished(turn, Err(error), ctx),
+                    }
                 }),
         );
+    }
+
+    /// Store how the turn ended (and queue its delivery, for a channel that uses the
+    /// outbox) in one transaction, then finish it.
+    fn store_outcome(
+        &mut self,
+        key: String,
+        turn: QueuedTurn,
+        outcome: TurnOutcome,
+        ctx: &mut Context<Self>,
+    ) {
+        let (inbox, pending) = (self.inbox.clone(), self.pending.clone());
+        let inbox_id = turn.inbound.id.clone();
+        let stored = match outcome.result {
+            TurnResult::Answered { reply, messages } => {
+                let outgoing = self.outgoing(&turn.inbound, &reply, &ReplyKind::Answer);
+                let record = TurnRecord {
+                    conversation_key: key,
+                    messages,
+                    reply: reply.clone(),
+                    outgoing,
+                };
+                let profile_id = outcome.profile_id;
+                async move {
+                    let outbox_id = inbox.complete(&inbox_id, &record).await?;
+                    Ok(Finished::Answered {
+                        profile_id,
+                        reply,
+                        outbox_id,
+                    })
+                }
+                .boxed_local()
+            }
+            TurnResult::NeedsConfirmation(confirmation) => {
+                let kind = ReplyKind::AskConfirmation {
+                    confirmation_id: confirmation.id.clone(),
+                    expires_at_ms: confirmation.expires_at_ms,
+                };
+                let prompt = self.outgoing(&turn.inbound, &confirmation.prompt, &kind);
+                async move {
+                    let outbox_id = pending.suspend(&confirmation, prompt.as_ref()).await?;
+                    Ok(Finished::Asked {
+                        confirmation,
+                        outbox_id,
+                    })
+                }
+                .boxed_local()
+            }
+        };
+        ctx.spawn(stored.into_actor(self).map(move |stored, act, ctx| {
+            act.turn_finished(turn, stored, ctx);
+        }));
     }
 
     fn turn_finished(
@@ -258,16 +314,30 @@ impl RequestQueue {
         ctx: &mut Context<Self>,
     ) {
         let key = turn.inbound.conversation_key();
+        let retrying = matches!(&result, Err(error) if error.is_transient())
+            && turn.attempts + 1 < self.settings.max_attempts;
+        if let Some(resume) = &turn.resume
+            && !retrying
+        {
+            self.resuming.remove(&resume.confirmation.id);
+        }
         match result {
-            Ok(Finished::Answered { profile_id, reply }) => {
+            Ok(Finished::Answered {
+                profile_id,
+                reply,
+                outbox_id,
+            }) => {
                 self.metrics.increment(
                     "hearth_turns_total",
                     &[("profile", &profile_id), ("outcome", "answered")],
                 );
-                self.deliver(&turn.inbound, reply, ReplyKind::Answer);
+                self.deliver(&turn.inbound, reply, ReplyKind::Answer, outbox_id);
                 self.lanes.finish(&key);
             }
-            Ok(Finished::Asked { confirmation }) => {
+            Ok(Finished::Asked {
+                confirmation,
+                outbox_id,
+            }) => {
                 self.metrics.increment(
                     "hearth_turns_total",
                     &[("profile", &confirmation.profile_id), ("outcome", "asked")],
@@ -277,7 +347,7 @@ impl RequestQueue {
                     confirmation_id: confirmation.id.clone(),
                     expires_at_ms: confirmation.expires_at_ms,
                 };
-                self.deliver(&turn.inbound, confirmation.prompt.clone(), kind);
+                self.deliver(&turn.inbound, confirmation.prompt.clone(), kind, outbox_id);
                 // The conversation goes on while the question waits.
                 self.lanes.finish(&key);
             }
@@ -315,7 +385,12 @@ impl RequestQueue {
     ) {
         // Tell the member once, not on every retry of the same message.
         if attempts == 1 {
-            self.deliver(&turn.inbound, DELAYED_REPLY.to_string(), ReplyKind::Delayed);
+            self.deliver_queued(
+                &turn.inbound,
+                DELAYED_REPLY.to_string(),
+                ReplyKind::Delayed,
+                ctx,
+            );
         }
         let delay = Duration::from_secs(self.settings.retry_delay_seconds)
             .saturating_mul(1 << (attempts - 1).min(16))
@@ -356,50 +431,45 @@ impl RequestQueue {
             "hearth_turns_total",
             &[("profile", &profile_id), ("outcome", "failed")],
         );
-        self.deliver(&turn.inbound, FAILED_REPLY.to_string(), ReplyKind::Failed);
+        // The failure is stored and its notice queued together, then delivered; where the
+        // notice is not queued (a waiting HTTP call), it goes at once.
+        let outgoing = self.outgoing(&turn.inbound, FAILED_REPLY, &ReplyKind::Failed);
+        let queued = outgoing.is_some();
+        if !queued {
+            self.deliver(
+                &turn.inbound,
+                FAILED_REPLY.to_string(),
+                ReplyKind::Failed,
+                None,
+            );
+        }
         let inbox = self.inbox.clone();
         let inbox_id = turn.inbound.id.clone();
         let error_text = error.to_string();
+        let inbound = turn.inbound.clone();
         ctx.spawn(
             async move {
-                if let Err(error) = inbox.give_up(&inbox_id, &error_text, FAILED_REPLY).await {
-                    tracing::warn!(%inbox_id, %error, "failed message not marked");
-                }
+                inbox
+                    .give_up(&inbox_id, &error_text, FAILED_REPLY, outgoing.as_ref())
+                    .await
             }
-            .into_actor(self),
+            .into_actor(self)
+            .map(move |given_up, act, _ctx| {
+                let outbox_id = given_up.unwrap_or_else(|error| {
+                    tracing::warn!(inbox_id = %inbound.id, %error, "failed message not marked");
+                    None
+                });
+                if queued {
+                    act.deliver(
+                        &inbound,
+                        FAILED_REPLY.to_string(),
+                        ReplyKind::Failed,
+                        outbox_id,
+                    );
+                }
+            }),
         );
         self.lanes.finish(&key);
-    }
-
-    /// A reply of the turn of `inbound`: to whoever waits for it (an answered
-    /// confirmation), else to its channel, as the reply to the member's latest message
-    /// of the turn (the one that started it, or their answer to its last question).
-    fn deliver(&mut self, inbound: &Inbound, text: String, kind: ReplyKind) {
-        let running = self.running.get_mut(&inbound.conversation_key());
-        let (waiter, inbox_id) = match running {
-            Some(running) => (running.reply_to.take(), running.deliver_as.clone()),
-            None => (None, None),
-        };
-        let (inbox_id, reply_to_event) =
-            inbox_id.unwrap_or_else(|| (inbound.id.clone(), inbound.platform_event_id.clone()));
-        let reply = DeliverReply {
-            inbox_id,
-            conversation_id: inbound.conversation_id.clone(),
-            member_id: inbound.member_id.clone(),
-            text,
-            kind,
-            reply_to_event,
-        };
-        if let Some(waiter) = waiter {
-            let _ = waiter.send(reply);
-            return;
-        }
-        let Some(channel) = self.channels.get(&inbound.channel) else {
-            tracing::warn!(channel = %inbound.channel, inbox_id = %inbound.id,
-                "no channel to deliver the reply to; it stays stored");
-            return;
-        };
-        channel.do_send(reply);
     }
 }
 
@@ -430,6 +500,7 @@ impl Actor for RequestQueue {
                             }
                             act.readiness.set("queue", true, "running");
                             act.reopen_confirmations(ctx);
+                            act.resume_answered_periodically(ctx);
                         }
                         Err(error) => {
                             tracing::error!(%error, "cannot read the inbox to resume messages");

@@ -65,7 +65,7 @@ impl RequestQueue {
 impl Handler<AskMember> for RequestQueue {
     type Result = Result<(), AskError>;
 
-    fn handle(&mut self, message: AskMember, _ctx: &mut Context<Self>) -> Self::Result {
+    fn handle(&mut self, message: AskMember, ctx: &mut Context<Self>) -> Self::Result {
         let key = root_conversation_key(&message.conversation_key).to_owned();
         let inbound = self
             .running
@@ -91,7 +91,7 @@ impl Handler<AskMember> for RequestQueue {
                 inbox_id: inbound.id.clone(),
             },
         );
-        self.deliver(&inbound, message.question, ReplyKind::Question);
+        self.deliver_queued(&inbound, message.question, ReplyKind::Question, ctx);
         Ok(())
     }
 }

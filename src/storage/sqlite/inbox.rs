@@ -4,10 +4,11 @@ use async_trait::async_trait;
 use sqlx::Row;
 use sqlx::sqlite::SqliteRow;
 
+use super::outbox::insert_outgoing;
 use super::{SqliteStore, database_error, memory::entries_json};
 use crate::ports::{
-    Acceptance, HistoryEntry, Inbound, Inbox, InboxRecord, InboxStatus, StorageError, TurnRecord,
-    now_ms,
+    Acceptance, HistoryEntry, Inbound, Inbox, InboxRecord, InboxStatus, OutgoingMessage,
+    StorageError, TurnRecord, now_ms,
 };
 
 /// The columns of an `InboxRecord`, spelled once for every query that reads one.
@@ -109,16 +110,22 @@ impl Inbox for SqliteStore {
         rows.iter().map(record_from_row).collect()
     }
 
-    async fn complete(&self, inbox_id: &str, turn: &TurnRecord) -> Result<(), StorageError> {
-        // One statement: the trigger `inbox_answered_writes_history` writes the history
-        // from `turn_messages` within it, so all of it commits or none does.
+    async fn complete(
+        &self,
+        inbox_id: &str,
+        turn: &TurnRecord,
+    ) -> Result<Option<i64>, StorageError> {
+        // The trigger `inbox_answered_writes_history` writes the history from
+        // `turn_messages` within the UPDATE; the reply's delivery is queued in the same
+        // transaction: all of it commits or none does.
         let (id, reply) = (inbox_id.to_string(), turn.reply.clone());
         let history = entries_json(&turn.conversation_key, &turn.messages)?;
-        let updated = self
+        let outgoing = turn.outgoing.clone();
+        let queued = self
             .writer
-            .run(move |connection| {
+            .run_atomically(move |connection| {
                 Box::pin(async move {
-                    sqlx::query(
+                    let updated = sqlx::query(
                         "UPDATE inbox SET status = 'answered', reply = ?, turn_messages = ?, \
                          error = NULL, updated_at_ms = ? WHERE id = ? AND status IN ('accepted', 'suspended')",
                     )
@@ -128,14 +135,19 @@ impl Inbox for SqliteStore {
                     .bind(&id)
                     .execute(&mut *connection)
                     .await
-                    .map_err(database_error)
+                    .map_err(database_error)?;
+                    // Answered already (or unknown): writing the history again would
+                    // duplicate it.
+                    if updated.rows_affected() != 1 {
+                        return Err(not_waiting(&id));
+                    }
+                    match &outgoing {
+                        Some(message) => Ok(Some(insert_outgoing(connection, message).await?)),
+                        None => Ok(None),
+                    }
                 })
             })
             .await?;
-        // Answered already (or unknown): writing the history again would duplicate it.
-        if updated.rows_affected() != 1 {
-            return Err(not_waiting(inbox_id));
-        }
         // The trigger files every entry under this message's id.
         let stored: Vec<_> = turn
             .messages
@@ -149,7 +161,7 @@ impl Inbox for SqliteStore {
             .lock()
             .await
             .appended_turn(&turn.conversation_key, inbox_id, &stored);
-        Ok(())
+        Ok(queued)
     }
 
     async fn record_failure(
@@ -182,13 +194,19 @@ impl Inbox for SqliteStore {
         Ok(u32::try_from(attempts).unwrap_or(u32::MAX))
     }
 
-    async fn give_up(&self, inbox_id: &str, error: &str, reply: &str) -> Result<(), StorageError> {
+    async fn give_up(
+        &self,
+        inbox_id: &str,
+        error: &str,
+        reply: &str,
+        outgoing: Option<&OutgoingMessage>,
+    ) -> Result<Option<i64>, StorageError> {
         let (id, error, reply) = (inbox_id.to_string(), error.to_string(), reply.to_string());
-        let updated = self
-            .writer
-            .run(move |connection| {
+        let outgoing = outgoing.cloned();
+        self.writer
+            .run_atomically(move |connection| {
                 Box::pin(async move {
-                    sqlx::query(
+                    let updated = sqlx::query(
                         "UPDATE inbox SET status = 'failed', error = ?, reply = ?, \
                          updated_at_ms = ? WHERE id = ? AND status IN ('accepted', 'suspended')",
                     )
@@ -198,14 +216,17 @@ impl Inbox for SqliteStore {
                     .bind(&id)
                     .execute(&mut *connection)
                     .await
-                    .map_err(database_error)
+                    .map_err(database_error)?;
+                    if updated.rows_affected() != 1 {
+                        return Err(not_waiting(&id));
+                    }
+                    match &outgoing {
+                        Some(message) => Ok(Some(insert_outgoing(connection, message).await?)),
+                        None => Ok(None),
+                    }
                 })
             })
-            .await?;
-        if updated.rows_affected() != 1 {
-            return Err(not_waiting(inbox_id));
-        }
-        Ok(())
+            .await
     }
 
     async fn get(&self, inbox_id: &str) -> Result<Option<InboxRecord>, StorageError> {

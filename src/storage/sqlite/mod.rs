@@ -5,6 +5,7 @@ mod channel_state;
 mod history_cache;
 mod inbox;
 mod memory;
+mod outbox;
 mod pending;
 mod pending_plugin_calls;
 mod profiles;

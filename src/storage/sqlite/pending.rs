@@ -4,10 +4,11 @@ use async_trait::async_trait;
 use sqlx::Row;
 use sqlx::sqlite::SqliteRow;
 
+use super::outbox::insert_outgoing;
 use super::{SqliteStore, database_error};
 use crate::ports::{
-    AnswerPlace, AnswerRefused, Decision, OpenConfirmation, PendingActions, PendingConfirmation,
-    StorageError,
+    AnswerPlace, AnswerRefused, Decision, OpenConfirmation, OutgoingMessage, PendingActions,
+    PendingConfirmation, StorageError,
 };
 
 macro_rules! select_confirmation {
@@ -51,8 +52,13 @@ fn decision_from_row(row: &SqliteRow) -> Result<Option<Decision>, StorageError> 
 
 #[async_trait]
 impl PendingActions for SqliteStore {
-    async fn suspend(&self, confirmation: &PendingConfirmation) -> Result<(), StorageError> {
+    async fn suspend(
+        &self,
+        confirmation: &PendingConfirmation,
+        prompt: Option<&OutgoingMessage>,
+    ) -> Result<Option<i64>, StorageError> {
         let confirmation = confirmation.clone();
+        let prompt = prompt.cloned();
         self.writer
             .run_atomically(move |connection| {
                 Box::pin(async move {
@@ -90,7 +96,10 @@ impl PendingActions for SqliteStore {
                     .execute(&mut *connection)
                     .await
                     .map_err(database_error)?;
-                    Ok(())
+                    match &prompt {
+                        Some(message) => Ok(Some(insert_outgoing(connection, message).await?)),
+                        None => Ok(None),
+                    }
                 })
             })
             .await

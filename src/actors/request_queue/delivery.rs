@@ -1,0 +1,153 @@
+//! Where the queue's messages go: to whoever waits for a turn's next reply (an HTTP call
+//! that answered a confirmation), else to the channel of the conversation.
+//!
+//! For the channels that deliver through the durable outbox (Telegram, Matrix) every
+//! message is a row "to deliver" first: a turn's answer, its prompt and its failure notice
+//! in the transaction that stores them (`outgoing` builds the row), hearth's other notices
+//! (delayed, a running turn's question, an expired prompt closed) in a write of their own
+//! (`deliver_queued`). The channel is then told the row's id, and marks it delivered once
+//! its platform accepted it; a restart delivers what is left. The HTTP API and the console
+//! are answered from the inbox instead (`GET /inbound/{id}`).
+
+use actix::fut::{ActorFutureExt, WrapFuture};
+use actix::{AsyncContext, Context};
+
+use super::RequestQueue;
+use crate::actors::channels::{DeliverReply, ReplyKind};
+use crate::ports::{Inbound, OutgoingKind, OutgoingMessage};
+
+impl RequestQueue {
+    /// Where a reply of the turn of `inbound` goes: its waiter (taken only when `take`),
+    /// and the inbox id and platform event it answers (the message that started the turn,
+    /// or the member's answer to its last question).
+    fn reply_target(
+        &mut self,
+        inbound: &Inbound,
+        take: bool,
+    ) -> (
+        Option<tokio::sync::oneshot::Sender<DeliverReply>>,
+        bool,
+        String,
+        Option<String>,
+    ) {
+        let running = self.running.get_mut(&inbound.conversation_key());
+        let (waiter, has_waiter, inbox_id) = match running {
+            Some(running) => {
+                let has_waiter = running.reply_to.is_some();
+                let waiter = if take { running.reply_to.take() } else { None };
+                (waiter, has_waiter, running.deliver_as.clone())
+            }
+            None => (None, false, None),
+        };
+        let (inbox_id, reply_to_event) =
+            inbox_id.unwrap_or_else(|| (inbound.id.clone(), inbound.platform_event_id.clone()));
+        (waiter, has_waiter, inbox_id, reply_to_event)
+    }
+
+    /// The outbox row delivering `text` of `kind` in the conversation of `inbound`, when its
+    /// channel delivers through the outbox and nobody waits for the reply directly.
+    pub(super) fn outgoing(
+        &mut self,
+        inbound: &Inbound,
+        text: &str,
+        kind: &ReplyKind,
+    ) -> Option<OutgoingMessage> {
+        if !self.durable_channels.contains(&inbound.channel) {
+            return None;
+        }
+        let (_, has_waiter, inbox_id, reply_to_event) = self.reply_target(inbound, false);
+        if has_waiter {
+            return None;
+        }
+        Some(OutgoingMessage {
+            channel: inbound.channel.clone(),
+            conversation_id: inbound.conversation_id.clone(),
+            inbox_id: Some(inbox_id),
+            text: text.to_string(),
+            kind: outgoing_kind(kind, &inbound.member_id),
+            reply_to_event,
+        })
+    }
+
+    /// Hand `text` of `kind`, already queued in the outbox as row `outbox_id` (if its
+    /// channel uses the outbox), to its waiter or its channel.
+    pub(super) fn deliver(
+        &mut self,
+        inbound: &Inbound,
+        text: String,
+        kind: ReplyKind,
+        outbox_id: Option<i64>,
+    ) {
+        let (waiter, _, inbox_id, reply_to_event) = self.reply_target(inbound, true);
+        let reply = DeliverReply {
+            inbox_id,
+            conversation_id: inbound.conversation_id.clone(),
+            member_id: inbound.member_id.clone(),
+            text,
+            kind,
+            reply_to_event,
+            outbox_id,
+        };
+        if let Some(waiter) = waiter {
+            let _ = waiter.send(reply);
+            return;
+        }
+        let Some(channel) = self.channels.get(&inbound.channel) else {
+            tracing::warn!(channel = %inbound.channel, inbox_id = %inbound.id,
+                "no channel to deliver the reply to; it stays stored");
+            return;
+        };
+        channel.do_send(reply);
+    }
+
+    /// Queue `text` of `kind` in the outbox (when its channel uses it), then deliver it. A
+    /// message the outbox cannot take is still handed to the channel, undurably, and logged.
+    pub(super) fn deliver_queued(
+        &mut self,
+        inbound: &Inbound,
+        text: String,
+        kind: ReplyKind,
+        ctx: &mut Context<Self>,
+    ) {
+        let Some(outgoing) = self.outgoing(inbound, &text, &kind) else {
+            self.deliver(inbound, text, kind, None);
+            return;
+        };
+        let outbox = self.outbox.clone();
+        let inbound = inbound.clone();
+        ctx.spawn(
+            async move { outbox.enqueue(&outgoing).await }
+                .into_actor(self)
+                .map(move |queued, act, _ctx| {
+                    let outbox_id = match queued {
+                        Ok(id) => Some(id),
+                        Err(error) => {
+                            act.metrics.error("outbox");
+                            tracing::error!(inbox_id = %inbound.id, %error,
+                                "message not stored for delivery; sent once without retry");
+                            None
+                        }
+                    };
+                    act.deliver(&inbound, text, kind, outbox_id);
+                }),
+        );
+    }
+}
+
+/// How the outbox names a reply of `kind`.
+fn outgoing_kind(kind: &ReplyKind, member_id: &str) -> OutgoingKind {
+    match kind {
+        ReplyKind::Answer | ReplyKind::Delayed | ReplyKind::Failed | ReplyKind::Question => {
+            OutgoingKind::Reply
+        }
+        ReplyKind::AskConfirmation {
+            confirmation_id, ..
+        } => OutgoingKind::Prompt {
+            confirmation_id: confirmation_id.clone(),
+            member_id: member_id.to_string(),
+        },
+        ReplyKind::ConfirmationExpired { confirmation_id } => OutgoingKind::Close {
+            confirmation_id: confirmation_id.clone(),
+        },
+    }
+}

@@ -1,0 +1,71 @@
+//! The durable outbox: every message hearth sends on a chat platform (a reply, a notice, a
+//! confirmation prompt or question, the edit that closes a prompt) is first a row "to
+//! deliver", written in the same transaction as what caused it (a turn's answer, its
+//! suspension, its failure), and is marked delivered only once the platform accepted it.
+//! After a restart the undelivered rows go out again, in order per conversation.
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+
+use super::StorageError;
+
+/// What an outgoing message is, so the platform can show it fittingly.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum OutgoingKind {
+    /// The answer to the member's message, or hearth's notice about it (delayed, failed),
+    /// or a question the running turn asks: markdown.
+    Reply,
+    /// A confirmation only `member_id` may answer, shown with the platform's buttons or
+    /// reactions.
+    Prompt {
+        confirmation_id: String,
+        member_id: String,
+    },
+    /// The confirmation's prompt is settled: it is edited to end with the text, its buttons
+    /// taken away.
+    Close { confirmation_id: String },
+}
+
+/// A message to deliver.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OutgoingMessage {
+    pub channel: String,
+    /// The channel's conversation (chat, room, thread) it goes to.
+    pub conversation_id: String,
+    /// The inbox message it answers, if any.
+    pub inbox_id: Option<String>,
+    pub text: String,
+    pub kind: OutgoingKind,
+    /// The platform id of the member's message it answers, to thread it.
+    pub reply_to_event: Option<String>,
+}
+
+/// An undelivered message as stored.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OutboxEntry {
+    /// Grows with every message: the order of delivery within a conversation, and the seed
+    /// of the transaction id a platform de-duplicates resends by.
+    pub id: i64,
+    pub message: OutgoingMessage,
+    pub created_at_ms: i64,
+    pub attempts: u32,
+    /// Parts already accepted by the platform (a long reply is sent in several messages).
+    pub parts_delivered: u32,
+}
+
+#[async_trait]
+pub trait Outbox: Send + Sync {
+    /// Store `message` as to deliver; its id.
+    async fn enqueue(&self, message: &OutgoingMessage) -> Result<i64, StorageError>;
+    /// Every undelivered message of `channel`, oldest first.
+    async fn undelivered(&self, channel: &str) -> Result<Vec<OutboxEntry>, StorageError>;
+    /// The platform accepted the first `parts` parts of message `id`.
+    async fn part_delivered(&self, id: i64, parts: u32) -> Result<(), StorageError>;
+    /// The platform accepted message `id` (its last part), as `platform_id`.
+    async fn delivered(&self, id: i64, platform_id: Option<&str>) -> Result<(), StorageError>;
+    /// An attempt failed; the attempts so far.
+    async fn attempt_failed(&self, id: i64, error: &str) -> Result<u32, StorageError>;
+    /// Give up on message `id`: it is not delivered again.
+    async fn abandon(&self, id: i64, error: &str) -> Result<(), StorageError>;
+}

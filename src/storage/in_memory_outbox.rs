@@ -1,0 +1,93 @@
+//! The in-memory `Outbox`: rows in id order, in the same mutex as the inbox, so a turn's
+//! answer and its delivery are one change here too.
+
+use async_trait::async_trait;
+
+use super::in_memory::InMemoryStore;
+use crate::ports::{Outbox, OutboxEntry, OutgoingMessage, StorageError, now_ms};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Status {
+    Pending,
+    Delivered,
+    Abandoned,
+}
+
+#[derive(Default)]
+pub(crate) struct OutboxState {
+    rows: Vec<(OutboxEntry, Status)>,
+    next_id: i64,
+}
+
+impl OutboxState {
+    /// Store `message` as to deliver; its id.
+    pub(super) fn push(&mut self, message: &OutgoingMessage) -> i64 {
+        self.next_id += 1;
+        self.rows.push((
+            OutboxEntry {
+                id: self.next_id,
+                message: message.clone(),
+                created_at_ms: now_ms(),
+                attempts: 0,
+                parts_delivered: 0,
+            },
+            Status::Pending,
+        ));
+        self.next_id
+    }
+
+    fn row(&mut self, id: i64) -> Option<&mut (OutboxEntry, Status)> {
+        self.rows.iter_mut().find(|(entry, _)| entry.id == id)
+    }
+}
+
+#[async_trait]
+impl Outbox for InMemoryStore {
+    async fn enqueue(&self, message: &OutgoingMessage) -> Result<i64, StorageError> {
+        Ok(self.lock().outbox.push(message))
+    }
+
+    async fn undelivered(&self, channel: &str) -> Result<Vec<OutboxEntry>, StorageError> {
+        Ok(self
+            .lock()
+            .outbox
+            .rows
+            .iter()
+            .filter(|(entry, status)| {
+                *status == Status::Pending && entry.message.channel == channel
+            })
+            .map(|(entry, _)| entry.clone())
+            .collect())
+    }
+
+    async fn part_delivered(&self, id: i64, parts: u32) -> Result<(), StorageError> {
+        if let Some((entry, _)) = self.lock().outbox.row(id) {
+            entry.parts_delivered = parts;
+        }
+        Ok(())
+    }
+
+    async fn delivered(&self, id: i64, _platform_id: Option<&str>) -> Result<(), StorageError> {
+        if let Some((_, status)) = self.lock().outbox.row(id) {
+            *status = Status::Delivered;
+        }
+        Ok(())
+    }
+
+    async fn attempt_failed(&self, id: i64, _error: &str) -> Result<u32, StorageError> {
+        Ok(match self.lock().outbox.row(id) {
+            Some((entry, _)) => {
+                entry.attempts += 1;
+                entry.attempts
+            }
+            None => 0,
+        })
+    }
+
+    async fn abandon(&self, id: i64, _error: &str) -> Result<(), StorageError> {
+        if let Some((_, status)) = self.lock().outbox.row(id) {
+            *status = Status::Abandoned;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,168 @@
+//! `Outbox` on SQLite: table `outbox`. `insert_outgoing` is also run inside the
+//! transactions of `Inbox::complete`, `Inbox::give_up` and `PendingActions::suspend`, so a
+//! turn's answer and the message delivering it are stored together.
+
+use async_trait::async_trait;
+use sqlx::sqlite::SqliteRow;
+use sqlx::{Row, SqliteConnection};
+
+use super::{SqliteStore, database_error};
+use crate::ports::{Outbox, OutboxEntry, OutgoingKind, OutgoingMessage, StorageError, now_ms};
+
+/// Store `message` as to deliver, on the writer's connection; its id.
+pub(super) async fn insert_outgoing(
+    connection: &mut SqliteConnection,
+    message: &OutgoingMessage,
+) -> Result<i64, StorageError> {
+    let kind = serde_json::to_string(&message.kind)
+        .map_err(|error| StorageError::Corrupt(format!("outbox kind: {error}")))?;
+    let now = now_ms();
+    sqlx::query_scalar(
+        "INSERT INTO outbox (channel, conversation_id, inbox_id, kind, text, reply_to_event, \
+         created_at_ms, updated_at_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
+    )
+    .bind(&message.channel)
+    .bind(&message.conversation_id)
+    .bind(&message.inbox_id)
+    .bind(kind)
+    .bind(&message.text)
+    .bind(&message.reply_to_event)
+    .bind(now)
+    .bind(now)
+    .fetch_one(&mut *connection)
+    .await
+    .map_err(database_error)
+}
+
+fn entry_from_row(row: &SqliteRow) -> Result<OutboxEntry, StorageError> {
+    let kind: OutgoingKind = serde_json::from_str(&row.get::<String, _>("kind"))
+        .map_err(|error| StorageError::Corrupt(format!("outbox kind: {error}")))?;
+    Ok(OutboxEntry {
+        id: row.get("id"),
+        message: OutgoingMessage {
+            channel: row.get("channel"),
+            conversation_id: row.get("conversation_id"),
+            inbox_id: row.get("inbox_id"),
+            text: row.get("text"),
+            kind,
+            reply_to_event: row.get("reply_to_event"),
+        },
+        created_at_ms: row.get("created_at_ms"),
+        attempts: u32::try_from(row.get::<i64, _>("attempts")).unwrap_or(0),
+        parts_delivered: u32::try_from(row.get::<i64, _>("parts_delivered")).unwrap_or(0),
+    })
+}
+
+/// The one value an outbox update sets besides its time.
+enum SetTo {
+    Number(i64),
+    Text(Option<String>),
+}
+
+impl SqliteStore {
+    /// `sql` on the outbox row `id`, on the writer: binds `value`, the time, then `id`.
+    async fn update_outbox(
+        &self,
+        sql: &'static str,
+        id: i64,
+        value: SetTo,
+    ) -> Result<u64, StorageError> {
+        self.writer
+            .run(move |connection| {
+                Box::pin(async move {
+                    let query = match value {
+                        SetTo::Number(number) => sqlx::query(sql).bind(number),
+                        SetTo::Text(text) => sqlx::query(sql).bind(text),
+                    };
+                    let done = query
+                        .bind(now_ms())
+                        .bind(id)
+                        .execute(&mut *connection)
+                        .await
+                        .map_err(database_error)?;
+                    Ok(done.rows_affected())
+                })
+            })
+            .await
+    }
+}
+
+#[async_trait]
+impl Outbox for SqliteStore {
+    async fn enqueue(&self, message: &OutgoingMessage) -> Result<i64, StorageError> {
+        let message = message.clone();
+        self.writer
+            .run(move |connection| {
+                Box::pin(async move { insert_outgoing(connection, &message).await })
+            })
+            .await
+    }
+
+    async fn undelivered(&self, channel: &str) -> Result<Vec<OutboxEntry>, StorageError> {
+        let rows = sqlx::query(
+            "SELECT id, channel, conversation_id, inbox_id, kind, text, reply_to_event, \
+             created_at_ms, attempts, parts_delivered FROM outbox \
+             WHERE channel = ? AND status = 'pending' ORDER BY id",
+        )
+        .bind(channel)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(database_error)?;
+        rows.iter().map(entry_from_row).collect()
+    }
+
+    async fn part_delivered(&self, id: i64, parts: u32) -> Result<(), StorageError> {
+        self.update_outbox(
+            "UPDATE outbox SET parts_delivered = ?, updated_at_ms = ? WHERE id = ?",
+            id,
+            SetTo::Number(i64::from(parts)),
+        )
+        .await?;
+        Ok(())
+    }
+
+    async fn delivered(&self, id: i64, platform_id: Option<&str>) -> Result<(), StorageError> {
+        self.update_outbox(
+            "UPDATE outbox SET status = 'delivered', platform_id = ?, error = NULL, \
+             updated_at_ms = ? WHERE id = ?",
+            id,
+            SetTo::Text(platform_id.map(str::to_string)),
+        )
+        .await?;
+        Ok(())
+    }
+
+    async fn attempt_failed(&self, id: i64, error: &str) -> Result<u32, StorageError> {
+        let error = error.to_string();
+        let attempts: Option<i64> = self
+            .writer
+            .run(move |connection| {
+                Box::pin(async move {
+                    sqlx::query_scalar(
+                        "UPDATE outbox SET attempts = attempts + 1, error = ?, updated_at_ms = ? \
+                         WHERE id = ? RETURNING attempts",
+                    )
+                    .bind(&error)
+                    .bind(now_ms())
+                    .bind(id)
+                    .fetch_optional(&mut *connection)
+                    .await
+                    .map_err(database_error)
+                })
+            })
+            .await?;
+        Ok(attempts
+            .and_then(|attempts| u32::try_from(attempts).ok())
+            .unwrap_or(0))
+    }
+
+    async fn abandon(&self, id: i64, error: &str) -> Result<(), StorageError> {
+        self.update_outbox(
+            "UPDATE outbox SET status = 'abandoned', error = ?, updated_at_ms = ? WHERE id = ?",
+            id,
+            SetTo::Text(Some(error.to_string())),
+        )
+        .await?;
+        Ok(())
+    }
+}
