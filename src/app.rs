@@ -33,6 +33,7 @@ use crate::metrics::Metrics;
 use crate::plugins::{CatalogError, ROUTE_TO_PLUGIN, RouteToPluginTool, start_plugins};
 use crate::ports::StorageError;
 use crate::readiness::Readiness;
+use crate::storage::instance_lock::{InstanceLock, InstanceLockError};
 use crate::storage::{self, Stores};
 use crate::tools::mcp::{ChatElicitation, MAX_ELICITATION_WAIT, McpOptions, McpServers};
 use crate::tools::{
@@ -46,10 +47,11 @@ pub type ExtraChannels = HashMap<String, Recipient<DeliverReply>>;
 
 pub struct StartOptions {
     /// Serve the HTTP API (config `http.enabled`) and the chat platforms enabled in
-    /// config; `hearth chat` turns this off, so it never competes with a running bot.
+    /// config; `hearth chat` turns this off: a terminal serves only itself.
     pub serve: bool,
     pub extra_channels: ExtraChannels,
-    /// Use these stores instead of opening `database_url` (tests).
+    /// Use these stores instead of opening `database_url` (tests, and `hearth chat`,
+    /// which holds the database's instance lock itself).
     pub stores: Option<Stores>,
 }
 
@@ -64,6 +66,8 @@ pub struct RunningApp {
     pub metrics: Arc<Metrics>,
     pub readiness: Arc<Readiness>,
     pub http: Option<(ServerHandle, SocketAddr)>,
+    /// Held while running on a database it opened itself; released by `stop` or on drop.
+    instance_lock: Option<InstanceLock>,
 }
 
 impl RunningApp {
@@ -81,6 +85,9 @@ impl RunningApp {
         }
         self.mcp.shutdown().await;
         self.stores.telemetry.flush().await;
+        if let Some(lock) = &self.instance_lock {
+            lock.release();
+        }
     }
 }
 
@@ -88,6 +95,8 @@ impl RunningApp {
 pub enum StartError {
     #[error("cannot open the database: {0}")]
     Storage(#[from] StorageError),
+    #[error(transparent)]
+    InstanceLock(#[from] InstanceLockError),
     #[error(transparent)]
     Bind(#[from] http::BindError),
     #[error("cannot build the http client for llms: {0}")]
@@ -104,9 +113,16 @@ pub enum StartError {
 
 pub async fn start(loaded: &LoadedConfig, options: StartOptions) -> Result<RunningApp, StartError> {
     let config = &loaded.config;
-    let stores = match options.stores {
-        Some(stores) => stores,
-        None => storage::open(&config.database_url, config.database_max_connections).await?,
+    let serves_http = options.serve && config.http.enabled;
+    // Locked before anything touches the file (migrations included): one hearth per database.
+    let (stores, mut instance_lock) = match options.stores {
+        Some(stores) => (stores, None),
+        None => {
+            let lock = InstanceLock::acquire_for_url(&config.database_url, serves_http).await?;
+            let stores =
+                storage::open(&config.database_url, config.database_max_connections).await?;
+            (stores, lock)
+        }
     };
     let metrics = Arc::new(Metrics::default());
     let readiness = Arc::new(Readiness::with_secrets(loaded.secrets.values()));
@@ -231,7 +247,7 @@ pub async fn start(loaded: &LoadedConfig, options: StartOptions) -> Result<Runni
     // The HTTP channel and the queue each need the other's address: the channel's
     // context is made first, and the actor starts in it once the queue runs.
     let mut channels = options.extra_channels;
-    let http_context = (options.serve && config.http.enabled).then(Context::<HttpChannel>::new);
+    let http_context = serves_http.then(Context::<HttpChannel>::new);
     if let Some(context) = &http_context {
         channels.insert("http".into(), context.address().recipient());
     }
@@ -335,6 +351,12 @@ pub async fn start(loaded: &LoadedConfig, options: StartOptions) -> Result<Runni
             };
             let (handle, address) =
                 http::serve(&config.http.bind, config.http.max_body_bytes, state)?;
+            if let Some(lock) = &mut instance_lock
+                && let Err(error) = lock.record_http_address(address).await
+            {
+                // Serving goes on; only `hearth chat` cannot find this hearth's address.
+                tracing::warn!(%error, "http address not written to the database lock file");
+            }
             tracing::info!(%address, "http api listening");
             Some((handle, address))
         }
@@ -351,6 +373,7 @@ pub async fn start(loaded: &LoadedConfig, options: StartOptions) -> Result<Runni
         metrics,
         readiness,
         http,
+        instance_lock,
     })
 }
 

@@ -1,7 +1,10 @@
-//! The `hearth` command: `run` (the bot), `chat` (the console channel),
-//! `check-config` (print the resolved profiles) and `migrate`.
+//! The `hearth` command: `run` (the bot), `chat` (the console channel, through the
+//! running hearth's HTTP API when one runs on the database), `check-config` (print the
+//! resolved profiles) and `migrate`.
 
-use std::path::PathBuf;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
 use clap::{Parser, Subcommand};
@@ -9,6 +12,9 @@ use tracing_subscriber::EnvFilter;
 
 use hearth::app::{self, StartOptions};
 use hearth::config::{self, LoadOptions, LoadedConfig};
+use hearth::storage::instance_lock::{
+    InstanceLock, InstanceLockError, LockHolder, sqlite_database_file,
+};
 use hearth::tools::LOCAL_TOOL_NAMES;
 
 #[derive(Parser)]
@@ -34,7 +40,8 @@ struct Cli {
 enum Command {
     /// Run the bot with the channels enabled in config (the HTTP API by default).
     Run,
-    /// Talk to the bot in this terminal as a family member.
+    /// Talk to the bot in this terminal as a family member: through the running hearth
+    /// when one runs on the database, else by starting one in this terminal.
     Chat {
         /// The family member's id (config `family[].id`).
         #[arg(long)]
@@ -42,7 +49,7 @@ enum Command {
     },
     /// Validate the configuration and print the resolved service profiles.
     CheckConfig,
-    /// Apply database migrations and exit.
+    /// Apply database migrations and exit (refused while a hearth runs on the database).
     Migrate,
 }
 
@@ -62,6 +69,8 @@ fn main() -> anyhow::Result<()> {
     match cli.command {
         Command::CheckConfig => in_actix_system(check_config(loaded)),
         Command::Migrate => in_actix_system(async move {
+            // Never under a running hearth: its caches would not see what a migration changes.
+            let _lock = InstanceLock::acquire_for_url(&loaded.config.database_url, false).await?;
             hearth::storage::open(
                 &loaded.config.database_url,
                 loaded.config.database_max_connections,
@@ -171,19 +180,140 @@ async fn chat(loaded: LoadedConfig, user: String) -> anyhow::Result<()> {
             known.join(", ")
         );
     }
+    // A URL naming no database file is refused when it is opened: nothing to lock.
+    let Some(database) = sqlite_database_file(&loaded.config.database_url) else {
+        return chat_in_this_terminal(&loaded, user, None).await;
+    };
+    match lock_or_find_running_hearth(&database).await? {
+        Found::NoneRunning(lock) => {
+            println!(
+                "no hearth is running on {}; starting one in this terminal",
+                database.display()
+            );
+            chat_in_this_terminal(&loaded, user, Some(lock)).await
+        }
+        Found::Running { holder, address } => {
+            println!(
+                "talking to the running hearth at {address} (pid {})",
+                holder.pid
+            );
+            chat_through_running_hearth(&loaded, user, address).await
+        }
+    }
+}
+
+/// What `hearth chat` finds on the database.
+enum Found {
+    /// No hearth runs on it: its lock, now held by this process.
+    NoneRunning(InstanceLock),
+    /// A hearth runs on it and serves its HTTP API at `address`.
+    Running {
+        holder: LockHolder,
+        address: SocketAddr,
+    },
+}
+
+/// A hearth still starting is waited for until it listens; one that serves no HTTP
+/// cannot be talked to.
+async fn lock_or_find_running_hearth(database: &Path) -> anyhow::Result<Found> {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let holder = match InstanceLock::acquire(database.to_path_buf(), false).await {
+            Ok(lock) => return Ok(Found::NoneRunning(lock)),
+            Err(InstanceLockError::Held {
+                holder: Some(holder),
+                ..
+            }) => holder,
+            Err(error) => return Err(error.into()),
+        };
+        if let Some(address) = holder.http_address {
+            return Ok(Found::Running { holder, address });
+        }
+        if !holder.serves_http {
+            anyhow::bail!(
+                "the hearth running on {} ({holder}) does not serve the http api, so \
+                 `hearth chat` cannot talk to it: stop it and run `hearth chat` again, or \
+                 restart it with `http.enabled: true`",
+                database.display()
+            );
+        }
+        if Instant::now() >= deadline {
+            anyhow::bail!(
+                "the hearth running on {} ({holder}) has not started its http api within \
+                 60 seconds; look at its log, then run `hearth chat` again",
+                database.display()
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+}
+
+/// No hearth runs on the database: this process becomes the one, with the console as
+/// its only channel, holding `lock` until the member leaves.
+async fn chat_in_this_terminal(
+    loaded: &LoadedConfig,
+    user: String,
+    lock: Option<InstanceLock>,
+) -> anyhow::Result<()> {
+    let config = &loaded.config;
+    let stores =
+        hearth::storage::open(&config.database_url, config.database_max_connections).await?;
     let (console, replies) = hearth::actors::channels::ConsoleChannel::new();
     let console = actix::Actor::start(console);
     let running = app::start(
-        &loaded,
+        loaded,
         StartOptions {
             serve: false,
             extra_channels: [("console".to_string(), console.recipient())].into(),
-            stores: None,
+            stores: Some(stores),
         },
     )
     .await?;
     hearth::actors::channels::run_console(running.queue.clone(), user, replies).await?;
     running.stop().await;
+    drop(lock);
+    Ok(())
+}
+
+/// A hearth runs on the database and serves HTTP: the terminal talks to it, so its
+/// one queue answers every message.
+async fn chat_through_running_hearth(
+    loaded: &LoadedConfig,
+    user: String,
+    address: SocketAddr,
+) -> anyhow::Result<()> {
+    let http = &loaded.config.http;
+    let variable = http.auth_api_key_env.clone();
+    // The key is read from the environment even when this configuration does not
+    // serve HTTP itself (validation then did not collect it).
+    let api_key = variable.as_deref().and_then(|variable| {
+        loaded
+            .secret(variable)
+            .map(str::to_string)
+            .or_else(|| std::env::var(variable).ok())
+    });
+    if http.auth_enabled && api_key.is_none() {
+        match &variable {
+            Some(variable) => anyhow::bail!(
+                "the running hearth at {address} needs its api key: set ${variable} \
+                 (http.auth_api_key_env in {})",
+                loaded.file.display()
+            ),
+            None => anyhow::bail!(
+                "the running hearth at {address} needs its api key: name its variable in \
+                 http.auth_api_key_env in {} and set it",
+                loaded.file.display()
+            ),
+        }
+    }
+    hearth::actors::channels::run_remote_console(hearth::actors::channels::RemoteConsoleSettings {
+        address,
+        api_key,
+        api_key_variable: variable,
+        member_id: user,
+        request_timeout: Duration::from_secs(http.reply_timeout_seconds) + Duration::from_secs(30),
+    })
+    .await?;
     Ok(())
 }
 

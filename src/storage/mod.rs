@@ -1,10 +1,12 @@
 //! Storage adapters of the ports in `ports/`: SQLite (sqlx) and in-memory.
 //!
-//! Only this module knows SQL. `open` picks the adapter from `database_url`.
+//! Only this module knows SQL. `open` picks the adapter from `database_url`;
+//! `instance_lock` keeps a second process off a database file in use.
 
 pub mod in_memory;
 mod in_memory_outbox;
 mod in_memory_plugins;
+pub mod instance_lock;
 pub mod sqlite;
 
 use std::sync::Arc;

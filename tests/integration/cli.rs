@@ -1,4 +1,5 @@
-//! The `hearth` binary's commands: `chat` (the console channel), `check-config`,
+//! The `hearth` binary's commands: `chat` (the console channel, with no hearth running;
+//! beside one, see `one_hearth.rs`), `check-config`,
 //! `migrate`, and a bad configuration refused before start.
 
 use std::io::Write;
@@ -49,6 +50,14 @@ async fn chat_talks_in_the_terminal_and_records_each_llm_call() {
     };
     assert!(output.status.success());
     let stdout = String::from_utf8(output.stdout).unwrap();
+    let database = folder.path().join("hearth.db");
+    assert!(
+        stdout.starts_with(&format!(
+            "no hearth is running on {}; starting one in this terminal\n",
+            database.display()
+        )),
+        "{stdout}"
+    );
     assert!(
         stdout.contains("hearth> Hello Alice, how can I help?"),
         "{stdout}"
@@ -58,7 +67,6 @@ async fn chat_talks_in_the_terminal_and_records_each_llm_call() {
     let second = &llm.requests()[1].body["messages"];
     assert_eq!(second[1]["content"], "hello there");
 
-    let database = folder.path().join("hearth.db");
     let pool = sqlx::SqlitePool::connect(&format!("sqlite://{}", database.display()))
         .await
         .unwrap();

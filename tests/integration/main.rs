@@ -14,6 +14,7 @@ mod llm_providers;
 mod matrix_channel;
 mod mcp_pipeline;
 mod mcp_tools;
+mod one_hearth;
 mod pipeline;
 mod plugin_examples;
 mod plugin_kinds;

@@ -135,7 +135,7 @@ pub async fn run_console(
 }
 
 /// A console answer to a confirmation question.
-fn yes_or_no(text: &str) -> Option<bool> {
+pub(super) fn yes_or_no(text: &str) -> Option<bool> {
     match text.to_lowercase().as_str() {
         "y" | "yes" | "ok" | "confirm" => Some(true),
         "n" | "no" | "cancel" => Some(false),

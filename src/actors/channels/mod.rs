@@ -4,6 +4,7 @@
 
 mod attachments;
 mod console;
+mod console_remote;
 mod http;
 pub mod matrix;
 mod messages;
@@ -12,5 +13,6 @@ pub mod telegram;
 mod typing;
 
 pub use console::{ConsoleChannel, run_console};
+pub use console_remote::{RemoteConsoleError, RemoteConsoleSettings, run_remote_console};
 pub use http::{ForgetReply, HttpChannel, HttpSubmitError, SubmitHttpInbound};
 pub use messages::{ChannelError, DeliverReply, ReplyKind};
