@@ -112,7 +112,9 @@ pub async fn run_remote_console(settings: RemoteConsoleSettings) -> Result<(), R
                     let body = json!({
                         "user_id": console.settings.member_id,
                         "text": text,
-                        "session_id": format!("console:{}", console.settings.member_id),
+                        // The member's own terminal conversation (HTTP sessions are
+                        // per member).
+                        "session_id": "console",
                     });
                     console.post("/inbound", body).await?
                 }
