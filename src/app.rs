@@ -16,7 +16,7 @@ use crate::actors::channels::telegram::{
     StopTelegram, TELEGRAM_CHANNEL, TelegramChannel, TelegramSettings, TelegramStartError,
     TelegramWebhook,
 };
-use crate::actors::channels::{DeliverReply, HttpChannel};
+use crate::actors::channels::{ChannelDeps, DeliverReply, DeliverySettings, HttpChannel};
 use crate::actors::delegation::{
     DELEGATE_TOOL, Delegation, DelegationTarget, DelegationTargetInfo, DelegationTool,
 };
@@ -263,7 +263,14 @@ pub async fn start(loaded: &LoadedConfig, options: StartOptions) -> Result<Runni
     }
 
     // The chat platforms deliver through the durable outbox.
-    let durable_channels = std::collections::HashSet::new();
+    let durable_channels = [
+        (TELEGRAM_CHANNEL, telegram_context.is_some()),
+        (MATRIX_CHANNEL, matrix_context.is_some()),
+    ]
+    .into_iter()
+    .filter(|(_, enabled)| *enabled)
+    .map(|(channel, _)| channel.to_string())
+    .collect();
     let queue = queue_context.address();
     queue_context.run(RequestQueue::new(
         QueuePorts {
@@ -281,19 +288,23 @@ pub async fn start(loaded: &LoadedConfig, options: StartOptions) -> Result<Runni
         readiness.clone(),
     ));
 
+    let channel_deps = ChannelDeps {
+        family: family.clone(),
+        queue: queue.clone(),
+        state: stores.channel_state.clone(),
+        outbox: stores.outbox.clone(),
+        readiness: readiness.clone(),
+        metrics: metrics.clone(),
+        delivery: DeliverySettings {
+            max_age: Duration::from_secs(config.delivery.max_age_hours.saturating_mul(3600)),
+        },
+    };
     let telegram = telegram_context.as_ref().map(Context::address);
     let telegram_webhook = match telegram_context {
         Some(context) => {
             let settings = telegram_settings(loaded);
             let webhook = webhook_of(&settings, context.address());
-            let channel = TelegramChannel::new(
-                settings,
-                family.clone(),
-                queue.clone(),
-                stores.channel_state.clone(),
-                readiness.clone(),
-                metrics.clone(),
-            )?;
+            let channel = TelegramChannel::new(settings, channel_deps.clone())?;
             context.run(channel);
             webhook
         }
@@ -302,15 +313,7 @@ pub async fn start(loaded: &LoadedConfig, options: StartOptions) -> Result<Runni
 
     let matrix = match matrix_context {
         Some(context) => {
-            let channel = MatrixChannel::build(
-                matrix_settings(loaded),
-                family.clone(),
-                queue.clone(),
-                stores.channel_state.clone(),
-                readiness.clone(),
-                metrics.clone(),
-            )
-            .await?;
+            let channel = MatrixChannel::build(matrix_settings(loaded), channel_deps).await?;
             let address = context.address();
             context.run(channel);
             Some(address)

@@ -35,9 +35,10 @@ pub use profiles::{
 pub use secret::Secret;
 pub use serde_yaml::Mapping;
 pub use types::{
-    ChannelsConfig, FamilyMember, HearthConfig, HttpConfig, LlmBackend, LlmModelConfig,
-    LlmProviderKind, LlmRetryConfig, MatrixConfig, McpServerConfig, ProfileSettingsConfig,
-    QueueConfig, ServiceProfileConfig, TelegramConfig, TelegramMode, redact_url_password,
+    ChannelsConfig, DeliveryConfig, FamilyMember, HearthConfig, HttpConfig, LlmBackend,
+    LlmModelConfig, LlmProviderKind, LlmRetryConfig, MatrixConfig, McpServerConfig,
+    ProfileSettingsConfig, QueueConfig, ServiceProfileConfig, TelegramConfig, TelegramMode,
+    redact_url_password,
 };
 
 /// A validated configuration, ready to build the actors from.

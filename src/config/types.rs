@@ -37,6 +37,8 @@ pub struct HearthConfig {
     pub family: Vec<FamilyMember>,
     #[serde(deserialize_with = "null_as_default")]
     pub channels: ChannelsConfig,
+    #[serde(deserialize_with = "null_as_default")]
+    pub delivery: DeliveryConfig,
     pub plugins_dir: String,
     #[serde(deserialize_with = "null_as_default")]
     pub mcp_servers: BTreeMap<String, McpServerConfig>,
@@ -60,6 +62,7 @@ impl Default for HearthConfig {
             llms: BTreeMap::new(),
             family: Vec::new(),
             channels: ChannelsConfig::default(),
+            delivery: DeliveryConfig::default(),
             plugins_dir: "plugins".to_owned(),
             mcp_servers: BTreeMap::new(),
             default_service_profile_id: None,
@@ -85,6 +88,7 @@ impl fmt::Debug for HearthConfig {
             .field("llms", &self.llms)
             .field("family", &self.family)
             .field("channels", &self.channels)
+            .field("delivery", &self.delivery)
             .field("plugins_dir", &self.plugins_dir)
             .field("mcp_servers", &self.mcp_servers)
             .field(
@@ -337,6 +341,21 @@ pub struct FamilyMember {
     pub telegram_user_id: Option<i64>,
     #[serde(default)]
     pub matrix_user_id: Option<String>,
+}
+
+/// How long the chat platforms' messages are tried before hearth gives up on them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct DeliveryConfig {
+    /// A message the platform still refuses after this many hours is given up (logged
+    /// and counted in `/metrics` as `hearth_outbox_undelivered_total`).
+    pub max_age_hours: u64,
+}
+
+impl Default for DeliveryConfig {
+    fn default() -> Self {
+        Self { max_age_hours: 24 }
+    }
 }
 
 /// The chat platforms; each is off unless enabled.

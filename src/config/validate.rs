@@ -90,6 +90,11 @@ fn check_bounds(config: &HearthConfig, problems: &mut Problems) {
         widen_usize(queue.max_backlog),
     );
     at_least_one(problems, "queue.max_attempts", queue.max_attempts.into());
+    at_least_one(
+        problems,
+        "delivery.max_age_hours",
+        config.delivery.max_age_hours,
+    );
     let retry = &config.llm_retry;
     at_least_one(
         problems,

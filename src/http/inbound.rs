@@ -248,7 +248,9 @@ pub async fn post_confirm(
             return match refusal {
                 AnswerRefused::Unknown => refused(StatusCode::NOT_FOUND, refusal),
                 AnswerRefused::NotYours => refused(StatusCode::FORBIDDEN, refusal),
-                AnswerRefused::AlreadyAnswered => refused(StatusCode::CONFLICT, refusal),
+                AnswerRefused::AlreadyAnswered | AnswerRefused::InProgress => {
+                    refused(StatusCode::CONFLICT, refusal)
+                }
                 AnswerRefused::Expired => refused(StatusCode::GONE, refusal),
             };
         }

@@ -106,6 +106,9 @@ pub enum AnswerRefused {
     NotYours,
     #[error("this confirmation was already answered")]
     AlreadyAnswered,
+    /// Answered, and its turn is about to go on with the answer.
+    #[error("this confirmation was already answered; its request is being worked on")]
+    InProgress,
     #[error("this confirmation has expired")]
     Expired,
 }

@@ -311,6 +311,7 @@ impl PendingActions for InMemoryStore {
         }
         match stored.decision {
             Some(Decision::Expired) => return Ok(Err(AnswerRefused::Expired)),
+            Some(_) if !stored.consumed => return Ok(Err(AnswerRefused::InProgress)),
             Some(_) => return Ok(Err(AnswerRefused::AlreadyAnswered)),
             None if stored.confirmation.expires_at_ms <= now_ms => {
                 return Ok(Err(AnswerRefused::Expired));

@@ -1348,11 +1348,11 @@ async fn pending_answer_twice_unknown_and_expired(stores: &Stores) {
     );
     assert_eq!(
         answer(stores, "c-t-1", "alice", true, T0 + 2_000).await,
-        Err(AnswerRefused::AlreadyAnswered)
+        Err(AnswerRefused::InProgress)
     );
     assert_eq!(
         answer(stores, "c-t-1", "alice", false, T0 + 3_000).await,
-        Err(AnswerRefused::AlreadyAnswered),
+        Err(AnswerRefused::InProgress),
         "a denial cannot overturn an approval"
     );
     assert_eq!(
@@ -1369,7 +1369,7 @@ async fn pending_answer_twice_unknown_and_expired(stores: &Stores) {
     );
     assert_eq!(
         answer(stores, "c-t-2", "alice", true, T0 + 2_000).await,
-        Err(AnswerRefused::AlreadyAnswered)
+        Err(AnswerRefused::InProgress)
     );
 
     for id in ["no-such-confirmation", "", "C-T-1"] {
@@ -1403,6 +1403,12 @@ async fn pending_answer_twice_unknown_and_expired(stores: &Stores) {
     assert!(
         matches!(late_decision.1, None | Some(Decision::Expired)),
         "a late answer decides nothing: {late_decision:?}"
+    );
+    // Once its turn went on with it, it is simply answered.
+    stores.pending.consume("c-t-1").await.unwrap();
+    assert_eq!(
+        answer(stores, "c-t-1", "alice", true, T0 + 3_000).await,
+        Err(AnswerRefused::AlreadyAnswered)
     );
 }
 
@@ -1582,7 +1588,8 @@ async fn pending_racing_answers_and_consumes_have_one_winner(stores: &Stores) {
     for answer in answers {
         match answer.await.unwrap() {
             (approve, Ok(_)) => winners.push(approve),
-            (_, Err(refused)) => assert_eq!(refused, AnswerRefused::AlreadyAnswered),
+            // Answered and not yet taken by its turn: being worked on.
+            (_, Err(refused)) => assert_eq!(refused, AnswerRefused::InProgress),
         }
     }
     assert_eq!(winners.len(), 1, "exactly one answer wins");
@@ -2396,7 +2403,7 @@ async fn sqlite_keeps_suspended_turns_across_reopen() {
         let stores = open_or_panic(&url).await;
         assert_eq!(
             answer(&stores, "m-approved", "alice", false, T0 + 20).await,
-            Err(AnswerRefused::AlreadyAnswered)
+            Err(AnswerRefused::InProgress)
         );
         assert_eq!(
             answer(&stores, "a-consumed", "alice", true, T0 + 20).await,

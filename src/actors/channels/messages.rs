@@ -2,6 +2,8 @@
 
 use actix::Message;
 
+use crate::ports::{OutgoingKind, OutgoingMessage};
+
 /// What kind of text a reply is, so a channel can present it fittingly.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ReplyKind {
@@ -25,6 +27,31 @@ pub enum ReplyKind {
     ConfirmationExpired { confirmation_id: String },
 }
 
+impl ReplyKind {
+    /// Whether a turn stops with this (answered, or waiting for the member): "typing…" ends.
+    pub fn ends_a_turn(&self) -> bool {
+        !matches!(self, ReplyKind::ConfirmationExpired { .. })
+    }
+
+    /// How the outbox names a message of this kind, asked of `member_id`.
+    pub fn outgoing_kind(&self, member_id: &str) -> OutgoingKind {
+        match self {
+            ReplyKind::Answer | ReplyKind::Delayed | ReplyKind::Failed | ReplyKind::Question => {
+                OutgoingKind::Reply
+            }
+            ReplyKind::AskConfirmation {
+                confirmation_id, ..
+            } => OutgoingKind::Prompt {
+                confirmation_id: confirmation_id.clone(),
+                member_id: member_id.to_string(),
+            },
+            ReplyKind::ConfirmationExpired { confirmation_id } => OutgoingKind::Close {
+                confirmation_id: confirmation_id.clone(),
+            },
+        }
+    }
+}
+
 /// Send a reply for the inbound message `inbox_id` to its conversation.
 #[derive(Debug, Clone, Message)]
 #[rtype(result = "()")]
@@ -41,6 +68,20 @@ pub struct DeliverReply {
     /// outbox: marked delivered once the platform accepted it. `None` when the outbox
     /// could not take it (delivered once, without retry) or the channel does not use it.
     pub outbox_id: Option<i64>,
+}
+
+impl DeliverReply {
+    /// This reply as the outbox row of `channel` that delivers it.
+    pub fn outgoing(&self, channel: &str) -> OutgoingMessage {
+        OutgoingMessage {
+            channel: channel.to_string(),
+            conversation_id: self.conversation_id.clone(),
+            inbox_id: Some(self.inbox_id.clone()),
+            text: self.text.clone(),
+            kind: self.kind.outgoing_kind(&self.member_id),
+            reply_to_event: self.reply_to_event.clone(),
+        }
+    }
 }
 
 /// Why a channel could not hand a platform event over for good: it must come again.

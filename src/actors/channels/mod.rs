@@ -1,18 +1,21 @@
 //! Channel actors: one per platform. They turn a platform event into an
 //! `Inbound`, drop senders who are not family members, and render replies back
 //! in the platform's idiom. Only this folder knows a chat platform's types.
+//!
+//! Telegram and Matrix are thin adapters over the channel core (`core/`): the durable
+//! outbox and its delivery, `/help` and `/cancel`, confirmation answers and prompts
+//! closing, typing, attachments. The HTTP API and the console answer from the inbox.
 
-mod attachments;
 mod console;
 mod console_remote;
+pub mod core;
 mod http;
 pub mod matrix;
 mod messages;
-mod outboxes;
 pub mod telegram;
-mod typing;
 
 pub use console::{ConsoleChannel, run_console};
 pub use console_remote::{RemoteConsoleError, RemoteConsoleSettings, run_remote_console};
+pub use core::{ChannelDeps, DeliverySettings};
 pub use http::{ForgetReply, HttpChannel, HttpSubmitError, SubmitHttpInbound};
 pub use messages::{ChannelError, DeliverReply, ReplyKind};

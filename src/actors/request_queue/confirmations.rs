@@ -11,14 +11,12 @@ use tokio::sync::oneshot;
 use super::{
     AnswerConfirmation, AnswerError, CancelPending, Cancelled, QueuedTurn, RequestQueue, Resume,
 };
+use crate::actors::channels::core::texts::EXPIRED_OUTCOME;
 use crate::actors::channels::{DeliverReply, ReplyKind};
 use crate::ports::{AnswerPlace, Decision, Inbound, PendingConfirmation, StorageError, now_ms};
 
 /// How often answered confirmations are checked for a turn that did not resume.
 const STUCK_CHECK_EVERY: Duration = Duration::from_secs(15);
-
-/// What a channel shows where an unanswered confirmation was.
-pub const EXPIRED_NOTICE: &str = "⌛ This request expired before it was confirmed.";
 
 impl RequestQueue {
     /// Put the turn suspended on `confirmation` back in its lane, unless it is there (or
@@ -92,7 +90,7 @@ impl RequestQueue {
     ) {
         self.deliver_queued(
             inbound,
-            EXPIRED_NOTICE.to_string(),
+            EXPIRED_OUTCOME.to_string(),
             ReplyKind::ConfirmationExpired {
                 confirmation_id: confirmation.id.clone(),
             },

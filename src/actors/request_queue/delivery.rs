@@ -14,7 +14,7 @@ use actix::{AsyncContext, Context};
 
 use super::RequestQueue;
 use crate::actors::channels::{DeliverReply, ReplyKind};
-use crate::ports::{Inbound, OutgoingKind, OutgoingMessage};
+use crate::ports::{Inbound, OutgoingMessage};
 
 impl RequestQueue {
     /// Where a reply of the turn of `inbound` goes: its waiter (taken only when `take`),
@@ -64,7 +64,7 @@ impl RequestQueue {
             conversation_id: inbound.conversation_id.clone(),
             inbox_id: Some(inbox_id),
             text: text.to_string(),
-            kind: outgoing_kind(kind, &inbound.member_id),
+            kind: kind.outgoing_kind(&inbound.member_id),
             reply_to_event,
         })
     }
@@ -131,23 +131,5 @@ impl RequestQueue {
                     act.deliver(&inbound, text, kind, outbox_id);
                 }),
         );
-    }
-}
-
-/// How the outbox names a reply of `kind`.
-fn outgoing_kind(kind: &ReplyKind, member_id: &str) -> OutgoingKind {
-    match kind {
-        ReplyKind::Answer | ReplyKind::Delayed | ReplyKind::Failed | ReplyKind::Question => {
-            OutgoingKind::Reply
-        }
-        ReplyKind::AskConfirmation {
-            confirmation_id, ..
-        } => OutgoingKind::Prompt {
-            confirmation_id: confirmation_id.clone(),
-            member_id: member_id.to_string(),
-        },
-        ReplyKind::ConfirmationExpired { confirmation_id } => OutgoingKind::Close {
-            confirmation_id: confirmation_id.clone(),
-        },
     }
 }

@@ -169,6 +169,8 @@ impl PendingActions for SqliteStore {
         } else if status == "pending" || decision_from_row(&row)? == Some(Decision::Expired) {
             // Still pending yet not answerable: its time has passed.
             AnswerRefused::Expired
+        } else if status == "answered" {
+            AnswerRefused::InProgress
         } else {
             AnswerRefused::AlreadyAnswered
         }))

@@ -8,19 +8,17 @@ use matrix_sdk::Room;
 use matrix_sdk::ruma::events::reaction::{OriginalSyncReactionEvent, ReactionEventContent};
 use matrix_sdk::ruma::events::relation::Annotation;
 use matrix_sdk::ruma::events::room::message::{ReplacementMetadata, RoomMessageEventContent};
-use matrix_sdk::ruma::{OwnedEventId, OwnedRoomId};
+use matrix_sdk::ruma::{OwnedEventId, OwnedRoomId, OwnedTransactionId};
 use serde::{Deserialize, Serialize};
 
 use super::inbound::FollowUp;
-use super::outbound::{Conversation, Outgoing, room, send_event, send_message};
+use super::outbound::{Conversation, room, send_event, send_message};
 use super::{MATRIX_CHANNEL, Shared};
 use crate::actors::channels::ChannelError;
-use crate::actors::request_queue::{AnswerConfirmation, AnswerError};
-use crate::ports::AnswerPlace;
+use crate::actors::channels::core::{DeliveryError, commands};
 
-pub(super) const EXPIRED_OUTCOME: &str = "⌛ Expired: nothing was done.";
-const YES: &str = "✅";
-const NO: &str = "❌";
+pub(super) const YES: &str = "✅";
+pub(super) const NO: &str = "❌";
 
 /// Where a confirmation is shown, under `confirmation:<id>`.
 #[derive(Debug, Serialize, Deserialize)]
@@ -38,24 +36,20 @@ fn prompt_key(event_id: &str) -> String {
     format!("prompt:{event_id}")
 }
 
+/// Show `prompt` and remember where it is; its event id. The reactions follow as parts of
+/// their own (`seed_reaction`).
 pub(super) async fn send_prompt(
     shared: &Shared,
     conversation: &Conversation,
     prompt: &str,
     confirmation_id: &str,
-    member_id: &str,
     reply_to: Option<OwnedEventId>,
-) {
+    transaction_id: OwnedTransactionId,
+) -> Result<String, DeliveryError> {
     let text =
         format!("{prompt}\n\nReact with {YES} to confirm or {NO} to cancel (or reply yes / no).");
     let content = RoomMessageEventContent::notice_plain(&text);
-    let Some(event_id) = send_message(shared, conversation, content, reply_to).await else {
-        tracing::error!(
-            confirmation = confirmation_id,
-            "confirmation not shown in matrix; it expires unanswered"
-        );
-        return;
-    };
+    let event_id = send_message(shared, conversation, content, reply_to, transaction_id).await?;
     let shown = ShownConfirmation {
         room_id: conversation.room_id.clone(),
         event_id: event_id.clone(),
@@ -77,20 +71,52 @@ pub(super) async fn send_prompt(
             .await
     };
     if let Err(error) = stored.await {
-        tracing::warn!(confirmation = confirmation_id, %error, "where a confirmation is shown was not stored");
+        // Shown but not findable: answers would be ignored, so show it again later.
+        return Err(DeliveryError::Transient {
+            reason: format!(
+                "where confirmation {confirmation_id} is shown was not stored: {error}"
+            ),
+            retry_after: None,
+        });
     }
-    tracing::debug!(
-        confirmation = confirmation_id,
-        member = member_id,
-        "confirmation shown"
-    );
-    // The two answers, ready to tap.
-    if let Some(room) = room(shared, conversation) {
-        for key in [YES, NO] {
-            let reaction = ReactionEventContent::new(Annotation::new(event_id.clone(), key.into()));
-            send_event(shared, &room, reaction.into()).await;
-        }
+    tracing::debug!(confirmation = confirmation_id, "confirmation shown");
+    Ok(event_id.to_string())
+}
+
+/// Where confirmation `confirmation_id` is shown, if it still is.
+async fn shown(
+    shared: &Shared,
+    confirmation_id: &str,
+) -> Result<Option<ShownConfirmation>, DeliveryError> {
+    match shared
+        .state
+        .get_state(MATRIX_CHANNEL, &confirmation_key(confirmation_id))
+        .await
+    {
+        Ok(value) => Ok(value.and_then(|value| serde_json::from_str(&value).ok())),
+        Err(error) => Err(DeliveryError::Transient {
+            reason: format!("cannot read where confirmation {confirmation_id} is shown: {error}"),
+            retry_after: None,
+        }),
     }
+}
+
+/// One of the two answers, ready to tap, on the prompt of `confirmation_id`.
+pub(super) async fn seed_reaction(
+    shared: &Shared,
+    conversation: &Conversation,
+    confirmation_id: &str,
+    key: &str,
+    transaction_id: OwnedTransactionId,
+) -> Result<(), DeliveryError> {
+    // Settled meanwhile: nothing to tap any more.
+    let Some(shown) = shown(shared, confirmation_id).await? else {
+        return Ok(());
+    };
+    let room = room(shared, conversation)?;
+    let reaction = ReactionEventContent::new(Annotation::new(shown.event_id, key.into()));
+    send_event(&room, reaction.into(), transaction_id).await?;
+    Ok(())
 }
 
 /// Edit the prompt to say `outcome` and forget it.
@@ -99,29 +125,24 @@ pub(super) async fn close_prompt(
     conversation: &Conversation,
     confirmation_id: &str,
     outcome: &str,
-) {
-    let key = confirmation_key(confirmation_id);
-    let shown = match shared.state.get_state(MATRIX_CHANNEL, &key).await {
-        Ok(Some(value)) => serde_json::from_str::<ShownConfirmation>(&value).ok(),
-        Ok(None) => None,
-        Err(error) => {
-            tracing::warn!(confirmation = confirmation_id, %error, "cannot read where a confirmation is shown");
-            return;
-        }
+    transaction_id: OwnedTransactionId,
+) -> Result<(), DeliveryError> {
+    let Some(shown) = shown(shared, confirmation_id).await? else {
+        return Ok(());
     };
-    let Some(shown) = shown else {
-        return;
-    };
-    if let Some(room) = room(shared, conversation) {
-        let edited = RoomMessageEventContent::notice_plain(format!("{}\n\n{outcome}", shown.text))
-            .make_replacement(ReplacementMetadata::new(shown.event_id.clone(), None));
-        send_event(shared, &room, edited.into()).await;
-    }
-    for key in [key, prompt_key(shown.event_id.as_str())] {
+    let room = room(shared, conversation)?;
+    let edited = RoomMessageEventContent::notice_plain(format!("{}\n\n{outcome}", shown.text))
+        .make_replacement(ReplacementMetadata::new(shown.event_id.clone(), None));
+    send_event(&room, edited.into(), transaction_id).await?;
+    for key in [
+        confirmation_key(confirmation_id),
+        prompt_key(shown.event_id.as_str()),
+    ] {
         if let Err(error) = shared.state.delete_state(MATRIX_CHANNEL, &key).await {
             tracing::warn!(confirmation = confirmation_id, %error, "closed confirmation not forgotten");
         }
     }
+    Ok(())
 }
 
 /// The confirmation shown by event `event_id`, if it is a prompt still open.
@@ -173,43 +194,28 @@ pub(super) async fn answer(
     let Some(member) = shared.family.by_matrix_id(sender) else {
         return Ok(Vec::new());
     };
-    let answered = shared
-        .queue
-        .send(AnswerConfirmation {
-            confirmation_id: confirmation_id.to_string(),
-            member_id: member.id.clone(),
-            // The room the answer was given in (a thread of it counts too).
-            place: AnswerPlace::new(MATRIX_CHANNEL, Some(room.room_id().to_string())),
-            approve,
-            reply_to: None,
-        })
-        .await
-        .map_err(|_| ChannelError::QueueStopped)?;
+    // The room the answer was given in (a thread of it counts too).
     let conversation = Conversation {
         room_id: room.room_id().to_owned(),
         thread_root: None,
     };
+    let answered = commands::answer(
+        &shared.queue,
+        member,
+        MATRIX_CHANNEL,
+        &conversation.conversation_id(),
+        confirmation_id,
+        approve,
+    )
+    .await?;
     match answered {
-        Ok(_) => {
-            let name = member.name.clone().unwrap_or_else(|| member.id.clone());
-            let outcome = if approve {
-                format!("✅ Confirmed by {name}.")
-            } else {
-                "❌ Cancelled.".to_string()
-            };
-            Ok(vec![
-                FollowUp::Send(Outgoing::Close {
-                    conversation: conversation.clone(),
-                    confirmation_id: confirmation_id.to_string(),
-                    outcome,
-                }),
-                FollowUp::TurnStarted(conversation),
-            ])
-        }
-        Err(AnswerError::Refused(refusal)) => {
+        Ok(close) => Ok(vec![
+            FollowUp::Send(close),
+            FollowUp::TurnStarted(conversation),
+        ]),
+        Err(refusal) => {
             tracing::info!(confirmation = confirmation_id, sender, %refusal, "matrix answer ignored");
             Ok(Vec::new())
         }
-        Err(AnswerError::Storage(error)) => Err(ChannelError::Storage(error)),
     }
 }

@@ -10,40 +10,42 @@ use matrix_sdk::media::{MediaFormat, MediaRequestParameters};
 use matrix_sdk::ruma::events::room::MediaSource;
 use matrix_sdk::ruma::events::room::encrypted::OriginalSyncRoomEncryptedEvent;
 use matrix_sdk::ruma::events::room::message::{
-    MessageType, OriginalSyncRoomMessageEvent, Relation, RoomMessageEventContent,
+    MessageType, OriginalSyncRoomMessageEvent, Relation,
 };
 use matrix_sdk::ruma::events::{AnySyncMessageLikeEvent, AnySyncTimelineEvent};
 use matrix_sdk::ruma::{EventId, OwnedEventId, OwnedUserId};
 
 use super::confirmations;
-use super::outbound::{Conversation, Outgoing, send_message, send_read_receipt};
+use super::outbound::{Conversation, send_read_receipt};
 use super::{MATRIX_CHANNEL, Shared};
 use crate::actors::channels::ChannelError;
-use crate::actors::channels::attachments::{safe_file_name, too_large_note};
-use crate::actors::request_queue::{
-    CANCELLED_OUTCOME, CancelPending, SubmitError, SubmitInbound, Submitted,
+use crate::actors::channels::core::attachments::{safe_file_name, too_large_note};
+use crate::actors::channels::core::commands;
+use crate::actors::channels::core::texts::{BUSY_REPLY, help_text};
+use crate::actors::request_queue::{SubmitError, SubmitInbound, Submitted};
+use crate::ports::{
+    Attachment, AttachmentKind, Inbound, InboundExtras, OutgoingMessage, QuotedMessage, now_ms,
 };
-use crate::ports::{Attachment, AttachmentKind, Inbound, InboundExtras, QuotedMessage, now_ms};
 
 /// What the actor does once an event is handled.
 #[derive(Debug)]
 pub(super) enum FollowUp {
     /// A turn of this conversation runs (again): show "typing…".
     TurnStarted(Conversation),
-    Send(Outgoing),
+    /// Store this in the outbox and deliver it.
+    Send(OutgoingMessage),
 }
-
-const BUSY_REPLY: &str = "I'm busy right now: please send that again in a minute.";
 pub(super) const UNDECRYPTABLE_REPLY: &str = "I can't read your last message: it was encrypted \
      for devices I don't have keys from. Please verify this device (or send it again), and I'll \
      answer.";
 
 fn say(conversation: &Conversation, text: String, reply_to: &EventId) -> Vec<FollowUp> {
-    vec![FollowUp::Send(Outgoing::Reply {
-        conversation: conversation.clone(),
-        markdown: text,
-        reply_to: Some(reply_to.to_owned()),
-    })]
+    vec![FollowUp::Send(commands::say(
+        MATRIX_CHANNEL,
+        &conversation.conversation_id(),
+        text,
+        Some(reply_to.to_string()),
+    ))]
 }
 
 /// The member's own words: a reply's quoted fallback (`> …` lines) removed.
@@ -57,23 +59,6 @@ fn own_text(body: &str, is_reply: bool) -> String {
         .join("\n")
         .trim()
         .to_string()
-}
-
-fn help_text(shared: &Shared) -> String {
-    let mut text = String::from("Just write to me, and I'll answer");
-    let default = shared.settings.default_description.trim();
-    if !default.is_empty() {
-        text.push_str(&format!(" ({default})"));
-    }
-    text.push_str(".\n");
-    for (command, description) in &shared.settings.commands {
-        text.push_str(&format!(
-            "\n- `/{command}` (or `!{command}`): {description}"
-        ));
-    }
-    text.push_str("\n- `/cancel`: cancel what is waiting for your answer");
-    text.push_str("\n- `/help`: this list");
-    text
 }
 
 pub(super) async fn handle_message(
@@ -167,7 +152,12 @@ pub(super) async fn handle_message(
         match command.to_lowercase().as_str() {
             "help" | "start" => {
                 send_read_receipt(room, event.event_id.clone());
-                return Ok(say(&conversation, help_text(shared), &event.event_id));
+                let help = help_text(
+                    &shared.settings.commands,
+                    &shared.settings.default_description,
+                    Some('!'),
+                );
+                return Ok(say(&conversation, help, &event.event_id));
             }
             "cancel" => {
                 send_read_receipt(room, event.event_id.clone());
@@ -234,28 +224,15 @@ async fn cancel(
     conversation: &Conversation,
     event_id: &EventId,
 ) -> Result<Vec<FollowUp>, ChannelError> {
-    let cancelled = shared
-        .queue
-        .send(CancelPending {
-            member_id: member_id.to_string(),
-            conversation_key: format!("{MATRIX_CHANNEL}:{}", conversation.conversation_id()),
-        })
-        .await
-        .map_err(|_| ChannelError::QueueStopped)??;
-    if let Some(reply) = cancelled.reply() {
-        return Ok(say(conversation, reply.into(), event_id));
-    }
-    Ok(cancelled
-        .confirmation_ids
-        .into_iter()
-        .map(|confirmation_id| {
-            FollowUp::Send(Outgoing::Close {
-                conversation: conversation.clone(),
-                confirmation_id,
-                outcome: CANCELLED_OUTCOME.into(),
-            })
-        })
-        .collect())
+    let messages = commands::cancel(
+        &shared.queue,
+        member_id,
+        MATRIX_CHANNEL,
+        &conversation.conversation_id(),
+        Some(event_id.to_string()),
+    )
+    .await?;
+    Ok(messages.into_iter().map(FollowUp::Send).collect())
 }
 
 /// The replied-to message as context, when it can be read.
@@ -410,9 +387,11 @@ pub(super) async fn handle_undecryptable(
         .device_id()
         .map(|device| format!(" (my device: {device})"))
         .unwrap_or_default();
-    let content = RoomMessageEventContent::notice_plain(format!("{UNDECRYPTABLE_REPLY}{device}"));
-    send_message(shared, &conversation, content, Some(event.event_id.clone())).await;
-    Vec::new()
+    say(
+        &conversation,
+        format!("{UNDECRYPTABLE_REPLY}{device}"),
+        &event.event_id,
+    )
 }
 
 #[cfg(test)]

@@ -38,15 +38,15 @@ use matrix_sdk::Client;
 pub use messages::{EventReceived, MatrixEvent, StopMatrix};
 pub use session::MatrixStartError;
 
-use super::outboxes::Outboxes;
-use super::typing::TypingTurns;
-use super::{ChannelError, DeliverReply, ReplyKind};
+use super::core::typing::TypingTurns;
+use super::core::{ChannelDeps, Deliveries, resume_deliveries};
+use super::{ChannelError, DeliverReply};
 use crate::actors::request_queue::RequestQueue;
 use crate::family::Family;
 use crate::metrics::Metrics;
-use crate::ports::ChannelState;
+use crate::ports::{ChannelState, OutgoingMessage};
 use crate::readiness::Readiness;
-use outbound::{Conversation, Outgoing};
+use outbound::{Conversation, MatrixPlatform};
 
 /// The channel name in `Inbound::channel` and readiness.
 pub const MATRIX_CHANNEL: &str = "matrix";
@@ -95,7 +95,8 @@ pub(super) struct Shared {
 
 pub struct MatrixChannel {
     shared: Arc<Shared>,
-    outboxes: Outboxes<String, Outgoing>,
+    /// The outbox's messages for Matrix, in order per conversation.
+    deliveries: Deliveries<MatrixPlatform>,
     typing: TypingTurns<String>,
 }
 
@@ -105,34 +106,46 @@ impl MatrixChannel {
     /// is away.
     pub async fn build(
         settings: MatrixSettings,
-        family: Arc<Family>,
-        queue: Addr<RequestQueue>,
-        state: Arc<dyn ChannelState>,
-        readiness: Arc<Readiness>,
-        metrics: Arc<Metrics>,
+        deps: ChannelDeps,
     ) -> Result<Self, MatrixStartError> {
+        let ChannelDeps {
+            family,
+            queue,
+            state,
+            outbox,
+            readiness,
+            metrics,
+            delivery,
+        } = deps;
         let client = session::build_client(&settings).await?;
         readiness.set(MATRIX_CHANNEL, false, "connecting to the homeserver");
+        let shared = Arc::new(Shared {
+            client,
+            settings,
+            family,
+            queue,
+            state,
+            readiness,
+            metrics: metrics.clone(),
+        });
+        let platform = MatrixPlatform {
+            shared: shared.clone(),
+        };
         Ok(MatrixChannel {
-            shared: Arc::new(Shared {
-                client,
-                settings,
-                family,
-                queue,
-                state,
-                readiness,
-                metrics,
-            }),
-            outboxes: Outboxes::default(),
+            shared,
+            deliveries: Deliveries::new(platform, outbox, metrics, delivery),
             typing: TypingTurns::default(),
         })
     }
 
-    fn enqueue(&mut self, job: Outgoing) {
-        let shared = &self.shared;
-        self.outboxes.send(job.room_key(), job, |jobs| {
-            outbound::run_outbox(shared.clone(), jobs)
-        });
+    /// Store `message` in the outbox, then deliver it.
+    fn send(&mut self, message: OutgoingMessage, ctx: &mut Context<Self>) {
+        ctx.spawn(
+            self.deliveries
+                .store(message)
+                .into_actor(self)
+                .map(|(message, stored), act, _ctx| act.deliveries.stored(message, stored)),
+        );
     }
 
     fn typing_started(&mut self, conversation: Conversation, ctx: &mut Context<Self>) {
@@ -159,7 +172,7 @@ impl MatrixChannel {
                 inbound::FollowUp::TurnStarted(conversation) => {
                     self.typing_started(conversation, ctx)
                 }
-                inbound::FollowUp::Send(job) => self.enqueue(job),
+                inbound::FollowUp::Send(message) => self.send(message, ctx),
             }
         }
     }
@@ -173,6 +186,7 @@ impl Actor for MatrixChannel {
         let shared = self.shared.clone();
         let channel = ctx.address();
         ctx.spawn(sync::run(shared, channel).into_actor(self));
+        resume_deliveries(self, ctx, |channel: &mut Self| &mut channel.deliveries);
     }
 }
 
@@ -212,43 +226,13 @@ impl Handler<DeliverReply> for MatrixChannel {
     type Result = ();
 
     fn handle(&mut self, reply: DeliverReply, ctx: &mut Self::Context) {
-        let Some(conversation) = Conversation::parse(&reply.conversation_id) else {
-            tracing::error!(conversation = %reply.conversation_id, "reply for a conversation that is not a matrix room");
-            return;
-        };
-        let reply_to = reply
-            .reply_to_event
-            .as_deref()
-            .and_then(|event| event.parse().ok());
-        match reply.kind {
-            ReplyKind::Answer | ReplyKind::Failed | ReplyKind::Delayed | ReplyKind::Question => {
-                self.typing_stopped(&conversation, ctx);
-                self.enqueue(Outgoing::Reply {
-                    conversation,
-                    markdown: reply.text,
-                    reply_to,
-                });
-            }
-            ReplyKind::AskConfirmation {
-                confirmation_id, ..
-            } => {
-                self.typing_stopped(&conversation, ctx);
-                self.enqueue(Outgoing::Ask {
-                    conversation,
-                    prompt: reply.text,
-                    confirmation_id,
-                    member_id: reply.member_id,
-                    reply_to,
-                });
-            }
-            ReplyKind::ConfirmationExpired { confirmation_id } => {
-                self.enqueue(Outgoing::Close {
-                    conversation,
-                    confirmation_id,
-                    outcome: confirmations::EXPIRED_OUTCOME.to_string(),
-                });
-            }
+        if let Some(conversation) = Conversation::parse(&reply.conversation_id)
+            && reply.kind.ends_a_turn()
+        {
+            self.typing_stopped(&conversation, ctx);
         }
+        let message = reply.outgoing(MATRIX_CHANNEL);
+        self.deliveries.deliver(reply.outbox_id, message);
     }
 }
 

@@ -1,11 +1,13 @@
-//! Sending to Matrix: one outbox task per room, replies as `m.notice` with the markdown
-//! rendered to HTML and a plain body, threaded to the message they answer (and kept in
-//! its thread), typing notices, read receipts, and patience with a homeserver that is
-//! busy (429) or away.
+//! Sending to Matrix: the channel core's `Platform` for the homeserver. Replies are
+//! `m.notice` with the markdown rendered to HTML and a plain body, threaded to the message
+//! they answer (and kept in its thread); prompts and their closing are `confirmations.rs`'s;
+//! every part carries a transaction id from its outbox row. Order, retries and the outbox
+//! are the core's. Also typing notices and read receipts.
 
 use std::sync::Arc;
 use std::time::Duration;
 
+use async_trait::async_trait;
 use matrix_sdk::Room;
 use matrix_sdk::room::reply::{EnforceThread, Reply};
 use matrix_sdk::ruma::api::client::receipt::create_receipt::v3::ReceiptType;
@@ -13,15 +15,12 @@ use matrix_sdk::ruma::api::error::{ErrorKind, RetryAfter};
 use matrix_sdk::ruma::events::AnyMessageLikeEventContent;
 use matrix_sdk::ruma::events::receipt::ReceiptThread;
 use matrix_sdk::ruma::events::room::message::{AddMentions, RoomMessageEventContent};
-use matrix_sdk::ruma::{OwnedEventId, OwnedRoomId};
-use tokio::sync::mpsc;
+use matrix_sdk::ruma::{OwnedEventId, OwnedRoomId, OwnedTransactionId};
 
-use super::{Shared, confirmations};
+use super::{MATRIX_CHANNEL, Shared, confirmations};
+use crate::actors::channels::core::{DeliveryError, Platform};
 use crate::format::{matrix_html, plain_text};
-
-/// Attempts of a send before hearth gives up (about half an hour of trouble).
-const MAX_ATTEMPTS: u32 = 64;
-const MAX_BACKOFF: Duration = Duration::from_secs(30);
+use crate::ports::{OutboxEntry, OutgoingKind};
 
 /// A room, and the thread within it when the member wrote in one: a conversation.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -52,87 +51,133 @@ impl Conversation {
     }
 }
 
-/// Something to show in a room.
-#[derive(Debug)]
-pub(super) enum Outgoing {
-    Reply {
-        conversation: Conversation,
-        markdown: String,
-        reply_to: Option<OwnedEventId>,
-    },
-    Ask {
-        conversation: Conversation,
-        prompt: String,
-        confirmation_id: String,
-        member_id: String,
-        reply_to: Option<OwnedEventId>,
-    },
-    Close {
-        conversation: Conversation,
-        confirmation_id: String,
-        outcome: String,
-    },
+/// What a message is delivered as, part by part.
+pub(super) enum Part {
+    /// A reply: an `m.notice` with the markdown as HTML and a plain body.
+    Notice,
+    /// A confirmation's prompt, then the two reactions seeded on it.
+    Prompt,
+    Reaction(&'static str),
+    /// The edit (`m.replace`) that settles a prompt.
+    Close,
 }
 
-impl Outgoing {
-    pub(super) fn room_key(&self) -> String {
-        match self {
-            Outgoing::Reply { conversation, .. }
-            | Outgoing::Ask { conversation, .. }
-            | Outgoing::Close { conversation, .. } => conversation.room_id.to_string(),
+/// The homeserver as the channel core's `Platform`. Every part is sent with a transaction
+/// id made from its outbox row, so a part resent after a restart is recognised by the
+/// homeserver and shown once.
+pub(super) struct MatrixPlatform {
+    pub(super) shared: Arc<Shared>,
+}
+
+#[async_trait]
+impl Platform for MatrixPlatform {
+    type Part = Part;
+
+    fn channel(&self) -> &'static str {
+        MATRIX_CHANNEL
+    }
+
+    fn parts(&self, entry: &OutboxEntry) -> Vec<Part> {
+        match &entry.message.kind {
+            OutgoingKind::Reply => vec![Part::Notice],
+            OutgoingKind::Prompt { .. } => vec![
+                Part::Prompt,
+                Part::Reaction(confirmations::YES),
+                Part::Reaction(confirmations::NO),
+            ],
+            OutgoingKind::Close { .. } => vec![Part::Close],
         }
     }
-}
 
-pub(super) async fn run_outbox(shared: Arc<Shared>, mut jobs: mpsc::UnboundedReceiver<Outgoing>) {
-    while let Some(job) = jobs.recv().await {
-        match job {
-            Outgoing::Reply {
-                conversation,
-                markdown,
-                reply_to,
-            } => {
+    async fn deliver(
+        &self,
+        entry: &OutboxEntry,
+        _index: usize,
+        part: &Part,
+        transaction_id: &str,
+    ) -> Result<Option<String>, DeliveryError> {
+        let shared = &self.shared;
+        let message = &entry.message;
+        let Some(conversation) = Conversation::parse(&message.conversation_id) else {
+            return Err(DeliveryError::Permanent(format!(
+                "{:?} is not a matrix room",
+                message.conversation_id
+            )));
+        };
+        let reply_to = message
+            .reply_to_event
+            .as_deref()
+            .and_then(|event| event.parse().ok());
+        let transaction_id: OwnedTransactionId = transaction_id.into();
+        match (part, &message.kind) {
+            (Part::Notice, _) => {
                 let content = RoomMessageEventContent::notice_html(
-                    plain_text(&markdown),
-                    matrix_html(&markdown),
+                    plain_text(&message.text),
+                    matrix_html(&message.text),
                 );
-                send_message(&shared, &conversation, content, reply_to).await;
+                let sent =
+                    send_message(shared, &conversation, content, reply_to, transaction_id).await?;
+                Ok(Some(sent.to_string()))
             }
-            Outgoing::Ask {
-                conversation,
-                prompt,
+            (
+                Part::Prompt,
+                OutgoingKind::Prompt {
+                    confirmation_id, ..
+                },
+            ) => confirmations::send_prompt(
+                shared,
+                &conversation,
+                &message.text,
                 confirmation_id,
-                member_id,
                 reply_to,
-            } => {
-                confirmations::send_prompt(
-                    &shared,
+                transaction_id,
+            )
+            .await
+            .map(Some),
+            (
+                Part::Reaction(key),
+                OutgoingKind::Prompt {
+                    confirmation_id, ..
+                },
+            ) => {
+                confirmations::seed_reaction(
+                    shared,
                     &conversation,
-                    &prompt,
-                    &confirmation_id,
-                    &member_id,
-                    reply_to,
+                    confirmation_id,
+                    key,
+                    transaction_id,
                 )
-                .await
+                .await?;
+                Ok(None)
             }
-            Outgoing::Close {
-                conversation,
-                confirmation_id,
-                outcome,
-            } => {
-                confirmations::close_prompt(&shared, &conversation, &confirmation_id, &outcome)
-                    .await
+            (Part::Close, OutgoingKind::Close { confirmation_id }) => {
+                confirmations::close_prompt(
+                    shared,
+                    &conversation,
+                    confirmation_id,
+                    &message.text,
+                    transaction_id,
+                )
+                .await?;
+                Ok(None)
             }
+            _ => Err(DeliveryError::Permanent(
+                "a part that does not fit its message".into(),
+            )),
         }
     }
 }
 
-pub(super) fn room(shared: &Shared, conversation: &Conversation) -> Option<Room> {
-    let room = shared.client.get_room(&conversation.room_id);
-    if room.is_none() {
-        tracing::error!(room = %conversation.room_id, "reply for a room hearth is not in");
-    }
-    room
+/// The room of `conversation`; a room hearth does not know (yet: the sync may add it) is a
+/// failure that may pass.
+pub(super) fn room(shared: &Shared, conversation: &Conversation) -> Result<Room, DeliveryError> {
+    shared
+        .client
+        .get_room(&conversation.room_id)
+        .ok_or_else(|| DeliveryError::Transient {
+            reason: format!("hearth is not in room {}", conversation.room_id),
+            retry_after: None,
+        })
 }
 
 /// Send `content` in the conversation, as a reply to `reply_to` (staying in its thread)
@@ -142,7 +187,8 @@ pub(super) async fn send_message(
     conversation: &Conversation,
     content: RoomMessageEventContent,
     reply_to: Option<OwnedEventId>,
-) -> Option<OwnedEventId> {
+    transaction_id: OwnedTransactionId,
+) -> Result<OwnedEventId, DeliveryError> {
     let room = room(shared, conversation)?;
     let reply_to = reply_to.or_else(|| conversation.thread_root.clone());
     let content = match reply_to {
@@ -163,43 +209,36 @@ pub(super) async fn send_message(
         }
         None => content,
     };
-    send_event(shared, &room, content.into()).await
+    send_event(&room, content.into(), transaction_id).await
 }
 
-/// Send any message-like event, waiting out rate limits and outages.
+/// Send any message-like event with `transaction_id`.
 pub(super) async fn send_event(
-    shared: &Shared,
     room: &Room,
     content: AnyMessageLikeEventContent,
-) -> Option<OwnedEventId> {
-    let mut attempt = 0u32;
-    loop {
-        match room.send(content.clone()).await {
-            Ok(sent) => return Some(sent.response.event_id),
-            Err(error) if attempt + 1 < MAX_ATTEMPTS && is_transient(&error) => {
-                let wait = retry_after(&error).unwrap_or_else(|| {
-                    Duration::from_millis(500u64 << attempt.min(10)).min(MAX_BACKOFF)
-                });
-                tracing::info!(room = %room.room_id(), %error, wait_ms = wait.as_millis() as u64,
-                    "matrix send failed; trying again");
-                tokio::time::sleep(wait).await;
-                attempt += 1;
-            }
-            Err(error) => {
-                shared.metrics.error("matrix_send");
-                tracing::error!(room = %room.room_id(), %error, "message not delivered to matrix");
-                return None;
-            }
-        }
+    transaction_id: OwnedTransactionId,
+) -> Result<OwnedEventId, DeliveryError> {
+    match room.send(content).with_transaction_id(transaction_id).await {
+        Ok(sent) => Ok(sent.response.event_id),
+        Err(error) => Err(delivery_error(&error)),
     }
 }
 
-fn is_transient(error: &matrix_sdk::Error) -> bool {
+/// A failed request to the homeserver, as the channel core sees it.
+fn delivery_error(error: &matrix_sdk::Error) -> DeliveryError {
+    let reason = error.to_string();
     match error.client_api_error_kind() {
-        Some(ErrorKind::LimitExceeded(_)) => true,
-        Some(_) => false,
+        Some(ErrorKind::LimitExceeded(_)) => DeliveryError::Transient {
+            reason,
+            retry_after: retry_after(error),
+        },
+        Some(_) => DeliveryError::Permanent(reason),
         // Not an answer from the homeserver: the network, a timeout, a 5xx.
-        None => matches!(error, matrix_sdk::Error::Http(_)),
+        None if matches!(error, matrix_sdk::Error::Http(_)) => DeliveryError::Transient {
+            reason,
+            retry_after: None,
+        },
+        None => DeliveryError::Permanent(reason),
     }
 }
 

@@ -1,4 +1,5 @@
-//! Confirmations as messages with ✅ Confirm / ❌ Cancel buttons.
+//! Confirmations as messages with ✅ Confirm / ❌ Cancel buttons (the channel core delivers
+//! and closes them through the outbox; a press answers through the core's `commands`).
 //!
 //! The callback data is `hc:<confirmation id>:y|n`: an opaque id, never the arguments.
 //! Which message shows which confirmation is kept in `ChannelState`, so the buttons can
@@ -11,19 +12,20 @@ use teloxide::requests::Requester;
 use teloxide::types::{
     CallbackQuery, ChatId, InlineKeyboardButton, InlineKeyboardMarkup, MessageId,
 };
+use teloxide::{ApiError, RequestError};
 
 use super::inbound::FollowUp;
 use super::outbound::{
-    ChatTarget, Outgoing, PATIENT_ATTEMPTS, QUICK_ATTEMPTS, message, with_retries,
+    ChatTarget, QUICK_ATTEMPTS, delivery_error, event_id, message, with_retries,
 };
 use super::{Shared, TELEGRAM_CHANNEL};
 use crate::actors::channels::ChannelError;
-use crate::actors::request_queue::{AnswerConfirmation, AnswerError};
-use crate::ports::{AnswerPlace, AnswerRefused};
+use crate::actors::channels::core::DeliveryError;
+use crate::actors::channels::core::commands;
+use crate::actors::channels::core::texts::EXPIRED_OUTCOME;
+use crate::ports::AnswerRefused;
 
 const DATA_PREFIX: &str = "hc:";
-pub(super) const EXPIRED_OUTCOME: &str = "⌛ Expired: nothing was done.";
-const CANCELLED_OUTCOME: &str = "❌ Cancelled.";
 
 /// Where a confirmation is shown, in `ChannelState` under `confirmation:<id>`.
 #[derive(Debug, Serialize, Deserialize)]
@@ -55,28 +57,19 @@ fn parse_data(data: &str) -> Option<(&str, bool)> {
     }
 }
 
-/// Show `prompt` with the two buttons and remember where it is.
+/// Show `prompt` with the two buttons and remember where it is; the message's event id.
 pub(super) async fn send_prompt(
     shared: &Shared,
     target: ChatTarget,
     prompt: &str,
     confirmation_id: &str,
     reply_to: Option<MessageId>,
-) {
+) -> Result<String, DeliveryError> {
     // Plain text: a prompt shows a tool's arguments as they are, markup included.
-    let sent = with_retries("sendMessage", PATIENT_ATTEMPTS, || {
-        message(shared, target, prompt, reply_to).reply_markup(keyboard(confirmation_id))
-    })
-    .await;
-    let sent = match sent {
-        Ok(sent) => sent,
-        Err(error) => {
-            shared.metrics.error("telegram_send");
-            tracing::error!(chat = target.chat_id, confirmation = confirmation_id, %error,
-                "confirmation not shown in telegram; it expires unanswered");
-            return;
-        }
-    };
+    let sent = message(shared, target, prompt, reply_to)
+        .reply_markup(keyboard(confirmation_id))
+        .await
+        .map_err(delivery_error)?;
     let shown = ShownConfirmation {
         chat_id: target.chat_id,
         message_id: sent.id.0,
@@ -90,6 +83,7 @@ pub(super) async fn send_prompt(
     {
         tracing::warn!(confirmation = confirmation_id, %error, "where a confirmation is shown was not stored");
     }
+    Ok(event_id(target.chat_id, sent.id))
 }
 
 /// Edit the confirmation's message to say `outcome`, without buttons, and forget it.
@@ -98,35 +92,47 @@ pub(super) async fn close_prompt(
     target: ChatTarget,
     confirmation_id: &str,
     outcome: &str,
-) {
+) -> Result<(), DeliveryError> {
     let key = state_key(confirmation_id);
     let shown = match shared.state.get_state(TELEGRAM_CHANNEL, &key).await {
         Ok(Some(value)) => serde_json::from_str::<ShownConfirmation>(&value).ok(),
         Ok(None) => None,
         Err(error) => {
-            tracing::warn!(confirmation = confirmation_id, %error, "cannot read where a confirmation is shown");
-            return;
+            return Err(DeliveryError::Transient {
+                reason: format!(
+                    "cannot read where confirmation {confirmation_id} is shown: {error}"
+                ),
+                retry_after: None,
+            });
         }
     };
     let Some(shown) = shown else {
         // Closed already (a press and the expiry crossed), or never shown.
-        return;
+        return Ok(());
     };
     let text = format!("{}\n\n{outcome}", shown.text);
-    let edited = with_retries("editMessageText", PATIENT_ATTEMPTS, || {
-        shared
-            .bot
-            .edit_message_text(ChatId(shown.chat_id), MessageId(shown.message_id), &text)
-            .reply_markup(InlineKeyboardMarkup::default())
-    })
-    .await;
-    if let Err(error) = edited {
-        tracing::warn!(chat = target.chat_id, confirmation = confirmation_id, %error,
-            "confirmation message not updated");
+    let edited = shared
+        .bot
+        .edit_message_text(ChatId(shown.chat_id), MessageId(shown.message_id), &text)
+        .reply_markup(InlineKeyboardMarkup::default())
+        .await;
+    match edited {
+        Ok(_) => {}
+        // Edited already (a resend after a restart): nothing is left to do.
+        Err(RequestError::Api(ApiError::MessageNotModified)) => {}
+        Err(error) => {
+            let error = delivery_error(error);
+            if matches!(error, DeliveryError::Transient { .. }) {
+                return Err(error);
+            }
+            tracing::warn!(chat = target.chat_id, confirmation = confirmation_id, %error,
+                "confirmation message not updated");
+        }
     }
     if let Err(error) = shared.state.delete_state(TELEGRAM_CHANNEL, &key).await {
         tracing::warn!(confirmation = confirmation_id, %error, "closed confirmation not forgotten");
     }
+    Ok(())
 }
 
 /// A button was pressed: answer the confirmation as the person who pressed it.
@@ -145,68 +151,54 @@ pub(super) async fn handle_press(
         alert(shared, &query, "This is not for you.").await;
         return Ok(Vec::new());
     };
+    // The chat (and topic) of the message whose button was pressed: where it is answered.
     let target = query
         .message
         .as_ref()
         .and_then(|message| message.regular_message())
         .map(ChatTarget::of);
-    let answered = shared
-        .queue
-        .send(AnswerConfirmation {
-            confirmation_id: confirmation_id.to_string(),
-            member_id: member.id.clone(),
-            // The chat (and topic) of the message whose button was pressed.
-            place: AnswerPlace::new(
-                TELEGRAM_CHANNEL,
-                Some(
-                    target
-                        .map(|target| target.conversation_id())
-                        .unwrap_or_default(),
-                ),
-            ),
-            approve,
-            reply_to: None,
-        })
-        .await
-        .map_err(|_| ChannelError::QueueStopped)?;
-    let name = member.name.clone().unwrap_or_else(|| member.id.clone());
+    let conversation_id = target
+        .map(|target| target.conversation_id())
+        .unwrap_or_default();
+    let answered = commands::answer(
+        &shared.queue,
+        member,
+        TELEGRAM_CHANNEL,
+        &conversation_id,
+        confirmation_id,
+        approve,
+    )
+    .await;
     let mut follow_up = Vec::new();
-    let close = |outcome: String| {
-        target.map(|target| {
-            FollowUp::Send(Outgoing::Close {
-                target,
-                confirmation_id: confirmation_id.to_string(),
-                outcome,
-            })
-        })
-    };
     match answered {
-        Ok(_) => {
-            let (notice, outcome) = if approve {
-                ("Confirmed.", format!("✅ Confirmed by {name}."))
-            } else {
-                ("Cancelled.", CANCELLED_OUTCOME.to_string())
-            };
+        Ok(Ok(close)) => {
+            let notice = if approve { "Confirmed." } else { "Cancelled." };
             answer(shared, &query, notice, false).await;
-            follow_up.extend(close(outcome));
+            follow_up.push(FollowUp::Send(close));
             // The turn goes on.
             follow_up.extend(target.map(FollowUp::TurnStarted));
         }
-        Err(AnswerError::Refused(refusal)) => {
+        Ok(Err(refusal)) => {
             let notice = match refusal {
                 AnswerRefused::NotYours => "This is not for you.",
                 AnswerRefused::AlreadyAnswered => "This was already answered.",
+                AnswerRefused::InProgress => "Already answered: I'm working on it.",
                 AnswerRefused::Expired => "This request has expired.",
                 AnswerRefused::Unknown => "This request is no longer open.",
             };
             alert(shared, &query, notice).await;
-            if refusal == AnswerRefused::Expired {
-                follow_up.extend(close(EXPIRED_OUTCOME.to_string()));
+            if refusal == AnswerRefused::Expired && target.is_some() {
+                follow_up.push(FollowUp::Send(commands::close(
+                    TELEGRAM_CHANNEL,
+                    &conversation_id,
+                    confirmation_id,
+                    EXPIRED_OUTCOME,
+                )));
             }
         }
-        Err(AnswerError::Storage(error)) => {
+        Err(error) => {
             alert(shared, &query, "Something went wrong; please press again.").await;
-            return Err(ChannelError::Storage(error));
+            return Err(error);
         }
     }
     Ok(follow_up)

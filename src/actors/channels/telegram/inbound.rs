@@ -8,27 +8,26 @@ use teloxide::net::Download;
 use teloxide::requests::Requester;
 use teloxide::types::{FileId, Message};
 
-use super::outbound::{ChatTarget, Outgoing, event_id};
+use super::outbound::{ChatTarget, event_id};
 use super::{Shared, TELEGRAM_CHANNEL};
 use crate::actors::channels::ChannelError;
-use crate::actors::channels::attachments::{safe_file_name, too_large_note};
-use crate::actors::request_queue::{
-    CANCELLED_OUTCOME, CancelPending, SubmitError, SubmitInbound, Submitted,
-};
+use crate::actors::channels::core::attachments::{safe_file_name, too_large_note};
+use crate::actors::channels::core::commands;
+use crate::actors::channels::core::texts::{BUSY_REPLY, NOTHING_TO_READ, help_text};
+use crate::actors::request_queue::{SubmitError, SubmitInbound, Submitted};
 use crate::config::FamilyMember;
-use crate::ports::{Attachment, AttachmentKind, Inbound, InboundExtras, QuotedMessage, now_ms};
+use crate::ports::{
+    Attachment, AttachmentKind, Inbound, InboundExtras, OutgoingMessage, QuotedMessage, now_ms,
+};
 
 /// What the actor does once an update is handled.
 #[derive(Debug)]
 pub(super) enum FollowUp {
     /// A turn of this conversation runs (again): show "typing…".
     TurnStarted(ChatTarget),
-    /// Show this in a chat.
-    Send(Outgoing),
+    /// Store this in the outbox and deliver it.
+    Send(OutgoingMessage),
 }
-
-const BUSY_REPLY: &str = "I'm busy right now: please send that again in a minute.";
-const NOTHING_TO_READ: &str = "I can read text, photos and documents; that message had none.";
 
 /// A command for this bot at the start of `text`, without the slash and `@botname`:
 /// `Some(Ok(command))`; `Some(Err(()))` when it is addressed to another bot.
@@ -48,30 +47,13 @@ fn command<'a>(text: &'a str, username: Option<&str>) -> Option<Result<(String, 
     Some(Ok((name.to_lowercase(), rest)))
 }
 
-/// `/help`: what each command does and where everything else goes.
-fn help_text(shared: &Shared) -> String {
-    let mut text = String::from("Just write to me, and I'll answer");
-    if !shared.settings.default_description.trim().is_empty() {
-        text.push_str(&format!(
-            " ({})",
-            shared.settings.default_description.trim()
-        ));
-    }
-    text.push_str(".\n");
-    for (command, description) in &shared.settings.commands {
-        text.push_str(&format!("\n/{command}: {description}"));
-    }
-    text.push_str("\n/cancel: cancel what is waiting for your answer");
-    text.push_str("\n/help: this list");
-    text
-}
-
 fn say(target: ChatTarget, text: String, reply_to: &Message) -> Vec<FollowUp> {
-    vec![FollowUp::Send(Outgoing::Reply {
-        target,
-        markdown: text,
-        reply_to: Some(reply_to.id),
-    })]
+    vec![FollowUp::Send(commands::say(
+        TELEGRAM_CHANNEL,
+        &target.conversation_id(),
+        text,
+        Some(event_id(target.chat_id, reply_to.id)),
+    ))]
 }
 
 pub(super) async fn handle_message(
@@ -97,7 +79,14 @@ pub(super) async fn handle_message(
     match command(&text, shared.username.get().map(String::as_str)) {
         Some(Err(())) => return Ok(Vec::new()),
         Some(Ok((name, rest))) => match name.as_str() {
-            "start" | "help" => return Ok(say(target, help_text(shared), &message)),
+            "start" | "help" => {
+                let help = help_text(
+                    &shared.settings.commands,
+                    &shared.settings.default_description,
+                    None,
+                );
+                return Ok(say(target, help, &message));
+            }
             "cancel" => return cancel(shared, member, target, &message).await,
             // A profile's command (the queue routes it) or one for the default profile.
             _ => text = format!("/{name} {rest}").trim_end().to_string(),
@@ -146,29 +135,15 @@ async fn cancel(
     target: ChatTarget,
     message: &Message,
 ) -> Result<Vec<FollowUp>, ChannelError> {
-    let cancelled = shared
-        .queue
-        .send(CancelPending {
-            member_id: member.id.clone(),
-            conversation_key: format!("{TELEGRAM_CHANNEL}:{}", target.conversation_id()),
-        })
-        .await
-        .map_err(|_| ChannelError::QueueStopped)??;
-    if let Some(reply) = cancelled.reply() {
-        return Ok(say(target, reply.into(), message));
-    }
-    // The turns that waited go on and say what happened; the buttons go now.
-    Ok(cancelled
-        .confirmation_ids
-        .into_iter()
-        .map(|confirmation_id| {
-            FollowUp::Send(Outgoing::Close {
-                target,
-                confirmation_id,
-                outcome: CANCELLED_OUTCOME.into(),
-            })
-        })
-        .collect())
+    let messages = commands::cancel(
+        &shared.queue,
+        &member.id,
+        TELEGRAM_CHANNEL,
+        &target.conversation_id(),
+        Some(event_id(target.chat_id, message.id)),
+    )
+    .await?;
+    Ok(messages.into_iter().map(FollowUp::Send).collect())
 }
 
 /// The replied-to message as context: who wrote it and its text.

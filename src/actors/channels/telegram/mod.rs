@@ -38,16 +38,16 @@ use teloxide::types::{ChatAction, UpdateKind};
 pub use messages::{StopTelegram, UpdateReceived};
 pub use webhook::{MAX_UPDATE_BYTES, TelegramWebhook, telegram_webhook_route};
 
-use super::outboxes::Outboxes;
-use super::typing::TypingTurns;
-use super::{ChannelError, DeliverReply, ReplyKind};
+use super::core::typing::TypingTurns;
+use super::core::{ChannelDeps, Deliveries, resume_deliveries};
+use super::{ChannelError, DeliverReply};
 use crate::actors::request_queue::RequestQueue;
 use crate::config::TelegramMode;
 use crate::family::Family;
 use crate::metrics::Metrics;
-use crate::ports::ChannelState;
+use crate::ports::{ChannelState, OutgoingMessage};
 use crate::readiness::Readiness;
-use outbound::{ChatTarget, Outgoing};
+use outbound::{ChatTarget, TelegramPlatform};
 
 /// The channel name in `Inbound::channel` and readiness.
 pub const TELEGRAM_CHANNEL: &str = "telegram";
@@ -97,8 +97,9 @@ pub(super) struct Shared {
 
 pub struct TelegramChannel {
     shared: Arc<Shared>,
-    /// One sender per chat: replies of a chat go out in order, chats do not wait on each other.
-    outboxes: Outboxes<i64, Outgoing>,
+    /// The outbox's messages for Telegram, in order per conversation; conversations do not
+    /// wait on each other.
+    deliveries: Deliveries<TelegramPlatform>,
     /// Turns running per conversation, and the timer sending "typing…" for them.
     typing: TypingTurns<ChatTarget>,
 }
@@ -112,14 +113,16 @@ pub enum TelegramStartError {
 }
 
 impl TelegramChannel {
-    pub fn new(
-        settings: TelegramSettings,
-        family: Arc<Family>,
-        queue: Addr<RequestQueue>,
-        state: Arc<dyn ChannelState>,
-        readiness: Arc<Readiness>,
-        metrics: Arc<Metrics>,
-    ) -> Result<Self, TelegramStartError> {
+    pub fn new(settings: TelegramSettings, deps: ChannelDeps) -> Result<Self, TelegramStartError> {
+        let ChannelDeps {
+            family,
+            queue,
+            state,
+            outbox,
+            readiness,
+            metrics,
+            delivery,
+        } = deps;
         let api_url = reqwest::Url::parse(&settings.api_url).map_err(|error| {
             TelegramStartError::BadApiUrl {
                 url: settings.api_url.clone(),
@@ -133,27 +136,34 @@ impl TelegramChannel {
             .map_err(|error| TelegramStartError::HttpClient(error.to_string()))?;
         let bot = Bot::with_client(settings.token.clone(), client).set_api_url(api_url);
         readiness.set(TELEGRAM_CHANNEL, false, "connecting to the bot api");
+        let shared = Arc::new(Shared {
+            bot,
+            settings,
+            family,
+            queue,
+            state,
+            readiness,
+            metrics: metrics.clone(),
+            username: OnceLock::new(),
+        });
+        let platform = TelegramPlatform {
+            shared: shared.clone(),
+        };
         Ok(TelegramChannel {
-            shared: Arc::new(Shared {
-                bot,
-                settings,
-                family,
-                queue,
-                state,
-                readiness,
-                metrics,
-                username: OnceLock::new(),
-            }),
-            outboxes: Outboxes::default(),
+            shared,
+            deliveries: Deliveries::new(platform, outbox, metrics, delivery),
             typing: TypingTurns::default(),
         })
     }
 
-    fn enqueue(&mut self, job: Outgoing) {
-        let shared = &self.shared;
-        self.outboxes.send(job.chat_id(), job, |jobs| {
-            outbound::run_outbox(shared.clone(), jobs)
-        });
+    /// Store `message` in the outbox, then deliver it.
+    fn send(&mut self, message: OutgoingMessage, ctx: &mut Context<Self>) {
+        ctx.spawn(
+            self.deliveries
+                .store(message)
+                .into_actor(self)
+                .map(|(message, stored), act, _ctx| act.deliveries.stored(message, stored)),
+        );
     }
 
     /// A turn of `target`'s conversation started (or goes on): show "typing…".
@@ -178,7 +188,7 @@ impl TelegramChannel {
         for action in actions {
             match action {
                 inbound::FollowUp::TurnStarted(target) => self.typing_started(target, ctx),
-                inbound::FollowUp::Send(job) => self.enqueue(job),
+                inbound::FollowUp::Send(message) => self.send(message, ctx),
             }
         }
     }
@@ -213,6 +223,7 @@ impl Actor for TelegramChannel {
             }
         };
         ctx.spawn(setup.into_actor(self));
+        resume_deliveries(self, ctx, |channel: &mut Self| &mut channel.deliveries);
     }
 }
 
@@ -269,41 +280,12 @@ impl Handler<DeliverReply> for TelegramChannel {
     type Result = ();
 
     fn handle(&mut self, reply: DeliverReply, ctx: &mut Self::Context) {
-        let Some(target) = ChatTarget::parse(&reply.conversation_id) else {
-            tracing::error!(conversation = %reply.conversation_id, "reply for a conversation that is not a telegram chat");
-            return;
-        };
-        let reply_to = reply
-            .reply_to_event
-            .as_deref()
-            .and_then(outbound::message_id_of_event);
-        match reply.kind {
-            ReplyKind::Answer | ReplyKind::Failed | ReplyKind::Delayed | ReplyKind::Question => {
-                self.typing_stopped(target, ctx);
-                self.enqueue(Outgoing::Reply {
-                    target,
-                    markdown: reply.text,
-                    reply_to,
-                });
-            }
-            ReplyKind::AskConfirmation {
-                confirmation_id, ..
-            } => {
-                self.typing_stopped(target, ctx);
-                self.enqueue(Outgoing::Ask {
-                    target,
-                    prompt: reply.text,
-                    confirmation_id,
-                    reply_to,
-                });
-            }
-            ReplyKind::ConfirmationExpired { confirmation_id } => {
-                self.enqueue(Outgoing::Close {
-                    target,
-                    confirmation_id,
-                    outcome: buttons::EXPIRED_OUTCOME.to_string(),
-                });
-            }
+        if let Some(target) = ChatTarget::parse(&reply.conversation_id)
+            && reply.kind.ends_a_turn()
+        {
+            self.typing_stopped(target, ctx);
         }
+        let message = reply.outgoing(TELEGRAM_CHANNEL);
+        self.deliveries.deliver(reply.outbox_id, message);
     }
 }

@@ -1,26 +1,27 @@
-//! Sending to Telegram: one outbox task per chat, replies rendered from markdown to
-//! Telegram HTML and split under the message limit, plain text when Telegram refuses
-//! the entities, and patience with flood control and network trouble.
+//! Sending to Telegram: the channel core's `Platform` for the Bot API. Replies are the
+//! markdown as Telegram HTML split under the message limit (plain text when Telegram
+//! refuses the entities), prompts have buttons (`buttons.rs`); order, retries and the
+//! outbox are the core's. Also the chat a conversation is, and patience for the calls the
+//! core does not make (acknowledging a button press, polling).
 
 use std::future::IntoFuture;
 use std::sync::Arc;
 use std::time::Duration;
 
+use async_trait::async_trait;
 use teloxide::payloads::SendMessageSetters;
 use teloxide::requests::Requester;
 use teloxide::types::{ChatId, MessageId, ParseMode, ReplyParameters, ThreadId};
 use teloxide::{ApiError, RequestError};
-use tokio::sync::mpsc;
 
-use super::{Shared, buttons};
-use crate::format::{
-    TELEGRAM_MESSAGE_LIMIT, plain_text, split_plain, split_telegram_html, telegram_html,
-};
+use super::{Shared, TELEGRAM_CHANNEL, buttons};
+use crate::actors::channels::core::{DeliveryError, Platform};
+use crate::format::{TELEGRAM_MESSAGE_LIMIT, plain_text, split_telegram_html, telegram_html};
+use crate::ports::{OutboxEntry, OutgoingKind};
 
-/// Attempts of a Bot API call before hearth gives up on it: a few for acknowledgements,
-/// many for what the member must see (a reply waits out about half an hour of outage).
+/// Attempts of a quick Bot API call (acknowledging a button press) before hearth gives up
+/// on it; what the member must see goes through the outbox, which keeps trying.
 pub(super) const QUICK_ATTEMPTS: u32 = 6;
-pub(super) const PATIENT_ATTEMPTS: u32 = 64;
 /// The longest hearth waits between two attempts (Telegram may ask for longer: obeyed).
 const MAX_BACKOFF: Duration = Duration::from_secs(30);
 
@@ -79,127 +80,128 @@ pub(super) fn message_id_of_event(event_id: &str) -> Option<MessageId> {
     message.parse().ok().map(MessageId)
 }
 
-/// Something to show in a chat.
-#[derive(Debug)]
-pub(super) enum Outgoing {
-    /// The model's (or hearth's) markdown, as one or more messages.
-    Reply {
-        target: ChatTarget,
-        markdown: String,
-        reply_to: Option<MessageId>,
-    },
+/// What a message is delivered as, part by part.
+pub(super) enum Part {
+    /// One message of a reply, as Telegram HTML, and its text for when Telegram refuses
+    /// the HTML's entities (a reply is never dropped for its formatting).
+    Html { html: String, plain: String },
     /// A confirmation with its buttons.
-    Ask {
-        target: ChatTarget,
-        prompt: String,
-        confirmation_id: String,
-        reply_to: Option<MessageId>,
-    },
-    /// A confirmation was settled: its message says how, and its buttons go.
-    Close {
-        target: ChatTarget,
-        confirmation_id: String,
-        outcome: String,
-    },
+    Prompt,
+    /// The edit that settles a confirmation's prompt.
+    Close,
 }
 
-impl Outgoing {
-    pub(super) fn chat_id(&self) -> i64 {
-        match self {
-            Outgoing::Reply { target, .. }
-            | Outgoing::Ask { target, .. }
-            | Outgoing::Close { target, .. } => target.chat_id,
-        }
+/// The Telegram Bot API as the channel core's `Platform`.
+pub(super) struct TelegramPlatform {
+    pub(super) shared: Arc<Shared>,
+}
+
+#[async_trait]
+impl Platform for TelegramPlatform {
+    type Part = Part;
+
+    fn channel(&self) -> &'static str {
+        TELEGRAM_CHANNEL
     }
-}
 
-/// Send one chat's messages, in order, until the channel stops.
-pub(super) async fn run_outbox(shared: Arc<Shared>, mut jobs: mpsc::UnboundedReceiver<Outgoing>) {
-    while let Some(job) = jobs.recv().await {
-        match job {
-            Outgoing::Reply {
-                target,
-                markdown,
-                reply_to,
-            } => send_markdown(&shared, target, &markdown, reply_to).await,
-            Outgoing::Ask {
-                target,
-                prompt,
-                confirmation_id,
-                reply_to,
-            } => buttons::send_prompt(&shared, target, &prompt, &confirmation_id, reply_to).await,
-            Outgoing::Close {
-                target,
-                confirmation_id,
-                outcome,
-            } => buttons::close_prompt(&shared, target, &confirmation_id, &outcome).await,
-        }
-    }
-}
-
-/// Send `markdown` as Telegram HTML in as many messages as it takes, the first one
-/// threaded to `reply_to`. If Telegram cannot parse the entities of a part, that part
-/// and the rest go as plain text: a reply is never dropped for its formatting.
-pub(super) async fn send_markdown(
-    shared: &Shared,
-    target: ChatTarget,
-    markdown: &str,
-    reply_to: Option<MessageId>,
-) {
-    let parts = split_telegram_html(&telegram_html(markdown), TELEGRAM_MESSAGE_LIMIT);
-    for (index, part) in parts.iter().enumerate() {
-        let reply_to = if index == 0 { reply_to } else { None };
-        let sent = with_retries("sendMessage", PATIENT_ATTEMPTS, || {
-            message(shared, target, part, reply_to).parse_mode(ParseMode::Html)
-        })
-        .await;
-        match sent {
-            Ok(_) => {}
-            Err(RequestError::Api(ApiError::CantParseEntities(reason))) => {
-                tracing::warn!(chat = target.chat_id, %reason, "telegram refused the html; sending plain text");
-                shared
-                    .metrics
-                    .increment("hearth_telegram_plain_text_fallbacks_total", &[]);
-                // The parts already sent stay; this one and the rest go as plain text.
-                let rest = if index == 0 {
-                    plain_text(markdown)
-                } else {
-                    parts[index..]
-                        .iter()
-                        .map(|part| text_of_html(part))
-                        .collect::<Vec<_>>()
-                        .join("\n\n")
-                };
-                send_plain(shared, target, &rest, reply_to).await;
-                return;
+    fn parts(&self, entry: &OutboxEntry) -> Vec<Part> {
+        match &entry.message.kind {
+            OutgoingKind::Reply => {
+                let markdown = &entry.message.text;
+                let parts = split_telegram_html(&telegram_html(markdown), TELEGRAM_MESSAGE_LIMIT);
+                let single = parts.len() == 1;
+                parts
+                    .into_iter()
+                    .map(|html| {
+                        let plain = if single {
+                            plain_text(markdown)
+                        } else {
+                            text_of_html(&html)
+                        };
+                        Part::Html { html, plain }
+                    })
+                    .collect()
             }
-            Err(error) => {
-                shared.metrics.error("telegram_send");
-                tracing::error!(chat = target.chat_id, %error, "reply not delivered to telegram; it stays stored");
-                return;
+            OutgoingKind::Prompt { .. } => vec![Part::Prompt],
+            OutgoingKind::Close { .. } => vec![Part::Close],
+        }
+    }
+
+    async fn deliver(
+        &self,
+        entry: &OutboxEntry,
+        index: usize,
+        part: &Part,
+        _transaction_id: &str,
+    ) -> Result<Option<String>, DeliveryError> {
+        let shared = &self.shared;
+        let message = &entry.message;
+        let Some(target) = ChatTarget::parse(&message.conversation_id) else {
+            return Err(DeliveryError::Permanent(format!(
+                "{:?} is not a telegram chat",
+                message.conversation_id
+            )));
+        };
+        // The first message answers the member's; the rest follow it.
+        let reply_to = (index == 0)
+            .then(|| {
+                message
+                    .reply_to_event
+                    .as_deref()
+                    .and_then(message_id_of_event)
+            })
+            .flatten();
+        match (part, &message.kind) {
+            (Part::Html { html, plain }, _) => {
+                match self::message(shared, target, html, reply_to)
+                    .parse_mode(ParseMode::Html)
+                    .await
+                {
+                    Ok(sent) => Ok(Some(event_id(target.chat_id, sent.id))),
+                    Err(RequestError::Api(ApiError::CantParseEntities(reason))) => {
+                        tracing::warn!(chat = target.chat_id, %reason, "telegram refused the html; sending plain text");
+                        shared
+                            .metrics
+                            .increment("hearth_telegram_plain_text_fallbacks_total", &[]);
+                        let sent = self::message(shared, target, plain, reply_to)
+                            .await
+                            .map_err(delivery_error)?;
+                        Ok(Some(event_id(target.chat_id, sent.id)))
+                    }
+                    Err(error) => Err(delivery_error(error)),
+                }
             }
+            (
+                Part::Prompt,
+                OutgoingKind::Prompt {
+                    confirmation_id, ..
+                },
+            ) => buttons::send_prompt(shared, target, &message.text, confirmation_id, reply_to)
+                .await
+                .map(Some),
+            (Part::Close, OutgoingKind::Close { confirmation_id }) => {
+                buttons::close_prompt(shared, target, confirmation_id, &message.text).await?;
+                Ok(None)
+            }
+            _ => Err(DeliveryError::Permanent(
+                "a part that does not fit its message".into(),
+            )),
         }
     }
 }
 
-/// Send `text` without any formatting, split under the limit.
-pub(super) async fn send_plain(
-    shared: &Shared,
-    target: ChatTarget,
-    text: &str,
-    reply_to: Option<MessageId>,
-) {
-    for (index, part) in split_plain(text, TELEGRAM_MESSAGE_LIMIT).iter().enumerate() {
-        let reply_to = if index == 0 { reply_to } else { None };
-        if let Err(error) = with_retries("sendMessage", PATIENT_ATTEMPTS, || {
-            message(shared, target, part, reply_to)
-        })
-        .await
-        {
-            shared.metrics.error("telegram_send");
-            tracing::error!(chat = target.chat_id, %error, "plain-text reply not delivered to telegram");
-            return;
-        }
+/// A failed Bot API call, as the channel core sees it.
+pub(super) fn delivery_error(error: RequestError) -> DeliveryError {
+    match &error {
+        RequestError::RetryAfter(seconds) => DeliveryError::Transient {
+            reason: error.to_string(),
+            retry_after: Some(seconds.duration()),
+        },
+        _ if is_transient(&error) => DeliveryError::Transient {
+            reason: error.to_string(),
+            retry_after: None,
+        },
+        _ => DeliveryError::Permanent(error.to_string()),
     }
 }
 

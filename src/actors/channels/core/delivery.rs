@@ -1,0 +1,321 @@
+//! Delivering the outbox: one worker per conversation takes that conversation's messages in
+//! outbox order, hands each part to the platform, notes each part and the whole message as
+//! delivered once the platform accepted it, and tries again with growing pauses while the
+//! platform fails for a reason that may pass, for `delivery.max_age_hours`; then it gives
+//! up, logged and counted (`hearth_outbox_undelivered_total`). A conversation's trouble
+//! never holds up another's. An idle worker ends, so idle conversations cost nothing.
+//!
+//! At start the rows the last run left undelivered go first; messages that arrive before
+//! they are read wait behind them, so a conversation keeps its order across a restart.
+//!
+//! Telegram has no way to recognise a resent message: if hearth is killed after Telegram
+//! accepted a part and before that was noted, the part is sent again after the restart.
+//! Matrix recognises it by the transaction id, made from the outbox row and the part.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::mpsc;
+
+use super::platform::{DeliveryError, Platform};
+use crate::metrics::Metrics;
+use crate::ports::{Outbox, OutboxEntry, OutgoingMessage, StorageError, now_ms};
+
+/// An idle conversation's worker ends after this.
+const IDLE_WORKER: Duration = Duration::from_secs(30);
+/// Workers kept before the ended ones are swept from the map.
+const SWEEP_ABOVE: usize = 64;
+/// The longest pause between two attempts of a part (a platform may ask for longer).
+const MAX_PAUSE: Duration = Duration::from_secs(300);
+
+/// How long delivery keeps trying (config `delivery`).
+#[derive(Debug, Clone, Copy)]
+pub struct DeliverySettings {
+    /// A message older than this that still fails is given up.
+    pub max_age: Duration,
+}
+
+/// The pause before attempt `attempt + 1` of a part that failed `attempt` times: 1 s
+/// doubling to five minutes, or what the platform asked for.
+pub(crate) fn pause_after(attempt: u32, asked: Option<Duration>) -> Duration {
+    asked.unwrap_or_else(|| Duration::from_secs(1u64 << attempt.min(9)).min(MAX_PAUSE))
+}
+
+struct Shared<P: Platform> {
+    platform: P,
+    outbox: Arc<dyn Outbox>,
+    metrics: Arc<Metrics>,
+    settings: DeliverySettings,
+}
+
+/// A channel's deliveries. Lives in the channel actor; workers are tokio tasks.
+pub(crate) struct Deliveries<P: Platform> {
+    shared: Arc<Shared<P>>,
+    workers: HashMap<String, mpsc::UnboundedSender<OutboxEntry>>,
+    /// Until the last run's undelivered rows are read: what arrived meanwhile.
+    held: Option<Vec<OutboxEntry>>,
+    /// Numbers messages the outbox could not take (delivered once, not noted).
+    unstored: i64,
+}
+
+impl<P: Platform> Deliveries<P> {
+    pub(crate) fn new(
+        platform: P,
+        outbox: Arc<dyn Outbox>,
+        metrics: Arc<Metrics>,
+        settings: DeliverySettings,
+    ) -> Self {
+        Deliveries {
+            shared: Arc::new(Shared {
+                platform,
+                outbox,
+                metrics,
+                settings,
+            }),
+            workers: HashMap::new(),
+            held: Some(Vec::new()),
+            unstored: 0,
+        }
+    }
+
+    /// The rows the last run left undelivered: hand them to `resumed`.
+    pub(crate) fn undelivered(
+        &self,
+    ) -> impl std::future::Future<Output = Result<Vec<OutboxEntry>, StorageError>> + 'static {
+        let (outbox, channel) = (self.shared.outbox.clone(), self.shared.platform.channel());
+        async move { outbox.undelivered(channel).await }
+    }
+
+    /// Deliver the last run's undelivered rows, then what arrived meanwhile, in order.
+    pub(crate) fn resumed(&mut self, mut entries: Vec<OutboxEntry>) {
+        if !entries.is_empty() {
+            tracing::info!(
+                channel = self.shared.platform.channel(),
+                count = entries.len(),
+                "delivering what the last run left undelivered"
+            );
+        }
+        let held = self.held.take().unwrap_or_default();
+        for entry in held {
+            if !entries
+                .iter()
+                .any(|known| known.id == entry.id && entry.id > 0)
+            {
+                entries.push(entry);
+            }
+        }
+        entries.sort_by_key(|entry| order_key(entry.id));
+        for entry in entries {
+            self.dispatch(entry);
+        }
+    }
+
+    /// Store `message` in the outbox; deliver it with `stored` once that is done.
+    pub(crate) fn store(
+        &self,
+        message: OutgoingMessage,
+    ) -> impl std::future::Future<Output = (OutgoingMessage, Result<i64, StorageError>)> + 'static
+    {
+        let outbox = self.shared.outbox.clone();
+        async move {
+            let stored = outbox.enqueue(&message).await;
+            (message, stored)
+        }
+    }
+
+    /// Deliver `message`, stored as row `id` (or not stored: delivered once, undurably).
+    pub(crate) fn stored(&mut self, message: OutgoingMessage, id: Result<i64, StorageError>) {
+        let id = match id {
+            Ok(id) => Some(id),
+            Err(error) => {
+                self.shared.metrics.error("outbox");
+                tracing::error!(conversation = %message.conversation_id, %error,
+                    "message not stored for delivery; sent once without retry");
+                None
+            }
+        };
+        self.deliver(id, message);
+    }
+
+    /// Deliver `message`, which is outbox row `id` (`None`: not stored).
+    pub(crate) fn deliver(&mut self, id: Option<i64>, message: OutgoingMessage) {
+        let id = id.unwrap_or_else(|| {
+            self.unstored -= 1;
+            self.unstored
+        });
+        let entry = OutboxEntry {
+            id,
+            message,
+            created_at_ms: now_ms(),
+            attempts: 0,
+            parts_delivered: 0,
+        };
+        match &mut self.held {
+            Some(held) => held.push(entry),
+            None => self.dispatch(entry),
+        }
+    }
+
+    fn dispatch(&mut self, mut entry: OutboxEntry) {
+        if self.workers.len() > SWEEP_ABOVE {
+            self.workers.retain(|_, sender| !sender.is_closed());
+        }
+        let key = entry.message.conversation_id.clone();
+        loop {
+            let sender = self.workers.entry(key.clone()).or_insert_with(|| {
+                let (sender, receiver) = mpsc::unbounded_channel();
+                tokio::spawn(run_worker(self.shared.clone(), receiver));
+                sender
+            });
+            match sender.send(entry) {
+                Ok(()) => return,
+                // The worker ended while idle: a new one takes it.
+                Err(mpsc::error::SendError(back)) => {
+                    self.workers.remove(&key);
+                    entry = back;
+                }
+            }
+        }
+    }
+}
+
+/// Stored rows in id order; unstored ones (negative ids) after them, as they came.
+fn order_key(id: i64) -> (bool, i64) {
+    (id <= 0, id.abs())
+}
+
+async fn run_worker<P: Platform>(
+    shared: Arc<Shared<P>>,
+    mut entries: mpsc::UnboundedReceiver<OutboxEntry>,
+) {
+    let mut waiting: BTreeMap<(bool, i64), OutboxEntry> = BTreeMap::new();
+    loop {
+        while let Ok(entry) = entries.try_recv() {
+            waiting.insert(order_key(entry.id), entry);
+        }
+        if let Some((_, entry)) = waiting.pop_first() {
+            deliver_one(&shared, entry).await;
+            continue;
+        }
+        match tokio::time::timeout(IDLE_WORKER, entries.recv()).await {
+            Ok(Some(entry)) => {
+                waiting.insert(order_key(entry.id), entry);
+            }
+            Ok(None) => return,
+            Err(_) => {
+                // Idle: no new message can come in now; deliver what came at the last
+                // moment, then end.
+                entries.close();
+                while let Ok(entry) = entries.try_recv() {
+                    waiting.insert(order_key(entry.id), entry);
+                }
+                if waiting.is_empty() {
+                    return;
+                }
+            }
+        }
+    }
+}
+
+async fn deliver_one<P: Platform>(shared: &Shared<P>, entry: OutboxEntry) {
+    let channel = shared.platform.channel();
+    let stored = entry.id > 0;
+    let parts = shared.platform.parts(&entry);
+    let mut next = usize::try_from(entry.parts_delivered).unwrap_or(0);
+    let mut attempts = entry.attempts;
+    let mut first_id = None;
+    while next < parts.len() {
+        let transaction_id = format!("hearth-{}-{next}", entry.id);
+        match shared
+            .platform
+            .deliver(&entry, next, &parts[next], &transaction_id)
+            .await
+        {
+            Ok(platform_id) => {
+                first_id = first_id.or(platform_id);
+                next += 1;
+                if stored && next < parts.len() {
+                    let parts_done = u32::try_from(next).unwrap_or(u32::MAX);
+                    if let Err(error) = shared.outbox.part_delivered(entry.id, parts_done).await {
+                        tracing::warn!(outbox_id = entry.id, %error, "delivered part not noted");
+                    }
+                }
+            }
+            Err(error) => {
+                attempts += 1;
+                if stored
+                    && let Err(storage) = shared
+                        .outbox
+                        .attempt_failed(entry.id, &error.to_string())
+                        .await
+                {
+                    tracing::warn!(outbox_id = entry.id, error = %storage, "failed attempt not noted");
+                }
+                let too_old = now_ms().saturating_sub(entry.created_at_ms)
+                    > i64::try_from(shared.settings.max_age.as_millis()).unwrap_or(i64::MAX);
+                let retry_after = match &error {
+                    DeliveryError::Transient { retry_after, .. } if !too_old => *retry_after,
+                    _ => {
+                        give_up(shared, &entry, &error, stored).await;
+                        return;
+                    }
+                };
+                let pause = pause_after(attempts.saturating_sub(1), retry_after);
+                shared
+                    .metrics
+                    .increment("hearth_outbox_retries_total", &[("channel", channel)]);
+                tracing::info!(channel, outbox_id = entry.id, attempts, %error,
+                    pause_ms = pause.as_millis() as u64, "delivery failed; trying again");
+                tokio::time::sleep(pause).await;
+            }
+        }
+    }
+    shared
+        .metrics
+        .increment("hearth_outbox_delivered_total", &[("channel", channel)]);
+    if stored && let Err(error) = shared.outbox.delivered(entry.id, first_id.as_deref()).await {
+        // Sent, not noted: a restart sends it again (Matrix recognises it, Telegram not).
+        tracing::warn!(outbox_id = entry.id, %error, "delivered message not noted");
+    }
+}
+
+async fn give_up<P: Platform>(
+    shared: &Shared<P>,
+    entry: &OutboxEntry,
+    error: &DeliveryError,
+    stored: bool,
+) {
+    let channel = shared.platform.channel();
+    shared
+        .metrics
+        .increment("hearth_outbox_undelivered_total", &[("channel", channel)]);
+    tracing::error!(channel, outbox_id = entry.id, conversation = %entry.message.conversation_id,
+        inbox_id = ?entry.message.inbox_id, %error, "message given up: not delivered");
+    if stored && let Err(storage) = shared.outbox.abandon(entry.id, &error.to_string()).await {
+        tracing::warn!(outbox_id = entry.id, error = %storage, "given-up message not noted");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pauses_grow_to_a_bound_and_obey_the_platform() {
+        assert_eq!(pause_after(0, None), Duration::from_secs(1));
+        assert_eq!(pause_after(3, None), Duration::from_secs(8));
+        assert_eq!(pause_after(40, None), MAX_PAUSE);
+        assert_eq!(
+            pause_after(0, Some(Duration::from_secs(42))),
+            Duration::from_secs(42)
+        );
+    }
+
+    #[test]
+    fn stored_rows_go_in_id_order_before_unstored_ones() {
+        let mut keys = [order_key(-1), order_key(7), order_key(3), order_key(-2)];
+        keys.sort();
+        assert_eq!(keys, [(false, 3), (false, 7), (true, 1), (true, 2)]);
+    }
+}

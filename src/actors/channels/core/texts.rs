@@ -1,0 +1,62 @@
+//! What every chat platform says in the same words: `/help`, the busy reply, the note for a
+//! message with nothing to read, and how a settled confirmation's prompt ends.
+
+/// The answer when the queue is full.
+pub(crate) const BUSY_REPLY: &str = "I'm busy right now: please send that again in a minute.";
+/// The answer to a message with neither text nor a file hearth can keep.
+pub(crate) const NOTHING_TO_READ: &str =
+    "I can read text, photos and documents; that message had none.";
+
+/// The line a prompt ends with once it expired unanswered.
+pub(crate) const EXPIRED_OUTCOME: &str = "⌛ Expired: nothing was done.";
+/// The line a prompt ends with once its member declined it.
+pub(crate) const DECLINED_OUTCOME: &str = "❌ Cancelled.";
+
+/// The line a prompt ends with once `name` approved it.
+pub(crate) fn approved_outcome(name: &str) -> String {
+    format!("✅ Confirmed by {name}.")
+}
+
+/// `/help` as markdown: what the default profile is for, each profile's command (written
+/// also with `alternate_prefix`, e.g. `!` on Matrix), `/cancel` and `/help`.
+pub(crate) fn help_text(
+    commands: &[(String, String)],
+    default_description: &str,
+    alternate_prefix: Option<char>,
+) -> String {
+    let mut text = String::from("Just write to me, and I'll answer");
+    let default = default_description.trim();
+    if !default.is_empty() {
+        text.push_str(&format!(" ({default})"));
+    }
+    text.push_str(".\n");
+    for (command, description) in commands {
+        match alternate_prefix {
+            Some(prefix) => text.push_str(&format!(
+                "\n- `/{command}` (or `{prefix}{command}`): {description}"
+            )),
+            None => text.push_str(&format!("\n- `/{command}`: {description}")),
+        }
+    }
+    text.push_str("\n- `/cancel`: cancel what is waiting for your answer");
+    text.push_str("\n- `/help`: this list");
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn help_lists_every_command_and_the_two_of_every_channel() {
+        let commands = vec![("focus".to_string(), "Short answers.".to_string())];
+        let help = help_text(&commands, "The family assistant.", None);
+        assert_eq!(
+            help,
+            "Just write to me, and I'll answer (The family assistant.).\n\n\
+             - `/focus`: Short answers.\n- `/cancel`: cancel what is waiting for your answer\n\
+             - `/help`: this list"
+        );
+        assert!(help_text(&commands, "", Some('!')).contains("`/focus` (or `!focus`)"));
+    }
+}
