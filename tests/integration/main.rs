@@ -8,6 +8,7 @@ mod cli;
 mod config_loading;
 mod confirmations;
 mod delegation;
+mod durable_delivery;
 mod exactly_once;
 mod http_api;
 mod llm_providers;

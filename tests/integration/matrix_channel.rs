@@ -18,15 +18,15 @@ use hearth::actors::processing::DECLINED_RESULT;
 const BOT_PASSWORD: &str = "hearth-bot-password";
 
 /// A homeserver with the bot's account and three people: alice and bob (family) and a stranger.
-struct Homeserver {
-    synapse: Synapse,
-    bot: RegisteredUser,
-    alice: RegisteredUser,
-    bob: RegisteredUser,
-    stranger: RegisteredUser,
+pub struct Homeserver {
+    pub synapse: Synapse,
+    pub bot: RegisteredUser,
+    pub alice: RegisteredUser,
+    pub bob: RegisteredUser,
+    pub stranger: RegisteredUser,
 }
 
-async fn homeserver(test: &str) -> Option<Homeserver> {
+pub async fn homeserver(test: &str) -> Option<Homeserver> {
     let synapse = Synapse::start_or_skip(test)?;
     let bot = synapse.register("hearth", BOT_PASSWORD, false).await;
     let alice = synapse.register("alice", "alice-password", false).await;
@@ -50,7 +50,29 @@ async fn start_on_matrix(
     overrides: &[(&str, &str)],
 ) -> TestApp {
     let folder = folder.unwrap_or_else(|| tempfile::tempdir().expect("temporary folder"));
-    let path = write_config(folder.path(), &llm.base_url());
+    let path = write_matrix_config(folder.path(), llm, server, extra_profiles);
+    let mut env = matrix_env();
+    env.extend_from_slice(overrides);
+    TestApp::start_from(folder, &path, &env).await
+}
+
+/// The secrets a test hearth on Matrix needs.
+pub fn matrix_env() -> Vec<(&'static str, &'static str)> {
+    vec![
+        ("TEST_MATRIX_PASSWORD", BOT_PASSWORD),
+        ("TEST_MATRIX_STORE_PASSPHRASE", "store passphrase for tests"),
+    ]
+}
+
+/// The test config in `folder` with Matrix on `server` as `@hearth`, alice and bob in the
+/// family.
+pub fn write_matrix_config(
+    folder: &std::path::Path,
+    llm: &ScriptedLlmServer,
+    server: &Homeserver,
+    extra_profiles: &str,
+) -> std::path::PathBuf {
+    let path = write_config(folder, &llm.base_url());
     let text = std::fs::read_to_string(&path)
         .expect("test config")
         .replace(
@@ -73,20 +95,15 @@ async fn start_on_matrix(
          store_passphrase_env: TEST_MATRIX_STORE_PASSPHRASE, attachments_dir: \"{}\" }}\n",
         server.synapse.base_url(),
         server.bot.user_id,
-        folder.path().join("matrix").display(),
-        folder.path().join("attachments").display(),
+        folder.join("matrix").display(),
+        folder.join("attachments").display(),
     );
     std::fs::write(&path, text).expect("test config written");
-    let mut env = vec![
-        ("TEST_MATRIX_PASSWORD", BOT_PASSWORD),
-        ("TEST_MATRIX_STORE_PASSPHRASE", "store passphrase for tests"),
-    ];
-    env.extend_from_slice(overrides);
-    TestApp::start_from(folder, &path, &env).await
+    path
 }
 
 /// `member` opens a room with hearth (and `others`) and waits until hearth joined.
-async fn room_with_hearth(
+pub async fn room_with_hearth(
     member: &MatrixMember,
     server: &Homeserver,
     encrypted: bool,
@@ -106,7 +123,7 @@ async fn room_with_hearth(
     room_id
 }
 
-async fn reply_from_hearth(
+pub async fn reply_from_hearth(
     member: &MatrixMember,
     server: &Homeserver,
     matches: impl Fn(&ReceivedMessage) -> bool,

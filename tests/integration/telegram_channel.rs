@@ -43,7 +43,21 @@ pub async fn start_on_telegram(
     overrides: &[(&str, &str)],
 ) -> TestApp {
     let folder = folder.unwrap_or_else(|| tempfile::tempdir().expect("temporary folder"));
-    let path = write_config(folder.path(), &llm.base_url());
+    let path = write_telegram_config(folder.path(), llm, telegram, extra_profiles);
+    let mut env = vec![("TEST_TELEGRAM_TOKEN", TOKEN)];
+    env.extend_from_slice(overrides);
+    TestApp::start_from(folder, &path, &env).await
+}
+
+/// The test config in `folder` with Telegram on `telegram` (token `TEST_TELEGRAM_TOKEN`),
+/// alice (1001) and bob (1002) in the family.
+pub fn write_telegram_config(
+    folder: &std::path::Path,
+    llm: &ScriptedLlmServer,
+    telegram: &TelegramServer,
+    extra_profiles: &str,
+) -> std::path::PathBuf {
+    let path = write_config(folder, &llm.base_url());
     let text = std::fs::read_to_string(&path)
         .expect("test config")
         .replace(
@@ -54,7 +68,7 @@ pub async fn start_on_telegram(
             "{ id: bob, name: Bob }",
             "{ id: bob, name: Bob, telegram_user_id: 1002 }",
         );
-    let attachments = folder.path().join("attachments");
+    let attachments = folder.join("attachments");
     let text = format!(
         "{text}{extra_profiles}channels:\n  telegram: {{ enabled: true, token_env: TEST_TELEGRAM_TOKEN, \
          api_url: \"{}\", poll_timeout_seconds: 1, attachments_dir: \"{}\", max_attachment_bytes: 4096 }}\n",
@@ -62,9 +76,7 @@ pub async fn start_on_telegram(
         attachments.display()
     );
     std::fs::write(&path, text).expect("test config written");
-    let mut env = vec![("TEST_TELEGRAM_TOKEN", TOKEN)];
-    env.extend_from_slice(overrides);
-    TestApp::start_from(folder, &path, &env).await
+    path
 }
 
 /// The bot's messages in `chat` whose text contains `needle`, waiting up to `WAIT` for one.

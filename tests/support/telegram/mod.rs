@@ -275,6 +275,11 @@ impl TelegramServer {
         queue.extend(std::iter::repeat_n(error, n));
     }
 
+    /// No call fails any more (faults queued by `fail_next` are dropped).
+    pub fn clear_faults(&self) {
+        self.shared.state().faults.clear();
+    }
+
     /// The next getUpdates is held for `duration` without an answer, as if lost on the way;
     /// afterwards it runs normally (or answers 409 if a newer poll came meanwhile).
     pub fn stall_get_updates(&self, duration: Duration) {
