@@ -68,6 +68,17 @@ pub struct RunningApp {
     pub http: Option<(ServerHandle, SocketAddr)>,
     /// Held while running on a database it opened itself; released by `stop` or on drop.
     instance_lock: Option<InstanceLock>,
+    /// The retention task; it ends with the app.
+    pruner: AbortOnDrop,
+}
+
+/// A task that ends when this is dropped.
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
 }
 
 impl RunningApp {
@@ -84,6 +95,7 @@ impl RunningApp {
             let _ = matrix.send(StopMatrix).await;
         }
         self.mcp.shutdown().await;
+        self.pruner.0.abort();
         self.stores.telemetry.flush().await;
         if let Some(lock) = &self.instance_lock {
             lock.release();
@@ -291,6 +303,7 @@ pub async fn start(loaded: &LoadedConfig, options: StartOptions) -> Result<Runni
     let channel_deps = ChannelDeps {
         family: family.clone(),
         queue: queue.clone(),
+        inbox: stores.inbox.clone(),
         state: stores.channel_state.clone(),
         outbox: stores.outbox.clone(),
         readiness: readiness.clone(),
@@ -366,6 +379,42 @@ pub async fn start(loaded: &LoadedConfig, options: StartOptions) -> Result<Runni
         None => None,
     };
 
+    let day = Duration::from_secs(24 * 3600);
+    let retention = &config.retention;
+    let mut attachment_dirs: Vec<std::path::PathBuf> = Vec::new();
+    for (enabled, folder) in [
+        (
+            config.channels.telegram.enabled,
+            &config.channels.telegram.attachments_dir,
+        ),
+        (
+            config.channels.matrix.enabled,
+            &config.channels.matrix.attachments_dir,
+        ),
+    ] {
+        let folder = std::path::PathBuf::from(folder);
+        if enabled && !attachment_dirs.contains(&folder) {
+            attachment_dirs.push(folder);
+        }
+    }
+    let pruner = crate::retention::spawn_pruner(
+        stores.retention.clone(),
+        crate::retention::RetentionSettings {
+            history: day.saturating_mul(u32::try_from(retention.history_days).unwrap_or(u32::MAX)),
+            telemetry: day
+                .saturating_mul(u32::try_from(retention.telemetry_days).unwrap_or(u32::MAX)),
+            finished_inbox: day
+                .saturating_mul(u32::try_from(retention.answered_inbox_days).unwrap_or(u32::MAX)),
+            delivered_outbox: day
+                .saturating_mul(u32::try_from(retention.delivered_outbox_days).unwrap_or(u32::MAX)),
+            attachments: day
+                .saturating_mul(u32::try_from(retention.attachments_days).unwrap_or(u32::MAX)),
+            attachment_dirs,
+            interval: Duration::from_secs(retention.interval_seconds),
+        },
+        metrics.clone(),
+    );
+
     Ok(RunningApp {
         queue,
         telegram,
@@ -377,6 +426,7 @@ pub async fn start(loaded: &LoadedConfig, options: StartOptions) -> Result<Runni
         readiness,
         http,
         instance_lock,
+        pruner: AbortOnDrop(pruner),
     })
 }
 

@@ -20,6 +20,7 @@
 //! - [`format`]: the model's markdown as Telegram HTML, Matrix HTML or plain text.
 //! - [`plugins`]: plugin manifests, the parameter resolver, calling plugins, `route_to_plugin`.
 //! - [`family`], [`metrics`], [`readiness`]: the allow-list, Prometheus counters, `/readyz`.
+//! - [`retention`]: the background pruning of what is kept only for a while.
 //!
 //! ARCHITECTURE.md states the invariants.
 
@@ -34,5 +35,6 @@ pub mod metrics;
 pub mod plugins;
 pub mod ports;
 pub mod readiness;
+pub mod retention;
 pub mod storage;
 pub mod tools;

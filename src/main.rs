@@ -106,7 +106,8 @@ where
 /// the plugins registered in the database, when it exists).
 async fn check_config(loaded: LoadedConfig) -> anyhow::Result<()> {
     print!("{}", config::render_resolved_profiles(&loaded));
-    let catalog = hearth::plugins::PluginCatalog::from_config(&loaded.config)
+    let catalog = hearth::plugins::PluginCatalog::from_config_off_the_runtime(&loaded.config)
+        .await
         .map_err(|error| anyhow::anyhow!("plugins cannot be loaded:\n{error}"))?;
     if let Some(stores) = existing_database(&loaded).await? {
         hearth::plugins::restore_registered(&catalog, stores.registered_plugins.as_ref()).await;

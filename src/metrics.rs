@@ -74,6 +74,26 @@ const HELP: &[(&str, &str, &str)] = &[
         "counter",
         "Replies resent as plain text because Telegram refused their HTML.",
     ),
+    (
+        "hearth_outbox_delivered_total",
+        "counter",
+        "Outgoing messages the platform accepted, by channel.",
+    ),
+    (
+        "hearth_outbox_retries_total",
+        "counter",
+        "Delivery attempts that failed and were tried again, by channel.",
+    ),
+    (
+        "hearth_outbox_undelivered_total",
+        "counter",
+        "Outgoing messages given up after delivery.max_age_hours or a permanent refusal, by channel.",
+    ),
+    (
+        "hearth_pruned_total",
+        "counter",
+        "Rows and attachment folders deleted by retention, by what they were.",
+    ),
 ];
 
 impl Metrics {

@@ -39,6 +39,8 @@ pub struct HearthConfig {
     pub channels: ChannelsConfig,
     #[serde(deserialize_with = "null_as_default")]
     pub delivery: DeliveryConfig,
+    #[serde(deserialize_with = "null_as_default")]
+    pub retention: RetentionConfig,
     pub plugins_dir: String,
     #[serde(deserialize_with = "null_as_default")]
     pub mcp_servers: BTreeMap<String, McpServerConfig>,
@@ -63,6 +65,7 @@ impl Default for HearthConfig {
             family: Vec::new(),
             channels: ChannelsConfig::default(),
             delivery: DeliveryConfig::default(),
+            retention: RetentionConfig::default(),
             plugins_dir: "plugins".to_owned(),
             mcp_servers: BTreeMap::new(),
             default_service_profile_id: None,
@@ -89,6 +92,7 @@ impl fmt::Debug for HearthConfig {
             .field("family", &self.family)
             .field("channels", &self.channels)
             .field("delivery", &self.delivery)
+            .field("retention", &self.retention)
             .field("plugins_dir", &self.plugins_dir)
             .field("mcp_servers", &self.mcp_servers)
             .field(
@@ -355,6 +359,37 @@ pub struct DeliveryConfig {
 impl Default for DeliveryConfig {
     fn default() -> Self {
         Self { max_age_hours: 24 }
+    }
+}
+
+/// How long what hearth keeps only for a while is kept.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RetentionConfig {
+    /// Conversation history.
+    pub history_days: u64,
+    /// Telemetry events and LLM-call records (tokens, latency, cost).
+    pub telemetry_days: u64,
+    /// Downloaded photos and documents.
+    pub attachments_days: u64,
+    /// Answered and failed inbox messages.
+    pub answered_inbox_days: u64,
+    /// Delivered (and given-up) outbox rows.
+    pub delivered_outbox_days: u64,
+    /// How often pruning runs.
+    pub interval_seconds: u64,
+}
+
+impl Default for RetentionConfig {
+    fn default() -> Self {
+        Self {
+            history_days: 365,
+            telemetry_days: 90,
+            attachments_days: 30,
+            answered_inbox_days: 30,
+            delivered_outbox_days: 7,
+            interval_seconds: 3600,
+        }
     }
 }
 

@@ -95,6 +95,17 @@ fn check_bounds(config: &HearthConfig, problems: &mut Problems) {
         "delivery.max_age_hours",
         config.delivery.max_age_hours,
     );
+    let retention = &config.retention;
+    for (key, value) in [
+        ("history_days", retention.history_days),
+        ("telemetry_days", retention.telemetry_days),
+        ("attachments_days", retention.attachments_days),
+        ("answered_inbox_days", retention.answered_inbox_days),
+        ("delivered_outbox_days", retention.delivered_outbox_days),
+        ("interval_seconds", retention.interval_seconds),
+    ] {
+        at_least_one(problems, &format!("retention.{key}"), value);
+    }
     let retry = &config.llm_retry;
     at_least_one(
         problems,

@@ -2,14 +2,17 @@
 //! external plugins that register themselves at runtime through the HTTP API. Cheap to clone
 //! and share between actors (an `Arc` around a lock); reads take a short read lock.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, PoisonError, RwLock};
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
 use super::manifest::{MANIFEST_FILE_NAME, ManifestError, PluginManifest, load_manifest_file};
 use super::manifest_document::ProblemList;
-use super::plugin_config::{PluginConfig, PluginConfigError, read_plugin_config};
+use super::plugin_config::{
+    PLUGIN_CONFIG_FILE_NAME, PluginConfig, PluginConfigError, parse_plugin_config_yaml,
+    read_plugin_config,
+};
 use super::yaml_file::PluginFileProblem;
 use crate::config::HearthConfig;
 
@@ -112,6 +115,17 @@ pub struct PluginCatalog {
 struct CatalogShared {
     plugins_dir: PathBuf,
     plugins: RwLock<BTreeMap<String, CatalogEntry>>,
+    /// Each `config.yml` as last read, with the file's modification time and length then:
+    /// read again only when those change, so calls do not re-read an unchanged file.
+    configs: Mutex<HashMap<PathBuf, CachedConfig>>,
+}
+
+/// A `config.yml` as read: `None` stamp for a missing file (no presets).
+struct CachedConfig {
+    stamp: Option<(Option<std::time::SystemTime>, u64)>,
+    /// The manifest it was checked against: a re-registered plugin checks it again.
+    manifest: Arc<PluginManifest>,
+    config: PluginConfig,
 }
 
 impl fmt::Debug for PluginCatalog {
@@ -134,6 +148,21 @@ impl PluginCatalog {
     /// Loads the folder named by the `plugins_dir` config key.
     pub fn from_config(config: &HearthConfig) -> Result<Self, CatalogError> {
         Self::load(&config.plugins_dir)
+    }
+
+    /// `from_config` on a blocking thread, for async code: loading reads files.
+    pub async fn from_config_off_the_runtime(config: &HearthConfig) -> Result<Self, CatalogError> {
+        let plugins_dir = config.plugins_dir.clone();
+        tokio::task::spawn_blocking(move || Self::load(plugins_dir))
+            .await
+            .unwrap_or_else(|error| {
+                Err(CatalogError {
+                    errors: vec![PluginLoadError::ReadFolder {
+                        folder: PathBuf::from(&config.plugins_dir),
+                        source: std::io::Error::other(format!("loading stopped: {error}")),
+                    }],
+                })
+            })
     }
 
     /// Loads every `<plugins_dir>/<id>/plugin.yaml`, and checks each plugin's `config.yml`
@@ -186,6 +215,7 @@ impl PluginCatalog {
             shared: Arc::new(CatalogShared {
                 plugins_dir,
                 plugins: RwLock::new(plugins),
+                configs: Mutex::new(HashMap::new()),
             }),
         }
     }
@@ -283,15 +313,57 @@ impl PluginCatalog {
         }
     }
 
-    /// Reads the plugin's `config.yml` now, for one call: edits apply without a restart.
-    pub fn read_config(&self, plugin_id: &str) -> Result<PluginConfig, ConfigLookupError> {
+    /// The plugin's `config.yml` as it is now, for one call: edits apply without a restart.
+    /// Read with async I/O, and only again when the file's modification time or length
+    /// changed since the last read.
+    pub async fn read_config(&self, plugin_id: &str) -> Result<PluginConfig, ConfigLookupError> {
         let entry = self
             .get(plugin_id)
             .ok_or_else(|| ConfigLookupError::UnknownPlugin {
                 id: plugin_id.to_owned(),
             })?;
-        let folder = self.config_folder_of(plugin_id, &entry);
-        Ok(read_plugin_config(&folder, &entry.manifest)?)
+        let file = self
+            .config_folder_of(plugin_id, &entry)
+            .join(PLUGIN_CONFIG_FILE_NAME);
+        let stamp = match tokio::fs::metadata(&file).await {
+            Ok(metadata) => Some((metadata.modified().ok(), metadata.len())),
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => None,
+            Err(source) => return Err(PluginConfigError::Read { file, source }.into()),
+        };
+        if let Some(cached) = self.configs().get(&file)
+            && cached.stamp == stamp
+            && Arc::ptr_eq(&cached.manifest, &entry.manifest)
+        {
+            return Ok(cached.config.clone());
+        }
+        let config = match stamp {
+            None => PluginConfig::default(),
+            Some(_) => {
+                let text = tokio::fs::read_to_string(&file).await.map_err(|source| {
+                    PluginConfigError::Read {
+                        file: file.clone(),
+                        source,
+                    }
+                })?;
+                parse_plugin_config_yaml(&text, &file, &entry.manifest)?
+            }
+        };
+        self.configs().insert(
+            file,
+            CachedConfig {
+                stamp,
+                manifest: entry.manifest.clone(),
+                config: config.clone(),
+            },
+        );
+        Ok(config)
+    }
+
+    fn configs(&self) -> std::sync::MutexGuard<'_, HashMap<PathBuf, CachedConfig>> {
+        self.shared
+            .configs
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     fn read_plugins(&self) -> std::sync::RwLockReadGuard<'_, BTreeMap<String, CatalogEntry>> {

@@ -41,8 +41,8 @@ fn config_problems(text: &str) -> String {
         .to_string()
 }
 
-#[test]
-fn the_config_is_read_again_at_every_call() {
+#[tokio::test]
+async fn the_config_is_read_again_at_every_call() {
     let plugins_dir = tempfile::tempdir().unwrap();
     let folder = write_plugin(plugins_dir.path(), "buy", BUY);
     let manifest = buy_manifest();
@@ -58,7 +58,7 @@ fn the_config_is_read_again_at_every_call() {
         "default_parameters: { default_address: \"1 Old Rd\" }\n",
     )
     .unwrap();
-    let first = catalog.read_config("buy").unwrap();
+    let first = catalog.read_config("buy").await.unwrap();
     assert_eq!(
         first.default_parameters["default_address"],
         json!("1 Old Rd")
@@ -69,7 +69,7 @@ fn the_config_is_read_again_at_every_call() {
         "default_parameters: { default_address: \"2 New Rd\" }\nuse_default_directly_for: [address]\n",
     )
     .unwrap();
-    let edited = catalog.read_config("buy").unwrap();
+    let edited = catalog.read_config("buy").await.unwrap();
     assert_eq!(
         edited.default_parameters["default_address"],
         json!("2 New Rd")
@@ -147,18 +147,21 @@ capabilities:
     );
 }
 
-#[test]
-fn the_example_plugins_folder_loads() {
+#[tokio::test]
+async fn the_example_plugins_folder_loads() {
     let plugins_dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("plugins");
     let catalog = PluginCatalog::load(&plugins_dir).unwrap();
     assert_eq!(catalog.plugin_ids(), ["buy", "shopping_list"]);
-    let shopping_config = catalog.read_config("shopping_list").unwrap();
+    let shopping_config = catalog.read_config("shopping_list").await.unwrap();
     assert_eq!(
         shopping_config.default_parameters["list"],
         json!("groceries")
     );
     assert_eq!(shopping_config.use_default_directly_for, ["list"]);
-    assert_eq!(catalog.read_config("buy").unwrap(), PluginConfig::default());
+    assert_eq!(
+        catalog.read_config("buy").await.unwrap(),
+        PluginConfig::default()
+    );
 }
 
 #[test]

@@ -172,8 +172,9 @@ impl PluginConfigError {
     }
 }
 
-/// Reads `<plugin_folder>/config.yml` now (it is not cached: edits apply to the next call) and
-/// checks it against the plugin's manifest. No file is no presets.
+/// Reads `<plugin_folder>/config.yml` now, blocking (loading the catalog at start-up; calls
+/// read it through `PluginCatalog::read_config`), and checks it against the plugin's
+/// manifest. No file is no presets.
 pub fn read_plugin_config(
     plugin_folder: &Path,
     manifest: &PluginManifest,

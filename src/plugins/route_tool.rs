@@ -25,7 +25,7 @@ impl RouteToPluginTool {
         RouteToPluginTool { runtime, llm_name }
     }
 
-    fn describe(&self) -> (String, Vec<String>) {
+    async fn describe(&self) -> (String, Vec<String>) {
         let mut lines = Vec::new();
         let mut ids = Vec::new();
         for entry in self.runtime.catalog.list() {
@@ -36,6 +36,7 @@ impl RouteToPluginTool {
                 .runtime
                 .catalog
                 .read_config(&manifest.id)
+                .await
                 .unwrap_or_else(|_| PluginConfig::default());
             ids.push(manifest.id.clone());
             lines.push(format!(
@@ -99,7 +100,7 @@ fn invalid(message: &str) -> ToolError {
 #[async_trait]
 impl ToolsProvider for RouteToPluginTool {
     async fn tools(&self) -> Vec<ToolSpec> {
-        let (listing, ids) = self.describe();
+        let (listing, ids) = self.describe().await;
         if ids.is_empty() {
             return Vec::new();
         }

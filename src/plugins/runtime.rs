@@ -124,6 +124,7 @@ impl PluginRuntime {
         let config = self
             .catalog
             .read_config(&manifest.id)
+            .await
             .map_err(|error| ToolError::Failed {
                 tool: ROUTE_TO_PLUGIN.into(),
                 message: error.to_string(),

@@ -47,7 +47,7 @@ pub async fn start_plugins(
     family: Arc<Family>,
     broker: Recipient<GenerateChat>,
 ) -> Result<Arc<PluginRuntime>, CatalogError> {
-    let catalog = PluginCatalog::from_config(config)?;
+    let catalog = PluginCatalog::from_config_off_the_runtime(config).await?;
     restore_registered(&catalog, stores.registered_plugins.as_ref()).await;
     let mut inline: HashMap<String, Arc<dyn InlinePlugin>> = HashMap::new();
     inline.insert(

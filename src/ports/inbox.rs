@@ -179,6 +179,13 @@ pub trait Inbox: Send + Sync {
         outgoing: Option<&OutgoingMessage>,
     ) -> Result<Option<i64>, StorageError>;
     async fn get(&self, inbox_id: &str) -> Result<Option<InboxRecord>, StorageError>;
+    /// Whether a message of `channel` with this platform event id was accepted already (a
+    /// redelivered event: its attachments are not downloaded again).
+    async fn knows_event(
+        &self,
+        channel: &str,
+        platform_event_id: &str,
+    ) -> Result<bool, StorageError>;
     /// A cheap round trip, for readiness.
     async fn ping(&self) -> Result<(), StorageError>;
 }

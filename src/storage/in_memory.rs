@@ -28,6 +28,8 @@ pub(super) struct State {
     journal: HashMap<String, serde_json::Value>,
     /// The outbox, in id order (`in_memory_outbox.rs`).
     pub(super) outbox: super::in_memory_outbox::OutboxState,
+    /// When each answered or failed message was finished (retention).
+    finished_at_ms: HashMap<String, i64>,
 }
 
 struct StoredConfirmation {
@@ -132,6 +134,9 @@ impl Inbox for InMemoryStore {
         record.error = None;
         state.journal.remove(inbox_id);
         state
+            .finished_at_ms
+            .insert(inbox_id.to_string(), crate::ports::now_ms());
+        state
             .messages
             .entry(turn.conversation_key.clone())
             .or_default()
@@ -169,6 +174,9 @@ impl Inbox for InMemoryStore {
         record.error = Some(error.to_string());
         record.reply = Some(reply.to_string());
         state.journal.remove(inbox_id);
+        state
+            .finished_at_ms
+            .insert(inbox_id.to_string(), crate::ports::now_ms());
         Ok(outgoing.map(|message| state.outbox.push(message)))
     }
 
@@ -179,6 +187,17 @@ impl Inbox for InMemoryStore {
             .iter()
             .find(|record| record.inbound.id == inbox_id)
             .cloned())
+    }
+
+    async fn knows_event(
+        &self,
+        channel: &str,
+        platform_event_id: &str,
+    ) -> Result<bool, StorageError> {
+        Ok(self.lock().inbox.iter().any(|record| {
+            record.inbound.channel == channel
+                && record.inbound.platform_event_id.as_deref() == Some(platform_event_id)
+        }))
     }
 
     async fn ping(&self) -> Result<(), StorageError> {
@@ -462,5 +481,66 @@ impl TurnJournal for InMemoryStore {
         }
         locked.journal.insert(inbox_id.to_string(), state.clone());
         Ok(())
+    }
+}
+
+#[async_trait]
+impl crate::ports::Retention for InMemoryStore {
+    async fn prune(
+        &self,
+        what: crate::ports::Prunable,
+        before_ms: i64,
+        batch: usize,
+    ) -> Result<usize, StorageError> {
+        use crate::ports::Prunable;
+        let mut state = self.lock();
+        let state = &mut *state;
+        let mut left = batch;
+        let mut take = |old: bool| {
+            let pruned = old && left > 0;
+            if pruned {
+                left -= 1;
+            }
+            !pruned
+        };
+        match what {
+            Prunable::History => {
+                for entries in state.messages.values_mut() {
+                    entries.retain(|entry| take(entry.created_at_ms < before_ms));
+                }
+            }
+            Prunable::Telemetry | Prunable::LlmCalls => state.events.retain(|event| {
+                let (at, is_call) = match event {
+                    TelemetryEvent::LlmCall(call) => (call.at_ms, true),
+                    TelemetryEvent::Stage { at_ms, .. } => (*at_ms, false),
+                };
+                take(at < before_ms && is_call == (what == Prunable::LlmCalls))
+            }),
+            Prunable::FinishedInbox => {
+                let finished = &state.finished_at_ms;
+                let old: Vec<String> = state
+                    .inbox
+                    .iter()
+                    .filter(|record| {
+                        finished
+                            .get(&record.inbound.id)
+                            .is_some_and(|at| *at < before_ms)
+                    })
+                    .take(batch)
+                    .map(|record| record.inbound.id.clone())
+                    .collect();
+                state
+                    .inbox
+                    .retain(|record| !old.contains(&record.inbound.id));
+                state
+                    .confirmations
+                    .retain(|stored| !old.contains(&stored.confirmation.inbox_id));
+                left = batch - old.len();
+            }
+            Prunable::DeliveredOutbox => {
+                left = batch - state.outbox.prune_settled(before_ms, batch);
+            }
+        }
+        Ok(batch - left)
     }
 }

@@ -17,6 +17,8 @@ enum Status {
 pub(crate) struct OutboxState {
     rows: Vec<(OutboxEntry, Status)>,
     next_id: i64,
+    /// When each delivered or given-up row was settled (retention).
+    settled_at_ms: std::collections::HashMap<i64, i64>,
 }
 
 impl OutboxState {
@@ -38,6 +40,27 @@ impl OutboxState {
 
     fn row(&mut self, id: i64) -> Option<&mut (OutboxEntry, Status)> {
         self.rows.iter_mut().find(|(entry, _)| entry.id == id)
+    }
+
+    fn settle(&mut self, id: i64, status: Status) {
+        if let Some((_, stored)) = self.row(id) {
+            *stored = status;
+            self.settled_at_ms.insert(id, now_ms());
+        }
+    }
+
+    /// Forget at most `batch` rows settled before `before_ms`, oldest first; how many.
+    pub(super) fn prune_settled(&mut self, before_ms: i64, batch: usize) -> usize {
+        let settled = &self.settled_at_ms;
+        let old: Vec<i64> = self
+            .rows
+            .iter()
+            .filter(|(entry, _)| settled.get(&entry.id).is_some_and(|at| *at < before_ms))
+            .take(batch)
+            .map(|(entry, _)| entry.id)
+            .collect();
+        self.rows.retain(|(entry, _)| !old.contains(&entry.id));
+        old.len()
     }
 }
 
@@ -68,9 +91,7 @@ impl Outbox for InMemoryStore {
     }
 
     async fn delivered(&self, id: i64, _platform_id: Option<&str>) -> Result<(), StorageError> {
-        if let Some((_, status)) = self.lock().outbox.row(id) {
-            *status = Status::Delivered;
-        }
+        self.lock().outbox.settle(id, Status::Delivered);
         Ok(())
     }
 
@@ -85,9 +106,7 @@ impl Outbox for InMemoryStore {
     }
 
     async fn abandon(&self, id: i64, _error: &str) -> Result<(), StorageError> {
-        if let Some((_, status)) = self.lock().outbox.row(id) {
-            *status = Status::Abandoned;
-        }
+        self.lock().outbox.settle(id, Status::Abandoned);
         Ok(())
     }
 }

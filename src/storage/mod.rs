@@ -13,7 +13,8 @@ use std::sync::Arc;
 
 use crate::ports::{
     ChannelState, ConversationMemory, Inbox, Outbox, PendingActions, PendingPluginCalls,
-    RegisteredPlugins, ShoppingLists, StorageError, TelemetrySink, TurnJournal, UserProfiles,
+    RegisteredPlugins, Retention, ShoppingLists, StorageError, TelemetrySink, TurnJournal,
+    UserProfiles,
 };
 
 /// The ports of one database, shared by every actor.
@@ -35,6 +36,8 @@ pub struct Stores {
     pub turn_journal: Arc<dyn TurnJournal>,
     /// What channels still have to deliver.
     pub outbox: Arc<dyn Outbox>,
+    /// Pruning what is kept only for a while.
+    pub retention: Arc<dyn Retention>,
 }
 
 impl Stores {
@@ -52,6 +55,7 @@ impl Stores {
             registered_plugins: store.clone(),
             turn_journal: store.clone(),
             outbox: store.clone(),
+            retention: store.clone(),
             telemetry: store,
         }
     }
@@ -74,7 +78,8 @@ pub async fn open(database_url: &str, max_connections: u32) -> Result<Stores, St
             pending_plugin_calls: store.clone(),
             registered_plugins: store.clone(),
             turn_journal: store.clone(),
-            outbox: store,
+            outbox: store.clone(),
+            retention: store,
             telemetry,
         })
     } else if database_url.starts_with("postgres:") || database_url.starts_with("postgresql:") {

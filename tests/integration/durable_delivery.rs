@@ -268,3 +268,73 @@ async fn a_thousand_messages_with_a_kill_at_a_random_moment_are_each_answered_on
         );
     }
 }
+
+#[actix::test]
+async fn a_reply_that_cannot_be_delivered_is_given_up_counted_and_logged_never_silently() {
+    use crate::telegram_channel::{bot_says, start_on_telegram};
+    let llm = ScriptedLlmServer::start();
+    let telegram = TelegramServer::start(TOKEN);
+    let app = start_on_telegram(&llm, &telegram, "", None, &[]).await;
+    // A refusal that will not pass: given up at once.
+    telegram.fail_next("sendMessage", 1, TgError::blocked_by_user());
+    llm.push(Step::Reply("You blocked me.".into()));
+    telegram.push_private_text(&alice(), "hello");
+    let undelivered = || {
+        app.running.metrics.value(
+            "hearth_outbox_undelivered_total",
+            &[("channel", "telegram")],
+        )
+    };
+    wait_for("the reply is given up", Duration::from_secs(20), || {
+        undelivered() == 1.0
+    })
+    .await;
+
+    // A message older than delivery.max_age_hours that still fails is given up too (here:
+    // one left by a run two days ago).
+    let url = format!("sqlite://{}", app.folder.path().join("hearth.db").display());
+    let pool = sqlx::SqlitePool::connect(&url).await.unwrap();
+    let two_days_ago = hearth::ports::now_ms() - 2 * 24 * 3600 * 1000;
+    sqlx::query(
+        "INSERT INTO outbox (channel, conversation_id, kind, text, created_at_ms, updated_at_ms) \
+         VALUES ('telegram', '1001', '{\"kind\":\"reply\"}', 'From long ago.', ?, ?)",
+    )
+    .bind(two_days_ago)
+    .bind(two_days_ago)
+    .execute(&pool)
+    .await
+    .unwrap();
+    pool.close().await;
+    let folder = app.stop().await;
+    telegram.fail_next("sendMessage", 1, TgError::too_many_requests(1));
+    let app = start_on_telegram(&llm, &telegram, "", Some(folder), &[]).await;
+    let undelivered = || {
+        app.running.metrics.value(
+            "hearth_outbox_undelivered_total",
+            &[("channel", "telegram")],
+        )
+    };
+    wait_for(
+        "the old message is given up",
+        Duration::from_secs(20),
+        || undelivered() == 1.0,
+    )
+    .await;
+    // Newer messages still go.
+    llm.push(Step::Reply("Still here.".into()));
+    telegram.push_private_text(&alice(), "hello again");
+    bot_says(&telegram, 1001, "Still here.").await;
+    assert!(
+        !telegram
+            .bot_messages_in(1001)
+            .iter()
+            .any(|message| message.text.as_deref() == Some("From long ago.")),
+        "the message older than the limit was not sent"
+    );
+    let (_, metrics) = app.get("/metrics").await;
+    assert!(
+        metrics.contains("hearth_outbox_undelivered_total{channel=\"telegram\"} 1"),
+        "{metrics}"
+    );
+    app.stop().await;
+}

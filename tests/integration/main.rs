@@ -22,6 +22,7 @@ mod plugin_kinds;
 mod plugins;
 mod real_llm;
 mod restart;
+mod retention;
 mod storage_ports;
 mod synapse_support;
 mod telegram_buttons;

@@ -99,6 +99,8 @@ macro_rules! adapter_suite {
                 journal_keeps_the_latest_state_until_the_turn_ends,
                 outbox_delivers_in_order_and_forgets_what_was_delivered,
                 outbox_rows_are_written_with_what_caused_them,
+                retention_prunes_in_batches_only_what_is_old_enough,
+                inbox_knows_the_events_it_accepted,
                 shopping_add_merges_the_same_item_whatever_its_case,
                 shopping_lists_items_in_the_order_first_added,
                 shopping_remove_by_name_reports_whether_it_was_there,
@@ -1338,6 +1340,98 @@ async fn outbox_rows_are_written_with_what_caused_them(stores: &Stores) {
         .await
         .unwrap();
     assert_eq!(none, None);
+}
+
+async fn retention_prunes_in_batches_only_what_is_old_enough(stores: &Stores) {
+    use hearth::ports::Prunable;
+    let now = hearth::ports::now_ms();
+    for id in ["r-1", "r-2", "r-3", "r-waiting"] {
+        expect_new(stores, &inbound(id, "telegram", None)).await;
+    }
+    let mut entries = 0;
+    for id in ["r-1", "r-2", "r-3"] {
+        let message = inbound(id, "telegram", None);
+        let mut turn = turn_for(&message, "done");
+        entries += turn.messages.len();
+        for entry in &mut turn.messages {
+            entry.created_at_ms = now - 10_000;
+        }
+        turn.outgoing = Some(outgoing("telegram", "family-chat", id));
+        let queued = stores.inbox.complete(id, &turn).await.unwrap().unwrap();
+        stores.outbox.delivered(queued, None).await.unwrap();
+    }
+    let retention = &stores.retention;
+    // Nothing is that old yet.
+    for what in Prunable::ALL {
+        assert_eq!(retention.prune(what, now - 60_000, 100).await.unwrap(), 0);
+    }
+    // Everything finished is old by a cut-off in the future, taken two at a time.
+    let later = now + 60_000;
+    assert_eq!(
+        retention
+            .prune(Prunable::FinishedInbox, later, 2)
+            .await
+            .unwrap(),
+        2
+    );
+    assert_eq!(
+        retention
+            .prune(Prunable::FinishedInbox, later, 2)
+            .await
+            .unwrap(),
+        1
+    );
+    assert_eq!(
+        retention
+            .prune(Prunable::FinishedInbox, later, 2)
+            .await
+            .unwrap(),
+        0
+    );
+    for id in ["r-1", "r-2", "r-3"] {
+        assert_eq!(stores.inbox.get(id).await.unwrap(), None, "{id}");
+    }
+    // A message still waiting is never pruned.
+    assert!(stores.inbox.get("r-waiting").await.unwrap().is_some());
+    assert_eq!(
+        retention
+            .prune(Prunable::DeliveredOutbox, later, 10)
+            .await
+            .unwrap(),
+        3
+    );
+    let history = retention
+        .prune(Prunable::History, now - 5_000, 100)
+        .await
+        .unwrap();
+    assert_eq!(history, entries, "every entry of the three turns");
+    assert!(
+        stores
+            .memory
+            .recent("telegram:family-chat", 10, 0)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+}
+
+async fn inbox_knows_the_events_it_accepted(stores: &Stores) {
+    expect_new(stores, &inbound("k-1", "telegram", Some("1001:7"))).await;
+    assert!(
+        stores
+            .inbox
+            .knows_event("telegram", "1001:7")
+            .await
+            .unwrap()
+    );
+    assert!(!stores.inbox.knows_event("matrix", "1001:7").await.unwrap());
+    assert!(
+        !stores
+            .inbox
+            .knows_event("telegram", "1001:8")
+            .await
+            .unwrap()
+    );
 }
 
 async fn pending_answer_twice_unknown_and_expired(stores: &Stores) {

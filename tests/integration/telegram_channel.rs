@@ -295,6 +295,22 @@ async fn the_replied_to_message_and_a_photo_reach_the_model() {
     assert_eq!(std::fs::read(&stored[0]).unwrap().len(), 1000);
     assert!(!photo.file_ids.is_empty());
 
+    // Telegram sends the same message again (as after a lost offset): it was accepted
+    // already, so nothing is downloaded, asked or answered again.
+    let downloads = telegram.calls_of("getFile").len();
+    let again = telegram.redeliver(photo.update_id);
+    let deadline = Instant::now() + WAIT;
+    while !telegram.is_confirmed(again) && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(
+        telegram.is_confirmed(again),
+        "the redelivered update was handled"
+    );
+    assert_eq!(telegram.calls_of("getFile").len(), downloads);
+    assert_eq!(walk(&inbox_folder).len(), 1);
+    assert_eq!(llm.requests().len(), 3);
+
     // Over the size limit (4096 bytes in these tests): not downloaded, and the model is told.
     llm.push(Step::Reply("Too big.".into()));
     telegram.push_document(

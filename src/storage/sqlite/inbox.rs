@@ -238,6 +238,20 @@ impl Inbox for SqliteStore {
         row.as_ref().map(record_from_row).transpose()
     }
 
+    async fn knows_event(
+        &self,
+        channel: &str,
+        platform_event_id: &str,
+    ) -> Result<bool, StorageError> {
+        let known = sqlx::query("SELECT 1 FROM inbox WHERE channel = ? AND platform_event_id = ?")
+            .bind(channel)
+            .bind(platform_event_id)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(database_error)?;
+        Ok(known.is_some())
+    }
+
     async fn ping(&self) -> Result<(), StorageError> {
         sqlx::query("SELECT 1")
             .execute(&self.pool)

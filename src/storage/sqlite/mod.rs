@@ -10,6 +10,7 @@ mod pending;
 mod pending_plugin_calls;
 mod profiles;
 mod registered_plugins;
+mod retention;
 mod shopping_lists;
 mod telemetry;
 mod turn_journal;

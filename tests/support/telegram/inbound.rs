@@ -300,7 +300,7 @@ impl TelegramServer {
         id
     }
 
-    fn updates_pushed(&self) {
+    pub(super) fn updates_pushed(&self) {
         self.shared.updates_changed.notify_waiters();
         self.shared.changed();
     }

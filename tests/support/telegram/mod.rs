@@ -275,6 +275,28 @@ impl TelegramServer {
         queue.extend(std::iter::repeat_n(error, n));
     }
 
+    /// Telegram delivers update `update_id` again, as after a bot lost its offset: the same
+    /// message under a new update id. Returns the new id.
+    pub fn redeliver(&self, update_id: i64) -> i64 {
+        let id = {
+            let mut state = self.shared.state();
+            let update = state
+                .queued
+                .get(&update_id)
+                .cloned()
+                .unwrap_or_else(|| panic!("fake telegram: no update {update_id}"));
+            let id = state.next_update_id;
+            state.next_update_id += 1;
+            let mut again = update;
+            again["update_id"] = id.into();
+            state.queued.insert(id, again.clone());
+            state.updates.push_back((id, again));
+            id
+        };
+        self.updates_pushed();
+        id
+    }
+
     /// No call fails any more (faults queued by `fail_next` are dropped).
     pub fn clear_faults(&self) {
         self.shared.state().faults.clear();

@@ -249,6 +249,8 @@ pub(super) struct State {
     pub chats: HashMap<i64, ChatState>,
     /// Updates not yet confirmed, oldest first.
     pub updates: VecDeque<(i64, Value)>,
+    /// Every update ever queued, by id, confirmed or not (for `redeliver`).
+    pub queued: BTreeMap<i64, Value>,
     pub next_update_id: i64,
     /// Every update with a smaller id is confirmed (getUpdates was called with an offset past it).
     pub confirmed_below: i64,
@@ -283,6 +285,7 @@ impl State {
             chats: HashMap::new(),
             updates: VecDeque::new(),
             // Real update ids are large; starting far from message ids keeps the two apart.
+            queued: BTreeMap::new(),
             next_update_id: 800_000_001,
             confirmed_below: 0,
             allowed_updates: None,
@@ -318,6 +321,7 @@ impl State {
         self.next_update_id += 1;
         let mut update = json!({"update_id": id});
         update[kind] = payload;
+        self.queued.insert(id, update.clone());
         self.updates.push_back((id, update));
         id
     }

@@ -29,7 +29,7 @@ use actix::{Actor, Addr, AsyncContext, Context};
 use crate::actors::request_queue::RequestQueue;
 use crate::family::Family;
 use crate::metrics::Metrics;
-use crate::ports::{ChannelState, Outbox};
+use crate::ports::{ChannelState, Inbox, Outbox};
 use crate::readiness::Readiness;
 
 /// What every chat platform's channel needs besides its own settings.
@@ -37,6 +37,8 @@ use crate::readiness::Readiness;
 pub struct ChannelDeps {
     pub family: Arc<Family>,
     pub queue: Addr<RequestQueue>,
+    /// Read only: whether a redelivered event was accepted before.
+    pub inbox: Arc<dyn Inbox>,
     /// Small durable facts of the channel (an update offset, where a prompt is shown).
     pub state: Arc<dyn ChannelState>,
     pub outbox: Arc<dyn Outbox>,

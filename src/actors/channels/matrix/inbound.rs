@@ -166,6 +166,15 @@ pub(super) async fn handle_message(
             _ => {}
         }
     }
+    // An event seen before (a sync replayed after hearth stopped): the message was accepted
+    // already, and its files are not downloaded twice.
+    if shared
+        .inbox
+        .knows_event(MATRIX_CHANNEL, event.event_id.as_str())
+        .await?
+    {
+        return Ok(Vec::new());
+    }
     let id = Inbound::new_id();
     let mut attachments = Vec::new();
     if let Some(media) = media {

@@ -44,7 +44,7 @@ use super::{ChannelError, DeliverReply};
 use crate::actors::request_queue::RequestQueue;
 use crate::family::Family;
 use crate::metrics::Metrics;
-use crate::ports::{ChannelState, OutgoingMessage};
+use crate::ports::{ChannelState, Inbox, OutgoingMessage};
 use crate::readiness::Readiness;
 use outbound::{Conversation, MatrixPlatform};
 
@@ -88,6 +88,8 @@ pub(super) struct Shared {
     settings: MatrixSettings,
     family: Arc<Family>,
     queue: Addr<RequestQueue>,
+    /// Read only: whether a redelivered event was accepted before.
+    inbox: Arc<dyn Inbox>,
     state: Arc<dyn ChannelState>,
     readiness: Arc<Readiness>,
     metrics: Arc<Metrics>,
@@ -111,6 +113,7 @@ impl MatrixChannel {
         let ChannelDeps {
             family,
             queue,
+            inbox,
             state,
             outbox,
             readiness,
@@ -124,6 +127,7 @@ impl MatrixChannel {
             settings,
             family,
             queue,
+            inbox,
             state,
             readiness,
             metrics: metrics.clone(),

@@ -45,11 +45,13 @@ pub(super) enum LoginError {
 
 pub(super) async fn build_client(settings: &MatrixSettings) -> Result<Client, MatrixStartError> {
     let store = settings.store_path.join("store");
-    std::fs::create_dir_all(&store).map_err(|error| MatrixStartError::StoreFolder {
-        path: store.clone(),
-        reason: error.to_string(),
-    })?;
-    restrict_to_owner(&settings.store_path);
+    tokio::fs::create_dir_all(&store)
+        .await
+        .map_err(|error| MatrixStartError::StoreFolder {
+            path: store.clone(),
+            reason: error.to_string(),
+        })?;
+    restrict_to_owner(&settings.store_path, true).await;
     settings
         .user_id
         .parse::<OwnedUserId>()
@@ -69,7 +71,7 @@ pub(super) async fn build_client(settings: &MatrixSettings) -> Result<Client, Ma
 /// Restore the saved session, or log in and save it.
 pub(super) async fn log_in(client: &Client, settings: &MatrixSettings) -> Result<(), LoginError> {
     let path = settings.store_path.join(SESSION_FILE);
-    if let Some(session) = read_session(&path)? {
+    if let Some(session) = read_session(&path).await? {
         client
             .restore_session(session)
             .await
@@ -107,7 +109,7 @@ pub(super) async fn log_in(client: &Client, settings: &MatrixSettings) -> Result
         .matrix_auth()
         .session()
         .ok_or_else(|| LoginError::Unavailable("no session after logging in".into()))?;
-    write_session(&path, &session)?;
+    write_session(&path, &session).await?;
     tracing::info!(device = %session.meta.device_id, "matrix device logged in and saved");
     Ok(())
 }
@@ -177,8 +179,8 @@ async fn whoami(
     Ok((who.user_id, device_id))
 }
 
-fn read_session(path: &Path) -> Result<Option<MatrixSession>, LoginError> {
-    match std::fs::read_to_string(path) {
+async fn read_session(path: &Path) -> Result<Option<MatrixSession>, LoginError> {
+    match tokio::fs::read_to_string(path).await {
         Ok(text) => serde_json::from_str(&text)
             .map(Some)
             .map_err(|error| LoginError::Session {
@@ -193,7 +195,7 @@ fn read_session(path: &Path) -> Result<Option<MatrixSession>, LoginError> {
     }
 }
 
-fn write_session(path: &Path, session: &MatrixSession) -> Result<(), LoginError> {
+async fn write_session(path: &Path, session: &MatrixSession) -> Result<(), LoginError> {
     let failed = |error: std::io::Error| LoginError::Session {
         path: path.to_path_buf(),
         reason: error.to_string(),
@@ -204,19 +206,23 @@ fn write_session(path: &Path, session: &MatrixSession) -> Result<(), LoginError>
     })?;
     // Written aside and renamed: a crash never leaves half a session behind.
     let partial = path.with_extension("json.partial");
-    std::fs::write(&partial, text).map_err(failed)?;
-    restrict_to_owner(&partial);
-    std::fs::rename(&partial, path).map_err(failed)
+    tokio::fs::write(&partial, text).await.map_err(failed)?;
+    restrict_to_owner(&partial, false).await;
+    tokio::fs::rename(&partial, path).await.map_err(failed)
 }
 
 /// The session holds the bot's access token: only its owner may read it.
-fn restrict_to_owner(path: &Path) {
+async fn restrict_to_owner(path: &Path, is_folder: bool) {
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;
-        let mode = if path.is_dir() { 0o700 } else { 0o600 };
-        if let Err(error) = std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)) {
+        let mode = if is_folder { 0o700 } else { 0o600 };
+        if let Err(error) =
+            tokio::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).await
+        {
             tracing::warn!(path = %path.display(), %error, "cannot restrict permissions");
         }
     }
+    #[cfg(not(unix))]
+    let _ = (path, is_folder);
 }

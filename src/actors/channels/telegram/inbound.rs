@@ -93,6 +93,12 @@ pub(super) async fn handle_message(
         },
         None => {}
     }
+    // Telegram delivering an update again (hearth stopped before confirming it): the
+    // message was accepted already, and its files are not downloaded twice.
+    let event = event_id(target.chat_id, message.id);
+    if shared.inbox.knows_event(TELEGRAM_CHANNEL, &event).await? {
+        return Ok(Vec::new());
+    }
     let id = Inbound::new_id();
     let extras = InboundExtras {
         quoted: message
@@ -109,7 +115,7 @@ pub(super) async fn handle_message(
         conversation_id: target.conversation_id(),
         member_id: member.id.clone(),
         text,
-        platform_event_id: Some(event_id(target.chat_id, message.id)),
+        platform_event_id: Some(event),
         received_at_ms: now_ms(),
         extras,
     };

@@ -45,7 +45,7 @@ use crate::actors::request_queue::RequestQueue;
 use crate::config::TelegramMode;
 use crate::family::Family;
 use crate::metrics::Metrics;
-use crate::ports::{ChannelState, OutgoingMessage};
+use crate::ports::{ChannelState, Inbox, OutgoingMessage};
 use crate::readiness::Readiness;
 use outbound::{ChatTarget, TelegramPlatform};
 
@@ -88,6 +88,8 @@ pub(super) struct Shared {
     settings: TelegramSettings,
     family: Arc<Family>,
     queue: Addr<RequestQueue>,
+    /// Read only: whether a redelivered event was accepted before.
+    inbox: Arc<dyn Inbox>,
     state: Arc<dyn ChannelState>,
     readiness: Arc<Readiness>,
     metrics: Arc<Metrics>,
@@ -117,6 +119,7 @@ impl TelegramChannel {
         let ChannelDeps {
             family,
             queue,
+            inbox,
             state,
             outbox,
             readiness,
@@ -141,6 +144,7 @@ impl TelegramChannel {
             settings,
             family,
             queue,
+            inbox,
             state,
             readiness,
             metrics: metrics.clone(),

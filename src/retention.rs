@@ -1,0 +1,141 @@
+//! The background task that prunes what hearth keeps only for a while (config
+//! `retention`): history, telemetry and LLM-call records, finished inbox messages,
+//! delivered outbox rows, and downloaded attachments. Rows go in small batches with a
+//! pause between them, so pruning never holds the database writer for long; an attachment
+//! goes with its message's folder once that folder is old.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use crate::metrics::Metrics;
+use crate::ports::{Prunable, Retention, now_ms};
+
+/// Rows deleted in one statement.
+const BATCH: usize = 500;
+/// The pause between two batches: other writes go first.
+const BETWEEN_BATCHES: Duration = Duration::from_millis(20);
+/// The first pruning waits this long after start (or the interval, if shorter).
+const FIRST_RUN_AFTER: Duration = Duration::from_secs(60);
+
+/// How long each kind of thing is kept, and how often pruning runs.
+#[derive(Debug, Clone)]
+pub struct RetentionSettings {
+    pub history: Duration,
+    pub telemetry: Duration,
+    pub finished_inbox: Duration,
+    pub delivered_outbox: Duration,
+    pub attachments: Duration,
+    /// The folders holding one folder of attachments per message.
+    pub attachment_dirs: Vec<PathBuf>,
+    pub interval: Duration,
+}
+
+impl RetentionSettings {
+    fn kept_for(&self, what: Prunable) -> Duration {
+        match what {
+            Prunable::History => self.history,
+            Prunable::Telemetry | Prunable::LlmCalls => self.telemetry,
+            Prunable::FinishedInbox => self.finished_inbox,
+            Prunable::DeliveredOutbox => self.delivered_outbox,
+        }
+    }
+}
+
+/// Prune every `settings.interval` until the runtime stops.
+pub fn spawn_pruner(
+    retention: Arc<dyn Retention>,
+    settings: RetentionSettings,
+    metrics: Arc<Metrics>,
+) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        tokio::time::sleep(FIRST_RUN_AFTER.min(settings.interval)).await;
+        loop {
+            prune_once(retention.as_ref(), &settings, &metrics).await;
+            tokio::time::sleep(settings.interval).await;
+        }
+    })
+}
+
+/// One round: every kind of row, then the attachments.
+pub async fn prune_once(
+    retention: &dyn Retention,
+    settings: &RetentionSettings,
+    metrics: &Metrics,
+) {
+    for what in Prunable::ALL {
+        let before_ms = now_ms().saturating_sub(millis(settings.kept_for(what)));
+        let mut pruned = 0usize;
+        loop {
+            match retention.prune(what, before_ms, BATCH).await {
+                Ok(deleted) => {
+                    pruned += deleted;
+                    if deleted < BATCH {
+                        break;
+                    }
+                    tokio::time::sleep(BETWEEN_BATCHES).await;
+                }
+                Err(error) => {
+                    tracing::warn!(what = what.as_str(), %error, "pruning failed; trying again next round");
+                    break;
+                }
+            }
+        }
+        if pruned > 0 {
+            metrics.add(
+                "hearth_pruned_total",
+                &[("what", what.as_str())],
+                pruned as f64,
+            );
+            tracing::info!(what = what.as_str(), pruned, "old rows pruned");
+        }
+    }
+    let cutoff = SystemTime::now()
+        .checked_sub(settings.attachments)
+        .unwrap_or(SystemTime::UNIX_EPOCH);
+    for folder in &settings.attachment_dirs {
+        let pruned = prune_attachments(folder, cutoff).await;
+        if pruned > 0 {
+            metrics.add(
+                "hearth_pruned_total",
+                &[("what", "attachments")],
+                pruned as f64,
+            );
+            tracing::info!(folder = %folder.display(), pruned, "old attachments pruned");
+        }
+    }
+}
+
+fn millis(duration: Duration) -> i64 {
+    i64::try_from(duration.as_millis()).unwrap_or(i64::MAX)
+}
+
+/// Remove the message folders in `folder` last changed before `cutoff`; how many.
+async fn prune_attachments(folder: &PathBuf, cutoff: SystemTime) -> usize {
+    let mut entries = match tokio::fs::read_dir(folder).await {
+        Ok(entries) => entries,
+        // No attachments yet.
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return 0,
+        Err(error) => {
+            tracing::warn!(folder = %folder.display(), %error, "attachments not pruned");
+            return 0;
+        }
+    };
+    let mut pruned = 0;
+    while let Ok(Some(entry)) = entries.next_entry().await {
+        let Ok(metadata) = entry.metadata().await else {
+            continue;
+        };
+        let old = metadata.modified().is_ok_and(|modified| modified < cutoff);
+        if !(metadata.is_dir() && old) {
+            continue;
+        }
+        match tokio::fs::remove_dir_all(entry.path()).await {
+            Ok(()) => pruned += 1,
+            Err(error) => {
+                tracing::warn!(path = %entry.path().display(), %error, "attachment folder not removed");
+            }
+        }
+    }
+    pruned
+}
