@@ -138,7 +138,7 @@ pub async fn start(loaded: &LoadedConfig, options: StartOptions) -> Result<Runni
     };
     let metrics = Arc::new(Metrics::default());
     let readiness = Arc::new(Readiness::with_secrets(loaded.secrets.values()));
-    let family = Arc::new(Family::new(&config.family));
+    let family = Arc::new(Family::with_metrics(&config.family, metrics.clone()));
 
     let broker = LlmBroker::new(
         build_models(loaded)?,

@@ -1,18 +1,26 @@
 //! Who may talk to hearth: the family members of config, one identity across channels.
 //!
 //! Channel actors ask here before anything is accepted. A stranger gets no answer
-//! and is logged once per channel and sender, so a noisy stranger cannot flood the log.
+//! and is logged once per channel and sender, so a noisy stranger cannot flood the log;
+//! the senders remembered for that are bounded (`STRANGERS_REMEMBERED`), so a flood of
+//! distinct ones cannot grow memory either. Every stranger is counted in `/metrics`.
 
 use std::collections::{BTreeMap, HashSet};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use crate::config::FamilyMember;
+use crate::metrics::Metrics;
+
+/// Strangers remembered as logged; past this the memory starts over (a stranger may then
+/// be logged once more), so distinct senders cannot grow it without bound.
+pub const STRANGERS_REMEMBERED: usize = 4096;
 
 pub struct Family {
     members: BTreeMap<String, FamilyMember>,
     by_telegram_id: BTreeMap<i64, String>,
     by_matrix_id: BTreeMap<String, String>,
     strangers_logged: Mutex<HashSet<(String, String)>>,
+    metrics: Option<Arc<Metrics>>,
 }
 
 impl Family {
@@ -31,6 +39,15 @@ impl Family {
                 .filter_map(|member| Some((member.matrix_user_id.clone()?, member.id.clone())))
                 .collect(),
             strangers_logged: Mutex::new(HashSet::new()),
+            metrics: None,
+        }
+    }
+
+    /// The same, counting strangers in `metrics` (`hearth_strangers_ignored_total`).
+    pub fn with_metrics(members: &[FamilyMember], metrics: Arc<Metrics>) -> Self {
+        Family {
+            metrics: Some(metrics),
+            ..Family::new(members)
         }
     }
 
@@ -76,16 +93,45 @@ impl Family {
     }
 
     pub fn note_stranger(&self, channel: &str, sender: &str) {
+        if let Some(metrics) = &self.metrics {
+            metrics.increment("hearth_strangers_ignored_total", &[("channel", channel)]);
+        }
         let mut logged = self
             .strangers_logged
             .lock()
             .unwrap_or_else(|p| p.into_inner());
-        if logged.insert((channel.to_string(), sender.to_string())) {
+        if logged.len() >= STRANGERS_REMEMBERED {
+            logged.clear();
+            logged.shrink_to(STRANGERS_REMEMBERED);
+        }
+        // A sender id is outside input: only so much of it is kept or logged.
+        let sender: String = sender.chars().take(128).collect();
+        if logged.insert((channel.to_string(), sender.clone())) {
             tracing::warn!(
                 channel,
                 sender,
                 "message from someone who is not a family member ignored (logged once per sender)"
             );
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_flood_of_strangers_is_remembered_within_a_bound_and_counted() {
+        let metrics = Arc::new(Metrics::default());
+        let family = Family::with_metrics(&[], metrics.clone());
+        for n in 0..(STRANGERS_REMEMBERED * 3) {
+            assert!(family.by_id("http", &format!("stranger-{n}")).is_none());
+            let remembered = family.strangers_logged.lock().unwrap().len();
+            assert!(remembered <= STRANGERS_REMEMBERED, "{remembered}");
+        }
+        assert_eq!(
+            metrics.value("hearth_strangers_ignored_total", &[("channel", "http")]),
+            (STRANGERS_REMEMBERED * 3) as f64
+        );
     }
 }

@@ -90,6 +90,11 @@ const HELP: &[(&str, &str, &str)] = &[
         "Outgoing messages given up after delivery.max_age_hours or a permanent refusal, by channel.",
     ),
     (
+        "hearth_strangers_ignored_total",
+        "counter",
+        "Messages from senders who are not family members, ignored, by channel.",
+    ),
+    (
         "hearth_pruned_total",
         "counter",
         "Rows and attachment folders deleted by retention, by what they were.",

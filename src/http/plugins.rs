@@ -49,7 +49,9 @@ pub async fn post_register(
     let stored = manifest.to_json_value();
     let registered = match state.plugins.catalog.register(manifest) {
         Ok(registered) => registered,
-        Err(error @ RegisterError::TakenByFolderPlugin { .. }) => {
+        Err(
+            error @ (RegisterError::TakenByFolderPlugin { .. } | RegisterError::TooMany { .. }),
+        ) => {
             return refuse(StatusCode::CONFLICT, error.to_string());
         }
         Err(error) => return refuse(StatusCode::BAD_REQUEST, error.to_string()),

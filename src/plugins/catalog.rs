@@ -94,7 +94,15 @@ pub enum RegisterError {
         id: String,
         problems: Vec<PluginFileProblem>,
     },
+    #[error(
+        "plugin {id:?} is not registered: {MAX_REGISTERED_PLUGINS} plugins are registered \
+         already, the most hearth keeps; replace one (register under its id) instead"
+    )]
+    TooMany { id: String },
 }
+
+/// The most external plugins registered over the HTTP API (replacing one is always allowed).
+pub const MAX_REGISTERED_PLUGINS: usize = 64;
 
 /// Why a plugin's config could not be read for a call.
 #[derive(Debug, thiserror::Error)]
@@ -247,6 +255,15 @@ impl PluginCatalog {
             return Err(RegisterError::TakenByFolderPlugin {
                 id: manifest.id.clone(),
                 folder: folder.clone(),
+            });
+        }
+        let registered = plugins
+            .values()
+            .filter(|entry| matches!(entry.origin, PluginOrigin::Registered))
+            .count();
+        if !plugins.contains_key(&manifest.id) && registered >= MAX_REGISTERED_PLUGINS {
+            return Err(RegisterError::TooMany {
+                id: manifest.id.clone(),
             });
         }
         let previous = plugins.insert(

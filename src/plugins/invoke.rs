@@ -82,6 +82,8 @@ pub enum PluginCallError {
     Reported { plugin: String, message: String },
     #[error("the {plugin} plugin is inline but not built into this hearth")]
     NoInlinePlugin { plugin: String },
+    #[error("the {plugin} plugin's answer is larger than the {limit} bytes hearth reads")]
+    TooLarge { plugin: String, limit: usize },
 }
 
 /// A plugin built into hearth.
@@ -154,14 +156,8 @@ impl PluginInvoker {
                 reason: error.without_url().to_string(),
             })?;
         let status = response.status().as_u16();
-        let body = response
-            .bytes()
-            .await
-            .map_err(|error| PluginCallError::Unreachable {
-                plugin: plugin.to_string(),
-                reason: error.to_string(),
-            })?;
-        let body = &body[..body.len().min(MAX_ANSWER_BYTES)];
+        let body = read_capped(plugin, response).await?;
+        let body = body.as_slice();
         if !(200..300).contains(&status) {
             // An answer in the plugin protocol (`{"error": ...}`) says more than a status.
             if let Ok(answer) = read_answer(plugin, body)
@@ -218,19 +214,40 @@ impl PluginInvoker {
             .await
             .map_err(|error| failed(format!("cannot write the call: {error}")))?;
         drop(stdin);
-        let mut output = Vec::new();
-        let mut stdout = child
+        let stdout = child
             .stdout
             .take()
             .ok_or_else(|| failed("no stdout".into()))?;
-        (&mut stdout)
-            .take(MAX_ANSWER_BYTES as u64)
-            .read_to_end(&mut output)
-            .await
-            .map_err(|error| failed(format!("cannot read the answer: {error}")))?;
-        let mut errors = Vec::new();
-        if let Some(mut stderr) = child.stderr.take() {
-            let _ = (&mut stderr).take(4096).read_to_end(&mut errors).await;
+        let stderr = child.stderr.take();
+        // Both at once: a program filling one pipe while hearth waits on the other would
+        // never finish. Past the cap, reading stops and the program is killed.
+        let (output, errors) = tokio::join!(
+            async {
+                let mut output = Vec::new();
+                stdout
+                    .take(MAX_ANSWER_BYTES as u64 + 1)
+                    .read_to_end(&mut output)
+                    .await
+                    .map(|_| output)
+            },
+            async {
+                let mut errors = Vec::new();
+                if let Some(stderr) = stderr {
+                    // Only the start is shown; the rest is read and dropped.
+                    let mut stderr = stderr;
+                    let _ = (&mut stderr).take(4096).read_to_end(&mut errors).await;
+                    let _ = tokio::io::copy(&mut stderr, &mut tokio::io::sink()).await;
+                }
+                errors
+            }
+        );
+        let output = output.map_err(|error| failed(format!("cannot read the answer: {error}")))?;
+        if output.len() > MAX_ANSWER_BYTES {
+            let _ = child.kill().await;
+            return Err(PluginCallError::TooLarge {
+                plugin: plugin.to_string(),
+                limit: MAX_ANSWER_BYTES,
+            });
         }
         let status = child
             .wait()
@@ -244,6 +261,34 @@ impl PluginInvoker {
             )));
         }
         read_answer(plugin, &output)?
+    }
+}
+
+/// An HTTP plugin's answer, read chunk by chunk and refused past `MAX_ANSWER_BYTES` (never
+/// held whole when it is larger).
+async fn read_capped(
+    plugin: &str,
+    mut response: reqwest::Response,
+) -> Result<Vec<u8>, PluginCallError> {
+    let mut body = Vec::new();
+    loop {
+        let chunk = response
+            .chunk()
+            .await
+            .map_err(|error| PluginCallError::Unreachable {
+                plugin: plugin.to_string(),
+                reason: error.without_url().to_string(),
+            })?;
+        let Some(chunk) = chunk else {
+            return Ok(body);
+        };
+        if body.len() + chunk.len() > MAX_ANSWER_BYTES {
+            return Err(PluginCallError::TooLarge {
+                plugin: plugin.to_string(),
+                limit: MAX_ANSWER_BYTES,
+            });
+        }
+        body.extend_from_slice(&chunk);
     }
 }
 

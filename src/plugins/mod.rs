@@ -45,8 +45,8 @@ mod manifest_tests;
 mod resolver_tests;
 
 pub use catalog::{
-    CatalogEntry, CatalogError, ConfigLookupError, PluginCatalog, PluginLoadError, PluginOrigin,
-    RegisterError, Registration,
+    CatalogEntry, CatalogError, ConfigLookupError, MAX_REGISTERED_PLUGINS, PluginCatalog,
+    PluginLoadError, PluginOrigin, RegisterError, Registration,
 };
 pub use invoke::{
     InlinePlugin, PluginAnswer, PluginCallError, PluginCallRequest, PluginInvoker, PluginUser,

@@ -365,3 +365,72 @@ async fn a_member_never_reaches_another_members_conversation() {
     }
     app.stop().await;
 }
+
+/// The real binary flooded with 10,000 messages from distinct strangers: each gets `204`,
+/// each is counted, and memory stays flat (what is remembered of strangers is bounded).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_flood_of_distinct_strangers_leaves_memory_flat() {
+    use crate::support::hearth_app::{HearthProcess, test_env, write_config};
+    let llm = ScriptedLlmServer::start();
+    let folder = tempfile::tempdir().unwrap();
+    let config = write_config(folder.path(), &llm.base_url());
+    let hearth = HearthProcess::spawn(&config, &test_env(&[]));
+    let client = reqwest::Client::new();
+    let rss_kb = |pid: u32| -> u64 {
+        std::fs::read_to_string(format!("/proc/{pid}/status"))
+            .unwrap()
+            .lines()
+            .find_map(|line| line.strip_prefix("VmRSS:"))
+            .and_then(|value| value.split_whitespace().next()?.parse().ok())
+            .unwrap()
+    };
+    let flood = |from: usize, to: usize| {
+        let (client, base) = (client.clone(), hearth.base_url.clone());
+        async move {
+            let mut sent = futures::stream::iter(from..to)
+                .map(|n| {
+                    let (client, base) = (client.clone(), base.clone());
+                    async move {
+                        client
+                            .post(format!("{base}/inbound"))
+                            .header("X-API-Key", API_KEY)
+                            .json(&json!({"user_id": format!("stranger-{n}"), "text": "hi"}))
+                            .send()
+                            .await
+                            .unwrap()
+                            .status()
+                            .as_u16()
+                    }
+                })
+                .buffer_unordered(16);
+            use futures::StreamExt;
+            while let Some(status) = sent.next().await {
+                assert_eq!(status, 204);
+            }
+        }
+    };
+    // Warm up (allocator arenas, connection pools), then measure the flood itself.
+    flood(0, 5_000).await;
+    let before = rss_kb(hearth.pid());
+    flood(5_000, 15_000).await;
+    let after = rss_kb(hearth.pid());
+    // Remembering every one of them would take about 2 MB.
+    assert!(
+        after < before + 1024,
+        "resident memory grew from {before} kB to {after} kB"
+    );
+    let metrics = client
+        .get(format!("{}/metrics", hearth.base_url))
+        .header("X-API-Key", API_KEY)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        metrics.contains("hearth_strangers_ignored_total{channel=\"http\"} 15000"),
+        "{metrics}"
+    );
+    assert_eq!(llm.request_count(), 0);
+}

@@ -310,3 +310,33 @@ mcp_servers:
     }
     app.stop().await;
 }
+
+#[actix::test]
+async fn a_huge_tool_result_is_cut_before_the_model_reads_it() {
+    let llm = ScriptedLlmServer::start();
+    let Some(app) = app_with_everything("mcp_huge_result", &llm).await else {
+        return;
+    };
+    let huge = "all work and no play ".repeat(20_000);
+    llm.push_many([
+        Step::ToolCalls(vec![("everything__echo".into(), json!({"message": huge}))]),
+        Step::Reply("That was long.".into()),
+    ]);
+    assert_eq!(
+        app.ask("alice", "/tools echo a lot").await,
+        "That was long."
+    );
+    let seen = llm.tool_result_seen(1);
+    let limit = hearth::tools::mcp::MAX_RESULT_BYTES;
+    assert!(
+        seen.len() < limit + 100,
+        "{} bytes reached the model",
+        seen.len()
+    );
+    assert!(
+        seen.contains(&format!("[result cut at {limit} of ")),
+        "{}",
+        &seen[seen.len() - 80..]
+    );
+    app.stop().await;
+}

@@ -165,3 +165,67 @@ async fn slash_cancel_drops_a_plugin_call_waiting_for_the_next_message() {
     assert_eq!(llm.requests().len(), 3);
     app.stop().await;
 }
+
+/// A program printing 10 MB (and as much on stderr) is stopped at the cap, and the member
+/// hears why, instead of hearth reading it all or waiting on a full pipe.
+#[actix::test]
+async fn a_command_plugins_oversized_answer_is_refused_with_a_clear_reason() {
+    let llm = ScriptedLlmServer::start();
+    let flood = r#"
+import sys
+sys.stdin.read()
+sys.stderr.write("e" * 10_000_000)
+sys.stdout.write('{"text": "' + "x" * 10_000_000 + '"}')
+"#;
+    let app = start_with_command_plugin(&llm, flood, 20).await;
+    llm.push(echo("big"));
+    let reply = app.ask("alice", "say something big").await;
+    assert!(
+        reply.contains("the echoer plugin's answer is larger than the 1048576 bytes hearth reads"),
+        "{reply}"
+    );
+    app.stop().await;
+}
+
+/// An http plugin answering 10 MB is refused at the cap, read in chunks.
+#[actix::test]
+async fn an_http_plugins_oversized_answer_is_refused_with_a_clear_reason() {
+    use crate::support::plugin_server::{PluginServer, PluginStep};
+    let llm = ScriptedLlmServer::start();
+    let plugin = PluginServer::start();
+    let folder = tempfile::tempdir().unwrap();
+    let plugins = folder.path().join("plugins/big");
+    std::fs::create_dir_all(&plugins).unwrap();
+    std::fs::write(
+        plugins.join("plugin.yaml"),
+        format!(
+            "id: big\nname: Big\ndescription: Big answers.\ntype: http\nurl: \"{}\"\ncapabilities:\n  - id: get\n    description: Get.\n",
+            plugin.url()
+        ),
+    )
+    .unwrap();
+    let plugins_dir = folder.path().join("plugins").display().to_string();
+    let app = TestApp::start_in(
+        folder,
+        &llm.base_url(),
+        &[
+            ("HEARTH__PLUGINS_DIR", plugins_dir.as_str()),
+            (
+                "HEARTH__DEFAULT_PROFILE_SETTINGS__TOOLS_CONFIG__ENABLE_LOCAL_TOOLS",
+                "route_to_plugin",
+            ),
+        ],
+    )
+    .await;
+    plugin.push(PluginStep::Text("y".repeat(10_000_000)));
+    llm.push(Step::ToolCalls(vec![(
+        "route_to_plugin".into(),
+        json!({"plugin_id": "big"}),
+    )]));
+    let reply = app.ask("alice", "get it").await;
+    assert!(
+        reply.contains("the big plugin's answer is larger than the 1048576 bytes hearth reads"),
+        "{reply}"
+    );
+    app.stop().await;
+}

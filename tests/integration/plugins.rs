@@ -591,3 +591,41 @@ async fn a_plugin_asking_for_more_is_handled_like_a_missing_parameter() {
     assert_eq!(calls[1]["parameters"]["item"], "milk");
     app.stop().await;
 }
+
+#[actix::test]
+async fn registered_plugins_are_capped_and_a_replacement_always_goes() {
+    let (llm, plugin) = (ScriptedLlmServer::start(), PluginServer::start());
+    let app = start(&llm, &plugin, BUY_SEED, "", false).await;
+    let manifest = |id: &str| {
+        json!({
+            "id": id, "name": id, "description": "A registered plugin.",
+            "type": "http", "url": plugin.url(),
+            "capabilities": [{"id": "run", "description": "Run."}]
+        })
+    };
+    let register = "/api/plugins/register";
+    let cap = hearth::plugins::MAX_REGISTERED_PLUGINS;
+    for n in 0..cap {
+        let (status, body) = post(
+            &app,
+            register,
+            Some(ADMIN_API_KEY),
+            manifest(&format!("p{n}")),
+        )
+        .await;
+        assert_eq!(status, 201, "{body}");
+    }
+    let (status, body) = post(&app, register, Some(ADMIN_API_KEY), manifest("one_more")).await;
+    assert_eq!(status, 409, "{body}");
+    assert!(
+        body["error"]
+            .as_str()
+            .unwrap()
+            .contains(&format!("{cap} plugins are registered already")),
+        "{body}"
+    );
+    // Replacing a registered one is still allowed.
+    let (status, _) = post(&app, register, Some(ADMIN_API_KEY), manifest("p0")).await;
+    assert_eq!(status, 200);
+    app.stop().await;
+}

@@ -35,8 +35,8 @@ use tokio::task::JoinHandle;
 
 use crate::config::McpServerConfig;
 use crate::tools::ToolsProvider;
-pub use provider::IDEMPOTENCY_META_KEY;
 use provider::McpToolsProvider;
+pub use provider::{IDEMPOTENCY_META_KEY, MAX_RESULT_BYTES};
 use server::ServerShared;
 
 pub use elicitation::{

@@ -221,9 +221,33 @@ impl Drop for CancelOnDrop {
     }
 }
 
+/// The most text of one tool result the model reads: a larger answer is cut (and says so),
+/// so one huge result cannot swell a turn's state and every later prompt.
+pub const MAX_RESULT_BYTES: usize = 64 * 1024;
+
+/// `text` cut to at most `limit` bytes at a character boundary, saying so when it was.
+fn cut_to(text: String, limit: usize) -> String {
+    if text.len() <= limit {
+        return text;
+    }
+    let mut end = limit;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!(
+        "{}\n[result cut at {end} of {} bytes]",
+        &text[..end],
+        text.len()
+    )
+}
+
 /// The text the model reads: text parts joined, other content described briefly, and an
-/// `isError` result prefixed with "error: ".
+/// `isError` result prefixed with "error: "; at most `MAX_RESULT_BYTES` of it.
 pub(super) fn render_result(result: &CallToolResult) -> String {
+    cut_to(render_whole_result(result), MAX_RESULT_BYTES)
+}
+
+fn render_whole_result(result: &CallToolResult) -> String {
     let mut parts: Vec<String> = result.content.iter().map(describe_block).collect();
     if parts.is_empty()
         && let Some(structured) = &result.structured_content
@@ -302,6 +326,27 @@ mod tests {
         assert_eq!(render_result(&result), "error: no such file");
         let silent = CallToolResult::error(vec![]);
         assert!(render_result(&silent).starts_with("error: "));
+    }
+
+    #[test]
+    fn a_huge_result_is_cut_at_a_character_boundary_and_says_so() {
+        let text = "é".repeat(MAX_RESULT_BYTES);
+        let cut = cut_to(text.clone(), MAX_RESULT_BYTES);
+        assert!(cut.len() < MAX_RESULT_BYTES + 64);
+        assert!(
+            cut.ends_with(&format!(
+                "[result cut at {MAX_RESULT_BYTES} of {} bytes]",
+                text.len()
+            )),
+            "{}",
+            &cut[cut.len() - 60..]
+        );
+        let odd = cut_to("aé".repeat(10), 4);
+        assert!(
+            odd.starts_with("aéa\n[result cut at 4 of 30 bytes]"),
+            "{odd}"
+        );
+        assert_eq!(cut_to("short".into(), 10), "short");
     }
 
     #[test]
