@@ -13,6 +13,7 @@ mod exactly_once;
 mod http_api;
 mod llm_providers;
 mod matrix_channel;
+mod matrix_media;
 mod mcp_pipeline;
 mod mcp_tools;
 mod one_hearth;

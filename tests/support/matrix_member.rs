@@ -364,6 +364,39 @@ impl MatrixMember {
             .event_id
     }
 
+    /// Upload `bytes` unencrypted and send them as an image whose event states
+    /// `claimed_size` (true or not, or none), as a careless or hostile client could.
+    pub async fn send_image_claiming(
+        &self,
+        room_id: &RoomId,
+        file_name: &str,
+        bytes: Vec<u8>,
+        claimed_size: Option<u64>,
+    ) -> OwnedEventId {
+        let uploaded = self
+            .client
+            .media()
+            .upload(&mime::IMAGE_PNG, bytes, None)
+            .await
+            .expect("the image is uploaded");
+        let mut info = serde_json::json!({"mimetype": "image/png"});
+        if let Some(size) = claimed_size {
+            info["size"] = size.into();
+        }
+        let content = serde_json::json!({
+            "msgtype": "m.image",
+            "body": file_name,
+            "url": uploaded.content_uri.to_string(),
+            "info": info,
+        });
+        self.room(room_id)
+            .send_raw("m.room.message", content)
+            .await
+            .expect("the image event is sent")
+            .response
+            .event_id
+    }
+
     /// Send a rich reply (`m.in_reply_to`) to `event_id`, mentioning its sender.
     pub async fn send_reply(
         &self,

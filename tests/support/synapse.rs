@@ -328,6 +328,8 @@ impl Synapse {
             "suppress_key_server_warning": true,
             "federation_domain_whitelist": [],
             "url_preview_enabled": false,
+            // The attachment tests send a 50 MB file.
+            "max_upload_size": "100M",
             "bcrypt_rounds": 4,
             "rc_message": unlimited,
             "rc_registration": unlimited,

@@ -3,10 +3,7 @@
 //! within the size limit, commands with `/` or `!`, `/help` and `/cancel`; invites; and
 //! messages this device cannot decrypt.
 
-use std::path::Path;
-
 use matrix_sdk::Room;
-use matrix_sdk::media::{MediaFormat, MediaRequestParameters};
 use matrix_sdk::ruma::events::room::MediaSource;
 use matrix_sdk::ruma::events::room::encrypted::OriginalSyncRoomEncryptedEvent;
 use matrix_sdk::ruma::events::room::message::{
@@ -19,7 +16,7 @@ use super::confirmations;
 use super::outbound::{Conversation, send_read_receipt};
 use super::{MATRIX_CHANNEL, Shared};
 use crate::actors::channels::ChannelError;
-use crate::actors::channels::core::attachments::{safe_file_name, too_large_note};
+use crate::actors::channels::core::attachments::{StoreError, safe_file_name, too_large_note};
 use crate::actors::channels::core::commands;
 use crate::actors::channels::core::texts::{BUSY_REPLY, help_text};
 use crate::actors::request_queue::{SubmitError, SubmitInbound, Submitted};
@@ -291,7 +288,8 @@ struct Media {
     size: Option<u64>,
 }
 
-/// Download the media (decrypted, for encrypted rooms) into message `inbox_id`'s folder.
+/// Download the media (decrypted, for encrypted rooms) into message `inbox_id`'s folder,
+/// streamed and cut off at the size limit (`media.rs`).
 async fn fetch(shared: &Shared, inbox_id: &str, media: Media) -> Attachment {
     let limit = shared.settings.max_attachment_bytes;
     let mut attachment = Attachment {
@@ -302,48 +300,28 @@ async fn fetch(shared: &Shared, inbox_id: &str, media: Media) -> Attachment {
         path: None,
         note: None,
     };
+    // Said to be too large: not even asked for.
     if media.size.is_some_and(|size| size > limit) {
         attachment.note = Some(too_large_note(limit));
         return attachment;
     }
-    let request = MediaRequestParameters {
-        source: media.source,
-        format: MediaFormat::File,
-    };
-    let bytes = match shared
-        .client
-        .media()
-        .get_media_content(&request, false)
-        .await
-    {
-        Ok(bytes) => bytes,
-        Err(error) => {
-            tracing::warn!(file = %attachment.file_name, %error, "matrix attachment not downloaded");
-            attachment.note = Some(format!("the download failed ({error})"));
-            return attachment;
+    let path = shared
+        .settings
+        .attachments_dir
+        .join(inbox_id)
+        .join(&attachment.file_name);
+    match super::media::download(shared, media.source, &path, limit).await {
+        Ok(size) => {
+            attachment.size_bytes = size;
+            attachment.path = Some(path.display().to_string());
         }
-    };
-    attachment.size_bytes = bytes.len() as u64;
-    if attachment.size_bytes > limit {
-        attachment.note = Some(too_large_note(limit));
-        return attachment;
-    }
-    let folder = shared.settings.attachments_dir.join(inbox_id);
-    let path = folder.join(&attachment.file_name);
-    match write(&folder, &path, &bytes).await {
-        Ok(()) => attachment.path = Some(path.display().to_string()),
-        Err(reason) => attachment.note = Some(format!("it could not be saved ({reason})")),
+        Err(StoreError::TooLarge { .. }) => attachment.note = Some(too_large_note(limit)),
+        Err(StoreError::Failed(reason)) => {
+            tracing::warn!(file = %attachment.file_name, %reason, "matrix attachment not downloaded");
+            attachment.note = Some(format!("the download failed ({reason})"));
+        }
     }
     attachment
-}
-
-async fn write(folder: &Path, path: &Path, bytes: &[u8]) -> Result<(), String> {
-    tokio::fs::create_dir_all(folder)
-        .await
-        .map_err(|error| format!("cannot create {}: {error}", folder.display()))?;
-    tokio::fs::write(path, bytes)
-        .await
-        .map_err(|error| format!("cannot write {}: {error}", path.display()))
 }
 
 /// An invite: joined when a family member sent it, refused otherwise.

@@ -22,6 +22,7 @@
 
 mod confirmations;
 mod inbound;
+mod media;
 mod messages;
 mod outbound;
 mod session;

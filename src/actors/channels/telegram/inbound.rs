@@ -2,7 +2,7 @@
 //! caption, the message it replies to, photos and documents (downloaded within the size
 //! limit); and the channel's own commands, `/start`, `/help` and `/cancel`.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use teloxide::net::Download;
 use teloxide::requests::Requester;
@@ -11,7 +11,9 @@ use teloxide::types::{FileId, Message};
 use super::outbound::{ChatTarget, event_id};
 use super::{Shared, TELEGRAM_CHANNEL};
 use crate::actors::channels::ChannelError;
-use crate::actors::channels::core::attachments::{safe_file_name, too_large_note};
+use crate::actors::channels::core::attachments::{
+    StoreError, safe_file_name, store_limited, too_large_note,
+};
 use crate::actors::channels::core::commands;
 use crate::actors::channels::core::texts::{BUSY_REPLY, NOTHING_TO_READ, help_text};
 use crate::actors::request_queue::{SubmitError, SubmitInbound, Submitted};
@@ -246,11 +248,15 @@ async fn fetch(
         attachment.note = Some(too_large_note(limit));
         return attachment;
     }
-    let folder = shared.settings.attachments_dir.join(inbox_id);
-    let path = folder.join(&attachment.file_name);
-    match download(shared, file_id, &folder, &path).await {
+    let path = shared
+        .settings
+        .attachments_dir
+        .join(inbox_id)
+        .join(&attachment.file_name);
+    match download(shared, file_id, &path, limit).await {
         Ok(()) => attachment.path = Some(path.display().to_string()),
-        Err(reason) => {
+        Err(StoreError::TooLarge { .. }) => attachment.note = Some(too_large_note(limit)),
+        Err(StoreError::Failed(reason)) => {
             tracing::warn!(file = %attachment.file_name, %reason, "telegram attachment not downloaded");
             attachment.note = Some(format!("the download failed ({reason})"));
         }
@@ -258,28 +264,20 @@ async fn fetch(
     attachment
 }
 
+/// The file, streamed to `path` and cut off past `limit` whatever its stated size.
 async fn download(
     shared: &Shared,
     file_id: &FileId,
-    folder: &Path,
-    path: &PathBuf,
-) -> Result<(), String> {
+    path: &Path,
+    limit: u64,
+) -> Result<(), StoreError> {
     let file = shared
         .bot
         .get_file(file_id.clone())
         .await
-        .map_err(|error| error.to_string())?;
-    tokio::fs::create_dir_all(folder)
-        .await
-        .map_err(|error| format!("cannot create {}: {error}", folder.display()))?;
-    let mut destination = tokio::fs::File::create(path)
-        .await
-        .map_err(|error| format!("cannot create {}: {error}", path.display()))?;
-    shared
-        .bot
-        .download_file(&file.path, &mut destination)
-        .await
-        .map_err(|error| error.to_string())
+        .map_err(|error| StoreError::Failed(error.to_string()))?;
+    store_limited(shared.bot.download_file_stream(&file.path), path, limit).await?;
+    Ok(())
 }
 
 #[cfg(test)]
