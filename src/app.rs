@@ -349,6 +349,7 @@ pub async fn start(loaded: &LoadedConfig, options: StartOptions) -> Result<Runni
                 queue: queue.clone(),
                 channel,
                 inbox: stores.inbox.clone(),
+                pending: stores.pending.clone(),
                 family: family.clone(),
                 metrics: metrics.clone(),
                 readiness: readiness.clone(),

@@ -296,7 +296,27 @@ pub async fn get_inbound(
         Ok(Some(record))
             if record.inbound.channel == "http" && record.inbound.member_id == member_id =>
         {
-            HttpResponse::Ok().json(record_json(&record))
+            let mut body = record_json(&record);
+            // A turn that waits for the member says what it asks (its question may have come
+            // after the POST stopped waiting), so it can be answered.
+            if record.status == InboxStatus::Suspended {
+                match state.pending.open().await {
+                    Ok(open) => {
+                        if let Some(waiting) = open.iter().find(|entry| {
+                            entry.decision.is_none()
+                                && entry.confirmation.inbox_id == record.inbound.id
+                        }) {
+                            body["confirmation"] = json!({
+                                "id": waiting.confirmation.id,
+                                "prompt": waiting.confirmation.prompt,
+                                "expires_at_ms": waiting.confirmation.expires_at_ms,
+                            });
+                        }
+                    }
+                    Err(error) => tracing::warn!(%error, "open confirmations not read"),
+                }
+            }
+            HttpResponse::Ok().json(body)
         }
         Ok(_) => HttpResponse::NotFound()
             .json(json!({"error": format!("no message with id {:?}", path.as_str())})),

@@ -23,7 +23,7 @@ use crate::actors::request_queue::RequestQueue;
 use crate::family::Family;
 use crate::metrics::Metrics;
 use crate::plugins::PluginRuntime;
-use crate::ports::{Inbox, RegisteredPlugins};
+use crate::ports::{Inbox, PendingActions, RegisteredPlugins};
 use crate::readiness::Readiness;
 
 pub use auth::{ApiKeys, Scope};
@@ -33,6 +33,8 @@ pub struct HttpState {
     pub queue: Addr<RequestQueue>,
     pub channel: Addr<HttpChannel>,
     pub inbox: Arc<dyn Inbox>,
+    /// Read only: the confirmation a suspended message waits for (`GET /inbound/{id}`).
+    pub pending: Arc<dyn PendingActions>,
     pub family: Arc<Family>,
     pub metrics: Arc<Metrics>,
     pub readiness: Arc<Readiness>,

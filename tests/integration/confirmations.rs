@@ -392,3 +392,58 @@ async fn an_interrupted_approved_call_is_never_run_twice() {
         "the approved call was not run again: {facts:?}"
     );
 }
+
+/// A confirmation asked after the POST stopped waiting (`202`) is found by reading the
+/// message, and can be answered from there.
+#[actix::test]
+async fn a_confirmation_asked_after_the_call_stopped_waiting_is_found_by_reading_the_message() {
+    let llm = ScriptedLlmServer::start();
+    let app = TestApp::start(
+        &llm.base_url(),
+        &[
+            CONFIRM_PROFILE_UPDATE,
+            ("HEARTH__HTTP__REPLY_TIMEOUT_SECONDS", "1"),
+        ],
+    )
+    .await;
+    llm.push_many([
+        Step::Delay(
+            Duration::from_millis(1500),
+            Box::new(Step::ToolCalls(vec![(
+                "profile_update".into(),
+                json!({"key": "address", "value": "9 Late Lane"}),
+            )])),
+        ),
+        Step::Reply("Saved late.".into()),
+    ]);
+    let (status, accepted) = app
+        .send(json!({"user_id": "alice", "text": "I moved"}))
+        .await;
+    assert_eq!(status, 202, "{accepted}");
+    let id = accepted["id"].as_str().unwrap().to_string();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let waiting = loop {
+        let (_, text) = app.get(&format!("/inbound/{id}?user_id=alice")).await;
+        let record: Value = serde_json::from_str(&text).unwrap();
+        if record["status"] == "suspended" {
+            break record;
+        }
+        assert!(Instant::now() < deadline, "never suspended: {record}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert!(
+        waiting["confirmation"]["prompt"]
+            .as_str()
+            .unwrap()
+            .contains("9 Late Lane"),
+        "{waiting}"
+    );
+    let (status, answered) = confirm(
+        &app,
+        json!({"confirmation_id": waiting["confirmation"]["id"], "user_id": "alice", "approve": true}),
+    )
+    .await;
+    assert_eq!(status, 200, "{answered}");
+    assert_eq!(answered["reply"], "Saved late.");
+    app.stop().await;
+}
