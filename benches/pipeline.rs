@@ -17,53 +17,11 @@ use serde_json::json;
 
 use support::hearth_app::{API_KEY, HearthProcess, test_env, write_config};
 use support::llm_server::ScriptedLlmServer;
+use support::measure::{cpu_seconds, env_number, memory_mb, percentile, verdict};
 
 const TARGET_TURNS_PER_SECOND: f64 = 2000.0;
 const TARGET_P99_MS: f64 = 5.0;
 const TARGET_IDLE_RSS_MB: f64 = 15.0;
-
-fn env_number(name: &str, default: usize) -> usize {
-    std::env::var(name)
-        .ok()
-        .and_then(|value| value.parse().ok())
-        .unwrap_or(default)
-}
-
-/// A line of `/proc/<pid>/status` in megabytes (`VmRSS`, `VmHWM`).
-fn memory_mb(pid: u32, field: &str) -> f64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    status
-        .lines()
-        .find(|line| line.starts_with(field))
-        .and_then(|line| line.split_whitespace().nth(1))
-        .and_then(|kb| kb.parse::<f64>().ok())
-        .map(|kb| kb / 1024.0)
-        .unwrap_or(f64::NAN)
-}
-
-/// User plus system CPU time the process has used, in seconds.
-fn cpu_seconds(pid: u32) -> f64 {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-    // Fields after the command name (which may contain spaces) start after ')'.
-    let fields: Vec<&str> = stat
-        .rsplit_once(')')
-        .map(|(_, rest)| rest.split_whitespace().collect())
-        .unwrap_or_default();
-    let ticks: f64 = [11, 12]
-        .iter()
-        .filter_map(|index| fields.get(*index).and_then(|v| v.parse::<f64>().ok()))
-        .sum();
-    ticks / 100.0
-}
-
-fn percentile(sorted: &[Duration], fraction: f64) -> f64 {
-    let index = ((sorted.len() as f64 - 1.0) * fraction).round() as usize;
-    sorted[index].as_secs_f64() * 1000.0
-}
-
-fn verdict(ok: bool) -> &'static str {
-    if ok { "meets target" } else { "MISSES target" }
-}
 
 fn main() {
     // `cargo bench` passes `--bench`; a filter argument is accepted and ignored.

@@ -16,19 +16,13 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use support::hearth_app::{HearthProcess, test_env, write_config};
+use support::hearth_app::{HearthProcess, test_env, write_telegram_family_config};
 use support::llm_server::{ScriptedLlmServer, Step};
+use support::measure::env_number;
 use support::telegram::{TelegramServer, TgUser};
 
 const TOKEN: &str = "123456:soak-token";
 const FIRST_USER: i64 = 7000;
-
-fn env_number(name: &str, default: usize) -> usize {
-    std::env::var(name)
-        .ok()
-        .and_then(|value| value.parse().ok())
-        .unwrap_or(default)
-}
 
 /// The pending outbox rows' texts, read from the database the killed process left.
 fn undelivered(runtime: &tokio::runtime::Runtime, folder: &Path) -> Vec<String> {
@@ -59,25 +53,15 @@ fn main() {
     llm.set_recording(false);
     let telegram = TelegramServer::start(TOKEN);
     let folder = tempfile::tempdir().expect("temporary folder");
-    let config = write_config(folder.path(), &llm.base_url());
-    let members: String = (0..chats)
-        .map(|chat| {
-            format!(
-                "  - {{ id: m{chat}, telegram_user_id: {} }}\n",
-                FIRST_USER + chat
-            )
-        })
-        .collect();
-    let text = std::fs::read_to_string(&config)
-        .expect("config")
-        .replace("family:\n", &format!("family:\n{members}"));
-    let text = format!(
-        "{text}channels:\n  telegram: {{ enabled: true, token_env: SOAK_TELEGRAM_TOKEN, api_url: \"{}\", poll_timeout_seconds: 1 }}\n",
-        telegram.api_url()
+    let config = write_telegram_family_config(
+        folder.path(),
+        &llm.base_url(),
+        &telegram.api_url(),
+        chats,
+        FIRST_USER,
     );
-    std::fs::write(&config, text).expect("config written");
     let env = test_env(&[
-        ("SOAK_TELEGRAM_TOKEN", TOKEN),
+        ("TEST_TELEGRAM_TOKEN", TOKEN),
         ("HEARTH__QUEUE__MAX_BACKLOG", "100000"),
         ("HEARTH_LOG", "warn,hearth::app=info"),
     ]);

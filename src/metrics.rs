@@ -185,3 +185,36 @@ fn escape_label(value: &str) -> String {
         .replace('"', "\\\"")
         .replace('\n', "\\n")
 }
+
+/// One stage of a turn (accepting, waiting in the lane, an LLM round, a tool call, storing,
+/// delivering), timed: a `debug` span while it runs and, when it ends, a `debug` event with
+/// its duration, inside the turn's span where there is one. `HEARTH_LOG=hearth=debug` shows
+/// where a slow turn spent its time.
+pub struct StageTimer {
+    stage: &'static str,
+    started: std::time::Instant,
+    span: tracing::Span,
+}
+
+impl StageTimer {
+    pub fn start(stage: &'static str) -> Self {
+        StageTimer {
+            stage,
+            started: std::time::Instant::now(),
+            span: tracing::debug_span!("stage", stage),
+        }
+    }
+
+    /// The stage's span, to run its work in.
+    pub fn span(&self) -> &tracing::Span {
+        &self.span
+    }
+}
+
+impl Drop for StageTimer {
+    fn drop(&mut self) {
+        let elapsed_ms = self.started.elapsed().as_secs_f64() * 1000.0;
+        let _inside = self.span.enter();
+        tracing::debug!(stage = self.stage, elapsed_ms, "stage done");
+    }
+}

@@ -13,7 +13,7 @@ use sqlx::Row;
 use crate::matrix_channel::{
     homeserver, matrix_env, reply_from_hearth, room_with_hearth, write_matrix_config,
 };
-use crate::support::hearth_app::{HearthProcess, test_env};
+use crate::support::hearth_app::{HearthProcess, test_env, write_telegram_family_config};
 use crate::support::llm_server::{ScriptedLlmServer, Step};
 use crate::support::matrix_member::MatrixMember;
 use crate::support::telegram::{TelegramServer, TgError, TgUser};
@@ -194,15 +194,14 @@ async fn a_thousand_messages_with_a_kill_at_a_random_moment_are_each_answered_on
     llm.set_recording(false);
     let telegram = TelegramServer::start(TOKEN);
     let folder = tempfile::tempdir().unwrap();
-    let mut text =
-        std::fs::read_to_string(write_telegram_config(folder.path(), &llm, &telegram, "")).unwrap();
     // Every chat a family member of its own.
-    let members: String = (0..CHATS)
-        .map(|chat| format!("  - {{ id: m{chat}, telegram_user_id: {} }}\n", 5000 + chat))
-        .collect();
-    text = text.replace("family:\n", &format!("family:\n{members}"));
-    let config = folder.path().join("hearth.yaml");
-    std::fs::write(&config, text).unwrap();
+    let config = write_telegram_family_config(
+        folder.path(),
+        &llm.base_url(),
+        &telegram.api_url(),
+        CHATS,
+        5000,
+    );
     let env = telegram_env(&[("HEARTH__QUEUE__MAX_BACKLOG", "5000")]);
 
     let first = HearthProcess::spawn(&config, &env);

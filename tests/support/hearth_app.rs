@@ -64,6 +64,35 @@ service_profiles:
     path
 }
 
+/// The test config in `folder` with `chats` more family members, `m0`..., each with the
+/// Telegram user id `first_user + n` (and so a private chat of that id), and Telegram on
+/// `api_url` with the token in `TEST_TELEGRAM_TOKEN`: many chats for load.
+pub fn write_telegram_family_config(
+    folder: &Path,
+    llm_base_url: &str,
+    api_url: &str,
+    chats: i64,
+    first_user: i64,
+) -> PathBuf {
+    let path = write_config(folder, llm_base_url);
+    let members: String = (0..chats)
+        .map(|chat| {
+            format!(
+                "  - {{ id: m{chat}, telegram_user_id: {} }}\n",
+                first_user + chat
+            )
+        })
+        .collect();
+    let text = std::fs::read_to_string(&path)
+        .expect("test config")
+        .replace("family:\n", &format!("family:\n{members}"));
+    let text = format!(
+        "{text}channels:\n  telegram: {{ enabled: true, token_env: TEST_TELEGRAM_TOKEN, api_url: \"{api_url}\", poll_timeout_seconds: 1 }}\n"
+    );
+    std::fs::write(&path, text).expect("test config written");
+    path
+}
+
 /// The environment a test hearth runs with; `extra` adds `HEARTH__...` overrides.
 pub fn test_env(extra: &[(&str, &str)]) -> BTreeMap<String, String> {
     let mut env: BTreeMap<String, String> = BTreeMap::from([

@@ -5,6 +5,7 @@ pub mod hearth_app;
 pub mod llm_server;
 pub mod matrix_member;
 pub mod mcp;
+pub mod measure;
 pub mod plugin_server;
 pub mod real_llm;
 pub mod synapse;

@@ -81,6 +81,7 @@ impl Journal {
         let Some(port) = &self.port else {
             return Ok(());
         };
+        let _stage = crate::metrics::StageTimer::start("journal_save");
         let value = state.to_stored_value()?;
         port.save_turn(&self.inbox_id, &value).await?;
         Ok(())

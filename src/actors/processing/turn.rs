@@ -19,6 +19,7 @@ use super::prompt::{DEFAULT_SYSTEM_PROMPT, starting_with_user, system_prompt, us
 use crate::actors::llm_broker::{CallOrigin, GenerateChat};
 use crate::config::ResolvedProfile;
 use crate::llm::{ChatMessage, ChatRequest, IMAGES_NOT_SHOWN, Role, ToolCall};
+use crate::metrics::StageTimer;
 use crate::plugins::ROUTE_TO_PLUGIN;
 use crate::ports::{Decision, HistoryEntry, Inbound, PendingConfirmation, now_ms};
 use crate::tools::{ToolContext, ToolError, ToolSuspension, ToolsProvider};
@@ -415,6 +416,7 @@ impl TurnRunner {
             state.rounds += 1;
             // The last round offers no tools, so the model has to answer in words.
             let offer_tools = state.rounds < max_rounds && !tools.is_empty();
+            let llm_round = StageTimer::start("llm_round");
             let response = self
                 .deps
                 .broker
@@ -437,6 +439,7 @@ impl TurnRunner {
                 })
                 .await
                 .map_err(|error| TurnError::Mailbox(error.to_string()))??;
+            drop(llm_round);
             if response.tool_calls.is_empty() || !offer_tools {
                 let reply = if response.content.trim().is_empty() {
                     "Sorry, I have no answer to that.".to_string()
@@ -493,6 +496,7 @@ impl TurnRunner {
     }
 
     async fn run_tool(&self, call: &ToolCall, context: &ToolContext) -> Ran {
+        let _stage = StageTimer::start("tool_call");
         let result = self.tools.call(&call.name, &call.arguments, context).await;
         ran(call, result)
     }

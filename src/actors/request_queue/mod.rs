@@ -37,7 +37,7 @@ use crate::actors::processing::{
     ProcessTurn, ProcessingService, ResumeTurn, TurnError, TurnOutcome, TurnResult,
 };
 use crate::config::QueueConfig;
-use crate::metrics::Metrics;
+use crate::metrics::{Metrics, StageTimer};
 use crate::ports::{
     Acceptance, Decision, Inbound, Inbox, Outbox, PendingActions, PendingConfirmation,
     PendingPluginCalls, TurnRecord, now_ms,
@@ -184,6 +184,12 @@ impl RequestQueue {
     }
 
     fn start_turn(&mut self, key: String, mut turn: QueuedTurn, ctx: &mut Context<Self>) {
+        tracing::debug!(
+            stage = "lane_wait",
+            inbox_id = %turn.inbound.id,
+            elapsed_ms = now_ms().saturating_sub(turn.inbound.received_at_ms),
+            "turn starts"
+        );
         let (_, text, slash_command) = self.router.route_command(&turn.inbound.text);
         let profile_id = self.profile_of(&turn).to_string();
         let service = self.services.get(&profile_id).cloned();
@@ -302,7 +308,9 @@ impl RequestQueue {
                 .boxed_local()
             }
         };
+        let stage = StageTimer::start("store_turn");
         ctx.spawn(stored.into_actor(self).map(move |stored, act, ctx| {
+            drop(stage);
             act.turn_finished(turn, stored, ctx);
         }));
     }
@@ -538,6 +546,7 @@ impl Handler<SubmitInbound> for RequestQueue {
         let inbox = self.inbox.clone();
         Box::pin(
             async move {
+                let _stage = StageTimer::start("accept");
                 let accepted = inbox.accept(&message.inbound).await;
                 (message.inbound, accepted)
             }

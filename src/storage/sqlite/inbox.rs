@@ -4,7 +4,7 @@ use async_trait::async_trait;
 use sqlx::Row;
 use sqlx::sqlite::SqliteRow;
 
-use super::outbox::insert_outgoing;
+use super::outbox::insert_if_any;
 use super::{SqliteStore, database_error, memory::entries_json};
 use crate::ports::{
     Acceptance, HistoryEntry, Inbound, Inbox, InboxRecord, InboxStatus, OutgoingMessage,
@@ -141,10 +141,7 @@ impl Inbox for SqliteStore {
                     if updated.rows_affected() != 1 {
                         return Err(not_waiting(&id));
                     }
-                    match &outgoing {
-                        Some(message) => Ok(Some(insert_outgoing(connection, message).await?)),
-                        None => Ok(None),
-                    }
+                    insert_if_any(connection, outgoing.as_ref()).await
                 })
             })
             .await?;
@@ -220,10 +217,7 @@ impl Inbox for SqliteStore {
                     if updated.rows_affected() != 1 {
                         return Err(not_waiting(&id));
                     }
-                    match &outgoing {
-                        Some(message) => Ok(Some(insert_outgoing(connection, message).await?)),
-                        None => Ok(None),
-                    }
+                    insert_if_any(connection, outgoing.as_ref()).await
                 })
             })
             .await

@@ -1,4 +1,4 @@
-//! `Outbox` on SQLite: table `outbox`. `insert_outgoing` is also run inside the
+//! `Outbox` on SQLite: table `outbox`. `insert_if_any` is also run inside the
 //! transactions of `Inbox::complete`, `Inbox::give_up` and `PendingActions::suspend`, so a
 //! turn's answer and the message delivering it are stored together.
 
@@ -10,7 +10,7 @@ use super::{SqliteStore, database_error};
 use crate::ports::{Outbox, OutboxEntry, OutgoingKind, OutgoingMessage, StorageError, now_ms};
 
 /// Store `message` as to deliver, on the writer's connection; its id.
-pub(super) async fn insert_outgoing(
+async fn insert_outgoing(
     connection: &mut SqliteConnection,
     message: &OutgoingMessage,
 ) -> Result<i64, StorageError> {
@@ -32,6 +32,17 @@ pub(super) async fn insert_outgoing(
     .fetch_one(&mut *connection)
     .await
     .map_err(database_error)
+}
+
+/// `insert_outgoing` for the message a write may come with; its id.
+pub(super) async fn insert_if_any(
+    connection: &mut SqliteConnection,
+    message: Option<&OutgoingMessage>,
+) -> Result<Option<i64>, StorageError> {
+    match message {
+        Some(message) => Ok(Some(insert_outgoing(connection, message).await?)),
+        None => Ok(None),
+    }
 }
 
 fn entry_from_row(row: &SqliteRow) -> Result<OutboxEntry, StorageError> {

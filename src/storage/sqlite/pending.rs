@@ -4,7 +4,7 @@ use async_trait::async_trait;
 use sqlx::Row;
 use sqlx::sqlite::SqliteRow;
 
-use super::outbox::insert_outgoing;
+use super::outbox::insert_if_any;
 use super::{SqliteStore, database_error};
 use crate::ports::{
     AnswerPlace, AnswerRefused, Decision, OpenConfirmation, OutgoingMessage, PendingActions,
@@ -96,10 +96,7 @@ impl PendingActions for SqliteStore {
                     .execute(&mut *connection)
                     .await
                     .map_err(database_error)?;
-                    match &prompt {
-                        Some(message) => Ok(Some(insert_outgoing(connection, message).await?)),
-                        None => Ok(None),
-                    }
+                    insert_if_any(connection, prompt.as_ref()).await
                 })
             })
             .await

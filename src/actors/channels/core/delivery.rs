@@ -19,7 +19,7 @@ use std::time::Duration;
 use tokio::sync::mpsc;
 
 use super::platform::{DeliveryError, Platform};
-use crate::metrics::Metrics;
+use crate::metrics::{Metrics, StageTimer};
 use crate::ports::{Outbox, OutboxEntry, OutgoingMessage, StorageError, now_ms};
 
 /// An idle conversation's worker ends after this.
@@ -225,13 +225,21 @@ async fn deliver_one<P: Platform>(shared: &Shared<P>, entry: OutboxEntry) {
     let mut next = usize::try_from(entry.parts_delivered).unwrap_or(0);
     let mut attempts = entry.attempts;
     let mut first_id = None;
+    tracing::debug!(
+        stage = "outbox_wait",
+        outbox_id = entry.id,
+        elapsed_ms = now_ms().saturating_sub(entry.created_at_ms),
+        "delivery starts"
+    );
     while next < parts.len() {
         let transaction_id = format!("hearth-{}-{next}", entry.id);
-        match shared
+        let sending = StageTimer::start("deliver_part");
+        let sent = shared
             .platform
             .deliver(&entry, next, &parts[next], &transaction_id)
-            .await
-        {
+            .await;
+        drop(sending);
+        match sent {
             Ok(platform_id) => {
                 first_id = first_id.or(platform_id);
                 next += 1;

@@ -29,7 +29,7 @@ use actix::{Actor, Addr, AsyncContext, Context};
 use crate::actors::request_queue::RequestQueue;
 use crate::family::Family;
 use crate::metrics::Metrics;
-use crate::ports::{ChannelState, Inbox, Outbox};
+use crate::ports::{ChannelState, Inbox, Outbox, OutgoingMessage};
 use crate::readiness::Readiness;
 
 /// What every chat platform's channel needs besides its own settings.
@@ -71,5 +71,24 @@ pub(crate) fn resume_deliveries<A, P>(
                     });
                 }
             }),
+    );
+}
+
+/// Store `message` in the outbox, then deliver it (what a channel says on its own: `/help`,
+/// the busy reply, a prompt closed by a press). `field` finds the channel's deliveries.
+pub(crate) fn send<A, P>(
+    actor: &mut A,
+    ctx: &mut Context<A>,
+    field: fn(&mut A) -> &mut Deliveries<P>,
+    message: OutgoingMessage,
+) where
+    A: Actor<Context = Context<A>>,
+    P: Platform,
+{
+    let storing = field(actor).store(message);
+    ctx.spawn(
+        storing
+            .into_actor(actor)
+            .map(move |(message, stored), act, _ctx| field(act).stored(message, stored)),
     );
 }

@@ -40,12 +40,12 @@ pub use messages::{EventReceived, MatrixEvent, StopMatrix};
 pub use session::MatrixStartError;
 
 use super::core::typing::TypingTurns;
-use super::core::{ChannelDeps, Deliveries, resume_deliveries};
+use super::core::{ChannelDeps, Deliveries, resume_deliveries, send};
 use super::{ChannelError, DeliverReply};
 use crate::actors::request_queue::RequestQueue;
 use crate::family::Family;
 use crate::metrics::Metrics;
-use crate::ports::{ChannelState, Inbox, OutgoingMessage};
+use crate::ports::{ChannelState, Inbox};
 use crate::readiness::Readiness;
 use outbound::{Conversation, MatrixPlatform};
 
@@ -143,16 +143,6 @@ impl MatrixChannel {
         })
     }
 
-    /// Store `message` in the outbox, then deliver it.
-    fn send(&mut self, message: OutgoingMessage, ctx: &mut Context<Self>) {
-        ctx.spawn(
-            self.deliveries
-                .store(message)
-                .into_actor(self)
-                .map(|(message, stored), act, _ctx| act.deliveries.stored(message, stored)),
-        );
-    }
-
     fn typing_started(&mut self, conversation: Conversation, ctx: &mut Context<Self>) {
         let shared = self.shared.clone();
         let key = conversation.room_id.to_string();
@@ -177,7 +167,12 @@ impl MatrixChannel {
                 inbound::FollowUp::TurnStarted(conversation) => {
                     self.typing_started(conversation, ctx)
                 }
-                inbound::FollowUp::Send(message) => self.send(message, ctx),
+                inbound::FollowUp::Send(message) => send(
+                    self,
+                    ctx,
+                    |channel: &mut Self| &mut channel.deliveries,
+                    message,
+                ),
             }
         }
     }

@@ -39,13 +39,13 @@ pub use messages::{StopTelegram, UpdateReceived};
 pub use webhook::{MAX_UPDATE_BYTES, TelegramWebhook, telegram_webhook_route};
 
 use super::core::typing::TypingTurns;
-use super::core::{ChannelDeps, Deliveries, resume_deliveries};
+use super::core::{ChannelDeps, Deliveries, resume_deliveries, send};
 use super::{ChannelError, DeliverReply};
 use crate::actors::request_queue::RequestQueue;
 use crate::config::TelegramMode;
 use crate::family::Family;
 use crate::metrics::Metrics;
-use crate::ports::{ChannelState, Inbox, OutgoingMessage};
+use crate::ports::{ChannelState, Inbox};
 use crate::readiness::Readiness;
 use outbound::{ChatTarget, TelegramPlatform};
 
@@ -160,16 +160,6 @@ impl TelegramChannel {
         })
     }
 
-    /// Store `message` in the outbox, then deliver it.
-    fn send(&mut self, message: OutgoingMessage, ctx: &mut Context<Self>) {
-        ctx.spawn(
-            self.deliveries
-                .store(message)
-                .into_actor(self)
-                .map(|(message, stored), act, _ctx| act.deliveries.stored(message, stored)),
-        );
-    }
-
     /// A turn of `target`'s conversation started (or goes on): show "typing…".
     fn typing_started(&mut self, target: ChatTarget, ctx: &mut Context<Self>) {
         let shared = self.shared.clone();
@@ -192,7 +182,12 @@ impl TelegramChannel {
         for action in actions {
             match action {
                 inbound::FollowUp::TurnStarted(target) => self.typing_started(target, ctx),
-                inbound::FollowUp::Send(message) => self.send(message, ctx),
+                inbound::FollowUp::Send(message) => send(
+                    self,
+                    ctx,
+                    |channel: &mut Self| &mut channel.deliveries,
+                    message,
+                ),
             }
         }
     }

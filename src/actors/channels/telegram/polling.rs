@@ -17,6 +17,7 @@ use teloxide::types::{AllowedUpdate, BotCommand};
 
 use super::outbound::{backoff, is_transient};
 use super::{Shared, TELEGRAM_CHANNEL, TelegramChannel, UpdateReceived};
+use crate::metrics::StageTimer;
 
 const OFFSET_KEY: &str = "update_offset";
 const MAX_RETRY_DELAY: Duration = Duration::from_secs(60);
@@ -153,10 +154,13 @@ pub(super) async fn poll_updates(shared: Arc<Shared>, channel: Addr<TelegramChan
         shared.readiness.set(TELEGRAM_CHANNEL, true, "polling");
         for update in updates {
             let next = i64::from(update.id.0) + 1;
+            let handed = StageTimer::start("telegram_hand_over");
             if !hand_over(&channel, update).await {
                 return;
             }
+            drop(handed);
             offset = offset.max(next);
+            let _stored = StageTimer::start("telegram_offset_write");
             if let Err(error) = shared
                 .state
                 .put_state(TELEGRAM_CHANNEL, OFFSET_KEY, &offset.to_string())
