@@ -82,6 +82,14 @@ impl TelegramServer {
                             .route("/file/bot{token}/{path:.*}", web::get().to(http::file))
                             .default_service(web::to(http::not_found))
                     })
+                    // Answers go out at once, as Telegram's do: no Nagle delay on loopback.
+                    .on_connect(|connection, _| {
+                        if let Some(tcp) =
+                            connection.downcast_ref::<actix_web::rt::net::TcpStream>()
+                        {
+                            let _ = tcp.set_nodelay(true);
+                        }
+                    })
                     // Long polls are async waits, so one worker serves a bot and its tests.
                     .workers(1)
                     .disable_signals()
