@@ -7,21 +7,33 @@
 //! Prints turns per second, p50/p99 latency of a turn (with an instant LLM this is
 //! hearth's own overhead plus loopback HTTP), idle RSS and peak RSS of the hearth
 //! process, each beside its target for a 2-core machine.
+//!
+//! Then the footprint at rest of two builds: the default one with Telegram connected (to
+//! the project's fake Bot API), and the HTTP-only one (`--no-default-features`), which the
+//! benchmark builds itself in release mode under `<target dir>/http-only` (the first time
+//! takes as long as a release build; `HEARTH_BENCH_HTTP_ONLY=0` skips it).
 
 #[path = "../tests/support/mod.rs"]
 mod support;
 
+use std::path::{Path, PathBuf};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use serde_json::json;
 
-use support::hearth_app::{API_KEY, HearthProcess, test_env, write_config};
+use support::hearth_app::{
+    API_KEY, HearthProcess, test_env, write_config, write_telegram_family_config,
+};
 use support::llm_server::ScriptedLlmServer;
 use support::measure::{cpu_seconds, env_number, memory_mb, percentile, verdict};
+use support::telegram::TelegramServer;
 
 const TARGET_TURNS_PER_SECOND: f64 = 2000.0;
 const TARGET_P99_MS: f64 = 5.0;
 const TARGET_IDLE_RSS_MB: f64 = 15.0;
+const TARGET_TELEGRAM_IDLE_RSS_MB: f64 = 25.0;
+const TELEGRAM_TOKEN: &str = "123456:pipeline-bench";
 
 fn main() {
     // `cargo bench` passes `--bench`; a filter argument is accepted and ignored.
@@ -104,6 +116,100 @@ fn main() {
     );
     println!("  peak RSS     {peak_rss:>9.1} MB");
     println!("  llm requests {:>9}", llm.request_count());
+    drop(hearth);
+
+    footprints(&runtime, &client, &llm);
+}
+
+/// Idle RSS of the default build with Telegram connected, and of the HTTP-only build.
+fn footprints(
+    runtime: &tokio::runtime::Runtime,
+    client: &reqwest::Client,
+    llm: &ScriptedLlmServer,
+) {
+    let default_binary = PathBuf::from(env!("CARGO_BIN_EXE_hearth"));
+    let telegram = TelegramServer::start(TELEGRAM_TOKEN);
+    let folder = tempfile::tempdir().expect("temporary folder");
+    let config =
+        write_telegram_family_config(folder.path(), &llm.base_url(), &telegram.api_url(), 2, 100);
+    let env = test_env(&[
+        ("TEST_TELEGRAM_TOKEN", TELEGRAM_TOKEN),
+        ("HEARTH_LOG", "warn,hearth::app=info"),
+    ]);
+    let telegram_rss = idle_rss(runtime, client, &default_binary, &config, &env);
+    println!("footprint at rest (ready, after 500 ms):");
+    println!(
+        "  default build, Telegram connected {telegram_rss:>6.1} MB   (target <= \
+         {TARGET_TELEGRAM_IDLE_RSS_MB:.0} MB: {}; binary {:.1} MB)",
+        verdict(telegram_rss <= TARGET_TELEGRAM_IDLE_RSS_MB),
+        file_mb(&default_binary)
+    );
+
+    if std::env::var("HEARTH_BENCH_HTTP_ONLY").as_deref() == Ok("0") {
+        println!("  HTTP-only build: skipped (HEARTH_BENCH_HTTP_ONLY=0)");
+        return;
+    }
+    let Some(http_only) = build_http_only() else {
+        println!("  HTTP-only build: the build failed (see above)");
+        return;
+    };
+    let folder = tempfile::tempdir().expect("temporary folder");
+    let config = write_config(folder.path(), &llm.base_url());
+    let env = test_env(&[("HEARTH_LOG", "warn,hearth::app=info")]);
+    let http_rss = idle_rss(runtime, client, &http_only, &config, &env);
+    println!(
+        "  HTTP-only build                   {http_rss:>6.1} MB   (target <= \
+         {TARGET_IDLE_RSS_MB:.0} MB: {}; binary {:.1} MB)",
+        verdict(http_rss <= TARGET_IDLE_RSS_MB),
+        file_mb(&http_only)
+    );
+}
+
+/// Starts `binary`, waits until it is ready and settled, and reads its resident memory.
+fn idle_rss(
+    runtime: &tokio::runtime::Runtime,
+    client: &reqwest::Client,
+    binary: &Path,
+    config: &Path,
+    env: &std::collections::BTreeMap<String, String>,
+) -> f64 {
+    let hearth = HearthProcess::spawn_binary(binary, config, env);
+    runtime.block_on(wait_until_ready(client, &hearth.base_url));
+    std::thread::sleep(Duration::from_millis(500));
+    memory_mb(hearth.pid(), "VmRSS")
+}
+
+/// `cargo build --release --no-default-features` into its own target folder (so the
+/// default build's binary is left alone); the binary's path, or `None` if it failed.
+fn build_http_only() -> Option<PathBuf> {
+    let manifest_dir = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let target_dir = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| manifest_dir.join("target"))
+        .join("http-only");
+    println!("building the HTTP-only hearth (release, --no-default-features) ...");
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let built = Command::new(cargo)
+        .args([
+            "build",
+            "--release",
+            "--no-default-features",
+            "--bin",
+            "hearth",
+        ])
+        .arg("--manifest-path")
+        .arg(manifest_dir.join("Cargo.toml"))
+        .arg("--target-dir")
+        .arg(&target_dir)
+        .status()
+        .ok()?;
+    built
+        .success()
+        .then(|| target_dir.join("release").join("hearth"))
+}
+
+fn file_mb(path: &Path) -> f64 {
+    std::fs::metadata(path).map_or(0.0, |metadata| metadata.len() as f64 / 1_048_576.0)
 }
 
 async fn wait_until_ready(client: &reqwest::Client, base_url: &str) {

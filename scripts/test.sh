@@ -17,3 +17,11 @@ bash scripts/install-test-synapse.sh
 # Unit tests, the integration binary and doc tests; the benchmark is built by
 # clippy in .ci/run and run with `cargo bench`.
 cargo test --lib --bins --tests "$@"
+
+# The unit tests of the single-part builds (no filter given): what a Telegram-only and a
+# Matrix-only hearth refuse and keep.
+if [ "$#" -eq 0 ]; then
+    for features in telegram matrix; do
+        cargo test --lib --no-default-features --features "$features"
+    done
+fi

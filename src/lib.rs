@@ -11,6 +11,9 @@
 //! - [`app`]: start-up wiring of every actor.
 //! - [`actors`]: the actors and their messages (`request_queue`, `processing`,
 //!   `delegation`, `llm_broker`, `channels` with `telegram` and `matrix`).
+//!
+//! Cargo features: `telegram`, `matrix` (the chat platforms) and `mcp` (the MCP client), all
+//! in the default build; config that needs one left out is refused at start-up.
 //! - [`http`]: the actix-web routes.
 //! - [`llm`]: wire-neutral chat types, the `LlmProvider` port and its providers.
 //! - [`tools`]: the `ToolsProvider` port and its stack.

@@ -32,6 +32,25 @@ pub struct RetentionSettings {
 }
 
 impl RetentionSettings {
+    /// The settings of config `retention`; attachments are pruned in `attachment_dirs`.
+    pub fn from_config(
+        retention: &crate::config::RetentionConfig,
+        attachment_dirs: Vec<PathBuf>,
+    ) -> RetentionSettings {
+        let days = |days: u64| {
+            Duration::from_secs(24 * 3600).saturating_mul(u32::try_from(days).unwrap_or(u32::MAX))
+        };
+        RetentionSettings {
+            history: days(retention.history_days),
+            telemetry: days(retention.telemetry_days),
+            finished_inbox: days(retention.answered_inbox_days),
+            delivered_outbox: days(retention.delivered_outbox_days),
+            attachments: days(retention.attachments_days),
+            attachment_dirs,
+            interval: Duration::from_secs(retention.interval_seconds),
+        }
+    }
+
     fn kept_for(&self, what: Prunable) -> Duration {
         match what {
             Prunable::History => self.history,

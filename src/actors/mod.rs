@@ -2,7 +2,7 @@
 //!
 //! Each actor owns a folder; its messages live in `messages.rs` beside it.
 //! Requests are imperative (`GenerateChat`), notifications past tense.
-//! Actors are wired explicitly in `app.rs`; addresses travel through constructors.
+//! Actors are wired explicitly in `app/`; addresses travel through constructors.
 
 pub mod channels;
 pub mod delegation;

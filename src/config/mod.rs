@@ -11,9 +11,11 @@
 //! - `load.rs`: reading, YAML syntax, `HEARTH__*` overrides, typing with key paths;
 //! - `profiles.rs`: profile merging, the resolved profile types, profile checks;
 //! - `validate.rs`: the other checks and the secrets;
+//! - `built_parts.rs`: config that needs a part this binary was built without;
 //! - `secret.rs`: the type that keeps a secret inside the configuration out of `Debug`;
 //! - `error.rs`: the error and problem types.
 
+mod built_parts;
 mod error;
 mod load;
 mod profiles;

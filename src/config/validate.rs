@@ -25,6 +25,7 @@ pub(crate) fn check_settings(config: &HearthConfig, problems: &mut Problems) {
     check_family(config, problems);
     check_channels(config, problems);
     check_mcp_servers(config, problems);
+    super::built_parts::check_built_parts(config, problems);
     if config.plugins_dir.trim().is_empty() {
         problems.push("plugins_dir", "must not be empty");
     }

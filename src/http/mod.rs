@@ -1,7 +1,8 @@
 //! The HTTP API (actix-web): `POST /inbound`, `POST /inbound/confirm`, `GET /inbound/{id}`,
 //! the plugin API (`POST /api/plugins/register`, `POST /api/plugins/llm/generate`),
-//! `GET /healthz`, `GET /readyz`, `GET /metrics`, and Telegram's webhook when set. Routes
-//! only translate HTTP to actor messages.
+//! `GET /healthz`, `GET /readyz`, `GET /metrics`, and the routes a chat platform adds (Telegram's
+//! webhook, in webhook mode) through `PlatformRoutes`. Routes only translate HTTP to actor
+//! messages; this module knows no chat platform.
 
 mod auth;
 mod health;
@@ -17,7 +18,6 @@ use actix_web::dev::ServerHandle;
 use actix_web::{App, HttpResponse, HttpServer, error, web};
 
 use crate::actors::channels::HttpChannel;
-use crate::actors::channels::telegram::{TelegramWebhook, telegram_webhook_route};
 use crate::actors::llm_broker::GenerateChat;
 use crate::actors::request_queue::RequestQueue;
 use crate::family::Family;
@@ -27,6 +27,10 @@ use crate::ports::{Inbox, PendingActions, RegisteredPlugins};
 use crate::readiness::Readiness;
 
 pub use auth::{ApiKeys, Scope};
+
+/// Routes a chat platform serves on the HTTP API's listener (Telegram's webhook), added to
+/// every worker's app.
+pub type PlatformRoutes = Arc<dyn Fn(&mut web::ServiceConfig) + Send + Sync>;
 
 /// Everything a route needs, shared by every HTTP worker.
 pub struct HttpState {
@@ -43,8 +47,8 @@ pub struct HttpState {
     /// `/metrics` and `/readyz` details need the admin key.
     pub metrics_auth: bool,
     pub reply_timeout: Duration,
-    /// Telegram's webhook route, in webhook mode.
-    pub telegram_webhook: Option<TelegramWebhook>,
+    /// The chat platforms' own routes (Telegram's webhook, in webhook mode).
+    pub platform_routes: Vec<PlatformRoutes>,
     /// Plugins registering over the API join this runtime's catalog.
     pub plugins: Arc<PluginRuntime>,
     pub registered_plugins: Arc<dyn RegisteredPlugins>,
@@ -67,20 +71,13 @@ pub fn serve(
     max_body_bytes: usize,
     state: HttpState,
 ) -> Result<(ServerHandle, SocketAddr), BindError> {
-    let webhook = state.telegram_webhook.clone().map(web::Data::new);
+    let platform_routes = state.platform_routes.clone();
     let state = web::Data::new(state);
     let server = HttpServer::new(move || {
-        let app = App::new();
-        let app = match &webhook {
-            Some(webhook) => app.app_data(webhook.clone()).service(
-                web::resource(webhook.path.as_str())
-                    .app_data(web::PayloadConfig::new(
-                        crate::actors::channels::telegram::MAX_UPDATE_BYTES,
-                    ))
-                    .route(web::post().to(telegram_webhook_route)),
-            ),
-            None => app,
-        };
+        let mut app = App::new();
+        for routes in &platform_routes {
+            app = app.configure(|config| routes(config));
+        }
         app.app_data(state.clone())
             .app_data(json_config(max_body_bytes))
             .route("/inbound", web::post().to(inbound::post_inbound))

@@ -24,6 +24,7 @@ pub use composite::CompositeToolsProvider;
 pub use confirming::{ConfirmingToolsProvider, render_call_for_people};
 pub use filtered::FilteredToolsProvider;
 pub use local::{LOCAL_TOOL_NAMES, LocalTool, LocalToolsProvider};
+#[cfg(feature = "mcp")]
 pub use mcp::{
     ElicitationAnswer, ElicitationHandler, ElicitationRequest, McpOptions, McpServers, ServerState,
 };

@@ -288,7 +288,16 @@ pub struct HearthProcess {
 impl HearthProcess {
     /// Start `hearth --config <config> run` and wait until its HTTP API listens.
     pub fn spawn(config: &Path, env: &BTreeMap<String, String>) -> HearthProcess {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_hearth"))
+        HearthProcess::spawn_binary(Path::new(env!("CARGO_BIN_EXE_hearth")), config, env)
+    }
+
+    /// The same with another build of hearth (the benchmark's HTTP-only one).
+    pub fn spawn_binary(
+        binary: &Path,
+        config: &Path,
+        env: &BTreeMap<String, String>,
+    ) -> HearthProcess {
+        let mut child = Command::new(binary)
             .arg("--config")
             .arg(config)
             .arg("run")

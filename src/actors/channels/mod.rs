@@ -5,13 +5,16 @@
 //! Telegram and Matrix are thin adapters over the channel core (`core/`): the durable
 //! outbox and its delivery, `/help` and `/cancel`, confirmation answers and prompts
 //! closing, typing, attachments. The HTTP API and the console answer from the inbox.
+//! Each platform is a Cargo feature (`telegram`, `matrix`, both in the default build).
 
 mod console;
 mod console_remote;
 pub mod core;
 mod http;
+#[cfg(feature = "matrix")]
 pub mod matrix;
 mod messages;
+#[cfg(feature = "telegram")]
 pub mod telegram;
 
 pub use console::{ConsoleChannel, run_console};

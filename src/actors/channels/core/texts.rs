@@ -1,11 +1,8 @@
-//! What every chat platform says in the same words: `/help`, the busy reply, the note for a
-//! message with nothing to read, and how a settled confirmation's prompt ends.
+//! What every chat platform says in the same words: `/help`, the busy reply, and how a
+//! settled confirmation's prompt ends.
 
 /// The answer when the queue is full.
 pub(crate) const BUSY_REPLY: &str = "I'm busy right now: please send that again in a minute.";
-/// The answer to a message with neither text nor a file hearth can keep.
-pub(crate) const NOTHING_TO_READ: &str =
-    "I can read text, photos and documents; that message had none.";
 
 /// The line a prompt ends with once it expired unanswered.
 pub(crate) const EXPIRED_OUTCOME: &str = "⌛ Expired: nothing was done.";

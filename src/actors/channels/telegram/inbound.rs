@@ -15,12 +15,16 @@ use crate::actors::channels::core::attachments::{
     StoreError, safe_file_name, store_limited, too_large_note,
 };
 use crate::actors::channels::core::commands;
-use crate::actors::channels::core::texts::{BUSY_REPLY, NOTHING_TO_READ, help_text};
+use crate::actors::channels::core::texts::{BUSY_REPLY, help_text};
 use crate::actors::request_queue::{SubmitError, SubmitInbound, Submitted};
 use crate::config::FamilyMember;
 use crate::ports::{
     Attachment, AttachmentKind, Inbound, InboundExtras, OutgoingMessage, QuotedMessage, now_ms,
 };
+
+/// The answer to a message with neither text nor a file hearth can keep (a sticker, a
+/// location, a voice note).
+const NOTHING_TO_READ: &str = "I can read text, photos and documents; that message had none.";
 
 /// What the actor does once an update is handled.
 #[derive(Debug)]

@@ -30,6 +30,20 @@ pub struct TelegramWebhook {
     pub channel: Addr<TelegramChannel>,
 }
 
+impl TelegramWebhook {
+    /// The webhook's route, for the HTTP API to serve (`http::PlatformRoutes`).
+    pub fn routes(self) -> crate::http::PlatformRoutes {
+        let webhook = web::Data::new(self);
+        std::sync::Arc::new(move |config: &mut web::ServiceConfig| {
+            config.app_data(webhook.clone()).service(
+                web::resource(webhook.path.as_str())
+                    .app_data(web::PayloadConfig::new(MAX_UPDATE_BYTES))
+                    .route(web::post().to(telegram_webhook_route)),
+            );
+        })
+    }
+}
+
 /// Register the webhook with Telegram, again until it is accepted.
 pub(super) async fn register(shared: &Shared) {
     let (Some(url), Some(secret)) = (

@@ -1,0 +1,355 @@
+//! Start-up wiring: builds every actor from a validated config, connects their
+//! addresses explicitly, and starts the HTTP server. Must run inside an actix System.
+//!
+//! - `platforms.rs`: the chat platforms built into this binary (the only file here that
+//!   names one);
+//! - `tools.rs`: each profile's tools stack;
+//! - `models.rs`: the LLM providers.
+
+mod models;
+mod platforms;
+mod tools;
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use actix::{Actor, Addr, AsyncContext, Context, Recipient};
+use actix_web::dev::ServerHandle;
+
+#[cfg(feature = "matrix")]
+use crate::actors::channels::matrix::MatrixStartError;
+#[cfg(feature = "telegram")]
+use crate::actors::channels::telegram::TelegramStartError;
+use crate::actors::channels::{ChannelDeps, DeliverReply, DeliverySettings, HttpChannel};
+use crate::actors::delegation::{Delegation, DelegationTarget, DelegationTargetInfo};
+use crate::actors::llm_broker::{BrokerSettings, LlmBroker};
+use crate::actors::processing::{ProcessingDeps, ProcessingService};
+use crate::actors::request_queue::{QueuePorts, RequestQueue, Router};
+use crate::config::LoadedConfig;
+use crate::family::Family;
+use crate::http::{self, ApiKeys, HttpState};
+use crate::metrics::Metrics;
+use crate::plugins::{CatalogError, start_plugins};
+use crate::ports::StorageError;
+use crate::readiness::Readiness;
+use crate::retention::{RetentionSettings, spawn_pruner};
+use crate::storage::instance_lock::{InstanceLock, InstanceLockError};
+use crate::storage::{self, Stores};
+#[cfg(feature = "mcp")]
+use crate::tools::mcp::{ChatElicitation, MAX_ELICITATION_WAIT, McpOptions, McpServers};
+use crate::tools::{LocalToolsProvider, ToolsProvider};
+use platforms::PlatformContexts;
+pub use platforms::Platforms;
+use tools::{ToolParts, profile_tools};
+
+/// Channels that do not come from config: the console of `hearth chat`, and
+/// test channels. Keyed by channel name (`Inbound::channel`).
+pub type ExtraChannels = HashMap<String, Recipient<DeliverReply>>;
+
+pub struct StartOptions {
+    /// Serve the HTTP API (config `http.enabled`) and the chat platforms enabled in
+    /// config; `hearth chat` turns this off: a terminal serves only itself.
+    pub serve: bool,
+    pub extra_channels: ExtraChannels,
+    /// Use these stores instead of opening `database_url` (tests, and `hearth chat`,
+    /// which holds the database's instance lock itself).
+    pub stores: Option<Stores>,
+}
+
+/// A running hearth: the addresses a caller may need, and the HTTP server handle.
+pub struct RunningApp {
+    pub queue: Addr<RequestQueue>,
+    pub platforms: Platforms,
+    #[cfg(feature = "mcp")]
+    pub mcp: Arc<McpServers>,
+    pub broker: Addr<LlmBroker>,
+    pub stores: Stores,
+    pub metrics: Arc<Metrics>,
+    pub readiness: Arc<Readiness>,
+    pub http: Option<(ServerHandle, SocketAddr)>,
+    /// Held while running on a database it opened itself; released by `stop` or on drop.
+    instance_lock: Option<InstanceLock>,
+    /// The retention task; it ends with the app.
+    pruner: AbortOnDrop,
+}
+
+/// A task that ends when this is dropped.
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+impl RunningApp {
+    /// Stop the HTTP server gracefully and store the telemetry still buffered
+    /// (actors stop with their System).
+    pub async fn stop(&self) {
+        if let Some((handle, _)) = &self.http {
+            handle.stop(true).await;
+        }
+        self.platforms.stop().await;
+        #[cfg(feature = "mcp")]
+        self.mcp.shutdown().await;
+        self.pruner.0.abort();
+        self.stores.telemetry.flush().await;
+        if let Some(lock) = &self.instance_lock {
+            lock.release();
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error("cannot open the database: {0}")]
+    Storage(#[from] StorageError),
+    #[error(transparent)]
+    InstanceLock(#[from] InstanceLockError),
+    #[error(transparent)]
+    Bind(#[from] http::BindError),
+    #[error("cannot build the http client for llms: {0}")]
+    HttpClient(String),
+    #[cfg(feature = "telegram")]
+    #[error(transparent)]
+    Telegram(#[from] TelegramStartError),
+    #[cfg(feature = "matrix")]
+    #[error(transparent)]
+    Matrix(#[from] MatrixStartError),
+    #[error("plugins cannot be loaded:\n{0}")]
+    Plugins(#[from] CatalogError),
+    #[error(transparent)]
+    Config(#[from] crate::config::ConfigError),
+}
+
+pub async fn start(loaded: &LoadedConfig, options: StartOptions) -> Result<RunningApp, StartError> {
+    let config = &loaded.config;
+    let serves_http = options.serve && config.http.enabled;
+    // Locked before anything touches the file (migrations included): one hearth per database.
+    let (stores, mut instance_lock) = match options.stores {
+        Some(stores) => (stores, None),
+        None => {
+            let lock = InstanceLock::acquire_for_url(&config.database_url, serves_http).await?;
+            let stores =
+                storage::open(&config.database_url, config.database_max_connections).await?;
+            (stores, lock)
+        }
+    };
+    let metrics = Arc::new(Metrics::default());
+    let readiness = Arc::new(Readiness::with_secrets(loaded.secrets.values()));
+    let family = Arc::new(Family::with_metrics(&config.family, metrics.clone()));
+
+    let broker = LlmBroker::new(
+        models::build_models(loaded)?,
+        BrokerSettings {
+            max_concurrent_local: config.llm_max_concurrent_local,
+            max_concurrent_cloud: config.llm_max_concurrent_cloud,
+            retry: config.llm_retry.clone(),
+        },
+        stores.telemetry.clone(),
+        metrics.clone(),
+    )
+    .start();
+
+    // The queue is needed by MCP (servers' questions are asked through it) before it can
+    // be built from the services: its context, and so its address, comes first.
+    let queue_context = Context::<RequestQueue>::new();
+    #[cfg(feature = "mcp")]
+    let mcp = start_mcp(loaded, &queue_context).await;
+    let local_tools: Arc<dyn ToolsProvider> =
+        Arc::new(LocalToolsProvider::new(stores.profiles.clone()));
+    let plugins =
+        start_plugins(config, &stores, family.clone(), broker.clone().recipient()).await?;
+    plugins.catalog.check_approval_names(loaded)?;
+    let deps = ProcessingDeps {
+        broker: broker.clone().recipient(),
+        memory: stores.memory.clone(),
+        profiles: stores.profiles.clone(),
+        family: family.clone(),
+        vision_llms: ProcessingDeps::vision_llms(&config.llms),
+        plugins: None,
+        journal: stores.turn_journal.clone(),
+    };
+    // The delegation actor and the profiles' tools each need the other: its context
+    // (and so its address) comes first, the actor starts once the services exist.
+    let delegation_context = Context::<Delegation>::new();
+    let delegation_targets: Vec<DelegationTargetInfo> = loaded
+        .profiles
+        .iter()
+        .map(|profile| DelegationTargetInfo {
+            id: profile.id.clone(),
+            description: profile.description.clone(),
+            level: profile.processing.delegation_security_level,
+        })
+        .collect();
+    let parts = ToolParts {
+        local_tools,
+        plugins: plugins.clone(),
+        #[cfg(feature = "mcp")]
+        mcp: mcp.clone(),
+        delegation_targets,
+        delegation: delegation_context.address().recipient(),
+    };
+    let mut services = HashMap::new();
+    for profile in &loaded.profiles {
+        let (tools, routes_to_plugins) = profile_tools(profile, &parts);
+        // Only a profile that routes to plugins completes a pending plugin call with the
+        // member's next message.
+        let deps = ProcessingDeps {
+            plugins: routes_to_plugins.then(|| plugins.clone()),
+            ..deps.clone()
+        };
+        let service = ProcessingService::new(profile.clone(), tools, deps).start();
+        services.insert(profile.id.clone(), service);
+    }
+    let targets = loaded
+        .profiles
+        .iter()
+        .map(|profile| {
+            (
+                profile.id.clone(),
+                DelegationTarget {
+                    level: profile.processing.delegation_security_level,
+                    service: services[&profile.id].clone(),
+                },
+            )
+        })
+        .collect();
+    delegation_context.run(Delegation::new(targets, stores.memory.clone()));
+
+    // The HTTP channel and the queue each need the other's address: the channel's
+    // context is made first, and the actor starts in it once the queue runs.
+    let mut channels = options.extra_channels;
+    let http_context = serves_http.then(Context::<HttpChannel>::new);
+    if let Some(context) = &http_context {
+        channels.insert("http".into(), context.address().recipient());
+    }
+    let platform_contexts = PlatformContexts::new(loaded, options.serve, &mut channels);
+    // The chat platforms deliver through the durable outbox.
+    let durable_channels = platform_contexts.durable_channels();
+    let queue = queue_context.address();
+    queue_context.run(RequestQueue::new(
+        QueuePorts {
+            inbox: stores.inbox.clone(),
+            pending: stores.pending.clone(),
+            plugin_calls: stores.pending_plugin_calls.clone(),
+            outbox: stores.outbox.clone(),
+        },
+        Router::new(&loaded.profiles, &loaded.default_profile_id),
+        services,
+        channels,
+        durable_channels,
+        config.queue.clone(),
+        metrics.clone(),
+        readiness.clone(),
+    ));
+
+    let channel_deps = ChannelDeps {
+        family: family.clone(),
+        queue: queue.clone(),
+        inbox: stores.inbox.clone(),
+        state: stores.channel_state.clone(),
+        outbox: stores.outbox.clone(),
+        readiness: readiness.clone(),
+        metrics: metrics.clone(),
+        delivery: DeliverySettings {
+            max_age: Duration::from_secs(config.delivery.max_age_hours.saturating_mul(3600)),
+        },
+    };
+    let platforms = platform_contexts.start(loaded, channel_deps).await?;
+    let http = match http_context {
+        Some(context) => {
+            let channel = context.address();
+            context.run(HttpChannel::new(queue.clone()));
+            let keys = config.http.auth_enabled.then(|| {
+                ApiKeys::new(
+                    secret_named_by(loaded, &config.http.auth_api_key_env),
+                    secret_named_by(loaded, &config.http.plugin_api_key_env),
+                    secret_named_by(loaded, &config.http.admin_api_key_env),
+                )
+            });
+            let state = HttpState {
+                queue: queue.clone(),
+                channel,
+                inbox: stores.inbox.clone(),
+                pending: stores.pending.clone(),
+                family: family.clone(),
+                metrics: metrics.clone(),
+                readiness: readiness.clone(),
+                keys,
+                metrics_auth: config.http.metrics_auth,
+                reply_timeout: Duration::from_secs(config.http.reply_timeout_seconds),
+                platform_routes: platforms.http_routes.clone(),
+                plugins: plugins.clone(),
+                registered_plugins: stores.registered_plugins.clone(),
+                broker: broker.clone().recipient(),
+                default_llm: loaded
+                    .profile(&loaded.default_profile_id)
+                    .map(|profile| profile.processing.llm_model.clone())
+                    .unwrap_or_default(),
+                llm_names: config.llms.keys().cloned().collect(),
+            };
+            let (handle, address) =
+                http::serve(&config.http.bind, config.http.max_body_bytes, state)?;
+            if let Some(lock) = &mut instance_lock
+                && let Err(error) = lock.record_http_address(address).await
+            {
+                // Serving goes on; only `hearth chat` cannot find this hearth's address.
+                tracing::warn!(%error, "http address not written to the database lock file");
+            }
+            tracing::info!(%address, "http api listening");
+            Some((handle, address))
+        }
+        None => None,
+    };
+
+    let pruner = spawn_pruner(
+        stores.retention.clone(),
+        RetentionSettings::from_config(&config.retention, platforms::attachment_dirs(loaded)),
+        metrics.clone(),
+    );
+
+    Ok(RunningApp {
+        queue,
+        platforms,
+        #[cfg(feature = "mcp")]
+        mcp,
+        broker,
+        stores,
+        metrics,
+        readiness,
+        http,
+        instance_lock,
+        pruner: AbortOnDrop(pruner),
+    })
+}
+
+/// The secret in the variable a `*_env` key names, if it names one (validation made sure
+/// every named variable is set).
+fn secret_named_by(loaded: &LoadedConfig, variable: &Option<String>) -> Option<String> {
+    variable
+        .as_deref()
+        .and_then(|variable| loaded.secret(variable))
+        .map(str::to_string)
+}
+
+/// The MCP servers of config, connected (or retried in the background: a server that fails
+/// to start does not stop hearth, its tools answer "unavailable" meanwhile).
+#[cfg(feature = "mcp")]
+async fn start_mcp(
+    loaded: &LoadedConfig,
+    queue_context: &Context<RequestQueue>,
+) -> Arc<McpServers> {
+    // A server's question waits for the member as long as a confirmation of the asking
+    // profile would (`ToolContext::question_timeout`), never longer than the cap.
+    let options = McpOptions {
+        elicitation: Some(Arc::new(ChatElicitation::new(
+            queue_context.address().recipient(),
+            MAX_ELICITATION_WAIT,
+        ))),
+        ..McpOptions::default()
+    };
+    Arc::new(McpServers::start(&loaded.config.mcp_servers, options).await)
+}

@@ -1,0 +1,236 @@
+//! The chat platforms this binary was built with (Cargo features `telegram` and `matrix`):
+//! their actors made from config, started once the queue runs, and stopped with the app.
+//! The only part of the wiring that names a platform.
+
+use std::collections::HashSet;
+use std::path::PathBuf;
+
+#[cfg(any(feature = "telegram", feature = "matrix"))]
+use actix::{AsyncContext, Context};
+
+use super::{ExtraChannels, StartError};
+use crate::actors::channels::ChannelDeps;
+use crate::config::LoadedConfig;
+use crate::http::PlatformRoutes;
+
+#[cfg(any(feature = "telegram", feature = "matrix"))]
+use super::secret_named_by;
+#[cfg(feature = "matrix")]
+use crate::actors::channels::matrix::{MATRIX_CHANNEL, MatrixChannel, MatrixSettings, StopMatrix};
+#[cfg(feature = "telegram")]
+use crate::actors::channels::telegram::{
+    StopTelegram, TELEGRAM_CHANNEL, TelegramChannel, TelegramSettings, TelegramWebhook,
+};
+#[cfg(feature = "telegram")]
+use crate::config::TelegramMode;
+#[cfg(feature = "telegram")]
+use std::time::Duration;
+
+/// The platforms' actor contexts, made before the queue so their addresses can be given
+/// to it; each actor starts in its context once the queue runs.
+pub(super) struct PlatformContexts {
+    #[cfg(feature = "telegram")]
+    telegram: Option<Context<TelegramChannel>>,
+    #[cfg(feature = "matrix")]
+    matrix: Option<Context<MatrixChannel>>,
+}
+
+/// The chat platforms running, and what they serve on the HTTP API.
+#[derive(Default)]
+pub struct Platforms {
+    #[cfg(feature = "telegram")]
+    pub telegram: Option<actix::Addr<TelegramChannel>>,
+    #[cfg(feature = "matrix")]
+    pub matrix: Option<actix::Addr<MatrixChannel>>,
+    pub(super) http_routes: Vec<PlatformRoutes>,
+}
+
+impl PlatformContexts {
+    /// A context for each platform enabled in config (none when `serve` is off); their
+    /// addresses join `channels` under the platform's channel name.
+    #[cfg_attr(
+        not(any(feature = "telegram", feature = "matrix")),
+        allow(unused_variables)
+    )]
+    pub(super) fn new(loaded: &LoadedConfig, serve: bool, channels: &mut ExtraChannels) -> Self {
+        let enabled = &loaded.config.channels;
+        #[cfg(feature = "telegram")]
+        let telegram = (serve && enabled.telegram.enabled).then(Context::<TelegramChannel>::new);
+        #[cfg(feature = "telegram")]
+        if let Some(context) = &telegram {
+            channels.insert(TELEGRAM_CHANNEL.into(), context.address().recipient());
+        }
+        #[cfg(feature = "matrix")]
+        let matrix = (serve && enabled.matrix.enabled).then(Context::<MatrixChannel>::new);
+        #[cfg(feature = "matrix")]
+        if let Some(context) = &matrix {
+            channels.insert(MATRIX_CHANNEL.into(), context.address().recipient());
+        }
+        PlatformContexts {
+            #[cfg(feature = "telegram")]
+            telegram,
+            #[cfg(feature = "matrix")]
+            matrix,
+        }
+    }
+
+    /// The channels that deliver through the durable outbox: every chat platform started.
+    pub(super) fn durable_channels(&self) -> HashSet<String> {
+        #[allow(unused_mut)]
+        let mut channels = HashSet::new();
+        #[cfg(feature = "telegram")]
+        if self.telegram.is_some() {
+            channels.insert(TELEGRAM_CHANNEL.to_string());
+        }
+        #[cfg(feature = "matrix")]
+        if self.matrix.is_some() {
+            channels.insert(MATRIX_CHANNEL.to_string());
+        }
+        channels
+    }
+
+    /// Starts each platform's actor (Matrix logs in first).
+    #[cfg_attr(
+        not(any(feature = "telegram", feature = "matrix")),
+        allow(unused_variables, clippy::unused_async)
+    )]
+    pub(super) async fn start(
+        self,
+        loaded: &LoadedConfig,
+        deps: ChannelDeps,
+    ) -> Result<Platforms, StartError> {
+        #[allow(unused_mut)]
+        let mut platforms = Platforms::default();
+        #[cfg(feature = "telegram")]
+        if let Some(context) = self.telegram {
+            let settings = telegram_settings(loaded);
+            if let Some(webhook) = webhook_of(&settings, context.address()) {
+                platforms.http_routes.push(webhook.routes());
+            }
+            platforms.telegram = Some(context.address());
+            context.run(TelegramChannel::new(settings, deps.clone())?);
+        }
+        #[cfg(feature = "matrix")]
+        if let Some(context) = self.matrix {
+            let channel = MatrixChannel::build(matrix_settings(loaded), deps).await?;
+            platforms.matrix = Some(context.address());
+            context.run(channel);
+        }
+        Ok(platforms)
+    }
+}
+
+impl Platforms {
+    /// Stops every platform's actor: no more updates are taken.
+    pub(super) async fn stop(&self) {
+        #[cfg(feature = "telegram")]
+        if let Some(telegram) = &self.telegram {
+            let _ = telegram.send(StopTelegram).await;
+        }
+        #[cfg(feature = "matrix")]
+        if let Some(matrix) = &self.matrix {
+            let _ = matrix.send(StopMatrix).await;
+        }
+    }
+}
+
+/// The folders the enabled platforms download attachments to (for retention).
+pub(super) fn attachment_dirs(loaded: &LoadedConfig) -> Vec<PathBuf> {
+    let channels = &loaded.config.channels;
+    let mut folders: Vec<PathBuf> = Vec::new();
+    for (enabled, folder) in [
+        (
+            channels.telegram.enabled,
+            &channels.telegram.attachments_dir,
+        ),
+        (channels.matrix.enabled, &channels.matrix.attachments_dir),
+    ] {
+        let folder = PathBuf::from(folder);
+        if enabled && !folders.contains(&folder) {
+            folders.push(folder);
+        }
+    }
+    folders
+}
+
+/// The Telegram channel's settings from config, its secrets resolved (validation made
+/// sure they are there).
+#[cfg(feature = "telegram")]
+fn telegram_settings(loaded: &LoadedConfig) -> TelegramSettings {
+    let telegram = &loaded.config.channels.telegram;
+    let (commands, default_description) = channel_commands(loaded);
+    TelegramSettings {
+        token: secret_named_by(loaded, &telegram.token_env).unwrap_or_default(),
+        api_url: telegram.api_url.clone(),
+        mode: telegram.mode,
+        poll_timeout: Duration::from_secs(telegram.poll_timeout_seconds),
+        webhook_url: telegram.webhook_url.clone(),
+        webhook_secret: secret_named_by(loaded, &telegram.webhook_secret_env),
+        max_attachment_bytes: telegram.max_attachment_bytes,
+        attachments_dir: telegram.attachments_dir.clone().into(),
+        commands,
+        default_description,
+    }
+}
+
+/// The Matrix channel's settings from config, its secrets resolved (validation made
+/// sure they are there).
+#[cfg(feature = "matrix")]
+fn matrix_settings(loaded: &LoadedConfig) -> MatrixSettings {
+    let matrix = &loaded.config.channels.matrix;
+    let (commands, default_description) = channel_commands(loaded);
+    MatrixSettings {
+        homeserver_url: matrix.homeserver_url.clone().unwrap_or_default(),
+        user_id: matrix.user_id.clone().unwrap_or_default(),
+        password: secret_named_by(loaded, &matrix.password_env),
+        access_token: secret_named_by(loaded, &matrix.access_token_env),
+        store_path: matrix.store_path.clone().into(),
+        store_passphrase: secret_named_by(loaded, &matrix.store_passphrase_env).unwrap_or_default(),
+        recovery_key: secret_named_by(loaded, &matrix.recovery_key_env),
+        device_name: matrix.device_name.clone(),
+        max_attachment_bytes: matrix.max_attachment_bytes,
+        attachments_dir: matrix.attachments_dir.clone().into(),
+        commands,
+        default_description,
+    }
+}
+
+/// Each profile's slash commands (without the slash, lowercase) with what the profile
+/// is for, and what the default profile is for: what `/help` lists on every platform.
+#[cfg(any(feature = "telegram", feature = "matrix"))]
+fn channel_commands(loaded: &LoadedConfig) -> (Vec<(String, String)>, String) {
+    let default_description = loaded
+        .profile(&loaded.default_profile_id)
+        .map(|profile| profile.description.clone())
+        .unwrap_or_default();
+    let commands = loaded
+        .profiles
+        .iter()
+        .flat_map(|profile| {
+            profile.slash_commands.iter().map(|command| {
+                (
+                    command.trim_start_matches('/').to_lowercase(),
+                    profile.description.clone(),
+                )
+            })
+        })
+        .collect();
+    (commands, default_description)
+}
+
+/// The webhook route to serve, in webhook mode.
+#[cfg(feature = "telegram")]
+fn webhook_of(
+    settings: &TelegramSettings,
+    channel: actix::Addr<TelegramChannel>,
+) -> Option<TelegramWebhook> {
+    if settings.mode != TelegramMode::Webhook {
+        return None;
+    }
+    let url = reqwest::Url::parse(settings.webhook_url.as_deref()?).ok()?;
+    Some(TelegramWebhook {
+        path: url.path().to_string(),
+        secret: settings.webhook_secret.clone()?,
+        channel,
+    })
+}

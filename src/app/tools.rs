@@ -1,0 +1,68 @@
+//! Each profile's tools (seed 004's stack): its local tools, the plugins it routes to, its
+//! MCP servers' tools and delegation, composed, then wrapped by the confirmation layer.
+
+use std::sync::Arc;
+
+use actix::Recipient;
+
+use crate::actors::delegation::{DELEGATE_TOOL, Delegate, DelegationTargetInfo, DelegationTool};
+use crate::config::ResolvedProfile;
+use crate::plugins::{PluginRuntime, ROUTE_TO_PLUGIN, RouteToPluginTool};
+#[cfg(feature = "mcp")]
+use crate::tools::McpServers;
+use crate::tools::{
+    CompositeToolsProvider, ConfirmingToolsProvider, FilteredToolsProvider, ToolsProvider,
+};
+
+/// What every profile's tools are made from.
+pub(super) struct ToolParts {
+    pub local_tools: Arc<dyn ToolsProvider>,
+    pub plugins: Arc<PluginRuntime>,
+    #[cfg(feature = "mcp")]
+    pub mcp: Arc<McpServers>,
+    pub delegation_targets: Vec<DelegationTargetInfo>,
+    pub delegation: Recipient<Delegate>,
+}
+
+/// A profile's tools, and whether it routes to plugins (only such a profile completes a
+/// pending plugin call with the member's next message).
+pub(super) fn profile_tools(
+    profile: &ResolvedProfile,
+    parts: &ToolParts,
+) -> (Arc<dyn ToolsProvider>, bool) {
+    let enables = |tool: &str| {
+        profile
+            .tools
+            .enable_local_tools
+            .iter()
+            .any(|name| name == tool)
+    };
+    let mut providers: Vec<Arc<dyn ToolsProvider>> = vec![Arc::new(FilteredToolsProvider::new(
+        parts.local_tools.clone(),
+        profile.tools.enable_local_tools.iter().cloned(),
+    ))];
+    let routes_to_plugins = enables(ROUTE_TO_PLUGIN);
+    if routes_to_plugins {
+        providers.push(Arc::new(RouteToPluginTool::new(
+            parts.plugins.clone(),
+            profile.processing.llm_model.clone(),
+        )));
+    }
+    // Without the `mcp` feature, validation refuses `mcp_servers`, so no profile names one.
+    #[cfg(feature = "mcp")]
+    if !profile.tools.enable_mcp_server_ids.is_empty() {
+        providers.push(parts.mcp.provider(&profile.tools.enable_mcp_server_ids));
+    }
+    if enables(DELEGATE_TOOL) {
+        providers.push(Arc::new(DelegationTool::new(
+            &profile.id,
+            &parts.delegation_targets,
+            parts.delegation.clone(),
+        )));
+    }
+    let tools = Arc::new(ConfirmingToolsProvider::new(
+        Arc::new(CompositeToolsProvider::new(providers)),
+        profile.tools.confirm_tools.iter().cloned(),
+    ));
+    (tools, routes_to_plugins)
+}
