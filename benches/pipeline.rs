@@ -33,6 +33,8 @@ const TARGET_TURNS_PER_SECOND: f64 = 2000.0;
 const TARGET_P99_MS: f64 = 5.0;
 const TARGET_IDLE_RSS_MB: f64 = 15.0;
 const TARGET_TELEGRAM_IDLE_RSS_MB: f64 = 25.0;
+/// Process start to ready, before any network login (the HTTP-only config).
+const TARGET_START_UP_MS: f64 = 100.0;
 const TELEGRAM_TOKEN: &str = "123456:pipeline-bench";
 
 fn main() {
@@ -43,6 +45,7 @@ fn main() {
     llm.set_recording(false);
     let folder = tempfile::tempdir().expect("temporary folder");
     let config = write_config(folder.path(), &llm.base_url());
+    let spawned = Instant::now();
     let hearth = HearthProcess::spawn(
         &config,
         &test_env(&[("HEARTH_LOG", "warn,hearth::app=info")]),
@@ -59,6 +62,7 @@ fn main() {
         .build()
         .expect("http client");
     runtime.block_on(wait_until_ready(&client, &base_url));
+    let start_up = spawned.elapsed().as_secs_f64() * 1000.0;
     std::thread::sleep(Duration::from_millis(500));
     let idle_rss = memory_mb(hearth.pid(), "VmRSS");
 
@@ -107,9 +111,12 @@ fn main() {
         "  loaded p99   {loaded_p99:>9.2} ms        (turn latency with all conversations at once)"
     );
     println!(
-        "  idle RSS     {idle_rss:>9.1} MB        (target <= {TARGET_IDLE_RSS_MB:.0} MB: {})",
-        verdict(idle_rss <= TARGET_IDLE_RSS_MB)
+        "  start-up     {start_up:>9.1} ms        (process start to /readyz, a new database; \
+         target <= {TARGET_START_UP_MS:.0} ms: {})",
+        verdict(start_up <= TARGET_START_UP_MS)
     );
+    // The idle targets are for the builds below; this is the default build serving HTTP only.
+    println!("  idle RSS     {idle_rss:>9.1} MB        (default build; see the footprints below)");
     println!(
         "  hearth CPU   {:>9.3} ms/turn   ({cpu_used:.2} s over the load phase)",
         cpu_used * 1000.0 / total as f64
