@@ -5,8 +5,7 @@
 use super::error::Problems;
 use super::types::HearthConfig;
 
-/// Config that needs a part this binary was built without (Cargo features `telegram`,
-/// `matrix`, `mcp`) is refused here, not found missing at run time.
+/// One problem per part the config needs and this binary lacks, at the key that asks for it.
 pub(crate) fn check_built_parts(config: &HearthConfig, problems: &mut Problems) {
     let rebuild = |feature: &str| {
         format!(

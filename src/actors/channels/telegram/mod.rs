@@ -36,7 +36,7 @@ use teloxide::requests::Requester;
 use teloxide::types::{ChatAction, UpdateKind};
 
 pub use messages::{StopTelegram, UpdateReceived};
-pub use webhook::{MAX_UPDATE_BYTES, TelegramWebhook};
+pub use webhook::TelegramWebhook;
 
 use super::core::typing::TypingTurns;
 use super::core::{ChannelDeps, Deliveries, resume_deliveries, send};

@@ -19,7 +19,7 @@ use super::{Shared, TELEGRAM_CHANNEL, TelegramChannel, UpdateReceived};
 
 const SECRET_HEADER: &str = "x-telegram-bot-api-secret-token";
 /// Updates are small; a photo arrives as file ids, not bytes.
-pub const MAX_UPDATE_BYTES: usize = 1024 * 1024;
+const MAX_UPDATE_BYTES: usize = 1024 * 1024;
 
 /// What the HTTP API needs to serve the webhook.
 #[derive(Clone)]
