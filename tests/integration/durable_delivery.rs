@@ -10,11 +10,11 @@ use std::time::{Duration, Instant};
 
 use sqlx::Row;
 
-use crate::matrix_channel::{
-    homeserver, matrix_env, reply_from_hearth, room_with_hearth, write_matrix_config,
-};
 use crate::support::hearth_app::{HearthProcess, test_env, write_telegram_family_config};
 use crate::support::llm_server::{ScriptedLlmServer, Step};
+use crate::support::matrix_family::{
+    homeserver, matrix_env, reply_from_hearth, room_with_hearth, write_matrix_config,
+};
 use crate::support::matrix_member::MatrixMember;
 use crate::support::telegram::{TelegramServer, TgError, TgUser};
 use crate::telegram_channel::{TOKEN, alice, write_telegram_config};

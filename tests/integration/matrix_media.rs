@@ -4,11 +4,11 @@
 
 use std::time::Duration;
 
-use crate::matrix_channel::{
-    homeserver, matrix_env, reply_from_hearth, room_with_hearth, write_matrix_config,
-};
 use crate::support::hearth_app::{HearthProcess, test_env};
 use crate::support::llm_server::{ScriptedLlmServer, Step};
+use crate::support::matrix_family::{
+    homeserver, matrix_env, reply_from_hearth, room_with_hearth, write_matrix_config,
+};
 use crate::support::matrix_member::MatrixMember;
 
 /// The highest resident memory the process ever had, in kB.

@@ -71,6 +71,8 @@ pub struct ReceivedMessage {
     pub encrypted: bool,
     /// The whole (decrypted) content, for anything the fields above leave out.
     pub content: Value,
+    /// When this client's sync handed it over (the Matrix benchmark's clock).
+    pub seen_at: Instant,
 }
 
 impl ReceivedMessage {
@@ -684,5 +686,6 @@ fn received_message(
         new_content: content.get("m.new_content").cloned(),
         encrypted,
         content,
+        seen_at: Instant::now(),
     }
 }

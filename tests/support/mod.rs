@@ -3,6 +3,7 @@
 pub mod buy_server;
 pub mod hearth_app;
 pub mod llm_server;
+pub mod matrix_family;
 pub mod matrix_member;
 pub mod mcp;
 pub mod measure;
