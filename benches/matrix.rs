@@ -94,7 +94,8 @@ fn main() {
         let config = write_matrix_config(folder.path(), &llm, &server, "");
         let user_ids: Vec<String> = people.iter().map(|person| person.user_id.clone()).collect();
         add_members(&config, &user_ids);
-        let log = std::env::var("HEARTH_BENCH_LOG").unwrap_or_else(|_| "warn".into());
+        let log =
+            std::env::var("HEARTH_BENCH_LOG").unwrap_or_else(|_| "warn,hearth::app=info".into());
         let mut env = matrix_env();
         env.push(("HEARTH_LOG", log.as_str()));
         let hearth = HearthProcess::spawn(&config, &test_env(&env));

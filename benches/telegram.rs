@@ -6,7 +6,8 @@
 //! `HEARTH_BENCH_MESSAGES` (per chat, default 10). Prints turns per second, p50/p99/max of
 //! the time from an update being queued at the fake to the reply's `sendMessage` reaching
 //! it, hearth's CPU per turn and its resident memory, beside their targets.
-//! `HEARTH_BENCH_LOG=hearth=debug HEARTH_TEST_VERBOSE=1` prints each turn's stage timings.
+//! `HEARTH_BENCH_LOG=hearth=debug HEARTH_TEST_VERBOSE=1` prints each turn's stage timings;
+//! `HEARTH_BENCH_BINARY=path` runs another build of hearth (to compare two commits).
 
 #[path = "../tests/support/mod.rs"]
 mod support;
@@ -80,10 +81,11 @@ fn main() {
         FIRST_USER,
     );
     let log = std::env::var("HEARTH_BENCH_LOG").unwrap_or_else(|_| "warn,hearth::app=info".into());
-    let hearth = HearthProcess::spawn(
-        &config,
-        &test_env(&[("TEST_TELEGRAM_TOKEN", TOKEN), ("HEARTH_LOG", log.as_str())]),
-    );
+    let env = test_env(&[("TEST_TELEGRAM_TOKEN", TOKEN), ("HEARTH_LOG", log.as_str())]);
+    let hearth = match std::env::var_os("HEARTH_BENCH_BINARY") {
+        Some(binary) => HearthProcess::spawn_binary(std::path::Path::new(&binary), &config, &env),
+        None => HearthProcess::spawn(&config, &env),
+    };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
