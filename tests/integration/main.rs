@@ -10,6 +10,8 @@ mod confirmations;
 mod delegation;
 mod durable_delivery;
 mod exactly_once;
+mod family_scripts;
+mod family_scripts_telegram;
 mod http_api;
 mod llm_providers;
 mod matrix_channel;
