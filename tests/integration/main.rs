@@ -11,6 +11,8 @@ mod delegation;
 mod durable_delivery;
 mod exactly_once;
 mod family_scripts;
+mod family_scripts_examples;
+mod family_scripts_running;
 mod family_scripts_telegram;
 mod http_api;
 mod llm_providers;
