@@ -103,7 +103,12 @@ async fn a_member_backs_up_the_photos_after_tapping_confirm() {
             .is_some()
     );
     telegram.push_private_text(&alice(), "/cancel");
-    bot_says(&telegram, 1001, "Cancelled").await;
+    bot_says(
+        &telegram,
+        1001,
+        "Cancelled: the family script we were preparing is forgotten.",
+    )
+    .await;
     assert_eq!(
         workflows.get("telegram:1001", "alice", 0).await.unwrap(),
         None

@@ -115,6 +115,8 @@ impl Cancelled {
     pub fn reply(&self) -> Option<&'static str> {
         if self.is_empty() {
             Some("Nothing is waiting for you.")
+        } else if self.confirmation_ids.is_empty() && !self.question && !self.plugin_call {
+            Some("Cancelled: the family script we were preparing is forgotten.")
         } else if self.confirmation_ids.is_empty() {
             Some("Cancelled: I'm no longer waiting for that answer.")
         } else {
