@@ -438,6 +438,30 @@ async fn a_denied_run_does_not_run_and_the_model_is_told() {
 }
 
 #[actix::test]
+async fn an_approval_runs_nothing_once_the_values_changed_meanwhile() {
+    let llm = ScriptedLlmServer::start();
+    let (app, scripts) = start(&llm, None, &[]).await;
+    let asked = ask_to_run(&app, &llm, "backup_photos", json!({"album": "spring"})).await;
+    // While the question is open, the member changes the album in another message.
+    llm.push_many([
+        call(
+            "set_script_parameters",
+            json!({"changes": {"album": "autumn"}}),
+        ),
+        Step::Reply("Now autumn.".into()),
+    ]);
+    let changed = say(&app, "no wait, the autumn album").await;
+    assert_eq!(changed["reply"], "Now autumn.", "{changed}");
+    let result = approve_run(&app, &llm, &asked).await;
+    assert!(
+        result.starts_with("not run: the script or its parameters changed"),
+        "{result}"
+    );
+    assert!(runs(&scripts).is_empty());
+    app.stop().await;
+}
+
+#[actix::test]
 async fn an_unanswered_run_expires_and_the_model_is_told() {
     let llm = ScriptedLlmServer::start();
     let (app, scripts) = start(
