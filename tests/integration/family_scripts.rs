@@ -1,8 +1,8 @@
 //! Family scripts end to end over HTTP with the scripted LLM: the whole flow (list →
 //! select → show parameters → change one → approve → run → result), the order enforced
 //! by the tools, the workflow state surviving a restart and shown to the model every
-//! turn, denied and expired approvals, parameter type errors, and a manifest whose path
-//! leaves the folder, refused at start-up. `family_scripts_running.rs` runs scripts that
+//! turn, denied and expired approvals, parameter type errors, a workflow forgotten past its
+//! TTL. `family_scripts_examples.rs` checks manifests; `family_scripts_running.rs` runs scripts that
 //! fail, time out, print too much, or are running when hearth is killed.
 
 use std::path::{Path, PathBuf};
@@ -10,8 +10,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use crate::support::hearth_app::{TestApp, load, test_env, write_config};
+use crate::support::hearth_app::TestApp;
 use crate::support::llm_server::{ScriptedLlmServer, Step};
+use hearth::ports::{ScriptWorkflow, now_ms};
 use hearth::scripts::{RUN_DECLINED, RUN_EXPIRED};
 
 pub const SCRIPT_TOOLS: &str = "profile_get,list_available_scripts,select_script,\
@@ -462,6 +463,52 @@ async fn an_approval_runs_nothing_once_the_values_changed_meanwhile() {
 }
 
 #[actix::test]
+async fn a_workflow_left_alone_past_its_ttl_is_forgotten() {
+    let llm = ScriptedLlmServer::start();
+    let (app, scripts) = start(&llm, None, &[("HEARTH__SCRIPTS__STATE_TTL_HOURS", "2")]).await;
+    let hour_ms = 3_600_000;
+    let saved = |age_ms: i64| ScriptWorkflow {
+        conversation_key: "http:alice".into(),
+        member_id: "alice".into(),
+        state: json!({"selected": "backup_photos", "parameter_definitions": [],
+                      "final_parameters": {"album": "all"}, "next_action": "confirm_execution"}),
+        updated_at_ms: now_ms() - age_ms,
+    };
+    let workflows = &app.running.stores.script_workflows;
+    // One hour old: still where the member left it.
+    workflows.put(&saved(hour_ms)).await.unwrap();
+    llm.push(Step::Reply("Shall I run it?".into()));
+    say(&app, "where were we?").await;
+    let system = last_system_prompt(&llm);
+    assert!(
+        system.contains("- selected script: backup_photos"),
+        "{system}"
+    );
+    assert!(system.contains("next step: confirm_execution"), "{system}");
+
+    // Three hours old: forgotten, so nothing can run from it.
+    workflows.put(&saved(3 * hour_ms)).await.unwrap();
+    llm.push_many([
+        call("run_script", json!({})),
+        Step::Reply("Nothing selected.".into()),
+    ]);
+    let body = say(&app, "run it").await;
+    assert_eq!(body["status"], "answered", "{body}");
+    let system = llm.requests()[llm.requests().len() - 2].body["messages"][0]["content"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(!system.contains("Family script workflow"), "{system}");
+    assert!(
+        last_tool_result(&llm).starts_with("refused: no script is selected yet"),
+        "{}",
+        last_tool_result(&llm)
+    );
+    assert!(runs(&scripts).is_empty());
+    app.stop().await;
+}
+
+#[actix::test]
 async fn an_unanswered_run_expires_and_the_model_is_told() {
     let llm = ScriptedLlmServer::start();
     let (app, scripts) = start(
@@ -542,68 +589,4 @@ async fn a_restart_in_the_middle_continues_at_the_same_step() {
     );
     assert_eq!(runs(&scripts).len(), 1);
     app.stop().await;
-}
-
-#[actix::test]
-async fn a_manifest_path_leaving_the_folder_stops_start_up() {
-    let folder = tempfile::tempdir().unwrap();
-    let scripts = folder.path().join("family");
-    std::fs::create_dir_all(&scripts).unwrap();
-    std::fs::write(folder.path().join("outside.sh"), "echo hi\n").unwrap();
-    std::fs::write(
-        scripts.join("manifest.json"),
-        r#"[{"name": "ok", "description": "fine", "path": "ok.sh", "type": "shell"},
-            {"name": "escape", "description": "leaves", "path": "../outside.sh", "type": "shell"},
-            {"name": "typed", "description": "bad default", "path": "ok.sh", "type": "shell",
-             "parameters": [{"name": "n", "type": "number", "default": "many"}]}]"#,
-    )
-    .unwrap();
-    std::fs::write(scripts.join("ok.sh"), "echo ok\n").unwrap();
-    let path = write_config(folder.path(), "http://127.0.0.1:9");
-    let owned = overrides(&scripts);
-    let env: Vec<(&str, &str)> = owned.iter().map(|(k, v)| (*k, v.as_str())).collect();
-    let loaded = load(&path, &test_env(&env));
-    let error = match hearth::app::start(
-        &loaded,
-        hearth::app::StartOptions {
-            serve: false,
-            extra_channels: Default::default(),
-            stores: Some(hearth::storage::Stores::in_memory()),
-        },
-    )
-    .await
-    {
-        Ok(_) => panic!("hearth started with a script outside its folder"),
-        Err(error) => error.to_string(),
-    };
-    let manifest = scripts.join("manifest.json");
-    assert!(
-        error.contains(&format!(
-            "{}: [1].path: \"../outside.sh\" leaves the scripts folder",
-            manifest.display()
-        )),
-        "{error}"
-    );
-    assert!(
-        error.contains(&format!(
-            "{}: [2].parameters[0].default: n must be a number, found \"many\"",
-            manifest.display()
-        )),
-        "{error}"
-    );
-
-    // `hearth check-config` says the same.
-    let output = std::process::Command::new(env!("CARGO_BIN_EXE_hearth"))
-        .args(["--config", path.to_str().unwrap(), "check-config"])
-        .env_clear()
-        .env("PATH", std::env::var("PATH").unwrap_or_default())
-        .envs(test_env(&env))
-        .output()
-        .unwrap();
-    assert!(!output.status.success());
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(
-        stderr.contains("[1].path: \"../outside.sh\" leaves the scripts folder"),
-        "{stderr}"
-    );
 }
