@@ -146,7 +146,7 @@ impl WorkflowState {
     }
 }
 
-/// `name = value, ...` in the parameters' order.
+/// `name = value, ...`, by name.
 pub fn values_line(values: &Map<String, Value>) -> String {
     values
         .iter()
