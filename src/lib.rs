@@ -22,6 +22,7 @@
 //!   in-memory adapters.
 //! - [`format`]: the model's markdown as Telegram HTML, Matrix HTML or plain text.
 //! - [`plugins`]: plugin manifests, the parameter resolver, calling plugins, `route_to_plugin`.
+//! - [`scripts`]: the family's scripts (`scripts_dir`), their workflow state and toolset.
 //! - [`family`], [`metrics`], [`readiness`]: the allow-list, Prometheus counters, `/readyz`.
 //! - [`retention`]: the background pruning of what is kept only for a while.
 //!
@@ -39,5 +40,6 @@ pub mod plugins;
 pub mod ports;
 pub mod readiness;
 pub mod retention;
+pub mod scripts;
 pub mod storage;
 pub mod tools;

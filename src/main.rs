@@ -114,13 +114,31 @@ async fn check_config(loaded: LoadedConfig) -> anyhow::Result<()> {
     }
     println!("plugins: {}", catalog.plugin_ids().join(", "));
     catalog.check_approval_names(&loaded)?;
+    if let Some(scripts) = hearth::scripts::load_if_used(&loaded)
+        .await
+        .map_err(|error| anyhow::anyhow!("family scripts cannot be loaded:\n{error}"))?
+    {
+        println!("family scripts: {}", scripts.names().join(", "));
+    }
     println!("confirmation (tool calls that ask the member first):");
     for profile in &loaded.profiles {
-        let asking = hearth::tools::describe_asking_tools(
+        let mut asking = hearth::tools::describe_asking_tools(
             &profile.tools.confirm_tools,
             &profile.tools.enable_mcp_server_ids,
             |id| catalog.capability_ids(id),
         );
+        if profile
+            .tools
+            .enable_local_tools
+            .iter()
+            .any(|tool| tool == hearth::scripts::RUN_SCRIPT)
+        {
+            asking.retain(|line| line != hearth::scripts::RUN_SCRIPT);
+            asking.push(format!(
+                "{}: every run of a family script, always",
+                hearth::scripts::RUN_SCRIPT
+            ));
+        }
         if asking.is_empty() {
             println!("  {}: none", profile.id);
         } else {

@@ -122,6 +122,8 @@ pub enum StartError {
     Plugins(#[from] CatalogError),
     #[error(transparent)]
     Config(#[from] crate::config::ConfigError),
+    #[error("family scripts cannot be loaded:\n{0}")]
+    Scripts(#[from] crate::scripts::ManifestError),
 }
 
 pub async fn start(loaded: &LoadedConfig, options: StartOptions) -> Result<RunningApp, StartError> {
@@ -163,6 +165,13 @@ pub async fn start(loaded: &LoadedConfig, options: StartOptions) -> Result<Runni
     let plugins =
         start_plugins(config, &stores, family.clone(), broker.clone().recipient()).await?;
     plugins.catalog.check_approval_names(loaded)?;
+    let scripts = crate::scripts::load_if_used(loaded).await?.map(|catalog| {
+        Arc::new(crate::scripts::ScriptsToolset::new(
+            catalog,
+            stores.script_workflows.clone(),
+            config.scripts.clone(),
+        ))
+    });
     let deps = ProcessingDeps {
         broker: broker.clone().recipient(),
         memory: stores.memory.clone(),
@@ -191,6 +200,7 @@ pub async fn start(loaded: &LoadedConfig, options: StartOptions) -> Result<Runni
         mcp: mcp.clone(),
         delegation_targets,
         delegation: delegation_context.address().recipient(),
+        scripts,
     };
     let mut services = HashMap::new();
     for profile in &loaded.profiles {
@@ -235,6 +245,7 @@ pub async fn start(loaded: &LoadedConfig, options: StartOptions) -> Result<Runni
             inbox: stores.inbox.clone(),
             pending: stores.pending.clone(),
             plugin_calls: stores.pending_plugin_calls.clone(),
+            script_workflows: stores.script_workflows.clone(),
             outbox: stores.outbox.clone(),
         },
         Router::new(&loaded.profiles, &loaded.default_profile_id),

@@ -8,6 +8,7 @@ use actix::Recipient;
 use crate::actors::delegation::{DELEGATE_TOOL, Delegate, DelegationTargetInfo, DelegationTool};
 use crate::config::ResolvedProfile;
 use crate::plugins::{PluginRuntime, ROUTE_TO_PLUGIN, RouteToPluginTool};
+use crate::scripts::{RUN_SCRIPT, SCRIPT_TOOL_NAMES, ScriptsToolset};
 #[cfg(feature = "mcp")]
 use crate::tools::McpServers;
 use crate::tools::{
@@ -22,6 +23,8 @@ pub(super) struct ToolParts {
     pub mcp: Arc<McpServers>,
     pub delegation_targets: Vec<DelegationTargetInfo>,
     pub delegation: Recipient<Delegate>,
+    /// The family scripts, when a profile enables their tools.
+    pub scripts: Option<Arc<ScriptsToolset>>,
 }
 
 /// A profile's tools, and whether it routes to plugins (only such a profile completes a
@@ -60,9 +63,31 @@ pub(super) fn profile_tools(
             parts.delegation.clone(),
         )));
     }
+    if let Some(scripts) = &parts.scripts {
+        let enabled: Vec<String> = profile
+            .tools
+            .enable_local_tools
+            .iter()
+            .filter(|tool| SCRIPT_TOOL_NAMES.contains(&tool.as_str()))
+            .cloned()
+            .collect();
+        if !enabled.is_empty() {
+            providers.push(Arc::new(FilteredToolsProvider::new(
+                scripts.clone(),
+                enabled,
+            )));
+        }
+    }
+    // `run_script` asks the member itself, every time, showing the final values; naming
+    // it in `confirm_tools` too would ask twice.
     let tools = Arc::new(ConfirmingToolsProvider::new(
         Arc::new(CompositeToolsProvider::new(providers)),
-        profile.tools.confirm_tools.iter().cloned(),
+        profile
+            .tools
+            .confirm_tools
+            .iter()
+            .filter(|entry| *entry != RUN_SCRIPT)
+            .cloned(),
     ));
     (tools, routes_to_plugins)
 }

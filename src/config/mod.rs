@@ -39,8 +39,8 @@ pub use serde_yaml::Mapping;
 pub use types::{
     ChannelsConfig, DeliveryConfig, FamilyMember, HearthConfig, HttpConfig, LlmBackend,
     LlmModelConfig, LlmProviderKind, LlmRetryConfig, MatrixConfig, McpServerConfig,
-    ProfileSettingsConfig, QueueConfig, RetentionConfig, ServiceProfileConfig, TelegramConfig,
-    TelegramMode, redact_url_password,
+    ProfileSettingsConfig, QueueConfig, RetentionConfig, ScriptsConfig, ServiceProfileConfig,
+    TelegramConfig, TelegramMode, redact_url_password,
 };
 
 /// A validated configuration, ready to build the actors from.

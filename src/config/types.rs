@@ -42,6 +42,10 @@ pub struct HearthConfig {
     #[serde(deserialize_with = "null_as_default")]
     pub retention: RetentionConfig,
     pub plugins_dir: String,
+    /// The family's scripts and their `manifest.json` (the scripts toolset).
+    pub scripts_dir: String,
+    #[serde(deserialize_with = "null_as_default")]
+    pub scripts: ScriptsConfig,
     #[serde(deserialize_with = "null_as_default")]
     pub mcp_servers: BTreeMap<String, McpServerConfig>,
     pub default_service_profile_id: Option<String>,
@@ -67,6 +71,8 @@ impl Default for HearthConfig {
             delivery: DeliveryConfig::default(),
             retention: RetentionConfig::default(),
             plugins_dir: "plugins".to_owned(),
+            scripts_dir: "family_scripts".to_owned(),
+            scripts: ScriptsConfig::default(),
             mcp_servers: BTreeMap::new(),
             default_service_profile_id: None,
             default_profile_settings: ProfileSettingsConfig::default(),
@@ -94,6 +100,8 @@ impl fmt::Debug for HearthConfig {
             .field("delivery", &self.delivery)
             .field("retention", &self.retention)
             .field("plugins_dir", &self.plugins_dir)
+            .field("scripts_dir", &self.scripts_dir)
+            .field("scripts", &self.scripts)
             .field("mcp_servers", &self.mcp_servers)
             .field(
                 "default_service_profile_id",
@@ -389,6 +397,29 @@ impl Default for RetentionConfig {
             answered_inbox_days: 30,
             delivered_outbox_days: 7,
             interval_seconds: 3600,
+        }
+    }
+}
+
+/// How the family's scripts run and how long a workflow is remembered.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ScriptsConfig {
+    /// A member's script workflow left alone this long is forgotten.
+    pub state_ttl_hours: u64,
+    /// A script without its own `timeout_seconds` is killed after this long.
+    pub default_timeout_seconds: u64,
+    /// Of a script's standard output (and, separately, its error output), at most this
+    /// much is kept; the rest is read and dropped.
+    pub max_output_bytes: u64,
+}
+
+impl Default for ScriptsConfig {
+    fn default() -> Self {
+        Self {
+            state_ttl_hours: 24,
+            default_timeout_seconds: 60,
+            max_output_bytes: 64 * 1024,
         }
     }
 }

@@ -29,6 +29,9 @@ pub(crate) fn check_settings(config: &HearthConfig, problems: &mut Problems) {
     if config.plugins_dir.trim().is_empty() {
         problems.push("plugins_dir", "must not be empty");
     }
+    if config.scripts_dir.trim().is_empty() {
+        problems.push("scripts_dir", "must not be empty");
+    }
 }
 
 fn check_database(config: &HearthConfig, problems: &mut Problems) {
@@ -106,6 +109,14 @@ fn check_bounds(config: &HearthConfig, problems: &mut Problems) {
         ("interval_seconds", retention.interval_seconds),
     ] {
         at_least_one(problems, &format!("retention.{key}"), value);
+    }
+    let scripts = &config.scripts;
+    for (key, value) in [
+        ("state_ttl_hours", scripts.state_ttl_hours),
+        ("default_timeout_seconds", scripts.default_timeout_seconds),
+        ("max_output_bytes", scripts.max_output_bytes),
+    ] {
+        at_least_one(problems, &format!("scripts.{key}"), value);
     }
     let retry = &config.llm_retry;
     at_least_one(

@@ -13,6 +13,7 @@ mod pending_actions;
 mod pending_plugin_calls;
 mod registered_plugins;
 mod retention;
+mod script_workflows;
 mod shopping_lists;
 mod telemetry;
 mod turn_journal;
@@ -31,6 +32,7 @@ pub use pending_actions::{
 pub use pending_plugin_calls::{PendingPluginCall, PendingPluginCalls};
 pub use registered_plugins::{RegisteredPlugin, RegisteredPlugins};
 pub use retention::{Prunable, Retention};
+pub use script_workflows::{ScriptWorkflow, ScriptWorkflows};
 pub use shopping_lists::{ShoppingItem, ShoppingLists};
 pub(crate) use shopping_lists::{check_shopping_quantity, shopping_key};
 pub use telemetry::{LlmCallRecord, TelemetryEvent, TelemetrySink, TracingTelemetry};

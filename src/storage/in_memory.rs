@@ -43,6 +43,8 @@ pub struct InMemoryStore {
     state: Mutex<State>,
     /// What the plugins' ports keep (`in_memory_plugins.rs`).
     pub(super) plugins: Mutex<super::in_memory_plugins::PluginState>,
+    /// The members' script workflows (`in_memory_scripts.rs`).
+    pub(super) script_workflows: Mutex<super::in_memory_scripts::WorkflowState>,
 }
 
 fn find_confirmation<'a>(state: &'a mut State, id: &str) -> Option<&'a mut StoredConfirmation> {

@@ -6,6 +6,7 @@
 pub mod in_memory;
 mod in_memory_outbox;
 mod in_memory_plugins;
+mod in_memory_scripts;
 pub mod instance_lock;
 pub mod sqlite;
 
@@ -13,8 +14,8 @@ use std::sync::Arc;
 
 use crate::ports::{
     ChannelState, ConversationMemory, Inbox, Outbox, PendingActions, PendingPluginCalls,
-    RegisteredPlugins, Retention, ShoppingLists, StorageError, TelemetrySink, TurnJournal,
-    UserProfiles,
+    RegisteredPlugins, Retention, ScriptWorkflows, ShoppingLists, StorageError, TelemetrySink,
+    TurnJournal, UserProfiles,
 };
 
 /// The ports of one database, shared by every actor.
@@ -32,6 +33,8 @@ pub struct Stores {
     pub pending_plugin_calls: Arc<dyn PendingPluginCalls>,
     /// External plugins registered over the HTTP API.
     pub registered_plugins: Arc<dyn RegisteredPlugins>,
+    /// Where each member's family-script workflow stands, per conversation.
+    pub script_workflows: Arc<dyn ScriptWorkflows>,
     /// Running turns' progress (exactly-once tool calls).
     pub turn_journal: Arc<dyn TurnJournal>,
     /// What channels still have to deliver.
@@ -53,6 +56,7 @@ impl Stores {
             shopping_lists: store.clone(),
             pending_plugin_calls: store.clone(),
             registered_plugins: store.clone(),
+            script_workflows: store.clone(),
             turn_journal: store.clone(),
             outbox: store.clone(),
             retention: store.clone(),
@@ -77,6 +81,7 @@ pub async fn open(database_url: &str, max_connections: u32) -> Result<Stores, St
             shopping_lists: store.clone(),
             pending_plugin_calls: store.clone(),
             registered_plugins: store.clone(),
+            script_workflows: store.clone(),
             turn_journal: store.clone(),
             outbox: store.clone(),
             retention: store,

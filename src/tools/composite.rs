@@ -100,6 +100,14 @@ impl ToolsProvider for CompositeToolsProvider {
             .iter()
             .find_map(|provider| provider.render_call(name, arguments))
     }
+
+    async fn turn_note(&self, context: &ToolContext) -> Option<String> {
+        let mut notes = Vec::new();
+        for provider in &self.providers {
+            notes.extend(provider.turn_note(context).await);
+        }
+        (!notes.is_empty()).then(|| notes.join("\n\n"))
+    }
 }
 
 #[cfg(test)]

@@ -142,6 +142,10 @@ impl ToolsProvider for ConfirmingToolsProvider {
     fn render_call(&self, name: &str, arguments: &serde_json::Value) -> Option<String> {
         self.inner.render_call(name, arguments)
     }
+
+    async fn turn_note(&self, context: &ToolContext) -> Option<String> {
+        self.inner.turn_note(context).await
+    }
 }
 
 /// `Run profile_update?` and one line per argument, values as plain text.

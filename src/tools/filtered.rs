@@ -80,4 +80,8 @@ impl ToolsProvider for FilteredToolsProvider {
     fn render_call(&self, name: &str, arguments: &serde_json::Value) -> Option<String> {
         self.inner.render_call(name, arguments)
     }
+
+    async fn turn_note(&self, context: &ToolContext) -> Option<String> {
+        self.inner.turn_note(context).await
+    }
 }

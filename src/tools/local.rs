@@ -10,13 +10,19 @@ use crate::llm::ToolSpec;
 use crate::ports::UserProfiles;
 
 /// Every built-in tool name config may enable; validation refuses any other.
-/// `delegate_to_service` is built per profile by the delegation actor's tool, and
-/// `route_to_plugin` by the plugins (`plugins::RouteToPluginTool`).
+/// `delegate_to_service` is built per profile by the delegation actor's tool,
+/// `route_to_plugin` by the plugins (`plugins::RouteToPluginTool`), and the family-script
+/// tools by `scripts::ScriptsToolset` (`scripts::SCRIPT_TOOL_NAMES`).
 pub const LOCAL_TOOL_NAMES: &[&str] = &[
     "profile_get",
     "profile_update",
     "delegate_to_service",
     "route_to_plugin",
+    "list_available_scripts",
+    "select_script",
+    "get_script_parameters",
+    "set_script_parameters",
+    "run_script",
 ];
 
 #[async_trait]

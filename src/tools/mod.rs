@@ -126,4 +126,10 @@ pub trait ToolsProvider: Send + Sync {
     fn render_call(&self, _name: &str, _arguments: &serde_json::Value) -> Option<String> {
         None
     }
+
+    /// What the model must know at the start of every turn for `context`'s member and
+    /// conversation (where a multi-step workflow stands), added to the system prompt.
+    async fn turn_note(&self, _context: &ToolContext) -> Option<String> {
+        None
+    }
 }

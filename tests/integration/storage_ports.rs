@@ -1,6 +1,6 @@
 //! One behavioural suite for the storage ports (`Inbox`, `ConversationMemory`,
 //! `UserProfiles`, `PendingActions`, `TelemetrySink`, `ChannelState`, `ShoppingLists`,
-//! `PendingPluginCalls`, `RegisteredPlugins`), run against every adapter: the in-memory
+//! `PendingPluginCalls`, `RegisteredPlugins`, `ScriptWorkflows`), run against every adapter: the in-memory
 //! store and SQLite on a temporary file. Each check is written once as an async
 //! fn over `Stores`; `adapter_suite!` turns the list of checks into one test per
 //! check and adapter. SQLite-only behaviour (telemetry rows, durability, urls)
@@ -14,7 +14,8 @@ use hearth::ports::{
     Acceptance, AnswerPlace, AnswerRefused, Attachment, AttachmentKind, Decision, HistoryEntry,
     Inbound, InboundExtras, InboxRecord, InboxStatus, LlmCallRecord, OpenConfirmation,
     OutgoingKind, OutgoingMessage, PendingConfirmation, PendingPluginCall, ProfileFacts,
-    QuotedMessage, RegisteredPlugin, ShoppingItem, StorageError, TelemetryEvent, TurnRecord,
+    QuotedMessage, RegisteredPlugin, ScriptWorkflow, ShoppingItem, StorageError, TelemetryEvent,
+    TurnRecord,
 };
 use hearth::storage::{self, Stores};
 use serde_json::json;
@@ -112,6 +113,8 @@ macro_rules! adapter_suite {
                 plugin_call_peek_leaves_it_and_clear_removes_it,
                 plugin_call_expire_due_removes_only_the_due_ones,
                 registered_plugins_upsert_get_list_remove,
+                script_workflow_put_replaces_and_is_per_conversation_and_member,
+                script_workflow_older_than_the_ttl_is_not_handed_out,
             );
         }
     };
@@ -2795,4 +2798,84 @@ async fn pending_interrupted_lists_latest_consumed_of_suspended_messages(stores:
     };
     stores.inbox.complete("int-1", &done).await.unwrap();
     assert!(stores.pending.interrupted().await.unwrap().is_empty());
+}
+
+// ---------------------------------------------------------------------------
+// ScriptWorkflows
+// ---------------------------------------------------------------------------
+
+fn workflow(conversation_key: &str, member_id: &str, step: &str, at_ms: i64) -> ScriptWorkflow {
+    ScriptWorkflow {
+        conversation_key: conversation_key.to_string(),
+        member_id: member_id.to_string(),
+        state: json!({"selected": "backup_photos", "next_action": step,
+                      "final_parameters": {"album": "Ü \"summer\"", "keep_days": 7.5}}),
+        updated_at_ms: at_ms,
+    }
+}
+
+async fn script_workflow_put_replaces_and_is_per_conversation_and_member(stores: &Stores) {
+    let workflows = &stores.script_workflows;
+    workflows
+        .put(&workflow("telegram:1", "alice", "present_parameters", T0))
+        .await
+        .unwrap();
+    let later = workflow("telegram:1", "alice", "confirm_execution", T0 + 5);
+    workflows.put(&later).await.unwrap();
+    let bobs = workflow("telegram:1", "bob", "ask_for_script_choice", T0);
+    let elsewhere = workflow("http:alice", "alice", "summarize_result", T0);
+    workflows.put(&bobs).await.unwrap();
+    workflows.put(&elsewhere).await.unwrap();
+    assert_eq!(
+        workflows.get("telegram:1", "alice", 0).await.unwrap(),
+        Some(later)
+    );
+    assert_eq!(
+        workflows.get("telegram:1", "bob", 0).await.unwrap(),
+        Some(bobs)
+    );
+    assert_eq!(
+        workflows.get("http:alice", "alice", 0).await.unwrap(),
+        Some(elsewhere.clone())
+    );
+    assert_eq!(workflows.get("telegram:1", "carol", 0).await.unwrap(), None);
+    assert!(workflows.clear("telegram:1", "alice").await.unwrap());
+    assert!(!workflows.clear("telegram:1", "alice").await.unwrap());
+    assert_eq!(workflows.get("telegram:1", "alice", 0).await.unwrap(), None);
+    assert_eq!(
+        workflows.get("http:alice", "alice", 0).await.unwrap(),
+        Some(elsewhere)
+    );
+    let not_an_object = ScriptWorkflow {
+        state: json!(["no"]),
+        ..workflow("telegram:1", "alice", "none", T0)
+    };
+    assert!(matches!(
+        workflows.put(&not_an_object).await,
+        Err(StorageError::Invalid(_))
+    ));
+}
+
+async fn script_workflow_older_than_the_ttl_is_not_handed_out(stores: &Stores) {
+    let workflows = &stores.script_workflows;
+    let old = workflow("telegram:1", "alice", "present_parameters", T0);
+    let fresh = workflow("telegram:1", "bob", "present_parameters", T0 + 100);
+    workflows.put(&old).await.unwrap();
+    workflows.put(&fresh).await.unwrap();
+    // Fresh from exactly its update on.
+    assert_eq!(
+        workflows.get("telegram:1", "alice", T0).await.unwrap(),
+        Some(old)
+    );
+    assert_eq!(
+        workflows.get("telegram:1", "alice", T0 + 1).await.unwrap(),
+        None
+    );
+    assert_eq!(workflows.expire_stale(T0 + 1).await.unwrap(), 1);
+    assert_eq!(workflows.get("telegram:1", "alice", 0).await.unwrap(), None);
+    assert_eq!(
+        workflows.get("telegram:1", "bob", 0).await.unwrap(),
+        Some(fresh)
+    );
+    assert_eq!(workflows.expire_stale(T0 + 1).await.unwrap(), 0);
 }

@@ -152,14 +152,15 @@ impl TurnRunner {
             .get("name")
             .cloned()
             .unwrap_or_else(|| self.deps.family.display_name(&inbound.member_id));
+        let mut system = system_prompt(template, settings.timezone, now, &member_name, &facts);
+        // Where a workflow of the tools stands (a family script half chosen): the model
+        // reads it every turn, so it never loses its place.
+        if let Some(note) = self.tools.turn_note(&self.tool_context(inbound)).await {
+            system.push_str("\n\n");
+            system.push_str(&note);
+        }
         let mut messages = Vec::with_capacity(history.len() + 4);
-        messages.push(ChatMessage::system(system_prompt(
-            template,
-            settings.timezone,
-            now,
-            &member_name,
-            &facts,
-        )));
+        messages.push(ChatMessage::system(system));
         messages.extend(
             starting_with_user(&history)
                 .iter()

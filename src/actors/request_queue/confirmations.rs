@@ -228,8 +228,12 @@ impl Handler<CancelPending> for RequestQueue {
         let question = self.cancel_question(&message.conversation_key, &message.member_id);
         let (pending, inbox) = (self.pending.clone(), self.inbox.clone());
         let plugin_calls = self.plugin_calls.clone();
+        let script_workflows = self.script_workflows.clone();
         let work = async move {
             let plugin_call = plugin_calls
+                .clear(&message.conversation_key, &message.member_id)
+                .await?;
+            let script_workflow = script_workflows
                 .clear(&message.conversation_key, &message.member_id)
                 .await?;
             let mut denied = Vec::new();
@@ -263,14 +267,15 @@ impl Handler<CancelPending> for RequestQueue {
                     denied.push((confirmation, record.inbound));
                 }
             }
-            Ok::<_, StorageError>((denied, plugin_call))
+            Ok::<_, StorageError>((denied, plugin_call, script_workflow))
         };
         Box::pin(work.into_actor(self).map(move |done, act, ctx| {
-            let (denied, plugin_call) = done?;
+            let (denied, plugin_call, script_workflow) = done?;
             let mut cancelled = Cancelled {
                 confirmation_ids: Vec::new(),
                 question,
                 plugin_call,
+                script_workflow,
             };
             for (confirmation, inbound) in denied {
                 tracing::info!(confirmation = %confirmation.id, "confirmation cancelled");

@@ -95,6 +95,8 @@ pub struct Cancelled {
     pub question: bool,
     /// Whether a plugin call waiting for the member's next message was dropped.
     pub plugin_call: bool,
+    /// Whether the member's family-script workflow there was dropped.
+    pub script_workflow: bool,
 }
 
 /// What a cancelled confirmation's message says instead of its buttons or reactions.
@@ -102,7 +104,10 @@ pub const CANCELLED_OUTCOME: &str = "❌ Cancelled with /cancel.";
 
 impl Cancelled {
     pub fn is_empty(&self) -> bool {
-        self.confirmation_ids.is_empty() && !self.question && !self.plugin_call
+        self.confirmation_ids.is_empty()
+            && !self.question
+            && !self.plugin_call
+            && !self.script_workflow
     }
 
     /// What `/cancel` answers in words, on every channel; `None` when the cancelled
@@ -110,6 +115,8 @@ impl Cancelled {
     pub fn reply(&self) -> Option<&'static str> {
         if self.is_empty() {
             Some("Nothing is waiting for you.")
+        } else if self.confirmation_ids.is_empty() && !self.question && !self.plugin_call {
+            Some("Cancelled: the family script we were preparing is forgotten.")
         } else if self.confirmation_ids.is_empty() {
             Some("Cancelled: I'm no longer waiting for that answer.")
         } else {

@@ -40,7 +40,7 @@ use crate::config::QueueConfig;
 use crate::metrics::{Metrics, StageTimer};
 use crate::ports::{
     Acceptance, Decision, Inbound, Inbox, Outbox, PendingActions, PendingConfirmation,
-    PendingPluginCalls, TurnRecord, now_ms,
+    PendingPluginCalls, ScriptWorkflows, TurnRecord, now_ms,
 };
 use crate::readiness::Readiness;
 
@@ -97,6 +97,8 @@ pub struct QueuePorts {
     pub pending: Arc<dyn PendingActions>,
     /// Plugin calls waiting for a member's next message: `/cancel` drops them.
     pub plugin_calls: Arc<dyn PendingPluginCalls>,
+    /// Members' family-script workflows: `/cancel` drops them.
+    pub script_workflows: Arc<dyn ScriptWorkflows>,
     /// What channels that deliver durably still have to deliver.
     pub outbox: Arc<dyn Outbox>,
 }
@@ -106,6 +108,8 @@ pub struct RequestQueue {
     pending: Arc<dyn PendingActions>,
     /// Plugin calls waiting for a member's next message: `/cancel` drops them.
     plugin_calls: Arc<dyn PendingPluginCalls>,
+    /// Members' family-script workflows: `/cancel` drops them.
+    script_workflows: Arc<dyn ScriptWorkflows>,
     outbox: Arc<dyn Outbox>,
     router: Router,
     services: HashMap<String, Addr<ProcessingService>>,
@@ -146,6 +150,7 @@ impl RequestQueue {
             inbox: ports.inbox,
             pending: ports.pending,
             plugin_calls: ports.plugin_calls,
+            script_workflows: ports.script_workflows,
             outbox: ports.outbox,
             router,
             services,

@@ -11,6 +11,7 @@ mod pending_plugin_calls;
 mod profiles;
 mod registered_plugins;
 mod retention;
+mod script_workflows;
 mod shopping_lists;
 mod telemetry;
 mod turn_journal;

@@ -1,0 +1,102 @@
+//! `ScriptWorkflows` on SQLite: table `script_workflows`, keyed by conversation and member.
+
+use async_trait::async_trait;
+use sqlx::Row;
+
+use super::{SqliteStore, database_error};
+use crate::ports::{ScriptWorkflow, ScriptWorkflows, StorageError};
+
+#[async_trait]
+impl ScriptWorkflows for SqliteStore {
+    async fn put(&self, workflow: &ScriptWorkflow) -> Result<(), StorageError> {
+        if !workflow.state.is_object() {
+            return Err(StorageError::Invalid(
+                "a script workflow's state must be a json object".into(),
+            ));
+        }
+        let state = workflow.state.to_string();
+        let workflow = workflow.clone();
+        self.writer
+            .run(move |connection| {
+                Box::pin(async move {
+                    sqlx::query(
+                        "INSERT OR REPLACE INTO script_workflows \
+                         (conversation_key, member_id, state, updated_at_ms) VALUES (?, ?, ?, ?)",
+                    )
+                    .bind(&workflow.conversation_key)
+                    .bind(&workflow.member_id)
+                    .bind(&state)
+                    .bind(workflow.updated_at_ms)
+                    .execute(&mut *connection)
+                    .await
+                    .map(|_| ())
+                    .map_err(database_error)
+                })
+            })
+            .await
+    }
+
+    async fn get(
+        &self,
+        conversation_key: &str,
+        member_id: &str,
+        fresh_since_ms: i64,
+    ) -> Result<Option<ScriptWorkflow>, StorageError> {
+        let row = sqlx::query(
+            "SELECT state, updated_at_ms FROM script_workflows \
+             WHERE conversation_key = ? AND member_id = ? AND updated_at_ms >= ?",
+        )
+        .bind(conversation_key)
+        .bind(member_id)
+        .bind(fresh_since_ms)
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(database_error)?;
+        let Some(row) = row else {
+            return Ok(None);
+        };
+        let text: String = row.get("state");
+        let state = serde_json::from_str(&text)
+            .map_err(|error| StorageError::Corrupt(format!("script_workflows.state: {error}")))?;
+        Ok(Some(ScriptWorkflow {
+            conversation_key: conversation_key.to_owned(),
+            member_id: member_id.to_owned(),
+            state,
+            updated_at_ms: row.get("updated_at_ms"),
+        }))
+    }
+
+    async fn clear(&self, conversation_key: &str, member_id: &str) -> Result<bool, StorageError> {
+        let (conversation_key, member_id) = (conversation_key.to_owned(), member_id.to_owned());
+        self.writer
+            .run(move |connection| {
+                Box::pin(async move {
+                    sqlx::query(
+                        "DELETE FROM script_workflows WHERE conversation_key = ? AND member_id = ?",
+                    )
+                    .bind(&conversation_key)
+                    .bind(&member_id)
+                    .execute(&mut *connection)
+                    .await
+                    .map(|done| done.rows_affected() > 0)
+                    .map_err(database_error)
+                })
+            })
+            .await
+    }
+
+    async fn expire_stale(&self, fresh_since_ms: i64) -> Result<u64, StorageError> {
+        self.writer
+            .run(move |connection| {
+                Box::pin(async move {
+                    sqlx::query("DELETE FROM script_workflows WHERE updated_at_ms < ?")
+                        .bind(fresh_since_ms)
+                        .execute(&mut *connection)
+                        .await
+                        .map(|done| done.rows_affected())
+                        .map_err(database_error)
+                })
+            })
+            .await
+    }
+}
