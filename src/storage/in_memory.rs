@@ -43,6 +43,8 @@ pub struct InMemoryStore {
     state: Mutex<State>,
     /// What the plugins' ports keep (`in_memory_plugins.rs`).
     pub(super) plugins: Mutex<super::in_memory_plugins::PluginState>,
+    /// What the intents engine's ports keep (`in_memory_intents.rs`).
+    pub(super) intents: Mutex<super::in_memory_intents::IntentsState>,
 }
 
 fn find_confirmation<'a>(state: &'a mut State, id: &str) -> Option<&'a mut StoredConfirmation> {

@@ -1,0 +1,103 @@
+//! The in-memory adapters of the intents engine's ports (`PlanExecutions`, `IntentRecords`):
+//! the same behaviour as SQLite, in the `InMemoryStore`'s own mutex for them.
+
+use std::collections::BTreeMap;
+use std::sync::MutexGuard;
+
+use async_trait::async_trait;
+
+use super::in_memory::InMemoryStore;
+use crate::ports::{IntentRecords, PlanExecution, PlanExecutions, StorageError, canceled_plan};
+
+#[derive(Default)]
+pub(super) struct IntentsState {
+    plans: BTreeMap<String, PlanExecution>,
+    records: BTreeMap<(String, String), serde_json::Value>,
+}
+
+impl InMemoryStore {
+    fn intents_state(&self) -> MutexGuard<'_, IntentsState> {
+        self.intents
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+#[async_trait]
+impl PlanExecutions for InMemoryStore {
+    async fn save_plan(&self, plan: &PlanExecution) -> Result<(), StorageError> {
+        self.intents_state()
+            .plans
+            .insert(plan.plan_id.clone(), plan.clone());
+        Ok(())
+    }
+
+    async fn plan(&self, plan_id: &str) -> Result<Option<PlanExecution>, StorageError> {
+        Ok(self.intents_state().plans.get(plan_id).cloned())
+    }
+
+    async fn open_plan(
+        &self,
+        conversation_key: &str,
+        member_id: &str,
+    ) -> Result<Option<PlanExecution>, StorageError> {
+        Ok(self
+            .intents_state()
+            .plans
+            .values()
+            .filter(|plan| {
+                plan.conversation_key == conversation_key
+                    && plan.member_id == member_id
+                    && plan.is_open()
+            })
+            .max_by(|a, b| (a.created_at_ms, &a.plan_id).cmp(&(b.created_at_ms, &b.plan_id)))
+            .cloned())
+    }
+
+    async fn cancel_open_plans(
+        &self,
+        conversation_key: &str,
+        member_id: &str,
+        now_ms: i64,
+    ) -> Result<u64, StorageError> {
+        let mut state = self.intents_state();
+        let mut count = 0;
+        for plan in state.plans.values_mut() {
+            if plan.conversation_key == conversation_key
+                && plan.member_id == member_id
+                && plan.is_open()
+            {
+                *plan = canceled_plan(plan.clone(), now_ms);
+                count += 1;
+            }
+        }
+        Ok(count)
+    }
+}
+
+#[async_trait]
+impl IntentRecords for InMemoryStore {
+    async fn get_record(
+        &self,
+        collection: &str,
+        id: &str,
+    ) -> Result<Option<serde_json::Value>, StorageError> {
+        Ok(self
+            .intents_state()
+            .records
+            .get(&(collection.to_owned(), id.to_owned()))
+            .cloned())
+    }
+
+    async fn put_record(
+        &self,
+        collection: &str,
+        id: &str,
+        record: &serde_json::Value,
+    ) -> Result<(), StorageError> {
+        self.intents_state()
+            .records
+            .insert((collection.to_owned(), id.to_owned()), record.clone());
+        Ok(())
+    }
+}
