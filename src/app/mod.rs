@@ -4,8 +4,10 @@
 //! - `platforms.rs`: the chat platforms built into this binary (the only file here that
 //!   names one);
 //! - `tools.rs`: each profile's tools stack;
-//! - `models.rs`: the LLM providers.
+//! - `models.rs`: the LLM providers;
+//! - `intents.rs`: the intents engine of `engine: intents` profiles.
 
+mod intents;
 mod models;
 mod platforms;
 mod tools;
@@ -122,6 +124,10 @@ pub enum StartError {
     Plugins(#[from] CatalogError),
     #[error(transparent)]
     Config(#[from] crate::config::ConfigError),
+    #[error("intents cannot be loaded:\n{0}")]
+    Intents(#[from] crate::intents::IntentsFileError),
+    #[error("the intents' data source cannot be opened: {0}")]
+    IntentsData(#[from] crate::intents::DataSourceError),
 }
 
 pub async fn start(loaded: &LoadedConfig, options: StartOptions) -> Result<RunningApp, StartError> {
@@ -192,17 +198,36 @@ pub async fn start(loaded: &LoadedConfig, options: StartOptions) -> Result<Runni
         delegation_targets,
         delegation: delegation_context.address().recipient(),
     };
+    let intents_deps = crate::intents::IntentsDeps {
+        broker: broker.clone().recipient(),
+        memory: stores.memory.clone(),
+        plans: stores.plans.clone(),
+        journal: stores.turn_journal.clone(),
+        telemetry: stores.telemetry.clone(),
+        metrics: metrics.clone(),
+        roles: intents::roles(loaded),
+    };
     let mut services = HashMap::new();
     for profile in &loaded.profiles {
-        let (tools, routes_to_plugins) = profile_tools(profile, &parts);
+        let intents_profile = intents::load_intents(profile, &stores).await?;
+        let own_tools = intents_profile
+            .as_ref()
+            .and_then(|intents| intents.own_tools.clone());
+        let (tools, routes_to_plugins) = profile_tools(profile, &parts, own_tools);
         // Only a profile that routes to plugins completes a pending plugin call with the
         // member's next message.
         let deps = ProcessingDeps {
             plugins: routes_to_plugins.then(|| plugins.clone()),
             ..deps.clone()
         };
-        let service = ProcessingService::new(profile.clone(), tools, deps).start();
-        services.insert(profile.id.clone(), service);
+        let mut service = ProcessingService::new(profile.clone(), tools.clone(), deps);
+        if let Some(intents_profile) = intents_profile {
+            service = service.with_intents(
+                intents::intents_engine(profile, intents_profile, tools, intents_deps.clone())
+                    .await?,
+            );
+        }
+        services.insert(profile.id.clone(), service.start());
     }
     let targets = loaded
         .profiles
@@ -236,6 +261,7 @@ pub async fn start(loaded: &LoadedConfig, options: StartOptions) -> Result<Runni
             pending: stores.pending.clone(),
             plugin_calls: stores.pending_plugin_calls.clone(),
             outbox: stores.outbox.clone(),
+            plans: stores.plans.clone(),
         },
         Router::new(&loaded.profiles, &loaded.default_profile_id),
         services,

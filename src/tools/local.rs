@@ -11,12 +11,15 @@ use crate::ports::UserProfiles;
 
 /// Every built-in tool name config may enable; validation refuses any other.
 /// `delegate_to_service` is built per profile by the delegation actor's tool, and
-/// `route_to_plugin` by the plugins (`plugins::RouteToPluginTool`).
+/// `route_to_plugin` by the plugins (`plugins::RouteToPluginTool`), and
+/// `check_order_status` by an intents profile whose intents file has a `data_source`
+/// (`intents::OrderStatusTool`).
 pub const LOCAL_TOOL_NAMES: &[&str] = &[
     "profile_get",
     "profile_update",
     "delegate_to_service",
     "route_to_plugin",
+    "check_order_status",
 ];
 
 #[async_trait]

@@ -11,6 +11,7 @@ mod delegation;
 mod durable_delivery;
 mod exactly_once;
 mod http_api;
+mod intents;
 mod llm_providers;
 mod matrix_channel;
 mod matrix_media;

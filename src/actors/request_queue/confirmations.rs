@@ -227,11 +227,15 @@ impl Handler<CancelPending> for RequestQueue {
     fn handle(&mut self, message: CancelPending, _ctx: &mut Self::Context) -> Self::Result {
         let question = self.cancel_question(&message.conversation_key, &message.member_id);
         let (pending, inbox) = (self.pending.clone(), self.inbox.clone());
-        let plugin_calls = self.plugin_calls.clone();
+        let (plugin_calls, plans) = (self.plugin_calls.clone(), self.plans.clone());
         let work = async move {
             let plugin_call = plugin_calls
                 .clear(&message.conversation_key, &message.member_id)
                 .await?;
+            let plan = plans
+                .cancel_open_plans(&message.conversation_key, &message.member_id, now_ms())
+                .await?
+                > 0;
             let mut denied = Vec::new();
             for entry in pending.open().await? {
                 let confirmation = entry.confirmation;
@@ -263,14 +267,15 @@ impl Handler<CancelPending> for RequestQueue {
                     denied.push((confirmation, record.inbound));
                 }
             }
-            Ok::<_, StorageError>((denied, plugin_call))
+            Ok::<_, StorageError>((denied, plugin_call, plan))
         };
         Box::pin(work.into_actor(self).map(move |done, act, ctx| {
-            let (denied, plugin_call) = done?;
+            let (denied, plugin_call, plan) = done?;
             let mut cancelled = Cancelled {
                 confirmation_ids: Vec::new(),
                 question,
                 plugin_call,
+                plan,
             };
             for (confirmation, inbound) in denied {
                 tracing::info!(confirmation = %confirmation.id, "confirmation cancelled");

@@ -95,6 +95,8 @@ pub struct Cancelled {
     pub question: bool,
     /// Whether a plugin call waiting for the member's next message was dropped.
     pub plugin_call: bool,
+    /// Whether an intents plan waiting for the member's answer was canceled.
+    pub plan: bool,
 }
 
 /// What a cancelled confirmation's message says instead of its buttons or reactions.
@@ -102,7 +104,7 @@ pub const CANCELLED_OUTCOME: &str = "❌ Cancelled with /cancel.";
 
 impl Cancelled {
     pub fn is_empty(&self) -> bool {
-        self.confirmation_ids.is_empty() && !self.question && !self.plugin_call
+        self.confirmation_ids.is_empty() && !self.question && !self.plugin_call && !self.plan
     }
 
     /// What `/cancel` answers in words, on every channel; `None` when the cancelled

@@ -99,6 +99,8 @@ pub struct QueuePorts {
     pub plugin_calls: Arc<dyn PendingPluginCalls>,
     /// What channels that deliver durably still have to deliver.
     pub outbox: Arc<dyn Outbox>,
+    /// Intents plans waiting for a member's answer: `/cancel` cancels them.
+    pub plans: Arc<dyn crate::ports::PlanExecutions>,
 }
 
 pub struct RequestQueue {
@@ -106,6 +108,8 @@ pub struct RequestQueue {
     pending: Arc<dyn PendingActions>,
     /// Plugin calls waiting for a member's next message: `/cancel` drops them.
     plugin_calls: Arc<dyn PendingPluginCalls>,
+    /// Intents plans waiting for a member's answer: `/cancel` cancels them.
+    plans: Arc<dyn crate::ports::PlanExecutions>,
     outbox: Arc<dyn Outbox>,
     router: Router,
     services: HashMap<String, Addr<ProcessingService>>,
@@ -146,6 +150,7 @@ impl RequestQueue {
             inbox: ports.inbox,
             pending: ports.pending,
             plugin_calls: ports.plugin_calls,
+            plans: ports.plans,
             outbox: ports.outbox,
             router,
             services,
@@ -214,9 +219,26 @@ impl RequestQueue {
             },
         );
         let pending = self.pending.clone();
+        // A new message without a slash command from a member an intents plan is waiting
+        // for goes to that plan's profile: the answer continues the plan.
+        let follows_plan = (turn.resume.is_none() && process.slash_command.is_none())
+            .then(|| (self.plans.clone(), self.services.clone()));
         let work = async move {
             let mut consumed = None;
             let outcome = async {
+                let mut service = service;
+                if let Some((plans, services)) = follows_plan
+                    && let Some(plan) = plans
+                        .open_plan(
+                            &process.inbound.conversation_key(),
+                            &process.inbound.member_id,
+                        )
+                        .await?
+                    && plan.status() == crate::ports::StepStatus::WaitingUser
+                    && let Some(plan_service) = services.get(&plan.profile_id)
+                {
+                    service = Some(plan_service.clone());
+                }
                 let service = service.ok_or_else(|| {
                     TurnError::Mailbox(format!("no processing service for profile {profile_id:?}"))
                 })?;
