@@ -15,7 +15,7 @@ use hearth::intents::{
 };
 use hearth::storage::Stores;
 
-use crate::support::hearth_app::{TestApp, write_config};
+use crate::support::hearth_app::{API_KEY, HearthProcess, TestApp, test_env, write_config};
 use crate::support::llm_server::{ScriptedLlmServer, Step};
 
 /// The shipped example: `config/intents.example.yaml` over `data/orders.json`.
@@ -589,5 +589,88 @@ async fn the_data_source_suite_passes_on_every_adapter() {
     assert!(
         error.contains("bad.json") && error.contains("expected an object"),
         "{error}"
+    );
+}
+
+/// What `hearth telemetry --conversation http:alice` prints once it prints `lines` lines
+/// (read beside the running hearth, whose telemetry is written in batches), or after 10 s.
+async fn printed_telemetry(config: &Path, lines: usize) -> String {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let output = std::process::Command::new(env!("CARGO_BIN_EXE_hearth"))
+            .arg("--config")
+            .arg(config)
+            .args(["telemetry", "--conversation", "http:alice"])
+            .envs(test_env(&[]))
+            .output()
+            .unwrap();
+        assert!(output.status.success(), "{output:?}");
+        let stdout = String::from_utf8(output.stdout).unwrap();
+        if stdout.lines().count() >= lines || std::time::Instant::now() > deadline {
+            return stdout;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+}
+
+/// POST one message to a hearth process; the reply text.
+async fn ask_process(process: &HearthProcess, user: &str, text: &str) -> String {
+    let response = reqwest::Client::new()
+        .post(format!("{}/inbound", process.base_url))
+        .header("X-API-Key", API_KEY)
+        .json(&json!({"user_id": user, "text": text}))
+        .send()
+        .await
+        .expect("POST /inbound answers");
+    assert_eq!(response.status().as_u16(), 200);
+    let body: Value = response.json().await.unwrap();
+    body["reply"].as_str().expect("reply text").to_string()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_plan_waiting_for_the_member_survives_a_kill_and_telemetry_shows_its_stages() {
+    let llm = ScriptedLlmServer::start();
+    let folder = tempfile::tempdir().unwrap();
+    let config = orders_config(folder.path(), &llm, &example_intents());
+    let env = test_env(&[]);
+
+    let first = HearthProcess::spawn(&config, &env);
+    llm.push_many([
+        classified(Some("order_status"), json!({"order_id": null}), 0.9),
+        Step::Reply("What's your order ID?".into()),
+    ]);
+    assert_eq!(
+        ask_process(&first, "alice", "/orders check my order").await,
+        "What's your order ID?"
+    );
+    // Telemetry is written in batches: stored before the kill, so it can be read after.
+    printed_telemetry(&config, 10).await;
+    first.kill();
+
+    let second = HearthProcess::spawn(&config, &env);
+    llm.push(classified(
+        Some("order_status"),
+        json!({"order_id": "O-22222"}),
+        0.9,
+    ));
+    assert_eq!(
+        ask_process(&second, "alice", "O-22222").await,
+        "I'll check order O-22222.\n\nYour order O-22222 is delivered on 2025-10-02."
+    );
+
+    // `hearth telemetry` prints both interactions' ten stages, in order.
+    let stdout = printed_telemetry(&config, 20).await;
+    second.kill();
+    let printed: Vec<&str> = stdout
+        .lines()
+        .map(|line| line.split_whitespace().nth(2).unwrap_or_default())
+        .collect();
+    assert_eq!(printed.len(), 20, "{stdout}");
+    assert_eq!(printed[..10], STAGES);
+    assert_eq!(printed[10..], STAGES);
+    assert!(stdout.contains("\"type\":\"ask_user\""), "{stdout}");
+    assert!(
+        stdout.contains("\"tool_name\":\"check_order_status\""),
+        "{stdout}"
     );
 }
