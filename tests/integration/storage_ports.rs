@@ -1,6 +1,6 @@
 //! One behavioural suite for the storage ports (`Inbox`, `ConversationMemory`,
 //! `UserProfiles`, `PendingActions`, `TelemetrySink`, `ChannelState`, `ShoppingLists`,
-//! `PendingPluginCalls`, `RegisteredPlugins`), run against every adapter: the in-memory
+//! `PendingPluginCalls`, `RegisteredPlugins`, `PlanExecutions`), run against every adapter: the in-memory
 //! store and SQLite on a temporary file. Each check is written once as an async
 //! fn over `Stores`; `adapter_suite!` turns the list of checks into one test per
 //! check and adapter. SQLite-only behaviour (telemetry rows, durability, urls)
@@ -112,6 +112,7 @@ macro_rules! adapter_suite {
                 plugin_call_peek_leaves_it_and_clear_removes_it,
                 plugin_call_expire_due_removes_only_the_due_ones,
                 registered_plugins_upsert_get_list_remove,
+                plans_are_stored_found_open_and_cancelled,
             );
         }
     };
@@ -2795,4 +2796,98 @@ async fn pending_interrupted_lists_latest_consumed_of_suspended_messages(stores:
     };
     stores.inbox.complete("int-1", &done).await.unwrap();
     assert!(stores.pending.interrupted().await.unwrap().is_empty());
+}
+
+// ---------------------------------------------------------------------------
+// PlanExecutions
+// ---------------------------------------------------------------------------
+
+fn plan(
+    id: &str,
+    member: &str,
+    status: hearth::ports::StepStatus,
+    created_at_ms: i64,
+) -> hearth::ports::PlanExecution {
+    use hearth::ports::{PlanStep, StepExecution};
+    let mut ask = StepExecution::pending(PlanStep::AskUser {
+        param: "order_id".into(),
+        prompt: "Which order?".into(),
+    });
+    ask.status = status;
+    hearth::ports::PlanExecution {
+        plan_id: id.into(),
+        intent_id: "order_status".into(),
+        conversation_key: "http:alice".into(),
+        member_id: member.into(),
+        profile_id: "orders".into(),
+        params: [("note".to_string(), "x".to_string())].into(),
+        steps: vec![
+            ask,
+            StepExecution::pending(PlanStep::ToolCall {
+                tool_name: "check_order_status".into(),
+                params: Default::default(),
+            }),
+        ],
+        current_index: 0,
+        created_at_ms,
+        updated_at_ms: created_at_ms,
+    }
+}
+
+async fn plans_are_stored_found_open_and_cancelled(stores: &Stores) {
+    use hearth::ports::StepStatus;
+    let plans = &stores.plans;
+    assert_eq!(plans.open_plan("http:alice", "alice").await.unwrap(), None);
+    let older = plan("p1", "alice", StepStatus::WaitingUser, 1_000);
+    let newer = plan("p2", "alice", StepStatus::WaitingUser, 2_000);
+    let done = plan("p3", "alice", StepStatus::Completed, 3_000);
+    let bobs = plan("p4", "bob", StepStatus::WaitingUser, 4_000);
+    for each in [&older, &newer, &done, &bobs] {
+        plans.save_plan(each).await.unwrap();
+    }
+    assert_eq!(plans.plan("p3").await.unwrap().as_ref(), Some(&done));
+    assert_eq!(plans.plan("nope").await.unwrap(), None);
+    // The newest open plan of that member there; not another member's, not a finished one.
+    assert_eq!(
+        plans.open_plan("http:alice", "alice").await.unwrap(),
+        Some(newer.clone())
+    );
+    assert_eq!(
+        plans.open_plan("http:alice", "bob").await.unwrap(),
+        Some(bobs.clone())
+    );
+    assert_eq!(plans.open_plan("telegram:1", "alice").await.unwrap(), None);
+    // Saving again replaces: answered, the plan is no longer open.
+    let mut answered = newer.clone();
+    answered.steps[0].status = StepStatus::Completed;
+    answered.current_index = 1;
+    plans.save_plan(&answered).await.unwrap();
+    assert_eq!(
+        plans.open_plan("http:alice", "alice").await.unwrap(),
+        Some(older.clone())
+    );
+    assert_eq!(
+        plans
+            .cancel_open_plans("http:alice", "alice", 9_000)
+            .await
+            .unwrap(),
+        1
+    );
+    assert_eq!(plans.open_plan("http:alice", "alice").await.unwrap(), None);
+    let cancelled = plans.plan("p1").await.unwrap().unwrap();
+    assert_eq!(cancelled.status(), StepStatus::Canceled);
+    assert_eq!(cancelled.steps[0].ended_at_ms, Some(9_000));
+    assert_eq!(cancelled.steps[1].status, StepStatus::Canceled);
+    assert_eq!(cancelled.updated_at_ms, 9_000);
+    assert_eq!(
+        plans
+            .cancel_open_plans("http:alice", "alice", 9_500)
+            .await
+            .unwrap(),
+        0
+    );
+    assert_eq!(
+        plans.open_plan("http:alice", "bob").await.unwrap(),
+        Some(bobs)
+    );
 }
