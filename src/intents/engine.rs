@@ -21,6 +21,7 @@ use super::planner::Planner;
 use super::policy::{NullPolicyEngine, PolicyEngine, RulePolicyEngine};
 use super::registry::{IntentContext, IntentsRegistry};
 use super::telemetry::{Level, StageRecorder};
+use crate::actors::delegation::{DELEGATION_CHANNEL, root_conversation_key};
 use crate::actors::llm_broker::{CallOrigin, GenerateChat};
 use crate::actors::processing::{ProcessTurn, ResumeTurn, TurnError, TurnOutcome, TurnResult};
 use crate::config::{FamilyRole, ResolvedProfile};
@@ -129,7 +130,9 @@ impl IntentsEngine {
         let inbound = &message.inbound;
         let mut turn = self.interaction(inbound, message.text.clone());
         // Tried again (an LLM failure, a restart) after its plan was fixed: go on with it.
-        if let Some(plan) = self.journaled_plan(&inbound.id).await? {
+        if inbound.channel != DELEGATION_CHANNEL
+            && let Some(plan) = self.journaled_plan(&inbound.id).await?
+        {
             tracing::info!(plan = %plan.plan_id, "going on with a journaled plan");
             return self.drive(&turn, plan, None).await;
         }
@@ -154,8 +157,18 @@ impl IntentsEngine {
         turn.history_count = history.len();
         turn.rec
             .info("history_loaded", json!({"count": history.len()}));
+        // A delegated request counts as coming from the member's own channel.
+        let conversation_key = inbound.conversation_key();
+        let channel = if inbound.channel == DELEGATION_CHANNEL {
+            root_conversation_key(&conversation_key)
+                .split(':')
+                .next()
+                .unwrap_or(DELEGATION_CHANNEL)
+        } else {
+            inbound.channel.as_str()
+        };
         let context = IntentContext {
-            channel: &inbound.channel,
+            channel,
             member_id: &inbound.member_id,
             role: turn.role,
         };
@@ -261,10 +274,7 @@ impl IntentsEngine {
         turn.rec.info("plan_type", json!({"type": plan_type}));
         self.deps.plans.save_plan(&plan).await?;
         // From here a retry of this message goes on with this plan, never plans again.
-        self.deps
-            .journal
-            .save_turn(&inbound.id, &json!({"intents_plan": plan.plan_id}))
-            .await?;
+        self.journal_plan(inbound, &plan).await?;
         self.drive(&turn, plan, None).await
     }
 
@@ -284,11 +294,21 @@ impl IntentsEngine {
             .plan(plan_id)
             .await?
             .ok_or_else(|| TurnError::BadTurnState(format!("plan {plan_id} is gone")))?;
+        self.journal_plan(inbound, &plan).await?;
+        self.drive(&turn, plan, Some(message.decision)).await
+    }
+
+    /// From now on a retry of this message goes on with `plan`. A delegated turn has no
+    /// inbox message of its own: its parent's call is journaled instead.
+    async fn journal_plan(&self, inbound: &Inbound, plan: &PlanExecution) -> Result<(), TurnError> {
+        if inbound.channel == DELEGATION_CHANNEL {
+            return Ok(());
+        }
         self.deps
             .journal
             .save_turn(&inbound.id, &json!({"intents_plan": plan.plan_id}))
             .await?;
-        self.drive(&turn, plan, Some(message.decision)).await
+        Ok(())
     }
 
     async fn journaled_plan(&self, inbox_id: &str) -> Result<Option<PlanExecution>, TurnError> {

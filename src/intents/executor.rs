@@ -43,6 +43,26 @@ impl IntentsEngine {
         mut approval: Option<Option<Decision>>,
     ) -> Result<TurnOutcome, TurnError> {
         let mut said: Vec<String> = Vec::new();
+        // Approved after a confirmation: what the plan said before it asked was never
+        // delivered (the question was), so it is said now.
+        if let Some(Some(Decision::Approved)) = approval {
+            let before = plan.steps[..plan.current_index.min(plan.steps.len())]
+                .iter()
+                .rev()
+                .take_while(
+                    |step| matches!(&step.step, PlanStep::Respond { when, .. } if when == PRE),
+                );
+            let mut pre: Vec<String> = before
+                .filter_map(|step| match &step.step {
+                    PlanStep::Respond { message, .. } if !message.trim().is_empty() => {
+                        Some(message.clone())
+                    }
+                    _ => None,
+                })
+                .collect();
+            pre.reverse();
+            said.extend(pre);
+        }
         let mut policy_recorded = false;
         let mut call_recorded = false;
         while plan.current_index < plan.steps.len() {

@@ -674,3 +674,88 @@ async fn a_plan_waiting_for_the_member_survives_a_kill_and_telemetry_shows_its_s
         "{stdout}"
     );
 }
+
+#[actix::test]
+async fn confirm_tools_asks_before_the_intent_s_tool_runs() {
+    let llm = ScriptedLlmServer::start();
+    let folder = tempfile::tempdir().unwrap();
+    let path = orders_config(folder.path(), &llm, &example_intents());
+    let text = std::fs::read_to_string(&path).unwrap().replace(
+        "confirm_tools: [] }",
+        "confirm_tools: [check_order_status] }",
+    );
+    std::fs::write(&path, text).unwrap();
+    let app = TestApp::start_from(folder, &path, &[]).await;
+    for (approve, reply) in [
+        (
+            true,
+            "I'll check order O-12345.\n\nYour order O-12345 is shipped via UPS, ETA 2025-10-20.",
+        ),
+        (false, "Cancelled: nothing was done."),
+    ] {
+        llm.push(classified(
+            Some("order_status"),
+            json!({"order_id": "O-12345"}),
+            0.9,
+        ));
+        let (status, asked) = app
+            .send(json!({"user_id": "alice", "text": "/orders where is O-12345?"}))
+            .await;
+        assert_eq!(status, 200, "{asked}");
+        assert_eq!(asked["status"], "confirmation_required", "{asked}");
+        assert_eq!(
+            asked["confirmation"]["prompt"],
+            "Run check_order_status?\n• order_id: O-12345"
+        );
+        let (status, body) = app
+            .post_json(
+                "/inbound/confirm",
+                json!({"confirmation_id": asked["confirmation"]["id"], "user_id": "alice",
+                       "approve": approve}),
+            )
+            .await;
+        assert_eq!(status, 200, "{body}");
+        assert_eq!(body["reply"], reply);
+    }
+    let events = stages(&app, "http:alice").await;
+    let runs = events
+        .iter()
+        .filter(|e| e["stage"] == "tool_execute" && e["payload"]["success"] == true)
+        .count();
+    assert_eq!(runs, 1, "only the approved call ran");
+    app.stop().await;
+}
+
+#[actix::test]
+async fn another_profile_delegates_to_the_intents_profile() {
+    let llm = ScriptedLlmServer::start();
+    let folder = tempfile::tempdir().unwrap();
+    let path = orders_config(folder.path(), &llm, &example_intents());
+    let text = std::fs::read_to_string(&path).unwrap().replace(
+        "processing_config: { engine: intents,",
+        "processing_config: { delegation_security_level: unrestricted, engine: intents,",
+    );
+    std::fs::write(&path, text).unwrap();
+    let tools = (
+        "HEARTH__DEFAULT_PROFILE_SETTINGS__TOOLS_CONFIG__ENABLE_LOCAL_TOOLS",
+        "profile_get,delegate_to_service",
+    );
+    let app = TestApp::start_from(folder, &path, &[tools]).await;
+    llm.push_many([
+        Step::ToolCalls(vec![(
+            "delegate_to_service".into(),
+            json!({"target_service_id": "orders", "user_request": "where is O-33333?"}),
+        )]),
+        classified(Some("order_status"), json!({"order_id": "O-33333"}), 0.9),
+        Step::Reply("It is on its way.".into()),
+    ]);
+    assert_eq!(
+        app.ask("alice", "where is my order O-33333?").await,
+        "It is on its way."
+    );
+    assert_eq!(
+        llm.tool_result_seen(2),
+        "I'll check order O-33333.\n\nYour order O-33333 is in transit with FedEx, ETA 2025-10-18."
+    );
+    app.stop().await;
+}
