@@ -21,3 +21,7 @@ CREATE TABLE intent_records (
     record     TEXT NOT NULL,
     PRIMARY KEY (collection, id)
 ) WITHOUT ROWID;
+
+-- Who answers a confirmation instead of its member, from their own chats (a JSON list of
+-- member ids): the parents a child's request is escalated to. '[]' for every other one.
+ALTER TABLE pending_actions ADD COLUMN approvers TEXT NOT NULL DEFAULT '[]';

@@ -255,22 +255,25 @@ pub async fn start(loaded: &LoadedConfig, options: StartOptions) -> Result<Runni
     // The chat platforms deliver through the durable outbox.
     let durable_channels = platform_contexts.durable_channels();
     let queue = queue_context.address();
-    queue_context.run(RequestQueue::new(
-        QueuePorts {
-            inbox: stores.inbox.clone(),
-            pending: stores.pending.clone(),
-            plugin_calls: stores.pending_plugin_calls.clone(),
-            outbox: stores.outbox.clone(),
-            plans: stores.plans.clone(),
-        },
-        Router::new(&loaded.profiles, &loaded.default_profile_id),
-        services,
-        channels,
-        durable_channels,
-        config.queue.clone(),
-        metrics.clone(),
-        readiness.clone(),
-    ));
+    queue_context.run(
+        RequestQueue::new(
+            QueuePorts {
+                inbox: stores.inbox.clone(),
+                pending: stores.pending.clone(),
+                plugin_calls: stores.pending_plugin_calls.clone(),
+                outbox: stores.outbox.clone(),
+                plans: stores.plans.clone(),
+            },
+            Router::new(&loaded.profiles, &loaded.default_profile_id),
+            services,
+            channels,
+            durable_channels,
+            config.queue.clone(),
+            metrics.clone(),
+            readiness.clone(),
+        )
+        .with_own_chats(platforms::own_chats(loaded)),
+    );
 
     let channel_deps = ChannelDeps {
         family: family.clone(),

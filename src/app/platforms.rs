@@ -2,7 +2,7 @@
 //! their actors made from config, started once the queue runs, and stopped with the app.
 //! The only part of the wiring that names a platform.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 
 #[cfg(any(feature = "telegram", feature = "matrix"))]
@@ -132,6 +132,24 @@ impl Platforms {
             let _ = matrix.send(StopMatrix).await;
         }
     }
+}
+
+/// Each member's own chats on the platforms built in, where a request escalated to them is
+/// shown: their private chat on Telegram (whose id is their user id).
+pub(super) fn own_chats(loaded: &LoadedConfig) -> HashMap<String, Vec<(String, String)>> {
+    let mut chats: HashMap<String, Vec<(String, String)>> = HashMap::new();
+    #[cfg(feature = "telegram")]
+    for member in &loaded.config.family {
+        if let Some(user_id) = member.telegram_user_id {
+            chats
+                .entry(member.id.clone())
+                .or_default()
+                .push((TELEGRAM_CHANNEL.to_string(), user_id.to_string()));
+        }
+    }
+    #[cfg(not(feature = "telegram"))]
+    let _ = loaded;
+    chats
 }
 
 /// The folders the enabled platforms download attachments to (for retention).

@@ -16,14 +16,20 @@ use crate::actors::processing::{
     DECLINED_RESULT, SLASH_COMMAND_DECLINED, SLASH_COMMAND_EXPIRED, TurnError, TurnOutcome,
     TurnResult,
 };
+use crate::config::FamilyRole;
 use crate::ports::{
     Decision, PendingConfirmation, PlanExecution, PlanStep, StepStatus, canceled_plan, now_ms,
 };
-use crate::tools::{ToolContext, ToolError};
+use crate::tools::{ToolContext, ToolError, render_call_for_people};
 
 /// What the member hears when a call was running as hearth stopped.
 pub const INTERRUPTED_REPLY: &str = "I stopped while doing that, so I don't know whether it \
      went through. Please check before asking again.";
+/// What a child hears when a parent declined their request.
+pub const PARENT_DECLINED_REPLY: &str = "A parent declined that request, so nothing was done.";
+/// What a child hears when no parent answered in time.
+pub const PARENT_EXPIRED_REPLY: &str =
+    "No parent answered in time, so nothing was done. You can ask again later.";
 /// The error template when an intent has none.
 const DEFAULT_ERROR: &str = "Sorry, that didn't work: {error}";
 
@@ -129,10 +135,17 @@ impl IntentsEngine {
                         }
                         (StepStatus::Blocked, Some(Some(Decision::Approved))) => {}
                         (StepStatus::Blocked, Some(other)) => {
+                            let escalated = execution.escalation.is_some();
                             let (error, reply) = match other {
+                                Some(Decision::Expired) if escalated => {
+                                    ("expired", PARENT_EXPIRED_REPLY)
+                                }
                                 Some(Decision::Expired) => ("expired", SLASH_COMMAND_EXPIRED),
+                                Some(Decision::Denied) if escalated => {
+                                    ("declined", PARENT_DECLINED_REPLY)
+                                }
                                 Some(Decision::Denied) => ("declined", SLASH_COMMAND_DECLINED),
-                                _ => ("unknown outcome", super::executor::INTERRUPTED_REPLY),
+                                _ => ("unknown outcome", INTERRUPTED_REPLY),
                             };
                             turn.rec.skipped("tool_execute", error);
                             return self.stop_plan(turn, plan, index, error, reply, said).await;
@@ -186,21 +199,7 @@ impl IntentsEngine {
                                         .await;
                                 }
                                 PolicyDecision::Escalate { message } => {
-                                    turn.rec
-                                        .skipped("tool_execute", "needs a parent's approval");
-                                    let reply = format!(
-                                        "I can't do that without a parent's approval: {message}"
-                                    );
-                                    return self
-                                        .stop_plan(
-                                            turn,
-                                            plan,
-                                            index,
-                                            "needs a parent's approval",
-                                            &reply,
-                                            said,
-                                        )
-                                        .await;
+                                    return self.escalate(turn, plan, index, &message, said).await;
                                 }
                             }
                             if let Some(prompt) =
@@ -215,14 +214,25 @@ impl IntentsEngine {
                                 step.started_at_ms = Some(now);
                                 plan.updated_at_ms = now;
                                 self.deps.plans.save_plan(&plan).await?;
-                                return Ok(self.suspend(turn, &plan, tool_name, arguments, prompt));
+                                return Ok(self.suspend(
+                                    turn,
+                                    &plan,
+                                    tool_name,
+                                    arguments,
+                                    prompt,
+                                    Vec::new(),
+                                ));
                             }
                         }
                     }
                     if !policy_recorded {
                         turn.rec.info(
                             "policy_check",
-                            json!({"allowed": true, "decision": "approved_by_member"}),
+                            json!({"allowed": true, "decision": if execution.escalation.is_some() {
+                                "approved_by_parent"
+                            } else {
+                                "approved_by_member"
+                            }}),
                         );
                         policy_recorded = true;
                     }
@@ -251,6 +261,64 @@ impl IntentsEngine {
             said.join("\n\n")
         };
         Ok(self.answered(turn, reply, false))
+    }
+
+    /// The policy wants a parent's approval of the call of step `index`: the step waits
+    /// (`blocked`) in a confirmation any parent may answer from their own chat, bound to
+    /// this exact call; the member is told a parent was asked.
+    async fn escalate(
+        &self,
+        turn: &Interaction<'_>,
+        mut plan: PlanExecution,
+        index: usize,
+        message: &str,
+        said: Vec<String>,
+    ) -> Result<TurnOutcome, TurnError> {
+        let PlanStep::ToolCall { tool_name, params } = plan.steps[index].step.clone() else {
+            return Err(TurnError::BadTurnState(
+                "escalated step is not a tool call".into(),
+            ));
+        };
+        let parents = self.parents(&turn.inbound.member_id);
+        if parents.is_empty() {
+            turn.rec.skipped("tool_execute", "no parent to ask");
+            let reply = format!(
+                "I can't do that without a parent's approval, and no parent is set up to \
+                 give it: {message}"
+            );
+            return self
+                .stop_plan(turn, plan, index, "no parent to ask", &reply, said)
+                .await;
+        }
+        turn.rec
+            .skipped("tool_execute", "waiting for a parent's approval");
+        let now = now_ms();
+        let step = &mut plan.steps[index];
+        step.status = StepStatus::Blocked;
+        step.started_at_ms = Some(now);
+        step.escalation = Some(message.to_string());
+        plan.updated_at_ms = now;
+        self.deps.plans.save_plan(&plan).await?;
+        let arguments = json!(params);
+        let call = self
+            .tools
+            .render_call(&tool_name, &arguments)
+            .unwrap_or_else(|| render_call_for_people(&tool_name, &arguments));
+        let prompt = format!(
+            "{} asks a parent to approve this ({message}).\n{call}",
+            turn.inbound.member_id
+        );
+        Ok(self.suspend(turn, &plan, &tool_name, arguments, prompt, parents))
+    }
+
+    /// The parents who may approve what `member_id` asks (never the member themselves).
+    fn parents(&self, member_id: &str) -> Vec<String> {
+        self.deps
+            .roles
+            .iter()
+            .filter(|(id, role)| **role == FamilyRole::Parent && id.as_str() != member_id)
+            .map(|(id, _)| id.clone())
+            .collect()
     }
 
     /// Run the call of step `index` once: `in_progress` with its key stored first.
@@ -388,6 +456,7 @@ impl IntentsEngine {
         tool_name: &str,
         arguments: Value,
         prompt: String,
+        approvers: Vec<String>,
     ) -> TurnOutcome {
         let created_at_ms = now_ms();
         let timeout_ms = i64::try_from(self.profile.processing.confirmation_timeout_seconds)
@@ -417,6 +486,7 @@ impl IntentsEngine {
                 turn_state: json!({"intents_plan": plan.plan_id}),
                 expires_at_ms: created_at_ms.saturating_add(timeout_ms),
                 created_at_ms,
+                approvers,
             })),
         }
     }

@@ -80,6 +80,10 @@ pub struct StepExecution {
     /// A tool call's result (its JSON or text), once it ran.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub result: Option<String>,
+    /// Why a `blocked` call waits: the policy's message when a parent must approve it;
+    /// `None` while the member confirms it (`confirm_tools`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub escalation: Option<String>,
 }
 
 impl StepExecution {
@@ -92,6 +96,7 @@ impl StepExecution {
             error: None,
             idempotency_key: None,
             result: None,
+            escalation: None,
         }
     }
 }

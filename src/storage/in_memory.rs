@@ -324,10 +324,10 @@ impl PendingActions for InMemoryStore {
             return Ok(Err(AnswerRefused::Unknown));
         };
         // Asked elsewhere: as if it did not exist.
-        if !place.admits(&stored.confirmation) {
+        if !stored.confirmation.admits_place(place) {
             return Ok(Err(AnswerRefused::Unknown));
         }
-        if stored.confirmation.member_id != member_id {
+        if !stored.confirmation.answerable_by(member_id) {
             return Ok(Err(AnswerRefused::NotYours));
         }
         match stored.decision {

@@ -358,11 +358,8 @@ async fn policy_allows_denies_and_escalates_and_params_are_redacted() {
         app.ask("alice", "/orders refund O-66666").await,
         "I can't process that request: order O-66666 was refunded already"
     );
-    llm.push(refund("O-12345", "25"));
-    assert_eq!(
-        app.ask("bob", "/orders refund 25 on O-12345").await,
-        "I can't do that without a parent's approval: refunds over 20 need a parent"
-    );
+    // Escalated: it waits for a parent (a_child_s_request_over_the_limit_waits_for_a_parent).
+    escalated(&app, &llm).await;
     llm.push(refund("O-12345", "5"));
     assert_eq!(
         app.ask("bob", "/orders refund 5 on O-12345").await,
@@ -757,5 +754,69 @@ async fn another_profile_delegates_to_the_intents_profile() {
         llm.tool_result_seen(2),
         "I'll check order O-33333.\n\nYour order O-33333 is in transit with FedEx, ETA 2025-10-18."
     );
+    app.stop().await;
+}
+
+/// Bob (a child) asks for a refund over the limit: the escalation's confirmation.
+async fn escalated(app: &TestApp, llm: &ScriptedLlmServer) -> Value {
+    llm.push(refund("O-12345", "25"));
+    let (status, asked) = app
+        .send(json!({"user_id": "bob", "text": "/orders refund 25 on O-12345"}))
+        .await;
+    assert_eq!(status, 200, "{asked}");
+    assert_eq!(asked["status"], "confirmation_required", "{asked}");
+    let prompt = asked["confirmation"]["prompt"].as_str().unwrap();
+    assert!(
+        prompt.starts_with("bob asks a parent to approve this (refunds over 20 need a parent)."),
+        "{prompt}"
+    );
+    assert!(prompt.contains("• amount: 25"), "{prompt}");
+    asked
+}
+
+async fn answer(app: &TestApp, asked: &Value, user: &str, approve: bool) -> (u16, Value) {
+    app.post_json(
+        "/inbound/confirm",
+        json!({"confirmation_id": asked["confirmation"]["id"], "user_id": user,
+               "approve": approve}),
+    )
+    .await
+}
+
+#[actix::test]
+async fn a_child_s_request_over_the_limit_waits_for_a_parent() {
+    let llm = ScriptedLlmServer::start();
+    let intents = tempfile::tempdir().unwrap();
+    let file = write_policy_intents(intents.path());
+    let app = start(&llm, &file, Wire::OpenAi).await;
+
+    // Approved by a parent: the call runs, and the child's message gets the outcome.
+    let asked = escalated(&app, &llm).await;
+    let (status, body) = answer(&app, &asked, "bob", true).await;
+    assert_eq!(status, 403, "the child cannot approve: {body}");
+    let (status, body) = answer(&app, &asked, "alice", true).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["reply"], "Refund of 25 for O-12345 noted (shipped).");
+    let id = asked["id"].as_str().unwrap();
+    let (status, child) = app.get(&format!("/inbound/{id}?user_id=bob")).await;
+    assert_eq!(status, 200, "{child}");
+    let child: Value = serde_json::from_str(&child).unwrap();
+    assert_eq!(child["status"], "answered", "{child}");
+    assert_eq!(child["reply"], "Refund of 25 for O-12345 noted (shipped).");
+
+    // Declined by a parent: nothing runs, and the child is told.
+    let asked = escalated(&app, &llm).await;
+    let (status, body) = answer(&app, &asked, "alice", false).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(
+        body["reply"],
+        "A parent declined that request, so nothing was done."
+    );
+    let events = stages(&app, "http:bob").await;
+    let runs = events
+        .iter()
+        .filter(|e| e["stage"] == "tool_execute" && e["payload"]["success"] == true)
+        .count();
+    assert_eq!(runs, 1, "only the approved call ran");
     app.stop().await;
 }

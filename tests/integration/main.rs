@@ -12,6 +12,7 @@ mod durable_delivery;
 mod exactly_once;
 mod http_api;
 mod intents;
+mod intents_escalation;
 mod llm_providers;
 mod matrix_channel;
 mod matrix_media;

@@ -893,6 +893,7 @@ fn confirmation(id: &str, inbox_id: &str, created_at_ms: i64) -> PendingConfirma
         }),
         expires_at_ms: created_at_ms + WAIT_MS,
         created_at_ms,
+        approvers: Vec::new(),
     }
 }
 

@@ -129,6 +129,9 @@ pub struct RequestQueue {
     questions: HashMap<(String, String), questions::OpenQuestion>,
     metrics: Arc<Metrics>,
     readiness: Arc<Readiness>,
+    /// Each member's own chats (channel, conversation id), where a confirmation escalated
+    /// to them is shown (`confirmations.rs`).
+    own_chats: HashMap<String, Vec<(String, String)>>,
 }
 
 impl RequestQueue {
@@ -164,7 +167,14 @@ impl RequestQueue {
             questions: HashMap::new(),
             metrics,
             readiness,
+            own_chats: HashMap::new(),
         }
+    }
+
+    /// Each member's own chats, where confirmations escalated to them are shown.
+    pub fn with_own_chats(mut self, own_chats: HashMap<String, Vec<(String, String)>>) -> Self {
+        self.own_chats = own_chats;
+        self
     }
 
     fn backlog(&self) -> usize {
@@ -315,11 +325,8 @@ impl RequestQueue {
                 .boxed_local()
             }
             TurnResult::NeedsConfirmation(confirmation) => {
-                let kind = ReplyKind::AskConfirmation {
-                    confirmation_id: confirmation.id.clone(),
-                    expires_at_ms: confirmation.expires_at_ms,
-                };
-                let prompt = self.outgoing(&turn.inbound, &confirmation.prompt, &kind);
+                let (text, kind) = self.asking_member_sees(&confirmation);
+                let prompt = self.outgoing(&turn.inbound, &text, &kind);
                 async move {
                     let outbox_id = pending.suspend(&confirmation, prompt.as_ref()).await?;
                     Ok(Finished::Asked {
@@ -373,11 +380,9 @@ impl RequestQueue {
                     &[("profile", &confirmation.profile_id), ("outcome", "asked")],
                 );
                 self.schedule_expiry(confirmation.expires_at_ms, ctx);
-                let kind = ReplyKind::AskConfirmation {
-                    confirmation_id: confirmation.id.clone(),
-                    expires_at_ms: confirmation.expires_at_ms,
-                };
-                self.deliver(&turn.inbound, confirmation.prompt.clone(), kind, outbox_id);
+                let (text, kind) = self.asking_member_sees(&confirmation);
+                self.deliver(&turn.inbound, text, kind, outbox_id);
+                self.ask_approvers(&turn.inbound, &confirmation, ctx);
                 // The conversation goes on while the question waits.
                 self.lanes.finish(&key);
             }
