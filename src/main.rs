@@ -127,6 +127,16 @@ async fn check_config(loaded: LoadedConfig) -> anyhow::Result<()> {
         hearth::plugins::restore_registered(&catalog, stores.registered_plugins.as_ref()).await;
     }
     println!("plugins: {}", catalog.plugin_ids().join(", "));
+    for profile in &loaded.profiles {
+        if profile.processing.engine == config::Engine::Intents {
+            let file = Path::new(&profile.processing.intents_file);
+            let registry = hearth::intents::IntentsRegistry::load(file)
+                .await
+                .map_err(|error| anyhow::anyhow!("intents cannot be loaded:\n{error}"))?;
+            let ids: Vec<&str> = registry.intents.iter().map(|i| i.id.as_str()).collect();
+            println!("intents of {}: {}", profile.id, ids.join(", "));
+        }
+    }
     catalog.check_approval_names(&loaded)?;
     println!("confirmation (tool calls that ask the member first):");
     for profile in &loaded.profiles {

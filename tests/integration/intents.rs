@@ -820,3 +820,121 @@ async fn a_child_s_request_over_the_limit_waits_for_a_parent() {
     assert_eq!(runs, 1, "only the approved call ran");
     app.stop().await;
 }
+
+#[actix::test]
+async fn an_escalation_nobody_answers_expires_and_the_child_is_told() {
+    let llm = ScriptedLlmServer::start();
+    let intents = tempfile::tempdir().unwrap();
+    let file = write_policy_intents(intents.path());
+    let folder = tempfile::tempdir().unwrap();
+    let path = orders_config(folder.path(), &llm, &file);
+    let text = std::fs::read_to_string(&path).unwrap().replace(
+        "processing_config: { engine: intents,",
+        "processing_config: { confirmation_timeout_seconds: 1, engine: intents,",
+    );
+    std::fs::write(&path, text).unwrap();
+    let app = TestApp::start_from(folder, &path, &[]).await;
+    let asked = escalated(&app, &llm).await;
+    let id = asked["id"].as_str().unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(15);
+    let child = loop {
+        let (_, body) = app.get(&format!("/inbound/{id}?user_id=bob")).await;
+        let body: Value = serde_json::from_str(&body).unwrap();
+        if body["status"] == "answered" || std::time::Instant::now() > deadline {
+            break body;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    };
+    assert_eq!(
+        child["reply"], "No parent answered in time, so nothing was done. You can ask again later.",
+        "{child}"
+    );
+    let (status, body) = answer(&app, &asked, "alice", true).await;
+    assert_eq!(status, 410, "too late to approve: {body}");
+    app.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_escalation_survives_a_kill_and_a_parent_answers_after_the_restart() {
+    let llm = ScriptedLlmServer::start();
+    let intents = tempfile::tempdir().unwrap();
+    let file = write_policy_intents(intents.path());
+    let folder = tempfile::tempdir().unwrap();
+    let config = orders_config(folder.path(), &llm, &file);
+    let env = test_env(&[]);
+    let client = reqwest::Client::new();
+    let post = |base: String, path: &'static str, body: Value| {
+        let client = client.clone();
+        async move {
+            let response = client
+                .post(format!("{base}{path}"))
+                .header("X-API-Key", API_KEY)
+                .json(&body)
+                .send()
+                .await
+                .unwrap();
+            let status = response.status().as_u16();
+            (
+                status,
+                response.json::<Value>().await.unwrap_or(Value::Null),
+            )
+        }
+    };
+
+    let first = HearthProcess::spawn(&config, &env);
+    llm.push(refund("O-12345", "25"));
+    let (status, asked) = post(
+        first.base_url.clone(),
+        "/inbound",
+        json!({"user_id": "bob", "text": "/orders refund 25 on O-12345"}),
+    )
+    .await;
+    assert_eq!(status, 200, "{asked}");
+    assert_eq!(asked["status"], "confirmation_required", "{asked}");
+    first.kill();
+
+    let second = HearthProcess::spawn(&config, &env);
+    let answer = json!({"confirmation_id": asked["confirmation"]["id"], "user_id": "alice",
+                        "approve": true});
+    let (status, body) = post(second.base_url.clone(), "/inbound/confirm", answer).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["reply"], "Refund of 25 for O-12345 noted (shipped).");
+    second.kill();
+}
+
+#[test]
+fn check_config_reads_the_intents_files() {
+    let llm = ScriptedLlmServer::start();
+    let folder = tempfile::tempdir().unwrap();
+    let config = orders_config(folder.path(), &llm, &example_intents());
+    let check = |config: &Path| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_hearth"))
+            .arg("--config")
+            .arg(config)
+            .arg("check-config")
+            .envs(test_env(&[]))
+            .output()
+            .unwrap()
+    };
+    let output = check(&config);
+    assert!(output.status.success(), "{output:?}");
+    let stdout = String::from_utf8(output.stdout).unwrap();
+    assert!(
+        stdout.contains("intents of orders: order_status"),
+        "{stdout}"
+    );
+
+    let broken = folder.path().join("broken.yaml");
+    std::fs::write(&broken, "intents:\n  - id: a\n    description: x\n").unwrap();
+    let config = orders_config(folder.path(), &llm, &broken);
+    let output = check(&config);
+    assert!(!output.status.success());
+    let stderr = String::from_utf8(output.stderr).unwrap();
+    assert!(
+        stderr.contains(&format!(
+            "{}:2: intents[0]: missing field `tool`",
+            broken.display()
+        )),
+        "{stderr}"
+    );
+}
