@@ -137,19 +137,26 @@ impl Platforms {
 /// Each member's own chats on the platforms built in, where a request escalated to them is
 /// shown: their private chat on Telegram (whose id is their user id).
 pub(super) fn own_chats(loaded: &LoadedConfig) -> HashMap<String, Vec<(String, String)>> {
-    let mut chats: HashMap<String, Vec<(String, String)>> = HashMap::new();
     #[cfg(feature = "telegram")]
-    for member in &loaded.config.family {
-        if let Some(user_id) = member.telegram_user_id {
-            chats
-                .entry(member.id.clone())
-                .or_default()
-                .push((TELEGRAM_CHANNEL.to_string(), user_id.to_string()));
-        }
+    {
+        loaded
+            .config
+            .family
+            .iter()
+            .filter_map(|member| {
+                let user_id = member.telegram_user_id?;
+                Some((
+                    member.id.clone(),
+                    vec![(TELEGRAM_CHANNEL.to_string(), user_id.to_string())],
+                ))
+            })
+            .collect()
     }
     #[cfg(not(feature = "telegram"))]
-    let _ = loaded;
-    chats
+    {
+        let _ = loaded;
+        HashMap::new()
+    }
 }
 
 /// The folders the enabled platforms download attachments to (for retention).
