@@ -35,6 +35,8 @@ use crate::tools::ToolsProvider;
 
 /// No intent, or not confident enough (seed 003).
 pub const NOT_SURE_REPLY: &str = "I'm not sure how to help with that. Could you rephrase?";
+/// An answer to a plan's confirmation that came after the plan was cancelled.
+pub const CANCELLED_REPLY: &str = "That request was cancelled, so nothing was done.";
 /// The model failed or kept answering unusably (seed 003).
 pub const SOMETHING_WRONG_REPLY: &str = "Something went wrong. Please try again.";
 
@@ -224,8 +226,11 @@ impl IntentsEngine {
                 Some(self.continue_plan(open, &param, &classification, &message.text))
             }
             (open, _) => {
-                if let Some(open) = open {
-                    // The member asked something else: the waiting plan is dropped.
+                if let Some(open) = open
+                    && open.status() == StepStatus::WaitingUser
+                {
+                    // The member asked something else: the waiting plan is dropped. (A plan
+                    // waiting for a parent stays: its confirmation decides it.)
                     self.deps
                         .plans
                         .save_plan(&canceled_plan(open, now_ms()))
@@ -282,8 +287,9 @@ impl IntentsEngine {
     pub async fn resume(&self, message: ResumeTurn) -> Result<TurnOutcome, TurnError> {
         let inbound = &message.inbound;
         let turn = self.interaction(inbound, inbound.text.clone());
+        // Resumed before and stopped: the plan's step says whether its call started.
         if let Some(plan) = self.journaled_plan(&inbound.id).await? {
-            return self.drive(&turn, plan, None).await;
+            return self.drive(&turn, plan, Some(message.decision)).await;
         }
         let plan_id = message.confirmation.turn_state["intents_plan"]
             .as_str()
@@ -294,6 +300,10 @@ impl IntentsEngine {
             .plan(plan_id)
             .await?
             .ok_or_else(|| TurnError::BadTurnState(format!("plan {plan_id} is gone")))?;
+        if !plan.is_open() {
+            // Cancelled meanwhile (`/cancel`): the answer comes too late to run anything.
+            return Ok(self.answered(&turn, CANCELLED_REPLY.to_string(), false));
+        }
         self.journal_plan(inbound, &plan).await?;
         self.drive(&turn, plan, Some(message.decision)).await
     }

@@ -13,8 +13,7 @@ use super::engine::{IntentsEngine, Interaction};
 use super::planner::{POST, PRE, Planner, render};
 use super::policy::{PolicyDecision, PolicyRequest};
 use crate::actors::processing::{
-    DECLINED_RESULT, SLASH_COMMAND_DECLINED, SLASH_COMMAND_EXPIRED, TurnError, TurnOutcome,
-    TurnResult,
+    SLASH_COMMAND_DECLINED, SLASH_COMMAND_EXPIRED, TurnError, TurnOutcome, TurnResult,
 };
 use crate::config::FamilyRole;
 use crate::ports::{
@@ -151,11 +150,12 @@ impl IntentsEngine {
                             return self.stop_plan(turn, plan, index, error, reply, said).await;
                         }
                         (StepStatus::Blocked, None) => {
-                            // Still waiting for its answer (a retry found it so): nothing runs.
+                            // Found waiting without its answer: whether it was approved is
+                            // not known here, so nothing runs.
                             turn.rec
-                                .skipped("tool_execute", "waiting for a confirmation");
+                                .skipped("tool_execute", "confirmation outcome unknown");
                             return self
-                                .stop_plan(turn, plan, index, "unanswered", DECLINED_RESULT, said)
+                                .stop_plan(turn, plan, index, "unanswered", INTERRUPTED_REPLY, said)
                                 .await;
                         }
                         _ => {

@@ -27,8 +27,10 @@ mod telemetry;
 
 pub use classifier::Classification;
 pub use data_source::{DataSource, DataSourceError, JsonDataSource, ORDERS, RecordsDataSource};
-pub use engine::{IntentsDeps, IntentsEngine, NOT_SURE_REPLY, SOMETHING_WRONG_REPLY};
-pub use executor::INTERRUPTED_REPLY;
+pub use engine::{
+    CANCELLED_REPLY, IntentsDeps, IntentsEngine, NOT_SURE_REPLY, SOMETHING_WRONG_REPLY,
+};
+pub use executor::{INTERRUPTED_REPLY, PARENT_DECLINED_REPLY, PARENT_EXPIRED_REPLY};
 pub use order_tool::{CHECK_ORDER_STATUS, OrderStatusTool};
 pub use planner::{placeholders, render};
 pub use policy::{

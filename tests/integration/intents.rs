@@ -938,3 +938,127 @@ fn check_config_reads_the_intents_files() {
         "{stderr}"
     );
 }
+
+/// `order_status` without a `post` template: the model words the result.
+const WORDED_BY_THE_MODEL: &str = r#"
+data_source: { kind: json, path: "ORDERS" }
+intents:
+  - id: order_status
+    description: Retrieve shipping/delivery info for a given order
+    required_params: [order_id]
+    tool: check_order_status
+"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_completed_tool_call_is_not_run_again_after_a_kill() {
+    let llm = ScriptedLlmServer::start();
+    let folder = tempfile::tempdir().unwrap();
+    let orders = Path::new(env!("CARGO_MANIFEST_DIR")).join("data/orders.json");
+    let intents = folder.path().join("intents.yaml");
+    std::fs::write(
+        &intents,
+        WORDED_BY_THE_MODEL.replace("ORDERS", &orders.display().to_string()),
+    )
+    .unwrap();
+    let config = orders_config(folder.path(), &llm, &intents);
+    let env = test_env(&[]);
+    let message = json!({"user_id": "alice", "text": "/orders where is O-12345?",
+                         "message_id": "m-1"});
+    let post = |base: String| {
+        let message = message.clone();
+        async move {
+            let response = reqwest::Client::new()
+                .post(format!("{base}/inbound"))
+                .header("X-API-Key", API_KEY)
+                .json(&message)
+                .send()
+                .await
+                .ok()?;
+            response.json::<Value>().await.ok()
+        }
+    };
+
+    // The tool runs, then the model hangs while wording the result: hearth is killed.
+    llm.push_many([
+        classified(Some("order_status"), json!({"order_id": "O-12345"}), 0.9),
+        Step::Hang,
+    ]);
+    let first = HearthProcess::spawn(&config, &env);
+    let pending = tokio::spawn(post(first.base_url.clone()));
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while llm.request_count() < 2 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "never reached the wording"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    printed_telemetry(&config, 8).await;
+    first.kill();
+    assert!(pending.await.unwrap().is_none());
+
+    // After the restart the message goes on from its plan: worded, the call not run again.
+    llm.push(Step::Reply(
+        "Your order O-12345 is on its way with UPS.".into(),
+    ));
+    let second = HearthProcess::spawn(&config, &env);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let answered = loop {
+        if let Some(body) = post(second.base_url.clone()).await
+            && body["status"] == "answered"
+        {
+            break body;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "not answered after the restart"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    };
+    assert_eq!(
+        answered["reply"],
+        "Your order O-12345 is on its way with UPS."
+    );
+    assert_eq!(llm.request_count(), 3, "not classified again");
+    // What the model worded is the stored result of the one call.
+    let wording = llm.requests()[2].body.to_string();
+    assert!(wording.contains("shipped via UPS"), "{wording}");
+    let stdout = printed_telemetry(&config, 12).await;
+    second.kill();
+    let calls = stdout
+        .lines()
+        .filter(|line| line.contains(" tool_execute ") && line.contains("\"success\":true"))
+        .count();
+    assert_eq!(calls, 1, "{stdout}");
+}
+
+#[actix::test]
+async fn a_child_s_cancel_withdraws_a_request_waiting_for_a_parent() {
+    let llm = ScriptedLlmServer::start();
+    let intents = tempfile::tempdir().unwrap();
+    let file = write_policy_intents(intents.path());
+    let app = start(&llm, &file, Wire::OpenAi).await;
+    let asked = escalated(&app, &llm).await;
+    let cancelled = app
+        .running
+        .queue
+        .send(CancelPending {
+            member_id: "bob".into(),
+            conversation_key: "http:bob".into(),
+        })
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(cancelled.plan);
+    // A parent's approval after that runs nothing.
+    let (status, body) = answer(&app, &asked, "alice", true).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["reply"], hearth::intents::CANCELLED_REPLY);
+    let events = stages(&app, "http:bob").await;
+    assert!(
+        !events
+            .iter()
+            .any(|e| e["stage"] == "tool_execute" && e["payload"]["success"] == true)
+    );
+    app.stop().await;
+}

@@ -87,12 +87,19 @@ async fn local_provider_offers_every_local_tool() {
     let tools = provider.tools().await;
     let mut offered = names(&tools);
     offered.sort_unstable();
-    // delegate_to_service and route_to_plugin are local tools too, but built per profile
-    // by the delegation actor and the plugins.
+    // delegate_to_service, route_to_plugin and check_order_status are local tools too, but
+    // built per profile by the delegation actor, the plugins and the intents engine.
     let mut known: Vec<&str> = LOCAL_TOOL_NAMES
         .iter()
         .copied()
-        .filter(|name| !["delegate_to_service", "route_to_plugin"].contains(name))
+        .filter(|name| {
+            ![
+                "delegate_to_service",
+                "route_to_plugin",
+                "check_order_status",
+            ]
+            .contains(name)
+        })
         .collect();
     known.sort_unstable();
     assert_eq!(offered, known);
