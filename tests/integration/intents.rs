@@ -1,7 +1,9 @@
 //! The intents engine end to end over the real HTTP channel, with the scripted LLM server on
 //! both wire formats: one turn, collecting a missing parameter over two, the ten telemetry
-//! stages in order, policy decisions, redaction, `/cancel`, a bad intents file, the registry's
-//! filters and the DataSource suite against every adapter.
+//! stages in order, `/cancel`, `confirm_tools`, delegation, a bad intents file, the
+//! registry's filters and the DataSource suite against every adapter. Policy is in
+//! `intents_policy.rs`, kills of the real binary in `intents_restart.rs`, Telegram in
+//! `intents_escalation.rs`.
 
 use std::path::{Path, PathBuf};
 
@@ -15,22 +17,26 @@ use hearth::intents::{
 };
 use hearth::storage::Stores;
 
-use crate::support::hearth_app::{API_KEY, HearthProcess, TestApp, test_env, write_config};
+use crate::support::hearth_app::{TestApp, test_env, write_config};
 use crate::support::llm_server::{ScriptedLlmServer, Step};
 
 /// The shipped example: `config/intents.example.yaml` over `data/orders.json`.
-fn example_intents() -> PathBuf {
+pub(crate) fn example_intents() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("config/intents.example.yaml")
 }
 
 #[derive(Clone, Copy, Debug)]
-enum Wire {
+pub(crate) enum Wire {
     OpenAi,
     Anthropic,
 }
 
 /// The test config plus an `orders` profile (`/orders`) on `intents_file`, with bob a child.
-fn orders_config(folder: &Path, llm: &ScriptedLlmServer, intents_file: &Path) -> PathBuf {
+pub(crate) fn orders_config(
+    folder: &Path,
+    llm: &ScriptedLlmServer,
+    intents_file: &Path,
+) -> PathBuf {
     let path = write_config(folder, &llm.base_url());
     let mut text = std::fs::read_to_string(&path).unwrap();
     text = text.replace(
@@ -49,7 +55,7 @@ fn orders_config(folder: &Path, llm: &ScriptedLlmServer, intents_file: &Path) ->
     path
 }
 
-async fn start(llm: &ScriptedLlmServer, intents_file: &Path, wire: Wire) -> TestApp {
+pub(crate) async fn start(llm: &ScriptedLlmServer, intents_file: &Path, wire: Wire) -> TestApp {
     let folder = tempfile::tempdir().unwrap();
     let path = orders_config(folder.path(), llm, intents_file);
     let anthropic_url = llm.anthropic_base_url();
@@ -64,7 +70,7 @@ async fn start(llm: &ScriptedLlmServer, intents_file: &Path, wire: Wire) -> Test
 }
 
 /// The classifier's JSON answer.
-fn classified(intent: Option<&str>, params: Value, confidence: f64) -> Step {
+pub(crate) fn classified(intent: Option<&str>, params: Value, confidence: f64) -> Step {
     Step::Reply(
         json!({"intent_id": intent, "extracted_params": params, "missing_params": [],
                "confidence": confidence})
@@ -73,7 +79,7 @@ fn classified(intent: Option<&str>, params: Value, confidence: f64) -> Step {
 }
 
 /// The stage events stored for a conversation, flushed first.
-async fn stages(app: &TestApp, conversation: &str) -> Vec<Value> {
+pub(crate) async fn stages(app: &TestApp, conversation: &str) -> Vec<Value> {
     app.running.stores.telemetry.flush().await;
     let store = app.running.stores.sqlite.as_ref().expect("sqlite stores");
     store
@@ -85,7 +91,7 @@ async fn stages(app: &TestApp, conversation: &str) -> Vec<Value> {
         .collect()
 }
 
-fn stage_names(events: &[Value]) -> Vec<String> {
+pub(crate) fn stage_names(events: &[Value]) -> Vec<String> {
     events
         .iter()
         .map(|event| event["stage"].as_str().unwrap().to_string())
@@ -297,105 +303,6 @@ async fn cancel_drops_a_plan_waiting_for_the_member() {
     app.stop().await;
 }
 
-/// An intents file for policy and redaction: `refund_request` (order id and amount, the
-/// order tool standing in for a refund) with rules on role, amount and order.
-const POLICY_INTENTS: &str = r#"
-data_source: { kind: json, path: "ORDERS" }
-redaction: { params: [card_number] }
-intents:
-  - id: refund_request
-    description: Ask for a refund of an order
-    required_params: [order_id, amount, card_number]
-    tool: check_order_status
-    respond:
-      post: "Refund of {amount} for {order_id} noted ({result.status})."
-policy:
-  rules:
-    - intent: refund_request
-      params: [{ name: order_id, op: "==", value: "O-66666" }]
-      decision: deny
-      message: "order O-66666 was refunded already"
-    - intent: refund_request
-      role: child
-      params: [{ name: amount, op: ">", value: 20 }]
-      decision: escalate
-      message: "refunds over 20 need a parent"
-"#;
-
-fn write_policy_intents(folder: &Path) -> PathBuf {
-    let orders = Path::new(env!("CARGO_MANIFEST_DIR")).join("data/orders.json");
-    let path = folder.join("intents.yaml");
-    std::fs::write(
-        &path,
-        POLICY_INTENTS.replace("ORDERS", &orders.display().to_string()),
-    )
-    .unwrap();
-    path
-}
-
-fn refund(order: &str, amount: &str) -> Step {
-    classified(
-        Some("refund_request"),
-        json!({"order_id": order, "amount": amount, "card_number": "4111111111111111"}),
-        0.9,
-    )
-}
-
-#[actix::test]
-async fn policy_allows_denies_and_escalates_and_params_are_redacted() {
-    let llm = ScriptedLlmServer::start();
-    let intents = tempfile::tempdir().unwrap();
-    let file = write_policy_intents(intents.path());
-    let app = start(&llm, &file, Wire::OpenAi).await;
-
-    llm.push(refund("O-12345", "25"));
-    assert_eq!(
-        app.ask("alice", "/orders refund 25 on O-12345").await,
-        "Refund of 25 for O-12345 noted (shipped)."
-    );
-    llm.push(refund("O-66666", "5"));
-    assert_eq!(
-        app.ask("alice", "/orders refund O-66666").await,
-        "I can't process that request: order O-66666 was refunded already"
-    );
-    // Escalated: it waits for a parent (a_child_s_request_over_the_limit_waits_for_a_parent).
-    escalated(&app, &llm).await;
-    llm.push(refund("O-12345", "5"));
-    assert_eq!(
-        app.ask("bob", "/orders refund 5 on O-12345").await,
-        "Refund of 5 for O-12345 noted (shipped)."
-    );
-
-    let alice = stages(&app, "http:alice").await;
-    let bob = stages(&app, "http:bob").await;
-    let policy: Vec<&Value> = alice
-        .iter()
-        .chain(bob.iter())
-        .filter(|event| event["stage"] == "policy_check")
-        .map(|event| &event["payload"]["decision"])
-        .collect();
-    assert_eq!(
-        policy,
-        [
-            &json!("allow"),
-            &json!("deny"),
-            &json!("escalate"),
-            &json!("allow")
-        ]
-    );
-    let tool_runs = bob
-        .iter()
-        .filter(|e| e["stage"] == "tool_execute" && e["payload"]["success"] == true)
-        .count();
-    assert_eq!(tool_runs, 1, "the escalated call did not run");
-    // The card number never reaches telemetry; the other values do.
-    let all = serde_json::to_string(&(alice, bob)).unwrap();
-    assert!(!all.contains("4111111111111111"), "{all}");
-    assert!(all.contains("[redacted]"));
-    assert!(all.contains("O-12345"));
-    app.stop().await;
-}
-
 #[actix::test]
 async fn a_malformed_intents_file_is_refused_with_file_line_and_key() {
     let llm = ScriptedLlmServer::start();
@@ -589,89 +496,6 @@ async fn the_data_source_suite_passes_on_every_adapter() {
     );
 }
 
-/// What `hearth telemetry --conversation http:alice` prints once it prints `lines` lines
-/// (read beside the running hearth, whose telemetry is written in batches), or after 10 s.
-async fn printed_telemetry(config: &Path, lines: usize) -> String {
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    loop {
-        let output = std::process::Command::new(env!("CARGO_BIN_EXE_hearth"))
-            .arg("--config")
-            .arg(config)
-            .args(["telemetry", "--conversation", "http:alice"])
-            .envs(test_env(&[]))
-            .output()
-            .unwrap();
-        assert!(output.status.success(), "{output:?}");
-        let stdout = String::from_utf8(output.stdout).unwrap();
-        if stdout.lines().count() >= lines || std::time::Instant::now() > deadline {
-            return stdout;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-    }
-}
-
-/// POST one message to a hearth process; the reply text.
-async fn ask_process(process: &HearthProcess, user: &str, text: &str) -> String {
-    let response = reqwest::Client::new()
-        .post(format!("{}/inbound", process.base_url))
-        .header("X-API-Key", API_KEY)
-        .json(&json!({"user_id": user, "text": text}))
-        .send()
-        .await
-        .expect("POST /inbound answers");
-    assert_eq!(response.status().as_u16(), 200);
-    let body: Value = response.json().await.unwrap();
-    body["reply"].as_str().expect("reply text").to_string()
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_plan_waiting_for_the_member_survives_a_kill_and_telemetry_shows_its_stages() {
-    let llm = ScriptedLlmServer::start();
-    let folder = tempfile::tempdir().unwrap();
-    let config = orders_config(folder.path(), &llm, &example_intents());
-    let env = test_env(&[]);
-
-    let first = HearthProcess::spawn(&config, &env);
-    llm.push_many([
-        classified(Some("order_status"), json!({"order_id": null}), 0.9),
-        Step::Reply("What's your order ID?".into()),
-    ]);
-    assert_eq!(
-        ask_process(&first, "alice", "/orders check my order").await,
-        "What's your order ID?"
-    );
-    // Telemetry is written in batches: stored before the kill, so it can be read after.
-    printed_telemetry(&config, 10).await;
-    first.kill();
-
-    let second = HearthProcess::spawn(&config, &env);
-    llm.push(classified(
-        Some("order_status"),
-        json!({"order_id": "O-22222"}),
-        0.9,
-    ));
-    assert_eq!(
-        ask_process(&second, "alice", "O-22222").await,
-        "I'll check order O-22222.\n\nYour order O-22222 is delivered on 2025-10-02."
-    );
-
-    // `hearth telemetry` prints both interactions' ten stages, in order.
-    let stdout = printed_telemetry(&config, 20).await;
-    second.kill();
-    let printed: Vec<&str> = stdout
-        .lines()
-        .map(|line| line.split_whitespace().nth(2).unwrap_or_default())
-        .collect();
-    assert_eq!(printed.len(), 20, "{stdout}");
-    assert_eq!(printed[..10], STAGES);
-    assert_eq!(printed[10..], STAGES);
-    assert!(stdout.contains("\"type\":\"ask_user\""), "{stdout}");
-    assert!(
-        stdout.contains("\"tool_name\":\"check_order_status\""),
-        "{stdout}"
-    );
-}
-
 #[actix::test]
 async fn confirm_tools_asks_before_the_intent_s_tool_runs() {
     let llm = ScriptedLlmServer::start();
@@ -757,151 +581,6 @@ async fn another_profile_delegates_to_the_intents_profile() {
     app.stop().await;
 }
 
-/// Bob (a child) asks for a refund over the limit: the escalation's confirmation.
-async fn escalated(app: &TestApp, llm: &ScriptedLlmServer) -> Value {
-    llm.push(refund("O-12345", "25"));
-    let (status, asked) = app
-        .send(json!({"user_id": "bob", "text": "/orders refund 25 on O-12345"}))
-        .await;
-    assert_eq!(status, 200, "{asked}");
-    assert_eq!(asked["status"], "confirmation_required", "{asked}");
-    let prompt = asked["confirmation"]["prompt"].as_str().unwrap();
-    assert!(
-        prompt.starts_with("bob asks a parent to approve this (refunds over 20 need a parent)."),
-        "{prompt}"
-    );
-    assert!(prompt.contains("• amount: 25"), "{prompt}");
-    asked
-}
-
-async fn answer(app: &TestApp, asked: &Value, user: &str, approve: bool) -> (u16, Value) {
-    app.post_json(
-        "/inbound/confirm",
-        json!({"confirmation_id": asked["confirmation"]["id"], "user_id": user,
-               "approve": approve}),
-    )
-    .await
-}
-
-#[actix::test]
-async fn a_child_s_request_over_the_limit_waits_for_a_parent() {
-    let llm = ScriptedLlmServer::start();
-    let intents = tempfile::tempdir().unwrap();
-    let file = write_policy_intents(intents.path());
-    let app = start(&llm, &file, Wire::OpenAi).await;
-
-    // Approved by a parent: the call runs, and the child's message gets the outcome.
-    let asked = escalated(&app, &llm).await;
-    let (status, body) = answer(&app, &asked, "bob", true).await;
-    assert_eq!(status, 403, "the child cannot approve: {body}");
-    let (status, body) = answer(&app, &asked, "alice", true).await;
-    assert_eq!(status, 200, "{body}");
-    assert_eq!(body["reply"], "Refund of 25 for O-12345 noted (shipped).");
-    let id = asked["id"].as_str().unwrap();
-    let (status, child) = app.get(&format!("/inbound/{id}?user_id=bob")).await;
-    assert_eq!(status, 200, "{child}");
-    let child: Value = serde_json::from_str(&child).unwrap();
-    assert_eq!(child["status"], "answered", "{child}");
-    assert_eq!(child["reply"], "Refund of 25 for O-12345 noted (shipped).");
-
-    // Declined by a parent: nothing runs, and the child is told.
-    let asked = escalated(&app, &llm).await;
-    let (status, body) = answer(&app, &asked, "alice", false).await;
-    assert_eq!(status, 200, "{body}");
-    assert_eq!(
-        body["reply"],
-        "A parent declined that request, so nothing was done."
-    );
-    let events = stages(&app, "http:bob").await;
-    let runs = events
-        .iter()
-        .filter(|e| e["stage"] == "tool_execute" && e["payload"]["success"] == true)
-        .count();
-    assert_eq!(runs, 1, "only the approved call ran");
-    app.stop().await;
-}
-
-#[actix::test]
-async fn an_escalation_nobody_answers_expires_and_the_child_is_told() {
-    let llm = ScriptedLlmServer::start();
-    let intents = tempfile::tempdir().unwrap();
-    let file = write_policy_intents(intents.path());
-    let folder = tempfile::tempdir().unwrap();
-    let path = orders_config(folder.path(), &llm, &file);
-    let text = std::fs::read_to_string(&path).unwrap().replace(
-        "processing_config: { engine: intents,",
-        "processing_config: { confirmation_timeout_seconds: 1, engine: intents,",
-    );
-    std::fs::write(&path, text).unwrap();
-    let app = TestApp::start_from(folder, &path, &[]).await;
-    let asked = escalated(&app, &llm).await;
-    let id = asked["id"].as_str().unwrap();
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(15);
-    let child = loop {
-        let (_, body) = app.get(&format!("/inbound/{id}?user_id=bob")).await;
-        let body: Value = serde_json::from_str(&body).unwrap();
-        if body["status"] == "answered" || std::time::Instant::now() > deadline {
-            break body;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-    };
-    assert_eq!(
-        child["reply"], "No parent answered in time, so nothing was done. You can ask again later.",
-        "{child}"
-    );
-    let (status, body) = answer(&app, &asked, "alice", true).await;
-    assert_eq!(status, 410, "too late to approve: {body}");
-    app.stop().await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_escalation_survives_a_kill_and_a_parent_answers_after_the_restart() {
-    let llm = ScriptedLlmServer::start();
-    let intents = tempfile::tempdir().unwrap();
-    let file = write_policy_intents(intents.path());
-    let folder = tempfile::tempdir().unwrap();
-    let config = orders_config(folder.path(), &llm, &file);
-    let env = test_env(&[]);
-    let client = reqwest::Client::new();
-    let post = |base: String, path: &'static str, body: Value| {
-        let client = client.clone();
-        async move {
-            let response = client
-                .post(format!("{base}{path}"))
-                .header("X-API-Key", API_KEY)
-                .json(&body)
-                .send()
-                .await
-                .unwrap();
-            let status = response.status().as_u16();
-            (
-                status,
-                response.json::<Value>().await.unwrap_or(Value::Null),
-            )
-        }
-    };
-
-    let first = HearthProcess::spawn(&config, &env);
-    llm.push(refund("O-12345", "25"));
-    let (status, asked) = post(
-        first.base_url.clone(),
-        "/inbound",
-        json!({"user_id": "bob", "text": "/orders refund 25 on O-12345"}),
-    )
-    .await;
-    assert_eq!(status, 200, "{asked}");
-    assert_eq!(asked["status"], "confirmation_required", "{asked}");
-    first.kill();
-
-    let second = HearthProcess::spawn(&config, &env);
-    let answer = json!({"confirmation_id": asked["confirmation"]["id"], "user_id": "alice",
-                        "approve": true});
-    let (status, body) = post(second.base_url.clone(), "/inbound/confirm", answer).await;
-    assert_eq!(status, 200, "{body}");
-    assert_eq!(body["reply"], "Refund of 25 for O-12345 noted (shipped).");
-    second.kill();
-}
-
 #[test]
 fn check_config_reads_the_intents_files() {
     let llm = ScriptedLlmServer::start();
@@ -937,128 +616,4 @@ fn check_config_reads_the_intents_files() {
         )),
         "{stderr}"
     );
-}
-
-/// `order_status` without a `post` template: the model words the result.
-const WORDED_BY_THE_MODEL: &str = r#"
-data_source: { kind: json, path: "ORDERS" }
-intents:
-  - id: order_status
-    description: Retrieve shipping/delivery info for a given order
-    required_params: [order_id]
-    tool: check_order_status
-"#;
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_completed_tool_call_is_not_run_again_after_a_kill() {
-    let llm = ScriptedLlmServer::start();
-    let folder = tempfile::tempdir().unwrap();
-    let orders = Path::new(env!("CARGO_MANIFEST_DIR")).join("data/orders.json");
-    let intents = folder.path().join("intents.yaml");
-    std::fs::write(
-        &intents,
-        WORDED_BY_THE_MODEL.replace("ORDERS", &orders.display().to_string()),
-    )
-    .unwrap();
-    let config = orders_config(folder.path(), &llm, &intents);
-    let env = test_env(&[]);
-    let message = json!({"user_id": "alice", "text": "/orders where is O-12345?",
-                         "message_id": "m-1"});
-    let post = |base: String| {
-        let message = message.clone();
-        async move {
-            let response = reqwest::Client::new()
-                .post(format!("{base}/inbound"))
-                .header("X-API-Key", API_KEY)
-                .json(&message)
-                .send()
-                .await
-                .ok()?;
-            response.json::<Value>().await.ok()
-        }
-    };
-
-    // The tool runs, then the model hangs while wording the result: hearth is killed.
-    llm.push_many([
-        classified(Some("order_status"), json!({"order_id": "O-12345"}), 0.9),
-        Step::Hang,
-    ]);
-    let first = HearthProcess::spawn(&config, &env);
-    let pending = tokio::spawn(post(first.base_url.clone()));
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    while llm.request_count() < 2 {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "never reached the wording"
-        );
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
-    printed_telemetry(&config, 8).await;
-    first.kill();
-    assert!(pending.await.unwrap().is_none());
-
-    // After the restart the message goes on from its plan: worded, the call not run again.
-    llm.push(Step::Reply(
-        "Your order O-12345 is on its way with UPS.".into(),
-    ));
-    let second = HearthProcess::spawn(&config, &env);
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    let answered = loop {
-        if let Some(body) = post(second.base_url.clone()).await
-            && body["status"] == "answered"
-        {
-            break body;
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "not answered after the restart"
-        );
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-    };
-    assert_eq!(
-        answered["reply"],
-        "Your order O-12345 is on its way with UPS."
-    );
-    assert_eq!(llm.request_count(), 3, "not classified again");
-    // What the model worded is the stored result of the one call.
-    let wording = llm.requests()[2].body.to_string();
-    assert!(wording.contains("shipped via UPS"), "{wording}");
-    let stdout = printed_telemetry(&config, 12).await;
-    second.kill();
-    let calls = stdout
-        .lines()
-        .filter(|line| line.contains(" tool_execute ") && line.contains("\"success\":true"))
-        .count();
-    assert_eq!(calls, 1, "{stdout}");
-}
-
-#[actix::test]
-async fn a_child_s_cancel_withdraws_a_request_waiting_for_a_parent() {
-    let llm = ScriptedLlmServer::start();
-    let intents = tempfile::tempdir().unwrap();
-    let file = write_policy_intents(intents.path());
-    let app = start(&llm, &file, Wire::OpenAi).await;
-    let asked = escalated(&app, &llm).await;
-    let cancelled = app
-        .running
-        .queue
-        .send(CancelPending {
-            member_id: "bob".into(),
-            conversation_key: "http:bob".into(),
-        })
-        .await
-        .unwrap()
-        .unwrap();
-    assert!(cancelled.plan);
-    // A parent's approval after that runs nothing.
-    let (status, body) = answer(&app, &asked, "alice", true).await;
-    assert_eq!(status, 200, "{body}");
-    assert_eq!(body["reply"], hearth::intents::CANCELLED_REPLY);
-    let events = stages(&app, "http:bob").await;
-    assert!(
-        !events
-            .iter()
-            .any(|e| e["stage"] == "tool_execute" && e["payload"]["success"] == true)
-    );
-    app.stop().await;
 }

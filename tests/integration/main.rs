@@ -13,6 +13,8 @@ mod exactly_once;
 mod http_api;
 mod intents;
 mod intents_escalation;
+mod intents_policy;
+mod intents_restart;
 mod llm_providers;
 mod matrix_channel;
 mod matrix_media;
