@@ -189,7 +189,7 @@ impl IntentsEngine {
         let awaited =
             open.as_ref()
                 .and_then(|plan| match &plan.steps.get(plan.current_index)?.step {
-                    PlanStep::AskUser { param, .. } if plan.status() == StepStatus::WaitingUser => {
+                    PlanStep::AskUser { param, .. } if plan.awaits_member(now_ms()) => {
                         Some((plan.intent_id.clone(), param.clone()))
                     }
                     _ => None,
@@ -349,6 +349,7 @@ impl IntentsEngine {
             current_index: 0,
             created_at_ms: now,
             updated_at_ms: now,
+            waiting_until_ms: None,
         }
     }
 
@@ -379,6 +380,7 @@ impl IntentsEngine {
         }
         plan.current_index += 1;
         plan.updated_at_ms = now;
+        plan.waiting_until_ms = None;
         plan
     }
 

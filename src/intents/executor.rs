@@ -81,6 +81,11 @@ impl IntentsEngine {
                     step.status = StepStatus::WaitingUser;
                     step.started_at_ms.get_or_insert(now);
                     plan.updated_at_ms = now;
+                    let timeout_ms =
+                        i64::try_from(self.profile.processing.confirmation_timeout_seconds)
+                            .unwrap_or(i64::MAX / 1000)
+                            .saturating_mul(1000);
+                    plan.waiting_until_ms = Some(now.saturating_add(timeout_ms));
                     self.deps.plans.save_plan(&plan).await?;
                     if !policy_recorded {
                         turn.rec

@@ -115,6 +115,11 @@ pub struct PlanExecution {
     pub current_index: usize,
     pub created_at_ms: i64,
     pub updated_at_ms: i64,
+    /// While `waiting_user`: the member's answer continues the plan until then (the
+    /// profile's `confirmation_timeout_seconds` after the question); later messages are new
+    /// requests.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub waiting_until_ms: Option<i64>,
 }
 
 impl PlanExecution {
@@ -128,6 +133,12 @@ impl PlanExecution {
                 .map(|step| step.status)
                 .unwrap_or(StepStatus::Completed),
         }
+    }
+
+    /// Waiting for the member's answer at `now_ms`: their next message continues it.
+    pub fn awaits_member(&self, now_ms: i64) -> bool {
+        self.status() == StepStatus::WaitingUser
+            && self.waiting_until_ms.is_none_or(|until| now_ms < until)
     }
 
     /// Open: the member (or a parent) still has to answer it.

@@ -617,3 +617,28 @@ fn check_config_reads_the_intents_files() {
         "{stderr}"
     );
 }
+
+#[actix::test]
+async fn a_question_left_unanswered_lets_later_messages_go_where_they_would() {
+    let llm = ScriptedLlmServer::start();
+    let folder = tempfile::tempdir().unwrap();
+    let path = orders_config(folder.path(), &llm, &example_intents());
+    let text = std::fs::read_to_string(&path).unwrap().replace(
+        "processing_config: { engine: intents,",
+        "processing_config: { confirmation_timeout_seconds: 1, engine: intents,",
+    );
+    std::fs::write(&path, text).unwrap();
+    let app = TestApp::start_from(folder, &path, &[]).await;
+    llm.push_many([
+        classified(Some("order_status"), json!({}), 0.9),
+        Step::Reply("Which order?".into()),
+    ]);
+    assert_eq!(
+        app.ask("alice", "/orders check my order").await,
+        "Which order?"
+    );
+    // Past the profile's confirmation_timeout_seconds the question no longer waits.
+    tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
+    assert_eq!(app.ask("alice", "hello").await, "echo: hello");
+    app.stop().await;
+}

@@ -2832,6 +2832,7 @@ fn plan(
         current_index: 0,
         created_at_ms,
         updated_at_ms: created_at_ms,
+        waiting_until_ms: None,
     }
 }
 

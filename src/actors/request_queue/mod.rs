@@ -244,7 +244,7 @@ impl RequestQueue {
                             &process.inbound.member_id,
                         )
                         .await?
-                    && plan.status() == crate::ports::StepStatus::WaitingUser
+                    && plan.awaits_member(now_ms())
                     && let Some(plan_service) = services.get(&plan.profile_id)
                 {
                     service = Some(plan_service.clone());
