@@ -390,7 +390,7 @@ impl Default for DeliveryConfig {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct RetentionConfig {
-    /// Conversation history.
+    /// Conversation history, and the intents engine's finished plans.
     pub history_days: u64,
     /// Telemetry events and LLM-call records (tokens, latency, cost).
     pub telemetry_days: u64,

@@ -542,6 +542,9 @@ impl crate::ports::Retention for InMemoryStore {
             Prunable::DeliveredOutbox => {
                 left = batch - state.outbox.prune_settled(before_ms, batch);
             }
+            Prunable::FinishedPlans => {
+                left = batch - self.prune_finished_plans(before_ms, batch);
+            }
         }
         Ok(batch - left)
     }

@@ -7,7 +7,9 @@ use std::sync::MutexGuard;
 use async_trait::async_trait;
 
 use super::in_memory::InMemoryStore;
-use crate::ports::{IntentRecords, PlanExecution, PlanExecutions, StorageError, canceled_plan};
+use crate::ports::{
+    IntentRecords, PlanExecution, PlanExecutions, StepStatus, StorageError, canceled_plan,
+};
 
 #[derive(Default)]
 pub(super) struct IntentsState {
@@ -20,6 +22,31 @@ impl InMemoryStore {
         self.intents
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+impl InMemoryStore {
+    /// Remove at most `batch` finished plans last changed before `before_ms`, the oldest
+    /// first; how many.
+    pub(super) fn prune_finished_plans(&self, before_ms: i64, batch: usize) -> usize {
+        let mut state = self.intents_state();
+        let mut old: Vec<(i64, String)> = state
+            .plans
+            .values()
+            .filter(|plan| {
+                matches!(
+                    plan.status(),
+                    StepStatus::Completed | StepStatus::Failed | StepStatus::Canceled
+                ) && plan.updated_at_ms < before_ms
+            })
+            .map(|plan| (plan.updated_at_ms, plan.plan_id.clone()))
+            .collect();
+        old.sort();
+        old.truncate(batch);
+        for (_, plan_id) in &old {
+            state.plans.remove(plan_id);
+        }
+        old.len()
     }
 }
 

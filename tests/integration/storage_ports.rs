@@ -2837,7 +2837,7 @@ fn plan(
 }
 
 async fn plans_are_stored_found_open_and_cancelled(stores: &Stores) {
-    use hearth::ports::StepStatus;
+    use hearth::ports::{Prunable, StepStatus};
     let plans = &stores.plans;
     assert_eq!(plans.open_plan("http:alice", "alice").await.unwrap(), None);
     let older = plan("p1", "alice", StepStatus::WaitingUser, 1_000);
@@ -2892,4 +2892,20 @@ async fn plans_are_stored_found_open_and_cancelled(stores: &Stores) {
         plans.open_plan("http:alice", "bob").await.unwrap(),
         Some(bobs)
     );
+    // Finished plans (completed, failed, canceled) go with retention, the oldest first;
+    // the others stay.
+    let retention = &stores.retention;
+    let prune =
+        |before_ms: i64, batch: usize| retention.prune(Prunable::FinishedPlans, before_ms, batch);
+    assert_eq!(prune(3_000, 10).await.unwrap(), 0);
+    assert_eq!(prune(10_000, 1).await.unwrap(), 1);
+    assert_eq!(
+        plans.plan("p3").await.unwrap(),
+        None,
+        "the oldest finished first"
+    );
+    assert_eq!(prune(10_000, 10).await.unwrap(), 1);
+    assert_eq!(plans.plan("p1").await.unwrap(), None);
+    assert!(plans.plan("p2").await.unwrap().is_some(), "not finished");
+    assert!(plans.plan("p4").await.unwrap().is_some(), "still open");
 }
