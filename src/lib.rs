@@ -34,6 +34,7 @@ pub mod config;
 pub mod family;
 pub mod format;
 pub mod http;
+pub mod intents;
 pub mod llm;
 pub mod metrics;
 pub mod plugins;

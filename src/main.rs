@@ -51,6 +51,16 @@ enum Command {
     CheckConfig,
     /// Apply database migrations and exit (refused while a hearth runs on the database).
     Migrate,
+    /// Print the stages the intents engine recorded for a conversation (`http:alice`,
+    /// `telegram:<chat id>`), oldest first.
+    Telemetry {
+        /// The conversation: channel and conversation id, as `<channel>:<id>`.
+        #[arg(long)]
+        conversation: String,
+        /// Show at most this many of the newest events.
+        #[arg(long, default_value_t = 200)]
+        limit: u32,
+    },
 }
 
 fn main() -> anyhow::Result<()> {
@@ -84,6 +94,10 @@ fn main() -> anyhow::Result<()> {
             Ok(())
         }),
         Command::Run => in_actix_system(run(loaded)),
+        Command::Telemetry {
+            conversation,
+            limit,
+        } => in_actix_system(telemetry(loaded, conversation, limit)),
         Command::Chat { user } => in_actix_system(chat(loaded, user)),
     }
 }
@@ -113,6 +127,16 @@ async fn check_config(loaded: LoadedConfig) -> anyhow::Result<()> {
         hearth::plugins::restore_registered(&catalog, stores.registered_plugins.as_ref()).await;
     }
     println!("plugins: {}", catalog.plugin_ids().join(", "));
+    for profile in &loaded.profiles {
+        if profile.processing.engine == config::Engine::Intents {
+            let file = Path::new(&profile.processing.intents_file);
+            let registry = hearth::intents::IntentsRegistry::load(file)
+                .await
+                .map_err(|error| anyhow::anyhow!("intents cannot be loaded:\n{error}"))?;
+            let ids: Vec<&str> = registry.intents.iter().map(|i| i.id.as_str()).collect();
+            println!("intents of {}: {}", profile.id, ids.join(", "));
+        }
+    }
     catalog.check_approval_names(&loaded)?;
     if let Some(scripts) = hearth::scripts::load_if_used(&loaded)
         .await
@@ -153,6 +177,35 @@ async fn check_config(loaded: LoadedConfig) -> anyhow::Result<()> {
 
 /// The database of `loaded`, opened only when its file already exists (check-config never
 /// creates one).
+/// Reads beside a running hearth (SQLite readers do not block its writer); takes no lock.
+async fn telemetry(loaded: LoadedConfig, conversation: String, limit: u32) -> anyhow::Result<()> {
+    let Some(stores) = existing_database(&loaded).await? else {
+        anyhow::bail!(
+            "no database at {}: nothing was recorded yet",
+            config::redact_url_password(&loaded.config.database_url)
+        );
+    };
+    let Some(store) = stores.sqlite else {
+        anyhow::bail!("telemetry is read from a sqlite database only");
+    };
+    let events = store.stage_events(&conversation, limit).await?;
+    if events.is_empty() {
+        eprintln!("no stage events for conversation {conversation:?}");
+    }
+    for event in events {
+        let payload = &event.payload;
+        println!(
+            "{} {} {:<18} {:<5} {}",
+            payload["timestamp"].as_str().unwrap_or("-"),
+            payload["interaction_id"].as_str().unwrap_or("-"),
+            event.stage,
+            payload["level"].as_str().unwrap_or("-"),
+            payload["payload"]
+        );
+    }
+    Ok(())
+}
+
 async fn existing_database(
     loaded: &LoadedConfig,
 ) -> anyhow::Result<Option<hearth::storage::Stores>> {

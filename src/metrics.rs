@@ -55,6 +55,11 @@ const HELP: &[(&str, &str, &str)] = &[
     ),
     ("hearth_errors_total", "counter", "Errors, by kind."),
     (
+        "hearth_intents_stages_total",
+        "counter",
+        "Stages of the intents engine recorded, by profile, stage and level.",
+    ),
+    (
         "hearth_telegram_updates_total",
         "counter",
         "Telegram updates received, by kind (message, button, other).",

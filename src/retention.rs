@@ -53,7 +53,7 @@ impl RetentionSettings {
 
     fn kept_for(&self, what: Prunable) -> Duration {
         match what {
-            Prunable::History => self.history,
+            Prunable::History | Prunable::FinishedPlans => self.history,
             Prunable::Telemetry | Prunable::LlmCalls => self.telemetry,
             Prunable::FinishedInbox => self.finished_inbox,
             Prunable::DeliveredOutbox => self.delivered_outbox,

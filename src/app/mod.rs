@@ -4,8 +4,10 @@
 //! - `platforms.rs`: the chat platforms built into this binary (the only file here that
 //!   names one);
 //! - `tools.rs`: each profile's tools stack;
-//! - `models.rs`: the LLM providers.
+//! - `models.rs`: the LLM providers;
+//! - `intents.rs`: the intents engine of `engine: intents` profiles.
 
+mod intents;
 mod models;
 mod platforms;
 mod tools;
@@ -124,6 +126,10 @@ pub enum StartError {
     Config(#[from] crate::config::ConfigError),
     #[error("family scripts cannot be loaded:\n{0}")]
     Scripts(#[from] crate::scripts::ManifestError),
+    #[error("intents cannot be loaded:\n{0}")]
+    Intents(#[from] crate::intents::IntentsFileError),
+    #[error("the intents' data source cannot be opened: {0}")]
+    IntentsData(#[from] crate::intents::DataSourceError),
 }
 
 pub async fn start(loaded: &LoadedConfig, options: StartOptions) -> Result<RunningApp, StartError> {
@@ -202,17 +208,36 @@ pub async fn start(loaded: &LoadedConfig, options: StartOptions) -> Result<Runni
         delegation: delegation_context.address().recipient(),
         scripts,
     };
+    let intents_deps = crate::intents::IntentsDeps {
+        broker: broker.clone().recipient(),
+        memory: stores.memory.clone(),
+        plans: stores.plans.clone(),
+        journal: stores.turn_journal.clone(),
+        telemetry: stores.telemetry.clone(),
+        metrics: metrics.clone(),
+        roles: intents::roles(loaded),
+    };
     let mut services = HashMap::new();
     for profile in &loaded.profiles {
-        let (tools, routes_to_plugins) = profile_tools(profile, &parts);
+        let intents_profile = intents::load_intents(profile, &stores).await?;
+        let own_tools = intents_profile
+            .as_ref()
+            .and_then(|intents| intents.own_tools.clone());
+        let (tools, routes_to_plugins) = profile_tools(profile, &parts, own_tools);
         // Only a profile that routes to plugins completes a pending plugin call with the
         // member's next message.
         let deps = ProcessingDeps {
             plugins: routes_to_plugins.then(|| plugins.clone()),
             ..deps.clone()
         };
-        let service = ProcessingService::new(profile.clone(), tools, deps).start();
-        services.insert(profile.id.clone(), service);
+        let mut service = ProcessingService::new(profile.clone(), tools.clone(), deps);
+        if let Some(intents_profile) = intents_profile {
+            service = service.with_intents(
+                intents::intents_engine(profile, intents_profile, tools, intents_deps.clone())
+                    .await?,
+            );
+        }
+        services.insert(profile.id.clone(), service.start());
     }
     let targets = loaded
         .profiles
@@ -240,22 +265,26 @@ pub async fn start(loaded: &LoadedConfig, options: StartOptions) -> Result<Runni
     // The chat platforms deliver through the durable outbox.
     let durable_channels = platform_contexts.durable_channels();
     let queue = queue_context.address();
-    queue_context.run(RequestQueue::new(
-        QueuePorts {
-            inbox: stores.inbox.clone(),
-            pending: stores.pending.clone(),
-            plugin_calls: stores.pending_plugin_calls.clone(),
-            script_workflows: stores.script_workflows.clone(),
-            outbox: stores.outbox.clone(),
-        },
-        Router::new(&loaded.profiles, &loaded.default_profile_id),
-        services,
-        channels,
-        durable_channels,
-        config.queue.clone(),
-        metrics.clone(),
-        readiness.clone(),
-    ));
+    queue_context.run(
+        RequestQueue::new(
+            QueuePorts {
+                inbox: stores.inbox.clone(),
+                pending: stores.pending.clone(),
+                plugin_calls: stores.pending_plugin_calls.clone(),
+                script_workflows: stores.script_workflows.clone(),
+                outbox: stores.outbox.clone(),
+                plans: stores.plans.clone(),
+            },
+            Router::new(&loaded.profiles, &loaded.default_profile_id),
+            services,
+            channels,
+            durable_channels,
+            config.queue.clone(),
+            metrics.clone(),
+            readiness.clone(),
+        )
+        .with_own_chats(platforms::own_chats(loaded)),
+    );
 
     let channel_deps = ChannelDeps {
         family: family.clone(),

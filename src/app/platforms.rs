@@ -2,7 +2,7 @@
 //! their actors made from config, started once the queue runs, and stopped with the app.
 //! The only part of the wiring that names a platform.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 
 #[cfg(any(feature = "telegram", feature = "matrix"))]
@@ -131,6 +131,31 @@ impl Platforms {
         if let Some(matrix) = &self.matrix {
             let _ = matrix.send(StopMatrix).await;
         }
+    }
+}
+
+/// Each member's own chats on the platforms built in, where a request escalated to them is
+/// shown: their private chat on Telegram (whose id is their user id).
+pub(super) fn own_chats(loaded: &LoadedConfig) -> HashMap<String, Vec<(String, String)>> {
+    #[cfg(feature = "telegram")]
+    {
+        loaded
+            .config
+            .family
+            .iter()
+            .filter_map(|member| {
+                let user_id = member.telegram_user_id?;
+                Some((
+                    member.id.clone(),
+                    vec![(TELEGRAM_CHANNEL.to_string(), user_id.to_string())],
+                ))
+            })
+            .collect()
+    }
+    #[cfg(not(feature = "telegram"))]
+    {
+        let _ = loaded;
+        HashMap::new()
     }
 }
 

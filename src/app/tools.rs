@@ -28,10 +28,13 @@ pub(super) struct ToolParts {
 }
 
 /// A profile's tools, and whether it routes to plugins (only such a profile completes a
-/// pending plugin call with the member's next message).
+/// pending plugin call with the member's next message). `own_tools` are the local tools only
+/// this profile has (an intents profile's `check_order_status`), offered like the others
+/// where `enable_local_tools` names them.
 pub(super) fn profile_tools(
     profile: &ResolvedProfile,
     parts: &ToolParts,
+    own_tools: Option<Arc<dyn ToolsProvider>>,
 ) -> (Arc<dyn ToolsProvider>, bool) {
     let enables = |tool: &str| {
         profile
@@ -44,6 +47,12 @@ pub(super) fn profile_tools(
         parts.local_tools.clone(),
         profile.tools.enable_local_tools.iter().cloned(),
     ))];
+    if let Some(own_tools) = own_tools {
+        providers.push(Arc::new(FilteredToolsProvider::new(
+            own_tools,
+            profile.tools.enable_local_tools.iter().cloned(),
+        )));
+    }
     let routes_to_plugins = enables(ROUTE_TO_PLUGIN);
     if routes_to_plugins {
         providers.push(Arc::new(RouteToPluginTool::new(

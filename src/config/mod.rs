@@ -31,13 +31,13 @@ use serde::Serialize;
 
 pub use error::{ConfigError, ConfigProblem};
 pub use profiles::{
-    DelegationLevel, Engine, IMPLICIT_PROFILE_ID, PluginApprovalName, ProcessingConfig,
-    ResolvedProfile, ToolsConfig,
+    DEFAULT_INTENTS_FILE, DelegationLevel, Engine, IMPLICIT_PROFILE_ID, PluginApprovalName,
+    ProcessingConfig, ResolvedProfile, ToolsConfig,
 };
 pub use secret::Secret;
 pub use serde_yaml::Mapping;
 pub use types::{
-    ChannelsConfig, DeliveryConfig, FamilyMember, HearthConfig, HttpConfig, LlmBackend,
+    ChannelsConfig, DeliveryConfig, FamilyMember, FamilyRole, HearthConfig, HttpConfig, LlmBackend,
     LlmModelConfig, LlmProviderKind, LlmRetryConfig, MatrixConfig, McpServerConfig,
     ProfileSettingsConfig, QueueConfig, RetentionConfig, ScriptsConfig, ServiceProfileConfig,
     TelegramConfig, TelegramMode, redact_url_password,

@@ -30,6 +30,8 @@ const DEFAULT_SYSTEM_PROMPT: &str =
     "You are a helpful family assistant. Current time is {current_time}.";
 const DEFAULT_LLM_MODEL: &str = "main";
 const DEFAULTS_PATH: &str = "default_profile_settings";
+/// Where an `intents` profile finds its intents when `intents_file` is not set.
+pub const DEFAULT_INTENTS_FILE: &str = "config/intents.yaml";
 
 /// How another profile may delegate a task to this one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
@@ -81,6 +83,9 @@ pub struct ProcessingConfig {
     pub delegation_security_level: DelegationLevel,
     pub confirmation_timeout_seconds: u64,
     pub engine: Engine,
+    /// The intents registry of an `intents` profile (`config/intents.yaml` unless set),
+    /// relative to the working directory like `plugins_dir`.
+    pub intents_file: String,
 }
 
 /// The merged `tools_config` of one profile.
@@ -115,6 +120,7 @@ struct ProcessingLayer {
     delegation_security_level: Option<DelegationLevel>,
     confirmation_timeout_seconds: Option<u64>,
     engine: Option<Engine>,
+    intents_file: Option<String>,
 }
 
 impl ProcessingLayer {
@@ -150,6 +156,10 @@ impl ProcessingLayer {
                 .confirmation_timeout_seconds
                 .or(self.confirmation_timeout_seconds),
             engine: upper.engine.or(self.engine),
+            intents_file: upper
+                .intents_file
+                .clone()
+                .or_else(|| self.intents_file.clone()),
         }
     }
 
@@ -175,6 +185,9 @@ impl ProcessingLayer {
             delegation_security_level: self.delegation_security_level.unwrap_or_default(),
             confirmation_timeout_seconds: self.confirmation_timeout_seconds.unwrap_or(300),
             engine: self.engine.unwrap_or_default(),
+            intents_file: self
+                .intents_file
+                .unwrap_or_else(|| DEFAULT_INTENTS_FILE.to_owned()),
         }
     }
 }
@@ -388,11 +401,14 @@ impl LayerChecks<'_> {
                 problems.push(format!("{path}.{key}"), self.unknown_model_message(model));
             }
         }
-        // Accepted by the shape so configs can name it, refused until the engine exists.
-        if layer.engine == Some(Engine::Intents) {
+        if layer
+            .intents_file
+            .as_deref()
+            .is_some_and(|file| file.trim().is_empty())
+        {
             problems.push(
-                format!("{path}.engine"),
-                "the intents engine is not available in this version; use \"agent\"",
+                format!("{path}.intents_file"),
+                "must name a file, found an empty string (leave it out for config/intents.yaml)",
             );
         }
         if layer.max_tool_iterations == Some(0) {

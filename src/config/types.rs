@@ -353,6 +353,30 @@ pub struct FamilyMember {
     pub telegram_user_id: Option<i64>,
     #[serde(default)]
     pub matrix_user_id: Option<String>,
+    /// What intents' constraints and policy rules speak about; `parent` unless set.
+    #[serde(default)]
+    pub role: FamilyRole,
+}
+
+/// A family member's role: a `child` may be limited by intents and policy, and a
+/// `parent` answers what a child's request needs approved.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default, Serialize, Deserialize,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum FamilyRole {
+    Child,
+    #[default]
+    Parent,
+}
+
+impl FamilyRole {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FamilyRole::Child => "child",
+            FamilyRole::Parent => "parent",
+        }
+    }
 }
 
 /// How long the chat platforms' messages are tried before hearth gives up on them.
@@ -374,7 +398,7 @@ impl Default for DeliveryConfig {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct RetentionConfig {
-    /// Conversation history.
+    /// Conversation history, and the intents engine's finished plans.
     pub history_days: u64,
     /// Telemetry events and LLM-call records (tokens, latency, cost).
     pub telemetry_days: u64,

@@ -35,7 +35,7 @@ mod route_tool;
 mod runtime;
 mod shopping_list;
 mod start;
-mod yaml_file;
+pub(crate) mod yaml_file;
 
 #[cfg(test)]
 mod catalog_tests;

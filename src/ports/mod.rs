@@ -8,9 +8,11 @@
 mod channel_state;
 mod conversation_memory;
 mod inbox;
+mod intent_records;
 mod outbox;
 mod pending_actions;
 mod pending_plugin_calls;
+mod plan_executions;
 mod registered_plugins;
 mod retention;
 mod script_workflows;
@@ -25,11 +27,15 @@ pub use inbox::{
     Acceptance, Attachment, AttachmentKind, Inbound, InboundExtras, Inbox, InboxRecord,
     InboxStatus, QuotedMessage, TurnRecord,
 };
+pub use intent_records::IntentRecords;
 pub use outbox::{Outbox, OutboxEntry, OutgoingKind, OutgoingMessage};
 pub use pending_actions::{
     AnswerPlace, AnswerRefused, Decision, OpenConfirmation, PendingActions, PendingConfirmation,
 };
 pub use pending_plugin_calls::{PendingPluginCall, PendingPluginCalls};
+pub use plan_executions::{
+    PlanExecution, PlanExecutions, PlanStep, StepExecution, StepStatus, canceled_plan,
+};
 pub use registered_plugins::{RegisteredPlugin, RegisteredPlugins};
 pub use retention::{Prunable, Retention};
 pub use script_workflows::{ScriptWorkflow, ScriptWorkflows};

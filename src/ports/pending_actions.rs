@@ -26,6 +26,27 @@ pub struct PendingConfirmation {
     pub turn_state: serde_json::Value,
     pub expires_at_ms: i64,
     pub created_at_ms: i64,
+    /// Who answers instead of `member_id`, from their own chats (a child's request a policy
+    /// escalates to the parents); empty: `member_id`, where it was asked.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub approvers: Vec<String>,
+}
+
+impl PendingConfirmation {
+    /// Whether `member_id` may answer it.
+    pub fn answerable_by(&self, member_id: &str) -> bool {
+        if self.approvers.is_empty() {
+            self.member_id == member_id
+        } else {
+            self.approvers.iter().any(|approver| approver == member_id)
+        }
+    }
+
+    /// Whether an answer from `place` counts: where it was asked, or anywhere for an
+    /// escalation (its approvers answer from their own chats).
+    pub fn admits_place(&self, place: &AnswerPlace) -> bool {
+        !self.approvers.is_empty() || place.admits(self)
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -130,8 +151,9 @@ pub trait PendingActions: Send + Sync {
         confirmation: &PendingConfirmation,
         prompt: Option<&OutgoingMessage>,
     ) -> Result<Option<i64>, StorageError>;
-    /// Record `member_id`'s answer from `place`, if the confirmation is theirs, was asked
-    /// there (`AnswerPlace::admits`, else `Unknown`), pending and not expired at `now_ms`.
+    /// Record `member_id`'s answer from `place`, if the confirmation is theirs
+    /// (`PendingConfirmation::answerable_by`), was asked there (`admits_place`, else
+    /// `Unknown`), pending and not expired at `now_ms`.
     async fn answer(
         &self,
         confirmation_id: &str,

@@ -1,5 +1,5 @@
 //! Retention: what hearth keeps only for a while (history, telemetry, finished inbox rows,
-//! delivered outbox rows) is deleted once old, in small batches, so pruning never holds
+//! delivered outbox rows, finished plans) is deleted once old, in small batches, so pruning never holds
 //! the database for long.
 
 use async_trait::async_trait;
@@ -20,15 +20,19 @@ pub enum Prunable {
     FinishedInbox,
     /// Delivered and given-up outbox rows, by their last change.
     DeliveredOutbox,
+    /// The intents engine's finished plans (completed, failed, canceled), by their last
+    /// change; kept as long as history.
+    FinishedPlans,
 }
 
 impl Prunable {
-    pub const ALL: [Prunable; 5] = [
+    pub const ALL: [Prunable; 6] = [
         Prunable::History,
         Prunable::Telemetry,
         Prunable::LlmCalls,
         Prunable::FinishedInbox,
         Prunable::DeliveredOutbox,
+        Prunable::FinishedPlans,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -38,6 +42,7 @@ impl Prunable {
             Prunable::LlmCalls => "llm_calls",
             Prunable::FinishedInbox => "inbox",
             Prunable::DeliveredOutbox => "outbox",
+            Prunable::FinishedPlans => "plans",
         }
     }
 }

@@ -45,6 +45,8 @@ pub struct InMemoryStore {
     pub(super) plugins: Mutex<super::in_memory_plugins::PluginState>,
     /// The members' script workflows (`in_memory_scripts.rs`).
     pub(super) script_workflows: Mutex<super::in_memory_scripts::WorkflowState>,
+    /// What the intents engine's ports keep (`in_memory_intents.rs`).
+    pub(super) intents: Mutex<super::in_memory_intents::IntentsState>,
 }
 
 fn find_confirmation<'a>(state: &'a mut State, id: &str) -> Option<&'a mut StoredConfirmation> {
@@ -324,10 +326,10 @@ impl PendingActions for InMemoryStore {
             return Ok(Err(AnswerRefused::Unknown));
         };
         // Asked elsewhere: as if it did not exist.
-        if !place.admits(&stored.confirmation) {
+        if !stored.confirmation.admits_place(place) {
             return Ok(Err(AnswerRefused::Unknown));
         }
-        if stored.confirmation.member_id != member_id {
+        if !stored.confirmation.answerable_by(member_id) {
             return Ok(Err(AnswerRefused::NotYours));
         }
         match stored.decision {
@@ -541,6 +543,9 @@ impl crate::ports::Retention for InMemoryStore {
             }
             Prunable::DeliveredOutbox => {
                 left = batch - state.outbox.prune_settled(before_ms, batch);
+            }
+            Prunable::FinishedPlans => {
+                left = batch - self.prune_finished_plans(before_ms, batch);
             }
         }
         Ok(batch - left)

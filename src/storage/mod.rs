@@ -4,6 +4,7 @@
 //! `instance_lock` keeps a second process off a database file in use.
 
 pub mod in_memory;
+mod in_memory_intents;
 mod in_memory_outbox;
 mod in_memory_plugins;
 mod in_memory_scripts;
@@ -13,9 +14,9 @@ pub mod sqlite;
 use std::sync::Arc;
 
 use crate::ports::{
-    ChannelState, ConversationMemory, Inbox, Outbox, PendingActions, PendingPluginCalls,
-    RegisteredPlugins, Retention, ScriptWorkflows, ShoppingLists, StorageError, TelemetrySink,
-    TurnJournal, UserProfiles,
+    ChannelState, ConversationMemory, Inbox, IntentRecords, Outbox, PendingActions,
+    PendingPluginCalls, PlanExecutions, RegisteredPlugins, Retention, ScriptWorkflows,
+    ShoppingLists, StorageError, TelemetrySink, TurnJournal, UserProfiles,
 };
 
 /// The ports of one database, shared by every actor.
@@ -41,6 +42,12 @@ pub struct Stores {
     pub outbox: Arc<dyn Outbox>,
     /// Pruning what is kept only for a while.
     pub retention: Arc<dyn Retention>,
+    /// The intents engine's plans, stored as they go.
+    pub plans: Arc<dyn PlanExecutions>,
+    /// Records an intents profile's `data_source: {kind: sql}` reads.
+    pub intent_records: Arc<dyn IntentRecords>,
+    /// The SQLite store itself, when the stores are SQLite (`hearth telemetry` reads it).
+    pub sqlite: Option<Arc<sqlite::SqliteStore>>,
 }
 
 impl Stores {
@@ -60,6 +67,9 @@ impl Stores {
             turn_journal: store.clone(),
             outbox: store.clone(),
             retention: store.clone(),
+            plans: store.clone(),
+            intent_records: store.clone(),
+            sqlite: None,
             telemetry: store,
         }
     }
@@ -84,7 +94,10 @@ pub async fn open(database_url: &str, max_connections: u32) -> Result<Stores, St
             script_workflows: store.clone(),
             turn_journal: store.clone(),
             outbox: store.clone(),
-            retention: store,
+            retention: store.clone(),
+            plans: store.clone(),
+            intent_records: store.clone(),
+            sqlite: Some(store),
             telemetry,
         })
     } else if database_url.starts_with("postgres:") || database_url.starts_with("postgresql:") {

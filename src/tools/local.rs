@@ -11,8 +11,10 @@ use crate::ports::UserProfiles;
 
 /// Every built-in tool name config may enable; validation refuses any other.
 /// `delegate_to_service` is built per profile by the delegation actor's tool,
-/// `route_to_plugin` by the plugins (`plugins::RouteToPluginTool`), and the family-script
-/// tools by `scripts::ScriptsToolset` (`scripts::SCRIPT_TOOL_NAMES`).
+/// `route_to_plugin` by the plugins (`plugins::RouteToPluginTool`), the family-script
+/// tools by `scripts::ScriptsToolset` (`scripts::SCRIPT_TOOL_NAMES`), and
+/// `check_order_status` by an intents profile whose intents file has a `data_source`
+/// (`intents::OrderStatusTool`).
 pub const LOCAL_TOOL_NAMES: &[&str] = &[
     "profile_get",
     "profile_update",
@@ -23,6 +25,7 @@ pub const LOCAL_TOOL_NAMES: &[&str] = &[
     "get_script_parameters",
     "set_script_parameters",
     "run_script",
+    "check_order_status",
 ];
 
 #[async_trait]

@@ -13,6 +13,7 @@ const KNOWN_LOCAL_TOOLS: &[&str] = &[
     "profile_update",
     "delegate_to_service",
     "route_to_plugin",
+    "check_order_status",
     "add_or_update_note",
     "modify_calendar_event",
 ];
@@ -105,7 +106,21 @@ fn the_example_file_loads_with_its_two_secrets() {
         .iter()
         .map(|profile| profile.id.as_str())
         .collect();
-    assert_eq!(ids, ["default_assistant", "focused_assistant"]);
+    assert_eq!(ids, ["default_assistant", "focused_assistant", "orders"]);
+    let orders = loaded.profile("orders").expect("orders profile");
+    assert_eq!(orders.processing.engine, Engine::Intents);
+    assert_eq!(
+        orders.processing.intents_file,
+        "config/intents.example.yaml"
+    );
+    assert_eq!(
+        loaded.family_member("bob").map(|bob| bob.role),
+        Some(FamilyRole::Child)
+    );
+    assert_eq!(
+        loaded.family_member("alice").map(|alice| alice.role),
+        Some(FamilyRole::Parent)
+    );
     assert_eq!(loaded.secret("OPENAI_API_KEY"), Some("sk-test-openai"));
     assert_eq!(loaded.secret("HEARTH_API_KEY"), Some("test-api-key"));
     assert_eq!(loaded.config.llms["main"].provider, LlmProviderKind::OpenAi);
@@ -947,18 +962,18 @@ default_service_profile_id: z
 }
 
 #[test]
-fn the_intents_engine_is_refused_until_it_exists() {
+fn an_intents_profile_needs_an_intents_file_name() {
     let (message, file) = load_error(
         &format!(
-            "{MINIMAL}service_profiles:\n  - id: planner\n    processing_config: {{ engine: intents }}\n"
+            "{MINIMAL}service_profiles:\n  - id: planner\n    processing_config: {{ engine: intents, intents_file: \"\" }}\n"
         ),
         &[],
     );
     assert_problem(
         &message,
         &file,
-        "service_profiles[0].processing_config.engine",
-        "the intents engine is not available",
+        "service_profiles[0].processing_config.intents_file",
+        "must name a file, found an empty string",
     );
 }
 

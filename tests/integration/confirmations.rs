@@ -344,6 +344,7 @@ async fn an_interrupted_approved_call_is_never_run_twice() {
             turn_state,
             expires_at_ms: i64::MAX,
             created_at_ms: 2,
+            approvers: Vec::new(),
         };
         stores.pending.suspend(&confirmation, None).await.unwrap();
         stores

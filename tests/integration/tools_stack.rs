@@ -87,12 +87,20 @@ async fn local_provider_offers_every_local_tool() {
     let tools = provider.tools().await;
     let mut offered = names(&tools);
     offered.sort_unstable();
-    // delegate_to_service, route_to_plugin and the family-script tools are local tools
-    // too, but built per profile by the delegation actor, the plugins and the scripts.
+    // delegate_to_service, route_to_plugin, the family-script tools and check_order_status
+    // are local tools too, but built per profile by the delegation actor, the plugins, the
+    // scripts and the intents engine.
     let mut known: Vec<&str> = LOCAL_TOOL_NAMES
         .iter()
         .copied()
-        .filter(|name| !["delegate_to_service", "route_to_plugin"].contains(name))
+        .filter(|name| {
+            ![
+                "delegate_to_service",
+                "route_to_plugin",
+                "check_order_status",
+            ]
+            .contains(name)
+        })
         .filter(|name| !hearth::scripts::SCRIPT_TOOL_NAMES.contains(name))
         .collect();
     known.sort_unstable();

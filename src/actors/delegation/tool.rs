@@ -263,6 +263,7 @@ mod tests {
                 turn_state: json!({"pending_calls": []}),
                 expires_at_ms: 42,
                 created_at_ms: 2,
+                approvers: Vec::new(),
             },
         };
         let asked = suspension(&suspended).unwrap();

@@ -65,6 +65,9 @@ impl ProcessingDeps {
 
 pub struct ProcessingService {
     turn: Arc<TurnRunner>,
+    /// The intents engine of an `engine: intents` profile, which answers in place of the
+    /// tool loop.
+    intents: Option<Arc<crate::intents::IntentsEngine>>,
 }
 
 impl ProcessingService {
@@ -79,7 +82,14 @@ impl ProcessingService {
                 tools,
                 deps,
             }),
+            intents: None,
         }
+    }
+
+    /// This profile's turns go through the intents engine.
+    pub fn with_intents(mut self, engine: Arc<crate::intents::IntentsEngine>) -> Self {
+        self.intents = Some(engine);
+        self
     }
 }
 
@@ -102,6 +112,9 @@ impl Handler<ProcessTurn> for ProcessingService {
             profile = %runner.profile.id,
             inbox_id = %message.inbound.id,
         );
+        if let Some(engine) = self.intents.clone() {
+            return spawn_turn(span, async move { engine.run(message).await });
+        }
         spawn_turn(span, async move { runner.run(message).await })
     }
 }
@@ -118,6 +131,9 @@ impl Handler<ResumeTurn> for ProcessingService {
             inbox_id = %message.inbound.id,
             confirmation = %message.confirmation.id,
         );
+        if let Some(engine) = self.intents.clone() {
+            return spawn_turn(span, async move { engine.resume(message).await });
+        }
         spawn_turn(span, async move { runner.resume(message).await })
     }
 }

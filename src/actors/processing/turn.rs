@@ -538,6 +538,7 @@ impl TurnRunner {
                 turn_state,
                 expires_at_ms,
                 created_at_ms,
+                approvers: Vec::new(),
             })),
         })
     }

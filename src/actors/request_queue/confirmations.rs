@@ -227,7 +227,7 @@ impl Handler<CancelPending> for RequestQueue {
     fn handle(&mut self, message: CancelPending, _ctx: &mut Self::Context) -> Self::Result {
         let question = self.cancel_question(&message.conversation_key, &message.member_id);
         let (pending, inbox) = (self.pending.clone(), self.inbox.clone());
-        let plugin_calls = self.plugin_calls.clone();
+        let (plugin_calls, plans) = (self.plugin_calls.clone(), self.plans.clone());
         let script_workflows = self.script_workflows.clone();
         let work = async move {
             let plugin_call = plugin_calls
@@ -236,6 +236,10 @@ impl Handler<CancelPending> for RequestQueue {
             let script_workflow = script_workflows
                 .clear(&message.conversation_key, &message.member_id)
                 .await?;
+            let plan = plans
+                .cancel_open_plans(&message.conversation_key, &message.member_id, now_ms())
+                .await?
+                > 0;
             let mut denied = Vec::new();
             for entry in pending.open().await? {
                 let confirmation = entry.confirmation;
@@ -267,15 +271,16 @@ impl Handler<CancelPending> for RequestQueue {
                     denied.push((confirmation, record.inbound));
                 }
             }
-            Ok::<_, StorageError>((denied, plugin_call, script_workflow))
+            Ok::<_, StorageError>((denied, plugin_call, script_workflow, plan))
         };
         Box::pin(work.into_actor(self).map(move |done, act, ctx| {
-            let (denied, plugin_call, script_workflow) = done?;
+            let (denied, plugin_call, script_workflow, plan) = done?;
             let mut cancelled = Cancelled {
                 confirmation_ids: Vec::new(),
                 question,
                 plugin_call,
                 script_workflow,
+                plan,
             };
             for (confirmation, inbound) in denied {
                 tracing::info!(confirmation = %confirmation.id, "confirmation cancelled");
@@ -285,5 +290,76 @@ impl Handler<CancelPending> for RequestQueue {
             act.pump(ctx);
             Ok(cancelled)
         }))
+    }
+}
+
+/// What the member whose request was escalated to the parents is told on a chat platform.
+pub const ASKED_A_PARENT: &str =
+    "I've asked a parent to approve this; their answer will come here.";
+
+impl RequestQueue {
+    /// What the member who asked sees of `confirmation`: its prompt with the answers, or,
+    /// when others approve it (an escalation) on a chat platform, that they were asked.
+    /// Over HTTP the prompt is shown all the same (its id lets nobody but an approver answer).
+    pub(super) fn asking_member_sees(
+        &self,
+        confirmation: &PendingConfirmation,
+    ) -> (String, ReplyKind) {
+        if !confirmation.approvers.is_empty()
+            && self.durable_channels.contains(&confirmation.channel)
+        {
+            return (
+                format!("{ASKED_A_PARENT}\n\n{}", confirmation.prompt),
+                ReplyKind::Answer,
+            );
+        }
+        (
+            confirmation.prompt.clone(),
+            ReplyKind::AskConfirmation {
+                confirmation_id: confirmation.id.clone(),
+                expires_at_ms: confirmation.expires_at_ms,
+            },
+        )
+    }
+
+    /// Show an escalated confirmation to each approver in their own chats on the chat
+    /// platforms (each a row of the outbox of its own), with the answers.
+    pub(super) fn ask_approvers(
+        &mut self,
+        asked_for: &Inbound,
+        confirmation: &PendingConfirmation,
+        ctx: &mut Context<Self>,
+    ) {
+        let places: Vec<(String, String, String)> = confirmation
+            .approvers
+            .iter()
+            .flat_map(|approver| {
+                self.own_chats
+                    .get(approver)
+                    .into_iter()
+                    .flatten()
+                    .filter(|(channel, _)| self.durable_channels.contains(channel))
+                    .map(move |(channel, chat)| (approver.clone(), channel.clone(), chat.clone()))
+            })
+            .collect();
+        if places.is_empty() && !confirmation.approvers.is_empty() {
+            tracing::warn!(confirmation = %confirmation.id,
+                "no approver has a chat to be asked in; it can be answered over HTTP only");
+        }
+        for (approver, channel, chat) in places {
+            let there = Inbound {
+                channel,
+                conversation_id: chat,
+                member_id: approver,
+                platform_event_id: None,
+                extras: Default::default(),
+                ..asked_for.clone()
+            };
+            let kind = ReplyKind::AskConfirmation {
+                confirmation_id: confirmation.id.clone(),
+                expires_at_ms: confirmation.expires_at_ms,
+            };
+            self.deliver_queued(&there, confirmation.prompt.clone(), kind, ctx);
+        }
     }
 }

@@ -97,6 +97,8 @@ pub struct Cancelled {
     pub plugin_call: bool,
     /// Whether the member's family-script workflow there was dropped.
     pub script_workflow: bool,
+    /// Whether an intents plan waiting for the member's answer was canceled.
+    pub plan: bool,
 }
 
 /// What a cancelled confirmation's message says instead of its buttons or reactions.
@@ -108,6 +110,7 @@ impl Cancelled {
             && !self.question
             && !self.plugin_call
             && !self.script_workflow
+            && !self.plan
     }
 
     /// What `/cancel` answers in words, on every channel; `None` when the cancelled
@@ -115,7 +118,12 @@ impl Cancelled {
     pub fn reply(&self) -> Option<&'static str> {
         if self.is_empty() {
             Some("Nothing is waiting for you.")
-        } else if self.confirmation_ids.is_empty() && !self.question && !self.plugin_call {
+        } else if self.script_workflow
+            && self.confirmation_ids.is_empty()
+            && !self.question
+            && !self.plugin_call
+            && !self.plan
+        {
             Some("Cancelled: the family script we were preparing is forgotten.")
         } else if self.confirmation_ids.is_empty() {
             Some("Cancelled: I'm no longer waiting for that answer.")

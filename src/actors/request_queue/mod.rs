@@ -101,6 +101,8 @@ pub struct QueuePorts {
     pub script_workflows: Arc<dyn ScriptWorkflows>,
     /// What channels that deliver durably still have to deliver.
     pub outbox: Arc<dyn Outbox>,
+    /// Intents plans waiting for a member's answer: `/cancel` cancels them.
+    pub plans: Arc<dyn crate::ports::PlanExecutions>,
 }
 
 pub struct RequestQueue {
@@ -110,6 +112,8 @@ pub struct RequestQueue {
     plugin_calls: Arc<dyn PendingPluginCalls>,
     /// Members' family-script workflows: `/cancel` drops them.
     script_workflows: Arc<dyn ScriptWorkflows>,
+    /// Intents plans waiting for a member's answer: `/cancel` cancels them.
+    plans: Arc<dyn crate::ports::PlanExecutions>,
     outbox: Arc<dyn Outbox>,
     router: Router,
     services: HashMap<String, Addr<ProcessingService>>,
@@ -129,6 +133,9 @@ pub struct RequestQueue {
     questions: HashMap<(String, String), questions::OpenQuestion>,
     metrics: Arc<Metrics>,
     readiness: Arc<Readiness>,
+    /// Each member's own chats (channel, conversation id), where a confirmation escalated
+    /// to them is shown (`confirmations.rs`).
+    own_chats: HashMap<String, Vec<(String, String)>>,
 }
 
 impl RequestQueue {
@@ -151,6 +158,7 @@ impl RequestQueue {
             pending: ports.pending,
             plugin_calls: ports.plugin_calls,
             script_workflows: ports.script_workflows,
+            plans: ports.plans,
             outbox: ports.outbox,
             router,
             services,
@@ -164,7 +172,14 @@ impl RequestQueue {
             questions: HashMap::new(),
             metrics,
             readiness,
+            own_chats: HashMap::new(),
         }
+    }
+
+    /// Each member's own chats, where confirmations escalated to them are shown.
+    pub fn with_own_chats(mut self, own_chats: HashMap<String, Vec<(String, String)>>) -> Self {
+        self.own_chats = own_chats;
+        self
     }
 
     fn backlog(&self) -> usize {
@@ -219,9 +234,26 @@ impl RequestQueue {
             },
         );
         let pending = self.pending.clone();
+        // A new message without a slash command from a member an intents plan is waiting
+        // for goes to that plan's profile: the answer continues the plan.
+        let follows_plan = (turn.resume.is_none() && process.slash_command.is_none())
+            .then(|| (self.plans.clone(), self.services.clone()));
         let work = async move {
             let mut consumed = None;
             let outcome = async {
+                let mut service = service;
+                if let Some((plans, services)) = follows_plan
+                    && let Some(plan) = plans
+                        .open_plan(
+                            &process.inbound.conversation_key(),
+                            &process.inbound.member_id,
+                        )
+                        .await?
+                    && plan.awaits_member(now_ms())
+                    && let Some(plan_service) = services.get(&plan.profile_id)
+                {
+                    service = Some(plan_service.clone());
+                }
                 let service = service.ok_or_else(|| {
                     TurnError::Mailbox(format!("no processing service for profile {profile_id:?}"))
                 })?;
@@ -298,11 +330,8 @@ impl RequestQueue {
                 .boxed_local()
             }
             TurnResult::NeedsConfirmation(confirmation) => {
-                let kind = ReplyKind::AskConfirmation {
-                    confirmation_id: confirmation.id.clone(),
-                    expires_at_ms: confirmation.expires_at_ms,
-                };
-                let prompt = self.outgoing(&turn.inbound, &confirmation.prompt, &kind);
+                let (text, kind) = self.asking_member_sees(&confirmation);
+                let prompt = self.outgoing(&turn.inbound, &text, &kind);
                 async move {
                     let outbox_id = pending.suspend(&confirmation, prompt.as_ref()).await?;
                     Ok(Finished::Asked {
@@ -356,11 +385,9 @@ impl RequestQueue {
                     &[("profile", &confirmation.profile_id), ("outcome", "asked")],
                 );
                 self.schedule_expiry(confirmation.expires_at_ms, ctx);
-                let kind = ReplyKind::AskConfirmation {
-                    confirmation_id: confirmation.id.clone(),
-                    expires_at_ms: confirmation.expires_at_ms,
-                };
-                self.deliver(&turn.inbound, confirmation.prompt.clone(), kind, outbox_id);
+                let (text, kind) = self.asking_member_sees(&confirmation);
+                self.deliver(&turn.inbound, text, kind, outbox_id);
+                self.ask_approvers(&turn.inbound, &confirmation, ctx);
                 // The conversation goes on while the question waits.
                 self.lanes.finish(&key);
             }

@@ -4,6 +4,7 @@
 mod channel_state;
 mod history_cache;
 mod inbox;
+mod intents;
 mod memory;
 mod outbox;
 mod pending;
@@ -25,6 +26,7 @@ use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, S
 
 use crate::ports::StorageError;
 
+pub use intents::StoredStage;
 pub use telemetry::SqliteTelemetryWriter;
 
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/sqlite");

@@ -15,7 +15,8 @@ macro_rules! select_confirmation {
     ($tail:literal) => {
         concat!(
             "SELECT id, inbox_id, member_id, channel, conversation_id, profile_id, tool_name, ",
-            "arguments, prompt, turn_state, status, decision, expires_at_ms, created_at_ms ",
+            "arguments, prompt, turn_state, status, decision, expires_at_ms, created_at_ms, ",
+            "approvers ",
             "FROM pending_actions ",
             $tail
         )
@@ -42,6 +43,9 @@ fn confirmation_from_row(row: &SqliteRow) -> Result<PendingConfirmation, Storage
         turn_state: json_column(row, "turn_state")?,
         expires_at_ms: row.get("expires_at_ms"),
         created_at_ms: row.get("created_at_ms"),
+        approvers: serde_json::from_str(&row.get::<String, _>("approvers")).map_err(|error| {
+            StorageError::Corrupt(format!("pending_actions.approvers: {error}"))
+        })?,
     })
 }
 
@@ -79,7 +83,8 @@ impl PendingActions for SqliteStore {
                     sqlx::query(
                         "INSERT INTO pending_actions (id, inbox_id, member_id, channel, \
                          conversation_id, profile_id, tool_name, arguments, prompt, turn_state, \
-                         expires_at_ms, created_at_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                         expires_at_ms, created_at_ms, approvers) \
+                         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     )
                     .bind(&confirmation.id)
                     .bind(&confirmation.inbox_id)
@@ -93,6 +98,7 @@ impl PendingActions for SqliteStore {
                     .bind(confirmation.turn_state.to_string())
                     .bind(confirmation.expires_at_ms)
                     .bind(confirmation.created_at_ms)
+                    .bind(serde_json::Value::from(confirmation.approvers.clone()).to_string())
                     .execute(&mut *connection)
                     .await
                     .map_err(database_error)?;
@@ -117,7 +123,7 @@ impl PendingActions for SqliteStore {
             .await
             .map_err(database_error)?;
         match asked {
-            Some(row) if place.admits(&confirmation_from_row(&row)?) => {}
+            Some(row) if confirmation_from_row(&row)?.admits_place(place) => {}
             _ => return Ok(Err(AnswerRefused::Unknown)),
         }
         let decision = if approve {
@@ -133,12 +139,15 @@ impl PendingActions for SqliteStore {
                     // One statement decides, so two answers racing cannot both win.
                     let row = sqlx::query(
                         "UPDATE pending_actions SET status = 'answered', decision = ?, \
-                         answered_at_ms = ? WHERE id = ? AND member_id = ? \
+                         answered_at_ms = ? WHERE id = ? \
+                         AND ((approvers = '[]' AND member_id = ?) \
+                              OR EXISTS (SELECT 1 FROM json_each(approvers) WHERE value = ?)) \
                          AND status = 'pending' AND expires_at_ms > ? RETURNING id",
                     )
                     .bind(decision.as_str())
                     .bind(now_ms)
                     .bind(&id)
+                    .bind(&member)
                     .bind(&member)
                     .bind(now_ms)
                     .fetch_optional(&mut *connection)
@@ -161,7 +170,7 @@ impl PendingActions for SqliteStore {
             return Ok(Ok(confirmation));
         }
         let status: String = row.get("status");
-        Ok(Err(if confirmation.member_id != member_id {
+        Ok(Err(if !confirmation.answerable_by(member_id) {
             AnswerRefused::NotYours
         } else if status == "pending" || decision_from_row(&row)? == Some(Decision::Expired) {
             // Still pending yet not answerable: its time has passed.

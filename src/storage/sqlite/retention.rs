@@ -25,6 +25,9 @@ fn statements(what: Prunable) -> &'static [&'static str] {
         ],
         Prunable::DeliveredOutbox => &["DELETE FROM outbox WHERE id IN (SELECT id FROM outbox \
             WHERE status IN ('delivered', 'abandoned') AND updated_at_ms < ? ORDER BY id LIMIT ?)"],
+        Prunable::FinishedPlans => &["DELETE FROM plan_executions WHERE plan_id IN \
+            (SELECT plan_id FROM plan_executions WHERE status IN ('completed', 'failed', \
+            'canceled') AND updated_at_ms < ? ORDER BY updated_at_ms LIMIT ?)"],
     }
 }
 

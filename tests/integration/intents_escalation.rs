@@ -1,0 +1,165 @@
+//! Escalation on Telegram (the fake Bot API): a child's request over a policy limit waits
+//! for a parent, who answers with the buttons in their own chat; the child's chat gets the
+//! outcome, and a child pressing a parent's button is refused.
+
+use std::time::Duration;
+
+use serde_json::json;
+
+use crate::support::hearth_app::TestApp;
+use crate::support::llm_server::{ScriptedLlmServer, Step};
+use crate::support::telegram::{StoredMessage, TelegramServer};
+use crate::telegram_channel::{TOKEN, alice, bob, bot_says, write_telegram_config};
+
+const WAIT: Duration = Duration::from_secs(10);
+
+const LIMITS: &str = r#"
+data_source: { kind: json, path: "ORDERS" }
+intents:
+  - id: refund_request
+    description: Ask for a refund of an order
+    required_params: [order_id, amount]
+    tool: check_order_status
+    respond:
+      post: "Refund of {amount} for {order_id} noted ({result.status})."
+policy:
+  rules:
+    - { intent: refund_request, role: child, params: [{ name: amount, op: ">", value: 20 }], decision: escalate, message: "refunds over 20 need a parent" }
+"#;
+
+async fn start(llm: &ScriptedLlmServer, telegram: &TelegramServer) -> TestApp {
+    let folder = tempfile::tempdir().unwrap();
+    let orders = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("data/orders.json");
+    let intents = folder.path().join("intents.yaml");
+    std::fs::write(
+        &intents,
+        LIMITS.replace("ORDERS", &orders.display().to_string()),
+    )
+    .unwrap();
+    let profile = format!(
+        "  - id: orders\n    slash_commands: [\"/orders\"]\n    processing_config: {{ engine: intents, intents_file: \"{}\" }}\n    tools_config: {{ enable_local_tools: [check_order_status], confirm_tools: [] }}\n",
+        intents.display()
+    );
+    let path = write_telegram_config(folder.path(), llm, telegram, &profile);
+    let text = std::fs::read_to_string(&path).unwrap().replace(
+        "{ id: bob, name: Bob, telegram_user_id: 1002 }",
+        "{ id: bob, name: Bob, telegram_user_id: 1002, role: child }",
+    );
+    std::fs::write(&path, text).unwrap();
+    TestApp::start_from(folder, &path, &[("TEST_TELEGRAM_TOKEN", TOKEN)]).await
+}
+
+fn refund(amount: &str) -> Step {
+    Step::Reply(
+        json!({"intent_id": "refund_request",
+               "extracted_params": {"order_id": "O-12345", "amount": amount},
+               "missing_params": [], "confidence": 0.9})
+        .to_string(),
+    )
+}
+
+/// The `nth` escalation prompt the bot showed in `chat` (counting from 0; answered ones
+/// keep their text).
+async fn nth_prompt(telegram: &TelegramServer, chat: i64, nth: usize) -> StoredMessage {
+    let deadline = std::time::Instant::now() + WAIT;
+    loop {
+        let prompts: Vec<StoredMessage> = telegram
+            .bot_messages_in(chat)
+            .into_iter()
+            .filter(|message| {
+                message
+                    .text
+                    .as_deref()
+                    .is_some_and(|text| text.contains("asks a parent to approve"))
+            })
+            .collect();
+        if let Some(prompt) = prompts.get(nth) {
+            return prompt.clone();
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no prompt {nth} in chat {chat}: {:?}; in the child's chat: {:?}",
+            telegram.bot_messages_in(chat),
+            telegram.bot_messages_in(1002)
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// Press button `index` (0 approve, 1 decline) of `prompt` as `who`: the answer's text.
+async fn press(
+    telegram: &TelegramServer,
+    who: &crate::support::telegram::TgUser,
+    prompt: &StoredMessage,
+    index: usize,
+) -> String {
+    let data = &prompt.button_data()[index];
+    let pushed = telegram.push_callback(who, prompt.chat_id, prompt.message_id, data);
+    let id = pushed.callback_query_id.unwrap();
+    let call = telegram
+        .wait_for_call(
+            "answerCallbackQuery",
+            |call| call.str("callback_query_id") == Some(id.as_str()),
+            WAIT,
+        )
+        .await
+        .expect("the press is answered");
+    call.str("text").unwrap_or_default().to_string()
+}
+
+#[actix::test]
+async fn a_parent_approves_or_declines_a_child_s_request_from_their_own_chat() {
+    let llm = ScriptedLlmServer::start();
+    let telegram = TelegramServer::start(TOKEN);
+    let app = start(&llm, &telegram).await;
+    // Telegram lets a bot write only to those who have talked to it.
+    telegram.push_private_text(&alice(), "hello");
+    bot_says(&telegram, 1001, "echo: hello").await;
+
+    llm.push(refund("25"));
+    telegram.push_private_text(&bob(), "/orders refund 25 on O-12345");
+    // The child is told a parent was asked, without buttons of their own.
+    bot_says(&telegram, 1002, "I've asked a parent to approve this").await;
+    assert!(
+        telegram
+            .bot_messages_in(1002)
+            .iter()
+            .all(|message| message.button_data().is_empty())
+    );
+    // The parent gets the exact call, with the buttons, in their own chat.
+    let prompt = nth_prompt(&telegram, 1001, 0).await;
+    let text = prompt.text.clone().unwrap();
+    assert!(
+        text.contains("bob asks a parent to approve this (refunds over 20 need a parent)"),
+        "{text}"
+    );
+    assert!(text.contains("• amount: 25"), "{text}");
+    assert_eq!(prompt.button_data().len(), 2, "{prompt:?}");
+    // The child pressing the parent's button is refused; nothing runs.
+    assert_eq!(
+        press(&telegram, &bob(), &prompt, 0).await,
+        "This is not for you."
+    );
+    assert_eq!(press(&telegram, &alice(), &prompt, 0).await, "Confirmed.");
+    bot_says(&telegram, 1002, "Refund of 25 for O-12345 noted (shipped).").await;
+
+    llm.push(refund("30"));
+    telegram.push_private_text(&bob(), "/orders refund 30 on O-12345");
+    let prompt = nth_prompt(&telegram, 1001, 1).await;
+    assert!(prompt.text.clone().unwrap().contains("• amount: 30"));
+    assert_eq!(press(&telegram, &alice(), &prompt, 1).await, "Cancelled.");
+    bot_says(
+        &telegram,
+        1002,
+        "A parent declined that request, so nothing was done.",
+    )
+    .await;
+    assert!(
+        !telegram.bot_messages_in(1002).iter().any(|message| message
+            .text
+            .as_deref()
+            .is_some_and(|t| t.contains("Refund of 30"))),
+        "the declined call never ran"
+    );
+    app.stop().await;
+}
