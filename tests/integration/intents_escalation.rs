@@ -13,7 +13,7 @@ use crate::telegram_channel::{TOKEN, alice, bob, bot_says, write_telegram_config
 
 const WAIT: Duration = Duration::from_secs(10);
 
-const LIMITS: &str = r#"
+pub const LIMITS: &str = r#"
 data_source: { kind: json, path: "ORDERS" }
 intents:
   - id: refund_request
@@ -49,7 +49,7 @@ async fn start(llm: &ScriptedLlmServer, telegram: &TelegramServer) -> TestApp {
     TestApp::start_from(folder, &path, &[("TEST_TELEGRAM_TOKEN", TOKEN)]).await
 }
 
-fn refund(amount: &str) -> Step {
+pub fn refund(amount: &str) -> Step {
     Step::Reply(
         json!({"intent_id": "refund_request",
                "extracted_params": {"order_id": "O-12345", "amount": amount},

@@ -17,6 +17,7 @@ mod family_scripts_telegram;
 mod http_api;
 mod intents;
 mod intents_escalation;
+mod intents_escalation_matrix;
 mod intents_policy;
 mod intents_restart;
 mod llm_providers;

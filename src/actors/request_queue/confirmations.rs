@@ -9,7 +9,8 @@ use actix::{AsyncContext, Context, Handler, ResponseActFuture};
 use tokio::sync::oneshot;
 
 use super::{
-    AnswerConfirmation, AnswerError, CancelPending, Cancelled, QueuedTurn, RequestQueue, Resume,
+    AnswerConfirmation, AnswerError, CancelPending, Cancelled, OwnChatsFound, QueuedTurn,
+    RequestQueue, Resume,
 };
 use crate::actors::channels::core::texts::EXPIRED_OUTCOME;
 use crate::actors::channels::{DeliverReply, ReplyKind};
@@ -361,5 +362,24 @@ impl RequestQueue {
             };
             self.deliver_queued(&there, confirmation.prompt.clone(), kind, ctx);
         }
+    }
+}
+
+impl Handler<OwnChatsFound> for RequestQueue {
+    type Result = ();
+
+    fn handle(&mut self, message: OwnChatsFound, _ctx: &mut Self::Context) {
+        tracing::info!(channel = %message.channel, chats = message.chats.len(), "members' own chats found");
+        let channel = message.channel;
+        for places in self.own_chats.values_mut() {
+            places.retain(|(known, _)| *known != channel);
+        }
+        for (member_id, conversation_id) in message.chats {
+            self.own_chats
+                .entry(member_id)
+                .or_default()
+                .push((channel.clone(), conversation_id));
+        }
+        self.own_chats.retain(|_, places| !places.is_empty());
     }
 }

@@ -132,3 +132,14 @@ impl Cancelled {
         }
     }
 }
+
+/// A platform found which of its chats are its members' own (a chat with hearth alone),
+/// where confirmations escalated to them are shown: `(member id, conversation id)` pairs,
+/// replacing what that platform found before. Telegram's are known from config; Matrix
+/// finds its rooms as it syncs.
+#[derive(Debug, Message)]
+#[rtype(result = "()")]
+pub struct OwnChatsFound {
+    pub channel: String,
+    pub chats: Vec<(String, String)>,
+}

@@ -28,7 +28,7 @@ use tokio::sync::oneshot;
 pub use lanes::Lanes;
 pub use messages::{
     AnswerConfirmation, AnswerError, AskError, AskMember, CANCELLED_OUTCOME, CancelPending,
-    Cancelled, SubmitError, SubmitInbound, Submitted,
+    Cancelled, OwnChatsFound, SubmitError, SubmitInbound, Submitted,
 };
 pub use routing::Router;
 

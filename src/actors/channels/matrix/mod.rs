@@ -25,6 +25,7 @@ mod inbound;
 mod media;
 mod messages;
 mod outbound;
+mod own_chats;
 mod session;
 mod sync;
 

@@ -19,6 +19,7 @@ use matrix_sdk::ruma::events::room::member::{MembershipState, StrippedRoomMember
 use matrix_sdk::ruma::events::room::message::OriginalSyncRoomMessageEvent;
 use matrix_sdk::{Client, Room};
 
+use super::own_chats::OwnChats;
 use super::session::{self, LoginError};
 use super::{EventReceived, MATRIX_CHANNEL, MatrixChannel, MatrixEvent, Shared};
 
@@ -48,6 +49,7 @@ pub(super) async fn run(shared: Arc<Shared>, channel: Addr<MatrixChannel>) {
         }
     };
     let mut failures: u32 = 0;
+    let mut own_chats = OwnChats::watch(&shared.client);
     loop {
         let first = token.is_none();
         gate.live.store(!first, Ordering::SeqCst);
@@ -108,6 +110,7 @@ pub(super) async fn run(shared: Arc<Shared>, channel: Addr<MatrixChannel>) {
         shared
             .readiness
             .set(MATRIX_CHANNEL, true, &ready_detail(&shared));
+        own_chats.refresh(&shared).await;
     }
 }
 

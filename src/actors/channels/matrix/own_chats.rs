@@ -1,0 +1,76 @@
+//! Which rooms are family members' own chats with hearth: a joined room whose only other
+//! joined member is that member. A confirmation escalated to a member (a child's request
+//! a parent approves) is shown there. Read from the client's store after a sync that
+//! changed some room's members (or hearth's rooms), and told to the request queue when
+//! the answer changed.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use matrix_sdk::ruma::events::room::member::OriginalSyncRoomMemberEvent;
+use matrix_sdk::{Client, RoomMemberships};
+
+use super::outbound::Conversation;
+use super::{MATRIX_CHANNEL, Shared};
+use crate::actors::request_queue::OwnChatsFound;
+
+/// The own chats found last, and whether a membership changed since.
+pub(super) struct OwnChats {
+    members_changed: Arc<AtomicBool>,
+    chats: Option<Vec<(String, String)>>,
+}
+
+impl OwnChats {
+    /// Watch `client`'s membership events (hearth's own joins and leaves among them).
+    pub(super) fn watch(client: &Client) -> OwnChats {
+        let members_changed = Arc::new(AtomicBool::new(true));
+        let flag = members_changed.clone();
+        client.add_event_handler(move |_: OriginalSyncRoomMemberEvent| {
+            let flag = flag.clone();
+            async move { flag.store(true, Ordering::SeqCst) }
+        });
+        OwnChats {
+            members_changed,
+            chats: None,
+        }
+    }
+
+    /// Look again after a sync that changed some room's members; the queue hears of a
+    /// change.
+    pub(super) async fn refresh(&mut self, shared: &Shared) {
+        if !self.members_changed.swap(false, Ordering::SeqCst) {
+            return;
+        }
+        let own = shared.client.user_id().map(ToOwned::to_owned);
+        let mut chats = Vec::new();
+        for room in shared.client.joined_rooms() {
+            let members = match room.members_no_sync(RoomMemberships::JOIN).await {
+                Ok(members) => members,
+                Err(error) => {
+                    tracing::debug!(room = %room.room_id(), %error, "room members not read");
+                    continue;
+                }
+            };
+            let mut others = members
+                .iter()
+                .filter(|member| Some(member.user_id()) != own.as_deref());
+            if let (Some(other), None) = (others.next(), others.next())
+                && let Some(member) = shared.family.by_matrix_id(other.user_id().as_str())
+            {
+                let conversation = Conversation {
+                    room_id: room.room_id().to_owned(),
+                    thread_root: None,
+                };
+                chats.push((member.id.clone(), conversation.conversation_id()));
+            }
+        }
+        chats.sort();
+        if self.chats.as_ref() != Some(&chats) {
+            self.chats = Some(chats.clone());
+            shared.queue.do_send(OwnChatsFound {
+                channel: MATRIX_CHANNEL.to_string(),
+                chats,
+            });
+        }
+    }
+}
