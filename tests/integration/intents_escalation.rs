@@ -28,6 +28,15 @@ policy:
 "#;
 
 async fn start(llm: &ScriptedLlmServer, telegram: &TelegramServer) -> TestApp {
+    start_with(llm, telegram, "").await
+}
+
+/// `start`, with `more_family` (YAML list entries) in the family too.
+async fn start_with(
+    llm: &ScriptedLlmServer,
+    telegram: &TelegramServer,
+    more_family: &str,
+) -> TestApp {
     let folder = tempfile::tempdir().unwrap();
     let orders = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("data/orders.json");
     let intents = folder.path().join("intents.yaml");
@@ -43,7 +52,7 @@ async fn start(llm: &ScriptedLlmServer, telegram: &TelegramServer) -> TestApp {
     let path = write_telegram_config(folder.path(), llm, telegram, &profile);
     let text = std::fs::read_to_string(&path).unwrap().replace(
         "{ id: bob, name: Bob, telegram_user_id: 1002 }",
-        "{ id: bob, name: Bob, telegram_user_id: 1002, role: child }",
+        &format!("{{ id: bob, name: Bob, telegram_user_id: 1002, role: child }}{more_family}"),
     );
     std::fs::write(&path, text).unwrap();
     TestApp::start_from(folder, &path, &[("TEST_TELEGRAM_TOKEN", TOKEN)]).await
@@ -160,6 +169,54 @@ async fn a_parent_approves_or_declines_a_child_s_request_from_their_own_chat() {
             .as_deref()
             .is_some_and(|t| t.contains("Refund of 30"))),
         "the declined call never ran"
+    );
+    app.stop().await;
+}
+
+#[actix::test]
+async fn with_two_parents_one_answers_and_both_prompts_lose_their_buttons() {
+    let llm = ScriptedLlmServer::start();
+    let telegram = TelegramServer::start(TOKEN);
+    let app = start_with(
+        &llm,
+        &telegram,
+        "\n  - { id: carol, name: Carol, telegram_user_id: 1003 }",
+    )
+    .await;
+    let carol = crate::support::telegram::TgUser::new(1003, "Carol");
+    for (parent, chat) in [(alice(), 1001), (carol.clone(), 1003)] {
+        telegram.push_private_text(&parent, "hello");
+        bot_says(&telegram, chat, "echo: hello").await;
+    }
+
+    llm.push(refund("25"));
+    telegram.push_private_text(&bob(), "/orders refund 25 on O-12345");
+    let alices = nth_prompt(&telegram, 1001, 0).await;
+    let carols = nth_prompt(&telegram, 1003, 0).await;
+    assert_eq!(press(&telegram, &carol, &carols, 0).await, "Confirmed.");
+    bot_says(&telegram, 1002, "Refund of 25 for O-12345 noted (shipped).").await;
+    // Both parents' prompts are closed, not only the one pressed.
+    for (chat, prompt) in [(1001, &alices), (1003, &carols)] {
+        let deadline = std::time::Instant::now() + WAIT;
+        loop {
+            let now = telegram
+                .bot_messages_in(chat)
+                .into_iter()
+                .find(|message| message.message_id == prompt.message_id)
+                .expect("the prompt is still there");
+            if now.button_data().is_empty() && now.text != prompt.text {
+                break;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the prompt in chat {chat} kept its buttons: {now:?}"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+    assert_eq!(
+        press(&telegram, &alice(), &alices, 0).await,
+        "This was already answered."
     );
     app.stop().await;
 }

@@ -6,16 +6,23 @@ use crate::intents_escalation::{LIMITS, refund};
 use crate::support::hearth_app::TestApp;
 use crate::support::llm_server::ScriptedLlmServer;
 use crate::support::matrix_family::{
-    homeserver, matrix_env, reply_from_hearth, room_with_hearth, write_matrix_config,
+    Homeserver, homeserver, matrix_env, reply_from_hearth, room_with_hearth, write_matrix_config,
 };
 use crate::support::matrix_member::MatrixMember;
 
-#[actix::test]
-async fn a_parent_on_matrix_approves_a_child_s_request_by_reacting_in_their_own_room() {
-    let Some(server) = homeserver("matrix_escalation").await else {
-        return;
-    };
-    let llm = ScriptedLlmServer::start();
+/// hearth on Matrix with the `/orders` intents profile of the Telegram escalation tests,
+/// bob a child; `processing` adds keys to its `processing_config`.
+async fn start(llm: &ScriptedLlmServer, server: &Homeserver, processing: &str) -> TestApp {
+    start_with(llm, server, processing, "").await
+}
+
+/// `start`, with `more_family` (YAML list entries) in the family too.
+async fn start_with(
+    llm: &ScriptedLlmServer,
+    server: &Homeserver,
+    processing: &str,
+    more_family: &str,
+) -> TestApp {
     let folder = tempfile::tempdir().unwrap();
     let orders = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("data/orders.json");
     let intents = folder.path().join("intents.yaml");
@@ -25,17 +32,29 @@ async fn a_parent_on_matrix_approves_a_child_s_request_by_reacting_in_their_own_
     )
     .unwrap();
     let profile = format!(
-        "  - id: orders\n    slash_commands: [\"/orders\"]\n    processing_config: {{ engine: intents, intents_file: \"{}\" }}\n    tools_config: {{ enable_local_tools: [check_order_status], confirm_tools: [] }}\n",
+        "  - id: orders\n    slash_commands: [\"/orders\"]\n    processing_config: {{ {processing}engine: intents, intents_file: \"{}\" }}\n    tools_config: {{ enable_local_tools: [check_order_status], confirm_tools: [] }}\n",
         intents.display()
     );
-    let path = write_matrix_config(folder.path(), &llm, &server, &profile);
-    let text = std::fs::read_to_string(&path).unwrap().replace(
-        "{ id: bob, name: Bob,",
-        "{ id: bob, name: Bob, role: child,",
-    );
+    let path = write_matrix_config(folder.path(), llm, server, &profile);
+    let text = std::fs::read_to_string(&path)
+        .unwrap()
+        .replace(
+            "{ id: bob, name: Bob,",
+            "{ id: bob, name: Bob, role: child,",
+        )
+        .replacen("family:\n", &format!("family:\n{more_family}"), 1);
     assert!(text.contains("role: child"), "{text}");
     std::fs::write(&path, text).unwrap();
-    let app = TestApp::start_from(folder, &path, &matrix_env()).await;
+    TestApp::start_from(folder, &path, &matrix_env()).await
+}
+
+#[actix::test]
+async fn a_parent_on_matrix_approves_a_child_s_request_by_reacting_in_their_own_room() {
+    let Some(server) = homeserver("matrix_escalation").await else {
+        return;
+    };
+    let llm = ScriptedLlmServer::start();
+    let app = start(&llm, &server, "").await;
 
     let alice = MatrixMember::login(&server.synapse, &server.alice).await;
     let alice_room = room_with_hearth(&alice, &server, true, &[]).await;
@@ -71,5 +90,98 @@ async fn a_parent_on_matrix_approves_a_child_s_request_by_reacting_in_their_own_
         message.body == "Refund of 25 for O-12345 noted (shipped)."
     })
     .await;
+    app.stop().await;
+}
+
+#[actix::test]
+async fn an_escalation_that_expires_is_closed_in_the_parent_s_room_and_told_to_the_child() {
+    let Some(server) = homeserver("matrix_escalation_expiry").await else {
+        return;
+    };
+    let llm = ScriptedLlmServer::start();
+    let app = start(&llm, &server, "confirmation_timeout_seconds: 2, ").await;
+    let alice = MatrixMember::login(&server.synapse, &server.alice).await;
+    let alice_room = room_with_hearth(&alice, &server, true, &[]).await;
+    let bob = MatrixMember::login(&server.synapse, &server.bob).await;
+    let bob_room = room_with_hearth(&bob, &server, true, &[]).await;
+
+    llm.push(refund("40"));
+    bob.send_text(&bob_room, "/orders refund 40 on O-12345")
+        .await;
+    let prompt = reply_from_hearth(&alice, &server, |message| {
+        message.body.contains("asks a parent to approve")
+    })
+    .await;
+    // Nobody answers: the child is told, and the parent's prompt says it expired, in the
+    // parent's room; nothing about it is sent into the child's room.
+    reply_from_hearth(&bob, &server, |message| {
+        message.body.starts_with("No parent answered in time")
+    })
+    .await;
+    let closed = alice
+        .wait_for_message(&server.bot.user_id, |message| {
+            message.relates_to.as_ref() == Some(&prompt.event_id)
+                && message
+                    .new_body()
+                    .is_some_and(|body| body.contains("Expired"))
+        })
+        .await;
+    assert_eq!(closed.room_id, alice_room);
+    assert!(
+        bob.messages()
+            .iter()
+            .all(|message| message.rel_type.as_deref() != Some("m.replace")),
+        "{:?}",
+        bob.messages()
+    );
+    let _ = bob_room;
+    app.stop().await;
+}
+
+#[actix::test]
+async fn with_two_parents_on_matrix_one_approves_and_both_prompts_are_closed() {
+    let Some(server) = homeserver("matrix_escalation_two_parents").await else {
+        return;
+    };
+    let carol_account = server
+        .synapse
+        .register("carol", "carol-password", false)
+        .await;
+    let llm = ScriptedLlmServer::start();
+    let carol_entry = format!(
+        "  - {{ id: carol, name: Carol, matrix_user_id: \"{}\" }}\n",
+        carol_account.user_id
+    );
+    let app = start_with(&llm, &server, "", &carol_entry).await;
+    let alice = MatrixMember::login(&server.synapse, &server.alice).await;
+    let alice_room = room_with_hearth(&alice, &server, true, &[]).await;
+    let carol = MatrixMember::login(&server.synapse, &carol_account).await;
+    let carol_room = room_with_hearth(&carol, &server, true, &[]).await;
+    let bob = MatrixMember::login(&server.synapse, &server.bob).await;
+    let bob_room = room_with_hearth(&bob, &server, true, &[]).await;
+
+    llm.push(refund("25"));
+    bob.send_text(&bob_room, "/orders refund 25 on O-12345")
+        .await;
+    let asks = |message: &crate::support::matrix_member::ReceivedMessage| {
+        message.body.contains("asks a parent to approve")
+    };
+    let alices = reply_from_hearth(&alice, &server, asks).await;
+    let carols = reply_from_hearth(&carol, &server, asks).await;
+    carol.wait_for_reactions(&carols.event_id, 2).await;
+    carol
+        .send_reaction(&carol_room, &carols.event_id, "✅")
+        .await;
+    reply_from_hearth(&bob, &server, |message| {
+        message.body == "Refund of 25 for O-12345 noted (shipped)."
+    })
+    .await;
+    // The prompt nobody pressed is closed too, in its own room.
+    let closed = alice
+        .wait_for_message(&server.bot.user_id, |message| {
+            message.relates_to.as_ref() == Some(&alices.event_id) && message.new_body().is_some()
+        })
+        .await;
+    assert_eq!(closed.room_id, alice_room);
     app.stop().await;
 }

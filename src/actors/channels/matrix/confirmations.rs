@@ -8,7 +8,7 @@ use matrix_sdk::Room;
 use matrix_sdk::ruma::events::reaction::{OriginalSyncReactionEvent, ReactionEventContent};
 use matrix_sdk::ruma::events::relation::Annotation;
 use matrix_sdk::ruma::events::room::message::{ReplacementMetadata, RoomMessageEventContent};
-use matrix_sdk::ruma::{OwnedEventId, OwnedRoomId, OwnedTransactionId};
+use matrix_sdk::ruma::{OwnedEventId, OwnedRoomId, OwnedTransactionId, RoomId};
 use serde::{Deserialize, Serialize};
 
 use super::inbound::FollowUp;
@@ -20,7 +20,8 @@ use crate::actors::channels::core::{DeliveryError, commands};
 pub(super) const YES: &str = "✅";
 pub(super) const NO: &str = "❌";
 
-/// Where a confirmation is shown, under `confirmation:<id>`.
+/// Where a confirmation is shown, under `confirmation:<id>:<room id>`: one room for the
+/// member's own confirmation, each parent's room for an escalated one.
 #[derive(Debug, Serialize, Deserialize)]
 struct ShownConfirmation {
     room_id: OwnedRoomId,
@@ -28,7 +29,16 @@ struct ShownConfirmation {
     text: String,
 }
 
-fn confirmation_key(confirmation_id: &str) -> String {
+fn confirmation_key(confirmation_id: &str, room_id: &RoomId) -> String {
+    format!("{}{room_id}", shown_prefix(confirmation_id))
+}
+
+fn shown_prefix(confirmation_id: &str) -> String {
+    format!("confirmation:{confirmation_id}:")
+}
+
+/// Where an earlier version of hearth noted a confirmation, in one room only.
+fn earlier_key(confirmation_id: &str) -> String {
     format!("confirmation:{confirmation_id}")
 }
 
@@ -59,7 +69,11 @@ pub(super) async fn send_prompt(
         let value = serde_json::to_string(&shown).unwrap_or_default();
         shared
             .state
-            .put_state(MATRIX_CHANNEL, &confirmation_key(confirmation_id), &value)
+            .put_state(
+                MATRIX_CHANNEL,
+                &confirmation_key(confirmation_id, &conversation.room_id),
+                &value,
+            )
             .await?;
         shared
             .state
@@ -83,22 +97,33 @@ pub(super) async fn send_prompt(
     Ok(event_id.to_string())
 }
 
-/// Where confirmation `confirmation_id` is shown, if it still is.
-async fn shown(
+/// Every place confirmation `confirmation_id` is still shown, with its state key.
+async fn shown_everywhere(
     shared: &Shared,
     confirmation_id: &str,
-) -> Result<Option<ShownConfirmation>, DeliveryError> {
-    match shared
+) -> Result<Vec<(String, ShownConfirmation)>, DeliveryError> {
+    let unreadable = |error: crate::ports::StorageError| DeliveryError::Transient {
+        reason: format!("cannot read where confirmation {confirmation_id} is shown: {error}"),
+        retry_after: None,
+    };
+    let mut found = shared
         .state
-        .get_state(MATRIX_CHANNEL, &confirmation_key(confirmation_id))
+        .list_state(MATRIX_CHANNEL, &shown_prefix(confirmation_id))
         .await
+        .map_err(unreadable)?;
+    let earlier = earlier_key(confirmation_id);
+    if let Some(value) = shared
+        .state
+        .get_state(MATRIX_CHANNEL, &earlier)
+        .await
+        .map_err(unreadable)?
     {
-        Ok(value) => Ok(value.and_then(|value| serde_json::from_str(&value).ok())),
-        Err(error) => Err(DeliveryError::Transient {
-            reason: format!("cannot read where confirmation {confirmation_id} is shown: {error}"),
-            retry_after: None,
-        }),
+        found.push((earlier, value));
     }
+    Ok(found
+        .into_iter()
+        .filter_map(|(key, value)| Some((key, serde_json::from_str(&value).ok()?)))
+        .collect())
 }
 
 /// One of the two answers, ready to tap, on the prompt of `confirmation_id`.
@@ -110,7 +135,11 @@ pub(super) async fn seed_reaction(
     transaction_id: OwnedTransactionId,
 ) -> Result<(), DeliveryError> {
     // Settled meanwhile: nothing to tap any more.
-    let Some(shown) = shown(shared, confirmation_id).await? else {
+    let Some((_, shown)) = shown_everywhere(shared, confirmation_id)
+        .await?
+        .into_iter()
+        .find(|(_, shown)| shown.room_id == conversation.room_id)
+    else {
         return Ok(());
     };
     let room = room(shared, conversation)?;
@@ -119,27 +148,37 @@ pub(super) async fn seed_reaction(
     Ok(())
 }
 
-/// Edit the prompt to say `outcome` and forget it.
+/// Edit each prompt of the confirmation to say `outcome`, in the room it is in, and
+/// forget them. An escalated confirmation is shown in each parent's room, while its
+/// expiry is told to the child's conversation.
 pub(super) async fn close_prompt(
     shared: &Shared,
-    conversation: &Conversation,
     confirmation_id: &str,
     outcome: &str,
     transaction_id: OwnedTransactionId,
 ) -> Result<(), DeliveryError> {
-    let Some(shown) = shown(shared, confirmation_id).await? else {
-        return Ok(());
-    };
-    let room = room(shared, conversation)?;
-    let edited = RoomMessageEventContent::notice_plain(format!("{}\n\n{outcome}", shown.text))
-        .make_replacement(ReplacementMetadata::new(shown.event_id.clone(), None));
-    send_event(&room, edited.into(), transaction_id).await?;
-    for key in [
-        confirmation_key(confirmation_id),
-        prompt_key(shown.event_id.as_str()),
-    ] {
-        if let Err(error) = shared.state.delete_state(MATRIX_CHANNEL, &key).await {
-            tracing::warn!(confirmation = confirmation_id, %error, "closed confirmation not forgotten");
+    let shown = shown_everywhere(shared, confirmation_id).await?;
+    for (nth, (key, shown)) in shown.into_iter().enumerate() {
+        let room = room(
+            shared,
+            &Conversation {
+                room_id: shown.room_id.clone(),
+                thread_root: None,
+            },
+        )?;
+        let edited = RoomMessageEventContent::notice_plain(format!("{}\n\n{outcome}", shown.text))
+            .make_replacement(ReplacementMetadata::new(shown.event_id.clone(), None));
+        // One transaction id per room edited, so a resend is still recognised.
+        let transaction = if nth == 0 {
+            transaction_id.clone()
+        } else {
+            OwnedTransactionId::from(format!("{transaction_id}.{nth}"))
+        };
+        send_event(&room, edited.into(), transaction).await?;
+        for key in [key, prompt_key(shown.event_id.as_str())] {
+            if let Err(error) = shared.state.delete_state(MATRIX_CHANNEL, &key).await {
+                tracing::warn!(confirmation = confirmation_id, %error, "closed confirmation not forgotten");
+            }
         }
     }
     Ok(())

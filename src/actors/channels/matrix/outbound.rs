@@ -151,14 +151,8 @@ impl Platform for MatrixPlatform {
                 Ok(None)
             }
             (Part::Close, OutgoingKind::Close { confirmation_id }) => {
-                confirmations::close_prompt(
-                    shared,
-                    &conversation,
-                    confirmation_id,
-                    &message.text,
-                    transaction_id,
-                )
-                .await?;
+                confirmations::close_prompt(shared, confirmation_id, &message.text, transaction_id)
+                    .await?;
                 Ok(None)
             }
             _ => Err(DeliveryError::Permanent(

@@ -27,7 +27,8 @@ use crate::ports::AnswerRefused;
 
 const DATA_PREFIX: &str = "hc:";
 
-/// Where a confirmation is shown, in `ChannelState` under `confirmation:<id>`.
+/// Where a confirmation is shown, in `ChannelState` under `confirmation:<id>:<chat>`: one
+/// chat for the member's own confirmation, each parent's chat for an escalated one.
 #[derive(Debug, Serialize, Deserialize)]
 struct ShownConfirmation {
     chat_id: i64,
@@ -35,8 +36,12 @@ struct ShownConfirmation {
     text: String,
 }
 
-fn state_key(confirmation_id: &str) -> String {
-    format!("confirmation:{confirmation_id}")
+fn state_key(confirmation_id: &str, chat_id: i64) -> String {
+    format!("{}{chat_id}", shown_prefix(confirmation_id))
+}
+
+fn shown_prefix(confirmation_id: &str) -> String {
+    format!("confirmation:{confirmation_id}:")
 }
 
 fn keyboard(confirmation_id: &str) -> InlineKeyboardMarkup {
@@ -78,7 +83,11 @@ pub(super) async fn send_prompt(
     let value = serde_json::to_string(&shown).unwrap_or_default();
     if let Err(error) = shared
         .state
-        .put_state(TELEGRAM_CHANNEL, &state_key(confirmation_id), &value)
+        .put_state(
+            TELEGRAM_CHANNEL,
+            &state_key(confirmation_id, target.chat_id),
+            &value,
+        )
         .await
     {
         tracing::warn!(confirmation = confirmation_id, %error, "where a confirmation is shown was not stored");
@@ -86,30 +95,53 @@ pub(super) async fn send_prompt(
     Ok(event_id(target.chat_id, sent.id))
 }
 
-/// Edit the confirmation's message to say `outcome`, without buttons, and forget it.
+/// Edit every message showing the confirmation to say `outcome`, without buttons, and
+/// forget them.
 pub(super) async fn close_prompt(
     shared: &Shared,
     target: ChatTarget,
     confirmation_id: &str,
     outcome: &str,
 ) -> Result<(), DeliveryError> {
-    let key = state_key(confirmation_id);
-    let shown = match shared.state.get_state(TELEGRAM_CHANNEL, &key).await {
-        Ok(Some(value)) => serde_json::from_str::<ShownConfirmation>(&value).ok(),
-        Ok(None) => None,
-        Err(error) => {
-            return Err(DeliveryError::Transient {
-                reason: format!(
-                    "cannot read where confirmation {confirmation_id} is shown: {error}"
-                ),
-                retry_after: None,
-            });
+    let unreadable = |error: crate::ports::StorageError| DeliveryError::Transient {
+        reason: format!("cannot read where confirmation {confirmation_id} is shown: {error}"),
+        retry_after: None,
+    };
+    let mut shown = shared
+        .state
+        .list_state(TELEGRAM_CHANNEL, &shown_prefix(confirmation_id))
+        .await
+        .map_err(unreadable)?;
+    // Shown by an earlier version of hearth, under `confirmation:<id>` alone.
+    let earlier = format!("confirmation:{confirmation_id}");
+    if let Some(value) = shared
+        .state
+        .get_state(TELEGRAM_CHANNEL, &earlier)
+        .await
+        .map_err(unreadable)?
+    {
+        shown.push((earlier, value));
+    }
+    // None left: closed already (a press and the expiry crossed), or never shown.
+    for (key, value) in shown {
+        if let Ok(shown) = serde_json::from_str::<ShownConfirmation>(&value) {
+            edit_closed(shared, target, confirmation_id, &shown, outcome).await?;
         }
-    };
-    let Some(shown) = shown else {
-        // Closed already (a press and the expiry crossed), or never shown.
-        return Ok(());
-    };
+        if let Err(error) = shared.state.delete_state(TELEGRAM_CHANNEL, &key).await {
+            tracing::warn!(confirmation = confirmation_id, %error, "closed confirmation not forgotten");
+        }
+    }
+    Ok(())
+}
+
+/// Edit one message showing a confirmation to say `outcome`, without buttons.
+async fn edit_closed(
+    shared: &Shared,
+    target: ChatTarget,
+    confirmation_id: &str,
+    shown: &ShownConfirmation,
+    outcome: &str,
+) -> Result<(), DeliveryError> {
     let text = format!("{}\n\n{outcome}", shown.text);
     let edited = shared
         .bot
@@ -128,9 +160,6 @@ pub(super) async fn close_prompt(
             tracing::warn!(chat = target.chat_id, confirmation = confirmation_id, %error,
                 "confirmation message not updated");
         }
-    }
-    if let Err(error) = shared.state.delete_state(TELEGRAM_CHANNEL, &key).await {
-        tracing::warn!(confirmation = confirmation_id, %error, "closed confirmation not forgotten");
     }
     Ok(())
 }
