@@ -5,6 +5,7 @@
 //! - `delivery.rs`: the durable outbox delivered in order per conversation, with retries,
 //!   a maximum age, and what was delivered noted, so a restart loses and repeats nothing;
 //! - `platform.rs`: the `Platform` trait and its error;
+//! - `prompts.rs`: where a confirmation's prompts are noted, so a close reaches each;
 //! - `texts.rs`: `/help`, the busy reply, the words a settled prompt ends with;
 //! - `typing.rs`: "typing…" while a conversation's turns run;
 //! - `attachments.rs`: safe file names and the note for a file over the size limit.
@@ -20,6 +21,7 @@ pub mod attachments;
 pub(crate) mod commands;
 pub(crate) mod delivery;
 pub(crate) mod platform;
+pub(crate) mod prompts;
 pub(crate) mod texts;
 pub(crate) mod typing;
 

@@ -8,13 +8,14 @@ use matrix_sdk::Room;
 use matrix_sdk::ruma::events::reaction::{OriginalSyncReactionEvent, ReactionEventContent};
 use matrix_sdk::ruma::events::relation::Annotation;
 use matrix_sdk::ruma::events::room::message::{ReplacementMetadata, RoomMessageEventContent};
-use matrix_sdk::ruma::{OwnedEventId, OwnedRoomId, OwnedTransactionId, RoomId};
+use matrix_sdk::ruma::{OwnedEventId, OwnedRoomId, OwnedTransactionId};
 use serde::{Deserialize, Serialize};
 
 use super::inbound::FollowUp;
 use super::outbound::{Conversation, room, send_event, send_message};
 use super::{MATRIX_CHANNEL, Shared};
 use crate::actors::channels::ChannelError;
+use crate::actors::channels::core::prompts::{shown_key, shown_places};
 use crate::actors::channels::core::{DeliveryError, commands};
 
 pub(super) const YES: &str = "✅";
@@ -27,19 +28,6 @@ struct ShownConfirmation {
     room_id: OwnedRoomId,
     event_id: OwnedEventId,
     text: String,
-}
-
-fn confirmation_key(confirmation_id: &str, room_id: &RoomId) -> String {
-    format!("{}{room_id}", shown_prefix(confirmation_id))
-}
-
-fn shown_prefix(confirmation_id: &str) -> String {
-    format!("confirmation:{confirmation_id}:")
-}
-
-/// Where an earlier version of hearth noted a confirmation, in one room only.
-fn earlier_key(confirmation_id: &str) -> String {
-    format!("confirmation:{confirmation_id}")
 }
 
 fn prompt_key(event_id: &str) -> String {
@@ -71,7 +59,7 @@ pub(super) async fn send_prompt(
             .state
             .put_state(
                 MATRIX_CHANNEL,
-                &confirmation_key(confirmation_id, &conversation.room_id),
+                &shown_key(confirmation_id, conversation.room_id.as_str()),
                 &value,
             )
             .await?;
@@ -102,24 +90,7 @@ async fn shown_everywhere(
     shared: &Shared,
     confirmation_id: &str,
 ) -> Result<Vec<(String, ShownConfirmation)>, DeliveryError> {
-    let unreadable = |error: crate::ports::StorageError| DeliveryError::Transient {
-        reason: format!("cannot read where confirmation {confirmation_id} is shown: {error}"),
-        retry_after: None,
-    };
-    let mut found = shared
-        .state
-        .list_state(MATRIX_CHANNEL, &shown_prefix(confirmation_id))
-        .await
-        .map_err(unreadable)?;
-    let earlier = earlier_key(confirmation_id);
-    if let Some(value) = shared
-        .state
-        .get_state(MATRIX_CHANNEL, &earlier)
-        .await
-        .map_err(unreadable)?
-    {
-        found.push((earlier, value));
-    }
+    let found = shown_places(shared.state.as_ref(), MATRIX_CHANNEL, confirmation_id).await?;
     Ok(found
         .into_iter()
         .filter_map(|(key, value)| Some((key, serde_json::from_str(&value).ok()?)))

@@ -22,6 +22,7 @@ use super::{Shared, TELEGRAM_CHANNEL};
 use crate::actors::channels::ChannelError;
 use crate::actors::channels::core::DeliveryError;
 use crate::actors::channels::core::commands;
+use crate::actors::channels::core::prompts::{shown_key, shown_places};
 use crate::actors::channels::core::texts::EXPIRED_OUTCOME;
 use crate::ports::AnswerRefused;
 
@@ -34,14 +35,6 @@ struct ShownConfirmation {
     chat_id: i64,
     message_id: i32,
     text: String,
-}
-
-fn state_key(confirmation_id: &str, chat_id: i64) -> String {
-    format!("{}{chat_id}", shown_prefix(confirmation_id))
-}
-
-fn shown_prefix(confirmation_id: &str) -> String {
-    format!("confirmation:{confirmation_id}:")
 }
 
 fn keyboard(confirmation_id: &str) -> InlineKeyboardMarkup {
@@ -85,7 +78,7 @@ pub(super) async fn send_prompt(
         .state
         .put_state(
             TELEGRAM_CHANNEL,
-            &state_key(confirmation_id, target.chat_id),
+            &shown_key(confirmation_id, &target.chat_id.to_string()),
             &value,
         )
         .await
@@ -103,25 +96,7 @@ pub(super) async fn close_prompt(
     confirmation_id: &str,
     outcome: &str,
 ) -> Result<(), DeliveryError> {
-    let unreadable = |error: crate::ports::StorageError| DeliveryError::Transient {
-        reason: format!("cannot read where confirmation {confirmation_id} is shown: {error}"),
-        retry_after: None,
-    };
-    let mut shown = shared
-        .state
-        .list_state(TELEGRAM_CHANNEL, &shown_prefix(confirmation_id))
-        .await
-        .map_err(unreadable)?;
-    // Shown by an earlier version of hearth, under `confirmation:<id>` alone.
-    let earlier = format!("confirmation:{confirmation_id}");
-    if let Some(value) = shared
-        .state
-        .get_state(TELEGRAM_CHANNEL, &earlier)
-        .await
-        .map_err(unreadable)?
-    {
-        shown.push((earlier, value));
-    }
+    let shown = shown_places(shared.state.as_ref(), TELEGRAM_CHANNEL, confirmation_id).await?;
     // None left: closed already (a press and the expiry crossed), or never shown.
     for (key, value) in shown {
         if let Ok(shown) = serde_json::from_str::<ShownConfirmation>(&value) {
