@@ -27,6 +27,22 @@ policy:
     - { intent: refund_request, role: child, params: [{ name: amount, op: ">", value: 20 }], decision: escalate, message: "refunds over 20 need a parent" }
 "#;
 
+/// The `/orders` intents profile with `LIMITS`, its intents file written in `folder`;
+/// `processing` adds keys to its `processing_config`.
+pub fn limits_profile(folder: &std::path::Path, processing: &str) -> String {
+    let orders = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("data/orders.json");
+    let intents = folder.join("intents.yaml");
+    std::fs::write(
+        &intents,
+        LIMITS.replace("ORDERS", &orders.display().to_string()),
+    )
+    .unwrap();
+    format!(
+        "  - id: orders\n    slash_commands: [\"/orders\"]\n    processing_config: {{ {processing}engine: intents, intents_file: \"{}\" }}\n    tools_config: {{ enable_local_tools: [check_order_status], confirm_tools: [] }}\n",
+        intents.display()
+    )
+}
+
 async fn start(llm: &ScriptedLlmServer, telegram: &TelegramServer) -> TestApp {
     start_with(llm, telegram, "").await
 }
@@ -38,17 +54,7 @@ async fn start_with(
     more_family: &str,
 ) -> TestApp {
     let folder = tempfile::tempdir().unwrap();
-    let orders = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("data/orders.json");
-    let intents = folder.path().join("intents.yaml");
-    std::fs::write(
-        &intents,
-        LIMITS.replace("ORDERS", &orders.display().to_string()),
-    )
-    .unwrap();
-    let profile = format!(
-        "  - id: orders\n    slash_commands: [\"/orders\"]\n    processing_config: {{ engine: intents, intents_file: \"{}\" }}\n    tools_config: {{ enable_local_tools: [check_order_status], confirm_tools: [] }}\n",
-        intents.display()
-    );
+    let profile = limits_profile(folder.path(), "");
     let path = write_telegram_config(folder.path(), llm, telegram, &profile);
     let text = std::fs::read_to_string(&path).unwrap().replace(
         "{ id: bob, name: Bob, telegram_user_id: 1002 }",

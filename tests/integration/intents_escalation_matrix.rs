@@ -2,7 +2,7 @@
 //! shown to the parent in the parent's own room with hearth (found as hearth syncs), the
 //! parent's ✅ reaction approves it, and the result reaches the child's room.
 
-use crate::intents_escalation::{LIMITS, refund};
+use crate::intents_escalation::{limits_profile, refund};
 use crate::support::hearth_app::TestApp;
 use crate::support::llm_server::ScriptedLlmServer;
 use crate::support::matrix_family::{
@@ -24,17 +24,7 @@ async fn start_with(
     more_family: &str,
 ) -> TestApp {
     let folder = tempfile::tempdir().unwrap();
-    let orders = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("data/orders.json");
-    let intents = folder.path().join("intents.yaml");
-    std::fs::write(
-        &intents,
-        LIMITS.replace("ORDERS", &orders.display().to_string()),
-    )
-    .unwrap();
-    let profile = format!(
-        "  - id: orders\n    slash_commands: [\"/orders\"]\n    processing_config: {{ {processing}engine: intents, intents_file: \"{}\" }}\n    tools_config: {{ enable_local_tools: [check_order_status], confirm_tools: [] }}\n",
-        intents.display()
-    );
+    let profile = limits_profile(folder.path(), processing);
     let path = write_matrix_config(folder.path(), llm, server, &profile);
     let text = std::fs::read_to_string(&path)
         .unwrap()
