@@ -132,23 +132,12 @@ impl PendingPluginCalls for SqliteStore {
     }
 
     async fn clear(&self, conversation_key: &str, member_id: &str) -> Result<bool, StorageError> {
-        let (conversation_key, member_id) = (conversation_key.to_owned(), member_id.to_owned());
-        self.writer
-            .run(move |connection| {
-                Box::pin(async move {
-                    sqlx::query(
-                        "DELETE FROM pending_plugin_calls \
-                         WHERE conversation_key = ? AND member_id = ?",
-                    )
-                    .bind(&conversation_key)
-                    .bind(&member_id)
-                    .execute(&mut *connection)
-                    .await
-                    .map(|done| done.rows_affected() > 0)
-                    .map_err(database_error)
-                })
-            })
-            .await
+        self.delete_members_rows(
+            "DELETE FROM pending_plugin_calls WHERE conversation_key = ? AND member_id = ?",
+            conversation_key,
+            member_id,
+        )
+        .await
     }
 
     async fn expire_due(&self, now_ms: i64) -> Result<u64, StorageError> {
