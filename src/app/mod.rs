@@ -216,6 +216,7 @@ pub async fn start(loaded: &LoadedConfig, options: StartOptions) -> Result<Runni
         telemetry: stores.telemetry.clone(),
         metrics: metrics.clone(),
         roles: intents::roles(loaded),
+        tell: queue_context.address().recipient(),
     };
     let mut services = HashMap::new();
     for profile in &loaded.profiles {

@@ -191,9 +191,10 @@ async fn wait_for_reply(
                 "id": inbox_id, "status": "question", "question": reply.text
             })),
             // Only sent to channels, never to a waiting call; answered like a delay.
-            ReplyKind::ConfirmationExpired { .. } => HttpResponse::Accepted().json(json!({
-                "id": inbox_id, "status": "accepted", "notice": reply.text
-            })),
+            ReplyKind::ConfirmationExpired { .. } | ReplyKind::Progress => HttpResponse::Accepted()
+                .json(json!({
+                    "id": inbox_id, "status": "accepted", "notice": reply.text
+                })),
         },
         _ => {
             state.channel.do_send(ForgetReply {

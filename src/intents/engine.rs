@@ -7,7 +7,9 @@
 //! message in that conversation (the queue routes it here even without the slash command):
 //! the classifier is told what was asked, and when it finds the plan's intent the answer
 //! fills the parameter (the message itself when the model extracted nothing). A message with
-//! another intent, or none, cancels the waiting plan.
+//! another intent, or none, cancels the waiting plan; one that is for no intent of this
+//! profile goes back to the queue (`TurnResult::NotPlaced`), for the profile it was routed
+//! to (the default one), as if no plan had waited.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -24,6 +26,7 @@ use super::telemetry::{Level, StageRecorder};
 use crate::actors::delegation::{DELEGATION_CHANNEL, root_conversation_key};
 use crate::actors::llm_broker::{CallOrigin, GenerateChat};
 use crate::actors::processing::{ProcessTurn, ResumeTurn, TurnError, TurnOutcome, TurnResult};
+use crate::actors::request_queue::TellMember;
 use crate::config::{FamilyRole, ResolvedProfile};
 use crate::llm::{ChatMessage, LlmError};
 use crate::metrics::Metrics;
@@ -51,6 +54,9 @@ pub struct IntentsDeps {
     pub metrics: Arc<Metrics>,
     /// `family[].role` by member id.
     pub roles: Arc<BTreeMap<String, FamilyRole>>,
+    /// Where a plan tells its member what it is about to do before its answer: the
+    /// request queue.
+    pub tell: Recipient<TellMember>,
 }
 
 pub struct IntentsEngine {
@@ -245,6 +251,9 @@ impl IntentsEngine {
             }
         };
         let Some(mut plan) = plan else {
+            if message.follows_plan {
+                return Ok(self.handed_back(&turn));
+            }
             return Ok(self.not_sure(&turn, &classification));
         };
         let intent = self
@@ -441,6 +450,28 @@ impl IntentsEngine {
         turn.rec.skipped("policy_check", reason);
         turn.rec.skipped("tool_execute", reason);
         self.answered(turn, NOT_SURE_REPLY.to_string(), false)
+    }
+
+    /// The message came only because this profile's plan waited for the member, and it
+    /// is not for the plan nor any intent here: the plan is canceled, and the message goes
+    /// back to the queue for the profile it was routed to. Nothing is stored.
+    fn handed_back(&self, turn: &Interaction<'_>) -> TurnOutcome {
+        let reason = "not for this profile: handed back to go where it was routed";
+        turn.rec
+            .info("plan_created", json!({"plan_id": null, "reason": reason}));
+        turn.rec.info("plan_type", json!({"type": "none"}));
+        for stage in [
+            "policy_check",
+            "tool_execute",
+            "response_generated",
+            "memory_updated",
+        ] {
+            turn.rec.skipped(stage, reason);
+        }
+        TurnOutcome {
+            profile_id: self.profile.id.clone(),
+            result: TurnResult::NotPlaced,
+        }
     }
 
     /// The stages after `stage` recorded as skipped, and `reply`.

@@ -1,4 +1,5 @@
-//! The ToolExecutor: runs a plan from its current step. `Respond(pre)` is said, `ToolCall`
+//! The ToolExecutor: runs a plan from its current step. `Respond(pre)` is told as its tool
+//! call starts (a message of its own on Telegram and Matrix, said once), `ToolCall`
 //! passes the policy and then runs through the profile's tools stack (so `confirm_tools`
 //! asks the member first, and the call is made at most once: it is marked `in_progress` with
 //! its idempotency key before it starts, and a plan found in that state after a stop is told
@@ -12,9 +13,11 @@ use serde_json::{Value, json};
 use super::engine::{IntentsEngine, Interaction};
 use super::planner::{POST, PRE, Planner, render};
 use super::policy::{PolicyDecision, PolicyRequest};
+use crate::actors::delegation::DELEGATION_CHANNEL;
 use crate::actors::processing::{
     SLASH_COMMAND_DECLINED, SLASH_COMMAND_EXPIRED, TurnError, TurnOutcome, TurnResult,
 };
+use crate::actors::request_queue::{TellMember, Told};
 use crate::config::FamilyRole;
 use crate::ports::{
     Decision, PendingConfirmation, PlanExecution, PlanStep, StepStatus, canceled_plan, now_ms,
@@ -47,27 +50,8 @@ impl IntentsEngine {
         mut plan: PlanExecution,
         mut approval: Option<Option<Decision>>,
     ) -> Result<TurnOutcome, TurnError> {
+        // What the answer says before the outcome (a `pre` not told on its own).
         let mut said: Vec<String> = Vec::new();
-        // Approved after a confirmation: what the plan said before it asked was never
-        // delivered (the question was), so it is said now.
-        if let Some(Some(Decision::Approved)) = approval {
-            let before = plan.steps[..plan.current_index.min(plan.steps.len())]
-                .iter()
-                .rev()
-                .take_while(
-                    |step| matches!(&step.step, PlanStep::Respond { when, .. } if when == PRE),
-                );
-            let mut pre: Vec<String> = before
-                .filter_map(|step| match &step.step {
-                    PlanStep::Respond { message, .. } if !message.trim().is_empty() => {
-                        Some(message.clone())
-                    }
-                    _ => None,
-                })
-                .collect();
-            pre.reverse();
-            said.extend(pre);
-        }
         let mut policy_recorded = false;
         let mut call_recorded = false;
         while plan.current_index < plan.steps.len() {
@@ -97,12 +81,19 @@ impl IntentsEngine {
                     return Ok(self.answered(turn, said.join("\n\n"), true));
                 }
                 (PlanStep::Respond { when, message }, _) => {
+                    // A `pre` before a tool call is told as the call starts
+                    // (`tell_before_call`): never when policy or a person stops the call.
+                    let before_call = when == PRE
+                        && matches!(
+                            plan.steps.get(index + 1).map(|next| &next.step),
+                            Some(PlanStep::ToolCall { .. })
+                        );
                     let text = if when == PRE {
                         message.clone()
                     } else {
                         self.word_outcome(turn, &plan).await
                     };
-                    if !text.trim().is_empty() {
+                    if !before_call && !text.trim().is_empty() {
                         said.push(text.clone());
                     }
                     let step = &mut plan.steps[index];
@@ -241,6 +232,7 @@ impl IntentsEngine {
                         );
                         policy_recorded = true;
                     }
+                    said.extend(self.tell_before_call(turn, &plan, index).await?);
                     let outcome = self
                         .call(turn, &mut plan, index, tool_name, &arguments)
                         .await?;
@@ -324,6 +316,48 @@ impl IntentsEngine {
             .filter(|(id, role)| **role == FamilyRole::Parent && id.as_str() != member_id)
             .map(|(id, _)| id.clone())
             .collect()
+    }
+
+    /// The `pre` steps just before the call of step `index`, told to the member as the call
+    /// starts: on its own on a channel that delivers through the outbox, once even when this
+    /// is a retry (the step's once key); otherwise returned, for the answer to say.
+    async fn tell_before_call(
+        &self,
+        turn: &Interaction<'_>,
+        plan: &PlanExecution,
+        index: usize,
+    ) -> Result<Vec<String>, TurnError> {
+        let mut pre: Vec<String> = plan.steps[..index]
+            .iter()
+            .rev()
+            .map_while(|step| match &step.step {
+                PlanStep::Respond { when, message } if when == PRE => Some(message.clone()),
+                _ => None,
+            })
+            .filter(|message| !message.trim().is_empty())
+            .collect();
+        pre.reverse();
+        let inbound = turn.inbound;
+        // A delegated request's answer goes back to the asking profile, whole.
+        if pre.is_empty() || inbound.channel == DELEGATION_CHANNEL {
+            return Ok(pre);
+        }
+        let told = self
+            .deps
+            .tell
+            .send(TellMember {
+                inbox_id: inbound.id.clone(),
+                conversation_key: inbound.conversation_key(),
+                text: pre.join("\n\n"),
+                once_key: format!("{}.{index}.pre", plan.plan_id),
+            })
+            .await;
+        match told {
+            Ok(Ok(Told::Separately)) => Ok(Vec::new()),
+            Ok(Ok(Told::WithTheAnswer)) => Ok(pre),
+            Ok(Err(error)) => Err(error.into()),
+            Err(error) => Err(TurnError::Mailbox(error.to_string())),
+        }
     }
 
     /// Run the call of step `index` once: `in_progress` with its key stored first.

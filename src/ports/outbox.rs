@@ -58,6 +58,14 @@ pub struct OutboxEntry {
 pub trait Outbox: Send + Sync {
     /// Store `message` as to deliver; its id.
     async fn enqueue(&self, message: &OutgoingMessage) -> Result<i64, StorageError>;
+    /// Store `message` as to deliver unless a message was stored under `once_key` before
+    /// (delivered, pending or given up): its id, or `None` when it was. What a retried turn
+    /// says again is so said once.
+    async fn enqueue_once(
+        &self,
+        once_key: &str,
+        message: &OutgoingMessage,
+    ) -> Result<Option<i64>, StorageError>;
     /// Every undelivered message of `channel`, oldest first.
     async fn undelivered(&self, channel: &str) -> Result<Vec<OutboxEntry>, StorageError>;
     /// The platform accepted the first `parts` parts of message `id`.

@@ -19,6 +19,8 @@ pub(crate) struct OutboxState {
     next_id: i64,
     /// When each delivered or given-up row was settled (retention).
     settled_at_ms: std::collections::HashMap<i64, i64>,
+    /// The row stored under each once key (`enqueue_once`).
+    once_keys: std::collections::HashMap<String, i64>,
 }
 
 impl OutboxState {
@@ -60,6 +62,7 @@ impl OutboxState {
             .map(|(entry, _)| entry.id)
             .collect();
         self.rows.retain(|(entry, _)| !old.contains(&entry.id));
+        self.once_keys.retain(|_, id| !old.contains(id));
         old.len()
     }
 }
@@ -68,6 +71,20 @@ impl OutboxState {
 impl Outbox for InMemoryStore {
     async fn enqueue(&self, message: &OutgoingMessage) -> Result<i64, StorageError> {
         Ok(self.lock().outbox.push(message))
+    }
+
+    async fn enqueue_once(
+        &self,
+        once_key: &str,
+        message: &OutgoingMessage,
+    ) -> Result<Option<i64>, StorageError> {
+        let mut state = self.lock();
+        if state.outbox.once_keys.contains_key(once_key) {
+            return Ok(None);
+        }
+        let id = state.outbox.push(message);
+        state.outbox.once_keys.insert(once_key.to_string(), id);
+        Ok(Some(id))
     }
 
     async fn undelivered(&self, channel: &str) -> Result<Vec<OutboxEntry>, StorageError> {

@@ -19,7 +19,7 @@ use crate::support::matrix_member::MatrixMember;
 use crate::support::telegram::{TelegramServer, TgError, TgUser};
 use crate::telegram_channel::{TOKEN, alice, write_telegram_config};
 
-async fn wait_for(what: &str, limit: Duration, mut done: impl FnMut() -> bool) {
+pub(crate) async fn wait_for(what: &str, limit: Duration, mut done: impl FnMut() -> bool) {
     let deadline = Instant::now() + limit;
     while !done() {
         assert!(Instant::now() < deadline, "never happened: {what}");
@@ -28,7 +28,7 @@ async fn wait_for(what: &str, limit: Duration, mut done: impl FnMut() -> bool) {
 }
 
 /// The outbox rows of the database in `folder` not delivered yet, as (id, text).
-async fn undelivered(folder: &Path) -> Vec<(i64, String)> {
+pub(crate) async fn undelivered(folder: &Path) -> Vec<(i64, String)> {
     let url = format!("sqlite://{}", folder.join("hearth.db").display());
     let pool = sqlx::SqlitePool::connect(&url).await.unwrap();
     let rows = sqlx::query("SELECT id, text FROM outbox WHERE status = 'pending' ORDER BY id")
@@ -41,7 +41,7 @@ async fn undelivered(folder: &Path) -> Vec<(i64, String)> {
         .collect()
 }
 
-fn telegram_env(extra: &[(&str, &str)]) -> BTreeMap<String, String> {
+pub(crate) fn telegram_env(extra: &[(&str, &str)]) -> BTreeMap<String, String> {
     let mut pairs = vec![("TEST_TELEGRAM_TOKEN", TOKEN)];
     pairs.extend_from_slice(extra);
     test_env(&pairs)

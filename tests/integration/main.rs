@@ -20,6 +20,8 @@ mod intents_escalation;
 mod intents_escalation_matrix;
 mod intents_policy;
 mod intents_restart;
+mod intents_routing;
+mod intents_telegram;
 mod llm_providers;
 mod matrix_channel;
 mod matrix_media;

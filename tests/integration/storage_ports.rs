@@ -101,6 +101,7 @@ macro_rules! adapter_suite {
                 journal_keeps_the_latest_state_until_the_turn_ends,
                 outbox_delivers_in_order_and_forgets_what_was_delivered,
                 outbox_rows_are_written_with_what_caused_them,
+                outbox_stores_a_message_once_under_its_key,
                 retention_prunes_in_batches_only_what_is_old_enough,
                 inbox_knows_the_events_it_accepted,
                 shopping_add_merges_the_same_item_whatever_its_case,
@@ -1296,6 +1297,27 @@ async fn outbox_delivers_in_order_and_forgets_what_was_delivered(stores: &Stores
         .collect();
     assert_eq!(left, [second]);
     assert_eq!(outbox.undelivered("matrix").await.unwrap().len(), 1);
+}
+
+async fn outbox_stores_a_message_once_under_its_key(stores: &Stores) {
+    let outbox = &stores.outbox;
+    let said = outgoing("telegram", "1001", "I'll check order O-1.");
+    let first = outbox.enqueue_once("plan-1.1", &said).await.unwrap();
+    assert!(first.is_some());
+    // Said again by a retry, pending or delivered: not stored twice.
+    assert_eq!(outbox.enqueue_once("plan-1.1", &said).await.unwrap(), None);
+    outbox.delivered(first.unwrap(), None).await.unwrap();
+    assert_eq!(outbox.enqueue_once("plan-1.1", &said).await.unwrap(), None);
+    assert!(outbox.undelivered("telegram").await.unwrap().is_empty());
+    // Another key, or no key, is another message, in order after it.
+    let other = outbox
+        .enqueue_once("plan-2.1", &said)
+        .await
+        .unwrap()
+        .unwrap();
+    let plain = outbox.enqueue(&said).await.unwrap();
+    assert!(first.unwrap() < other && other < plain);
+    assert_eq!(outbox.undelivered("telegram").await.unwrap().len(), 2);
 }
 
 async fn outbox_rows_are_written_with_what_caused_them(stores: &Stores) {

@@ -116,7 +116,7 @@ pub async fn run_console(
             }
             reply = replies.recv() => {
                 let Some(reply) = reply else { break };
-                if !matches!(reply.kind, ReplyKind::Delayed | ReplyKind::ConfirmationExpired { .. }) {
+                if !matches!(reply.kind, ReplyKind::Delayed | ReplyKind::ConfirmationExpired { .. } | ReplyKind::Progress) {
                     waiting = waiting.saturating_sub(1);
                 }
                 stdout.write_all(format!("hearth> {}\n", reply.text).as_bytes()).await?;

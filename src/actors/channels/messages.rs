@@ -22,6 +22,9 @@ pub enum ReplyKind {
     /// The running turn asks `member_id` something (an MCP server's question); their
     /// next message in the conversation is the answer, and the turn goes on.
     Question,
+    /// The running turn says what it is about to do (an intents plan's `pre`); it goes on
+    /// and answers separately.
+    Progress,
     /// Nobody answered confirmation `confirmation_id` in time: a channel that shows it
     /// with buttons takes them away. The turn goes on and answers separately.
     ConfirmationExpired { confirmation_id: String },
@@ -30,15 +33,20 @@ pub enum ReplyKind {
 impl ReplyKind {
     /// Whether a turn stops with this (answered, or waiting for the member): "typing…" ends.
     pub fn ends_a_turn(&self) -> bool {
-        !matches!(self, ReplyKind::ConfirmationExpired { .. })
+        !matches!(
+            self,
+            ReplyKind::ConfirmationExpired { .. } | ReplyKind::Progress
+        )
     }
 
     /// How the outbox names a message of this kind, asked of `member_id`.
     pub fn outgoing_kind(&self, member_id: &str) -> OutgoingKind {
         match self {
-            ReplyKind::Answer | ReplyKind::Delayed | ReplyKind::Failed | ReplyKind::Question => {
-                OutgoingKind::Reply
-            }
+            ReplyKind::Answer
+            | ReplyKind::Delayed
+            | ReplyKind::Failed
+            | ReplyKind::Question
+            | ReplyKind::Progress => OutgoingKind::Reply,
             ReplyKind::AskConfirmation {
                 confirmation_id, ..
             } => OutgoingKind::Prompt {

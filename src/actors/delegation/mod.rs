@@ -263,6 +263,7 @@ impl SubTurn {
                         inbound: inbound.clone(),
                         text,
                         slash_command: None,
+                        follows_plan: false,
                     })
                     .await
             }
@@ -286,6 +287,8 @@ impl SubTurn {
                     .await?;
                 Ok(Delegated::Answered(reply))
             }
+            // Only a message a waiting plan brought to its profile is handed back.
+            TurnResult::NotPlaced => Err(failed("the profile handed the request back".into())),
             // Nothing is stored yet: the whole sub-turn waits inside the parent's state.
             TurnResult::NeedsConfirmation(confirmation) => {
                 Ok(Delegated::Suspended(Box::new(SuspendedDelegation {

@@ -13,6 +13,10 @@ pub struct ProcessTurn {
     pub text: String,
     /// The slash command that chose this profile, if one did (`confirm_slash_commands`).
     pub slash_command: Option<String>,
+    /// The message came here only because an intents plan of this profile waits for the
+    /// member's answer: one the profile cannot place is handed back (`TurnResult::NotPlaced`)
+    /// for the profile it would otherwise have gone to.
+    pub follows_plan: bool,
 }
 
 /// Resume a turn suspended on `confirmation`, with the member's decision; `None`
@@ -41,6 +45,9 @@ pub enum TurnResult {
     },
     /// A tool call needs the member's approval; the turn waits in this confirmation.
     NeedsConfirmation(Box<PendingConfirmation>),
+    /// The message is not this profile's (`ProcessTurn::follows_plan`): the plan that
+    /// brought it here is canceled, nothing is stored, and it goes where it was routed.
+    NotPlaced,
 }
 
 #[derive(Debug, thiserror::Error)]

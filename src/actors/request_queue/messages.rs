@@ -77,6 +77,29 @@ pub enum AskError {
     },
 }
 
+/// Tell the member whose turn of message `inbox_id` runs in `conversation_key` `text`
+/// before that turn's answer (what an intents plan is about to do). On a channel that
+/// delivers through the outbox it goes out at once, stored under `once_key` so a retry of
+/// the turn saying it again is not delivered twice; elsewhere (HTTP, the console, a waiting
+/// call) the turn answers once, and says it in its answer.
+#[derive(Debug, Message)]
+#[rtype(result = "Result<Told, StorageError>")]
+pub struct TellMember {
+    pub inbox_id: String,
+    pub conversation_key: String,
+    pub text: String,
+    pub once_key: String,
+}
+
+/// Where what a turn told its member goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Told {
+    /// Delivered on its own (or stored to be, or found so stored by an earlier try).
+    Separately,
+    /// Not sent: the turn says it in its answer.
+    WithTheAnswer,
+}
+
 /// `/cancel`: deny every confirmation waiting for `member_id` in the conversation
 /// `conversation_key`, and drop the question they are being asked there. Answers what
 /// was cancelled.

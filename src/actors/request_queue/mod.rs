@@ -15,6 +15,8 @@ mod lanes;
 mod messages;
 mod questions;
 mod routing;
+mod telling;
+mod waiting_plans;
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -28,9 +30,10 @@ use tokio::sync::oneshot;
 pub use lanes::Lanes;
 pub use messages::{
     AnswerConfirmation, AnswerError, AskError, AskMember, CANCELLED_OUTCOME, CancelPending,
-    Cancelled, OwnChatsFound, SubmitError, SubmitInbound, Submitted,
+    Cancelled, OwnChatsFound, SubmitError, SubmitInbound, Submitted, TellMember, Told,
 };
 pub use routing::Router;
+use waiting_plans::{WaitingPlans, process_new};
 
 use crate::actors::channels::{DeliverReply, ReplyKind};
 use crate::actors::processing::{
@@ -217,6 +220,7 @@ impl RequestQueue {
             inbound: turn.inbound.clone(),
             text: text.to_string(),
             slash_command,
+            follows_plan: false,
         };
         let resume = turn
             .resume
@@ -234,47 +238,33 @@ impl RequestQueue {
             },
         );
         let pending = self.pending.clone();
-        // A new message without a slash command from a member an intents plan is waiting
-        // for goes to that plan's profile: the answer continues the plan.
-        let follows_plan = (turn.resume.is_none() && process.slash_command.is_none())
-            .then(|| (self.plans.clone(), self.services.clone()));
+        let follows_plan =
+            (turn.resume.is_none() && process.slash_command.is_none()).then(|| WaitingPlans {
+                plans: self.plans.clone(),
+                services: self.services.clone(),
+            });
         let work = async move {
             let mut consumed = None;
             let outcome = async {
-                let mut service = service;
-                if let Some((plans, services)) = follows_plan
-                    && let Some(plan) = plans
-                        .open_plan(
-                            &process.inbound.conversation_key(),
-                            &process.inbound.member_id,
-                        )
-                        .await?
-                    && plan.awaits_member(now_ms())
-                    && let Some(plan_service) = services.get(&plan.profile_id)
-                {
-                    service = Some(plan_service.clone());
-                }
                 let service = service.ok_or_else(|| {
                     TurnError::Mailbox(format!("no processing service for profile {profile_id:?}"))
                 })?;
-                match resume {
-                    None => service.send(process).await,
-                    Some((confirmation, known)) => {
-                        let decision = match known {
-                            Some(decision) => decision,
-                            None => pending.consume(&confirmation.id).await?,
-                        };
-                        consumed = Some(decision);
-                        service
-                            .send(ResumeTurn {
-                                inbound: process.inbound,
-                                confirmation: *confirmation,
-                                decision,
-                            })
-                            .await
-                    }
-                }
-                .map_err(|error| TurnError::Mailbox(error.to_string()))?
+                let Some((confirmation, known)) = resume else {
+                    return process_new(process, &profile_id, service, follows_plan).await;
+                };
+                let decision = match known {
+                    Some(decision) => decision,
+                    None => pending.consume(&confirmation.id).await?,
+                };
+                consumed = Some(decision);
+                service
+                    .send(ResumeTurn {
+                        inbound: process.inbound,
+                        confirmation: *confirmation,
+                        decision,
+                    })
+                    .await
+                    .map_err(|error| TurnError::Mailbox(error.to_string()))?
             }
             .await;
             (consumed, outcome)
@@ -341,6 +331,14 @@ impl RequestQueue {
                 }
                 .boxed_local()
             }
+            // Handed back by a plan's profile, the message went to its own; this is only
+            // reached if that one handed it back too.
+            TurnResult::NotPlaced => async {
+                Err(TurnError::BadTurnState(
+                    "the profile handed the message back".into(),
+                ))
+            }
+            .boxed_local(),
         };
         let stage = StageTimer::start("store_turn");
         ctx.spawn(stored.into_actor(self).map(move |stored, act, ctx| {

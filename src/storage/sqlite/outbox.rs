@@ -109,6 +109,41 @@ impl Outbox for SqliteStore {
             .await
     }
 
+    async fn enqueue_once(
+        &self,
+        once_key: &str,
+        message: &OutgoingMessage,
+    ) -> Result<Option<i64>, StorageError> {
+        let (once_key, message) = (once_key.to_string(), message.clone());
+        let kind = serde_json::to_string(&message.kind)
+            .map_err(|error| StorageError::Corrupt(format!("outbox kind: {error}")))?;
+        self.writer
+            .run(move |connection| {
+                Box::pin(async move {
+                    let now = now_ms();
+                    // One statement: a row already stored under the key leaves no row to return.
+                    sqlx::query_scalar(
+                        "INSERT OR IGNORE INTO outbox (channel, conversation_id, inbox_id, kind, \
+                         text, reply_to_event, once_key, created_at_ms, updated_at_ms) \
+                         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
+                    )
+                    .bind(&message.channel)
+                    .bind(&message.conversation_id)
+                    .bind(&message.inbox_id)
+                    .bind(kind)
+                    .bind(&message.text)
+                    .bind(&message.reply_to_event)
+                    .bind(&once_key)
+                    .bind(now)
+                    .bind(now)
+                    .fetch_optional(&mut *connection)
+                    .await
+                    .map_err(database_error)
+                })
+            })
+            .await
+    }
+
     async fn undelivered(&self, channel: &str) -> Result<Vec<OutboxEntry>, StorageError> {
         let rows = sqlx::query(
             "SELECT id, channel, conversation_id, inbox_id, kind, text, reply_to_event, \

@@ -1,0 +1,82 @@
+//! Where a member's message goes while an intents plan waits for their answer: an answer
+//! continues the plan (`intents.rs`); a message the plan's profile cannot place goes to the
+//! profile it would have gone to without the plan (the default one), and the plan stops
+//! waiting.
+
+use serde_json::json;
+
+use crate::intents::{Wire, classified, example_intents, stage_names, stages, start};
+use crate::support::llm_server::ScriptedLlmServer;
+use crate::support::llm_server::Step;
+use hearth::intents::STAGES;
+
+#[actix::test]
+async fn a_message_the_waiting_plan_cannot_place_goes_to_the_default_profile() {
+    let llm = ScriptedLlmServer::start();
+    let app = start(&llm, &example_intents(), Wire::OpenAi).await;
+    llm.push_many([
+        classified(Some("order_status"), json!({}), 0.9),
+        Step::Reply("Which order?".into()),
+    ]);
+    assert_eq!(
+        app.ask("alice", "/orders check my order").await,
+        "Which order?"
+    );
+    // Bob's plan waits too, in his own conversation.
+    llm.push_many([
+        classified(Some("order_status"), json!({}), 0.9),
+        Step::Reply("Which order, Bob?".into()),
+    ]);
+    assert_eq!(
+        app.ask("bob", "/orders check my order").await,
+        "Which order, Bob?"
+    );
+
+    // Not an answer, and no intent of /orders: the default profile (an echo here) answers.
+    llm.push(classified(None, json!({}), 0.2));
+    assert_eq!(
+        app.ask("alice", "what's for dinner?").await,
+        "echo: what's for dinner?"
+    );
+    // Alice's plan stopped waiting: an order id now is an ordinary message too.
+    assert_eq!(app.ask("alice", "O-12345").await, "echo: O-12345");
+    // Bob's still waits, and his answer continues it.
+    llm.push(classified(
+        Some("order_status"),
+        json!({"order_id": "O-12345"}),
+        0.9,
+    ));
+    assert_eq!(
+        app.ask("bob", "O-12345").await,
+        "I'll check order O-12345.\n\nYour order O-12345 is shipped via UPS, ETA 2025-10-20."
+    );
+
+    // The message handed on has its ten stages, the reason at plan_created; the intents
+    // profile stored nothing of it, the default profile stored it once.
+    let events = stages(&app, "http:alice").await;
+    let names = stage_names(&events);
+    assert_eq!(names.len(), 20, "{names:?}");
+    assert_eq!(names[10..], STAGES);
+    let reason = events[14]["payload"]["reason"].as_str().unwrap_or_default();
+    assert!(reason.contains("handed back"), "{}", events[14]);
+    let history = app
+        .running
+        .stores
+        .memory
+        .recent("http:alice", 100, 0)
+        .await
+        .unwrap();
+    let dinner: Vec<_> = history
+        .iter()
+        .filter(|entry| entry.content.contains("what's for dinner?"))
+        .map(|entry| (entry.profile_id.as_str(), entry.content.as_str()))
+        .collect();
+    assert_eq!(
+        dinner,
+        [
+            ("default_assistant", "what's for dinner?"),
+            ("default_assistant", "echo: what's for dinner?")
+        ]
+    );
+    app.stop().await;
+}
