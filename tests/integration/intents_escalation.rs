@@ -21,6 +21,7 @@ intents:
     required_params: [order_id, amount]
     tool: check_order_status
     respond:
+      pre: "Refunding {amount} on {order_id}."
       post: "Refund of {amount} for {order_id} noted ({result.status})."
 policy:
   rules:
@@ -155,8 +156,28 @@ async fn a_parent_approves_or_declines_a_child_s_request_from_their_own_chat() {
         press(&telegram, &bob(), &prompt, 0).await,
         "This is not for you."
     );
+    assert!(
+        !telegram
+            .bot_messages_in(1002)
+            .iter()
+            .any(|message| message.text.as_deref() == Some("Refunding 25 on O-12345.")),
+        "what the call will do is said only as it starts"
+    );
     assert_eq!(press(&telegram, &alice(), &prompt, 0).await, "Confirmed.");
     bot_says(&telegram, 1002, "Refund of 25 for O-12345 noted (shipped).").await;
+    // Approved: the child hears what is done as it starts, then the outcome.
+    let texts: Vec<String> = telegram
+        .bot_messages_in(1002)
+        .into_iter()
+        .filter_map(|message| message.text)
+        .collect();
+    assert_eq!(
+        texts[texts.len() - 2..],
+        [
+            "Refunding 25 on O-12345.",
+            "Refund of 25 for O-12345 noted (shipped)."
+        ]
+    );
 
     llm.push(refund("30"));
     telegram.push_private_text(&bob(), "/orders refund 30 on O-12345");
@@ -170,10 +191,10 @@ async fn a_parent_approves_or_declines_a_child_s_request_from_their_own_chat() {
     )
     .await;
     assert!(
-        !telegram.bot_messages_in(1002).iter().any(|message| message
-            .text
-            .as_deref()
-            .is_some_and(|t| t.contains("Refund of 30"))),
+        !telegram
+            .bot_messages_in(1002)
+            .iter()
+            .any(|message| message.text.as_deref().is_some_and(|t| t.contains("30 "))),
         "the declined call never ran"
     );
     app.stop().await;

@@ -80,6 +80,20 @@ async fn a_parent_on_matrix_approves_a_child_s_request_by_reacting_in_their_own_
         message.body == "Refund of 25 for O-12345 noted (shipped)."
     })
     .await;
+    // What the call does was said on its own as it started, once, before the outcome.
+    let said: Vec<String> = bob
+        .messages()
+        .into_iter()
+        .filter(|message| message.room_id == bob_room && message.body.contains("25"))
+        .map(|message| format!("{} {}", message.msgtype, message.body))
+        .collect();
+    assert_eq!(
+        said[said.len() - 2..],
+        [
+            "m.notice Refunding 25 on O-12345.",
+            "m.notice Refund of 25 for O-12345 noted (shipped)."
+        ]
+    );
     app.stop().await;
 }
 
