@@ -78,6 +78,21 @@ pub(crate) fn classified(intent: Option<&str>, params: Value, confidence: f64) -
     )
 }
 
+/// `member` asks `/orders check my order` and is asked `question` for the missing id: a
+/// plan of theirs now waits for the answer.
+pub(crate) async fn asked_which_order(
+    app: &TestApp,
+    llm: &ScriptedLlmServer,
+    member: &str,
+    question: &str,
+) {
+    llm.push_many([
+        classified(Some("order_status"), json!({}), 0.9),
+        Step::Reply(question.into()),
+    ]);
+    assert_eq!(app.ask(member, "/orders check my order").await, question);
+}
+
 /// The stage events stored for a conversation, flushed first.
 pub(crate) async fn stages(app: &TestApp, conversation: &str) -> Vec<Value> {
     app.running.stores.telemetry.flush().await;
@@ -274,14 +289,7 @@ async fn unknown_orders_low_confidence_and_unusable_output_have_their_answers() 
 async fn cancel_drops_a_plan_waiting_for_the_member() {
     let llm = ScriptedLlmServer::start();
     let app = start(&llm, &example_intents(), Wire::OpenAi).await;
-    llm.push_many([
-        classified(Some("order_status"), json!({}), 0.9),
-        Step::Reply("Which order?".into()),
-    ]);
-    assert_eq!(
-        app.ask("alice", "/orders check my order").await,
-        "Which order?"
-    );
+    asked_which_order(&app, &llm, "alice", "Which order?").await;
     // What `/cancel` does on every chat platform.
     let cancelled = app
         .running
@@ -629,14 +637,7 @@ async fn a_question_left_unanswered_lets_later_messages_go_where_they_would() {
     );
     std::fs::write(&path, text).unwrap();
     let app = TestApp::start_from(folder, &path, &[]).await;
-    llm.push_many([
-        classified(Some("order_status"), json!({}), 0.9),
-        Step::Reply("Which order?".into()),
-    ]);
-    assert_eq!(
-        app.ask("alice", "/orders check my order").await,
-        "Which order?"
-    );
+    asked_which_order(&app, &llm, "alice", "Which order?").await;
     // Past the profile's confirmation_timeout_seconds the question no longer waits.
     tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
     assert_eq!(app.ask("alice", "hello").await, "echo: hello");

@@ -5,32 +5,19 @@
 
 use serde_json::json;
 
-use crate::intents::{Wire, classified, example_intents, stage_names, stages, start};
+use crate::intents::{
+    Wire, asked_which_order, classified, example_intents, stage_names, stages, start,
+};
 use crate::support::llm_server::ScriptedLlmServer;
-use crate::support::llm_server::Step;
 use hearth::intents::STAGES;
 
 #[actix::test]
 async fn a_message_the_waiting_plan_cannot_place_goes_to_the_default_profile() {
     let llm = ScriptedLlmServer::start();
     let app = start(&llm, &example_intents(), Wire::OpenAi).await;
-    llm.push_many([
-        classified(Some("order_status"), json!({}), 0.9),
-        Step::Reply("Which order?".into()),
-    ]);
-    assert_eq!(
-        app.ask("alice", "/orders check my order").await,
-        "Which order?"
-    );
+    asked_which_order(&app, &llm, "alice", "Which order?").await;
     // Bob's plan waits too, in his own conversation.
-    llm.push_many([
-        classified(Some("order_status"), json!({}), 0.9),
-        Step::Reply("Which order, Bob?".into()),
-    ]);
-    assert_eq!(
-        app.ask("bob", "/orders check my order").await,
-        "Which order, Bob?"
-    );
+    asked_which_order(&app, &llm, "bob", "Which order, Bob?").await;
 
     // Not an answer, and no intent of /orders: the default profile (an echo here) answers.
     llm.push(classified(None, json!({}), 0.2));

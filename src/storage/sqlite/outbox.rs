@@ -14,12 +14,25 @@ async fn insert_outgoing(
     connection: &mut SqliteConnection,
     message: &OutgoingMessage,
 ) -> Result<i64, StorageError> {
+    insert_outgoing_once(connection, message, None)
+        .await?
+        .ok_or_else(|| StorageError::Database("the outbox row was not stored".into()))
+}
+
+/// `insert_outgoing`, unless a row was stored under `once_key` before (then `None`).
+async fn insert_outgoing_once(
+    connection: &mut SqliteConnection,
+    message: &OutgoingMessage,
+    once_key: Option<&str>,
+) -> Result<Option<i64>, StorageError> {
     let kind = serde_json::to_string(&message.kind)
         .map_err(|error| StorageError::Corrupt(format!("outbox kind: {error}")))?;
     let now = now_ms();
+    // One statement: a row already stored under the key leaves no row to return.
     sqlx::query_scalar(
         "INSERT INTO outbox (channel, conversation_id, inbox_id, kind, text, reply_to_event, \
-         created_at_ms, updated_at_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
+         once_key, created_at_ms, updated_at_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) \
+         ON CONFLICT (once_key) WHERE once_key IS NOT NULL DO NOTHING RETURNING id",
     )
     .bind(&message.channel)
     .bind(&message.conversation_id)
@@ -27,9 +40,10 @@ async fn insert_outgoing(
     .bind(kind)
     .bind(&message.text)
     .bind(&message.reply_to_event)
+    .bind(once_key)
     .bind(now)
     .bind(now)
-    .fetch_one(&mut *connection)
+    .fetch_optional(&mut *connection)
     .await
     .map_err(database_error)
 }
@@ -115,30 +129,10 @@ impl Outbox for SqliteStore {
         message: &OutgoingMessage,
     ) -> Result<Option<i64>, StorageError> {
         let (once_key, message) = (once_key.to_string(), message.clone());
-        let kind = serde_json::to_string(&message.kind)
-            .map_err(|error| StorageError::Corrupt(format!("outbox kind: {error}")))?;
         self.writer
             .run(move |connection| {
                 Box::pin(async move {
-                    let now = now_ms();
-                    // One statement: a row already stored under the key leaves no row to return.
-                    sqlx::query_scalar(
-                        "INSERT OR IGNORE INTO outbox (channel, conversation_id, inbox_id, kind, \
-                         text, reply_to_event, once_key, created_at_ms, updated_at_ms) \
-                         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
-                    )
-                    .bind(&message.channel)
-                    .bind(&message.conversation_id)
-                    .bind(&message.inbox_id)
-                    .bind(kind)
-                    .bind(&message.text)
-                    .bind(&message.reply_to_event)
-                    .bind(&once_key)
-                    .bind(now)
-                    .bind(now)
-                    .fetch_optional(&mut *connection)
-                    .await
-                    .map_err(database_error)
+                    insert_outgoing_once(connection, &message, Some(&once_key)).await
                 })
             })
             .await
