@@ -99,6 +99,16 @@ pub struct ToolsConfig {
     pub confirm_tools: Vec<String>,
 }
 
+impl ProcessingConfig {
+    /// When a question asked at `now_ms` stops waiting (`confirmation_timeout_seconds`).
+    pub fn answer_deadline_ms(&self, now_ms: i64) -> i64 {
+        let timeout_ms = i64::try_from(self.confirmation_timeout_seconds)
+            .unwrap_or(i64::MAX / 1000)
+            .saturating_mul(1000);
+        now_ms.saturating_add(timeout_ms)
+    }
+}
+
 fn serialize_timezone<S: Serializer>(
     timezone: &chrono_tz::Tz,
     serializer: S,

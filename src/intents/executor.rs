@@ -20,7 +20,8 @@ use crate::actors::processing::{
 use crate::actors::request_queue::{TellMember, Told};
 use crate::config::FamilyRole;
 use crate::ports::{
-    Decision, PendingConfirmation, PlanExecution, PlanStep, StepStatus, canceled_plan, now_ms,
+    AskedApproval, Decision, PendingConfirmation, PlanExecution, PlanStep, StepStatus,
+    canceled_plan, now_ms,
 };
 use crate::tools::{ToolContext, ToolError, render_call_for_people};
 
@@ -65,11 +66,7 @@ impl IntentsEngine {
                     step.status = StepStatus::WaitingUser;
                     step.started_at_ms.get_or_insert(now);
                     plan.updated_at_ms = now;
-                    let timeout_ms =
-                        i64::try_from(self.profile.processing.confirmation_timeout_seconds)
-                            .unwrap_or(i64::MAX / 1000)
-                            .saturating_mul(1000);
-                    plan.waiting_until_ms = Some(now.saturating_add(timeout_ms));
+                    plan.waiting_until_ms = Some(self.profile.processing.answer_deadline_ms(now));
                     self.deps.plans.save_plan(&plan).await?;
                     if !policy_recorded {
                         turn.rec
@@ -497,10 +494,6 @@ impl IntentsEngine {
         prompt: String,
         approvers: Vec<String>,
     ) -> TurnOutcome {
-        let created_at_ms = now_ms();
-        let timeout_ms = i64::try_from(self.profile.processing.confirmation_timeout_seconds)
-            .unwrap_or(i64::MAX / 1000)
-            .saturating_mul(1000);
         turn.rec.info(
             "response_generated",
             json!({"length": prompt.chars().count(), "needs_input": true, "confirmation": true}),
@@ -509,24 +502,21 @@ impl IntentsEngine {
             "memory_updated",
             json!({"stored": 0, "total": turn.history_count, "waiting": "confirmation"}),
         );
-        let inbound = turn.inbound;
+        let asked = AskedApproval {
+            tool_name: tool_name.to_string(),
+            arguments,
+            prompt,
+            turn_state: json!({"intents_plan": plan.plan_id}),
+            expires_at_ms: self.profile.processing.answer_deadline_ms(now_ms()),
+            approvers,
+        };
         TurnOutcome {
             profile_id: self.profile.id.clone(),
-            result: TurnResult::NeedsConfirmation(Box::new(PendingConfirmation {
-                id: uuid::Uuid::now_v7().to_string(),
-                inbox_id: inbound.id.clone(),
-                member_id: inbound.member_id.clone(),
-                channel: inbound.channel.clone(),
-                conversation_id: inbound.conversation_id.clone(),
-                profile_id: self.profile.id.clone(),
-                tool_name: tool_name.to_string(),
-                arguments,
-                prompt,
-                turn_state: json!({"intents_plan": plan.plan_id}),
-                expires_at_ms: created_at_ms.saturating_add(timeout_ms),
-                created_at_ms,
-                approvers,
-            })),
+            result: TurnResult::NeedsConfirmation(Box::new(PendingConfirmation::new(
+                turn.inbound,
+                &self.profile.id,
+                asked,
+            ))),
         }
     }
 }

@@ -30,7 +30,8 @@ pub use inbox::{
 pub use intent_records::IntentRecords;
 pub use outbox::{Outbox, OutboxEntry, OutgoingKind, OutgoingMessage};
 pub use pending_actions::{
-    AnswerPlace, AnswerRefused, Decision, OpenConfirmation, PendingActions, PendingConfirmation,
+    AnswerPlace, AnswerRefused, AskedApproval, Decision, OpenConfirmation, PendingActions,
+    PendingConfirmation,
 };
 pub use pending_plugin_calls::{PendingPluginCall, PendingPluginCalls};
 pub use plan_executions::{

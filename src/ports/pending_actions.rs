@@ -6,7 +6,7 @@
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
-use super::{OutgoingMessage, StorageError};
+use super::{Inbound, OutgoingMessage, StorageError};
 
 /// A tool call waiting for confirmation, with everything needed to resume its turn.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -32,7 +32,38 @@ pub struct PendingConfirmation {
     pub approvers: Vec<String>,
 }
 
+/// What a suspended turn asks to be approved: a call (a tool's, or a slash command's
+/// start) with its arguments, the prompt shown, and the turn as it will resume.
+pub struct AskedApproval {
+    pub tool_name: String,
+    pub arguments: serde_json::Value,
+    pub prompt: String,
+    pub turn_state: serde_json::Value,
+    pub expires_at_ms: i64,
+    pub approvers: Vec<String>,
+}
+
 impl PendingConfirmation {
+    /// A new confirmation of `asked` for the turn of `inbound` on profile `profile_id`,
+    /// asked now, with a new unguessable id.
+    pub fn new(inbound: &Inbound, profile_id: &str, asked: AskedApproval) -> Self {
+        PendingConfirmation {
+            id: uuid::Uuid::now_v7().to_string(),
+            inbox_id: inbound.id.clone(),
+            member_id: inbound.member_id.clone(),
+            channel: inbound.channel.clone(),
+            conversation_id: inbound.conversation_id.clone(),
+            profile_id: profile_id.to_string(),
+            tool_name: asked.tool_name,
+            arguments: asked.arguments,
+            prompt: asked.prompt,
+            turn_state: asked.turn_state,
+            expires_at_ms: asked.expires_at_ms,
+            created_at_ms: super::now_ms(),
+            approvers: asked.approvers,
+        }
+    }
+
     /// Whether `member_id` may answer it.
     pub fn answerable_by(&self, member_id: &str) -> bool {
         if self.approvers.is_empty() {

@@ -21,7 +21,7 @@ use crate::config::ResolvedProfile;
 use crate::llm::{ChatMessage, ChatRequest, IMAGES_NOT_SHOWN, Role, ToolCall};
 use crate::metrics::StageTimer;
 use crate::plugins::ROUTE_TO_PLUGIN;
-use crate::ports::{Decision, HistoryEntry, Inbound, PendingConfirmation, now_ms};
+use crate::ports::{AskedApproval, Decision, HistoryEntry, Inbound, PendingConfirmation, now_ms};
 use crate::tools::{ToolContext, ToolError, ToolSuspension, ToolsProvider};
 
 /// Tool results the model reads when a confirmation did not end in "approved":
@@ -514,32 +514,26 @@ impl TurnRunner {
         prompt: String,
         expires_at_ms: Option<i64>,
     ) -> Result<TurnOutcome, TurnError> {
-        let created_at_ms = now_ms();
-        let timeout_ms = i64::try_from(self.profile.processing.confirmation_timeout_seconds)
-            .unwrap_or(i64::MAX / 1000)
-            .saturating_mul(1000);
         let expires_at_ms =
-            expires_at_ms.unwrap_or_else(|| created_at_ms.saturating_add(timeout_ms));
+            expires_at_ms.unwrap_or_else(|| self.profile.processing.answer_deadline_ms(now_ms()));
         state.in_flight = None;
         let turn_state = state.to_stored_value()?;
         tracing::info!(action, "waiting for confirmation");
+        let asked = AskedApproval {
+            tool_name: action.to_string(),
+            arguments,
+            prompt,
+            turn_state,
+            expires_at_ms,
+            approvers: Vec::new(),
+        };
         Ok(TurnOutcome {
             profile_id: self.profile.id.clone(),
-            result: TurnResult::NeedsConfirmation(Box::new(PendingConfirmation {
-                id: uuid::Uuid::now_v7().to_string(),
-                inbox_id: inbound.id.clone(),
-                member_id: inbound.member_id.clone(),
-                channel: inbound.channel.clone(),
-                conversation_id: inbound.conversation_id.clone(),
-                profile_id: self.profile.id.clone(),
-                tool_name: action.to_string(),
-                arguments,
-                prompt,
-                turn_state,
-                expires_at_ms,
-                created_at_ms,
-                approvers: Vec::new(),
-            })),
+            result: TurnResult::NeedsConfirmation(Box::new(PendingConfirmation::new(
+                inbound,
+                &self.profile.id,
+                asked,
+            ))),
         })
     }
 
