@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 
 use support::hearth_app::{
-    API_KEY, HearthProcess, test_env, write_config, write_telegram_family_config,
+    API_KEY, HearthProcess, test_env, wait_for_readyz, write_config, write_telegram_family_config,
 };
 use support::llm_server::ScriptedLlmServer;
 use support::measure::{cpu_seconds, env_number, memory_mb, percentile, verdict};
@@ -61,7 +61,7 @@ fn main() {
         .pool_max_idle_per_host(conversations)
         .build()
         .expect("http client");
-    runtime.block_on(wait_until_ready(&client, &base_url));
+    runtime.block_on(wait_for_readyz(&client, &base_url));
     let start_up = spawned.elapsed().as_secs_f64() * 1000.0;
     std::thread::sleep(Duration::from_millis(500));
     let idle_rss = memory_mb(hearth.pid(), "VmRSS");
@@ -181,7 +181,7 @@ fn idle_rss(
     env: &std::collections::BTreeMap<String, String>,
 ) -> f64 {
     let hearth = HearthProcess::spawn_binary(binary, config, env);
-    runtime.block_on(wait_until_ready(client, &hearth.base_url));
+    runtime.block_on(wait_for_readyz(client, &hearth.base_url));
     std::thread::sleep(Duration::from_millis(500));
     memory_mb(hearth.pid(), "VmRSS")
 }
@@ -217,19 +217,6 @@ fn build_http_only() -> Option<PathBuf> {
 
 fn file_mb(path: &Path) -> f64 {
     std::fs::metadata(path).map_or(0.0, |metadata| metadata.len() as f64 / 1_048_576.0)
-}
-
-async fn wait_until_ready(client: &reqwest::Client, base_url: &str) {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while Instant::now() < deadline {
-        if let Ok(response) = client.get(format!("{base_url}/readyz")).send().await
-            && response.status().is_success()
-        {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    panic!("hearth did not become ready");
 }
 
 /// Every conversation sends its turns one after another; conversations run side by side.

@@ -19,6 +19,7 @@ mod intents;
 mod intents_escalation;
 mod intents_escalation_matrix;
 mod intents_policy;
+mod intents_real_llm;
 mod intents_restart;
 mod intents_routing;
 mod intents_telegram;

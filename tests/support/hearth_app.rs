@@ -350,6 +350,21 @@ impl HearthProcess {
     }
 }
 
+/// Poll `GET {base_url}/readyz` until it answers 200: a `HearthProcess` has reported its
+/// address, but its queue may not have resumed its inbox yet. Panics after 30 s.
+pub async fn wait_for_readyz(client: &reqwest::Client, base_url: &str) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while std::time::Instant::now() < deadline {
+        if let Ok(response) = client.get(format!("{base_url}/readyz")).send().await
+            && response.status().is_success()
+        {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    panic!("hearth did not become ready at {base_url}");
+}
+
 impl Drop for HearthProcess {
     fn drop(&mut self) {
         let _ = self.child.kill();
