@@ -5,7 +5,8 @@
 //! is part of the request, so "O-12345" after "What's your order ID?" is understood.
 //!
 //! Output that is not that JSON, or names an intent that was not offered, is asked for once
-//! more; a second failure is `ClassifyError::Invalid`. Missing parameters are computed from
+//! more; a second failure is `ClassifyError::Invalid`. A confidence outside 0 to 1 counts
+//! as 0 (not sure). Missing parameters are computed from
 //! the intent's `required_params`, never taken on the model's word.
 
 use std::collections::BTreeMap;
@@ -177,6 +178,17 @@ pub(crate) fn parse(answer: &str, intents: &[&Intent]) -> Result<Classification,
         None | Some(Value::Null) => 0.0,
         Some(other) => return Err(format!("confidence is not a number: {other}")),
     };
+    // A confidence outside 0..1 says nothing about how sure the model is: nothing is done
+    // on it, as when it is not sure.
+    let confidence = if (0.0..=1.0).contains(&confidence) {
+        confidence
+    } else {
+        tracing::warn!(
+            confidence,
+            "the model's confidence is outside 0 to 1; counted as 0"
+        );
+        0.0
+    };
     let intent = match object.get("intent_id") {
         None | Some(Value::Null) => None,
         Some(Value::String(id)) if id.is_empty() || id == "null" || id == "none" => None,
@@ -222,4 +234,74 @@ pub(crate) fn parse(answer: &str, intents: &[&Intent]) -> Result<Classification,
         missing_params: missing,
         confidence,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn order_status() -> Intent {
+        serde_json::from_value(json!({
+            "id": "order_status",
+            "description": "Where an order is",
+            "required_params": ["order_id"],
+            "tool": "check_order_status"
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn a_confidence_outside_zero_to_one_counts_as_not_sure() {
+        let intent = order_status();
+        for (confidence, counted) in [
+            ("0.8", 0.8),
+            ("1", 1.0),
+            ("0", 0.0),
+            ("182.0", 0.0),
+            ("-2018.08", 0.0),
+            ("8469281982094883.0", 0.0),
+        ] {
+            let answer = format!(
+                r#"{{"intent_id": "order_status", "extracted_params": {{"order_id": "O-1"}},
+                    "missing_params": [], "confidence": {confidence}}}"#
+            );
+            let classification = parse(&answer, &[&intent]).unwrap();
+            assert_eq!(classification.confidence, counted, "{confidence}");
+        }
+    }
+
+    #[test]
+    fn missing_params_come_from_the_intent_and_unknown_intents_are_refused() {
+        let intent = order_status();
+        let fenced = "```json\n{\"intent_id\": \"order_status\", \"extracted_params\": \
+                      {\"order_id\": \"  \"}, \"missing_params\": [], \"confidence\": 0.9}\n```";
+        let classification = parse(fenced, &[&intent]).unwrap();
+        assert!(classification.extracted_params.is_empty());
+        assert_eq!(classification.missing_params, ["order_id"]);
+        let unknown = r#"{"intent_id": "refund", "extracted_params": {}, "missing_params": [],
+                          "confidence": 0.9}"#;
+        let error = parse(unknown, &[&intent]).unwrap_err();
+        assert!(error.contains("\"refund\""), "{error}");
+        assert!(parse("sure, here you go", &[&intent]).is_err());
+    }
+
+    #[test]
+    fn the_schema_names_every_parameter_and_stays_in_what_every_provider_takes() {
+        let intent = order_status();
+        let schema = schema(&[&intent]);
+        // No numeric bounds: strict schema modes refuse them on some providers, so the
+        // confidence is checked here instead (`parse`).
+        assert_eq!(
+            schema["properties"]["confidence"],
+            json!({"type": "number"})
+        );
+        assert_eq!(
+            schema["properties"]["extracted_params"]["required"],
+            json!(["order_id"])
+        );
+        assert_eq!(
+            schema["properties"]["intent_id"]["enum"],
+            json!(["order_status", null])
+        );
+    }
 }

@@ -227,7 +227,7 @@ impl IntentsEngine {
         let confident = classification.confidence >= self.registry.min_confidence;
         let plan = match (open, awaited) {
             (Some(open), Some((intent_id, param)))
-                if classification.intent_id.as_deref() == Some(intent_id.as_str()) =>
+                if confident && classification.intent_id.as_deref() == Some(intent_id.as_str()) =>
             {
                 Some(self.continue_plan(open, &param, &classification, &message.text))
             }

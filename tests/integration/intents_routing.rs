@@ -67,3 +67,25 @@ async fn a_message_the_waiting_plan_cannot_place_goes_to_the_default_profile() {
     );
     app.stop().await;
 }
+
+#[actix::test]
+async fn an_answer_the_classifier_is_not_sure_of_does_not_continue_the_plan() {
+    let llm = ScriptedLlmServer::start();
+    let app = start(&llm, &example_intents(), Wire::OpenAi).await;
+    asked_which_order(&app, &llm, "alice", "Which order?").await;
+    // The plan's intent, below min_confidence (0.5): no order is looked up with it.
+    llm.push(classified(
+        Some("order_status"),
+        json!({"order_id": "the blue one"}),
+        0.2,
+    ));
+    assert_eq!(app.ask("alice", "the blue one").await, "echo: the blue one");
+    let events = stages(&app, "http:alice").await;
+    assert!(
+        events
+            .iter()
+            .all(|event| event["stage"] != "tool_execute" || event["payload"]["skipped"] == true),
+        "{events:?}"
+    );
+    app.stop().await;
+}
