@@ -359,6 +359,7 @@ impl IntentsEngine {
             created_at_ms: now,
             updated_at_ms: now,
             waiting_until_ms: None,
+            answer: None,
         }
     }
 

@@ -4,7 +4,9 @@
 //! asks the member first, and the call is made at most once: it is marked `in_progress` with
 //! its idempotency key before it starts, and a plan found in that state after a stop is told
 //! as of unknown outcome, never run again), `Respond(post)` words the result, and `AskUser`
-//! stops the plan in `waiting_user`. Every change of a step is stored before the next.
+//! stops the plan in `waiting_user`. What has effects is stored before it is shown or done
+//! (a call's start and end, a question, a suspension); the plan ends stored with its answer,
+//! so a retry of its message after a stop says that answer again.
 
 use std::time::{Duration, Instant};
 
@@ -51,6 +53,13 @@ impl IntentsEngine {
         mut plan: PlanExecution,
         mut approval: Option<Option<Decision>>,
     ) -> Result<TurnOutcome, TurnError> {
+        // Ended before hearth stopped, the answer not yet stored with its message: said
+        // again, nothing run or asked again.
+        if let Some(answer) = plan.answer.clone() {
+            turn.rec.skipped("policy_check", "the plan had ended");
+            turn.rec.skipped("tool_execute", "the plan had ended");
+            return Ok(self.answered(turn, answer, false));
+        }
         // What the answer says before the outcome (a `pre` not told on its own).
         let mut said: Vec<String> = Vec::new();
         let mut policy_recorded = false;
@@ -142,15 +151,9 @@ impl IntentsEngine {
                             turn.rec.skipped("tool_execute", error);
                             return self.stop_plan(turn, plan, index, error, reply, said).await;
                         }
-                        (StepStatus::Blocked, None) => {
-                            // Found waiting without its answer: whether it was approved is
-                            // not known here, so nothing runs.
-                            turn.rec
-                                .skipped("tool_execute", "confirmation outcome unknown");
-                            return self
-                                .stop_plan(turn, plan, index, "unanswered", INTERRUPTED_REPLY, said)
-                                .await;
-                        }
+                        // `(Blocked, None)`: the message is tried again, so its confirmation
+                        // was never stored (a stored one suspends the message, and only its
+                        // answer resumes it): nobody saw it, and it is asked anew.
                         _ => {
                             let request = PolicyRequest {
                                 intent_id: &plan.intent_id,
@@ -239,9 +242,10 @@ impl IntentsEngine {
                     }
                 }
             }
+            // Stored with the answer below, not step by step: what comes before a call is
+            // done again after a stop, and a call stores its own progress (`call`).
             plan.current_index += 1;
             plan.updated_at_ms = now_ms();
-            self.deps.plans.save_plan(&plan).await?;
         }
         if !policy_recorded {
             turn.rec.skipped("policy_check", "no tool call left");
@@ -254,6 +258,8 @@ impl IntentsEngine {
         } else {
             said.join("\n\n")
         };
+        plan.answer = Some(reply.clone());
+        self.deps.plans.save_plan(&plan).await?;
         Ok(self.answered(turn, reply, false))
     }
 
@@ -478,10 +484,12 @@ impl IntentsEngine {
             step.ended_at_ms = Some(now);
         }
         plan.current_index = index + 1;
-        let plan = canceled_plan(plan, now);
-        self.deps.plans.save_plan(&plan).await?;
         said.push(reply.to_string());
-        Ok(self.answered(turn, said.join("\n\n"), false))
+        let reply = said.join("\n\n");
+        let mut plan = canceled_plan(plan, now);
+        plan.answer = Some(reply.clone());
+        self.deps.plans.save_plan(&plan).await?;
+        Ok(self.answered(turn, reply, false))
     }
 
     /// Stop until the member approves the exact call (their `confirm_tools`).

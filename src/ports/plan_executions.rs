@@ -120,6 +120,10 @@ pub struct PlanExecution {
     /// requests.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub waiting_until_ms: Option<i64>,
+    /// What the plan answered when it ended: a retry of its message (hearth stopped before
+    /// the answer was stored with it) says this again, and runs and asks nothing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answer: Option<String>,
 }
 
 impl PlanExecution {

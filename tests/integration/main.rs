@@ -22,6 +22,7 @@ mod intents_policy;
 mod intents_real_llm;
 mod intents_restart;
 mod intents_routing;
+mod intents_stopped;
 mod intents_telegram;
 mod llm_providers;
 mod matrix_channel;

@@ -2939,6 +2939,7 @@ fn plan(
         created_at_ms,
         updated_at_ms: created_at_ms,
         waiting_until_ms: None,
+        answer: None,
     }
 }
 

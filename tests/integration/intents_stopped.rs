@@ -1,0 +1,179 @@
+//! What a stop between two writes of the intents engine leaves, met by the restart. The
+//! database is written as hearth leaves it at that instant (the message accepted and not
+//! answered, its plan journaled), then hearth starts on it:
+//! - the plan had ended and its answer was not yet stored with the message: the same
+//!   answer is given, and nothing is run or asked of the model again;
+//! - the plan had stopped for the member's confirmation, which was not yet stored: nobody
+//!   saw it, so it is asked anew, and the approved call runs once.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::intents::{example_intents, orders_config};
+use crate::support::hearth_app::TestApp;
+use crate::support::llm_server::ScriptedLlmServer;
+use hearth::ports::{Inbound, PlanExecution, PlanStep, StepExecution, StepStatus};
+
+const ASKED: &str = "/orders where is O-12345?";
+const PRE: &str = "I'll check order O-12345.";
+const POST: &str = "Your order O-12345 is shipped via UPS, ETA 2025-10-20.";
+
+/// A step of the `order_status` plan for O-12345 with `status`.
+fn step(step: PlanStep, status: StepStatus) -> StepExecution {
+    StepExecution {
+        status,
+        ..StepExecution::pending(step)
+    }
+}
+
+fn order_status_plan(steps: Vec<StepExecution>, current_index: usize) -> PlanExecution {
+    PlanExecution {
+        plan_id: "plan-stopped".into(),
+        intent_id: "order_status".into(),
+        conversation_key: "http:alice".into(),
+        member_id: "alice".into(),
+        profile_id: "orders".into(),
+        params: [("order_id".to_string(), "O-12345".to_string())].into(),
+        steps,
+        current_index,
+        created_at_ms: 1,
+        updated_at_ms: 2,
+        waiting_until_ms: None,
+        answer: None,
+    }
+}
+
+fn pre() -> PlanStep {
+    PlanStep::Respond {
+        when: "pre".into(),
+        message: PRE.into(),
+    }
+}
+
+fn call() -> PlanStep {
+    PlanStep::ToolCall {
+        tool_name: "check_order_status".into(),
+        params: [("order_id".to_string(), "O-12345".to_string())].into(),
+    }
+}
+
+/// The database in `folder` as a stop leaves it: alice's message accepted and unanswered,
+/// its turn journaled on `plan`.
+async fn stopped_with(folder: &Path, plan: &PlanExecution) {
+    let database = format!("sqlite://{}", folder.join("hearth.db").display());
+    let stores = hearth::storage::open(&database, 2).await.unwrap();
+    let inbound = Inbound {
+        id: "stopped-1".into(),
+        channel: "http".into(),
+        conversation_id: "alice".into(),
+        member_id: "alice".into(),
+        text: ASKED.into(),
+        platform_event_id: None,
+        received_at_ms: 1,
+        extras: Default::default(),
+    };
+    stores.inbox.accept(&inbound).await.unwrap();
+    stores.plans.save_plan(plan).await.unwrap();
+    stores
+        .turn_journal
+        .save_turn("stopped-1", &json!({"intents_plan": plan.plan_id}))
+        .await
+        .unwrap();
+}
+
+/// `GET /inbound/stopped-1` once its status is `status`.
+async fn record_when(app: &TestApp, status: &str) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let (_, text) = app.get("/inbound/stopped-1?user_id=alice").await;
+        let record: Value = serde_json::from_str(&text).unwrap();
+        if record["status"] == status {
+            return record;
+        }
+        assert!(Instant::now() < deadline, "never {status}: {record}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[actix::test]
+async fn an_ended_plan_whose_answer_was_not_stored_gives_the_same_answer() {
+    let llm = ScriptedLlmServer::start();
+    let folder = tempfile::tempdir().unwrap();
+    let answer = format!("{PRE}\n\n{POST}");
+    let mut done = step(call(), StepStatus::Completed);
+    done.result = Some(r#"{"status": "shipped"}"#.into());
+    let mut plan = order_status_plan(
+        vec![
+            step(pre(), StepStatus::Completed),
+            done,
+            step(
+                PlanStep::Respond {
+                    when: "post".into(),
+                    message: POST.into(),
+                },
+                StepStatus::Completed,
+            ),
+        ],
+        3,
+    );
+    plan.answer = Some(answer.clone());
+    stopped_with(folder.path(), &plan).await;
+
+    let path = orders_config(folder.path(), &llm, &example_intents());
+    let app = TestApp::start_from(folder, &path, &[]).await;
+    let record = record_when(&app, "answered").await;
+    assert_eq!(record["reply"], answer.as_str());
+    assert_eq!(
+        llm.request_count(),
+        0,
+        "nothing was asked of the model again"
+    );
+    app.stop().await;
+}
+
+#[actix::test]
+async fn a_confirmation_that_was_never_stored_is_asked_anew() {
+    let llm = ScriptedLlmServer::start();
+    let folder = tempfile::tempdir().unwrap();
+    let plan = order_status_plan(
+        vec![
+            step(pre(), StepStatus::Completed),
+            step(call(), StepStatus::Blocked),
+            step(
+                PlanStep::Respond {
+                    when: "post".into(),
+                    message: String::new(),
+                },
+                StepStatus::Pending,
+            ),
+        ],
+        1,
+    );
+    stopped_with(folder.path(), &plan).await;
+
+    let path = orders_config(folder.path(), &llm, &example_intents());
+    let text = std::fs::read_to_string(&path).unwrap().replace(
+        "confirm_tools: [] }",
+        "confirm_tools: [check_order_status] }",
+    );
+    std::fs::write(&path, text).unwrap();
+    let app = TestApp::start_from(folder, &path, &[]).await;
+    let record = record_when(&app, "suspended").await;
+    let confirmation = &record["confirmation"];
+    assert_eq!(
+        confirmation["prompt"], "Run check_order_status?\n• order_id: O-12345",
+        "{record}"
+    );
+    let (status, body) = app
+        .post_json(
+            "/inbound/confirm",
+            json!({"confirmation_id": confirmation["id"], "user_id": "alice", "approve": true}),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["reply"], format!("{PRE}\n\n{POST}"));
+    assert_eq!(llm.request_count(), 0);
+    app.stop().await;
+}
