@@ -45,6 +45,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 use support::hearth_app::{API_KEY, HearthProcess, test_env, wait_for_readyz, write_config};
+use support::intents_profile::orders_profile;
 use support::llm_server::{ScriptedLlmServer, Step};
 use support::measure::{cpu_seconds, env_number, memory_mb, percentile, verdict};
 
@@ -247,14 +248,7 @@ fn orders_config(folder: &Path, llm: &ScriptedLlmServer) -> PathBuf {
 
     let path = write_config(folder, &llm.base_url());
     let mut text = std::fs::read_to_string(&path).expect("test config");
-    text.push_str(&format!(
-        r#"  - id: orders
-    slash_commands: ["/orders"]
-    processing_config: {{ engine: intents, intents_file: "{}" }}
-    tools_config: {{ enable_local_tools: [check_order_status], confirm_tools: [] }}
-"#,
-        intents_file.display()
-    ));
+    text.push_str(&orders_profile(&intents_file, ""));
     std::fs::write(&path, text).expect("test config written");
     path
 }

@@ -18,6 +18,7 @@ use hearth::intents::{
 use hearth::storage::Stores;
 
 use crate::support::hearth_app::{TestApp, test_env, write_config};
+use crate::support::intents_profile::orders_profile;
 use crate::support::llm_server::{ScriptedLlmServer, Step};
 
 /// The shipped example: `config/intents.example.yaml` over `data/orders.json`.
@@ -43,14 +44,7 @@ pub(crate) fn orders_config(
         "- { id: bob, name: Bob }",
         "- { id: bob, name: Bob, role: child }",
     );
-    text.push_str(&format!(
-        r#"  - id: orders
-    slash_commands: ["/orders"]
-    processing_config: {{ engine: intents, intents_file: "{}" }}
-    tools_config: {{ enable_local_tools: [check_order_status], confirm_tools: [] }}
-"#,
-        intents_file.display()
-    ));
+    text.push_str(&orders_profile(intents_file, ""));
     std::fs::write(&path, text).unwrap();
     path
 }

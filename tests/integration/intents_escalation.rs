@@ -7,6 +7,7 @@ use std::time::Duration;
 use serde_json::json;
 
 use crate::support::hearth_app::TestApp;
+use crate::support::intents_profile::{orders_profile, write_intents};
 use crate::support::llm_server::{ScriptedLlmServer, Step};
 use crate::support::telegram::{StoredMessage, TelegramServer};
 use crate::telegram_channel::{TOKEN, alice, bob, bot_says, write_telegram_config};
@@ -31,17 +32,7 @@ policy:
 /// The `/orders` intents profile with `LIMITS`, its intents file written in `folder`;
 /// `processing` adds keys to its `processing_config`.
 pub fn limits_profile(folder: &std::path::Path, processing: &str) -> String {
-    let orders = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("data/orders.json");
-    let intents = folder.join("intents.yaml");
-    std::fs::write(
-        &intents,
-        LIMITS.replace("ORDERS", &orders.display().to_string()),
-    )
-    .unwrap();
-    format!(
-        "  - id: orders\n    slash_commands: [\"/orders\"]\n    processing_config: {{ {processing}engine: intents, intents_file: \"{}\" }}\n    tools_config: {{ enable_local_tools: [check_order_status], confirm_tools: [] }}\n",
-        intents.display()
-    )
+    orders_profile(&write_intents(folder, LIMITS), processing)
 }
 
 async fn start(llm: &ScriptedLlmServer, telegram: &TelegramServer) -> TestApp {

@@ -9,6 +9,7 @@ use hearth::actors::request_queue::CancelPending;
 
 use crate::intents::{Wire, classified, orders_config, stages, start};
 use crate::support::hearth_app::TestApp;
+use crate::support::intents_profile::write_intents;
 use crate::support::llm_server::ScriptedLlmServer;
 use crate::support::llm_server::Step;
 
@@ -38,14 +39,7 @@ policy:
 "#;
 
 pub(crate) fn write_policy_intents(folder: &Path) -> PathBuf {
-    let orders = Path::new(env!("CARGO_MANIFEST_DIR")).join("data/orders.json");
-    let path = folder.join("intents.yaml");
-    std::fs::write(
-        &path,
-        POLICY_INTENTS.replace("ORDERS", &orders.display().to_string()),
-    )
-    .unwrap();
-    path
+    write_intents(folder, POLICY_INTENTS)
 }
 
 pub(crate) fn refund(order: &str, amount: &str) -> Step {

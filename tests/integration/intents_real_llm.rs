@@ -18,6 +18,7 @@ use hearth::intents::{NOT_SURE_REPLY, SOMETHING_WRONG_REPLY, STAGES};
 
 use crate::intents::{example_intents, stage_names, stages};
 use crate::support::hearth_app::{TestApp, write_config};
+use crate::support::intents_profile::orders_profile;
 use crate::support::real_llm::{REAL_LLM_MODEL, RealLlmServer};
 
 /// A turn takes a second or two on an idle machine; the rest of the suite may share the cores.
@@ -47,14 +48,7 @@ fn real_orders_config(folder: &Path, server: &RealLlmServer) -> std::path::PathB
             "reply_timeout_seconds: 10",
             &format!("reply_timeout_seconds: {}", LLM_TIMEOUT_SECONDS * 2),
         );
-    text.push_str(&format!(
-        r#"  - id: orders
-    slash_commands: ["/orders"]
-    processing_config: {{ engine: intents, intents_file: "{}" }}
-    tools_config: {{ enable_local_tools: [check_order_status], confirm_tools: [] }}
-"#,
-        example_intents().display()
-    ));
+    text.push_str(&orders_profile(&example_intents(), ""));
     std::fs::write(&path, text).unwrap();
     path
 }

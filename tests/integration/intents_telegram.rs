@@ -11,6 +11,7 @@ use serde_json::json;
 use crate::durable_delivery::{telegram_env, undelivered, wait_for};
 use crate::intents::classified;
 use crate::support::hearth_app::{HearthProcess, TestApp};
+use crate::support::intents_profile::{orders_profile, write_intents};
 use crate::support::llm_server::{ScriptedLlmServer, Step};
 use crate::support::telegram::{TelegramServer, TgError};
 use crate::telegram_channel::{TOKEN, alice, bot_says, write_telegram_config};
@@ -49,17 +50,7 @@ fn orders_on_telegram(
     llm: &ScriptedLlmServer,
     telegram: &TelegramServer,
 ) -> PathBuf {
-    let orders = Path::new(env!("CARGO_MANIFEST_DIR")).join("data/orders.json");
-    let intents = folder.join("intents.yaml");
-    std::fs::write(
-        &intents,
-        INTENTS.replace("ORDERS", &orders.display().to_string()),
-    )
-    .unwrap();
-    let profile = format!(
-        "  - id: orders\n    slash_commands: [\"/orders\"]\n    processing_config: {{ engine: intents, intents_file: \"{}\" }}\n    tools_config: {{ enable_local_tools: [check_order_status], confirm_tools: [] }}\n",
-        intents.display()
-    );
+    let profile = orders_profile(&write_intents(folder, INTENTS), "");
     write_telegram_config(folder, llm, telegram, &profile)
 }
 

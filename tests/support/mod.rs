@@ -2,6 +2,7 @@
 
 pub mod buy_server;
 pub mod hearth_app;
+pub mod intents_profile;
 pub mod llm_server;
 pub mod matrix_family;
 pub mod matrix_member;
