@@ -42,9 +42,9 @@ mod support;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use serde_json::{Value, json};
+use serde_json::json;
 
-use support::hearth_app::{API_KEY, HearthProcess, test_env, wait_for_readyz, write_config};
+use support::hearth_app::{BenchedHearth, post_with_key, write_config};
 use support::intents_profile::orders_profile;
 use support::llm_server::{ScriptedLlmServer, Step};
 use support::measure::{cpu_seconds, env_number, memory_mb, percentile, verdict};
@@ -78,21 +78,12 @@ fn main() {
     llm.set_default(classified(Some("O-12345")));
     let folder = tempfile::tempdir().expect("temporary folder");
     let config = orders_config(folder.path(), &llm);
-    let hearth = HearthProcess::spawn(
-        &config,
-        &test_env(&[("HEARTH_LOG", "warn,hearth::app=info")]),
-    );
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("tokio runtime");
+    let BenchedHearth {
+        process: hearth,
+        runtime,
+        client,
+    } = BenchedHearth::start(&config, conversations);
     let base_url = hearth.base_url.clone();
-    let client = reqwest::Client::builder()
-        .pool_max_idle_per_host(conversations)
-        .build()
-        .expect("http client");
-    runtime.block_on(wait_for_readyz(&client, &base_url));
     let turn = Turn {
         client: &client,
         base_url: &base_url,
@@ -265,17 +256,9 @@ impl Turn<'_> {
     /// of the wrong answer measures nothing).
     async fn take(&self, user: &str, session: &str, text: &str, expected: &str) -> Duration {
         let body = json!({"user_id": user, "session_id": session, "text": text});
+        let url = format!("{}/inbound", self.base_url);
         let sent = Instant::now();
-        let response = self
-            .client
-            .post(format!("{}/inbound", self.base_url))
-            .header("X-API-Key", API_KEY)
-            .json(&body)
-            .send()
-            .await
-            .expect("hearth answers");
-        let status = response.status().as_u16();
-        let answer: Value = response.json().await.unwrap_or(Value::Null);
+        let (status, answer) = post_with_key(self.client, &url, &body).await;
         let latency = sent.elapsed();
         assert_eq!(status, 200, "turn answered: {answer}");
         assert_eq!(answer["reply"], expected, "{text:?} answered: {answer}");

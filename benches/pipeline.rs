@@ -23,7 +23,8 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 
 use support::hearth_app::{
-    API_KEY, HearthProcess, test_env, wait_for_readyz, write_config, write_telegram_family_config,
+    API_KEY, BenchedHearth, HearthProcess, test_env, wait_for_readyz, write_config,
+    write_telegram_family_config,
 };
 use support::llm_server::ScriptedLlmServer;
 use support::measure::{cpu_seconds, env_number, memory_mb, percentile, verdict};
@@ -46,23 +47,13 @@ fn main() {
     let folder = tempfile::tempdir().expect("temporary folder");
     let config = write_config(folder.path(), &llm.base_url());
     let spawned = Instant::now();
-    let hearth = HearthProcess::spawn(
-        &config,
-        &test_env(&[("HEARTH_LOG", "warn,hearth::app=info")]),
-    );
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("tokio runtime");
-
-    let base_url = hearth.base_url.clone();
-    let client = reqwest::Client::builder()
-        .pool_max_idle_per_host(conversations)
-        .build()
-        .expect("http client");
-    runtime.block_on(wait_for_readyz(&client, &base_url));
+    let BenchedHearth {
+        process: hearth,
+        runtime,
+        client,
+    } = BenchedHearth::start(&config, conversations);
     let start_up = spawned.elapsed().as_secs_f64() * 1000.0;
+    let base_url = hearth.base_url.clone();
     std::thread::sleep(Duration::from_millis(500));
     let idle_rss = memory_mb(hearth.pid(), "VmRSS");
 

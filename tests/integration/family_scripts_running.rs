@@ -137,17 +137,12 @@ async fn a_run_completed_before_hearth_is_killed_is_never_run_again() {
         ),
         call("run_script", json!({})),
     ]);
-    let client = reqwest::Client::new();
-    let asked: Value = client
-        .post(format!("{}/inbound", first.base_url))
-        .header("X-API-Key", API_KEY)
-        .json(&json!({"user_id": "alice", "text": "back up the winter album"}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let (_, asked) = first
+        .post_json(
+            "/inbound",
+            json!({"user_id": "alice", "text": "back up the winter album"}),
+        )
+        .await;
     assert_eq!(asked["status"], "confirmation_required", "{asked}");
     // The script runs, then the model never answers: hearth is killed in between.
     llm.push(Step::Hang);

@@ -8,6 +8,7 @@ use serde_json::{Value, json};
 use crate::intents::{classified, example_intents, orders_config};
 use crate::intents_policy::{refund, write_policy_intents};
 use crate::support::hearth_app::{API_KEY, HearthProcess, test_env};
+use crate::support::intents_profile::write_intents;
 use crate::support::llm_server::{ScriptedLlmServer, Step};
 use hearth::intents::STAGES;
 
@@ -34,15 +35,10 @@ async fn printed_telemetry(config: &Path, lines: usize) -> String {
 
 /// POST one message to a hearth process; the reply text.
 async fn ask_process(process: &HearthProcess, user: &str, text: &str) -> String {
-    let response = reqwest::Client::new()
-        .post(format!("{}/inbound", process.base_url))
-        .header("X-API-Key", API_KEY)
-        .json(&json!({"user_id": user, "text": text}))
-        .send()
-        .await
-        .expect("POST /inbound answers");
-    assert_eq!(response.status().as_u16(), 200);
-    let body: Value = response.json().await.unwrap();
+    let (status, body) = process
+        .post_json("/inbound", json!({"user_id": user, "text": text}))
+        .await;
+    assert_eq!(status, 200, "{body}");
     body["reply"].as_str().expect("reply text").to_string()
 }
 
@@ -102,33 +98,14 @@ async fn an_escalation_survives_a_kill_and_a_parent_answers_after_the_restart() 
     let folder = tempfile::tempdir().unwrap();
     let config = orders_config(folder.path(), &llm, &file);
     let env = test_env(&[]);
-    let client = reqwest::Client::new();
-    let post = |base: String, path: &'static str, body: Value| {
-        let client = client.clone();
-        async move {
-            let response = client
-                .post(format!("{base}{path}"))
-                .header("X-API-Key", API_KEY)
-                .json(&body)
-                .send()
-                .await
-                .unwrap();
-            let status = response.status().as_u16();
-            (
-                status,
-                response.json::<Value>().await.unwrap_or(Value::Null),
-            )
-        }
-    };
-
     let first = HearthProcess::spawn(&config, &env);
     llm.push(refund("O-12345", "25"));
-    let (status, asked) = post(
-        first.base_url.clone(),
-        "/inbound",
-        json!({"user_id": "bob", "text": "/orders refund 25 on O-12345"}),
-    )
-    .await;
+    let (status, asked) = first
+        .post_json(
+            "/inbound",
+            json!({"user_id": "bob", "text": "/orders refund 25 on O-12345"}),
+        )
+        .await;
     assert_eq!(status, 200, "{asked}");
     assert_eq!(asked["status"], "confirmation_required", "{asked}");
     first.kill();
@@ -136,7 +113,7 @@ async fn an_escalation_survives_a_kill_and_a_parent_answers_after_the_restart() 
     let second = HearthProcess::spawn(&config, &env);
     let answer = json!({"confirmation_id": asked["confirmation"]["id"], "user_id": "alice",
                         "approve": true});
-    let (status, body) = post(second.base_url.clone(), "/inbound/confirm", answer).await;
+    let (status, body) = second.post_json("/inbound/confirm", answer).await;
     assert_eq!(status, 200, "{body}");
     assert_eq!(body["reply"], "Refund of 25 for O-12345 noted (shipped).");
     second.kill();
@@ -156,13 +133,7 @@ intents:
 async fn a_completed_tool_call_is_not_run_again_after_a_kill() {
     let llm = ScriptedLlmServer::start();
     let folder = tempfile::tempdir().unwrap();
-    let orders = Path::new(env!("CARGO_MANIFEST_DIR")).join("data/orders.json");
-    let intents = folder.path().join("intents.yaml");
-    std::fs::write(
-        &intents,
-        WORDED_BY_THE_MODEL.replace("ORDERS", &orders.display().to_string()),
-    )
-    .unwrap();
+    let intents = write_intents(folder.path(), WORDED_BY_THE_MODEL);
     let config = orders_config(folder.path(), &llm, &intents);
     let env = test_env(&[]);
     let message = json!({"user_id": "alice", "text": "/orders where is O-12345?",

@@ -224,17 +224,7 @@ impl TestApp {
 
     /// `POST /inbound` with the test API key; returns status and JSON body.
     pub async fn send(&self, body: serde_json::Value) -> (u16, serde_json::Value) {
-        let response = self
-            .client
-            .post(format!("{}/inbound", self.base_url))
-            .header("X-API-Key", API_KEY)
-            .json(&body)
-            .send()
-            .await
-            .expect("POST /inbound answers");
-        let status = response.status().as_u16();
-        let body = response.json().await.unwrap_or(serde_json::Value::Null);
-        (status, body)
+        self.post_json("/inbound", body).await
     }
 
     /// Send `text` as `user` and return the reply text, asserting a 200.
@@ -248,17 +238,7 @@ impl TestApp {
 
     /// POST `body` to `path` with the test API key; returns status and JSON body.
     pub async fn post_json(&self, path: &str, body: serde_json::Value) -> (u16, serde_json::Value) {
-        let response = self
-            .client
-            .post(format!("{}{path}", self.base_url))
-            .header("X-API-Key", API_KEY)
-            .json(&body)
-            .send()
-            .await
-            .expect("POST answers");
-        let status = response.status().as_u16();
-        let body = response.json().await.unwrap_or(serde_json::Value::Null);
-        (status, body)
+        post_with_key(&self.client, &format!("{}{path}", self.base_url), &body).await
     }
 
     pub async fn get(&self, path: &str) -> (u16, String) {
@@ -285,7 +265,36 @@ pub struct HearthProcess {
     pub base_url: String,
 }
 
+/// POST `body` to `url` with the test API key: the status and the JSON body (null when the
+/// body is not JSON).
+pub async fn post_with_key(
+    client: &reqwest::Client,
+    url: &str,
+    body: &serde_json::Value,
+) -> (u16, serde_json::Value) {
+    let response = client
+        .post(url)
+        .header("X-API-Key", API_KEY)
+        .json(body)
+        .send()
+        .await
+        .unwrap_or_else(|error| panic!("POST {url} answers: {error}"));
+    let status = response.status().as_u16();
+    let body = response.json().await.unwrap_or(serde_json::Value::Null);
+    (status, body)
+}
+
 impl HearthProcess {
+    /// POST `body` to `path` of this process with the test API key: status and JSON body.
+    pub async fn post_json(&self, path: &str, body: serde_json::Value) -> (u16, serde_json::Value) {
+        post_with_key(
+            &reqwest::Client::new(),
+            &format!("{}{path}", self.base_url),
+            &body,
+        )
+        .await
+    }
+
     /// Start `hearth --config <config> run` and wait until its HTTP API listens.
     pub fn spawn(config: &Path, env: &BTreeMap<String, String>) -> HearthProcess {
         HearthProcess::spawn_binary(Path::new(env!("CARGO_BIN_EXE_hearth")), config, env)
@@ -363,6 +372,38 @@ pub async fn wait_for_readyz(client: &reqwest::Client, base_url: &str) {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     panic!("hearth did not become ready at {base_url}");
+}
+
+/// The real binary as a benchmark drives it: spawned on `config` with warnings logged, a
+/// two-thread runtime and an HTTP client keeping `connections` idle connections; ready.
+pub struct BenchedHearth {
+    pub process: HearthProcess,
+    pub runtime: tokio::runtime::Runtime,
+    pub client: reqwest::Client,
+}
+
+impl BenchedHearth {
+    pub fn start(config: &Path, connections: usize) -> BenchedHearth {
+        let process = HearthProcess::spawn(
+            config,
+            &test_env(&[("HEARTH_LOG", "warn,hearth::app=info")]),
+        );
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .expect("tokio runtime");
+        let client = reqwest::Client::builder()
+            .pool_max_idle_per_host(connections)
+            .build()
+            .expect("http client");
+        runtime.block_on(wait_for_readyz(&client, &process.base_url));
+        BenchedHearth {
+            process,
+            runtime,
+            client,
+        }
+    }
 }
 
 impl Drop for HearthProcess {
