@@ -38,13 +38,23 @@ pub(crate) fn orders_config(
     llm: &ScriptedLlmServer,
     intents_file: &Path,
 ) -> PathBuf {
+    orders_config_with(folder, llm, intents_file, "")
+}
+
+/// `orders_config`, `processing` adding keys to the profile's `processing_config`.
+pub(crate) fn orders_config_with(
+    folder: &Path,
+    llm: &ScriptedLlmServer,
+    intents_file: &Path,
+    processing: &str,
+) -> PathBuf {
     let path = write_config(folder, &llm.base_url());
     let mut text = std::fs::read_to_string(&path).unwrap();
     text = text.replace(
         "- { id: bob, name: Bob }",
         "- { id: bob, name: Bob, role: child }",
     );
-    text.push_str(&orders_profile(intents_file, ""));
+    text.push_str(&orders_profile(intents_file, processing));
     std::fs::write(&path, text).unwrap();
     path
 }
@@ -85,6 +95,14 @@ pub(crate) async fn asked_which_order(
         Step::Reply(question.into()),
     ]);
     assert_eq!(app.ask(member, "/orders check my order").await, question);
+}
+
+/// How many of `events` are a tool call that ran and succeeded.
+pub(crate) fn successful_calls(events: &[Value]) -> usize {
+    events
+        .iter()
+        .filter(|e| e["stage"] == "tool_execute" && e["payload"]["success"] == true)
+        .count()
 }
 
 /// The stage events stored for a conversation, flushed first.
@@ -541,11 +559,7 @@ async fn confirm_tools_asks_before_the_intent_s_tool_runs() {
         assert_eq!(body["reply"], reply);
     }
     let events = stages(&app, "http:alice").await;
-    let runs = events
-        .iter()
-        .filter(|e| e["stage"] == "tool_execute" && e["payload"]["success"] == true)
-        .count();
-    assert_eq!(runs, 1, "only the approved call ran");
+    assert_eq!(successful_calls(&events), 1, "only the approved call ran");
     app.stop().await;
 }
 
@@ -553,12 +567,12 @@ async fn confirm_tools_asks_before_the_intent_s_tool_runs() {
 async fn another_profile_delegates_to_the_intents_profile() {
     let llm = ScriptedLlmServer::start();
     let folder = tempfile::tempdir().unwrap();
-    let path = orders_config(folder.path(), &llm, &example_intents());
-    let text = std::fs::read_to_string(&path).unwrap().replace(
-        "processing_config: { engine: intents,",
-        "processing_config: { delegation_security_level: unrestricted, engine: intents,",
+    let path = orders_config_with(
+        folder.path(),
+        &llm,
+        &example_intents(),
+        "delegation_security_level: unrestricted, ",
     );
-    std::fs::write(&path, text).unwrap();
     let tools = (
         "HEARTH__DEFAULT_PROFILE_SETTINGS__TOOLS_CONFIG__ENABLE_LOCAL_TOOLS",
         "profile_get,delegate_to_service",
@@ -624,12 +638,12 @@ fn check_config_reads_the_intents_files() {
 async fn a_question_left_unanswered_lets_later_messages_go_where_they_would() {
     let llm = ScriptedLlmServer::start();
     let folder = tempfile::tempdir().unwrap();
-    let path = orders_config(folder.path(), &llm, &example_intents());
-    let text = std::fs::read_to_string(&path).unwrap().replace(
-        "processing_config: { engine: intents,",
-        "processing_config: { confirmation_timeout_seconds: 1, engine: intents,",
+    let path = orders_config_with(
+        folder.path(),
+        &llm,
+        &example_intents(),
+        "confirmation_timeout_seconds: 1, ",
     );
-    std::fs::write(&path, text).unwrap();
     let app = TestApp::start_from(folder, &path, &[]).await;
     asked_which_order(&app, &llm, "alice", "Which order?").await;
     // Past the profile's confirmation_timeout_seconds the question no longer waits.

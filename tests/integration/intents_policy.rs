@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 
 use hearth::actors::request_queue::CancelPending;
 
-use crate::intents::{Wire, classified, orders_config, stages, start};
+use crate::intents::{Wire, classified, orders_config_with, stages, start, successful_calls};
 use crate::support::hearth_app::TestApp;
 use crate::support::intents_profile::write_intents;
 use crate::support::llm_server::ScriptedLlmServer;
@@ -92,11 +92,7 @@ async fn policy_allows_denies_and_escalates_and_params_are_redacted() {
             &json!("allow")
         ]
     );
-    let tool_runs = bob
-        .iter()
-        .filter(|e| e["stage"] == "tool_execute" && e["payload"]["success"] == true)
-        .count();
-    assert_eq!(tool_runs, 1, "the escalated call did not run");
+    assert_eq!(successful_calls(&bob), 1, "the escalated call did not run");
     // The card number never reaches telemetry; the other values do.
     let all = serde_json::to_string(&(alice, bob)).unwrap();
     assert!(!all.contains("4111111111111111"), "{all}");
@@ -166,11 +162,7 @@ async fn a_child_s_request_over_the_limit_waits_for_a_parent() {
         "A parent declined that request, so nothing was done."
     );
     let events = stages(&app, "http:bob").await;
-    let runs = events
-        .iter()
-        .filter(|e| e["stage"] == "tool_execute" && e["payload"]["success"] == true)
-        .count();
-    assert_eq!(runs, 1, "only the approved call ran");
+    assert_eq!(successful_calls(&events), 1, "only the approved call ran");
     app.stop().await;
 }
 
@@ -180,12 +172,12 @@ async fn an_escalation_nobody_answers_expires_and_the_child_is_told() {
     let intents = tempfile::tempdir().unwrap();
     let file = write_policy_intents(intents.path());
     let folder = tempfile::tempdir().unwrap();
-    let path = orders_config(folder.path(), &llm, &file);
-    let text = std::fs::read_to_string(&path).unwrap().replace(
-        "processing_config: { engine: intents,",
-        "processing_config: { confirmation_timeout_seconds: 1, engine: intents,",
+    let path = orders_config_with(
+        folder.path(),
+        &llm,
+        &file,
+        "confirmation_timeout_seconds: 1, ",
     );
-    std::fs::write(&path, text).unwrap();
     let app = TestApp::start_from(folder, &path, &[]).await;
     let asked = escalated(&app, &llm).await;
     let id = asked["id"].as_str().unwrap();
@@ -230,10 +222,6 @@ async fn a_child_s_cancel_withdraws_a_request_waiting_for_a_parent() {
     assert_eq!(status, 200, "{body}");
     assert_eq!(body["reply"], hearth::intents::CANCELLED_REPLY);
     let events = stages(&app, "http:bob").await;
-    assert!(
-        !events
-            .iter()
-            .any(|e| e["stage"] == "tool_execute" && e["payload"]["success"] == true)
-    );
+    assert_eq!(successful_calls(&events), 0);
     app.stop().await;
 }
