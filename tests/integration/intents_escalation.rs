@@ -10,6 +10,7 @@ use crate::support::hearth_app::TestApp;
 use crate::support::intents_profile::{orders_profile, write_intents};
 use crate::support::llm_server::{ScriptedLlmServer, Step};
 use crate::support::telegram::{StoredMessage, TelegramServer};
+use crate::telegram_buttons::press;
 use crate::telegram_channel::{TOKEN, alice, bob, bot_says, write_telegram_config};
 
 const WAIT: Duration = Duration::from_secs(10);
@@ -93,27 +94,6 @@ async fn nth_prompt(telegram: &TelegramServer, chat: i64, nth: usize) -> StoredM
     }
 }
 
-/// Press button `index` (0 approve, 1 decline) of `prompt` as `who`: the answer's text.
-async fn press(
-    telegram: &TelegramServer,
-    who: &crate::support::telegram::TgUser,
-    prompt: &StoredMessage,
-    index: usize,
-) -> String {
-    let data = &prompt.button_data()[index];
-    let pushed = telegram.push_callback(who, prompt.chat_id, prompt.message_id, data);
-    let id = pushed.callback_query_id.unwrap();
-    let call = telegram
-        .wait_for_call(
-            "answerCallbackQuery",
-            |call| call.str("callback_query_id") == Some(id.as_str()),
-            WAIT,
-        )
-        .await
-        .expect("the press is answered");
-    call.str("text").unwrap_or_default().to_string()
-}
-
 #[actix::test]
 async fn a_parent_approves_or_declines_a_child_s_request_from_their_own_chat() {
     let llm = ScriptedLlmServer::start();
@@ -144,7 +124,7 @@ async fn a_parent_approves_or_declines_a_child_s_request_from_their_own_chat() {
     assert_eq!(prompt.button_data().len(), 2, "{prompt:?}");
     // The child pressing the parent's button is refused; nothing runs.
     assert_eq!(
-        press(&telegram, &bob(), &prompt, 0).await,
+        press(&telegram, &bob(), &prompt, 0).await.0,
         "This is not for you."
     );
     assert!(
@@ -154,7 +134,7 @@ async fn a_parent_approves_or_declines_a_child_s_request_from_their_own_chat() {
             .any(|message| message.text.as_deref() == Some("Refunding 25 on O-12345.")),
         "what the call will do is said only as it starts"
     );
-    assert_eq!(press(&telegram, &alice(), &prompt, 0).await, "Confirmed.");
+    assert_eq!(press(&telegram, &alice(), &prompt, 0).await.0, "Confirmed.");
     bot_says(&telegram, 1002, "Refund of 25 for O-12345 noted (shipped).").await;
     // Approved: the child hears what is done as it starts, then the outcome.
     let texts: Vec<String> = telegram
@@ -174,7 +154,7 @@ async fn a_parent_approves_or_declines_a_child_s_request_from_their_own_chat() {
     telegram.push_private_text(&bob(), "/orders refund 30 on O-12345");
     let prompt = nth_prompt(&telegram, 1001, 1).await;
     assert!(prompt.text.clone().unwrap().contains("• amount: 30"));
-    assert_eq!(press(&telegram, &alice(), &prompt, 1).await, "Cancelled.");
+    assert_eq!(press(&telegram, &alice(), &prompt, 1).await.0, "Cancelled.");
     bot_says(
         &telegram,
         1002,
@@ -211,7 +191,7 @@ async fn with_two_parents_one_answers_and_both_prompts_lose_their_buttons() {
     telegram.push_private_text(&bob(), "/orders refund 25 on O-12345");
     let alices = nth_prompt(&telegram, 1001, 0).await;
     let carols = nth_prompt(&telegram, 1003, 0).await;
-    assert_eq!(press(&telegram, &carol, &carols, 0).await, "Confirmed.");
+    assert_eq!(press(&telegram, &carol, &carols, 0).await.0, "Confirmed.");
     bot_says(&telegram, 1002, "Refund of 25 for O-12345 noted (shipped).").await;
     // Both parents' prompts are closed, not only the one pressed.
     for (chat, prompt) in [(1001, &alices), (1003, &carols)] {
@@ -233,7 +213,7 @@ async fn with_two_parents_one_answers_and_both_prompts_lose_their_buttons() {
         }
     }
     assert_eq!(
-        press(&telegram, &alice(), &alices, 0).await,
+        press(&telegram, &alice(), &alices, 0).await.0,
         "This was already answered."
     );
     app.stop().await;

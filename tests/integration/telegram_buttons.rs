@@ -33,8 +33,8 @@ async fn prompt_in(telegram: &TelegramServer, chat: i64) -> StoredMessage {
 }
 
 /// Press button `index` (0 = ✅, 1 = ❌) of `prompt` as `who`; the text of the answer
-/// to the press.
-async fn press(
+/// to the press, and whether it is shown as an alert.
+pub(crate) async fn press(
     telegram: &TelegramServer,
     who: &TgUser,
     prompt: &StoredMessage,
