@@ -3,7 +3,7 @@
 //! tool result; only the asking member may answer, once; a restart between the
 //! question and the answer loses nothing.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::{Value, json};
 
@@ -170,18 +170,11 @@ async fn an_unanswered_confirmation_expires_and_the_model_is_told() {
     )
     .await;
     let asked = ask_for_address(&app, &llm, "5 Ash Way").await;
-    let inbox_id = asked["id"].as_str().unwrap().to_string();
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        let (_, text) = app.get(&format!("/inbound/{inbox_id}?user_id=alice")).await;
-        let record: Value = serde_json::from_str(&text).unwrap();
-        if record["status"] == "answered" {
-            assert_eq!(record["reply"], "Done.");
-            break;
-        }
-        assert!(Instant::now() < deadline, "never expired: {record}");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    let inbox_id = asked["id"].as_str().unwrap();
+    let record = app
+        .record_when(inbox_id, "alice", "answered", Duration::from_secs(10))
+        .await;
+    assert_eq!(record["reply"], "Done.");
     assert_eq!(last_tool_result(&llm), EXPIRED_RESULT);
     let id = asked["confirmation"]["id"].clone();
     let (status, body) = confirm(
@@ -367,20 +360,15 @@ async fn an_interrupted_approved_call_is_never_run_twice() {
         "I'm not sure it was saved; please check.".into(),
     ));
     let app = TestApp::start_in(folder, &llm.base_url(), &[CONFIRM_PROFILE_UPDATE]).await;
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        let (_, text) = app.get("/inbound/interrupted-1?user_id=alice").await;
-        let record: Value = serde_json::from_str(&text).unwrap();
-        if record["status"] == "answered" {
-            assert_eq!(record["reply"], "I'm not sure it was saved; please check.");
-            break;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "the interrupted turn never finished: {record}"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let record = app
+        .record_when(
+            "interrupted-1",
+            "alice",
+            "answered",
+            Duration::from_secs(10),
+        )
+        .await;
+    assert_eq!(record["reply"], "I'm not sure it was saved; please check.");
     assert_eq!(
         last_tool_result(&llm),
         hearth::actors::processing::UNKNOWN_OUTCOME_RESULT
@@ -422,16 +410,9 @@ async fn a_confirmation_asked_after_the_call_stopped_waiting_is_found_by_reading
         .await;
     assert_eq!(status, 202, "{accepted}");
     let id = accepted["id"].as_str().unwrap().to_string();
-    let deadline = Instant::now() + Duration::from_secs(10);
-    let waiting = loop {
-        let (_, text) = app.get(&format!("/inbound/{id}?user_id=alice")).await;
-        let record: Value = serde_json::from_str(&text).unwrap();
-        if record["status"] == "suspended" {
-            break record;
-        }
-        assert!(Instant::now() < deadline, "never suspended: {record}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    };
+    let waiting = app
+        .record_when(&id, "alice", "suspended", Duration::from_secs(10))
+        .await;
     assert!(
         waiting["confirmation"]["prompt"]
             .as_str()

@@ -4,7 +4,7 @@
 //! in its `confirm_tools` asks the member through the parent's turn: approve, deny,
 //! expiry, a second question, and a restart between the question and the answer.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::{Value, json};
 
@@ -428,18 +428,11 @@ async fn an_unanswered_delegated_confirmation_expires_on_the_targets_timeout() {
         Step::Reply("No answer came; nothing saved.".into()),
         Step::Reply("It timed out.".into()),
     ]);
-    let inbox_id = asked["id"].as_str().unwrap().to_string();
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        let (_, text) = app.get(&format!("/inbound/{inbox_id}?user_id=alice")).await;
-        let record: Value = serde_json::from_str(&text).unwrap();
-        if record["status"] == "answered" {
-            assert_eq!(record["reply"], "It timed out.");
-            break;
-        }
-        assert!(Instant::now() < deadline, "never expired: {record}");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    let inbox_id = asked["id"].as_str().unwrap();
+    let record = app
+        .record_when(inbox_id, "alice", "answered", Duration::from_secs(10))
+        .await;
+    assert_eq!(record["reply"], "It timed out.");
     assert_eq!(llm.tool_result_seen(2), EXPIRED_RESULT);
     assert_eq!(stored_address(&app).await, None);
 }

@@ -277,18 +277,11 @@ async fn a_retry_after_the_llm_failed_replays_the_plugin_result_instead_of_calli
         .send(json!({"user_id": "alice", "text": "buy milk"}))
         .await;
     assert_eq!(status, 202, "{delayed}");
-    let id = delayed["id"].as_str().unwrap().to_string();
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        let (_, text) = app.get(&format!("/inbound/{id}?user_id=alice")).await;
-        let record: Value = serde_json::from_str(&text).unwrap();
-        if record["status"] == "answered" {
-            assert_eq!(record["reply"], "Your milk is on its way.");
-            break;
-        }
-        assert!(Instant::now() < deadline, "never answered: {record}");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    let id = delayed["id"].as_str().unwrap();
+    let record = app
+        .record_when(id, "alice", "answered", Duration::from_secs(20))
+        .await;
+    assert_eq!(record["reply"], "Your milk is on its way.");
     assert_eq!(buy.orders().len(), 1, "the retry placed the order again");
     let replayed = llm.tool_result_seen(llm.requests().len() - 1);
     assert!(replayed.contains("Order placed: milk"), "{replayed}");

@@ -181,15 +181,9 @@ async fn an_escalation_nobody_answers_expires_and_the_child_is_told() {
     let app = TestApp::start_from(folder, &path, &[]).await;
     let asked = escalated(&app, &llm).await;
     let id = asked["id"].as_str().unwrap();
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(15);
-    let child = loop {
-        let (_, body) = app.get(&format!("/inbound/{id}?user_id=bob")).await;
-        let body: Value = serde_json::from_str(&body).unwrap();
-        if body["status"] == "answered" || std::time::Instant::now() > deadline {
-            break body;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-    };
+    let child = app
+        .record_when(id, "bob", "answered", std::time::Duration::from_secs(15))
+        .await;
     assert_eq!(
         child["reply"], "No parent answered in time, so nothing was done. You can ask again later.",
         "{child}"

@@ -7,9 +7,9 @@
 //!   saw it, so it is asked anew, and the approved call runs once.
 
 use std::path::Path;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use serde_json::{Value, json};
+use serde_json::json;
 
 use crate::intents::{example_intents, orders_config};
 use crate::support::hearth_app::TestApp;
@@ -83,20 +83,6 @@ async fn stopped_with(folder: &Path, plan: &PlanExecution) {
         .unwrap();
 }
 
-/// `GET /inbound/stopped-1` once its status is `status`.
-async fn record_when(app: &TestApp, status: &str) -> Value {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        let (_, text) = app.get("/inbound/stopped-1?user_id=alice").await;
-        let record: Value = serde_json::from_str(&text).unwrap();
-        if record["status"] == status {
-            return record;
-        }
-        assert!(Instant::now() < deadline, "never {status}: {record}");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
-
 #[actix::test]
 async fn an_ended_plan_whose_answer_was_not_stored_gives_the_same_answer() {
     let llm = ScriptedLlmServer::start();
@@ -123,7 +109,9 @@ async fn an_ended_plan_whose_answer_was_not_stored_gives_the_same_answer() {
 
     let path = orders_config(folder.path(), &llm, &example_intents());
     let app = TestApp::start_from(folder, &path, &[]).await;
-    let record = record_when(&app, "answered").await;
+    let record = app
+        .record_when("stopped-1", "alice", "answered", Duration::from_secs(10))
+        .await;
     assert_eq!(record["reply"], answer.as_str());
     assert_eq!(
         llm.request_count(),
@@ -160,7 +148,9 @@ async fn a_confirmation_that_was_never_stored_is_asked_anew() {
     );
     std::fs::write(&path, text).unwrap();
     let app = TestApp::start_from(folder, &path, &[]).await;
-    let record = record_when(&app, "suspended").await;
+    let record = app
+        .record_when("stopped-1", "alice", "suspended", Duration::from_secs(10))
+        .await;
     let confirmation = &record["confirmation"];
     assert_eq!(
         confirmation["prompt"], "Run check_order_status?\n• order_id: O-12345",

@@ -318,15 +318,9 @@ async fn llm_down_gets_an_apology_and_the_message_is_answered_later_once() {
     let id = body["id"].as_str().unwrap().to_string();
 
     llm.set_default(Step::Echo);
-    let deadline = Instant::now() + Duration::from_secs(10);
-    let record = loop {
-        let (_, text) = app.get(&format!("/inbound/{id}?user_id=alice")).await;
-        let record: Value = serde_json::from_str(&text).unwrap();
-        if record["status"] == "answered" || Instant::now() > deadline {
-            break record;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    };
+    let record = app
+        .record_when(&id, "alice", "answered", Duration::from_secs(10))
+        .await;
     assert_eq!(record["reply"], "echo: are you there?");
     let answered = llm.request_count();
     tokio::time::sleep(Duration::from_millis(1500)).await;

@@ -241,6 +241,31 @@ impl TestApp {
         post_with_key(&self.client, &format!("{}{path}", self.base_url), &body).await
     }
 
+    /// `GET /inbound/{id}` as `member` until the message's status is `status` (within
+    /// `limit`); its record.
+    pub async fn record_when(
+        &self,
+        id: &str,
+        member: &str,
+        status: &str,
+        limit: Duration,
+    ) -> serde_json::Value {
+        let deadline = std::time::Instant::now() + limit;
+        loop {
+            let (_, text) = self.get(&format!("/inbound/{id}?user_id={member}")).await;
+            let record: serde_json::Value =
+                serde_json::from_str(&text).unwrap_or(serde_json::Value::Null);
+            if record["status"] == status {
+                return record;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "message {id} was never {status}: {record}"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
     pub async fn get(&self, path: &str) -> (u16, String) {
         let response = self
             .client
