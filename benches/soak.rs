@@ -88,6 +88,7 @@ fn main() {
         }
         std::thread::sleep(Duration::from_millis(fastrand::u64(100..1500)));
         hearth.kill();
+        runtime.block_on(telegram.settle());
         // A reply Telegram took and hearth had not yet noted may go out once more.
         let delivered: BTreeSet<String> = (0..chats)
             .flat_map(|chat| telegram.bot_messages_in(FIRST_USER + chat))

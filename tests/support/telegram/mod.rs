@@ -154,6 +154,22 @@ impl TelegramServer {
             .collect()
     }
 
+    /// Wait until no call has come for half a second (at most 10 s): what a killed bot had
+    /// sent just before it died may still be read and handled here after it is gone, and a
+    /// test that asks what Telegram took must ask after that.
+    pub async fn settle(&self) {
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        let mut seen = self.shared.state().calls.len();
+        while std::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(500)).await;
+            let now = self.shared.state().calls.len();
+            if now == seen {
+                return;
+            }
+            seen = now;
+        }
+    }
+
     /// The first call of `method`, made already or within `timeout`, that satisfies
     /// `predicate`. The predicate is asked again when the call's response arrives.
     pub async fn wait_for_call(
