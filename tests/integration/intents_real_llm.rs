@@ -6,8 +6,8 @@
 //!
 //! The model is far too small to classify reliably, so nothing here depends on which intent it
 //! picks: the test asserts what must hold whatever it says (the JSON was accepted, unless the
-//! model never ended a value and was cut at its token limit, which the engine answers with the
-//! seed's error path; the ten stages are stored in order; the reply is one of the engine's
+//! model never ended a value and was cut at its token limit, or wrote a number no float holds,
+//! which the engine answers with the seed's error path; the ten stages are stored in order; the reply is one of the engine's
 //! legitimate outcomes and agrees with the stages). Skipped unless the server is installed or `HEARTH_REQUIRE_REAL_SERVERS=1`.
 
 use std::path::Path;
@@ -101,19 +101,20 @@ async fn real_llm_drives_the_intents_engine_to_a_legitimate_outcome() {
 /// What must hold of one interaction's `reply` and stage `events`, whatever the model said.
 fn assert_legitimate(reply: &str, events: &[Value], context: &dyn Fn() -> String) {
     // The grammar-constrained answer was accepted: no error at any stage, and not the
-    // engine's answer to an unusable classification or a refused request. The one
-    // exception is the model's own: a value it never ends (a string of digits) cut twice
-    // at the token limit, which the engine answers with the seed's error path.
+    // engine's answer to an unusable classification or a refused request. The exceptions
+    // are the model's own, JSON the grammar lets through and no parser can use, twice, which
+    // the engine answers with the seed's error path: a value it never ends (a string of
+    // digits) cut at the token limit, or a number past any float (`-0.12E3680864004147867`).
     if reply == SOMETHING_WRONG_REPLY {
         let classified = stage(events, "intent_classified");
         let detail = classified["payload"]["detail"].as_str().unwrap_or_default();
         assert!(
             classified["payload"]["error"] == "invalid_output"
-                && detail.contains("EOF while parsing"),
+                && (detail.contains("EOF while parsing") || detail.contains("number out of range")),
             "{}",
             context()
         );
-        eprintln!("the model's answer was cut at its token limit twice: {detail}");
+        eprintln!("the model's answer could not be read, twice: {detail}");
         return;
     }
     for event in events {
