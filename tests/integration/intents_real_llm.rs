@@ -7,8 +7,9 @@
 //! The model is far too small to classify reliably, so nothing here depends on which intent it
 //! picks: the test asserts what must hold whatever it says (the JSON was accepted, unless the
 //! model never ended a value and was cut at its token limit, or wrote a number no float holds,
-//! which the engine answers with the seed's error path; the ten stages are stored in order; the reply is one of the engine's
-//! legitimate outcomes and agrees with the stages). Skipped unless the server is installed or `HEARTH_REQUIRE_REAL_SERVERS=1`.
+//! which the engine answers with the seed's error path; the ten stages are stored in order;
+//! the reply is one of the engine's legitimate outcomes and agrees with the stages). Skipped
+//! unless the server is installed or `HEARTH_REQUIRE_REAL_SERVERS=1`.
 
 use std::path::Path;
 
