@@ -186,34 +186,21 @@ async fn an_unanswered_confirmation_expires_and_the_model_is_told() {
     assert_eq!(body["error"], "this confirmation has expired");
 }
 
-async fn post(client: &reqwest::Client, url: String, body: &Value) -> (u16, Value) {
-    let response = client
-        .post(url)
-        .header("X-API-Key", API_KEY)
-        .json(body)
-        .send()
-        .await
-        .unwrap();
-    let status = response.status().as_u16();
-    (status, response.json().await.unwrap_or(Value::Null))
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_restart_between_question_and_answer_loses_nothing() {
     let llm = ScriptedLlmServer::start();
     let folder = tempfile::tempdir().unwrap();
     let config = write_config(folder.path(), &llm.base_url());
     let env = test_env(&[CONFIRM_PROFILE_UPDATE]);
-    let client = reqwest::Client::new();
     script_profile_update(&llm, "6 Birch Row");
 
     let first = HearthProcess::spawn(&config, &env);
-    let (status, asked) = post(
-        &client,
-        format!("{}/inbound", first.base_url),
-        &json!({"user_id": "alice", "text": "new address"}),
-    )
-    .await;
+    let (status, asked) = first
+        .post_json(
+            "/inbound",
+            json!({"user_id": "alice", "text": "new address"}),
+        )
+        .await;
     assert_eq!(
         (status, asked["status"].clone()),
         (200, json!("confirmation_required"))
@@ -222,12 +209,12 @@ async fn a_restart_between_question_and_answer_loses_nothing() {
 
     let second = HearthProcess::spawn(&config, &env);
     let id = asked["confirmation"]["id"].clone();
-    let (status, body) = post(
-        &client,
-        format!("{}/inbound/confirm", second.base_url),
-        &json!({"confirmation_id": id, "user_id": "alice", "approve": true}),
-    )
-    .await;
+    let (status, body) = second
+        .post_json(
+            "/inbound/confirm",
+            json!({"confirmation_id": id, "user_id": "alice", "approve": true}),
+        )
+        .await;
     assert_eq!(status, 200, "{body}");
     assert_eq!(body["reply"], "Done.");
     assert_eq!(last_tool_result(&llm), "saved address = 6 Birch Row");

@@ -437,18 +437,6 @@ async fn an_unanswered_delegated_confirmation_expires_on_the_targets_timeout() {
     assert_eq!(stored_address(&app).await, None);
 }
 
-async fn post(client: &reqwest::Client, url: String, body: &Value) -> (u16, Value) {
-    let response = client
-        .post(url)
-        .header("X-API-Key", API_KEY)
-        .json(body)
-        .send()
-        .await
-        .unwrap();
-    let status = response.status().as_u16();
-    (status, response.json().await.unwrap_or(Value::Null))
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_restart_between_a_delegated_question_and_its_answer_loses_nothing() {
     let llm = ScriptedLlmServer::start();
@@ -459,7 +447,6 @@ async fn a_restart_between_a_delegated_question_and_its_answer_loses_nothing() {
     text.push_str(SECURE_OPS);
     std::fs::write(&config, text).unwrap();
     let env = test_env(&[DELEGATION_TOOLS]);
-    let client = reqwest::Client::new();
     llm.push_many([
         delegate("secure_ops", "save my address: 6 Birch Row", None),
         update_address("6 Birch Row"),
@@ -468,12 +455,12 @@ async fn a_restart_between_a_delegated_question_and_its_answer_loses_nothing() {
     ]);
 
     let first = HearthProcess::spawn(&config, &env);
-    let (status, asked) = post(
-        &client,
-        format!("{}/inbound", first.base_url),
-        &json!({"user_id": "alice", "text": "new address"}),
-    )
-    .await;
+    let (status, asked) = first
+        .post_json(
+            "/inbound",
+            json!({"user_id": "alice", "text": "new address"}),
+        )
+        .await;
     assert_eq!(
         (status, asked["status"].clone()),
         (200, json!("confirmation_required")),
@@ -482,11 +469,7 @@ async fn a_restart_between_a_delegated_question_and_its_answer_loses_nothing() {
     first.kill();
 
     let second = HearthProcess::spawn(&config, &env);
-    let (status, answered) = post(
-        &client,
-        format!("{}/inbound/confirm", second.base_url),
-        &json!({"confirmation_id": asked["confirmation"]["id"], "user_id": "alice", "approve": true}),
-    )
+    let (status, answered) = second.post_json("/inbound/confirm", json!({"confirmation_id": asked["confirmation"]["id"], "user_id": "alice", "approve": true}))
     .await;
     assert_eq!(status, 200, "{answered}");
     assert_eq!(answered["reply"], "Your address is saved.");
@@ -500,12 +483,12 @@ async fn a_restart_between_a_delegated_question_and_its_answer_loses_nothing() {
     assert_eq!(llm.tool_result_seen(3), "Saved.");
 
     // The address is stored: the next prompt about alice carries it.
-    post(
-        &client,
-        format!("{}/inbound", second.base_url),
-        &json!({"user_id": "alice", "text": "where do I live?"}),
-    )
-    .await;
+    second
+        .post_json(
+            "/inbound",
+            json!({"user_id": "alice", "text": "where do I live?"}),
+        )
+        .await;
     assert!(
         system_prompt(&llm, 4).contains("- address: 6 Birch Row"),
         "{}",
