@@ -21,6 +21,8 @@
 //!   `PendingActions`, `ChannelState`, `TelemetrySink`); [`storage`]: their SQLite and
 //!   in-memory adapters.
 //! - [`format`]: the model's markdown as Telegram HTML, Matrix HTML or plain text.
+//! - [`local_time`]: members' local dates, times, ISO 8601 delays and recurrences to instants
+//!   (DST-aware, in their IANA zone), and the words that say them back.
 //! - [`plugins`]: plugin manifests, the parameter resolver, calling plugins, `route_to_plugin`.
 //! - [`scripts`]: the family's scripts (`scripts_dir`), their workflow state and toolset.
 //! - [`family`], [`metrics`], [`readiness`]: the allow-list, Prometheus counters, `/readyz`.
@@ -36,6 +38,7 @@ pub mod format;
 pub mod http;
 pub mod intents;
 pub mod llm;
+pub mod local_time;
 pub mod metrics;
 pub mod plugins;
 pub mod ports;
