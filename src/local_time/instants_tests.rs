@@ -125,6 +125,26 @@ fn local_times_resolve_with_a_gap_moving_forward_and_a_repeat_taking_the_first()
             "2025-04-05T15:30:00Z",
             Exact,
         ),
+        // America/Santiago springs forward at midnight (7 Sep 2025 00:00 -04 -> 01:00 -03):
+        // the day has no midnight.
+        (
+            "America/Santiago",
+            "2025-09-07 00:00",
+            "2025-09-07T04:00:00Z",
+            skipped(60),
+        ),
+        (
+            "America/Santiago",
+            "2025-09-07 00:30",
+            "2025-09-07T04:30:00Z",
+            skipped(60),
+        ),
+        (
+            "America/Santiago",
+            "2025-09-07 01:00",
+            "2025-09-07T04:00:00Z",
+            Exact,
+        ),
         // Samoa skipped all of 30 Dec 2011: a time that day moves forward by the whole day.
         (
             "Pacific/Apia",

@@ -205,6 +205,16 @@ fn daily_stays_at_its_local_time_across_dst_and_never_skips_or_repeats_a_day() {
             "{start} in {zone_name}"
         );
     }
+    // Santiago skips from midnight to 01:00 on 7 Sep 2025: 00:30 that day is 01:30 (-03).
+    let santiago = recurring("America/Santiago", "2025-09-06 00:30", "daily");
+    assert_eq!(
+        occurrences(&santiago, 3),
+        [
+            "2025-09-06T04:30:00Z",
+            "2025-09-07T04:30:00Z",
+            "2025-09-08T03:30:00Z"
+        ]
+    );
     // Lord Howe repeats 01:30-02:00 on 6 Apr: 01:45 fires once, at the first (+11).
     let lord_howe = recurring("Australia/Lord_Howe", "2025-04-05 01:45", "daily");
     assert_eq!(

@@ -166,6 +166,16 @@ fn a_rule_runs_on_the_wall_clock_across_a_gap_and_a_repeated_hour() {
             "2025-10-26T02:00:00Z"
         ]
     );
+    // Santiago's clocks skip midnight: the day still has its 00:30, at 01:30.
+    let santiago = recurring("America/Santiago", "2025-09-06 00:30", "FREQ=DAILY;COUNT=3");
+    assert_eq!(
+        occurrences(&santiago, 5),
+        [
+            "2025-09-06T04:30:00Z",
+            "2025-09-07T04:30:00Z",
+            "2025-09-08T03:30:00Z"
+        ]
+    );
     // Lord Howe's 30-minute gap.
     let lord_howe = recurring(
         "Australia/Lord_Howe",
