@@ -23,6 +23,7 @@ use hearth::storage::{self, Stores};
 use crate::storage_ports_approvals::{
     pending_suspend_stores_every_prompt_with_it,
     pending_waiting_for_finds_the_message_s_unanswered_confirmation,
+    plans_are_written_only_over_the_version_they_were_read_at,
 };
 use serde_json::json;
 use sqlx::Row;
@@ -125,6 +126,7 @@ macro_rules! adapter_suite {
                 plans_are_stored_found_open_and_cancelled,
                 pending_suspend_stores_every_prompt_with_it,
                 pending_waiting_for_finds_the_message_s_unanswered_confirmation,
+                plans_are_written_only_over_the_version_they_were_read_at,
             );
         }
     };
@@ -2917,7 +2919,7 @@ async fn script_workflow_older_than_the_ttl_is_not_handed_out(stores: &Stores) {
 // PlanExecutions
 // ---------------------------------------------------------------------------
 
-fn plan(
+pub(crate) fn plan(
     id: &str,
     member: &str,
     status: hearth::ports::StepStatus,
@@ -2948,6 +2950,7 @@ fn plan(
         updated_at_ms: created_at_ms,
         waiting_until_ms: None,
         answer: None,
+        version: 0,
     }
 }
 
@@ -2955,12 +2958,13 @@ async fn plans_are_stored_found_open_and_cancelled(stores: &Stores) {
     use hearth::ports::{Prunable, StepStatus};
     let plans = &stores.plans;
     assert_eq!(plans.open_plan("http:alice", "alice").await.unwrap(), None);
-    let older = plan("p1", "alice", StepStatus::WaitingUser, 1_000);
-    let newer = plan("p2", "alice", StepStatus::WaitingUser, 2_000);
-    let done = plan("p3", "alice", StepStatus::Completed, 3_000);
-    let bobs = plan("p4", "bob", StepStatus::WaitingUser, 4_000);
-    for each in [&older, &newer, &done, &bobs] {
+    let mut older = plan("p1", "alice", StepStatus::WaitingUser, 1_000);
+    let mut newer = plan("p2", "alice", StepStatus::WaitingUser, 2_000);
+    let mut done = plan("p3", "alice", StepStatus::Completed, 3_000);
+    let mut bobs = plan("p4", "bob", StepStatus::WaitingUser, 4_000);
+    for each in [&mut older, &mut newer, &mut done, &mut bobs] {
         plans.save_plan(each).await.unwrap();
+        assert_eq!(each.version, 1, "stored as its first version");
     }
     assert_eq!(plans.plan("p3").await.unwrap().as_ref(), Some(&done));
     assert_eq!(plans.plan("nope").await.unwrap(), None);
@@ -2978,7 +2982,7 @@ async fn plans_are_stored_found_open_and_cancelled(stores: &Stores) {
     let mut answered = newer.clone();
     answered.steps[0].status = StepStatus::Completed;
     answered.current_index = 1;
-    plans.save_plan(&answered).await.unwrap();
+    plans.save_plan(&mut answered).await.unwrap();
     assert_eq!(
         plans.open_plan("http:alice", "alice").await.unwrap(),
         Some(older.clone())

@@ -1,11 +1,13 @@
 //! Checks of the storage ports' suite (`storage_ports.rs` runs each against every adapter)
-//! for approvals: a suspension is stored with every message asking it, or with none; a
-//! message's waiting confirmation is found by the message.
+//! for approvals and intents plans: a suspension is stored with every message asking it,
+//! or with none; a message's waiting confirmation is found by the message; a plan is
+//! written only over the version it was read at. On SQLite alone: cancelling a member's
+//! open plans changes all of them or none.
 
-use hearth::ports::{AnswerPlace, Decision};
-use hearth::storage::Stores;
+use hearth::ports::{AnswerPlace, Decision, PlanExecution, StepStatus, StorageError};
+use hearth::storage::{self, Stores};
 
-use crate::storage_ports::{T0, confirmation, expect_new, inbound, outgoing, record_of};
+use crate::storage_ports::{T0, confirmation, expect_new, inbound, outgoing, plan, record_of};
 
 /// Every undelivered row of `channel` as (id, conversation, text).
 async fn queued(stores: &Stores, channel: &str) -> Vec<(i64, String, String)> {
@@ -127,4 +129,107 @@ pub(crate) async fn pending_waiting_for_finds_the_message_s_unanswered_confirmat
     let again = confirmation("c-w-1b", "w-1", T0 + 10);
     pending.suspend(&again, &[]).await.unwrap();
     assert_eq!(pending.waiting_for("w-1").await.unwrap(), Some(again));
+}
+
+fn is_stale(result: Result<(), StorageError>) -> bool {
+    matches!(result, Err(StorageError::Stale(_)))
+}
+
+/// A plan is written only over the version it was read at: a write based on a version
+/// another write (a `/cancel`) has replaced fails and leaves the stored plan as it is.
+pub(crate) async fn plans_are_written_only_over_the_version_they_were_read_at(stores: &Stores) {
+    let plans = &stores.plans;
+    let mut stored = plan("v1", "alice", StepStatus::WaitingUser, 1_000);
+    plans.save_plan(&mut stored).await.unwrap();
+    assert_eq!(stored.version, 1);
+    // A new plan under an id in use is refused too.
+    let mut twin = plan("v1", "alice", StepStatus::Completed, 1_500);
+    assert!(is_stale(plans.save_plan(&mut twin).await));
+    assert_eq!(
+        twin.version, 0,
+        "a refused write leaves the version as it was"
+    );
+
+    // A turn reads the plan; meanwhile it is cancelled.
+    let mut read_by_the_turn = plans.plan("v1").await.unwrap().unwrap();
+    assert_eq!(read_by_the_turn, stored);
+    assert_eq!(
+        plans
+            .cancel_open_plans("http:alice", "alice", 2_000)
+            .await
+            .unwrap(),
+        1
+    );
+    let cancelled = plans.plan("v1").await.unwrap().unwrap();
+    assert_eq!(cancelled.status(), StepStatus::Canceled);
+    assert_eq!(cancelled.version, 2, "a cancel is a new version");
+
+    // The turn's write, based on the version before the cancel, fails: the cancel stays.
+    read_by_the_turn.steps[0].status = StepStatus::Completed;
+    read_by_the_turn.current_index = 1;
+    read_by_the_turn.steps[1].status = StepStatus::InProgress;
+    assert!(is_stale(plans.save_plan(&mut read_by_the_turn).await));
+    assert_eq!(read_by_the_turn.version, 1);
+    assert_eq!(plans.plan("v1").await.unwrap().unwrap(), cancelled);
+
+    // Written at the current version, a plan moves on, one version per write.
+    let mut current = cancelled.clone();
+    current.answer = Some("That request was cancelled.".into());
+    plans.save_plan(&mut current).await.unwrap();
+    assert_eq!(current.version, 3);
+    plans.save_plan(&mut current).await.unwrap();
+    assert_eq!(current.version, 4);
+    assert_eq!(plans.plan("v1").await.unwrap().unwrap(), current);
+    let mut behind = PlanExecution {
+        version: 3,
+        ..current.clone()
+    };
+    assert!(is_stale(plans.save_plan(&mut behind).await));
+}
+
+/// Cancelling a member's open plans changes all of them or none: when one of them cannot
+/// be read, the others are not cancelled either (nothing is half done while `/cancel`
+/// reports a failure).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_cancel_open_plans_cancels_all_or_none() {
+    let folder = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}", folder.path().join("t.db").display());
+    let stores = storage::open(&url, 2).await.unwrap();
+    let plans = &stores.plans;
+    for id in ["plan-a", "plan-b", "plan-c"] {
+        let mut open = plan(id, "alice", StepStatus::WaitingUser, 1_000);
+        plans.save_plan(&mut open).await.unwrap();
+    }
+    // The middle one becomes unreadable (its JSON damaged behind hearth's back).
+    let pool = sqlx::SqlitePool::connect(&url).await.unwrap();
+    sqlx::query("UPDATE plan_executions SET plan = '{not json' WHERE plan_id = 'plan-b'")
+        .execute(&pool)
+        .await
+        .unwrap();
+    let refused = plans.cancel_open_plans("http:alice", "alice", 5_000).await;
+    assert!(
+        matches!(refused, Err(StorageError::Corrupt(_))),
+        "{refused:?}"
+    );
+    // A write in the same commit as the failed cancel still lands.
+    let mut other = plan("plan-d", "bob", StepStatus::WaitingUser, 1_000);
+    plans.save_plan(&mut other).await.unwrap();
+    for id in ["plan-a", "plan-c"] {
+        let stored = plans.plan(id).await.unwrap().unwrap();
+        assert_eq!(
+            stored.status(),
+            StepStatus::WaitingUser,
+            "{id} was cancelled by a cancel that failed"
+        );
+        assert_eq!(stored.version, 1);
+    }
+    let open: i64 = sqlx::query_scalar(
+        "SELECT COUNT(*) FROM plan_executions WHERE status = 'waiting_user' \
+         AND member_id = 'alice'",
+    )
+    .fetch_one(&pool)
+    .await
+    .unwrap();
+    assert_eq!(open, 3);
+    assert!(plans.plan("plan-d").await.unwrap().is_some());
 }

@@ -9,12 +9,11 @@ use actix::{AsyncContext, Context, Handler, ResponseActFuture};
 use tokio::sync::oneshot;
 
 use super::{
-    AnswerConfirmation, AnswerError, Answered, CancelPending, Cancelled, OwnChatsFound, QueuedTurn,
-    RequestQueue, Resume,
+    AnswerConfirmation, AnswerError, Answered, OwnChatsFound, QueuedTurn, RequestQueue, Resume,
 };
 use crate::actors::channels::core::texts::EXPIRED_OUTCOME;
 use crate::actors::channels::{DeliverReply, ReplyKind};
-use crate::ports::{AnswerPlace, Decision, Inbound, PendingConfirmation, StorageError, now_ms};
+use crate::ports::{Decision, Inbound, PendingConfirmation, StorageError, now_ms};
 
 /// How often answered confirmations are checked for a turn that did not resume.
 const STUCK_CHECK_EVERY: Duration = Duration::from_secs(15);
@@ -22,7 +21,7 @@ const STUCK_CHECK_EVERY: Duration = Duration::from_secs(15);
 impl RequestQueue {
     /// Put the turn suspended on `confirmation` back in its lane, unless it is there (or
     /// running) already.
-    fn queue_resumption(
+    pub(super) fn queue_resumption(
         &mut self,
         confirmation: PendingConfirmation,
         inbound: Inbound,
@@ -224,78 +223,6 @@ impl Handler<AnswerConfirmation> for RequestQueue {
             act.queue_resumption(confirmation, inbound, None, reply_to);
             act.pump(ctx);
             Ok(answered)
-        }))
-    }
-}
-
-impl Handler<CancelPending> for RequestQueue {
-    type Result = ResponseActFuture<Self, Result<Cancelled, StorageError>>;
-
-    fn handle(&mut self, message: CancelPending, _ctx: &mut Self::Context) -> Self::Result {
-        let question = self.cancel_question(&message.conversation_key, &message.member_id);
-        let (pending, inbox) = (self.pending.clone(), self.inbox.clone());
-        let (plugin_calls, plans) = (self.plugin_calls.clone(), self.plans.clone());
-        let script_workflows = self.script_workflows.clone();
-        let work = async move {
-            let plugin_call = plugin_calls
-                .clear(&message.conversation_key, &message.member_id)
-                .await?;
-            let script_workflow = script_workflows
-                .clear(&message.conversation_key, &message.member_id)
-                .await?;
-            let plan = plans
-                .cancel_open_plans(&message.conversation_key, &message.member_id, now_ms())
-                .await?
-                > 0;
-            let mut denied = Vec::new();
-            for entry in pending.open().await? {
-                let confirmation = entry.confirmation;
-                let here = format!("{}:{}", confirmation.channel, confirmation.conversation_id);
-                if entry.decision.is_some()
-                    || confirmation.member_id != message.member_id
-                    || here != message.conversation_key
-                {
-                    continue;
-                }
-                // Answered meanwhile (a button, the expiry): not ours to cancel any more.
-                let place = AnswerPlace::new(
-                    &confirmation.channel,
-                    Some(confirmation.conversation_id.clone()),
-                );
-                let Ok(confirmation) = pending
-                    .answer(
-                        &confirmation.id,
-                        &message.member_id,
-                        &place,
-                        false,
-                        now_ms(),
-                    )
-                    .await?
-                else {
-                    continue;
-                };
-                if let Some(record) = inbox.get(&confirmation.inbox_id).await? {
-                    denied.push((confirmation, record.inbound));
-                }
-            }
-            Ok::<_, StorageError>((denied, plugin_call, script_workflow, plan))
-        };
-        Box::pin(work.into_actor(self).map(move |done, act, ctx| {
-            let (denied, plugin_call, script_workflow, plan) = done?;
-            let mut cancelled = Cancelled {
-                confirmation_ids: Vec::new(),
-                question,
-                plugin_call,
-                script_workflow,
-                plan,
-            };
-            for (confirmation, inbound) in denied {
-                tracing::info!(confirmation = %confirmation.id, "confirmation cancelled");
-                cancelled.confirmation_ids.push(confirmation.id.clone());
-                act.queue_resumption(confirmation, inbound, None, None);
-            }
-            act.pump(ctx);
-            Ok(cancelled)
         }))
     }
 }

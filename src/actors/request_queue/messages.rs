@@ -111,8 +111,9 @@ pub enum Told {
 }
 
 /// `/cancel`: deny every confirmation waiting for `member_id` in the conversation
-/// `conversation_key`, and drop the question they are being asked there. Answers what
-/// was cancelled.
+/// `conversation_key`, and drop the question they are being asked there (at once), their
+/// pending plugin call, script workflow and waiting intents plan (in the conversation's
+/// lane: after a turn of theirs running there has ended). Answers what was cancelled.
 #[derive(Debug, Message)]
 #[rtype(result = "Result<Cancelled, StorageError>")]
 pub struct CancelPending {

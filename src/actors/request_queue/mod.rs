@@ -9,6 +9,7 @@
 //! once; the reply and the turn's history are stored in one transaction. A running
 //! turn can put a question to its member (`questions.rs`); their next message answers it.
 
+mod cancelling;
 mod confirmations;
 mod delivery;
 mod lanes;
@@ -143,6 +144,9 @@ pub struct RequestQueue {
     /// Each member's own chats (channel, conversation id), where a confirmation escalated
     /// to them is shown (`suspending.rs`).
     own_chats: HashMap<String, Vec<(String, String)>>,
+    /// `/cancel`s waiting for their turn in a conversation's lane, by conversation key
+    /// (`cancelling.rs`).
+    cancels: HashMap<String, Vec<cancelling::WaitingCancel>>,
 }
 
 impl RequestQueue {
@@ -180,6 +184,7 @@ impl RequestQueue {
             metrics,
             readiness,
             own_chats: HashMap::new(),
+            cancels: HashMap::new(),
         }
     }
 
@@ -403,6 +408,7 @@ impl RequestQueue {
         }
         self.running.remove(&key);
         self.forget_questions(&key);
+        self.run_cancels_when_free(&key, ctx);
         self.pump(ctx);
     }
 
