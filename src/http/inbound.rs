@@ -214,7 +214,9 @@ pub struct ConfirmBody {
 }
 
 /// `POST /inbound/confirm {confirmation_id, user_id, approve}`: answer a confirmation
-/// and get the resumed turn's next reply, like `POST /inbound`.
+/// and get the resumed turn's next reply, like `POST /inbound`. A parent answering a
+/// child's escalated request gets `{confirmation_id, status: "approved" | "declined",
+/// asked_by, notice}` at once instead: the outcome goes to the child's conversation.
 pub async fn post_confirm(
     request: HttpRequest,
     state: web::Data<HttpState>,
@@ -232,7 +234,7 @@ pub async fn post_confirm(
         .queue
         .send(AnswerConfirmation {
             confirmation_id: body.confirmation_id.clone(),
-            member_id: body.user_id,
+            member_id: body.user_id.clone(),
             // Only confirmations asked over HTTP are answered here; others are not found.
             place: AnswerPlace::new("http", None),
             approve: body.approve,
@@ -242,8 +244,8 @@ pub async fn post_confirm(
     let refused = |status: actix_web::http::StatusCode, refusal: AnswerRefused| {
         HttpResponse::build(status).json(json!({"error": refusal.to_string()}))
     };
-    let inbox_id = match answered {
-        Ok(Ok(inbox_id)) => inbox_id,
+    let answered = match answered {
+        Ok(Ok(answered)) => answered,
         Ok(Err(AnswerError::Refused(refusal))) => {
             use actix_web::http::StatusCode;
             return match refusal {
@@ -265,7 +267,27 @@ pub async fn post_confirm(
                 .json(json!({"error": "hearth is shutting down"}));
         }
     };
-    wait_for_reply(&state, inbox_id.clone(), inbox_id, receiver).await
+    if answered.asked_by != body.user_id {
+        // A parent answered a child's escalated request: the outcome goes to the child's
+        // conversation, where the request came from; this call hears only that it counted.
+        let status = if body.approve { "approved" } else { "declined" };
+        return HttpResponse::Ok().json(json!({
+            "confirmation_id": body.confirmation_id,
+            "status": status,
+            "asked_by": answered.asked_by,
+            "notice": format!(
+                "Your answer is taken: {status}. {} hears the outcome where they asked.",
+                answered.asked_by
+            ),
+        }));
+    }
+    wait_for_reply(
+        &state,
+        answered.inbox_id.clone(),
+        answered.inbox_id,
+        receiver,
+    )
+    .await
 }
 
 #[derive(Debug, Deserialize)]
@@ -301,20 +323,16 @@ pub async fn get_inbound(
             // A turn that waits for the member says what it asks (its question may have come
             // after the POST stopped waiting), so it can be answered.
             if record.status == InboxStatus::Suspended {
-                match state.pending.open().await {
-                    Ok(open) => {
-                        if let Some(waiting) = open.iter().find(|entry| {
-                            entry.decision.is_none()
-                                && entry.confirmation.inbox_id == record.inbound.id
-                        }) {
-                            body["confirmation"] = json!({
-                                "id": waiting.confirmation.id,
-                                "prompt": waiting.confirmation.prompt,
-                                "expires_at_ms": waiting.confirmation.expires_at_ms,
-                            });
-                        }
+                match state.pending.waiting_for(&record.inbound.id).await {
+                    Ok(Some(waiting)) => {
+                        body["confirmation"] = json!({
+                            "id": waiting.id,
+                            "prompt": waiting.prompt,
+                            "expires_at_ms": waiting.expires_at_ms,
+                        });
                     }
-                    Err(error) => tracing::warn!(%error, "open confirmations not read"),
+                    Ok(None) => {}
+                    Err(error) => tracing::warn!(%error, "the message's confirmation not read"),
                 }
             }
             HttpResponse::Ok().json(body)

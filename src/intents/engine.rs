@@ -32,7 +32,7 @@ use crate::llm::{ChatMessage, LlmError};
 use crate::metrics::Metrics;
 use crate::ports::{
     ConversationMemory, HistoryEntry, Inbound, PlanExecution, PlanExecutions, PlanStep,
-    StepExecution, StepStatus, TelemetrySink, TurnJournal, canceled_plan, now_ms,
+    StepExecution, StepStatus, StorageError, TelemetrySink, TurnJournal, canceled_plan, now_ms,
 };
 use crate::tools::ToolsProvider;
 
@@ -142,7 +142,8 @@ impl IntentsEngine {
             && let Some(plan) = self.journaled_plan(&inbound.id).await?
         {
             tracing::info!(plan = %plan.plan_id, "going on with a journaled plan");
-            return self.drive(&turn, plan, None).await;
+            let outcome = self.drive(&turn, plan, None).await;
+            return self.cancelled_meanwhile(&turn, outcome);
         }
         turn.rec.info(
             "received",
@@ -236,11 +237,17 @@ impl IntentsEngine {
                     && open.status() == StepStatus::WaitingUser
                 {
                     // The member asked something else: the waiting plan is dropped. (A plan
-                    // waiting for a parent stays: its confirmation decides it.)
-                    self.deps
+                    // waiting for a parent stays: its confirmation decides it.) Changed
+                    // meanwhile, it was cancelled already.
+                    match self
+                        .deps
                         .plans
-                        .save_plan(&canceled_plan(open, now_ms()))
-                        .await?;
+                        .save_plan(&mut canceled_plan(open, now_ms()))
+                        .await
+                    {
+                        Ok(()) | Err(StorageError::Stale(_)) => {}
+                        Err(error) => return Err(error.into()),
+                    }
                 }
                 match classification.intent_id.as_deref() {
                     Some(intent_id) if confident => {
@@ -286,10 +293,32 @@ impl IntentsEngine {
             "tool_call"
         };
         turn.rec.info("plan_type", json!({"type": plan_type}));
-        self.deps.plans.save_plan(&plan).await?;
+        if let Err(error) = self.deps.plans.save_plan(&mut plan).await {
+            return self.cancelled_meanwhile(&turn, Err(error.into()));
+        }
         // From here a retry of this message goes on with this plan, never plans again.
         self.journal_plan(inbound, &plan).await?;
-        self.drive(&turn, plan, None).await
+        let outcome = self.drive(&turn, plan, None).await;
+        self.cancelled_meanwhile(&turn, outcome)
+    }
+
+    /// `outcome`, unless a write of the plan found it changed meanwhile: outside its turn
+    /// only `/cancel` changes a plan, and only an open one (waiting for the member or an
+    /// approval), never one whose call has started. So the plan was cancelled before its
+    /// call could run: it stops there, and the member is told nothing was done.
+    fn cancelled_meanwhile(
+        &self,
+        turn: &Interaction<'_>,
+        outcome: Result<TurnOutcome, TurnError>,
+    ) -> Result<TurnOutcome, TurnError> {
+        match outcome {
+            Err(TurnError::Storage(StorageError::Stale(what))) => {
+                tracing::info!(%what, inbox_id = %turn.inbound.id,
+                    "the plan was cancelled while its turn ran; it stops");
+                Ok(self.answered(turn, CANCELLED_REPLY.to_string(), false))
+            }
+            other => other,
+        }
     }
 
     /// A turn suspended on a confirmation of its tool call, answered.
@@ -298,7 +327,8 @@ impl IntentsEngine {
         let turn = self.interaction(inbound, inbound.text.clone());
         // Resumed before and stopped: the plan's step says whether its call started.
         if let Some(plan) = self.journaled_plan(&inbound.id).await? {
-            return self.drive(&turn, plan, Some(message.decision)).await;
+            let outcome = self.drive(&turn, plan, Some(message.decision)).await;
+            return self.cancelled_meanwhile(&turn, outcome);
         }
         let plan_id = message.confirmation.turn_state["intents_plan"]
             .as_str()
@@ -314,7 +344,8 @@ impl IntentsEngine {
             return Ok(self.answered(&turn, CANCELLED_REPLY.to_string(), false));
         }
         self.journal_plan(inbound, &plan).await?;
-        self.drive(&turn, plan, Some(message.decision)).await
+        let outcome = self.drive(&turn, plan, Some(message.decision)).await;
+        self.cancelled_meanwhile(&turn, outcome)
     }
 
     /// From now on a retry of this message goes on with `plan`. A delegated turn has no
@@ -360,6 +391,7 @@ impl IntentsEngine {
             updated_at_ms: now,
             waiting_until_ms: None,
             answer: None,
+            version: 0,
         }
     }
 

@@ -76,7 +76,7 @@ impl IntentsEngine {
                     step.started_at_ms.get_or_insert(now);
                     plan.updated_at_ms = now;
                     plan.waiting_until_ms = Some(self.profile.processing.answer_deadline_ms(now));
-                    self.deps.plans.save_plan(&plan).await?;
+                    self.deps.plans.save_plan(&mut plan).await?;
                     if !policy_recorded {
                         turn.rec
                             .skipped("policy_check", "asking the member for a parameter");
@@ -209,7 +209,7 @@ impl IntentsEngine {
                                 step.status = StepStatus::Blocked;
                                 step.started_at_ms = Some(now);
                                 plan.updated_at_ms = now;
-                                self.deps.plans.save_plan(&plan).await?;
+                                self.deps.plans.save_plan(&mut plan).await?;
                                 return Ok(self.suspend(
                                     turn,
                                     &plan,
@@ -259,7 +259,7 @@ impl IntentsEngine {
             said.join("\n\n")
         };
         plan.answer = Some(reply.clone());
-        self.deps.plans.save_plan(&plan).await?;
+        self.deps.plans.save_plan(&mut plan).await?;
         Ok(self.answered(turn, reply, false))
     }
 
@@ -298,7 +298,7 @@ impl IntentsEngine {
         step.started_at_ms = Some(now);
         step.escalation = Some(message.to_string());
         plan.updated_at_ms = now;
-        self.deps.plans.save_plan(&plan).await?;
+        self.deps.plans.save_plan(&mut plan).await?;
         let arguments = json!(params);
         let call = self
             .tools
@@ -488,7 +488,7 @@ impl IntentsEngine {
         let reply = said.join("\n\n");
         let mut plan = canceled_plan(plan, now);
         plan.answer = Some(reply.clone());
-        self.deps.plans.save_plan(&plan).await?;
+        self.deps.plans.save_plan(&mut plan).await?;
         Ok(self.answered(turn, reply, false))
     }
 

@@ -61,6 +61,11 @@ pub enum StorageError {
     /// The caller asked for something no adapter may store (a blank name, quantity 0).
     #[error("invalid input: {0}")]
     Invalid(String),
+    /// A write based on a version of a record that is no longer the stored one: the record
+    /// changed meanwhile (an intents plan cancelled by `/cancel`), and the write is refused
+    /// instead of overwriting that change. Names the record.
+    #[error("{0} changed meanwhile; the write based on the earlier version was refused")]
+    Stale(String),
 }
 
 impl StorageError {

@@ -175,13 +175,15 @@ pub struct OpenConfirmation {
 
 #[async_trait]
 pub trait PendingActions: Send + Sync {
-    /// Store the confirmation, mark its inbox message suspended and queue `prompt` (showing
-    /// it on a platform), in one transaction; the outbox id.
+    /// Store the confirmation, mark its inbox message suspended and queue `prompts` (every
+    /// message asking about it on a platform: the asking member's, and each approver's in
+    /// their own chat), in one transaction, so a suspended turn is never without the
+    /// messages asking its question; their outbox ids, in the order of `prompts`.
     async fn suspend(
         &self,
         confirmation: &PendingConfirmation,
-        prompt: Option<&OutgoingMessage>,
-    ) -> Result<Option<i64>, StorageError>;
+        prompts: &[OutgoingMessage],
+    ) -> Result<Vec<i64>, StorageError>;
     /// Record `member_id`'s answer from `place`, if the confirmation is theirs
     /// (`PendingConfirmation::answerable_by`), was asked there (`admits_place`, else
     /// `Unknown`), pending and not expired at `now_ms`.
@@ -199,6 +201,12 @@ pub trait PendingActions: Send + Sync {
     async fn consume(&self, confirmation_id: &str) -> Result<Option<Decision>, StorageError>;
     /// Confirmations pending or answered and not yet consumed, oldest first.
     async fn open(&self) -> Result<Vec<OpenConfirmation>, StorageError>;
+    /// The confirmation the message `inbox_id` waits for: its newest one still pending
+    /// (asked and not answered), if any.
+    async fn waiting_for(
+        &self,
+        inbox_id: &str,
+    ) -> Result<Option<PendingConfirmation>, StorageError>;
     /// Turns that resumed with a decision and did not finish (hearth stopped meanwhile):
     /// the latest consumed confirmation of each message still suspended, oldest first.
     async fn interrupted(&self) -> Result<Vec<PendingConfirmation>, StorageError>;

@@ -5,6 +5,10 @@
 //!
 //! At most one plan per conversation and member is open (`waiting_user` or `blocked`);
 //! starting another cancels it.
+//!
+//! Every stored plan has a version, and a write names the version it was read at: a write
+//! of a plan changed meanwhile (cancelled by `/cancel` while its turn had it loaded) fails
+//! with `StorageError::Stale` instead of overwriting the cancel.
 
 use std::collections::BTreeMap;
 
@@ -124,6 +128,10 @@ pub struct PlanExecution {
     /// the answer was stored with it) says this again, and runs and asks nothing.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub answer: Option<String>,
+    /// The stored version this plan was read at (or last saved as); 0 for a plan never
+    /// stored. `save_plan` writes only over that version, and moves it on.
+    #[serde(default)]
+    pub version: u64,
 }
 
 impl PlanExecution {
@@ -153,8 +161,11 @@ impl PlanExecution {
 
 #[async_trait]
 pub trait PlanExecutions: Send + Sync {
-    /// Insert or replace the plan `plan.plan_id`.
-    async fn save_plan(&self, plan: &PlanExecution) -> Result<(), StorageError>;
+    /// Store `plan`: a new one (`version` 0) is inserted, a stored one replaced only while
+    /// it is still at `plan.version`; then `plan.version` is the stored version. A plan
+    /// stored under another version (changed meanwhile), or a new one whose id is taken,
+    /// is refused with `StorageError::Stale` and left as it is.
+    async fn save_plan(&self, plan: &mut PlanExecution) -> Result<(), StorageError>;
     async fn plan(&self, plan_id: &str) -> Result<Option<PlanExecution>, StorageError>;
     /// The newest open plan of this conversation and member.
     async fn open_plan(
@@ -162,7 +173,8 @@ pub trait PlanExecutions: Send + Sync {
         conversation_key: &str,
         member_id: &str,
     ) -> Result<Option<PlanExecution>, StorageError>;
-    /// Mark every open plan of this conversation and member `canceled`; how many.
+    /// Mark every open plan of this conversation and member `canceled` (each a new
+    /// version), together or not at all; how many.
     async fn cancel_open_plans(
         &self,
         conversation_key: &str,

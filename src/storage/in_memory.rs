@@ -289,8 +289,8 @@ impl PendingActions for InMemoryStore {
     async fn suspend(
         &self,
         confirmation: &PendingConfirmation,
-        prompt: Option<&OutgoingMessage>,
-    ) -> Result<Option<i64>, StorageError> {
+        prompts: &[OutgoingMessage],
+    ) -> Result<Vec<i64>, StorageError> {
         let mut state = self.lock();
         if state
             .confirmations
@@ -310,7 +310,10 @@ impl PendingActions for InMemoryStore {
             decision: None,
             consumed: false,
         });
-        Ok(prompt.map(|message| state.outbox.push(message)))
+        Ok(prompts
+            .iter()
+            .map(|message| state.outbox.push(message))
+            .collect())
     }
 
     async fn answer(
@@ -400,6 +403,23 @@ impl PendingActions for InMemoryStore {
             .collect();
         interrupted.sort_by(|a, b| (a.created_at_ms, &a.id).cmp(&(b.created_at_ms, &b.id)));
         Ok(interrupted)
+    }
+
+    async fn waiting_for(
+        &self,
+        inbox_id: &str,
+    ) -> Result<Option<PendingConfirmation>, StorageError> {
+        // The newest by creation time, then id, as SQLite's.
+        Ok(self
+            .lock()
+            .confirmations
+            .iter()
+            .filter(|stored| stored.decision.is_none() && stored.confirmation.inbox_id == inbox_id)
+            .max_by(|a, b| {
+                (a.confirmation.created_at_ms, &a.confirmation.id)
+                    .cmp(&(b.confirmation.created_at_ms, &b.confirmation.id))
+            })
+            .map(|stored| stored.confirmation.clone()))
     }
 
     async fn open(&self) -> Result<Vec<OpenConfirmation>, StorageError> {

@@ -52,10 +52,19 @@ impl InMemoryStore {
 
 #[async_trait]
 impl PlanExecutions for InMemoryStore {
-    async fn save_plan(&self, plan: &PlanExecution) -> Result<(), StorageError> {
-        self.intents_state()
-            .plans
-            .insert(plan.plan_id.clone(), plan.clone());
+    async fn save_plan(&self, plan: &mut PlanExecution) -> Result<(), StorageError> {
+        let mut state = self.intents_state();
+        let stored_at = state.plans.get(&plan.plan_id).map(|stored| stored.version);
+        // As SQLite's: a new plan only under a free id, a stored one only at its version.
+        let current = match stored_at {
+            None => plan.version == 0,
+            Some(version) => plan.version != 0 && version == plan.version,
+        };
+        if !current {
+            return Err(StorageError::Stale(format!("plan {}", plan.plan_id)));
+        }
+        plan.version += 1;
+        state.plans.insert(plan.plan_id.clone(), plan.clone());
         Ok(())
     }
 
@@ -94,7 +103,9 @@ impl PlanExecutions for InMemoryStore {
                 && plan.member_id == member_id
                 && plan.is_open()
             {
+                let version = plan.version + 1;
                 *plan = canceled_plan(plan.clone(), now_ms);
+                plan.version = version;
                 count += 1;
             }
         }

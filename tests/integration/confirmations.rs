@@ -326,7 +326,7 @@ async fn an_interrupted_approved_call_is_never_run_twice() {
             created_at_ms: 2,
             approvers: Vec::new(),
         };
-        stores.pending.suspend(&confirmation, None).await.unwrap();
+        stores.pending.suspend(&confirmation, &[]).await.unwrap();
         stores
             .pending
             .answer(

@@ -13,7 +13,7 @@ use crate::support::telegram::{StoredMessage, TelegramServer};
 use crate::telegram_buttons::press;
 use crate::telegram_channel::{TOKEN, alice, bob, bot_says, write_telegram_config};
 
-const WAIT: Duration = Duration::from_secs(10);
+pub(crate) const WAIT: Duration = Duration::from_secs(10);
 
 pub const LIMITS: &str = r#"
 data_source: { kind: json, path: "ORDERS" }
@@ -47,14 +47,26 @@ async fn start_with(
     more_family: &str,
 ) -> TestApp {
     let folder = tempfile::tempdir().unwrap();
-    let profile = limits_profile(folder.path(), "");
-    let path = write_telegram_config(folder.path(), llm, telegram, &profile);
+    let path = escalation_config(folder.path(), llm, telegram, more_family);
+    TestApp::start_from(folder, &path, &[("TEST_TELEGRAM_TOKEN", TOKEN)]).await
+}
+
+/// The config in `folder`: Telegram on `telegram`, the `/orders` profile with `LIMITS`,
+/// alice (1001) a parent, bob (1002) a child, and `more_family` (YAML list entries).
+pub(crate) fn escalation_config(
+    folder: &std::path::Path,
+    llm: &ScriptedLlmServer,
+    telegram: &TelegramServer,
+    more_family: &str,
+) -> std::path::PathBuf {
+    let profile = limits_profile(folder, "");
+    let path = write_telegram_config(folder, llm, telegram, &profile);
     let text = std::fs::read_to_string(&path).unwrap().replace(
         "{ id: bob, name: Bob, telegram_user_id: 1002 }",
         &format!("{{ id: bob, name: Bob, telegram_user_id: 1002, role: child }}{more_family}"),
     );
     std::fs::write(&path, text).unwrap();
-    TestApp::start_from(folder, &path, &[("TEST_TELEGRAM_TOKEN", TOKEN)]).await
+    path
 }
 
 pub fn refund(amount: &str) -> Step {
@@ -68,7 +80,7 @@ pub fn refund(amount: &str) -> Step {
 
 /// The `nth` escalation prompt the bot showed in `chat` (counting from 0; answered ones
 /// keep their text).
-async fn nth_prompt(telegram: &TelegramServer, chat: i64, nth: usize) -> StoredMessage {
+pub(crate) async fn nth_prompt(telegram: &TelegramServer, chat: i64, nth: usize) -> StoredMessage {
     let deadline = std::time::Instant::now() + WAIT;
     loop {
         let prompts: Vec<StoredMessage> = telegram
@@ -215,6 +227,48 @@ async fn with_two_parents_one_answers_and_both_prompts_lose_their_buttons() {
     assert_eq!(
         press(&telegram, &alice(), &alices, 0).await.0,
         "This was already answered."
+    );
+    app.stop().await;
+}
+
+#[actix::test]
+async fn a_parent_approving_over_http_leaves_the_outcome_to_the_child_s_chat() {
+    let llm = ScriptedLlmServer::start();
+    let telegram = TelegramServer::start(TOKEN);
+    let app = start(&llm, &telegram).await;
+    telegram.push_private_text(&alice(), "hello");
+    bot_says(&telegram, 1001, "echo: hello").await;
+
+    llm.push(refund("25"));
+    telegram.push_private_text(&bob(), "/orders refund 25 on O-12345");
+    bot_says(&telegram, 1002, "I've asked a parent to approve this").await;
+    nth_prompt(&telegram, 1001, 0).await;
+    let open = app.running.stores.pending.open().await.unwrap();
+    let [escalation] = open.as_slice() else {
+        panic!("one escalation waits: {open:?}");
+    };
+    // The child may not answer it over HTTP either.
+    let answer = |user: &str| json!({"confirmation_id": escalation.confirmation.id, "user_id": user, "approve": true});
+    let (status, body) = app.post_json("/inbound/confirm", answer("bob")).await;
+    assert_eq!(status, 403, "{body}");
+    // The parent answers over HTTP: their call hears that it counted, not the outcome.
+    let (status, body) = app.post_json("/inbound/confirm", answer("alice")).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["status"], "approved", "{body}");
+    assert_eq!(body["asked_by"], "bob", "{body}");
+    assert_eq!(body["confirmation_id"], json!(escalation.confirmation.id));
+    assert!(
+        body.get("reply").is_none(),
+        "the outcome is the child's: {body}"
+    );
+    // The outcome goes where the request came from: the child's Telegram chat.
+    bot_says(&telegram, 1002, "Refund of 25 for O-12345 noted (shipped).").await;
+    assert!(
+        !telegram
+            .bot_messages_in(1001)
+            .iter()
+            .any(|message| message.text.as_deref().is_some_and(|t| t.contains("noted"))),
+        "the parent's chat does not get the child's outcome"
     );
     app.stop().await;
 }

@@ -13,6 +13,9 @@ use crate::support::intents_profile::write_intents;
 use crate::support::llm_server::ScriptedLlmServer;
 use crate::support::llm_server::Step;
 
+/// How long a child's message may take to get its outcome after a parent's answer.
+const WAIT: std::time::Duration = std::time::Duration::from_secs(15);
+
 /// An intents file for policy and redaction: `refund_request` (order id and amount, the
 /// order tool standing in for a refund) with rules on role, amount and order.
 pub(crate) const POLICY_INTENTS: &str = r#"
@@ -139,26 +142,31 @@ async fn a_child_s_request_over_the_limit_waits_for_a_parent() {
     let file = write_policy_intents(intents.path());
     let app = start(&llm, &file, Wire::OpenAi).await;
 
-    // Approved by a parent: the call runs, and the child's message gets the outcome.
+    // Approved by a parent: the call runs, and the child's message gets the outcome; the
+    // parent hears only that the answer counted.
     let asked = escalated(&app, &llm).await;
     let (status, body) = answer(&app, &asked, "bob", true).await;
     assert_eq!(status, 403, "the child cannot approve: {body}");
     let (status, body) = answer(&app, &asked, "alice", true).await;
     assert_eq!(status, 200, "{body}");
-    assert_eq!(body["reply"], "Refund of 25 for O-12345 noted (shipped).");
+    assert_eq!(body["status"], "approved", "{body}");
+    assert_eq!(body["asked_by"], "bob", "{body}");
+    assert!(body.get("reply").is_none(), "the outcome is bob's: {body}");
     let id = asked["id"].as_str().unwrap();
-    let (status, child) = app.get(&format!("/inbound/{id}?user_id=bob")).await;
-    assert_eq!(status, 200, "{child}");
-    let child: Value = serde_json::from_str(&child).unwrap();
-    assert_eq!(child["status"], "answered", "{child}");
+    let child = app.record_when(id, "bob", "answered", WAIT).await;
     assert_eq!(child["reply"], "Refund of 25 for O-12345 noted (shipped).");
+    let (status, _) = app.get(&format!("/inbound/{id}?user_id=alice")).await;
+    assert_eq!(status, 404, "the child's message stays the child's");
 
     // Declined by a parent: nothing runs, and the child is told.
     let asked = escalated(&app, &llm).await;
     let (status, body) = answer(&app, &asked, "alice", false).await;
     assert_eq!(status, 200, "{body}");
+    assert_eq!(body["status"], "declined", "{body}");
+    let id = asked["id"].as_str().unwrap();
+    let child = app.record_when(id, "bob", "answered", WAIT).await;
     assert_eq!(
-        body["reply"],
+        child["reply"],
         "A parent declined that request, so nothing was done."
     );
     let events = stages(&app, "http:bob").await;
@@ -214,7 +222,9 @@ async fn a_child_s_cancel_withdraws_a_request_waiting_for_a_parent() {
     // A parent's approval after that runs nothing.
     let (status, body) = answer(&app, &asked, "alice", true).await;
     assert_eq!(status, 200, "{body}");
-    assert_eq!(body["reply"], hearth::intents::CANCELLED_REPLY);
+    let id = asked["id"].as_str().unwrap();
+    let child = app.record_when(id, "bob", "answered", WAIT).await;
+    assert_eq!(child["reply"], hearth::intents::CANCELLED_REPLY);
     let events = stages(&app, "http:bob").await;
     assert_eq!(successful_calls(&events), 0);
     app.stop().await;

@@ -115,7 +115,13 @@ async fn an_escalation_survives_a_kill_and_a_parent_answers_after_the_restart() 
                         "approve": true});
     let (status, body) = second.post_json("/inbound/confirm", answer).await;
     assert_eq!(status, 200, "{body}");
-    assert_eq!(body["reply"], "Refund of 25 for O-12345 noted (shipped).");
+    assert_eq!(body["status"], "approved", "{body}");
+    // The outcome is the child's, on their message.
+    let id = asked["id"].as_str().unwrap();
+    let child = second
+        .record_when(id, "bob", "answered", std::time::Duration::from_secs(15))
+        .await;
+    assert_eq!(child["reply"], "Refund of 25 for O-12345 noted (shipped).");
     second.kill();
 }
 

@@ -42,6 +42,7 @@ fn order_status_plan(steps: Vec<StepExecution>, current_index: usize) -> PlanExe
         updated_at_ms: 2,
         waiting_until_ms: None,
         answer: None,
+        version: 0,
     }
 }
 
@@ -75,7 +76,7 @@ async fn stopped_with(folder: &Path, plan: &PlanExecution) {
         extras: Default::default(),
     };
     stores.inbox.accept(&inbound).await.unwrap();
-    stores.plans.save_plan(plan).await.unwrap();
+    stores.plans.save_plan(&mut plan.clone()).await.unwrap();
     stores
         .turn_journal
         .save_turn("stopped-1", &json!({"intents_plan": plan.plan_id}))

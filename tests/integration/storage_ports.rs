@@ -19,6 +19,12 @@ use hearth::ports::{
     TurnRecord,
 };
 use hearth::storage::{self, Stores};
+
+use crate::storage_ports_approvals::{
+    pending_suspend_stores_every_prompt_with_it,
+    pending_waiting_for_finds_the_message_s_unanswered_confirmation,
+    plans_are_written_only_over_the_version_they_were_read_at,
+};
 use serde_json::json;
 use sqlx::Row;
 use tempfile::TempDir;
@@ -118,6 +124,9 @@ macro_rules! adapter_suite {
                 script_workflow_put_replaces_and_is_per_conversation_and_member,
                 script_workflow_older_than_the_ttl_is_not_handed_out,
                 plans_are_stored_found_open_and_cancelled,
+                pending_suspend_stores_every_prompt_with_it,
+                pending_waiting_for_finds_the_message_s_unanswered_confirmation,
+                plans_are_written_only_over_the_version_they_were_read_at,
             );
         }
     };
@@ -168,7 +177,7 @@ async fn inbox_concurrent_writes_each_get_their_own_outcome(stores: &Stores) {
     assert_eq!(unanswered.len(), 100);
 }
 
-fn inbound(id: &str, channel: &str, platform_event_id: Option<&str>) -> Inbound {
+pub(crate) fn inbound(id: &str, channel: &str, platform_event_id: Option<&str>) -> Inbound {
     Inbound {
         id: id.to_string(),
         channel: channel.to_string(),
@@ -241,7 +250,7 @@ fn ids(records: &[InboxRecord]) -> Vec<&str> {
         .collect()
 }
 
-async fn record_of(stores: &Stores, id: &str) -> InboxRecord {
+pub(crate) async fn record_of(stores: &Stores, id: &str) -> InboxRecord {
     stores
         .inbox
         .get(id)
@@ -250,7 +259,7 @@ async fn record_of(stores: &Stores, id: &str) -> InboxRecord {
         .unwrap_or_else(|| panic!("inbox message {id:?} not stored"))
 }
 
-async fn expect_new(stores: &Stores, message: &Inbound) {
+pub(crate) async fn expect_new(stores: &Stores, message: &Inbound) {
     let acceptance = stores.inbox.accept(message).await.unwrap();
     assert_eq!(acceptance, Acceptance::New, "accepting {:?}", message.id);
 }
@@ -860,13 +869,13 @@ async fn channel_state_put_get_list_delete(stores: &Stores) {
 // ---------------------------------------------------------------------------
 
 /// A moment in the confirmations' timeline; every check counts from it.
-const T0: i64 = 1_700_000_000_000;
+pub(crate) const T0: i64 = 1_700_000_000_000;
 /// How long a confirmation waits in these checks.
 const WAIT_MS: i64 = 60_000;
 
 /// A confirmation for `alice`'s message `inbox_id`, with arguments and a turn state
 /// awkward enough that only an exact round trip keeps them equal.
-fn confirmation(id: &str, inbox_id: &str, created_at_ms: i64) -> PendingConfirmation {
+pub(crate) fn confirmation(id: &str, inbox_id: &str, created_at_ms: i64) -> PendingConfirmation {
     PendingConfirmation {
         id: id.to_string(),
         inbox_id: inbox_id.to_string(),
@@ -911,7 +920,7 @@ async fn suspended(
 ) -> PendingConfirmation {
     expect_new(stores, &inbound(inbox_id, "telegram", None)).await;
     let confirmation = confirmation(id, inbox_id, created_at_ms);
-    stores.pending.suspend(&confirmation, None).await.unwrap();
+    stores.pending.suspend(&confirmation, &[]).await.unwrap();
     confirmation
 }
 
@@ -970,7 +979,7 @@ async fn pending_suspend_marks_the_message_suspended(stores: &Stores) {
     assert!(open_confirmations(stores).await.is_empty());
 
     let asked = confirmation("c-s-1", "s-1", T0);
-    stores.pending.suspend(&asked, None).await.unwrap();
+    stores.pending.suspend(&asked, &[]).await.unwrap();
 
     let record = record_of(stores, "s-1").await;
     assert_eq!(record.status, InboxStatus::Suspended);
@@ -1001,7 +1010,7 @@ async fn pending_suspend_refuses_unknown_or_finished_messages(stores: &Stores) {
     // Never accepted.
     let result = stores
         .pending
-        .suspend(&confirmation("c-ghost", "u-ghost", T0), None)
+        .suspend(&confirmation("c-ghost", "u-ghost", T0), &[])
         .await;
     assert!(result.is_err(), "suspending an unknown message: {result:?}");
     assert_eq!(stores.inbox.get("u-ghost").await.unwrap(), None);
@@ -1016,7 +1025,7 @@ async fn pending_suspend_refuses_unknown_or_finished_messages(stores: &Stores) {
         .unwrap();
     let result = stores
         .pending
-        .suspend(&confirmation("c-answered", "u-1", T0 + 1), None)
+        .suspend(&confirmation("c-answered", "u-1", T0 + 1), &[])
         .await;
     assert!(
         result.is_err(),
@@ -1035,7 +1044,7 @@ async fn pending_suspend_refuses_unknown_or_finished_messages(stores: &Stores) {
         .unwrap();
     let result = stores
         .pending
-        .suspend(&confirmation("c-failed", "u-2", T0 + 2), None)
+        .suspend(&confirmation("c-failed", "u-2", T0 + 2), &[])
         .await;
     assert!(result.is_err(), "suspending a failed message: {result:?}");
     assert_eq!(record_of(stores, "u-2").await.status, InboxStatus::Failed);
@@ -1161,7 +1170,7 @@ async fn pending_answer_from_elsewhere_is_as_if_it_did_not_exist(stores: &Stores
     let mut in_topic = confirmation("c-w-2", "w-2", T0);
     in_topic.conversation_id = "family-chat/7".into();
     expect_new(stores, &inbound("w-2", "telegram", None)).await;
-    stores.pending.suspend(&in_topic, None).await.unwrap();
+    stores.pending.suspend(&in_topic, &[]).await.unwrap();
     let here = stores
         .pending
         .answer(
@@ -1217,7 +1226,7 @@ async fn journal_keeps_the_latest_state_until_the_turn_ends(stores: &Stores) {
         .unwrap();
     stores
         .pending
-        .suspend(&confirmation("c-j-3", "j-3", T0), None)
+        .suspend(&confirmation("c-j-3", "j-3", T0), &[])
         .await
         .unwrap();
     for id in ["j-1", "j-2", "j-3"] {
@@ -1225,7 +1234,7 @@ async fn journal_keeps_the_latest_state_until_the_turn_ends(stores: &Stores) {
     }
 }
 
-fn outgoing(channel: &str, conversation: &str, text: &str) -> OutgoingMessage {
+pub(crate) fn outgoing(channel: &str, conversation: &str, text: &str) -> OutgoingMessage {
     OutgoingMessage {
         channel: channel.into(),
         conversation_id: conversation.into(),
@@ -1341,9 +1350,10 @@ async fn outbox_rows_are_written_with_what_caused_them(stores: &Stores) {
     let prompt = outgoing("telegram", "family-chat", "Run it?");
     let asked = stores
         .pending
-        .suspend(&confirmation("c-o-3", "o-3", T0), Some(&prompt))
+        .suspend(&confirmation("c-o-3", "o-3", T0), &[prompt])
         .await
         .unwrap();
+    let asked = asked.first().copied();
     let queued: Vec<(Option<i64>, String)> = stores
         .outbox
         .undelivered("telegram")
@@ -1541,7 +1551,7 @@ async fn pending_expire_due_answers_only_the_due_pending_ones(stores: &Stores) {
     let mut future = confirmation("c-e-3", "e-3", T0 + 3);
     future.expires_at_ms = T0 + 65_000;
     expect_new(stores, &inbound("e-3", "telegram", None)).await;
-    stores.pending.suspend(&future, None).await.unwrap();
+    stores.pending.suspend(&future, &[]).await.unwrap();
     let due_last = suspended(stores, "e-4", "c-e-4", T0 + 4).await;
     assert!(
         answer(stores, "c-e-2", "alice", true, T0 + 100)
@@ -1747,7 +1757,7 @@ async fn pending_complete_after_consume_answers_the_suspended_message(stores: &S
     expect_new(stores, &message).await;
     stores
         .pending
-        .suspend(&confirmation("c-d-1", "d-1", T0), None)
+        .suspend(&confirmation("c-d-1", "d-1", T0), &[])
         .await
         .unwrap();
     assert!(answer(stores, "c-d-1", "alice", true, T0 + 5).await.is_ok());
@@ -1786,7 +1796,7 @@ async fn pending_complete_after_consume_answers_the_suspended_message(stores: &S
     assert!(again.is_err(), "completing an answered message: {again:?}");
     let result = stores
         .pending
-        .suspend(&confirmation("c-d-2", "d-1", T0 + 10), None)
+        .suspend(&confirmation("c-d-2", "d-1", T0 + 10), &[])
         .await;
     assert!(
         result.is_err(),
@@ -1801,7 +1811,7 @@ async fn pending_a_resumed_turn_can_ask_again(stores: &Stores) {
     let message = inbound("g-1", "telegram", None);
     expect_new(stores, &message).await;
     let first = confirmation("c-g-1", "g-1", T0);
-    stores.pending.suspend(&first, None).await.unwrap();
+    stores.pending.suspend(&first, &[]).await.unwrap();
     assert!(answer(stores, "c-g-1", "alice", true, T0 + 5).await.is_ok());
     assert_eq!(
         stores.pending.consume("c-g-1").await.unwrap(),
@@ -1809,7 +1819,7 @@ async fn pending_a_resumed_turn_can_ask_again(stores: &Stores) {
     );
 
     let second = confirmation("c-g-2", "g-1", T0 + 10);
-    stores.pending.suspend(&second, None).await.unwrap();
+    stores.pending.suspend(&second, &[]).await.unwrap();
     assert_eq!(
         record_of(stores, "g-1").await.status,
         InboxStatus::Suspended
@@ -1841,7 +1851,7 @@ async fn pending_suspend_refuses_a_used_confirmation_id(stores: &Stores) {
 
     let result = stores
         .pending
-        .suspend(&confirmation("c-x", "x-2", T0 + 1), None)
+        .suspend(&confirmation("c-x", "x-2", T0 + 1), &[])
         .await;
     assert!(result.is_err(), "suspending under a used id: {result:?}");
     assert_eq!(record_of(stores, "x-2").await.status, InboxStatus::Accepted);
@@ -2480,7 +2490,7 @@ async fn sqlite_keeps_suspended_turns_across_reopen() {
         let stores = open_or_panic(&url).await;
         for asked in [&waiting, &approved, &consumed] {
             expect_new(&stores, &inbound(&asked.inbox_id, "telegram", None)).await;
-            stores.pending.suspend(asked, None).await.unwrap();
+            stores.pending.suspend(asked, &[]).await.unwrap();
         }
         expect_new(&stores, &inbound("p-4", "telegram", None)).await;
         assert!(
@@ -2762,7 +2772,7 @@ async fn pending_interrupted_lists_latest_consumed_of_suspended_messages(stores:
         Acceptance::New
     );
     let first = confirmation("c-int-1", "int-1", T0);
-    stores.pending.suspend(&first, None).await.unwrap();
+    stores.pending.suspend(&first, &[]).await.unwrap();
     assert!(
         stores.pending.interrupted().await.unwrap().is_empty(),
         "pending is not interrupted"
@@ -2794,7 +2804,7 @@ async fn pending_interrupted_lists_latest_consumed_of_suspended_messages(stores:
 
     // The resumed turn asked again: the newer confirmation is the one that counts.
     let second = confirmation("c-int-2", "int-1", T0 + 500);
-    stores.pending.suspend(&second, None).await.unwrap();
+    stores.pending.suspend(&second, &[]).await.unwrap();
     assert!(stores.pending.interrupted().await.unwrap().is_empty());
 
     // A finished turn is not interrupted, whatever its confirmations.
@@ -2909,7 +2919,7 @@ async fn script_workflow_older_than_the_ttl_is_not_handed_out(stores: &Stores) {
 // PlanExecutions
 // ---------------------------------------------------------------------------
 
-fn plan(
+pub(crate) fn plan(
     id: &str,
     member: &str,
     status: hearth::ports::StepStatus,
@@ -2940,6 +2950,7 @@ fn plan(
         updated_at_ms: created_at_ms,
         waiting_until_ms: None,
         answer: None,
+        version: 0,
     }
 }
 
@@ -2947,12 +2958,13 @@ async fn plans_are_stored_found_open_and_cancelled(stores: &Stores) {
     use hearth::ports::{Prunable, StepStatus};
     let plans = &stores.plans;
     assert_eq!(plans.open_plan("http:alice", "alice").await.unwrap(), None);
-    let older = plan("p1", "alice", StepStatus::WaitingUser, 1_000);
-    let newer = plan("p2", "alice", StepStatus::WaitingUser, 2_000);
-    let done = plan("p3", "alice", StepStatus::Completed, 3_000);
-    let bobs = plan("p4", "bob", StepStatus::WaitingUser, 4_000);
-    for each in [&older, &newer, &done, &bobs] {
+    let mut older = plan("p1", "alice", StepStatus::WaitingUser, 1_000);
+    let mut newer = plan("p2", "alice", StepStatus::WaitingUser, 2_000);
+    let mut done = plan("p3", "alice", StepStatus::Completed, 3_000);
+    let mut bobs = plan("p4", "bob", StepStatus::WaitingUser, 4_000);
+    for each in [&mut older, &mut newer, &mut done, &mut bobs] {
         plans.save_plan(each).await.unwrap();
+        assert_eq!(each.version, 1, "stored as its first version");
     }
     assert_eq!(plans.plan("p3").await.unwrap().as_ref(), Some(&done));
     assert_eq!(plans.plan("nope").await.unwrap(), None);
@@ -2970,7 +2982,7 @@ async fn plans_are_stored_found_open_and_cancelled(stores: &Stores) {
     let mut answered = newer.clone();
     answered.steps[0].status = StepStatus::Completed;
     answered.current_index = 1;
-    plans.save_plan(&answered).await.unwrap();
+    plans.save_plan(&mut answered).await.unwrap();
     assert_eq!(
         plans.open_plan("http:alice", "alice").await.unwrap(),
         Some(older.clone())

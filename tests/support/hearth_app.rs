@@ -168,7 +168,20 @@ impl TestApp {
         path: &Path,
         overrides: &[(&str, &str)],
     ) -> TestApp {
-        let app = Self::start_from_unready(folder, path, overrides).await;
+        let app = Self::start_from_unready(folder, path, overrides, None).await;
+        app.wait_until_ready().await;
+        app
+    }
+
+    /// `start_from` on `stores` instead of the database the config names (a test wrapping
+    /// a port to stop a write at a chosen point).
+    pub async fn start_on_stores(
+        folder: tempfile::TempDir,
+        path: &Path,
+        overrides: &[(&str, &str)],
+        stores: hearth::storage::Stores,
+    ) -> TestApp {
+        let app = Self::start_from_unready(folder, path, overrides, Some(stores)).await;
         app.wait_until_ready().await;
         app
     }
@@ -178,13 +191,14 @@ impl TestApp {
     pub async fn start_unready(llm_base_url: &str, overrides: &[(&str, &str)]) -> TestApp {
         let folder = tempfile::tempdir().expect("temporary folder");
         let path = write_config(folder.path(), llm_base_url);
-        Self::start_from_unready(folder, &path, overrides).await
+        Self::start_from_unready(folder, &path, overrides, None).await
     }
 
     async fn start_from_unready(
         folder: tempfile::TempDir,
         path: &Path,
         overrides: &[(&str, &str)],
+        stores: Option<hearth::storage::Stores>,
     ) -> TestApp {
         let loaded = load(path, &test_env(overrides));
         let running = app::start(
@@ -192,7 +206,7 @@ impl TestApp {
             StartOptions {
                 serve: true,
                 extra_channels: Default::default(),
-                stores: None,
+                stores,
             },
         )
         .await
@@ -250,32 +264,11 @@ impl TestApp {
         status: &str,
         limit: Duration,
     ) -> serde_json::Value {
-        let deadline = std::time::Instant::now() + limit;
-        loop {
-            let (_, text) = self.get(&format!("/inbound/{id}?user_id={member}")).await;
-            let record: serde_json::Value =
-                serde_json::from_str(&text).unwrap_or(serde_json::Value::Null);
-            if record["status"] == status {
-                return record;
-            }
-            assert!(
-                std::time::Instant::now() < deadline,
-                "message {id} was never {status}: {record}"
-            );
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
+        record_when(&self.client, &self.base_url, id, member, status, limit).await
     }
 
     pub async fn get(&self, path: &str) -> (u16, String) {
-        let response = self
-            .client
-            .get(format!("{}{path}", self.base_url))
-            .header("X-API-Key", API_KEY)
-            .send()
-            .await
-            .expect("GET answers");
-        let status = response.status().as_u16();
-        (status, response.text().await.unwrap_or_default())
+        get_with_key(&self.client, &format!("{}{path}", self.base_url)).await
     }
 
     pub async fn stop(self) -> tempfile::TempDir {
@@ -309,7 +302,59 @@ pub async fn post_with_key(
     (status, body)
 }
 
+/// GET `url` with the test API key: the status and the body's text.
+async fn get_with_key(client: &reqwest::Client, url: &str) -> (u16, String) {
+    let response = client
+        .get(url)
+        .header("X-API-Key", API_KEY)
+        .send()
+        .await
+        .unwrap_or_else(|error| panic!("GET {url} answers: {error}"));
+    let status = response.status().as_u16();
+    (status, response.text().await.unwrap_or_default())
+}
+
+/// `GET {base_url}/inbound/{id}` as `member` until the message's status is `status` (within
+/// `limit`); its record.
+async fn record_when(
+    client: &reqwest::Client,
+    base_url: &str,
+    id: &str,
+    member: &str,
+    status: &str,
+    limit: Duration,
+) -> serde_json::Value {
+    let deadline = std::time::Instant::now() + limit;
+    loop {
+        let url = format!("{base_url}/inbound/{id}?user_id={member}");
+        let (_, text) = get_with_key(client, &url).await;
+        let record: serde_json::Value =
+            serde_json::from_str(&text).unwrap_or(serde_json::Value::Null);
+        if record["status"] == status {
+            return record;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "message {id} was never {status}: {record}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
 impl HearthProcess {
+    /// `GET /inbound/{id}` of this process as `member` until the message's status is
+    /// `status` (within `limit`); its record.
+    pub async fn record_when(
+        &self,
+        id: &str,
+        member: &str,
+        status: &str,
+        limit: Duration,
+    ) -> serde_json::Value {
+        let client = reqwest::Client::new();
+        record_when(&client, &self.base_url, id, member, status, limit).await
+    }
+
     /// POST `body` to `path` of this process with the test API key: status and JSON body.
     pub async fn post_json(&self, path: &str, body: serde_json::Value) -> (u16, serde_json::Value) {
         post_with_key(

@@ -42,8 +42,40 @@ pub enum Step {
     Delay(Duration, Box<Step>),
     /// Never answer while the server lives.
     Hang,
+    /// Wait until the gate is opened (or the server stops), then do the inner step.
+    Gated(Gate, Box<Step>),
     /// Answer `"echo: <text of the last user message>"` (the default when nothing is scripted).
     Echo,
+}
+
+/// Holds the requests of `Step::Gated` until the test opens it.
+#[derive(Debug, Clone, Default)]
+pub struct Gate(Arc<tokio::sync::watch::Sender<bool>>);
+
+impl Gate {
+    pub fn new() -> Gate {
+        Gate::default()
+    }
+
+    /// Let every request waiting at the gate (and every later one) go on.
+    pub fn open(&self) {
+        self.0.send_replace(true);
+    }
+
+    async fn opened(&self, stopped: &tokio::sync::watch::Sender<bool>) {
+        let mut open = self.0.subscribe();
+        let mut stopped = stopped.subscribe();
+        tokio::select! {
+            _ = open.wait_for(|open| *open) => {}
+            _ = stopped.wait_for(|stopped| *stopped) => {}
+        }
+    }
+}
+
+impl PartialEq for Gate {
+    fn eq(&self, other: &Gate) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
 }
 
 /// One request as the server received it.
@@ -414,6 +446,10 @@ async fn serve(wire: Wire, request: &HttpRequest, body: &[u8], shared: &Shared) 
                 let _ = stopped.wait_for(|stopped| *stopped).await;
                 return HttpResponse::ServiceUnavailable().finish();
             }
+            Step::Gated(gate, inner) => {
+                gate.opened(&shared.stopped).await;
+                *inner
+            }
             Step::Echo => Step::Reply(format!("echo: {}", asked.last_user)),
             other => break respond(wire, other, &asked, shared),
         };
@@ -443,7 +479,9 @@ fn respond(wire: Wire, step: Step, asked: &Asked, shared: &Shared) -> HttpRespon
         }
         Step::ToolCalls(calls) => tool_calls_response(wire, id, calls, asked),
         // `serve` resolves these before calling here.
-        Step::Delay(..) | Step::Hang | Step::Echo => HttpResponse::InternalServerError().finish(),
+        Step::Delay(..) | Step::Hang | Step::Gated(..) | Step::Echo => {
+            HttpResponse::InternalServerError().finish()
+        }
     }
 }
 

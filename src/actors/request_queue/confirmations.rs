@@ -9,12 +9,11 @@ use actix::{AsyncContext, Context, Handler, ResponseActFuture};
 use tokio::sync::oneshot;
 
 use super::{
-    AnswerConfirmation, AnswerError, CancelPending, Cancelled, OwnChatsFound, QueuedTurn,
-    RequestQueue, Resume,
+    AnswerConfirmation, AnswerError, Answered, OwnChatsFound, QueuedTurn, RequestQueue, Resume,
 };
 use crate::actors::channels::core::texts::EXPIRED_OUTCOME;
 use crate::actors::channels::{DeliverReply, ReplyKind};
-use crate::ports::{AnswerPlace, Decision, Inbound, PendingConfirmation, StorageError, now_ms};
+use crate::ports::{Decision, Inbound, PendingConfirmation, StorageError, now_ms};
 
 /// How often answered confirmations are checked for a turn that did not resume.
 const STUCK_CHECK_EVERY: Duration = Duration::from_secs(15);
@@ -22,7 +21,7 @@ const STUCK_CHECK_EVERY: Duration = Duration::from_secs(15);
 impl RequestQueue {
     /// Put the turn suspended on `confirmation` back in its lane, unless it is there (or
     /// running) already.
-    fn queue_resumption(
+    pub(super) fn queue_resumption(
         &mut self,
         confirmation: PendingConfirmation,
         inbound: Inbound,
@@ -184,7 +183,7 @@ impl RequestQueue {
 }
 
 impl Handler<AnswerConfirmation> for RequestQueue {
-    type Result = ResponseActFuture<Self, Result<String, AnswerError>>;
+    type Result = ResponseActFuture<Self, Result<Answered, AnswerError>>;
 
     fn handle(&mut self, message: AnswerConfirmation, _ctx: &mut Self::Context) -> Self::Result {
         let (pending, inbox) = (self.pending.clone(), self.inbox.clone());
@@ -206,7 +205,7 @@ impl Handler<AnswerConfirmation> for RequestQueue {
             })?;
             Ok::<_, AnswerError>((confirmation, record.inbound))
         };
-        let reply_to = message.reply_to;
+        let (reply_to, member_of_answer) = (message.reply_to, message.member_id);
         Box::pin(work.into_actor(self).map(move |answered, act, ctx| {
             let (confirmation, inbound) = answered?;
             tracing::info!(
@@ -214,154 +213,17 @@ impl Handler<AnswerConfirmation> for RequestQueue {
                 approve,
                 "confirmation answered"
             );
-            let inbox_id = inbound.id.clone();
+            let answered = Answered {
+                inbox_id: inbound.id.clone(),
+                asked_by: confirmation.member_id.clone(),
+            };
+            // The outcome goes where the request came from: to a waiting call only when
+            // it is the asking member's own; an approver's call hears no outcome.
+            let reply_to = reply_to.filter(|_| confirmation.member_id == member_of_answer);
             act.queue_resumption(confirmation, inbound, None, reply_to);
             act.pump(ctx);
-            Ok(inbox_id)
+            Ok(answered)
         }))
-    }
-}
-
-impl Handler<CancelPending> for RequestQueue {
-    type Result = ResponseActFuture<Self, Result<Cancelled, StorageError>>;
-
-    fn handle(&mut self, message: CancelPending, _ctx: &mut Self::Context) -> Self::Result {
-        let question = self.cancel_question(&message.conversation_key, &message.member_id);
-        let (pending, inbox) = (self.pending.clone(), self.inbox.clone());
-        let (plugin_calls, plans) = (self.plugin_calls.clone(), self.plans.clone());
-        let script_workflows = self.script_workflows.clone();
-        let work = async move {
-            let plugin_call = plugin_calls
-                .clear(&message.conversation_key, &message.member_id)
-                .await?;
-            let script_workflow = script_workflows
-                .clear(&message.conversation_key, &message.member_id)
-                .await?;
-            let plan = plans
-                .cancel_open_plans(&message.conversation_key, &message.member_id, now_ms())
-                .await?
-                > 0;
-            let mut denied = Vec::new();
-            for entry in pending.open().await? {
-                let confirmation = entry.confirmation;
-                let here = format!("{}:{}", confirmation.channel, confirmation.conversation_id);
-                if entry.decision.is_some()
-                    || confirmation.member_id != message.member_id
-                    || here != message.conversation_key
-                {
-                    continue;
-                }
-                // Answered meanwhile (a button, the expiry): not ours to cancel any more.
-                let place = AnswerPlace::new(
-                    &confirmation.channel,
-                    Some(confirmation.conversation_id.clone()),
-                );
-                let Ok(confirmation) = pending
-                    .answer(
-                        &confirmation.id,
-                        &message.member_id,
-                        &place,
-                        false,
-                        now_ms(),
-                    )
-                    .await?
-                else {
-                    continue;
-                };
-                if let Some(record) = inbox.get(&confirmation.inbox_id).await? {
-                    denied.push((confirmation, record.inbound));
-                }
-            }
-            Ok::<_, StorageError>((denied, plugin_call, script_workflow, plan))
-        };
-        Box::pin(work.into_actor(self).map(move |done, act, ctx| {
-            let (denied, plugin_call, script_workflow, plan) = done?;
-            let mut cancelled = Cancelled {
-                confirmation_ids: Vec::new(),
-                question,
-                plugin_call,
-                script_workflow,
-                plan,
-            };
-            for (confirmation, inbound) in denied {
-                tracing::info!(confirmation = %confirmation.id, "confirmation cancelled");
-                cancelled.confirmation_ids.push(confirmation.id.clone());
-                act.queue_resumption(confirmation, inbound, None, None);
-            }
-            act.pump(ctx);
-            Ok(cancelled)
-        }))
-    }
-}
-
-/// What the member whose request was escalated to the parents is told on a chat platform.
-pub const ASKED_A_PARENT: &str =
-    "I've asked a parent to approve this; their answer will come here.";
-
-impl RequestQueue {
-    /// What the member who asked sees of `confirmation`: its prompt with the answers, or,
-    /// when others approve it (an escalation) on a chat platform, that they were asked.
-    /// Over HTTP the prompt is shown all the same (its id lets nobody but an approver answer).
-    pub(super) fn asking_member_sees(
-        &self,
-        confirmation: &PendingConfirmation,
-    ) -> (String, ReplyKind) {
-        if !confirmation.approvers.is_empty()
-            && self.durable_channels.contains(&confirmation.channel)
-        {
-            return (
-                format!("{ASKED_A_PARENT}\n\n{}", confirmation.prompt),
-                ReplyKind::Answer,
-            );
-        }
-        (
-            confirmation.prompt.clone(),
-            ReplyKind::AskConfirmation {
-                confirmation_id: confirmation.id.clone(),
-                expires_at_ms: confirmation.expires_at_ms,
-            },
-        )
-    }
-
-    /// Show an escalated confirmation to each approver in their own chats on the chat
-    /// platforms (each a row of the outbox of its own), with the answers.
-    pub(super) fn ask_approvers(
-        &mut self,
-        asked_for: &Inbound,
-        confirmation: &PendingConfirmation,
-        ctx: &mut Context<Self>,
-    ) {
-        let places: Vec<(String, String, String)> = confirmation
-            .approvers
-            .iter()
-            .flat_map(|approver| {
-                self.own_chats
-                    .get(approver)
-                    .into_iter()
-                    .flatten()
-                    .filter(|(channel, _)| self.durable_channels.contains(channel))
-                    .map(move |(channel, chat)| (approver.clone(), channel.clone(), chat.clone()))
-            })
-            .collect();
-        if places.is_empty() && !confirmation.approvers.is_empty() {
-            tracing::warn!(confirmation = %confirmation.id,
-                "no approver has a chat to be asked in; it can be answered over HTTP only");
-        }
-        for (approver, channel, chat) in places {
-            let there = Inbound {
-                channel,
-                conversation_id: chat,
-                member_id: approver,
-                platform_event_id: None,
-                extras: Default::default(),
-                ..asked_for.clone()
-            };
-            let kind = ReplyKind::AskConfirmation {
-                confirmation_id: confirmation.id.clone(),
-                expires_at_ms: confirmation.expires_at_ms,
-            };
-            self.deliver_queued(&there, confirmation.prompt.clone(), kind, ctx);
-        }
     }
 }
 

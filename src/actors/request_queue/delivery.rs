@@ -92,12 +92,17 @@ impl RequestQueue {
             let _ = waiter.send(reply);
             return;
         }
-        let Some(channel) = self.channels.get(&inbound.channel) else {
-            tracing::warn!(channel = %inbound.channel, inbox_id = %inbound.id,
+        self.deliver_to_channel(&inbound.channel, reply);
+    }
+
+    /// Hand `reply` to the channel `channel`.
+    pub(super) fn deliver_to_channel(&self, channel: &str, reply: DeliverReply) {
+        let Some(recipient) = self.channels.get(channel) else {
+            tracing::warn!(%channel, inbox_id = %reply.inbox_id,
                 "no channel to deliver the reply to; it stays stored");
             return;
         };
-        channel.do_send(reply);
+        recipient.do_send(reply);
     }
 
     /// Queue `text` of `kind` in the outbox (when its channel uses it), then deliver it. A

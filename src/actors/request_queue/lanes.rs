@@ -1,6 +1,8 @@
 //! The scheduling state of the request queue, free of I/O so it can be tested alone:
 //! one FIFO lane per conversation, at most one running turn per lane, and at
 //! most `max_running` lanes running at once, served in the order they became ready.
+//! A lane can be paused: it starts nothing new until unpaused (while `/cancel` changes
+//! what the conversation's turns work on).
 
 use std::collections::{HashMap, VecDeque};
 
@@ -16,6 +18,18 @@ enum LaneState {
 struct Lane<T> {
     items: VecDeque<T>,
     state: LaneState,
+    /// Starts no item until unpaused; its running item, if any, goes on.
+    paused: bool,
+}
+
+impl<T> Lane<T> {
+    fn new() -> Self {
+        Lane {
+            items: VecDeque::new(),
+            state: LaneState::Idle,
+            paused: false,
+        }
+    }
 }
 
 pub struct Lanes<T> {
@@ -51,13 +65,10 @@ impl<T> Lanes<T> {
     }
 
     pub fn push(&mut self, key: &str, item: T) {
-        let lane = self.lanes.entry(key.to_string()).or_insert_with(|| Lane {
-            items: VecDeque::new(),
-            state: LaneState::Idle,
-        });
+        let lane = self.lanes.entry(key.to_string()).or_insert_with(Lane::new);
         lane.items.push_back(item);
         self.queued += 1;
-        if lane.state == LaneState::Idle && lane.items.len() == 1 {
+        if lane.state == LaneState::Idle && lane.items.len() == 1 && !lane.paused {
             self.ready.push_back(key.to_string());
         }
     }
@@ -89,6 +100,9 @@ impl<T> Lanes<T> {
         }
         self.running -= 1;
         lane.state = LaneState::Idle;
+        if lane.paused {
+            return;
+        }
         if lane.items.is_empty() {
             self.lanes.remove(key);
         } else {
@@ -116,6 +130,40 @@ impl<T> Lanes<T> {
             && lane.state == LaneState::Held
         {
             lane.state = LaneState::Idle;
+            if !lane.paused {
+                self.ready.push_back(key.to_string());
+            }
+        }
+    }
+
+    /// `key`'s lane starts nothing until `unpause`; an item running there goes on.
+    pub fn pause(&mut self, key: &str) {
+        self.lanes
+            .entry(key.to_string())
+            .or_insert_with(Lane::new)
+            .paused = true;
+        self.ready.retain(|ready| ready != key);
+    }
+
+    pub fn is_paused(&self, key: &str) -> bool {
+        self.lanes.get(key).is_some_and(|lane| lane.paused)
+    }
+
+    /// `key`'s lane may start its next item again.
+    pub fn unpause(&mut self, key: &str) {
+        let Some(lane) = self.lanes.get_mut(key) else {
+            return;
+        };
+        if !lane.paused {
+            return;
+        }
+        lane.paused = false;
+        if lane.state != LaneState::Idle {
+            return;
+        }
+        if lane.items.is_empty() {
+            self.lanes.remove(key);
+        } else {
             self.ready.push_back(key.to_string());
         }
     }
@@ -170,5 +218,42 @@ mod tests {
         lanes.release("a");
         assert_eq!(lanes.next_runnable(), Some(("a".into(), 1)));
         assert_eq!(lanes.len(), 2);
+    }
+
+    #[test]
+    fn a_paused_lane_starts_nothing_until_unpaused() {
+        let mut lanes = Lanes::new(8);
+        lanes.push("a", 1);
+        lanes.push("a", 2);
+        lanes.push("b", 3);
+        assert_eq!(lanes.next_runnable(), Some(("a".into(), 1)));
+        // Paused while its item runs: that one goes on, the next waits.
+        lanes.pause("a");
+        assert!(lanes.is_paused("a"));
+        lanes.finish("a");
+        assert_eq!(lanes.next_runnable(), Some(("b".into(), 3)), "a waits");
+        assert_eq!(lanes.next_runnable(), None);
+        lanes.push("a", 4);
+        assert_eq!(lanes.next_runnable(), None, "still paused");
+        lanes.unpause("a");
+        assert_eq!(lanes.next_runnable(), Some(("a".into(), 2)));
+        lanes.finish("a");
+        assert_eq!(lanes.next_runnable(), Some(("a".into(), 4)));
+        lanes.finish("a");
+        lanes.finish("b");
+        assert!(lanes.is_empty());
+
+        // An empty lane paused and unpaused is gone; a held one waits for both.
+        lanes.pause("c");
+        lanes.unpause("c");
+        assert!(!lanes.is_paused("c"));
+        lanes.push("d", 5);
+        let (_, first) = lanes.next_runnable().unwrap();
+        lanes.hold("d", first);
+        lanes.pause("d");
+        lanes.release("d");
+        assert_eq!(lanes.next_runnable(), None, "released but paused");
+        lanes.unpause("d");
+        assert_eq!(lanes.next_runnable(), Some(("d".into(), 5)));
     }
 }

@@ -32,17 +32,27 @@ pub enum SubmitError {
 }
 
 /// A family member's answer to a confirmation, from `place` (a confirmation is answered
-/// only where it was asked). The turn it suspended resumes; its next reply goes to
-/// `reply_to` when given, else to the channel. Answers the id of the inbound message whose
-/// turn resumes.
+/// only where it was asked). The turn it suspended resumes, and its outcome goes where the
+/// request came from: its next reply goes to `reply_to` when given and the member answering
+/// is the one who asked, else to the channel of the asking member's conversation (an
+/// approver answering a child's escalation gets nothing through `reply_to`: it is dropped).
 #[derive(Debug, Message)]
-#[rtype(result = "Result<String, AnswerError>")]
+#[rtype(result = "Result<Answered, AnswerError>")]
 pub struct AnswerConfirmation {
     pub confirmation_id: String,
     pub member_id: String,
     pub place: crate::ports::AnswerPlace,
     pub approve: bool,
     pub reply_to: Option<tokio::sync::oneshot::Sender<crate::actors::channels::DeliverReply>>,
+}
+
+/// An answer that counted: the turn of message `inbox_id`, asked by `asked_by`, resumes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Answered {
+    pub inbox_id: String,
+    /// The member whose request it is. Another than the one who answered (a parent
+    /// approving a child's request): the outcome goes to that member's conversation.
+    pub asked_by: String,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -101,8 +111,9 @@ pub enum Told {
 }
 
 /// `/cancel`: deny every confirmation waiting for `member_id` in the conversation
-/// `conversation_key`, and drop the question they are being asked there. Answers what
-/// was cancelled.
+/// `conversation_key`, and drop the question they are being asked there (at once), their
+/// pending plugin call, script workflow and waiting intents plan (in the conversation's
+/// lane: after a turn of theirs running there has ended). Answers what was cancelled.
 #[derive(Debug, Message)]
 #[rtype(result = "Result<Cancelled, StorageError>")]
 pub struct CancelPending {

@@ -9,12 +9,14 @@
 //! once; the reply and the turn's history are stored in one transaction. A running
 //! turn can put a question to its member (`questions.rs`); their next message answers it.
 
+mod cancelling;
 mod confirmations;
 mod delivery;
 mod lanes;
 mod messages;
 mod questions;
 mod routing;
+mod suspending;
 mod telling;
 mod waiting_plans;
 
@@ -29,10 +31,12 @@ use tokio::sync::oneshot;
 
 pub use lanes::Lanes;
 pub use messages::{
-    AnswerConfirmation, AnswerError, AskError, AskMember, CANCELLED_OUTCOME, CancelPending,
-    Cancelled, OwnChatsFound, SubmitError, SubmitInbound, Submitted, TellMember, Told,
+    AnswerConfirmation, AnswerError, Answered, AskError, AskMember, CANCELLED_OUTCOME,
+    CancelPending, Cancelled, OwnChatsFound, SubmitError, SubmitInbound, Submitted, TellMember,
+    Told,
 };
 pub use routing::Router;
+pub use suspending::ASKED_A_PARENT;
 use waiting_plans::{WaitingPlans, process_new};
 
 use crate::actors::channels::{DeliverReply, ReplyKind};
@@ -88,9 +92,10 @@ enum Finished {
         reply: String,
         outbox_id: Option<i64>,
     },
+    /// Suspended, stored with every message asking it (`suspending.rs`).
     Asked {
         confirmation: Box<PendingConfirmation>,
-        outbox_id: Option<i64>,
+        prompts: Vec<suspending::ShownPrompt>,
     },
 }
 
@@ -137,8 +142,11 @@ pub struct RequestQueue {
     metrics: Arc<Metrics>,
     readiness: Arc<Readiness>,
     /// Each member's own chats (channel, conversation id), where a confirmation escalated
-    /// to them is shown (`confirmations.rs`).
+    /// to them is shown (`suspending.rs`).
     own_chats: HashMap<String, Vec<(String, String)>>,
+    /// `/cancel`s waiting for their turn in a conversation's lane, by conversation key
+    /// (`cancelling.rs`).
+    cancels: HashMap<String, Vec<cancelling::WaitingCancel>>,
 }
 
 impl RequestQueue {
@@ -176,6 +184,7 @@ impl RequestQueue {
             metrics,
             readiness,
             own_chats: HashMap::new(),
+            cancels: HashMap::new(),
         }
     }
 
@@ -297,7 +306,7 @@ impl RequestQueue {
         outcome: TurnOutcome,
         ctx: &mut Context<Self>,
     ) {
-        let (inbox, pending) = (self.inbox.clone(), self.pending.clone());
+        let inbox = self.inbox.clone();
         let inbox_id = turn.inbound.id.clone();
         let stored = match outcome.result {
             TurnResult::Answered { reply, messages } => {
@@ -320,16 +329,7 @@ impl RequestQueue {
                 .boxed_local()
             }
             TurnResult::NeedsConfirmation(confirmation) => {
-                let (text, kind) = self.asking_member_sees(&confirmation);
-                let prompt = self.outgoing(&turn.inbound, &text, &kind);
-                async move {
-                    let outbox_id = pending.suspend(&confirmation, prompt.as_ref()).await?;
-                    Ok(Finished::Asked {
-                        confirmation,
-                        outbox_id,
-                    })
-                }
-                .boxed_local()
+                self.suspend_turn(&turn.inbound, confirmation)
             }
             // Handed back by a plan's profile, the message went to its own; this is only
             // reached if that one handed it back too.
@@ -376,16 +376,14 @@ impl RequestQueue {
             }
             Ok(Finished::Asked {
                 confirmation,
-                outbox_id,
+                prompts,
             }) => {
                 self.metrics.increment(
                     "hearth_turns_total",
                     &[("profile", &confirmation.profile_id), ("outcome", "asked")],
                 );
                 self.schedule_expiry(confirmation.expires_at_ms, ctx);
-                let (text, kind) = self.asking_member_sees(&confirmation);
-                self.deliver(&turn.inbound, text, kind, outbox_id);
-                self.ask_approvers(&turn.inbound, &confirmation, ctx);
+                self.show_prompts(prompts);
                 // The conversation goes on while the question waits.
                 self.lanes.finish(&key);
             }
@@ -410,6 +408,7 @@ impl RequestQueue {
         }
         self.running.remove(&key);
         self.forget_questions(&key);
+        self.run_cancels_when_free(&key, ctx);
         self.pump(ctx);
     }
 

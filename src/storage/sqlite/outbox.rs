@@ -1,6 +1,7 @@
-//! `Outbox` on SQLite: table `outbox`. `insert_if_any` is also run inside the
-//! transactions of `Inbox::complete`, `Inbox::give_up` and `PendingActions::suspend`, so a
-//! turn's answer and the message delivering it are stored together.
+//! `Outbox` on SQLite: table `outbox`. `insert_if_any` and `insert_outgoing` are also run
+//! inside the transactions of `Inbox::complete`, `Inbox::give_up` and
+//! `PendingActions::suspend`, so a turn's answer (or question) and the messages delivering
+//! it are stored together.
 
 use async_trait::async_trait;
 use sqlx::sqlite::SqliteRow;
@@ -10,7 +11,7 @@ use super::{SqliteStore, database_error};
 use crate::ports::{Outbox, OutboxEntry, OutgoingKind, OutgoingMessage, StorageError, now_ms};
 
 /// Store `message` as to deliver, on the writer's connection; its id.
-async fn insert_outgoing(
+pub(super) async fn insert_outgoing(
     connection: &mut SqliteConnection,
     message: &OutgoingMessage,
 ) -> Result<i64, StorageError> {

@@ -4,7 +4,7 @@ use async_trait::async_trait;
 use sqlx::Row;
 use sqlx::sqlite::SqliteRow;
 
-use super::outbox::insert_if_any;
+use super::outbox::insert_outgoing;
 use super::{SqliteStore, database_error};
 use crate::ports::{
     AnswerPlace, AnswerRefused, Decision, OpenConfirmation, OutgoingMessage, PendingActions,
@@ -59,10 +59,10 @@ impl PendingActions for SqliteStore {
     async fn suspend(
         &self,
         confirmation: &PendingConfirmation,
-        prompt: Option<&OutgoingMessage>,
-    ) -> Result<Option<i64>, StorageError> {
+        prompts: &[OutgoingMessage],
+    ) -> Result<Vec<i64>, StorageError> {
         let confirmation = confirmation.clone();
-        let prompt = prompt.cloned();
+        let prompts = prompts.to_vec();
         self.writer
             .run_atomically(move |connection| {
                 Box::pin(async move {
@@ -102,7 +102,11 @@ impl PendingActions for SqliteStore {
                     .execute(&mut *connection)
                     .await
                     .map_err(database_error)?;
-                    insert_if_any(connection, prompt.as_ref()).await
+                    let mut ids = Vec::with_capacity(prompts.len());
+                    for prompt in &prompts {
+                        ids.push(insert_outgoing(connection, prompt).await?);
+                    }
+                    Ok(ids)
                 })
             })
             .await
@@ -246,6 +250,21 @@ impl PendingActions for SqliteStore {
         .await
         .map_err(database_error)?;
         rows.iter().map(confirmation_from_row).collect()
+    }
+
+    async fn waiting_for(
+        &self,
+        inbox_id: &str,
+    ) -> Result<Option<PendingConfirmation>, StorageError> {
+        let row = sqlx::query(select_confirmation!(
+            "WHERE inbox_id = ? AND status = 'pending' \
+             ORDER BY created_at_ms DESC, id DESC LIMIT 1"
+        ))
+        .bind(inbox_id)
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(database_error)?;
+        row.as_ref().map(confirmation_from_row).transpose()
     }
 
     async fn open(&self) -> Result<Vec<OpenConfirmation>, StorageError> {

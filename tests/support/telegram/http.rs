@@ -82,6 +82,12 @@ pub(super) async fn api(
         .faults
         .get_mut(&method.to_ascii_lowercase())
         .and_then(|queue| queue.pop_front());
+    let chat = params.get("chat_id").and_then(|id| {
+        id.as_i64()
+            .or_else(|| id.as_str().and_then(|text| text.parse().ok()))
+    });
+    let fault =
+        fault.or_else(|| chat.and_then(|chat| shared.state().chat_faults.get(&chat).cloned()));
     let outcome = match (fault, known) {
         (Some(error), _) => Err(error),
         (None, None) => Err(TgError::new(404, "Not Found")),

@@ -321,9 +321,17 @@ impl TelegramServer {
         id
     }
 
-    /// No call fails any more (faults queued by `fail_next` are dropped).
+    /// Every call about chat `chat_id` (its `chat_id` parameter) fails with `error`, as if
+    /// Telegram could not take anything for that chat, until `clear_faults`.
+    pub fn fail_in_chat(&self, chat_id: i64, error: TgError) {
+        self.shared.state().chat_faults.insert(chat_id, error);
+    }
+
+    /// No call fails any more (faults queued by `fail_next` and `fail_in_chat` are dropped).
     pub fn clear_faults(&self) {
-        self.shared.state().faults.clear();
+        let mut state = self.shared.state();
+        state.faults.clear();
+        state.chat_faults.clear();
     }
 
     /// The next getUpdates is held for `duration` without an answer, as if lost on the way;
