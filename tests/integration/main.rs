@@ -21,6 +21,7 @@ mod intents_escalation_matrix;
 mod intents_policy;
 mod intents_real_llm;
 mod intents_restart;
+mod intents_retry;
 mod intents_routing;
 mod intents_stopped;
 mod intents_telegram;
