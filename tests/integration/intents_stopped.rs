@@ -40,7 +40,7 @@ fn order_status_plan(steps: Vec<StepExecution>, current_index: usize) -> PlanExe
         conversation_key: "http:alice".into(),
         member_id: "alice".into(),
         profile_id: "orders".into(),
-        params: [("order_id".to_string(), "O-12345".to_string())].into(),
+        params: [("order_id".to_string(), json!("O-12345"))].into(),
         steps,
         current_index,
         created_at_ms: 1,
@@ -60,7 +60,7 @@ fn pre() -> PlanStep {
 fn call() -> PlanStep {
     PlanStep::ToolCall {
         tool_name: "check_order_status".into(),
-        params: [("order_id".to_string(), "O-12345".to_string())].into(),
+        params: [("order_id".to_string(), json!("O-12345"))].into(),
     }
 }
 

@@ -16,6 +16,7 @@ mod family_scripts_running;
 mod family_scripts_telegram;
 mod http_api;
 mod intents;
+mod intents_config;
 mod intents_escalation;
 mod intents_escalation_matrix;
 mod intents_policy;
