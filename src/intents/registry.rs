@@ -26,6 +26,10 @@ use crate::plugins::{KeyPath, PluginFileProblem};
 /// Below this confidence the classifier's answer counts as no intent (seed 003).
 pub const DEFAULT_MIN_CONFIDENCE: f64 = 0.5;
 
+/// Where `check_order_status` reads orders when the intents file sets no `data_source`
+/// (relative to the working directory): the example orders shipped with hearth.
+pub const DEFAULT_ORDERS_FILE: &str = "data/orders.json";
+
 /// `intents.yaml` as written.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -245,6 +249,44 @@ impl IntentsRegistry {
             file: self.file.clone(),
             problems,
         })
+    }
+
+    /// Where `check_order_status` reads orders: the file's `data_source`, or, when it sets
+    /// none and `offered` (the profile enables the tool, or an intent names it), the JSON file
+    /// `DEFAULT_ORDERS_FILE`. `None`: the profile has no use for it.
+    pub fn order_source(&self, offered: bool) -> Option<DataSourceConfig> {
+        let offered = offered
+            || self
+                .intents
+                .iter()
+                .any(|intent| intent.tool == super::CHECK_ORDER_STATUS);
+        match &self.data_source {
+            Some(source) => Some(source.clone()),
+            None if offered => Some(DataSourceConfig {
+                kind: DataSourceKind::Json,
+                path: Some(DEFAULT_ORDERS_FILE.to_string()),
+            }),
+            None => None,
+        }
+    }
+
+    /// The data source this file names (or leaves to the default) cannot be opened: the
+    /// problem at its `data_source` key, saying which file was read and what to set.
+    pub fn data_source_problem(&self, error: &super::DataSourceError) -> IntentsFileError {
+        let message = match &self.data_source {
+            Some(_) => format!("{error}; fix the path, or use kind sql"),
+            None => format!(
+                "not set, so check_order_status reads {DEFAULT_ORDERS_FILE} (relative to the \
+                 working directory), and {error}; set data_source in this file, e.g. \
+                 {{ kind: json, path: /path/to/orders.json }} or {{ kind: sql }}"
+            ),
+        };
+        let mut problem = PluginFileProblem::new(KeyPath::root().key("data_source"), message);
+        // A key left out has no line of its own.
+        if self.data_source.is_some() {
+            problem = problem.located_in(&self.text);
+        }
+        IntentsFileError::one(&self.file, problem)
     }
 
     pub fn intent(&self, id: &str) -> Option<&Intent> {

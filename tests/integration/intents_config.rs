@@ -1,14 +1,30 @@
 //! An intents file as its author meets it: declared parameters checked with file, line and
-//! key (`hearth check-config` and start-up alike).
+//! key (`hearth check-config` and start-up alike), and `check_order_status` without a
+//! `data_source` reading the shipped orders, or saying what is missing when they are not
+//! there.
 
 use std::path::Path;
-use std::process::Command;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::json;
 
 use hearth::intents::IntentsRegistry;
 
-use crate::intents::orders_config;
-use crate::support::hearth_app::test_env;
+use crate::intents::{classified, orders_config};
+use crate::support::hearth_app::{TestApp, test_env};
 use crate::support::llm_server::ScriptedLlmServer;
+
+/// `order_status` over `check_order_status`, without a `data_source`.
+const WITHOUT_DATA_SOURCE: &str = r#"
+intents:
+  - id: order_status
+    description: Retrieve shipping info for an order
+    required_params: [order_id]
+    tool: check_order_status
+    respond:
+      post: "Your order {order_id} is {result.summary}."
+"#;
 
 #[test]
 fn declared_parameters_are_checked_with_file_line_and_key() {
@@ -122,4 +138,65 @@ fn check_config_names_a_bad_parameter_declaration() {
         )),
         "{stderr}"
     );
+}
+
+#[actix::test]
+async fn without_a_data_source_check_order_status_reads_the_shipped_orders() {
+    let llm = ScriptedLlmServer::start();
+    let folder = tempfile::tempdir().unwrap();
+    let intents = folder.path().join("intents.yaml");
+    std::fs::write(&intents, WITHOUT_DATA_SOURCE).unwrap();
+    let path = orders_config(folder.path(), &llm, &intents);
+    // The tests run in the project's folder, where data/orders.json is.
+    let app = TestApp::start_from(folder, &path, &[]).await;
+    llm.push(classified(
+        Some("order_status"),
+        json!({"order_id": "O-12345"}),
+        0.9,
+    ));
+    assert_eq!(
+        app.ask("alice", "/orders where is O-12345?").await,
+        "Your order O-12345 is shipped via UPS, ETA 2025-10-20."
+    );
+    app.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_a_data_source_or_the_shipped_orders_start_up_says_what_is_missing() {
+    let llm = ScriptedLlmServer::start();
+    let folder = tempfile::tempdir().unwrap();
+    let intents = folder.path().join("intents.yaml");
+    std::fs::write(&intents, WITHOUT_DATA_SOURCE).unwrap();
+    let config = orders_config(folder.path(), &llm, &intents);
+    // Run in a folder without data/orders.json.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_hearth"))
+        .arg("--config")
+        .arg(&config)
+        .arg("run")
+        .current_dir(folder.path())
+        .envs(test_env(&[]))
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while child.try_wait().unwrap().is_none() {
+        if Instant::now() > deadline {
+            child.kill().unwrap();
+            panic!("hearth started without the orders check_order_status reads");
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let output = child.wait_with_output().unwrap();
+    assert!(!output.status.success());
+    let stderr = String::from_utf8(output.stderr).unwrap();
+    assert!(
+        stderr.contains(&format!(
+            "{}: data_source: not set, so check_order_status reads data/orders.json (relative to \
+             the working directory), and cannot read data file data/orders.json:",
+            intents.display()
+        )),
+        "{stderr}"
+    );
+    assert!(stderr.contains("set data_source in this file"), "{stderr}");
 }
