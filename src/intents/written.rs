@@ -63,8 +63,8 @@ const CURRENCY_CODES: &str = "AED AFN ALL AMD ANG AOA ARS AUD AWG AZN BAM BBD BD
     TMT TND TOP TRY TTD TWD TZS UAH UGX USD UYU UZS VES VND VUV WST XAF XCD XOF XPF YER ZAR ZMW \
     ZWL";
 
-/// Codes also stripped in small letters (`30 eur`): none of them is an English word, as
-/// `ALL`, `CUP`, `PEN` or `TOP` are.
+/// Codes also stripped written in any case (`30 eur`, `30 Eur`): none of them is an English
+/// word, as `ALL`, `CUP`, `PEN` or `TOP` are.
 const EVERYDAY_CODES: &[&str] = &[
     "usd", "eur", "gbp", "chf", "cad", "aud", "nzd", "jpy", "cny", "inr", "sek", "nok", "dkk",
     "pln", "czk", "huf",
@@ -77,7 +77,7 @@ fn is_currency_code(word: &str) -> bool {
     word.len() == 3
         && ((word.chars().all(|c| c.is_ascii_uppercase())
             && CURRENCY_CODES.split_whitespace().any(|code| code == word))
-            || EVERYDAY_CODES.contains(&word))
+            || EVERYDAY_CODES.contains(&word.to_ascii_lowercase().as_str()))
 }
 
 /// `text` without one currency marker at its start, its sign taken out first (`-$5`):
@@ -327,6 +327,8 @@ mod tests {
             ("EUR 30", 30.0),
             ("30EUR", 30.0),
             ("30 eur", 30.0),
+            ("30 Eur", 30.0),
+            ("usd 30", 30.0),
             ("€12,50", 12.5),
             ("12,5", 12.5),
             ("-5", -5.0),
@@ -382,6 +384,8 @@ mod tests {
             "30 min",
             "30 all",
             "3 cup",
+            "3 Cup",
+            "30 Top",
             "30¢",
             "30 euros",
             "1-2",
