@@ -8,8 +8,8 @@ use std::sync::Arc;
 use super::StartError;
 use crate::config::{Engine, FamilyRole, LoadedConfig, ResolvedProfile};
 use crate::intents::{
-    DataSource, DataSourceKind, IntentsDeps, IntentsEngine, IntentsRegistry, JsonDataSource,
-    ORDERS, OrderStatusTool, RecordsDataSource,
+    CHECK_ORDER_STATUS, DataSource, DataSourceKind, IntentsDeps, IntentsEngine, IntentsRegistry,
+    JsonDataSource, ORDERS, OrderStatusTool, RecordsDataSource,
 };
 use crate::storage::Stores;
 use crate::tools::ToolsProvider;
@@ -29,15 +29,21 @@ pub(super) async fn load_intents(
         return Ok(None);
     }
     let registry = IntentsRegistry::load(Path::new(&profile.processing.intents_file)).await?;
-    let source: Option<Arc<dyn DataSource>> = match &registry.data_source {
+    let offered = profile
+        .tools
+        .enable_local_tools
+        .iter()
+        .any(|tool| tool == CHECK_ORDER_STATUS);
+    let source: Option<Arc<dyn DataSource>> = match registry.order_source(offered) {
         None => None,
         Some(config) if config.kind == DataSourceKind::Sql => {
             Some(Arc::new(RecordsDataSource(stores.intent_records.clone())))
         }
         Some(config) => {
             let path = config.path.clone().unwrap_or_default();
+            let loaded = JsonDataSource::load(ORDERS, Path::new(&path)).await;
             Some(Arc::new(
-                JsonDataSource::load(ORDERS, Path::new(&path)).await?,
+                loaded.map_err(|error| registry.data_source_problem(&error))?,
             ))
         }
     };

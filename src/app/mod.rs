@@ -128,8 +128,6 @@ pub enum StartError {
     Scripts(#[from] crate::scripts::ManifestError),
     #[error("intents cannot be loaded:\n{0}")]
     Intents(#[from] crate::intents::IntentsFileError),
-    #[error("the intents' data source cannot be opened: {0}")]
-    IntentsData(#[from] crate::intents::DataSourceError),
 }
 
 pub async fn start(loaded: &LoadedConfig, options: StartOptions) -> Result<RunningApp, StartError> {

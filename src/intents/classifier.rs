@@ -14,6 +14,7 @@ use std::collections::BTreeMap;
 use serde_json::{Value, json};
 
 use super::llm::{AskError, ModelAccess};
+use super::params::ParamType;
 use super::registry::Intent;
 use crate::llm::{ChatMessage, ResponseFormat, Role};
 use crate::ports::HistoryEntry;
@@ -104,14 +105,22 @@ fn instructions(intents: &[&Intent], awaited: Option<Awaited<'_>>) -> String {
          \"confidence\": 0 to 1}.\n\nIntents:\n",
     );
     for intent in intents {
+        let params: Vec<String> = intent
+            .required_params
+            .iter()
+            .map(|param| match param.kind {
+                ParamType::String => param.name.clone(),
+                kind => format!("{} ({})", param.name, kind.described()),
+            })
+            .collect();
         text.push_str(&format!(
             "- {}: {} (parameters: {})\n",
             intent.id,
             intent.description,
-            if intent.required_params.is_empty() {
+            if params.is_empty() {
                 "none".to_string()
             } else {
-                intent.required_params.join(", ")
+                params.join(", ")
             }
         ));
     }
@@ -134,7 +143,7 @@ fn schema(intents: &[&Intent]) -> Value {
     ids.push(Value::Null);
     let mut params: Vec<&str> = intents
         .iter()
-        .flat_map(|intent| intent.required_params.iter().map(String::as_str))
+        .flat_map(|intent| intent.param_names())
         .collect();
     params.sort_unstable();
     params.dedup();
@@ -210,7 +219,7 @@ pub(crate) fn parse(answer: &str, intents: &[&Intent]) -> Result<Classification,
     };
     let mut extracted = BTreeMap::new();
     if let Some(Value::Object(params)) = object.get("extracted_params") {
-        for name in &intent.required_params {
+        for name in intent.param_names() {
             let value = match params.get(name) {
                 Some(Value::String(text)) => text.trim().to_string(),
                 Some(Value::Number(number)) => number.to_string(),
@@ -218,15 +227,14 @@ pub(crate) fn parse(answer: &str, intents: &[&Intent]) -> Result<Classification,
                 _ => continue,
             };
             if !value.is_empty() {
-                extracted.insert(name.clone(), value);
+                extracted.insert(name.to_string(), value);
             }
         }
     }
     let missing = intent
-        .required_params
-        .iter()
+        .param_names()
         .filter(|name| !extracted.contains_key(*name))
-        .cloned()
+        .map(str::to_string)
         .collect();
     Ok(Classification {
         intent_id: Some(intent.id.clone()),

@@ -15,14 +15,17 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use actix::Recipient;
-use serde_json::json;
+use chrono::NaiveDate;
+use serde_json::{Value, json};
 
 use super::classifier::{Awaited, Classification, ClassifyError, IntentClassifier};
 use super::llm::{AskError, ModelAccess};
+use super::params::read_params;
 use super::planner::Planner;
 use super::policy::{NullPolicyEngine, PolicyEngine, RulePolicyEngine};
 use super::registry::{IntentContext, IntentsRegistry};
 use super::telemetry::{Level, StageRecorder};
+use super::unreadable::Unreadable;
 use crate::actors::delegation::{DELEGATION_CHANNEL, root_conversation_key};
 use crate::actors::llm_broker::{CallOrigin, GenerateChat};
 use crate::actors::processing::{ProcessTurn, ResumeTurn, TurnError, TurnOutcome, TurnResult};
@@ -226,11 +229,14 @@ impl IntentsEngine {
             }),
         );
         let confident = classification.confidence >= self.registry.min_confidence;
-        let plan = match (open, awaited) {
+        let today = chrono::Utc::now()
+            .with_timezone(&self.profile.processing.timezone)
+            .date_naive();
+        let planned = match (open, awaited) {
             (Some(open), Some((intent_id, param)))
                 if confident && classification.intent_id.as_deref() == Some(intent_id.as_str()) =>
             {
-                Some(self.continue_plan(open, &param, &classification, &message.text))
+                self.continue_plan(open, &param, &classification, &message.text, today)
             }
             (open, _) => {
                 if let Some(open) = open
@@ -251,13 +257,13 @@ impl IntentsEngine {
                 }
                 match classification.intent_id.as_deref() {
                     Some(intent_id) if confident => {
-                        Some(self.new_plan(inbound, intent_id, &classification))
+                        self.new_plan(inbound, intent_id, &classification, today)
                     }
                     _ => None,
                 }
             }
         };
-        let Some(mut plan) = plan else {
+        let Some((mut plan, unreadable)) = planned else {
             if message.follows_plan {
                 return Ok(self.handed_back(&turn));
             }
@@ -271,7 +277,10 @@ impl IntentsEngine {
                 TurnError::BadTurnState(format!("intent {:?} is gone", plan.intent_id))
             })?;
         let planner = Planner { model: &turn.model };
-        let steps = match planner.plan(&intent, &plan.params, &message.text).await {
+        let steps = match planner
+            .plan(&intent, &plan.params, &unreadable, &message.text)
+            .await
+        {
             Ok(steps) => steps,
             Err(error) => return self.model_failed(&turn, error, "plan_created"),
         };
@@ -282,10 +291,16 @@ impl IntentsEngine {
             .iter()
             .map(|step| step.step.kind())
             .collect();
+        // What was wrong with a value, never the value itself.
+        let not_read: Vec<Value> = unreadable
+            .iter()
+            .map(|(param, problem)| json!({"param": param, "problem": problem.problem.code()}))
+            .collect();
         turn.rec.info(
             "plan_created",
             json!({"plan_id": plan.plan_id, "intent_id": plan.intent_id, "steps": kinds,
-                   "current_index": plan.current_index, "params": turn.rec.params(&plan.params)}),
+                   "current_index": plan.current_index, "params": turn.rec.params(&plan.params),
+                   "unreadable_params": not_read}),
         );
         let plan_type = if kinds.contains(&"ask_user") {
             "ask_user"
@@ -371,20 +386,25 @@ impl IntentsEngine {
         Ok(self.deps.plans.plan(plan_id).await?)
     }
 
+    /// A new plan of `intent_id` with the values the classifier found, each read once into
+    /// its parameter's type, and those that could not be read.
     fn new_plan(
         &self,
         inbound: &Inbound,
         intent_id: &str,
         classification: &Classification,
-    ) -> PlanExecution {
+        today: NaiveDate,
+    ) -> Option<(PlanExecution, Vec<(String, Unreadable)>)> {
+        let intent = self.registry.intent(intent_id)?;
+        let (params, unreadable) = read_params(intent, &classification.extracted_params, today);
         let now = now_ms();
-        PlanExecution {
+        let plan = PlanExecution {
             plan_id: uuid::Uuid::now_v7().to_string(),
             intent_id: intent_id.to_string(),
             conversation_key: inbound.conversation_key(),
             member_id: inbound.member_id.clone(),
             profile_id: self.profile.id.clone(),
-            params: classification.extracted_params.clone(),
+            params,
             steps: Vec::new(),
             current_index: 0,
             created_at_ms: now,
@@ -392,30 +412,38 @@ impl IntentsEngine {
             waiting_until_ms: None,
             answer: None,
             version: 0,
-        }
+        };
+        Some((plan, unreadable))
     }
 
     /// The waiting plan with the member's answer: its question answered, what the
-    /// classifier found added, and the message itself as the asked value if nothing was.
+    /// classifier found added (each value read once into its type; a new value replaces the
+    /// old, and one that cannot be read leaves the parameter missing), and the message itself
+    /// as the asked value if the model found none. `None` when the plan's intent is gone.
     fn continue_plan(
         &self,
         mut plan: PlanExecution,
         param: &str,
         classification: &Classification,
         text: &str,
-    ) -> PlanExecution {
+        today: NaiveDate,
+    ) -> Option<(PlanExecution, Vec<(String, Unreadable)>)> {
+        let intent = self.registry.intent(&plan.intent_id)?;
         let now = now_ms();
-        let same_intent = classification.intent_id.as_deref() == Some(plan.intent_id.as_str());
-        if same_intent {
-            for (name, value) in &classification.extracted_params {
-                plan.params.insert(name.clone(), value.clone());
-            }
+        let mut found = BTreeMap::new();
+        if classification.intent_id.as_deref() == Some(plan.intent_id.as_str()) {
+            found = classification.extracted_params.clone();
         }
         // The model knew the intent but extracted nothing: the answer is the value asked for.
-        if !plan.params.contains_key(param) && !text.trim().is_empty() {
-            plan.params
-                .insert(param.to_string(), text.trim().to_string());
+        if !found.contains_key(param) && !plan.params.contains_key(param) && !text.trim().is_empty()
+        {
+            found.insert(param.to_string(), text.trim().to_string());
         }
+        let (values, unreadable) = read_params(intent, &found, today);
+        for name in found.keys() {
+            plan.params.remove(name);
+        }
+        plan.params.extend(values);
         if let Some(step) = plan.steps.get_mut(plan.current_index) {
             step.status = StepStatus::Completed;
             step.ended_at_ms = Some(now);
@@ -423,7 +451,7 @@ impl IntentsEngine {
         plan.current_index += 1;
         plan.updated_at_ms = now;
         plan.waiting_until_ms = None;
-        plan
+        Some((plan, unreadable))
     }
 
     /// Classification failed: a transient model failure is the queue's to retry; anything

@@ -3,7 +3,9 @@
 //! passes the policy and then runs through the profile's tools stack (so `confirm_tools`
 //! asks the member first, and the call is made at most once: it is marked `in_progress` with
 //! its idempotency key before it starts, and a plan found in that state after a stop is told
-//! as of unknown outcome, never run again), `Respond(post)` words the result, and `AskUser`
+//! as of unknown outcome, never run again; a call still `blocked` never started, so an
+//! approval of it runs it however often the turn is tried, and without its answer it is
+//! asked anew), `Respond(post)` words the result, and `AskUser`
 //! stops the plan in `waiting_user`. What has effects is stored before it is shown or done
 //! (a call's start and end, a question, a suspension); the plan ends stored with its answer,
 //! so a retry of its message after a stop says that answer again.
@@ -135,25 +137,28 @@ impl IntentsEngine {
                                 .await;
                         }
                         (StepStatus::Blocked, Some(Some(Decision::Approved))) => {}
-                        (StepStatus::Blocked, Some(other)) => {
+                        (
+                            StepStatus::Blocked,
+                            Some(Some(refused @ (Decision::Denied | Decision::Expired))),
+                        ) => {
                             let escalated = execution.escalation.is_some();
-                            let (error, reply) = match other {
-                                Some(Decision::Expired) if escalated => {
-                                    ("expired", PARENT_EXPIRED_REPLY)
-                                }
-                                Some(Decision::Expired) => ("expired", SLASH_COMMAND_EXPIRED),
-                                Some(Decision::Denied) if escalated => {
-                                    ("declined", PARENT_DECLINED_REPLY)
-                                }
-                                Some(Decision::Denied) => ("declined", SLASH_COMMAND_DECLINED),
-                                _ => ("unknown outcome", INTERRUPTED_REPLY),
+                            let (error, reply) = match (refused, escalated) {
+                                (Decision::Expired, true) => ("expired", PARENT_EXPIRED_REPLY),
+                                (Decision::Expired, false) => ("expired", SLASH_COMMAND_EXPIRED),
+                                (_, true) => ("declined", PARENT_DECLINED_REPLY),
+                                (_, false) => ("declined", SLASH_COMMAND_DECLINED),
                             };
                             turn.rec.skipped("tool_execute", error);
                             return self.stop_plan(turn, plan, index, error, reply, said).await;
                         }
-                        // `(Blocked, None)`: the message is tried again, so its confirmation
-                        // was never stored (a stored one suspends the message, and only its
-                        // answer resumes it): nobody saw it, and it is asked anew.
+                        // A `blocked` call never started (it is `in_progress` before it
+                        // does), so nothing about it is in doubt; without its answer it is
+                        // asked anew. `(Blocked, None)`: the message is tried again, so its
+                        // confirmation was never stored (a stored one suspends the message,
+                        // and only its answer resumes it): nobody saw it.
+                        // `(Blocked, Some(None))`: it was answered, and hearth stopped after
+                        // the turn took the answer and before the call started, so the
+                        // answer is not known any more.
                         _ => {
                             let request = PolicyRequest {
                                 intent_id: &plan.intent_id,

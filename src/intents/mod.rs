@@ -4,6 +4,9 @@
 //! the profile's tools stack, queue, confirmations and channels.
 //!
 //! - `registry.rs`: `intents.yaml` typed and checked, eligible intents (channel, rollout, role);
+//! - `params.rs`: each parameter's declared type, and its value read once into it;
+//!   `written.rs`: numbers and dates as members write them, read without guessing;
+//!   `unreadable.rs`: a value that could not be read, told back to the member in words;
 //! - `classifier.rs`: the IntentClassifier (one LLM call, JSON);
 //! - `planner.rs`: the Planner (AskUser, or Respond(pre) → ToolCall → Respond(post)) and templates;
 //! - `policy.rs`: the PolicyEngine (structured rules, or allow-all);
@@ -20,10 +23,13 @@ mod engine;
 mod executor;
 mod llm;
 mod order_tool;
+mod params;
 mod planner;
 mod policy;
 mod registry;
 mod telemetry;
+mod unreadable;
+mod written;
 
 pub use classifier::Classification;
 pub use data_source::{DataSource, DataSourceError, JsonDataSource, ORDERS, RecordsDataSource};
@@ -32,6 +38,7 @@ pub use engine::{
 };
 pub use executor::{INTERRUPTED_REPLY, PARENT_DECLINED_REPLY, PARENT_EXPIRED_REPLY};
 pub use order_tool::{CHECK_ORDER_STATUS, OrderStatusTool};
+pub use params::{ParamSpec, ParamType, ParamValue, read_params};
 pub use planner::{placeholders, render};
 pub use policy::{
     NullPolicyEngine, PolicyDecision, PolicyEngine, PolicyRequest, PolicyRule, RulePolicyEngine,
@@ -41,3 +48,5 @@ pub use registry::{
     in_rollout,
 };
 pub use telemetry::{REDACTED, STAGES};
+pub use unreadable::{Problem, Unreadable};
+pub use written::{DateProblem, NumberProblem, read_date, read_number};

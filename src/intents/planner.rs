@@ -1,6 +1,8 @@
 //! The Planner: from a classified intent and the parameters collected so far, the steps to
-//! take. A missing parameter gives `AskUser` for the first one, its question worded by the
-//! model; complete parameters give `Respond(pre)` (when the intent has a `pre` template),
+//! take. A value the member gave that could not be read gives `AskUser` for it, saying what
+//! was wrong in hearth's own words; otherwise a missing parameter gives `AskUser` for the
+//! first one, its question worded by the model; complete parameters give `Respond(pre)`
+//! (when the intent has a `pre` template),
 //! `ToolCall` and `Respond(post)`. Also the templates' rendering (`{param}`,
 //! `{result.field}`, `{error}`) and the model's wording of a result when there is no `post`
 //! template.
@@ -11,6 +13,7 @@ use serde_json::Value;
 
 use super::llm::{AskError, ModelAccess};
 use super::registry::Intent;
+use super::unreadable::Unreadable;
 use crate::llm::ChatMessage;
 use crate::ports::PlanStep;
 
@@ -24,21 +27,32 @@ pub struct Planner<'a> {
 
 impl Planner<'_> {
     /// The next steps of `intent` with `params` collected: one `AskUser`, or the call with
-    /// what is said around it.
+    /// what is said around it. `unreadable` are values this message gave that could not be
+    /// read as their parameter's type.
     pub async fn plan(
         &self,
         intent: &Intent,
-        params: &BTreeMap<String, String>,
+        params: &BTreeMap<String, Value>,
+        unreadable: &[(String, Unreadable)],
         member_text: &str,
     ) -> Result<Vec<PlanStep>, AskError> {
+        let told_back = unreadable.iter().find_map(|(name, problem)| {
+            let spec = intent.param(name)?;
+            (!params.contains_key(name)).then(|| (name, problem.ask_again(spec)))
+        });
+        if let Some((param, prompt)) = told_back {
+            return Ok(vec![PlanStep::AskUser {
+                param: param.clone(),
+                prompt,
+            }]);
+        }
         if let Some(missing) = intent
-            .required_params
-            .iter()
+            .param_names()
             .find(|name| !params.contains_key(*name))
         {
             let prompt = self.question(intent, missing, member_text).await?;
             return Ok(vec![PlanStep::AskUser {
-                param: missing.clone(),
+                param: missing.to_string(),
                 prompt,
             }]);
         }
@@ -91,12 +105,12 @@ impl Planner<'_> {
     pub async fn word_result(
         &self,
         intent: &Intent,
-        params: &BTreeMap<String, String>,
+        params: &BTreeMap<String, Value>,
         result: &str,
     ) -> Result<String, AskError> {
         let params: Vec<String> = params
             .iter()
-            .map(|(name, value)| format!("{name} = {value}"))
+            .map(|(name, value)| format!("{name} = {}", shown(value)))
             .collect();
         let messages = vec![
             ChatMessage::system(
@@ -135,11 +149,20 @@ pub fn placeholders(template: &str) -> Vec<String> {
     found
 }
 
+/// A JSON value as text: a string as it is, anything else as JSON (`1000`, `12.5`).
+fn shown(value: &Value) -> String {
+    match value {
+        Value::String(text) => text.clone(),
+        other => other.to_string(),
+    }
+}
+
 /// `template` with `{param}`, `{result.field}` (of a JSON result) and `{error}` filled in; a
-/// value that is not there reads "unknown".
+/// value that is not there reads "unknown". A parameter reads as it was read (`1,000` as
+/// `1000`), the value the tool got.
 pub fn render(
     template: &str,
-    params: &BTreeMap<String, String>,
+    params: &BTreeMap<String, Value>,
     result: Option<&Value>,
     error: Option<&str>,
 ) -> String {
@@ -152,14 +175,11 @@ pub fn render(
                         .split('.')
                         .try_fold(result, |value, key| value.get(key))
                 })
-                .map(|value| match value {
-                    Value::String(text) => text.clone(),
-                    other => other.to_string(),
-                })
+                .map(shown)
         } else if name == "error" {
             error.map(str::to_string)
         } else {
-            params.get(&name).cloned()
+            params.get(&name).map(shown)
         };
         text = text.replace(
             &format!("{{{name}}}"),
@@ -176,7 +196,10 @@ mod tests {
 
     #[test]
     fn templates_fill_params_result_fields_and_errors() {
-        let params = BTreeMap::from([("order_id".to_string(), "O-1".to_string())]);
+        let params = BTreeMap::from([
+            ("order_id".to_string(), json!("O-1")),
+            ("amount".to_string(), json!(1000)),
+        ]);
         let result = json!({"status": "shipped", "carrier": {"name": "UPS"}, "amount": 2.5});
         assert_eq!(
             render(
@@ -189,12 +212,12 @@ mod tests {
         );
         assert_eq!(
             render(
-                "{order_id}: {error} {not a placeholder}",
+                "{order_id} ({amount}): {error} {not a placeholder}",
                 &params,
                 None,
                 Some("gone")
             ),
-            "O-1: gone {not a placeholder}"
+            "O-1 (1000): gone {not a placeholder}"
         );
         assert_eq!(placeholders("{a} {b.c} {} {d"), ["a", "b.c"]);
     }

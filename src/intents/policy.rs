@@ -3,14 +3,17 @@
 //! parameter, the time of day in the profile's timezone); config text is never evaluated.
 //!
 //! The first rule whose every condition holds decides: `allow`, `deny` (with its message) or
-//! `escalate` (a parent must approve). No rule matching allows. A bound on a parameter that
-//! is missing or not a number holds for `deny` and `escalate` rules and not for `allow`
-//! rules, so a value the rule cannot read never makes a request more permitted.
+//! `escalate` (a parent must approve). No rule matching allows. Parameters come already read
+//! into their declared types (`params.rs`), the values the tool gets: a number bound compares
+//! numbers, a text bound texts, and nothing is read again here. A bound on a parameter that
+//! is missing or not of the bound's kind holds for `deny` and `escalate` rules and not for
+//! `allow` rules, so a value the rule cannot compare never makes a request more permitted.
 
 use std::collections::BTreeMap;
 
 use chrono::{NaiveTime, Timelike};
 use serde::Deserialize;
+use serde_json::Value;
 
 use crate::config::FamilyRole;
 
@@ -134,18 +137,18 @@ impl PolicyRule {
 }
 
 impl ParamBound {
-    fn holds(&self, value: Option<&String>, restrictive: bool) -> bool {
+    fn holds(&self, value: Option<&Value>, restrictive: bool) -> bool {
         let Some(value) = value else {
             return restrictive;
         };
         match &self.value {
-            BoundValue::Text(text) => match self.op {
-                Comparison::Equal => value.trim() == text,
-                Comparison::NotEqual => value.trim() != text,
+            BoundValue::Text(text) => match (self.op, value.as_str()) {
+                (Comparison::Equal, Some(value)) => value == text,
+                (Comparison::NotEqual, Some(value)) => value != text,
                 _ => restrictive,
             },
             BoundValue::Number(bound) => {
-                let Some(number) = parse_number(value) else {
+                let Some(number) = value.as_f64() else {
                     return restrictive;
                 };
                 match self.op {
@@ -159,18 +162,6 @@ impl ParamBound {
             }
         }
     }
-}
-
-/// A number as members write it: `25`, `25.50`, `$25`, `25 €`.
-fn parse_number(text: &str) -> Option<f64> {
-    let cleaned: String = text
-        .trim()
-        .trim_matches(|c: char| !(c.is_ascii_digit() || c == '-' || c == '.' || c == ','))
-        .replace(',', ".");
-    cleaned
-        .parse::<f64>()
-        .ok()
-        .filter(|number| number.is_finite())
 }
 
 fn parse_clock(text: &str) -> Option<NaiveTime> {
@@ -195,7 +186,8 @@ impl TimeWindow {
 pub struct PolicyRequest<'a> {
     pub intent_id: &'a str,
     pub role: FamilyRole,
-    pub params: &'a BTreeMap<String, String>,
+    /// Each parameter read into its declared type, as the tool gets it.
+    pub params: &'a BTreeMap<String, Value>,
     /// Now, in the profile's timezone.
     pub local_time: NaiveTime,
 }
@@ -264,13 +256,14 @@ impl PolicyEngine for RulePolicyEngine {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     fn rules(yaml: &str) -> RulePolicyEngine {
         RulePolicyEngine::new(serde_yaml::from_str(yaml).expect("rules"))
     }
 
-    fn ask(engine: &RulePolicyEngine, role: FamilyRole, amount: &str, at: &str) -> PolicyDecision {
-        let params = BTreeMap::from([("amount".to_string(), amount.to_string())]);
+    fn ask(engine: &RulePolicyEngine, role: FamilyRole, amount: Value, at: &str) -> PolicyDecision {
+        let params = BTreeMap::from([("amount".to_string(), amount)]);
         engine.validate(&PolicyRequest {
             intent_id: "allowance",
             role,
@@ -289,31 +282,50 @@ mod tests {
 "#,
         );
         use FamilyRole::*;
-        assert_eq!(ask(&engine, Child, "5", "12:00"), PolicyDecision::Allow);
         assert_eq!(
-            ask(&engine, Child, "$25", "12:00"),
+            ask(&engine, Child, json!(5), "12:00"),
+            PolicyDecision::Allow
+        );
+        assert_eq!(
+            ask(&engine, Child, json!(25), "12:00"),
             PolicyDecision::Escalate {
                 message: "over 20".into()
             }
         );
         assert_eq!(
-            ask(&engine, Child, "5", "23:30"),
+            ask(&engine, Child, json!(5), "23:30"),
             PolicyDecision::Deny {
                 message: "too late".into()
             }
         );
-        assert_eq!(ask(&engine, Parent, "25", "23:30"), PolicyDecision::Allow);
         assert_eq!(
-            ask(&engine, Parent, "600", "12:00"),
+            ask(&engine, Parent, json!(25), "23:30"),
+            PolicyDecision::Allow
+        );
+        assert_eq!(
+            ask(&engine, Parent, json!(600), "12:00"),
             PolicyDecision::Deny {
                 message: "too much".into()
             }
         );
-        // A value the bound cannot read never makes a request more permitted.
+        // A value the bound cannot compare never makes a request more permitted.
         assert!(matches!(
-            ask(&engine, Child, "lots", "12:00"),
+            ask(&engine, Child, json!("lots"), "12:00"),
             PolicyDecision::Escalate { .. }
         ));
+        // The values compared are the ones the tool gets: 1,000 was read as 1000.
+        assert!(matches!(
+            ask(&engine, Child, json!(1000), "12:00"),
+            PolicyDecision::Escalate { .. }
+        ));
+        assert_eq!(
+            ask(&engine, Child, json!(20), "12:00"),
+            PolicyDecision::Allow
+        );
+        assert_eq!(
+            ask(&engine, Child, json!(19.99), "12:00"),
+            PolicyDecision::Allow
+        );
         assert_eq!(
             NullPolicyEngine.validate(&PolicyRequest {
                 intent_id: "x",

@@ -1,6 +1,9 @@
 //! The intents registry of an `intents` profile: `intents.yaml` typed, checked (every problem
 //! with file, line and key path, through the plugins' YAML machinery) and asked which intents
-//! a member may use on a channel.
+//! a member may use on a channel. Its checks include each parameter's declaration
+//! (`params.rs`) and that a policy bound names a parameter of the kind it compares: a number
+//! bound needs a parameter read as a number, so a rule never compares text it would have to
+//! read again.
 //!
 //! An intent is eligible when the channel is in its `constraints.channels` (all channels when
 //! empty), the member falls inside its `rollout` percent (a stable hash of intent and member,
@@ -11,15 +14,21 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::path::{Path, PathBuf};
 
+use chrono::NaiveDate;
 use serde::Deserialize;
 
-use super::policy::PolicyRule;
+use super::params::{ParamSpec, ParamType};
+use super::policy::{BoundValue, PolicyRule};
 use crate::config::FamilyRole;
 use crate::plugins::yaml_file::{ProblemLines, parse_yaml_document};
 use crate::plugins::{KeyPath, PluginFileProblem};
 
 /// Below this confidence the classifier's answer counts as no intent (seed 003).
 pub const DEFAULT_MIN_CONFIDENCE: f64 = 0.5;
+
+/// Where `check_order_status` reads orders when the intents file sets no `data_source`
+/// (relative to the working directory): the example orders shipped with hearth.
+pub const DEFAULT_ORDERS_FILE: &str = "data/orders.json";
 
 /// `intents.yaml` as written.
 #[derive(Debug, Clone, Deserialize)]
@@ -42,8 +51,9 @@ pub struct IntentsDocument {
 pub struct Intent {
     pub id: String,
     pub description: String,
+    /// Each a name (text), or a mapping with its `type`, `pattern`, `min`, `max`, `example`.
     #[serde(default)]
-    pub required_params: Vec<String>,
+    pub required_params: Vec<ParamSpec>,
     /// Any tool of the profile's stack; it is called with the parameters as its arguments.
     pub tool: String,
     #[serde(default)]
@@ -241,6 +251,44 @@ impl IntentsRegistry {
         })
     }
 
+    /// Where `check_order_status` reads orders: the file's `data_source`, or, when it sets
+    /// none and `offered` (the profile enables the tool, or an intent names it), the JSON file
+    /// `DEFAULT_ORDERS_FILE`. `None`: the profile has no use for it.
+    pub fn order_source(&self, offered: bool) -> Option<DataSourceConfig> {
+        let offered = offered
+            || self
+                .intents
+                .iter()
+                .any(|intent| intent.tool == super::CHECK_ORDER_STATUS);
+        match &self.data_source {
+            Some(source) => Some(source.clone()),
+            None if offered => Some(DataSourceConfig {
+                kind: DataSourceKind::Json,
+                path: Some(DEFAULT_ORDERS_FILE.to_string()),
+            }),
+            None => None,
+        }
+    }
+
+    /// The data source this file names (or leaves to the default) cannot be opened: the
+    /// problem at its `data_source` key, saying which file was read and what to set.
+    pub fn data_source_problem(&self, error: &super::DataSourceError) -> IntentsFileError {
+        let message = match &self.data_source {
+            Some(_) => format!("{error}; fix the path, or use kind sql"),
+            None => format!(
+                "not set, so check_order_status reads {DEFAULT_ORDERS_FILE} (relative to the \
+                 working directory), and {error}; set data_source in this file, e.g. \
+                 {{ kind: json, path: /path/to/orders.json }} or {{ kind: sql }}"
+            ),
+        };
+        let mut problem = PluginFileProblem::new(KeyPath::root().key("data_source"), message);
+        // A key left out has no line of its own.
+        if self.data_source.is_some() {
+            problem = problem.located_in(&self.text);
+        }
+        IntentsFileError::one(&self.file, problem)
+    }
+
     pub fn intent(&self, id: &str) -> Option<&Intent> {
         self.intents.iter().find(|intent| intent.id == id)
     }
@@ -255,6 +303,15 @@ impl IntentsRegistry {
 }
 
 impl Intent {
+    /// The declaration of parameter `name`, if the intent has one.
+    pub fn param(&self, name: &str) -> Option<&ParamSpec> {
+        self.required_params.iter().find(|param| param.name == name)
+    }
+
+    pub fn param_names(&self) -> impl Iterator<Item = &str> {
+        self.required_params.iter().map(|param| param.name.as_str())
+    }
+
     pub fn is_eligible(&self, context: &IntentContext<'_>) -> bool {
         let constraints = &self.constraints;
         let channel_ok = constraints.channels.is_empty()
@@ -323,6 +380,22 @@ fn check(document: &IntentsDocument) -> Vec<PluginFileProblem> {
                 ),
             ));
         }
+        let mut names: BTreeSet<&str> = BTreeSet::new();
+        for (param_index, param) in intent.required_params.iter().enumerate() {
+            let param_path = path.key("required_params").index(param_index);
+            if !names.insert(&param.name) {
+                problems.push(PluginFileProblem::new(
+                    param_path.key("name"),
+                    format!("duplicate parameter {:?}", param.name),
+                ));
+            }
+            problems.extend(
+                param
+                    .problems()
+                    .into_iter()
+                    .map(|(key, message)| PluginFileProblem::new(param_path.key(key), message)),
+            );
+        }
         let templates = [
             ("pre", &intent.respond.pre),
             ("post", &intent.respond.post),
@@ -331,7 +404,7 @@ fn check(document: &IntentsDocument) -> Vec<PluginFileProblem> {
         for (key, template) in templates {
             let Some(template) = template else { continue };
             for placeholder in super::planner::placeholders(template) {
-                let known = intent.required_params.contains(&placeholder)
+                let known = intent.param(&placeholder).is_some()
                     || placeholder.starts_with("result.")
                     || (key == "error" && placeholder == "error");
                 if !known {
@@ -380,8 +453,86 @@ fn check(document: &IntentsDocument) -> Vec<PluginFileProblem> {
         problems.extend(
             rule.problems()
                 .into_iter()
+                .chain(bound_problems(rule, &document.intents))
                 .map(|(key, message)| PluginFileProblem::new(path.key(key), message)),
         );
+    }
+    problems
+}
+
+/// A rule's parameter bounds against the parameters of the intents it applies to: a bound
+/// names a parameter they have, a number bounds a number, a text a text or a date.
+fn bound_problems(rule: &PolicyRule, intents: &[Intent]) -> Vec<(String, String)> {
+    let applies: Vec<&Intent> = intents
+        .iter()
+        .filter(|intent| rule.intent.as_ref().is_none_or(|id| *id == intent.id))
+        .collect();
+    let mut problems = Vec::new();
+    for (index, bound) in rule.params.iter().enumerate() {
+        let declared: Vec<(&Intent, &ParamSpec)> = applies
+            .iter()
+            .filter_map(|intent| Some((*intent, intent.param(&bound.name)?)))
+            .collect();
+        if declared.is_empty() && !applies.is_empty() {
+            let names: Vec<&str> = applies
+                .iter()
+                .flat_map(|intent| intent.param_names())
+                .collect();
+            problems.push((
+                format!("params[{index}].name"),
+                format!(
+                    "{:?} is not a parameter of {} (parameters: {})",
+                    bound.name,
+                    match &rule.intent {
+                        Some(id) => format!("intent {id:?}"),
+                        None => "any intent".to_string(),
+                    },
+                    if names.is_empty() {
+                        "none".to_string()
+                    } else {
+                        names.join(", ")
+                    }
+                ),
+            ));
+        }
+        for (intent, param) in declared {
+            let numeric_bound = matches!(bound.value, BoundValue::Number(_));
+            if numeric_bound && !param.kind.is_numeric() {
+                problems.push((
+                    format!("params[{index}].value"),
+                    format!(
+                        "a number, but intent {:?} reads {:?} as {}; declare it in its \
+                         required_params as {{ name: {}, type: number }}",
+                        intent.id,
+                        param.name,
+                        param.kind.described(),
+                        param.name
+                    ),
+                ));
+            } else if !numeric_bound && param.kind.is_numeric() {
+                problems.push((
+                    format!("params[{index}].value"),
+                    format!(
+                        "a text, but intent {:?} reads {:?} as {}: compare it with a number",
+                        intent.id,
+                        param.name,
+                        param.kind.described()
+                    ),
+                ));
+            } else if let BoundValue::Text(text) = &bound.value
+                && param.kind == ParamType::Date
+                && NaiveDate::parse_from_str(text, "%Y-%m-%d").is_err()
+            {
+                problems.push((
+                    format!("params[{index}].value"),
+                    format!(
+                        "{text:?} is not a date; intent {:?} reads {:?} as a date, compared \
+                         as YYYY-MM-DD",
+                        intent.id, param.name
+                    ),
+                ));
+            }
+        }
     }
     problems
 }

@@ -118,8 +118,9 @@ impl StageRecorder {
         );
     }
 
-    /// `params` with the values of redacted parameters masked, and which were.
-    pub fn params(&self, params: &BTreeMap<String, String>) -> Value {
+    /// `params` (as the classifier found them, or as read into their types) with the values
+    /// of redacted parameters masked, and which were.
+    pub fn params<V: Clone + Into<Value>>(&self, params: &BTreeMap<String, V>) -> Value {
         let masked: Vec<&String> = params
             .keys()
             .filter(|name| self.redacted.contains(*name))
@@ -128,11 +129,11 @@ impl StageRecorder {
             .iter()
             .map(|(name, value)| {
                 let shown = if self.redacted.contains(name) {
-                    REDACTED.to_string()
+                    Value::String(REDACTED.to_string())
                 } else {
-                    value.clone()
+                    value.clone().into()
                 };
-                (name.clone(), Value::String(shown))
+                (name.clone(), shown)
             })
             .collect();
         json!({
@@ -143,10 +144,14 @@ impl StageRecorder {
     }
 
     /// `text` with every redacted parameter's value masked (a reply or a tool result may
-    /// repeat it).
-    pub fn mask_text(&self, text: &str, params: &BTreeMap<String, String>) -> String {
+    /// repeat it), in the form the tool got it (`1000`, a date as `2025-10-20`).
+    pub fn mask_text(&self, text: &str, params: &BTreeMap<String, Value>) -> String {
         let mut masked = text.to_string();
         for (name, value) in params {
+            let value = match value {
+                Value::String(text) => text.clone(),
+                other => other.to_string(),
+            };
             if self.redacted.contains(name) && !value.trim().is_empty() {
                 masked = masked.replace(value.as_str(), REDACTED);
             }

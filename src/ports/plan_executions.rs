@@ -14,6 +14,7 @@ use std::collections::BTreeMap;
 
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
 use super::StorageError;
 
@@ -54,7 +55,9 @@ pub enum PlanStep {
     Respond { when: String, message: String },
     ToolCall {
         tool_name: String,
-        params: BTreeMap<String, String>,
+        /// The call's arguments: each parameter as read into its declared type (a JSON
+        /// string, number, or `"YYYY-MM-DD"` date).
+        params: BTreeMap<String, Value>,
     },
 }
 
@@ -113,8 +116,8 @@ pub struct PlanExecution {
     pub conversation_key: String,
     pub member_id: String,
     pub profile_id: String,
-    /// The parameters collected so far.
-    pub params: BTreeMap<String, String>,
+    /// The parameters collected so far, each read into its declared type.
+    pub params: BTreeMap<String, Value>,
     pub steps: Vec<StepExecution>,
     pub current_index: usize,
     pub created_at_ms: i64,

@@ -287,3 +287,55 @@ async fn a_retry_after_the_llm_failed_replays_the_plugin_result_instead_of_calli
     assert!(replayed.contains("Order placed: milk"), "{replayed}");
     app.stop().await;
 }
+
+/// A slash command approved to start, whose first model round fails: the retry keeps the
+/// approval and starts it (its tool runs once), instead of taking it for a refusal.
+#[actix::test]
+async fn an_approved_slash_command_whose_model_failed_starts_on_the_retry() {
+    let llm = ScriptedLlmServer::start();
+    let profile =
+        "  - id: secure\n    slash_commands: [\"/secure\"]\n    confirm_slash_commands: true\n";
+    let app = TestApp::start_with_profiles(&llm.base_url(), profile, &[]).await;
+    let (status, asked) = app
+        .send(json!({"user_id": "alice", "text": "/secure I moved to 9 Oak Lane"}))
+        .await;
+    assert_eq!(status, 200, "{asked}");
+    assert_eq!(asked["status"], "confirmation_required", "{asked}");
+    let failure = || Step::Error {
+        status: 500,
+        retry_after: None,
+        body: "the model crashed".into(),
+    };
+    // Every attempt of the broker fails, so the resumed turn fails and is tried again.
+    llm.push_many([failure(), failure(), failure()]);
+    llm.push_many([
+        Step::ToolCalls(vec![(
+            "profile_update".into(),
+            json!({"key": "address", "value": "9 Oak Lane"}),
+        )]),
+        Step::Reply("Saved your new address.".into()),
+    ]);
+    let (status, body) = app
+        .post_json(
+            "/inbound/confirm",
+            json!({"confirmation_id": asked["confirmation"]["id"], "user_id": "alice",
+                   "approve": true}),
+        )
+        .await;
+    assert!(status == 200 || status == 202, "{status}: {body}");
+    let id = asked["id"].as_str().unwrap();
+    let record = app
+        .record_when(id, "alice", "answered", Duration::from_secs(20))
+        .await;
+    assert_eq!(record["reply"], "Saved your new address.");
+    let facts = hearth::ports::UserProfiles::get(&*app.running.stores.profiles, "alice")
+        .await
+        .unwrap();
+    assert_eq!(facts.get("address").map(String::as_str), Some("9 Oak Lane"));
+    assert_eq!(
+        llm.request_count(),
+        5,
+        "three failures, then the two rounds once"
+    );
+    app.stop().await;
+}

@@ -1,5 +1,7 @@
 //! The intents engine's policy over the real HTTP channel: allow, deny and escalate, the
-//! parameters telemetry masks, and an escalation answered, declined, expired or withdrawn.
+//! parameters telemetry masks, and an escalation answered, declined, expired or withdrawn;
+//! each value read once into its declared type, the number the policy compares being the
+//! one the tool gets, and a value that cannot be read asked for again.
 
 use std::path::{Path, PathBuf};
 
@@ -8,10 +10,11 @@ use serde_json::{Value, json};
 use hearth::actors::request_queue::CancelPending;
 
 use crate::intents::{Wire, classified, orders_config_with, stages, start, successful_calls};
-use crate::support::hearth_app::TestApp;
+use crate::support::hearth_app::{HearthProcess, TestApp, test_env, write_config};
 use crate::support::intents_profile::write_intents;
 use crate::support::llm_server::ScriptedLlmServer;
 use crate::support::llm_server::Step;
+use crate::support::mcp::everything_stdio_or_skip;
 
 /// How long a child's message may take to get its outcome after a parent's answer.
 const WAIT: std::time::Duration = std::time::Duration::from_secs(15);
@@ -24,7 +27,7 @@ redaction: { params: [card_number] }
 intents:
   - id: refund_request
     description: Ask for a refund of an order
-    required_params: [order_id, amount, card_number]
+    required_params: [order_id, { name: amount, type: number, min: 0 }, card_number]
     tool: check_order_status
     respond:
       post: "Refund of {amount} for {order_id} noted ({result.status})."
@@ -228,4 +231,204 @@ async fn a_child_s_cancel_withdraws_a_request_waiting_for_a_parent() {
     let events = stages(&app, "http:bob").await;
     assert_eq!(successful_calls(&events), 0);
     app.stop().await;
+}
+
+#[actix::test]
+async fn a_child_s_refund_of_1_000_is_a_thousand_for_the_policy_and_the_tool() {
+    let llm = ScriptedLlmServer::start();
+    let intents = tempfile::tempdir().unwrap();
+    let file = write_policy_intents(intents.path());
+    let app = start(&llm, &file, Wire::OpenAi).await;
+    llm.push(refund("O-12345", "1,000"));
+    let (status, asked) = app
+        .send(json!({"user_id": "bob", "text": "/orders refund 1,000 on O-12345"}))
+        .await;
+    assert_eq!(status, 200, "{asked}");
+    assert_eq!(
+        asked["status"], "confirmation_required",
+        "1,000 is over 20: {asked}"
+    );
+    let prompt = asked["confirmation"]["prompt"].as_str().unwrap();
+    assert!(prompt.contains("• amount: 1000\n"), "{prompt}");
+    let (status, body) = answer(&app, &asked, "alice", true).await;
+    assert_eq!(status, 200, "{body}");
+    let child = app
+        .record_when(asked["id"].as_str().unwrap(), "bob", "answered", WAIT)
+        .await;
+    assert_eq!(
+        child["reply"],
+        "Refund of 1000 for O-12345 noted (shipped)."
+    );
+    // The call that ran got the number the policy compared.
+    let database = app.folder.path().join("hearth.db");
+    let pool = sqlx::SqlitePool::connect(&format!("sqlite://{}", database.display()))
+        .await
+        .unwrap();
+    let plan: String = sqlx::query_scalar("SELECT plan FROM plan_executions")
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+    let plan: Value = serde_json::from_str(&plan).unwrap();
+    let call = plan["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|step| step["step"]["type"] == "tool_call")
+        .unwrap();
+    assert_eq!(call["status"], "completed", "{plan}");
+    assert_eq!(
+        call["step"]["params"],
+        json!({"order_id": "O-12345", "amount": 1000, "card_number": "4111111111111111"})
+    );
+    assert_eq!(successful_calls(&stages(&app, "http:bob").await), 1);
+    app.stop().await;
+}
+
+#[actix::test]
+async fn a_value_that_cannot_be_read_is_asked_for_again_and_nothing_runs() {
+    let llm = ScriptedLlmServer::start();
+    let intents = tempfile::tempdir().unwrap();
+    let file = write_policy_intents(intents.path());
+    let app = start(&llm, &file, Wire::OpenAi).await;
+    llm.push(refund("O-12345", "1e3"));
+    assert_eq!(
+        app.ask("alice", "/orders refund 1e3 on O-12345").await,
+        "I couldn't read \"1e3\" as the amount: please write it as a number, like 25 or 12.50."
+    );
+    // Each answer is read the same way; the plan waits until one can be read.
+    for (written, told) in [
+        (
+            "1.000",
+            "I can't tell whether \"1.000\" means 1 or 1000: please write the amount again, \
+             as 1000 or as 1.",
+        ),
+        (
+            "-5",
+            "I can't use \"-5\" as the amount: it must be at least 0.",
+        ),
+        (
+            "NaN",
+            "I couldn't read \"NaN\" as the amount: please write it as a number, like 25 or \
+             12.50.",
+        ),
+    ] {
+        llm.push(refund("O-12345", written));
+        assert_eq!(app.ask("alice", written).await, told);
+    }
+    let events = stages(&app, "http:alice").await;
+    assert_eq!(successful_calls(&events), 0, "nothing ran");
+    assert_eq!(llm.request_count(), 4, "only the classifier was asked");
+    let unreadable: Vec<&Value> = events
+        .iter()
+        .filter(|event| event["stage"] == "plan_created")
+        .map(|event| &event["payload"]["unreadable_params"])
+        .collect();
+    assert_eq!(
+        unreadable[0],
+        &json!([{"param": "amount", "problem": "not_a_number"}])
+    );
+    // A value that can be read runs the call, with it.
+    llm.push(refund("O-12345", "$12.50"));
+    assert_eq!(
+        app.ask("alice", "$12.50").await,
+        "Refund of 12.5 for O-12345 noted (shipped)."
+    );
+    assert_eq!(successful_calls(&stages(&app, "http:alice").await), 1);
+    app.stop().await;
+}
+
+/// What an MCP tool receives: server-everything's `echo` behind the pipe that logs every
+/// `tools/call` hearth sends (`mcp_list_gate.py`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_mcp_tool_receives_the_amount_as_a_json_number() {
+    let Some(everything) = everything_stdio_or_skip("intents_typed_mcp_arguments") else {
+        return;
+    };
+    let llm = ScriptedLlmServer::start();
+    let folder = tempfile::tempdir().unwrap();
+    let (gate, calls) = (
+        folder.path().join("gate"),
+        folder.path().join("calls.jsonl"),
+    );
+    std::fs::write(&gate, "open").unwrap();
+    let mut args = vec![
+        concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/support/mcp_list_gate.py"
+        )
+        .to_string(),
+        gate.display().to_string(),
+        folder.path().join("announce").display().to_string(),
+        everything.command.clone().unwrap(),
+    ];
+    args.extend(everything.args.clone());
+    let intents = write_intents(
+        folder.path(),
+        r#"
+intents:
+  - id: refund_request
+    description: Ask for a refund, with a message
+    required_params: [message, { name: amount, type: number, min: 0 }]
+    tool: everything__echo
+    respond:
+      post: "Asked for a refund of {amount}."
+policy:
+  rules:
+    - { intent: refund_request, role: child, params: [{ name: amount, op: ">", value: 20 }], decision: escalate, message: "refunds over 20 need a parent" }
+"#,
+    );
+    let config = write_config(folder.path(), &llm.base_url());
+    let mut text = std::fs::read_to_string(&config).unwrap().replace(
+        "- { id: bob, name: Bob }",
+        "- { id: bob, name: Bob, role: child }",
+    );
+    text.push_str(&format!(
+        "  - id: orders\n    slash_commands: [\"/orders\"]\n    processing_config: {{ engine: \
+         intents, intents_file: \"{}\" }}\n    tools_config: {{ enable_local_tools: [], \
+         enable_mcp_server_ids: [everything], confirm_tools: [] }}\nmcp_servers:\n  everything: \
+         {{ command: python3, args: {args:?}, env: {{ HEARTH_TEST_MCP_CALLS: {:?} }} }}\n",
+        intents.display(),
+        calls.display().to_string()
+    ));
+    std::fs::write(&config, text).unwrap();
+    let hearth = HearthProcess::spawn(&config, &test_env(&[]));
+    llm.push(Step::Reply(
+        json!({"intent_id": "refund_request",
+               "extracted_params": {"message": "the parcel never came", "amount": "1 000"},
+               "missing_params": [], "confidence": 0.9})
+        .to_string(),
+    ));
+    let (status, asked) = hearth
+        .post_json(
+            "/inbound",
+            json!({"user_id": "bob", "text": "/orders refund 1 000, the parcel never came"}),
+        )
+        .await;
+    assert_eq!(status, 200, "{asked}");
+    assert_eq!(asked["status"], "confirmation_required", "{asked}");
+    let (status, body) = hearth
+        .post_json(
+            "/inbound/confirm",
+            json!({"confirmation_id": asked["confirmation"]["id"], "user_id": "alice",
+                   "approve": true}),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    let child = hearth
+        .record_when(asked["id"].as_str().unwrap(), "bob", "answered", WAIT)
+        .await;
+    assert_eq!(child["reply"], "Asked for a refund of 1000.");
+    let logged: Vec<Value> = std::fs::read_to_string(&calls)
+        .unwrap()
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    assert_eq!(logged.len(), 1, "{logged:?}");
+    let arguments = &logged[0]["params"]["arguments"];
+    assert_eq!(
+        arguments,
+        &json!({"message": "the parcel never came", "amount": 1000}),
+        "{logged:?}"
+    );
+    assert!(arguments["amount"].is_u64(), "a JSON number: {arguments}");
 }

@@ -148,7 +148,9 @@ fn assert_legitimate(reply: &str, events: &[Value], context: &dyn Fn() -> String
             assert_eq!(needs_input, false, "{}", context());
         }
         Some("ask_user") => {
-            // The question is the model's own wording; it is asked, not answered.
+            // The question is the model's own wording (or hearth's, telling what was wrong
+            // with a value it extracted, such as an order id not like O-12345); it is
+            // asked, not answered.
             assert!(!reply.trim().is_empty(), "{}", context());
             assert_eq!(needs_input, true, "{}", context());
             assert_eq!(

@@ -6,15 +6,24 @@
 use serde_json::json;
 
 use crate::intents::{
-    Wire, asked_which_order, classified, example_intents, stage_names, stages, start,
+    Wire, asked_which_order, classified, example_intents, orders_config, stage_names, stages, start,
 };
+use crate::support::hearth_app::TestApp;
 use crate::support::llm_server::ScriptedLlmServer;
 use hearth::intents::STAGES;
 
 #[actix::test]
 async fn a_message_the_waiting_plan_cannot_place_goes_to_the_default_profile() {
     let llm = ScriptedLlmServer::start();
-    let app = start(&llm, &example_intents(), Wire::OpenAi).await;
+    let folder = tempfile::tempdir().unwrap();
+    let path = orders_config(folder.path(), &llm, &example_intents());
+    // The example's policy stops a child's request at night in the profile's timezone: bob
+    // is a parent here, so what this test sees does not depend on the hour it runs at.
+    let text = std::fs::read_to_string(&path)
+        .unwrap()
+        .replace("role: child", "role: parent");
+    std::fs::write(&path, text).unwrap();
+    let app = TestApp::start_from(folder, &path, &[]).await;
     asked_which_order(&app, &llm, "alice", "Which order?").await;
     // Bob's plan waits too, in his own conversation.
     asked_which_order(&app, &llm, "bob", "Which order, Bob?").await;

@@ -34,7 +34,7 @@ intents:
       pre: "Let me look up {order_id}."
   - id: refund_request
     description: Ask for a refund of an order
-    required_params: [order_id, amount]
+    required_params: [order_id, { name: amount, type: number }]
     tool: check_order_status
     respond:
       pre: "Refunding {amount} on {order_id}."

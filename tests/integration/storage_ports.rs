@@ -2937,7 +2937,11 @@ pub(crate) fn plan(
         conversation_key: "http:alice".into(),
         member_id: member.into(),
         profile_id: "orders".into(),
-        params: [("note".to_string(), "x".to_string())].into(),
+        params: [
+            ("note".to_string(), serde_json::json!("x")),
+            ("amount".to_string(), serde_json::json!(12.5)),
+        ]
+        .into(),
         steps: vec![
             ask,
             StepExecution::pending(PlanStep::ToolCall {

@@ -8,6 +8,12 @@
 //! result saying its outcome is unknown instead of being run blindly a second time. LLM
 //! calls may be repeated; tool calls may not.
 //!
+//! A turn resumed with the member's approval is journaled the same way, and a retry of it
+//! gets the same decision again: the journal alone says whether the approved call started.
+//! No entry means it never did (a suspension clears the entry, and the call is marked in
+//! flight before it starts), so the retry runs it; an entry goes on from there, the call in
+//! flight without a result being the only one whose outcome is unknown.
+//!
 //! Delegated sub-turns have no inbox message of their own and are not journaled: the
 //! parent's `delegate_to_service` call is, so a delegation is never run twice either.
 

@@ -282,12 +282,11 @@ impl RequestQueue {
             work.into_actor(self)
                 .map(move |(consumed, outcome), act, ctx| {
                     if let (Some(resume), Some(decision)) = (turn.resume.as_mut(), consumed) {
-                        // Never run an approved action twice: a retry after a failure
-                        // cannot know whether it ran.
-                        resume.decision = Some(match decision {
-                            Some(Decision::Approved) => None,
-                            other => other,
-                        });
+                        // `consume` hands the decision out once: a retry keeps it. Whether
+                        // an approved call started is the turn journal's to say (a call is
+                        // marked in flight there before it starts), so a retry never runs
+                        // a started call again and still runs one that never started.
+                        resume.decision = Some(decision);
                     }
                     match outcome {
                         Ok(outcome) => act.store_outcome(key, turn, outcome, ctx),
