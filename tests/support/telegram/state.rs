@@ -260,6 +260,8 @@ pub(super) struct State {
     pub calls: Vec<Call>,
     /// Scripted failures by lower-case method name.
     pub faults: HashMap<String, VecDeque<TgError>>,
+    /// Calls of a method held until released (`TelegramServer::hold_next`), by method.
+    pub holds: HashMap<String, VecDeque<watch::Receiver<bool>>>,
     pub stalls: VecDeque<Duration>,
     pub files: HashMap<String, StoredFile>,
     pub next_file: u64,
@@ -292,6 +294,7 @@ impl State {
             webhook: None,
             calls: Vec::new(),
             faults: HashMap::new(),
+            holds: HashMap::new(),
             stalls: VecDeque::new(),
             files: HashMap::new(),
             next_file: 1,
