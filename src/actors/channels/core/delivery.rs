@@ -5,6 +5,9 @@
 //! up, logged and counted (`hearth_outbox_undelivered_total`). A conversation's trouble
 //! never holds up another's. An idle worker ends, so idle conversations cost nothing.
 //!
+//! Workers run under the channel's `ChannelTasks`: when the channel stops, a worker ends
+//! after the part it is sending (noted as sent) and leaves the rest in the outbox.
+//!
 //! At start the rows the last run left undelivered go first; messages that arrive before
 //! they are read wait behind them, so a conversation keeps its order across a restart.
 //!
@@ -19,6 +22,7 @@ use std::time::Duration;
 use tokio::sync::mpsc;
 
 use super::platform::{DeliveryError, Platform};
+use super::tasks::ChannelTasks;
 use crate::metrics::{Metrics, StageTimer};
 use crate::ports::{Outbox, OutboxEntry, OutgoingMessage, StorageError, now_ms};
 
@@ -43,10 +47,11 @@ pub(crate) fn pause_after(attempt: u32, asked: Option<Duration>) -> Duration {
 }
 
 struct Shared<P: Platform> {
-    platform: P,
+    platform: Arc<P>,
     outbox: Arc<dyn Outbox>,
     metrics: Arc<Metrics>,
     settings: DeliverySettings,
+    tasks: ChannelTasks,
 }
 
 /// A channel's deliveries. Lives in the channel actor; workers are tokio tasks.
@@ -61,10 +66,11 @@ pub(crate) struct Deliveries<P: Platform> {
 
 impl<P: Platform> Deliveries<P> {
     pub(crate) fn new(
-        platform: P,
+        platform: Arc<P>,
         outbox: Arc<dyn Outbox>,
         metrics: Arc<Metrics>,
         settings: DeliverySettings,
+        tasks: ChannelTasks,
     ) -> Self {
         Deliveries {
             shared: Arc::new(Shared {
@@ -72,6 +78,7 @@ impl<P: Platform> Deliveries<P> {
                 outbox,
                 metrics,
                 settings,
+                tasks,
             }),
             workers: HashMap::new(),
             held: Some(Vec::new()),
@@ -165,7 +172,9 @@ impl<P: Platform> Deliveries<P> {
         loop {
             let sender = self.workers.entry(key.clone()).or_insert_with(|| {
                 let (sender, receiver) = mpsc::unbounded_channel();
-                tokio::spawn(run_worker(self.shared.clone(), receiver));
+                self.shared
+                    .tasks
+                    .spawn(run_worker(self.shared.clone(), receiver));
                 sender
             });
             match sender.send(entry) {
@@ -191,6 +200,10 @@ async fn run_worker<P: Platform>(
 ) {
     let mut waiting: BTreeMap<(bool, i64), OutboxEntry> = BTreeMap::new();
     loop {
+        // Stopping: what waits stays in the outbox for the next start.
+        if shared.tasks.is_stopping() {
+            return;
+        }
         while let Ok(entry) = entries.try_recv() {
             waiting.insert(order_key(entry.id), entry);
         }
@@ -198,7 +211,11 @@ async fn run_worker<P: Platform>(
             deliver_one(&shared, entry).await;
             continue;
         }
-        match tokio::time::timeout(IDLE_WORKER, entries.recv()).await {
+        let next = tokio::select! {
+            next = tokio::time::timeout(IDLE_WORKER, entries.recv()) => next,
+            () = shared.tasks.cancelled() => return,
+        };
+        match next {
             Ok(Some(entry)) => {
                 waiting.insert(order_key(entry.id), entry);
             }
@@ -232,6 +249,9 @@ async fn deliver_one<P: Platform>(shared: &Shared<P>, entry: OutboxEntry) {
         "delivery starts"
     );
     while next < parts.len() {
+        if shared.tasks.is_stopping() {
+            return;
+        }
         let transaction_id = format!("hearth-{}-{next}", entry.id);
         let sending = StageTimer::start("deliver_part");
         let sent = shared
@@ -275,7 +295,10 @@ async fn deliver_one<P: Platform>(shared: &Shared<P>, entry: OutboxEntry) {
                     .increment("hearth_outbox_retries_total", &[("channel", channel)]);
                 tracing::info!(channel, outbox_id = entry.id, attempts, %error,
                     pause_ms = pause.as_millis() as u64, "delivery failed; trying again");
-                tokio::time::sleep(pause).await;
+                tokio::select! {
+                    () = tokio::time::sleep(pause) => {}
+                    () = shared.tasks.cancelled() => return,
+                }
             }
         }
     }
