@@ -5,6 +5,10 @@
 //! up, logged and counted (`hearth_outbox_undelivered_total`). A conversation's trouble
 //! never holds up another's. An idle worker ends, so idle conversations cost nothing.
 //!
+//! A platform's own pause (Telegram's `retry_after`, Matrix's `M_LIMIT_EXCEEDED`) is obeyed
+//! up to `MAX_PAUSE`: a platform asking for a year does not park a conversation for a
+//! year; asked again after five minutes, it says again how long to wait.
+//!
 //! Workers run under the channel's `ChannelTasks`: when the channel stops, a worker ends
 //! after the part it is sending (noted as sent) and leaves the rest in the outbox.
 //!
@@ -30,8 +34,9 @@ use crate::ports::{Outbox, OutboxEntry, OutgoingMessage, StorageError, now_ms};
 const IDLE_WORKER: Duration = Duration::from_secs(30);
 /// Workers kept before the ended ones are swept from the map.
 const SWEEP_ABOVE: usize = 64;
-/// The longest pause between two attempts of a part (a platform may ask for longer).
-const MAX_PAUSE: Duration = Duration::from_secs(300);
+/// The longest pause between two attempts of a part, also when the platform asks for
+/// longer.
+pub(crate) const MAX_PAUSE: Duration = Duration::from_secs(300);
 
 /// How long delivery keeps trying (config `delivery`).
 #[derive(Debug, Clone, Copy)]
@@ -41,9 +46,11 @@ pub struct DeliverySettings {
 }
 
 /// The pause before attempt `attempt + 1` of a part that failed `attempt` times: 1 s
-/// doubling to five minutes, or what the platform asked for.
+/// doubling, or what the platform asked for; never more than `MAX_PAUSE`.
 pub(crate) fn pause_after(attempt: u32, asked: Option<Duration>) -> Duration {
-    asked.unwrap_or_else(|| Duration::from_secs(1u64 << attempt.min(9)).min(MAX_PAUSE))
+    asked
+        .unwrap_or_else(|| Duration::from_secs(1u64 << attempt.min(9)))
+        .min(MAX_PAUSE)
 }
 
 struct Shared<P: Platform> {
@@ -330,7 +337,81 @@ async fn give_up<P: Platform>(
 
 #[cfg(test)]
 mod tests {
+    use std::sync::Mutex;
+
+    use async_trait::async_trait;
+    use tokio::time::Instant;
+
     use super::*;
+    use crate::actors::channels::core::commands::say;
+    use crate::storage::in_memory::InMemoryStore;
+
+    /// A platform that asks for a year's pause at the first attempt, then takes the part.
+    #[derive(Default)]
+    struct AsksForAYear {
+        attempts: Mutex<Vec<Instant>>,
+    }
+
+    #[async_trait]
+    impl Platform for AsksForAYear {
+        type Part = ();
+
+        fn channel(&self) -> &'static str {
+            "test"
+        }
+
+        fn parts(&self, _entry: &OutboxEntry) -> Vec<()> {
+            vec![()]
+        }
+
+        async fn deliver(
+            &self,
+            _entry: &OutboxEntry,
+            _index: usize,
+            _part: &(),
+            _transaction_id: &str,
+        ) -> Result<Option<String>, DeliveryError> {
+            let mut attempts = self.attempts.lock().unwrap();
+            attempts.push(Instant::now());
+            if attempts.len() == 1 {
+                return Err(DeliveryError::Transient {
+                    reason: "flood control".into(),
+                    retry_after: Some(Duration::from_secs(365 * 24 * 3600)),
+                });
+            }
+            Ok(None)
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_platform_asking_for_a_year_is_tried_again_after_the_longest_pause() {
+        let platform = Arc::new(AsksForAYear::default());
+        let outbox = Arc::new(InMemoryStore::default());
+        let mut deliveries = Deliveries::new(
+            platform.clone(),
+            outbox.clone(),
+            Arc::new(Metrics::default()),
+            DeliverySettings {
+                max_age: Duration::from_secs(48 * 3600),
+            },
+            ChannelTasks::default(),
+        );
+        deliveries.resumed(Vec::new());
+        let message = say("test", "chat-1", "Hello.", None);
+        let id = outbox.enqueue(&message).await.unwrap();
+        deliveries.deliver(Some(id), message);
+
+        let delivered = tokio::time::timeout(Duration::from_secs(24 * 3600), async {
+            while !outbox.undelivered("test").await.unwrap().is_empty() {
+                tokio::time::sleep(Duration::from_secs(1)).await;
+            }
+        })
+        .await;
+        assert!(delivered.is_ok(), "still parked a day later");
+        let attempts = platform.attempts.lock().unwrap().clone();
+        assert_eq!(attempts.len(), 2);
+        assert_eq!(attempts[1] - attempts[0], MAX_PAUSE);
+    }
 
     #[test]
     fn pauses_grow_to_a_bound_and_obey_the_platform() {
@@ -341,6 +422,8 @@ mod tests {
             pause_after(0, Some(Duration::from_secs(42))),
             Duration::from_secs(42)
         );
+        let a_year = Duration::from_secs(365 * 24 * 3600);
+        assert_eq!(pause_after(0, Some(a_year)), MAX_PAUSE);
     }
 
     #[test]

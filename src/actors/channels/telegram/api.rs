@@ -17,10 +17,12 @@ use crate::actors::channels::core::DeliveryError;
 /// Attempts of a quick Bot API call (acknowledging a button press) before hearth gives up
 /// on it; what the member must see goes through the outbox, which keeps trying.
 pub(super) const QUICK_ATTEMPTS: u32 = 6;
-/// The longest hearth waits between two attempts (Telegram may ask for longer: obeyed).
+/// The longest hearth waits between two attempts of a quick call, also when Telegram asks
+/// for longer.
 const MAX_BACKOFF: Duration = Duration::from_secs(30);
 
-/// A failed Bot API call, as the channel core sees it.
+/// A failed Bot API call, as the channel core sees it (which caps the pause Telegram asks
+/// for).
 pub(super) fn delivery_error(error: RequestError) -> DeliveryError {
     match &error {
         RequestError::RetryAfter(seconds) => DeliveryError::Transient {
@@ -75,8 +77,8 @@ pub(super) fn backoff(error: &RequestError, attempt: u32) -> Duration {
     }
 }
 
-/// Make a Bot API call, again after flood control's wait or a transient failure, up to
-/// `attempts` times.
+/// Make a quick Bot API call, again after flood control's wait or a transient failure
+/// (waiting at most `MAX_BACKOFF`), up to `attempts` times.
 pub(super) async fn with_retries<T, R, F>(
     what: &str,
     attempts: u32,
@@ -91,7 +93,7 @@ where
         match request().into_future().await {
             Ok(value) => return Ok(value),
             Err(error) if is_transient(&error) && attempt + 1 < attempts => {
-                let wait = backoff(&error, attempt);
+                let wait = backoff(&error, attempt).min(MAX_BACKOFF);
                 tracing::info!(call = what, %error, wait_ms = wait.as_millis() as u64, "telegram call failed; trying again");
                 tokio::time::sleep(wait).await;
                 attempt += 1;
