@@ -1,6 +1,7 @@
 //! Sending to Matrix: the homeserver as the channel core's `Platform`. Replies are
-//! `m.notice` with the markdown rendered to HTML and a plain body, threaded to the message
-//! they answer (and kept in its thread); prompts and their closing are `confirmations.rs`'s; every part carries a
+//! `m.notice` with the markdown rendered to HTML and a plain body (the text as written
+//! when the markdown shows nothing), threaded to the message they answer (and kept in its
+//! thread); prompts and their closing are `confirmations.rs`'s; every part carries a
 //! transaction id from its outbox row. Order, retries and the outbox are the core's.
 
 use async_trait::async_trait;
@@ -11,7 +12,7 @@ use super::confirmations::{self, NO, YES};
 use super::rooms::{Conversation, send_message};
 use super::{MATRIX_CHANNEL, MatrixAdapter};
 use crate::actors::channels::core::{DeliveryError, Platform};
-use crate::format::{matrix_html, plain_text};
+use crate::format::{matrix_html, plain_text, shown_as_written};
 use crate::ports::{OutboxEntry, OutgoingKind};
 
 /// What a message is delivered as, part by part.
@@ -27,7 +28,11 @@ pub(crate) enum Part {
 
 /// A reply in `markdown` as a notice.
 fn notice(markdown: &str) -> RoomMessageEventContent {
-    RoomMessageEventContent::notice_html(plain_text(markdown), matrix_html(markdown))
+    match shown_as_written(markdown) {
+        // Rendered, it would show nothing (only link definitions, say): as written.
+        Some(text) => RoomMessageEventContent::notice_plain(text),
+        None => RoomMessageEventContent::notice_html(plain_text(markdown), matrix_html(markdown)),
+    }
 }
 
 /// Every part is sent with a transaction id made from its outbox row, so a part resent
@@ -116,5 +121,17 @@ impl Platform for MatrixAdapter {
                 "a part that does not fit its message".into(),
             )),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_reply_that_renders_to_nothing_is_sent_as_written() {
+        let content = notice("[x]: http://ref");
+        assert_eq!(content.body(), "[x]: http://ref");
+        assert_eq!(notice("**hi**").body(), "hi");
     }
 }

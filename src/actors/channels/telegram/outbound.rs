@@ -1,7 +1,7 @@
 //! Sending to Telegram: the Bot API as the channel core's `Platform`. Replies are the
 //! markdown as Telegram HTML split under the message limit (plain text when Telegram
-//! refuses the entities), prompts have buttons (`buttons.rs`); order, retries and the
-//! outbox are the core's.
+//! refuses the entities, and the text as written when the markdown shows nothing), prompts
+//! have buttons (`buttons.rs`); order, retries and the outbox are the core's.
 
 use async_trait::async_trait;
 use teloxide::payloads::SendMessageSetters;
@@ -12,7 +12,10 @@ use super::api::{delivery_error, message};
 use super::chat::{ChatTarget, event_id, message_id_of_event};
 use super::{TELEGRAM_CHANNEL, TelegramAdapter, buttons};
 use crate::actors::channels::core::{DeliveryError, Platform};
-use crate::format::{TELEGRAM_MESSAGE_LIMIT, plain_text, split_telegram_html, telegram_html};
+use crate::format::{
+    TELEGRAM_MESSAGE_LIMIT, escape_html, plain_text, shown_as_written, split_plain,
+    split_telegram_html, telegram_html,
+};
 use crate::ports::{OutboxEntry, OutgoingKind};
 
 /// What a message is delivered as, part by part.
@@ -28,6 +31,16 @@ pub(crate) enum Part {
 
 /// The messages a reply in `markdown` is sent as.
 fn reply_parts(markdown: &str) -> Vec<Part> {
+    if let Some(text) = shown_as_written(markdown) {
+        // Rendered, it would show nothing (only link definitions, say): as written.
+        return split_plain(&text, TELEGRAM_MESSAGE_LIMIT)
+            .into_iter()
+            .map(|plain| Part::Html {
+                html: escape_html(&plain),
+                plain,
+            })
+            .collect();
+    }
     let parts = split_telegram_html(&telegram_html(markdown), TELEGRAM_MESSAGE_LIMIT);
     let single = parts.len() == 1;
     parts
@@ -159,5 +172,16 @@ mod tests {
             text_of_html("<b>Tom &amp; Jerry</b> &lt;3 <a href=\"x\">link</a>"),
             "Tom & Jerry <3 link"
         );
+    }
+
+    #[test]
+    fn a_reply_that_renders_to_nothing_is_sent_as_written() {
+        let parts = reply_parts("[x]: http://ref");
+        let [Part::Html { html, plain }] = parts.as_slice() else {
+            panic!("one message expected");
+        };
+        assert_eq!(plain, "[x]: http://ref");
+        assert_eq!(html, "[x]: http://ref");
+        assert!(!reply_parts("*hi*").is_empty());
     }
 }
