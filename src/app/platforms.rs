@@ -1,29 +1,36 @@
 //! The chat platforms this binary was built with (Cargo features `telegram` and `matrix`):
-//! their actors made from config, started once the queue runs, and stopped with the app.
-//! The only part of the wiring that names a platform.
+//! each is the channel core's actor over the platform's adapter, made from config, started
+//! once the queue runs, and stopped with the app. The only part of the wiring that names
+//! a platform.
 
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 
+use actix::Recipient;
 #[cfg(any(feature = "telegram", feature = "matrix"))]
 use actix::{AsyncContext, Context};
 
 use super::{ExtraChannels, StartError};
 use crate::actors::channels::ChannelDeps;
+use crate::actors::channels::core::StopChannel;
 use crate::config::LoadedConfig;
 use crate::http::PlatformRoutes;
 
 #[cfg(any(feature = "telegram", feature = "matrix"))]
 use super::secret_named_by;
+#[cfg(any(feature = "telegram", feature = "matrix"))]
+use crate::actors::channels::core::{ChannelActor, ProfileCommands};
 #[cfg(feature = "matrix")]
-use crate::actors::channels::matrix::{MATRIX_CHANNEL, MatrixChannel, MatrixSettings, StopMatrix};
+use crate::actors::channels::matrix::{
+    MATRIX_CHANNEL, MatrixAdapter, MatrixChannel, MatrixSettings,
+};
 #[cfg(feature = "telegram")]
 use crate::actors::channels::telegram::{
-    StopTelegram, TELEGRAM_CHANNEL, TelegramChannel, TelegramSettings, TelegramWebhook,
+    TELEGRAM_CHANNEL, TelegramAdapter, TelegramChannel, TelegramSettings, TelegramWebhook,
 };
 #[cfg(feature = "telegram")]
 use crate::config::TelegramMode;
-#[cfg(feature = "telegram")]
+#[cfg(any(feature = "telegram", feature = "matrix"))]
 use std::time::Duration;
 
 /// The platforms' actor contexts, made before the queue so their addresses can be given
@@ -38,10 +45,8 @@ pub(super) struct PlatformContexts {
 /// The chat platforms running, and what they serve on the HTTP API.
 #[derive(Default)]
 pub struct Platforms {
-    #[cfg(feature = "telegram")]
-    pub telegram: Option<actix::Addr<TelegramChannel>>,
-    #[cfg(feature = "matrix")]
-    pub matrix: Option<actix::Addr<MatrixChannel>>,
+    /// Each platform's channel, to stop it.
+    channels: Vec<Recipient<StopChannel>>,
     pub(super) http_routes: Vec<PlatformRoutes>,
 }
 
@@ -104,33 +109,36 @@ impl PlatformContexts {
         #[cfg(feature = "telegram")]
         if let Some(context) = self.telegram {
             let settings = telegram_settings(loaded);
-            if let Some(webhook) = webhook_of(&settings, context.address()) {
+            if let Some(webhook) = webhook_of(&settings, &context) {
                 platforms.http_routes.push(webhook.routes());
             }
-            platforms.telegram = Some(context.address());
-            context.run(TelegramChannel::new(settings, deps.clone())?);
+            let adapter = TelegramAdapter::new(settings, &deps)?;
+            platforms.channels.push(context.address().recipient());
+            context.run(ChannelActor::new(
+                adapter,
+                deps.clone(),
+                handled_kept_for(loaded),
+            ));
         }
         #[cfg(feature = "matrix")]
         if let Some(context) = self.matrix {
-            let channel = MatrixChannel::build(matrix_settings(loaded), deps).await?;
-            platforms.matrix = Some(context.address());
-            context.run(channel);
+            let adapter = MatrixAdapter::build(matrix_settings(loaded), &deps).await?;
+            platforms.channels.push(context.address().recipient());
+            context.run(ChannelActor::new(adapter, deps, handled_kept_for(loaded)));
         }
         Ok(platforms)
     }
 }
 
 impl Platforms {
-    /// Stops every platform's actor: no more updates are taken.
+    /// Stops every platform's channel: no more events are taken, and the parts being sent
+    /// are sent first (each channel waits at most `STOP_WAIT` for them).
     pub(super) async fn stop(&self) {
-        #[cfg(feature = "telegram")]
-        if let Some(telegram) = &self.telegram {
-            let _ = telegram.send(StopTelegram).await;
-        }
-        #[cfg(feature = "matrix")]
-        if let Some(matrix) = &self.matrix {
-            let _ = matrix.send(StopMatrix).await;
-        }
+        let stopping = self
+            .channels
+            .iter()
+            .map(|channel| channel.send(StopChannel));
+        futures::future::join_all(stopping).await;
     }
 }
 
@@ -178,12 +186,19 @@ pub(super) fn attachment_dirs(loaded: &LoadedConfig) -> Vec<PathBuf> {
     folders
 }
 
+/// How long a handled command is remembered, so a redelivery changes nothing: as long as
+/// the inbox recognises a redelivered message.
+#[cfg(any(feature = "telegram", feature = "matrix"))]
+fn handled_kept_for(loaded: &LoadedConfig) -> Duration {
+    let days = loaded.config.retention.answered_inbox_days;
+    Duration::from_secs(24 * 3600).saturating_mul(u32::try_from(days).unwrap_or(u32::MAX))
+}
+
 /// The Telegram channel's settings from config, its secrets resolved (validation made
 /// sure they are there).
 #[cfg(feature = "telegram")]
 fn telegram_settings(loaded: &LoadedConfig) -> TelegramSettings {
     let telegram = &loaded.config.channels.telegram;
-    let (commands, default_description) = channel_commands(loaded);
     TelegramSettings {
         token: secret_named_by(loaded, &telegram.token_env).unwrap_or_default(),
         api_url: telegram.api_url.clone(),
@@ -193,8 +208,7 @@ fn telegram_settings(loaded: &LoadedConfig) -> TelegramSettings {
         webhook_secret: secret_named_by(loaded, &telegram.webhook_secret_env),
         max_attachment_bytes: telegram.max_attachment_bytes,
         attachments_dir: telegram.attachments_dir.clone().into(),
-        commands,
-        default_description,
+        commands: channel_commands(loaded),
     }
 }
 
@@ -203,7 +217,6 @@ fn telegram_settings(loaded: &LoadedConfig) -> TelegramSettings {
 #[cfg(feature = "matrix")]
 fn matrix_settings(loaded: &LoadedConfig) -> MatrixSettings {
     let matrix = &loaded.config.channels.matrix;
-    let (commands, default_description) = channel_commands(loaded);
     MatrixSettings {
         homeserver_url: matrix.homeserver_url.clone().unwrap_or_default(),
         user_id: matrix.user_id.clone().unwrap_or_default(),
@@ -215,15 +228,14 @@ fn matrix_settings(loaded: &LoadedConfig) -> MatrixSettings {
         device_name: matrix.device_name.clone(),
         max_attachment_bytes: matrix.max_attachment_bytes,
         attachments_dir: matrix.attachments_dir.clone().into(),
-        commands,
-        default_description,
+        commands: channel_commands(loaded),
     }
 }
 
 /// Each profile's slash commands (without the slash, lowercase) with what the profile
 /// is for, and what the default profile is for: what `/help` lists on every platform.
 #[cfg(any(feature = "telegram", feature = "matrix"))]
-fn channel_commands(loaded: &LoadedConfig) -> (Vec<(String, String)>, String) {
+fn channel_commands(loaded: &LoadedConfig) -> ProfileCommands {
     let default_description = loaded
         .profile(&loaded.default_profile_id)
         .map(|profile| profile.description.clone())
@@ -240,14 +252,17 @@ fn channel_commands(loaded: &LoadedConfig) -> (Vec<(String, String)>, String) {
             })
         })
         .collect();
-    (commands, default_description)
+    ProfileCommands {
+        commands,
+        default_description,
+    }
 }
 
 /// The webhook route to serve, in webhook mode.
 #[cfg(feature = "telegram")]
 fn webhook_of(
     settings: &TelegramSettings,
-    channel: actix::Addr<TelegramChannel>,
+    channel: &Context<TelegramChannel>,
 ) -> Option<TelegramWebhook> {
     if settings.mode != TelegramMode::Webhook {
         return None;
@@ -256,6 +271,6 @@ fn webhook_of(
     Some(TelegramWebhook {
         path: url.path().to_string(),
         secret: settings.webhook_secret.clone()?,
-        channel,
+        channel: channel.address().recipient(),
     })
 }

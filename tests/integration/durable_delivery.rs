@@ -2,7 +2,8 @@
 //! answers 502, or while the Matrix homeserver is down, delivers the stored reply after the
 //! restart without asking the model again; a Matrix resend of a message already sent is
 //! recognised by its transaction id; and 1,000 messages over 50 Telegram chats with a
-//! kill at a random moment are each answered once, in order per chat.
+//! kill at a random moment are each answered once, in order per chat. Stopping hearth waits
+//! for the reply being sent.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -17,7 +18,7 @@ use crate::support::matrix_family::{
 };
 use crate::support::matrix_member::MatrixMember;
 use crate::support::telegram::{TelegramServer, TgError, TgUser};
-use crate::telegram_channel::{TOKEN, alice, write_telegram_config};
+use crate::telegram_channel::{TOKEN, alice, start_on_telegram, write_telegram_config};
 
 pub(crate) async fn wait_for(what: &str, limit: Duration, mut done: impl FnMut() -> bool) {
     let deadline = Instant::now() + limit;
@@ -338,4 +339,49 @@ async fn a_reply_that_cannot_be_delivered_is_given_up_counted_and_logged_never_s
         "{metrics}"
     );
     app.stop().await;
+}
+
+#[actix::test]
+async fn stopping_waits_for_the_reply_being_sent_and_notes_it() {
+    let llm = ScriptedLlmServer::start();
+    let telegram = TelegramServer::start(TOKEN);
+    let app = start_on_telegram(&llm, &telegram, "", None, &[]).await;
+    let held = telegram.hold_next("sendMessage");
+    llm.push(Step::Reply("Sent before the stop.".into()));
+    telegram.push_private_text(&alice(), "hello");
+    telegram
+        .wait_for_call("sendMessage", |_| true, Duration::from_secs(10))
+        .await
+        .expect("the reply is being sent");
+    // Telegram takes the reply only once hearth is stopping.
+    let readiness = app.running.readiness.clone();
+    let release_when_stopping = async move {
+        wait_for("the channel stops", Duration::from_secs(10), || {
+            readiness
+                .snapshot()
+                .get("telegram")
+                .is_some_and(|state| state.detail == "stopped")
+        })
+        .await;
+        held.release();
+    };
+    let stopping = async {
+        let folder = app.stop().await;
+        // Looked at the moment the stop returns: the reply is there.
+        let sent = telegram
+            .bot_messages_in(1001)
+            .iter()
+            .any(|message| message.text.as_deref() == Some("Sent before the stop."));
+        (folder, sent)
+    };
+    let ((folder, sent), ()) = futures::join!(stopping, release_when_stopping);
+    assert!(
+        sent,
+        "the stop returned while the reply was still being sent"
+    );
+    assert_eq!(
+        undelivered(folder.path()).await,
+        Vec::new(),
+        "noted as delivered"
+    );
 }

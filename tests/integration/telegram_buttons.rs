@@ -1,12 +1,14 @@
 //! Telegram confirmation buttons end to end: ✅ runs the exact call, ❌ declines, only the
 //! member asked can answer and only once, expiry takes the buttons away, `/cancel`
-//! cancels, and a restart between the question and the press loses nothing. Also the
+//! cancels (once: the same `/cancel` delivered again changes nothing), and a restart
+//! between the question and the press loses nothing. Also the
 //! webhook mode, with its secret token.
 
 use std::time::Duration;
 
 use serde_json::json;
 
+use crate::durable_delivery::wait_for;
 use crate::support::llm_server::{ScriptedLlmServer, Step};
 use crate::support::telegram::{StoredMessage, TelegramServer, TgChat, TgUser};
 use crate::telegram_channel::{SECURE_PROFILE, TOKEN, alice, bob, bot_says, start_on_telegram};
@@ -257,6 +259,36 @@ async fn slash_cancel_cancels_what_waits_for_you() {
     assert_eq!(llm.tool_result_seen(1), DECLINED_RESULT);
     telegram.push_private_text(&alice(), "/cancel");
     bot_says(&telegram, 1001, "Nothing is waiting for you.").await;
+    app.stop().await;
+}
+
+#[actix::test]
+async fn a_cancel_telegram_delivers_again_leaves_what_was_asked_since_alone() {
+    let llm = ScriptedLlmServer::start();
+    let telegram = TelegramServer::start(TOKEN);
+    let app = start_on_telegram(&llm, &telegram, SECURE_PROFILE, None, &[]).await;
+    script_city(&llm, "Lima");
+    telegram.push_private_text(&alice(), "/secure I live in Lima");
+    let first = prompt_in(&telegram, 1001).await;
+    let cancel = telegram.push_private_text(&alice(), "/cancel");
+    edited_to(&telegram, &first, "❌ Cancelled with /cancel.").await;
+    bot_says(&telegram, 1001, "Done: Lima.").await;
+
+    script_city(&llm, "Oslo");
+    telegram.push_private_text(&alice(), "/secure I live in Oslo");
+    let second = prompt_in(&telegram, 1001).await;
+    assert_ne!(second.message_id, first.message_id);
+    // Telegram delivers the /cancel again, as after hearth lost its offset.
+    let again = telegram.redeliver(cancel.update_id);
+    wait_for("the redelivered /cancel is confirmed", WAIT, || {
+        telegram.is_confirmed(again)
+    })
+    .await;
+    assert_eq!(press(&telegram, &alice(), &second, 0).await.0, "Confirmed.");
+    edited_to(&telegram, &second, "✅ Confirmed by Alice.").await;
+    bot_says(&telegram, 1001, "Done: Oslo.").await;
+    let facts = app.running.stores.profiles.get("alice").await.unwrap();
+    assert_eq!(facts.get("city").map(String::as_str), Some("Oslo"));
     app.stop().await;
 }
 

@@ -1,6 +1,7 @@
 //! The Telegram channel end to end: hearth's real teloxide client long-polls the fake
 //! Bot API server on loopback. Private and group chats, strangers, slash commands,
-//! `/help`, replies threaded and split, HTML refused → plain text, flood control,
+//! `/help`, replies threaded and split, HTML refused → plain text, an answer that renders
+//! to nothing sent as written, flood control,
 //! context of replies, photos, a stalled poll, and a restart without loss or repeat.
 
 use std::time::{Duration, Instant};
@@ -243,6 +244,18 @@ async fn a_long_reply_is_split_and_refused_html_is_resent_as_plain_text() {
     let plain = telegram.message(1001, plain).unwrap();
     assert_eq!(plain.parse_mode, None);
     assert_eq!(plain.sent_text.as_deref(), Some("Use bold words"));
+    app.stop().await;
+}
+
+#[actix::test]
+async fn an_answer_that_renders_to_nothing_is_sent_as_written() {
+    let llm = ScriptedLlmServer::start();
+    let telegram = TelegramServer::start(TOKEN);
+    let app = start_on_telegram(&llm, &telegram, "", None, &[]).await;
+    // Only a link reference definition: rendered, nothing would be left to show.
+    llm.push(Step::Reply("[docs]: https://example.org/docs".into()));
+    telegram.push_private_text(&alice(), "where are the docs?");
+    bot_says(&telegram, 1001, "[docs]: https://example.org/docs").await;
     app.stop().await;
 }
 

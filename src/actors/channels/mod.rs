@@ -2,10 +2,12 @@
 //! `Inbound`, drop senders who are not family members, and render replies back
 //! in the platform's idiom. Only this folder knows a chat platform's types.
 //!
-//! Telegram and Matrix are thin adapters over the channel core (`core/`): the durable
-//! outbox and its delivery, `/help` and `/cancel`, confirmation answers and prompts
-//! closing, typing, attachments. The HTTP API and the console answer from the inbox.
-//! Each platform is a Cargo feature (`telegram`, `matrix`, both in the default build).
+//! Every chat platform runs as the channel core's one actor (`core::ChannelActor`) over
+//! its adapter (`telegram/`, `matrix/`), which only parses, renders and sends: the inbound
+//! sequence, the durable outbox and its delivery, `/help` and `/cancel`, confirmation
+//! answers and prompts closing, typing, attachments and stopping are the core's. The HTTP
+//! API and the console answer from the inbox. Each platform is a Cargo feature
+//! (`telegram`, `matrix`, both in the default build).
 
 mod console;
 mod console_remote;

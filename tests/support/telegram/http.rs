@@ -77,6 +77,19 @@ pub(super) async fn api(
         // Counted before faults and stalls: a watchdog test wants every attempt.
         shared.state().get_updates_count += 1;
     }
+    let hold = shared
+        .state()
+        .holds
+        .get_mut(&method.to_ascii_lowercase())
+        .and_then(|queue| queue.pop_front());
+    if let Some(mut released) = hold {
+        // Received and left unanswered, as by a slow Telegram, until the test lets it go.
+        let mut stopped = shared.stopped.subscribe();
+        tokio::select! {
+            _ = released.wait_for(|released| *released) => {}
+            _ = stopped.wait_for(|stopped| *stopped) => return respond(Err(TgError::bad_gateway())),
+        }
+    }
     let fault = shared
         .state()
         .faults

@@ -327,6 +327,19 @@ impl TelegramServer {
         self.shared.state().chat_faults.insert(chat_id, error);
     }
 
+    /// The next call of `method` is received (and recorded) but answered only once the
+    /// returned `HeldCall` is released or dropped.
+    pub fn hold_next(&self, method: &str) -> HeldCall {
+        let (release, released) = tokio::sync::watch::channel(false);
+        let mut state = self.shared.state();
+        state
+            .holds
+            .entry(method.to_ascii_lowercase())
+            .or_default()
+            .push_back(released);
+        HeldCall { release }
+    }
+
     /// No call fails any more (faults queued by `fail_next` and `fail_in_chat` are dropped).
     pub fn clear_faults(&self) {
         let mut state = self.shared.state();
@@ -344,6 +357,24 @@ impl TelegramServer {
     /// shown literally, exactly as Telegram does.
     pub fn set_strict_ampersand(&self, strict: bool) {
         self.shared.state().strict_ampersand = strict;
+    }
+}
+
+/// A call the fake holds unanswered (`TelegramServer::hold_next`).
+pub struct HeldCall {
+    release: tokio::sync::watch::Sender<bool>,
+}
+
+impl HeldCall {
+    /// Answer the call now.
+    pub fn release(&self) {
+        self.release.send_replace(true);
+    }
+}
+
+impl Drop for HeldCall {
+    fn drop(&mut self) {
+        self.release();
     }
 }
 

@@ -262,6 +262,8 @@ pub(super) struct State {
     pub faults: HashMap<String, VecDeque<TgError>>,
     /// Chats every call about fails with this, until faults are cleared.
     pub chat_faults: HashMap<i64, TgError>,
+    /// Calls of a method held until released (`TelegramServer::hold_next`), by method.
+    pub holds: HashMap<String, VecDeque<watch::Receiver<bool>>>,
     pub stalls: VecDeque<Duration>,
     pub files: HashMap<String, StoredFile>,
     pub next_file: u64,
@@ -295,6 +297,7 @@ impl State {
             calls: Vec::new(),
             faults: HashMap::new(),
             chat_faults: HashMap::new(),
+            holds: HashMap::new(),
             stalls: VecDeque::new(),
             files: HashMap::new(),
             next_file: 1,

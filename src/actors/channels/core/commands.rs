@@ -1,5 +1,5 @@
-//! What a member's commands and answers do, on every platform: `/cancel`, and a
-//! confirmation answered by a button, a reaction or a "yes". Each returns the messages to
+//! A member's commands, parsed once for every platform, and what `/cancel` and an answer
+//! to a confirmation (a button, a reaction, a "yes") do. Each returns the messages to
 //! deliver; the platform only finds out who spoke, where, and shows the result.
 
 use actix::Addr;
@@ -11,6 +11,53 @@ use crate::actors::request_queue::{
 };
 use crate::config::FamilyMember;
 use crate::ports::{AnswerPlace, AnswerRefused, OutgoingKind, OutgoingMessage};
+
+/// A command at the start of a message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Command {
+    /// `/help` or `/start`.
+    Help,
+    /// `/cancel`.
+    Cancel,
+    /// Another command (a profile's, which the queue routes): the message's text with the
+    /// command written `/name` (lowercase, without `@bot`).
+    Other(String),
+    /// Addressed to another bot (`/cmd@otherbot`): not for hearth.
+    NotForUs,
+}
+
+/// The command `text` starts with, if any: `/name` or `<alternate_prefix>name`, optionally
+/// `@addressee`; a command addressed to anyone but `bot_username` (once known) is not for
+/// us.
+pub(crate) fn parse_command(
+    text: &str,
+    alternate_prefix: Option<char>,
+    bot_username: Option<&str>,
+) -> Option<Command> {
+    let text = text.trim_start();
+    let word = text.split_whitespace().next()?;
+    let name = word
+        .strip_prefix('/')
+        .or_else(|| alternate_prefix.and_then(|prefix| word.strip_prefix(prefix)))?;
+    let (name, addressee) = match name.split_once('@') {
+        Some((name, addressee)) => (name, Some(addressee)),
+        None => (name, None),
+    };
+    if let (Some(addressee), Some(username)) = (addressee, bot_username)
+        && !addressee.eq_ignore_ascii_case(username)
+    {
+        return Some(Command::NotForUs);
+    }
+    let name = name.to_lowercase();
+    Some(match name.as_str() {
+        "help" | "start" => Command::Help,
+        "cancel" => Command::Cancel,
+        _ => {
+            let rest = text[word.len()..].trim_start();
+            Command::Other(format!("/{name} {rest}").trim_end().to_string())
+        }
+    })
+}
 
 /// `text` as markdown in `conversation_id` of `channel`, threaded to `reply_to_event`.
 pub(crate) fn say(
@@ -113,5 +160,45 @@ pub(crate) async fn answer(
         }
         Err(AnswerError::Refused(refusal)) => Ok(Err(refusal)),
         Err(AnswerError::Storage(error)) => Err(ChannelError::Storage(error)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn commands_for_this_bot_others_and_none() {
+        let bot = Some("hearth_bot");
+        assert_eq!(parse_command("/help", None, bot), Some(Command::Help));
+        assert_eq!(parse_command("/START", None, bot), Some(Command::Help));
+        assert_eq!(
+            parse_command("/Tools@Hearth_Bot list it", None, bot),
+            Some(Command::Other("/tools list it".into()))
+        );
+        assert_eq!(
+            parse_command("/tools@other_bot x", None, bot),
+            Some(Command::NotForUs)
+        );
+        assert_eq!(
+            parse_command("/cancel@x", None, None),
+            Some(Command::Cancel)
+        );
+        assert_eq!(parse_command("hello /help", None, bot), None);
+        assert_eq!(parse_command("", None, None), None);
+    }
+
+    #[test]
+    fn the_alternate_prefix_counts_only_where_the_platform_has_one() {
+        assert_eq!(
+            parse_command("!cancel", Some('!'), None),
+            Some(Command::Cancel)
+        );
+        assert_eq!(
+            parse_command("!Focus be brief", Some('!'), None),
+            Some(Command::Other("/focus be brief".into()))
+        );
+        assert_eq!(parse_command("!cancel", None, None), None);
+        assert_eq!(parse_command("wow!", Some('!'), None), None);
     }
 }

@@ -5,6 +5,13 @@
 //! up, logged and counted (`hearth_outbox_undelivered_total`). A conversation's trouble
 //! never holds up another's. An idle worker ends, so idle conversations cost nothing.
 //!
+//! A platform's own pause (Telegram's `retry_after`, Matrix's `M_LIMIT_EXCEEDED`) is obeyed
+//! up to `MAX_PAUSE`: a platform asking for a year does not park a conversation for a
+//! year; asked again after five minutes, it says again how long to wait.
+//!
+//! Workers run under the channel's `ChannelTasks`: when the channel stops, a worker ends
+//! after the part it is sending (noted as sent) and leaves the rest in the outbox.
+//!
 //! At start the rows the last run left undelivered go first; messages that arrive before
 //! they are read wait behind them, so a conversation keeps its order across a restart.
 //!
@@ -19,6 +26,7 @@ use std::time::Duration;
 use tokio::sync::mpsc;
 
 use super::platform::{DeliveryError, Platform};
+use super::tasks::ChannelTasks;
 use crate::metrics::{Metrics, StageTimer};
 use crate::ports::{Outbox, OutboxEntry, OutgoingMessage, StorageError, now_ms};
 
@@ -26,8 +34,9 @@ use crate::ports::{Outbox, OutboxEntry, OutgoingMessage, StorageError, now_ms};
 const IDLE_WORKER: Duration = Duration::from_secs(30);
 /// Workers kept before the ended ones are swept from the map.
 const SWEEP_ABOVE: usize = 64;
-/// The longest pause between two attempts of a part (a platform may ask for longer).
-const MAX_PAUSE: Duration = Duration::from_secs(300);
+/// The longest pause between two attempts of a part, also when the platform asks for
+/// longer.
+pub(crate) const MAX_PAUSE: Duration = Duration::from_secs(300);
 
 /// How long delivery keeps trying (config `delivery`).
 #[derive(Debug, Clone, Copy)]
@@ -37,16 +46,19 @@ pub struct DeliverySettings {
 }
 
 /// The pause before attempt `attempt + 1` of a part that failed `attempt` times: 1 s
-/// doubling to five minutes, or what the platform asked for.
+/// doubling, or what the platform asked for; never more than `MAX_PAUSE`.
 pub(crate) fn pause_after(attempt: u32, asked: Option<Duration>) -> Duration {
-    asked.unwrap_or_else(|| Duration::from_secs(1u64 << attempt.min(9)).min(MAX_PAUSE))
+    asked
+        .unwrap_or_else(|| Duration::from_secs(1u64 << attempt.min(9)))
+        .min(MAX_PAUSE)
 }
 
 struct Shared<P: Platform> {
-    platform: P,
+    platform: Arc<P>,
     outbox: Arc<dyn Outbox>,
     metrics: Arc<Metrics>,
     settings: DeliverySettings,
+    tasks: ChannelTasks,
 }
 
 /// A channel's deliveries. Lives in the channel actor; workers are tokio tasks.
@@ -61,10 +73,11 @@ pub(crate) struct Deliveries<P: Platform> {
 
 impl<P: Platform> Deliveries<P> {
     pub(crate) fn new(
-        platform: P,
+        platform: Arc<P>,
         outbox: Arc<dyn Outbox>,
         metrics: Arc<Metrics>,
         settings: DeliverySettings,
+        tasks: ChannelTasks,
     ) -> Self {
         Deliveries {
             shared: Arc::new(Shared {
@@ -72,6 +85,7 @@ impl<P: Platform> Deliveries<P> {
                 outbox,
                 metrics,
                 settings,
+                tasks,
             }),
             workers: HashMap::new(),
             held: Some(Vec::new()),
@@ -165,7 +179,9 @@ impl<P: Platform> Deliveries<P> {
         loop {
             let sender = self.workers.entry(key.clone()).or_insert_with(|| {
                 let (sender, receiver) = mpsc::unbounded_channel();
-                tokio::spawn(run_worker(self.shared.clone(), receiver));
+                self.shared
+                    .tasks
+                    .spawn(run_worker(self.shared.clone(), receiver));
                 sender
             });
             match sender.send(entry) {
@@ -191,6 +207,10 @@ async fn run_worker<P: Platform>(
 ) {
     let mut waiting: BTreeMap<(bool, i64), OutboxEntry> = BTreeMap::new();
     loop {
+        // Stopping: what waits stays in the outbox for the next start.
+        if shared.tasks.is_stopping() {
+            return;
+        }
         while let Ok(entry) = entries.try_recv() {
             waiting.insert(order_key(entry.id), entry);
         }
@@ -198,7 +218,11 @@ async fn run_worker<P: Platform>(
             deliver_one(&shared, entry).await;
             continue;
         }
-        match tokio::time::timeout(IDLE_WORKER, entries.recv()).await {
+        let next = tokio::select! {
+            next = tokio::time::timeout(IDLE_WORKER, entries.recv()) => next,
+            () = shared.tasks.cancelled() => return,
+        };
+        match next {
             Ok(Some(entry)) => {
                 waiting.insert(order_key(entry.id), entry);
             }
@@ -232,6 +256,9 @@ async fn deliver_one<P: Platform>(shared: &Shared<P>, entry: OutboxEntry) {
         "delivery starts"
     );
     while next < parts.len() {
+        if shared.tasks.is_stopping() {
+            return;
+        }
         let transaction_id = format!("hearth-{}-{next}", entry.id);
         let sending = StageTimer::start("deliver_part");
         let sent = shared
@@ -275,7 +302,10 @@ async fn deliver_one<P: Platform>(shared: &Shared<P>, entry: OutboxEntry) {
                     .increment("hearth_outbox_retries_total", &[("channel", channel)]);
                 tracing::info!(channel, outbox_id = entry.id, attempts, %error,
                     pause_ms = pause.as_millis() as u64, "delivery failed; trying again");
-                tokio::time::sleep(pause).await;
+                tokio::select! {
+                    () = tokio::time::sleep(pause) => {}
+                    () = shared.tasks.cancelled() => return,
+                }
             }
         }
     }
@@ -307,7 +337,81 @@ async fn give_up<P: Platform>(
 
 #[cfg(test)]
 mod tests {
+    use std::sync::Mutex;
+
+    use async_trait::async_trait;
+    use tokio::time::Instant;
+
     use super::*;
+    use crate::actors::channels::core::commands::say;
+    use crate::storage::in_memory::InMemoryStore;
+
+    /// A platform that asks for a year's pause at the first attempt, then takes the part.
+    #[derive(Default)]
+    struct AsksForAYear {
+        attempts: Mutex<Vec<Instant>>,
+    }
+
+    #[async_trait]
+    impl Platform for AsksForAYear {
+        type Part = ();
+
+        fn channel(&self) -> &'static str {
+            "test"
+        }
+
+        fn parts(&self, _entry: &OutboxEntry) -> Vec<()> {
+            vec![()]
+        }
+
+        async fn deliver(
+            &self,
+            _entry: &OutboxEntry,
+            _index: usize,
+            _part: &(),
+            _transaction_id: &str,
+        ) -> Result<Option<String>, DeliveryError> {
+            let mut attempts = self.attempts.lock().unwrap();
+            attempts.push(Instant::now());
+            if attempts.len() == 1 {
+                return Err(DeliveryError::Transient {
+                    reason: "flood control".into(),
+                    retry_after: Some(Duration::from_secs(365 * 24 * 3600)),
+                });
+            }
+            Ok(None)
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_platform_asking_for_a_year_is_tried_again_after_the_longest_pause() {
+        let platform = Arc::new(AsksForAYear::default());
+        let outbox = Arc::new(InMemoryStore::default());
+        let mut deliveries = Deliveries::new(
+            platform.clone(),
+            outbox.clone(),
+            Arc::new(Metrics::default()),
+            DeliverySettings {
+                max_age: Duration::from_secs(48 * 3600),
+            },
+            ChannelTasks::default(),
+        );
+        deliveries.resumed(Vec::new());
+        let message = say("test", "chat-1", "Hello.", None);
+        let id = outbox.enqueue(&message).await.unwrap();
+        deliveries.deliver(Some(id), message);
+
+        let delivered = tokio::time::timeout(Duration::from_secs(24 * 3600), async {
+            while !outbox.undelivered("test").await.unwrap().is_empty() {
+                tokio::time::sleep(Duration::from_secs(1)).await;
+            }
+        })
+        .await;
+        assert!(delivered.is_ok(), "still parked a day later");
+        let attempts = platform.attempts.lock().unwrap().clone();
+        assert_eq!(attempts.len(), 2);
+        assert_eq!(attempts[1] - attempts[0], MAX_PAUSE);
+    }
 
     #[test]
     fn pauses_grow_to_a_bound_and_obey_the_platform() {
@@ -318,6 +422,8 @@ mod tests {
             pause_after(0, Some(Duration::from_secs(42))),
             Duration::from_secs(42)
         );
+        let a_year = Duration::from_secs(365 * 24 * 3600);
+        assert_eq!(pause_after(0, Some(a_year)), MAX_PAUSE);
     }
 
     #[test]

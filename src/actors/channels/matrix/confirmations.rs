@@ -1,22 +1,20 @@
 //! Confirmations in Matrix's idiom: the prompt is a notice the bot seeds with ✅ and ❌
 //! reactions; the member asked answers by reacting (or by replying "yes" / "no" to the
-//! prompt); anyone else's reaction is ignored. The outcome is edited into the prompt
-//! (`m.replace`). Which event shows which confirmation is kept in `ChannelState`, so
-//! answers and expiry still find it after a restart.
+//! prompt; the channel core decides whose answer counts). The outcome is edited into the
+//! prompt (`m.replace`). Which event shows which confirmation is kept in `ChannelState`,
+//! so answers and expiry still find it after a restart.
 
-use matrix_sdk::Room;
-use matrix_sdk::ruma::events::reaction::{OriginalSyncReactionEvent, ReactionEventContent};
+use matrix_sdk::ruma::events::reaction::ReactionEventContent;
 use matrix_sdk::ruma::events::relation::Annotation;
 use matrix_sdk::ruma::events::room::message::{ReplacementMetadata, RoomMessageEventContent};
 use matrix_sdk::ruma::{OwnedEventId, OwnedRoomId, OwnedTransactionId};
 use serde::{Deserialize, Serialize};
 
-use super::inbound::FollowUp;
-use super::outbound::{Conversation, room, send_event, send_message};
-use super::{MATRIX_CHANNEL, Shared};
+use super::rooms::{Conversation, room, send_event, send_message};
+use super::{MATRIX_CHANNEL, MatrixAdapter};
 use crate::actors::channels::ChannelError;
+use crate::actors::channels::core::DeliveryError;
 use crate::actors::channels::core::prompts::{shown_key, shown_places};
-use crate::actors::channels::core::{DeliveryError, commands};
 
 pub(super) const YES: &str = "✅";
 pub(super) const NO: &str = "❌";
@@ -37,7 +35,7 @@ fn prompt_key(event_id: &str) -> String {
 /// Show `prompt` and remember where it is; its event id. The reactions follow as parts of
 /// their own (`seed_reaction`).
 pub(super) async fn send_prompt(
-    shared: &Shared,
+    adapter: &MatrixAdapter,
     conversation: &Conversation,
     prompt: &str,
     confirmation_id: &str,
@@ -47,7 +45,7 @@ pub(super) async fn send_prompt(
     let text =
         format!("{prompt}\n\nReact with {YES} to confirm or {NO} to cancel (or reply yes / no).");
     let content = RoomMessageEventContent::notice_plain(&text);
-    let event_id = send_message(shared, conversation, content, reply_to, transaction_id).await?;
+    let event_id = send_message(adapter, conversation, content, reply_to, transaction_id).await?;
     let shown = ShownConfirmation {
         room_id: conversation.room_id.clone(),
         event_id: event_id.clone(),
@@ -55,7 +53,7 @@ pub(super) async fn send_prompt(
     };
     let stored = async {
         let value = serde_json::to_string(&shown).unwrap_or_default();
-        shared
+        adapter
             .state
             .put_state(
                 MATRIX_CHANNEL,
@@ -63,7 +61,7 @@ pub(super) async fn send_prompt(
                 &value,
             )
             .await?;
-        shared
+        adapter
             .state
             .put_state(
                 MATRIX_CHANNEL,
@@ -87,10 +85,10 @@ pub(super) async fn send_prompt(
 
 /// Every place confirmation `confirmation_id` is still shown, with its state key.
 async fn shown_everywhere(
-    shared: &Shared,
+    adapter: &MatrixAdapter,
     confirmation_id: &str,
 ) -> Result<Vec<(String, ShownConfirmation)>, DeliveryError> {
-    let found = shown_places(shared.state.as_ref(), MATRIX_CHANNEL, confirmation_id).await?;
+    let found = shown_places(adapter.state.as_ref(), MATRIX_CHANNEL, confirmation_id).await?;
     Ok(found
         .into_iter()
         .filter_map(|(key, value)| Some((key, serde_json::from_str(&value).ok()?)))
@@ -99,21 +97,21 @@ async fn shown_everywhere(
 
 /// One of the two answers, ready to tap, on the prompt of `confirmation_id`.
 pub(super) async fn seed_reaction(
-    shared: &Shared,
+    adapter: &MatrixAdapter,
     conversation: &Conversation,
     confirmation_id: &str,
     key: &str,
     transaction_id: OwnedTransactionId,
 ) -> Result<(), DeliveryError> {
     // Settled meanwhile: nothing to tap any more.
-    let Some((_, shown)) = shown_everywhere(shared, confirmation_id)
+    let Some((_, shown)) = shown_everywhere(adapter, confirmation_id)
         .await?
         .into_iter()
         .find(|(_, shown)| shown.room_id == conversation.room_id)
     else {
         return Ok(());
     };
-    let room = room(shared, conversation)?;
+    let room = room(adapter, conversation)?;
     let reaction = ReactionEventContent::new(Annotation::new(shown.event_id, key.into()));
     send_event(&room, reaction.into(), transaction_id).await?;
     Ok(())
@@ -123,20 +121,14 @@ pub(super) async fn seed_reaction(
 /// forget them. An escalated confirmation is shown in each parent's room, while its
 /// expiry is told to the child's conversation.
 pub(super) async fn close_prompt(
-    shared: &Shared,
+    adapter: &MatrixAdapter,
     confirmation_id: &str,
     outcome: &str,
     transaction_id: OwnedTransactionId,
 ) -> Result<(), DeliveryError> {
-    let shown = shown_everywhere(shared, confirmation_id).await?;
+    let shown = shown_everywhere(adapter, confirmation_id).await?;
     for (nth, (key, shown)) in shown.into_iter().enumerate() {
-        let room = room(
-            shared,
-            &Conversation {
-                room_id: shown.room_id.clone(),
-                thread_root: None,
-            },
-        )?;
+        let room = room(adapter, &Conversation::room(shown.room_id.clone()))?;
         let edited = RoomMessageEventContent::notice_plain(format!("{}\n\n{outcome}", shown.text))
             .make_replacement(ReplacementMetadata::new(shown.event_id.clone(), None));
         // One transaction id per room edited, so a resend is still recognised.
@@ -147,7 +139,7 @@ pub(super) async fn close_prompt(
         };
         send_event(&room, edited.into(), transaction).await?;
         for key in [key, prompt_key(shown.event_id.as_str())] {
-            if let Err(error) = shared.state.delete_state(MATRIX_CHANNEL, &key).await {
+            if let Err(error) = adapter.state.delete_state(MATRIX_CHANNEL, &key).await {
                 tracing::warn!(confirmation = confirmation_id, %error, "closed confirmation not forgotten");
             }
         }
@@ -157,75 +149,50 @@ pub(super) async fn close_prompt(
 
 /// The confirmation shown by event `event_id`, if it is a prompt still open.
 pub(super) async fn confirmation_of(
-    shared: &Shared,
+    adapter: &MatrixAdapter,
     event_id: &str,
 ) -> Result<Option<String>, ChannelError> {
-    Ok(shared
+    Ok(adapter
         .state
         .get_state(MATRIX_CHANNEL, &prompt_key(event_id))
         .await?)
 }
 
-/// A reaction: ✅ or ❌ on an open prompt, by the member it asks, answers it.
-pub(super) async fn handle_reaction(
-    shared: &Shared,
-    room: Room,
-    event: OriginalSyncReactionEvent,
-) -> Result<Vec<FollowUp>, ChannelError> {
-    let relation = &event.content.relates_to;
+/// What a reaction's `key` answers: approve (✅, ✔, 👍), decline (❌, ✖, 👎), or nothing.
+pub(super) fn reaction_answer(key: &str) -> Option<bool> {
     // Some clients add a variation selector to the emoji.
-    let approve = match relation.key.trim_end_matches('\u{fe0f}') {
-        YES | "✔" | "👍" => true,
-        NO | "✖" | "👎" => false,
-        _ => return Ok(Vec::new()),
-    };
-    let Some(confirmation_id) = confirmation_of(shared, relation.event_id.as_str()).await? else {
-        return Ok(Vec::new());
-    };
-    answer(
-        shared,
-        room,
-        event.sender.as_str(),
-        &confirmation_id,
-        approve,
-    )
-    .await
+    match key.trim_end_matches('\u{fe0f}') {
+        YES | "✔" | "👍" => Some(true),
+        NO | "✖" | "👎" => Some(false),
+        _ => None,
+    }
 }
 
-/// `sender` answers `confirmation_id`; answers from anyone but the member asked, and
-/// answers to what is no longer open, change nothing.
-pub(super) async fn answer(
-    shared: &Shared,
-    room: Room,
-    sender: &str,
-    confirmation_id: &str,
-    approve: bool,
-) -> Result<Vec<FollowUp>, ChannelError> {
-    let Some(member) = shared.family.by_matrix_id(sender) else {
-        return Ok(Vec::new());
-    };
-    // The room the answer was given in (a thread of it counts too).
-    let conversation = Conversation {
-        room_id: room.room_id().to_owned(),
-        thread_root: None,
-    };
-    let answered = commands::answer(
-        &shared.queue,
-        member,
-        MATRIX_CHANNEL,
-        &conversation.conversation_id(),
-        confirmation_id,
-        approve,
-    )
-    .await?;
-    match answered {
-        Ok(close) => Ok(vec![
-            FollowUp::Send(close),
-            FollowUp::TurnStarted(conversation),
-        ]),
-        Err(refusal) => {
-            tracing::info!(confirmation = confirmation_id, sender, %refusal, "matrix answer ignored");
-            Ok(Vec::new())
-        }
+/// "yes" / "no" (and a few words like them) in reply to a prompt: its answer.
+pub(super) fn yes_or_no(text: &str) -> Option<bool> {
+    match text
+        .trim()
+        .trim_end_matches(['.', '!'])
+        .to_lowercase()
+        .as_str()
+    {
+        "yes" | "y" | "ok" | "confirm" | "✅" => Some(true),
+        "no" | "n" | "cancel" | "❌" => Some(false),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn yes_and_no_in_a_few_words_and_reactions() {
+        assert_eq!(yes_or_no("Yes!"), Some(true));
+        assert_eq!(yes_or_no("no."), Some(false));
+        assert_eq!(yes_or_no("maybe"), None);
+        assert_eq!(reaction_answer("✅\u{fe0f}"), Some(true));
+        assert_eq!(reaction_answer("👎"), Some(false));
+        assert_eq!(reaction_answer("🎉"), None);
     }
 }

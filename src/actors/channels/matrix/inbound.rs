@@ -1,48 +1,67 @@
-//! A Matrix message from a family member, made an `Inbound` and stored: its text (reply
-//! fallbacks removed), the message it replies to as context, images and files downloaded
-//! within the size limit, commands with `/` or `!`, `/help` and `/cancel`; invites; and
-//! messages this device cannot decrypt.
+//! Reading a Matrix event for the channel core: a message (its sender, room and thread,
+//! text with reply fallbacks removed, the message it replies to as its quote, an image or
+//! file downloaded within the size limit), an answer ("yes" / "no" in reply to a prompt,
+//! a ✅ / ❌ reaction on it); and what only Matrix has: invites, and messages this device
+//! cannot decrypt.
 
 use matrix_sdk::Room;
+use matrix_sdk::ruma::events::reaction::OriginalSyncReactionEvent;
 use matrix_sdk::ruma::events::room::MediaSource;
 use matrix_sdk::ruma::events::room::encrypted::OriginalSyncRoomEncryptedEvent;
 use matrix_sdk::ruma::events::room::message::{
     MessageType, OriginalSyncRoomMessageEvent, Relation,
 };
 use matrix_sdk::ruma::events::{AnySyncMessageLikeEvent, AnySyncTimelineEvent};
-use matrix_sdk::ruma::{EventId, OwnedEventId, OwnedUserId};
+use matrix_sdk::ruma::{OwnedEventId, OwnedUserId};
 
-use super::confirmations;
-use super::outbound::{Conversation, send_read_receipt};
-use super::{MATRIX_CHANNEL, Shared};
+use super::confirmations::{confirmation_of, reaction_answer, yes_or_no};
+use super::rooms::{Conversation, send_read_receipt};
+use super::sync::MatrixEvent;
+use super::{MATRIX_CHANNEL, MatrixAdapter};
 use crate::actors::channels::ChannelError;
 use crate::actors::channels::core::attachments::{StoreError, safe_file_name, too_large_note};
 use crate::actors::channels::core::commands;
-use crate::actors::channels::core::texts::{BUSY_REPLY, help_text};
-use crate::actors::request_queue::{SubmitError, SubmitInbound, Submitted};
-use crate::ports::{
-    Attachment, AttachmentKind, Inbound, InboundExtras, OutgoingMessage, QuotedMessage, now_ms,
-};
+use crate::actors::channels::core::{AnswerOutcome, Incoming, IncomingAnswer, IncomingMessage};
+use crate::ports::{Attachment, AttachmentKind, QuotedMessage};
 
-/// What the actor does once an event is handled.
-#[derive(Debug)]
-pub(super) enum FollowUp {
-    /// A turn of this conversation runs (again): show "typing…".
-    TurnStarted(Conversation),
-    /// Store this in the outbox and deliver it.
-    Send(OutgoingMessage),
-}
 pub(super) const UNDECRYPTABLE_REPLY: &str = "I can't read your last message: it was encrypted \
      for devices I don't have keys from. Please verify this device (or send it again), and I'll \
      answer.";
 
-fn say(conversation: &Conversation, text: String, reply_to: &EventId) -> Vec<FollowUp> {
-    vec![FollowUp::Send(commands::say(
-        MATRIX_CHANNEL,
-        &conversation.conversation_id(),
-        text,
-        Some(reply_to.to_string()),
-    ))]
+/// A Matrix message behind the core's `IncomingMessage`: where it is, what it replies to,
+/// and its file.
+#[derive(Debug)]
+pub(crate) struct MatrixMessage {
+    room: Room,
+    event_id: OwnedEventId,
+    replied_to: Option<OwnedEventId>,
+    media: Option<Media>,
+}
+
+/// The event behind an answer: a reply saying yes or no (which gets a read receipt), or a
+/// reaction.
+#[derive(Debug)]
+pub(crate) enum MatrixAnswer {
+    Reply { room: Room, event_id: OwnedEventId },
+    Reaction,
+}
+
+/// `event` as the channel core handles it.
+pub(super) async fn read(
+    adapter: &MatrixAdapter,
+    event: MatrixEvent,
+) -> Result<Incoming<MatrixMessage, MatrixAnswer>, ChannelError> {
+    match event {
+        MatrixEvent::Message { room, event } => read_message(adapter, room, *event).await,
+        MatrixEvent::Reaction { room, event } => read_reaction(adapter, room, *event).await,
+        MatrixEvent::Invite { room, sender } => {
+            handle_invite(adapter, room, sender);
+            Ok(Incoming::Ignored)
+        }
+        MatrixEvent::Undecryptable { room, event } => {
+            Ok(read_undecryptable(adapter, &room, &event))
+        }
+    }
 }
 
 /// The member's own words: a reply's quoted fallback (`> …` lines) removed.
@@ -58,17 +77,14 @@ fn own_text(body: &str, is_reply: bool) -> String {
         .to_string()
 }
 
-pub(super) async fn handle_message(
-    shared: &Shared,
+async fn read_message(
+    adapter: &MatrixAdapter,
     room: Room,
     event: OriginalSyncRoomMessageEvent,
-) -> Result<Vec<FollowUp>, ChannelError> {
-    let Some(member) = shared.family.by_matrix_id(event.sender.as_str()) else {
-        return Ok(Vec::new());
-    };
+) -> Result<Incoming<MatrixMessage, MatrixAnswer>, ChannelError> {
     let (thread_root, replied_to) = match &event.content.relates_to {
         // An edit changes a message already answered: not a new message.
-        Some(Relation::Replacement(_)) => return Ok(Vec::new()),
+        Some(Relation::Replacement(_)) => return Ok(Incoming::Ignored),
         Some(Relation::Reply(reply)) => (None, Some(reply.in_reply_to.event_id.clone())),
         Some(Relation::Thread(thread)) => (
             Some(thread.event_id.clone()),
@@ -111,138 +127,87 @@ pub(super) async fn handle_message(
                 size: file.info.as_ref().and_then(|info| info.size).map(u64::from),
             }),
         ),
-        // Notices are what bots send; anything else (audio, location...) has nothing to read.
-        MessageType::Notice(_) => return Ok(Vec::new()),
-        _ => {
-            send_read_receipt(room, event.event_id.clone());
-            return Ok(say(
-                &conversation,
-                "I can read text, images and files; that message had none.".into(),
-                &event.event_id,
-            ));
-        }
+        // Notices are what bots send.
+        MessageType::Notice(_) => return Ok(Incoming::Ignored),
+        // Audio, a location...: nothing to read.
+        _ => (String::new(), None),
     };
-    let mut text = own_text(&body, replied_to.is_some());
+    let text = own_text(&body, replied_to.is_some());
     // "yes" / "no" in reply to a prompt answers it.
     if let Some(prompt) = &replied_to
         && let Some(approve) = yes_or_no(&text)
-        && let Some(confirmation_id) =
-            confirmations::confirmation_of(shared, prompt.as_str()).await?
+        && let Some(confirmation_id) = confirmation_of(adapter, prompt.as_str()).await?
     {
-        send_read_receipt(room.clone(), event.event_id.clone());
-        return confirmations::answer(
-            shared,
-            room,
-            event.sender.as_str(),
-            &confirmation_id,
+        return Ok(Incoming::Answer(IncomingAnswer {
+            sender: event.sender.to_string(),
+            event_id: event.event_id.to_string(),
+            // The room the answer was given in (a thread of it counts too).
+            conversation_id: Some(Conversation::room(room.room_id().to_owned()).conversation_id()),
+            confirmation_id,
             approve,
-        )
-        .await;
+            source: MatrixAnswer::Reply {
+                room,
+                event_id: event.event_id,
+            },
+        }));
     }
-    if let Some(rest) = text.strip_prefix('!') {
-        text = format!("/{rest}");
-    }
-    if let Some(command) = text
-        .strip_prefix('/')
-        .and_then(|rest| rest.split_whitespace().next())
-    {
-        match command.to_lowercase().as_str() {
-            "help" | "start" => {
-                send_read_receipt(room, event.event_id.clone());
-                let help = help_text(
-                    &shared.settings.commands,
-                    &shared.settings.default_description,
-                    Some('!'),
-                );
-                return Ok(say(&conversation, help, &event.event_id));
-            }
-            "cancel" => {
-                send_read_receipt(room, event.event_id.clone());
-                return cancel(shared, &member.id, &conversation, &event.event_id).await;
-            }
-            _ => {}
-        }
-    }
-    // An event seen before (a sync replayed after hearth stopped): the message was accepted
-    // already, and its files are not downloaded twice.
-    if shared
-        .inbox
-        .knows_event(MATRIX_CHANNEL, event.event_id.as_str())
-        .await?
-    {
-        return Ok(Vec::new());
-    }
-    let id = Inbound::new_id();
-    let mut attachments = Vec::new();
-    if let Some(media) = media {
-        attachments.push(fetch(shared, &id, media).await);
-    }
-    let quoted = match &replied_to {
-        Some(event_id) => quote(shared, &room, event_id).await,
-        None => None,
-    };
-    let inbound = Inbound {
-        id,
-        channel: MATRIX_CHANNEL.into(),
+    Ok(Incoming::Message(IncomingMessage {
+        sender: event.sender.to_string(),
         conversation_id: conversation.conversation_id(),
-        member_id: member.id.clone(),
+        event_id: event.event_id.to_string(),
         text,
-        platform_event_id: Some(event.event_id.to_string()),
-        received_at_ms: now_ms(),
-        extras: InboundExtras {
-            quoted,
-            attachments,
+        source: MatrixMessage {
+            room,
+            event_id: event.event_id,
+            replied_to,
+            media,
         },
-    };
-    let submitted = shared
-        .queue
-        .send(SubmitInbound { inbound })
-        .await
-        .map_err(|_| ChannelError::QueueStopped)?;
-    let follow_up = match submitted {
-        Ok(Submitted::Accepted | Submitted::AnsweredQuestion { .. }) => {
-            vec![FollowUp::TurnStarted(conversation)]
-        }
-        Ok(Submitted::Duplicate(_)) => Vec::new(),
-        Err(SubmitError::Busy { .. }) => say(&conversation, BUSY_REPLY.into(), &event.event_id),
-        Err(SubmitError::Storage(error)) => return Err(ChannelError::Storage(error)),
-    };
-    send_read_receipt(room, event.event_id.clone());
-    Ok(follow_up)
+    }))
 }
 
-fn yes_or_no(text: &str) -> Option<bool> {
-    match text
-        .trim()
-        .trim_end_matches(['.', '!'])
-        .to_lowercase()
-        .as_str()
+/// A reaction: ✅ or ❌ on an open prompt answers it.
+async fn read_reaction(
+    adapter: &MatrixAdapter,
+    room: Room,
+    event: OriginalSyncReactionEvent,
+) -> Result<Incoming<MatrixMessage, MatrixAnswer>, ChannelError> {
+    let relation = &event.content.relates_to;
+    let Some(approve) = reaction_answer(&relation.key) else {
+        return Ok(Incoming::Ignored);
+    };
+    let Some(confirmation_id) = confirmation_of(adapter, relation.event_id.as_str()).await? else {
+        return Ok(Incoming::Ignored);
+    };
+    Ok(Incoming::Answer(IncomingAnswer {
+        sender: event.sender.to_string(),
+        event_id: event.event_id.to_string(),
+        conversation_id: Some(Conversation::room(room.room_id().to_owned()).conversation_id()),
+        confirmation_id,
+        approve,
+        source: MatrixAnswer::Reaction,
+    }))
+}
+
+/// The message was handled: the member sees hearth got it.
+pub(super) fn message_handled(message: &MatrixMessage) {
+    send_read_receipt(message.room.clone(), message.event_id.clone());
+}
+
+/// An answer was handled: a reply saying yes or no gets its read receipt.
+pub(super) fn answer_handled(answer: &MatrixAnswer, outcome: AnswerOutcome) {
+    if let (MatrixAnswer::Reply { room, event_id }, false) =
+        (answer, outcome == AnswerOutcome::Stranger)
     {
-        "yes" | "y" | "ok" | "confirm" | "✅" => Some(true),
-        "no" | "n" | "cancel" | "❌" => Some(false),
-        _ => None,
+        send_read_receipt(room.clone(), event_id.clone());
     }
-}
-
-async fn cancel(
-    shared: &Shared,
-    member_id: &str,
-    conversation: &Conversation,
-    event_id: &EventId,
-) -> Result<Vec<FollowUp>, ChannelError> {
-    let messages = commands::cancel(
-        &shared.queue,
-        member_id,
-        MATRIX_CHANNEL,
-        &conversation.conversation_id(),
-        Some(event_id.to_string()),
-    )
-    .await?;
-    Ok(messages.into_iter().map(FollowUp::Send).collect())
 }
 
 /// The replied-to message as context, when it can be read.
-async fn quote(shared: &Shared, room: &Room, event_id: &OwnedEventId) -> Option<QuotedMessage> {
+pub(super) async fn quote(
+    adapter: &MatrixAdapter,
+    message: &MatrixMessage,
+) -> Option<QuotedMessage> {
+    let (room, event_id) = (&message.room, message.replied_to.as_ref()?);
     let event = match room.load_or_fetch_event(event_id, None).await {
         Ok(event) => event,
         Err(error) => {
@@ -264,22 +229,23 @@ async fn quote(shared: &Shared, room: &Room, event_id: &OwnedEventId) -> Option<
         _ => return None,
     };
     Some(QuotedMessage {
-        author: author_name(shared, &sender),
+        author: author_name(adapter, &sender),
         text: own_text(&body, body.starts_with("> ")),
     })
 }
 
-fn author_name(shared: &Shared, sender: &OwnedUserId) -> String {
-    if shared.client.user_id() == Some(sender.as_ref()) {
+fn author_name(adapter: &MatrixAdapter, sender: &OwnedUserId) -> String {
+    if adapter.client.user_id() == Some(sender.as_ref()) {
         return "hearth (you)".to_string();
     }
-    shared
+    adapter
         .family
         .by_matrix_id(sender.as_str())
         .and_then(|member| member.name.clone())
         .unwrap_or_else(|| sender.localpart().to_string())
 }
 
+#[derive(Debug)]
 struct Media {
     kind: AttachmentKind,
     name: String,
@@ -288,14 +254,26 @@ struct Media {
     size: Option<u64>,
 }
 
+/// The message's file, downloaded into message `inbox_id`'s folder.
+pub(super) async fn attachments(
+    adapter: &MatrixAdapter,
+    message: &MatrixMessage,
+    inbox_id: &str,
+) -> Vec<Attachment> {
+    match &message.media {
+        Some(media) => vec![fetch(adapter, inbox_id, media).await],
+        None => Vec::new(),
+    }
+}
+
 /// Download the media (decrypted, for encrypted rooms) into message `inbox_id`'s folder,
 /// streamed and cut off at the size limit (`media.rs`).
-async fn fetch(shared: &Shared, inbox_id: &str, media: Media) -> Attachment {
-    let limit = shared.settings.max_attachment_bytes;
+async fn fetch(adapter: &MatrixAdapter, inbox_id: &str, media: &Media) -> Attachment {
+    let limit = adapter.settings.max_attachment_bytes;
     let mut attachment = Attachment {
         kind: media.kind,
         file_name: safe_file_name(&media.name),
-        mime_type: media.mime,
+        mime_type: media.mime.clone(),
         size_bytes: media.size.unwrap_or(0),
         path: None,
         note: None,
@@ -305,12 +283,12 @@ async fn fetch(shared: &Shared, inbox_id: &str, media: Media) -> Attachment {
         attachment.note = Some(too_large_note(limit));
         return attachment;
     }
-    let path = shared
+    let path = adapter
         .settings
         .attachments_dir
         .join(inbox_id)
         .join(&attachment.file_name);
-    match super::media::download(shared, media.source, &path, limit).await {
+    match super::media::download(adapter, media.source.clone(), &path, limit).await {
         Ok(size) => {
             attachment.size_bytes = size;
             attachment.path = Some(path.display().to_string());
@@ -325,8 +303,8 @@ async fn fetch(shared: &Shared, inbox_id: &str, media: Media) -> Attachment {
 }
 
 /// An invite: joined when a family member sent it, refused otherwise.
-pub(super) async fn handle_invite(shared: &Shared, room: Room, sender: OwnedUserId) {
-    let family = shared.family.by_matrix_id(sender.as_str()).is_some();
+fn handle_invite(adapter: &MatrixAdapter, room: Room, sender: OwnedUserId) {
+    let family = adapter.family.by_matrix_id(sender.as_str()).is_some();
     // Joining waits for the homeserver; the sync must not wait for it.
     tokio::spawn(async move {
         let mut delay = std::time::Duration::from_secs(1);
@@ -353,32 +331,30 @@ pub(super) async fn handle_invite(shared: &Shared, room: Room, sender: OwnedUser
 
 /// A message this device holds no key for: the sender is asked to verify it, and the
 /// message is counted (`/metrics`, `/readyz`).
-pub(super) async fn handle_undecryptable(
-    shared: &Shared,
-    room: Room,
-    event: OriginalSyncRoomEncryptedEvent,
-) -> Vec<FollowUp> {
-    if shared.family.by_matrix_id(event.sender.as_str()).is_none() {
-        return Vec::new();
+fn read_undecryptable(
+    adapter: &MatrixAdapter,
+    room: &Room,
+    event: &OriginalSyncRoomEncryptedEvent,
+) -> Incoming<MatrixMessage, MatrixAnswer> {
+    if adapter.family.by_matrix_id(event.sender.as_str()).is_none() {
+        return Incoming::Ignored;
     }
-    shared
+    adapter
         .metrics
         .increment("hearth_matrix_undecryptable_total", &[]);
     tracing::warn!(room = %room.room_id(), sender = %event.sender, "matrix message could not be decrypted");
-    let conversation = Conversation {
-        room_id: room.room_id().to_owned(),
-        thread_root: None,
-    };
-    let device = shared
+    let conversation = Conversation::room(room.room_id().to_owned());
+    let device = adapter
         .client
         .device_id()
         .map(|device| format!(" (my device: {device})"))
         .unwrap_or_default();
-    say(
-        &conversation,
+    Incoming::Say(commands::say(
+        MATRIX_CHANNEL,
+        &conversation.conversation_id(),
         format!("{UNDECRYPTABLE_REPLY}{device}"),
-        &event.event_id,
-    )
+        Some(event.event_id.to_string()),
+    ))
 }
 
 #[cfg(test)]
@@ -393,12 +369,5 @@ mod tests {
         );
         assert_eq!(own_text("> quoting myself", false), "> quoting myself");
         assert_eq!(own_text("  plain  ", true), "plain");
-    }
-
-    #[test]
-    fn yes_and_no_in_a_few_words() {
-        assert_eq!(yes_or_no("Yes!"), Some(true));
-        assert_eq!(yes_or_no("no."), Some(false));
-        assert_eq!(yes_or_no("maybe"), None);
     }
 }

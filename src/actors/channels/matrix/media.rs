@@ -10,7 +10,7 @@ use matrix_sdk::ruma::OwnedMxcUri;
 use matrix_sdk::ruma::events::room::{EncryptedFile, MediaSource};
 use matrix_sdk_crypto::{AttachmentDecryptor, MediaEncryptionInfo};
 
-use super::Shared;
+use super::MatrixAdapter;
 use crate::actors::channels::core::attachments::{StoreError, store_limited};
 
 /// A download slower than this is abandoned (a 20 MB file at a slow 50 kB/s fits).
@@ -20,17 +20,17 @@ const DECRYPT_BUFFER: usize = 64 * 1024;
 
 /// Store `source` at `path`, at most `limit` bytes; the bytes stored.
 pub(super) async fn download(
-    shared: &Shared,
+    adapter: &MatrixAdapter,
     source: MediaSource,
     path: &Path,
     limit: u64,
 ) -> Result<u64, StoreError> {
     match source {
-        MediaSource::Plain(uri) => fetch(shared, &uri, path, limit).await,
+        MediaSource::Plain(uri) => fetch(adapter, &uri, path, limit).await,
         MediaSource::Encrypted(file) => {
             // AES-CTR keeps the size: the ciphertext is under the limit when the file is.
             let ciphertext = path.with_extension("encrypted.partial");
-            let fetched = fetch(shared, &file.url, &ciphertext, limit).await;
+            let fetched = fetch(adapter, &file.url, &ciphertext, limit).await;
             let stored = match fetched {
                 Ok(_) => decrypt(*file, ciphertext.clone(), path.to_path_buf(), limit).await,
                 Err(error) => Err(error),
@@ -47,7 +47,7 @@ pub(super) async fn download(
 /// The media `uri` names, streamed from the homeserver's authenticated media API (the
 /// legacy one for a homeserver without it) into `path`.
 async fn fetch(
-    shared: &Shared,
+    adapter: &MatrixAdapter,
     uri: &OwnedMxcUri,
     path: &Path,
     limit: u64,
@@ -55,11 +55,11 @@ async fn fetch(
     let (server, media_id) = uri
         .parts()
         .map_err(|error| StoreError::Failed(format!("{uri} is not a media uri: {error}")))?;
-    let token = shared
+    let token = adapter
         .client
         .access_token()
         .ok_or_else(|| StoreError::Failed("not logged in".into()))?;
-    let homeserver = shared.client.homeserver();
+    let homeserver = adapter.client.homeserver();
     let http = reqwest::Client::builder()
         .timeout(DOWNLOAD_TIMEOUT)
         .build()

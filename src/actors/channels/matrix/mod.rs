@@ -1,5 +1,7 @@
-//! `MatrixChannel`: family members talk to hearth in Matrix rooms, encrypted or not
-//! (matrix-sdk with its SQLite state and crypto store).
+//! Matrix (matrix-sdk with its SQLite state and crypto store): the channel core's adapter
+//! for a homeserver, rooms encrypted or not. It only parses, renders and sends; the
+//! channel actor, the inbound sequence and the outbox are the core's
+//! (`ChannelActor<MatrixAdapter>`).
 //!
 //! - The session (`session.rs`): password or access-token login once, then the saved
 //!   session restores the same device and its keys at every start; the store is
@@ -7,25 +9,24 @@
 //! - The sync loop (`sync.rs`) keeps its own sync position in `ChannelState` and moves
 //!   it only after every event of a sync was handled for good, so a restart neither loses
 //!   nor repeats a message; the first start skips the rooms' history. It backs off while
-//!   the homeserver is away and readiness says so.
-//! - Events reach this actor as `EventReceived`: messages of family members become
-//!   `Inbound` messages (`inbound.rs`: text, replies as context, images and files,
-//!   `/` and `!` commands, `/help`, `/cancel`); invites are accepted only from family
-//!   members; a message that cannot be decrypted is answered with a request to verify
-//!   this device, and counted.
+//!   the homeserver is away and readiness says so. Members' own rooms with hearth are
+//!   found as it syncs (`own_chats.rs`).
+//! - `inbound.rs` reads an event: a message (text, replies as context, images and files
+//!   via `media.rs`, `/` and `!` commands), a "yes" / "no" reply or a reaction on a prompt
+//!   as an answer; invites are accepted only from family members; a message that cannot be
+//!   decrypted is answered with a request to verify this device, and counted.
 //! - Replies (`outbound.rs`) are `m.notice` with the markdown as HTML and a plain body,
-//!   threaded to the message they answer, one ordered outbox per room; typing shows while
-//!   a turn runs; messages read get a read receipt.
+//!   threaded to the message they answer; typing shows while a turn runs; messages read
+//!   get a read receipt (`rooms.rs`: conversations, sending, typing, receipts).
 //! - Confirmations (`confirmations.rs`) are prompts the bot seeds with ✅ and ❌
-//!   reactions; the member asked answers by reacting or replying yes/no; the outcome is
-//!   edited into the prompt (`m.replace`).
+//!   reactions; the outcome is edited into the prompt (`m.replace`).
 
 mod confirmations;
 mod inbound;
 mod media;
-mod messages;
 mod outbound;
 mod own_chats;
+mod rooms;
 mod session;
 mod sync;
 
@@ -33,28 +34,33 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use actix::fut::{ActorFutureExt, WrapFuture};
-use actix::{Actor, ActorContext, Addr, AsyncContext, Context, Handler, ResponseActFuture};
+use actix::{Addr, Recipient};
+use async_trait::async_trait;
+use futures::future::BoxFuture;
 use matrix_sdk::Client;
 
-pub use messages::{EventReceived, MatrixEvent, StopMatrix};
 pub use session::MatrixStartError;
 
-use super::core::typing::TypingTurns;
-use super::core::{ChannelDeps, Deliveries, resume_deliveries, send};
-use super::{ChannelError, DeliverReply};
+use super::ChannelError;
+use super::core::{
+    AnswerOutcome, ChannelActor, ChannelDeps, EventReceived, Incoming, PlatformAdapter,
+    ProfileCommands,
+};
 use crate::actors::request_queue::RequestQueue;
+use crate::config::FamilyMember;
 use crate::family::Family;
 use crate::metrics::Metrics;
-use crate::ports::{ChannelState, Inbox};
+use crate::ports::{Attachment, ChannelState, QuotedMessage};
 use crate::readiness::Readiness;
-use outbound::{Conversation, MatrixPlatform};
+use inbound::{MatrixAnswer, MatrixMessage};
+use rooms::Conversation;
+use sync::MatrixEvent;
 
 /// The channel name in `Inbound::channel` and readiness.
 pub const MATRIX_CHANNEL: &str = "matrix";
 
-/// Matrix typing notices last a few seconds: sent again while a turn runs.
-const TYPING_EVERY: Duration = Duration::from_secs(3);
+/// The Matrix channel: the channel core's actor over a homeserver.
+pub(crate) type MatrixChannel = ChannelActor<MatrixAdapter>;
 
 /// What the channel needs from config, with secrets resolved.
 #[derive(Clone)]
@@ -69,9 +75,8 @@ pub struct MatrixSettings {
     pub device_name: String,
     pub max_attachment_bytes: u64,
     pub attachments_dir: PathBuf,
-    /// Each profile's slash commands (without the slash) and what the profile is for.
-    pub commands: Vec<(String, String)>,
-    pub default_description: String,
+    /// For `/help`.
+    pub commands: ProfileCommands,
 }
 
 impl std::fmt::Debug for MatrixSettings {
@@ -84,164 +89,109 @@ impl std::fmt::Debug for MatrixSettings {
     }
 }
 
-/// What every task of the channel shares.
-pub(super) struct Shared {
+/// The homeserver as the channel core's platform.
+pub(crate) struct MatrixAdapter {
     client: Client,
     settings: MatrixSettings,
     family: Arc<Family>,
+    /// Told which rooms are members' own chats (`own_chats.rs`).
     queue: Addr<RequestQueue>,
-    /// Read only: whether a redelivered event was accepted before.
-    inbox: Arc<dyn Inbox>,
     state: Arc<dyn ChannelState>,
     readiness: Arc<Readiness>,
     metrics: Arc<Metrics>,
 }
 
-pub struct MatrixChannel {
-    shared: Arc<Shared>,
-    /// The outbox's messages for Matrix, in order per conversation.
-    deliveries: Deliveries<MatrixPlatform>,
-    typing: TypingTurns<String>,
-}
-
-impl MatrixChannel {
+impl MatrixAdapter {
     /// Open the store (a wrong passphrase or an unreadable store stops start-up here);
-    /// logging in and syncing happen once the actor runs, retried while the homeserver
+    /// logging in and syncing happen once the channel runs, retried while the homeserver
     /// is away.
-    pub async fn build(
+    pub(crate) async fn build(
         settings: MatrixSettings,
-        deps: ChannelDeps,
+        deps: &ChannelDeps,
     ) -> Result<Self, MatrixStartError> {
-        let ChannelDeps {
-            family,
-            queue,
-            inbox,
-            state,
-            outbox,
-            readiness,
-            metrics,
-            delivery,
-        } = deps;
         let client = session::build_client(&settings).await?;
-        readiness.set(MATRIX_CHANNEL, false, "connecting to the homeserver");
-        let shared = Arc::new(Shared {
+        deps.readiness
+            .set(MATRIX_CHANNEL, false, "connecting to the homeserver");
+        Ok(MatrixAdapter {
             client,
             settings,
-            family,
-            queue,
-            inbox,
-            state,
-            readiness,
-            metrics: metrics.clone(),
-        });
-        let platform = MatrixPlatform {
-            shared: shared.clone(),
-        };
-        Ok(MatrixChannel {
-            shared,
-            deliveries: Deliveries::new(platform, outbox, metrics, delivery),
-            typing: TypingTurns::default(),
+            family: deps.family.clone(),
+            queue: deps.queue.clone(),
+            state: deps.state.clone(),
+            readiness: deps.readiness.clone(),
+            metrics: deps.metrics.clone(),
         })
     }
+}
 
-    fn typing_started(&mut self, conversation: Conversation, ctx: &mut Context<Self>) {
-        let shared = self.shared.clone();
-        let key = conversation.room_id.to_string();
-        self.typing.started(
-            key,
-            ctx,
-            TYPING_EVERY,
-            move || outbound::send_typing(shared.clone(), conversation.clone(), true),
-            |channel: &mut Self| &mut channel.typing,
-        );
+#[async_trait]
+impl PlatformAdapter for MatrixAdapter {
+    type Event = MatrixEvent;
+    type MessageSource = MatrixMessage;
+    type AnswerSource = MatrixAnswer;
+
+    /// Matrix typing notices last a few seconds.
+    const TYPING_EVERY: Duration = Duration::from_secs(3);
+    /// Audio, a location.
+    const NOTHING_TO_READ: &'static str =
+        "I can read text, images and files; that message had none.";
+    /// Clients take `/` for their own commands.
+    const ALTERNATE_PREFIX: Option<char> = Some('!');
+
+    fn member<'family>(
+        &self,
+        family: &'family Family,
+        sender: &str,
+    ) -> Option<&'family FamilyMember> {
+        family.by_matrix_id(sender)
     }
 
-    fn typing_stopped(&mut self, conversation: &Conversation, ctx: &mut Context<Self>) {
-        if self.typing.stopped(&conversation.room_id.to_string(), ctx) {
-            outbound::send_typing(self.shared.clone(), conversation.clone(), false);
+    fn bot_username(&self) -> Option<String> {
+        None
+    }
+
+    fn profile_commands(&self) -> &ProfileCommands {
+        &self.settings.commands
+    }
+
+    async fn read(
+        &self,
+        event: MatrixEvent,
+    ) -> Result<Incoming<MatrixMessage, MatrixAnswer>, ChannelError> {
+        inbound::read(self, event).await
+    }
+
+    async fn quote(&self, message: &MatrixMessage) -> Option<QuotedMessage> {
+        inbound::quote(self, message).await
+    }
+
+    async fn attachments(&self, message: &MatrixMessage, inbox_id: &str) -> Vec<Attachment> {
+        inbound::attachments(self, message, inbox_id).await
+    }
+
+    fn message_handled(&self, message: &MatrixMessage) {
+        inbound::message_handled(message);
+    }
+
+    async fn answer_handled(&self, answer: &MatrixAnswer, outcome: AnswerOutcome) {
+        inbound::answer_handled(answer, outcome);
+    }
+
+    /// A room: its threads share its typing notice.
+    fn typing_place(&self, conversation_id: &str) -> Option<String> {
+        Conversation::parse(conversation_id).map(|conversation| conversation.room_id.to_string())
+    }
+
+    fn show_typing(self: &Arc<Self>, place: &str, typing: bool) {
+        if let Ok(room_id) = place.parse() {
+            rooms::send_typing(self.clone(), room_id, typing);
         }
     }
 
-    fn follow_up(&mut self, actions: Vec<inbound::FollowUp>, ctx: &mut Context<Self>) {
-        for action in actions {
-            match action {
-                inbound::FollowUp::TurnStarted(conversation) => {
-                    self.typing_started(conversation, ctx)
-                }
-                inbound::FollowUp::Send(message) => send(
-                    self,
-                    ctx,
-                    |channel: &mut Self| &mut channel.deliveries,
-                    message,
-                ),
-            }
-        }
-    }
-}
-
-impl Actor for MatrixChannel {
-    type Context = Context<Self>;
-
-    fn started(&mut self, ctx: &mut Self::Context) {
-        ctx.set_mailbox_capacity(1024);
-        let shared = self.shared.clone();
-        let channel = ctx.address();
-        ctx.spawn(sync::run(shared, channel).into_actor(self));
-        resume_deliveries(self, ctx, |channel: &mut Self| &mut channel.deliveries);
-    }
-}
-
-impl Handler<EventReceived> for MatrixChannel {
-    type Result = ResponseActFuture<Self, Result<(), ChannelError>>;
-
-    fn handle(&mut self, message: EventReceived, _ctx: &mut Self::Context) -> Self::Result {
-        let shared = self.shared.clone();
-        let work = async move {
-            match message.0 {
-                MatrixEvent::Message { room, event } => {
-                    inbound::handle_message(&shared, room, *event).await
-                }
-                MatrixEvent::Reaction { room, event } => {
-                    confirmations::handle_reaction(&shared, room, *event).await
-                }
-                MatrixEvent::Invite { room, sender } => {
-                    inbound::handle_invite(&shared, room, sender).await;
-                    Ok(Vec::new())
-                }
-                MatrixEvent::Undecryptable { room, event } => {
-                    Ok(inbound::handle_undecryptable(&shared, room, *event).await)
-                }
-            }
-        };
-        Box::pin(work.into_actor(self).map(|handled, act, ctx| {
-            let actions = handled.inspect_err(|error| {
-                tracing::warn!(%error, "matrix event not handled; it will come again");
-            })?;
-            act.follow_up(actions, ctx);
-            Ok(())
-        }))
-    }
-}
-
-impl Handler<DeliverReply> for MatrixChannel {
-    type Result = ();
-
-    fn handle(&mut self, reply: DeliverReply, ctx: &mut Self::Context) {
-        if let Some(conversation) = Conversation::parse(&reply.conversation_id)
-            && reply.kind.ends_a_turn()
-        {
-            self.typing_stopped(&conversation, ctx);
-        }
-        let message = reply.outgoing(MATRIX_CHANNEL);
-        self.deliveries.deliver(reply.outbox_id, message);
-    }
-}
-
-impl Handler<StopMatrix> for MatrixChannel {
-    type Result = ();
-
-    fn handle(&mut self, _message: StopMatrix, ctx: &mut Self::Context) {
-        self.shared.readiness.set(MATRIX_CHANNEL, false, "stopped");
-        ctx.stop();
+    fn receive(
+        self: Arc<Self>,
+        events: Recipient<EventReceived<MatrixEvent>>,
+    ) -> BoxFuture<'static, ()> {
+        Box::pin(sync::run(self, events))
     }
 }

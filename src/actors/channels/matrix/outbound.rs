@@ -1,58 +1,22 @@
-//! Sending to Matrix: the channel core's `Platform` for the homeserver. Replies are
-//! `m.notice` with the markdown rendered to HTML and a plain body, threaded to the message
-//! they answer (and kept in its thread); prompts and their closing are `confirmations.rs`'s;
-//! every part carries a transaction id from its outbox row. Order, retries and the outbox
-//! are the core's. Also typing notices and read receipts.
-
-use std::sync::Arc;
-use std::time::Duration;
+//! Sending to Matrix: the homeserver as the channel core's `Platform`. Replies are
+//! `m.notice` with the markdown rendered to HTML and a plain body (the text as written
+//! when the markdown shows nothing), threaded to the message they answer (and kept in its
+//! thread); prompts and their closing are `confirmations.rs`'s; every part carries a
+//! transaction id from its outbox row. Order, retries and the outbox are the core's.
 
 use async_trait::async_trait;
-use matrix_sdk::Room;
-use matrix_sdk::room::reply::{EnforceThread, Reply};
-use matrix_sdk::ruma::api::client::receipt::create_receipt::v3::ReceiptType;
-use matrix_sdk::ruma::api::error::{ErrorKind, RetryAfter};
-use matrix_sdk::ruma::events::AnyMessageLikeEventContent;
-use matrix_sdk::ruma::events::receipt::ReceiptThread;
-use matrix_sdk::ruma::events::room::message::{AddMentions, RoomMessageEventContent};
-use matrix_sdk::ruma::{OwnedEventId, OwnedRoomId, OwnedTransactionId};
+use matrix_sdk::ruma::OwnedTransactionId;
+use matrix_sdk::ruma::events::room::message::RoomMessageEventContent;
 
-use super::{MATRIX_CHANNEL, Shared, confirmations};
+use super::confirmations::{self, NO, YES};
+use super::rooms::{Conversation, send_message};
+use super::{MATRIX_CHANNEL, MatrixAdapter};
 use crate::actors::channels::core::{DeliveryError, Platform};
-use crate::format::{matrix_html, plain_text};
+use crate::format::{matrix_html, plain_text, shown_as_written};
 use crate::ports::{OutboxEntry, OutgoingKind};
 
-/// A room, and the thread within it when the member wrote in one: a conversation.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub(super) struct Conversation {
-    pub(super) room_id: OwnedRoomId,
-    pub(super) thread_root: Option<OwnedEventId>,
-}
-
-impl Conversation {
-    /// `Inbound::conversation_id`: `<room id>` or `<room id>/<thread root event id>`
-    /// (room ids hold no `/`).
-    pub(super) fn conversation_id(&self) -> String {
-        match &self.thread_root {
-            Some(root) => format!("{}/{root}", self.room_id),
-            None => self.room_id.to_string(),
-        }
-    }
-
-    pub(super) fn parse(conversation_id: &str) -> Option<Self> {
-        let (room, thread) = match conversation_id.split_once('/') {
-            Some((room, thread)) => (room, Some(thread.parse().ok()?)),
-            None => (conversation_id, None),
-        };
-        Some(Conversation {
-            room_id: room.parse().ok()?,
-            thread_root: thread,
-        })
-    }
-}
-
 /// What a message is delivered as, part by part.
-pub(super) enum Part {
+pub(crate) enum Part {
     /// A reply: an `m.notice` with the markdown as HTML and a plain body.
     Notice,
     /// A confirmation's prompt, then the two reactions seeded on it.
@@ -62,15 +26,19 @@ pub(super) enum Part {
     Close,
 }
 
-/// The homeserver as the channel core's `Platform`. Every part is sent with a transaction
-/// id made from its outbox row, so a part resent after a restart is recognised by the
-/// homeserver and shown once.
-pub(super) struct MatrixPlatform {
-    pub(super) shared: Arc<Shared>,
+/// A reply in `markdown` as a notice.
+fn notice(markdown: &str) -> RoomMessageEventContent {
+    match shown_as_written(markdown) {
+        // Rendered, it would show nothing (only link definitions, say): as written.
+        Some(text) => RoomMessageEventContent::notice_plain(text),
+        None => RoomMessageEventContent::notice_html(plain_text(markdown), matrix_html(markdown)),
+    }
 }
 
+/// Every part is sent with a transaction id made from its outbox row, so a part resent
+/// after a restart is recognised by the homeserver and shown once.
 #[async_trait]
-impl Platform for MatrixPlatform {
+impl Platform for MatrixAdapter {
     type Part = Part;
 
     fn channel(&self) -> &'static str {
@@ -80,11 +48,9 @@ impl Platform for MatrixPlatform {
     fn parts(&self, entry: &OutboxEntry) -> Vec<Part> {
         match &entry.message.kind {
             OutgoingKind::Reply => vec![Part::Notice],
-            OutgoingKind::Prompt { .. } => vec![
-                Part::Prompt,
-                Part::Reaction(confirmations::YES),
-                Part::Reaction(confirmations::NO),
-            ],
+            OutgoingKind::Prompt { .. } => {
+                vec![Part::Prompt, Part::Reaction(YES), Part::Reaction(NO)]
+            }
             OutgoingKind::Close { .. } => vec![Part::Close],
         }
     }
@@ -96,7 +62,6 @@ impl Platform for MatrixPlatform {
         part: &Part,
         transaction_id: &str,
     ) -> Result<Option<String>, DeliveryError> {
-        let shared = &self.shared;
         let message = &entry.message;
         let Some(conversation) = Conversation::parse(&message.conversation_id) else {
             return Err(DeliveryError::Permanent(format!(
@@ -111,12 +76,9 @@ impl Platform for MatrixPlatform {
         let transaction_id: OwnedTransactionId = transaction_id.into();
         match (part, &message.kind) {
             (Part::Notice, _) => {
-                let content = RoomMessageEventContent::notice_html(
-                    plain_text(&message.text),
-                    matrix_html(&message.text),
-                );
+                let content = notice(&message.text);
                 let sent =
-                    send_message(shared, &conversation, content, reply_to, transaction_id).await?;
+                    send_message(self, &conversation, content, reply_to, transaction_id).await?;
                 Ok(Some(sent.to_string()))
             }
             (
@@ -125,7 +87,7 @@ impl Platform for MatrixPlatform {
                     confirmation_id, ..
                 },
             ) => confirmations::send_prompt(
-                shared,
+                self,
                 &conversation,
                 &message.text,
                 confirmation_id,
@@ -141,7 +103,7 @@ impl Platform for MatrixPlatform {
                 },
             ) => {
                 confirmations::seed_reaction(
-                    shared,
+                    self,
                     &conversation,
                     confirmation_id,
                     key,
@@ -151,7 +113,7 @@ impl Platform for MatrixPlatform {
                 Ok(None)
             }
             (Part::Close, OutgoingKind::Close { confirmation_id }) => {
-                confirmations::close_prompt(shared, confirmation_id, &message.text, transaction_id)
+                confirmations::close_prompt(self, confirmation_id, &message.text, transaction_id)
                     .await?;
                 Ok(None)
             }
@@ -162,123 +124,14 @@ impl Platform for MatrixPlatform {
     }
 }
 
-/// The room of `conversation`; a room hearth does not know (yet: the sync may add it) is a
-/// failure that may pass.
-pub(super) fn room(shared: &Shared, conversation: &Conversation) -> Result<Room, DeliveryError> {
-    shared
-        .client
-        .get_room(&conversation.room_id)
-        .ok_or_else(|| DeliveryError::Transient {
-            reason: format!("hearth is not in room {}", conversation.room_id),
-            retry_after: None,
-        })
-}
-
-/// Send `content` in the conversation, as a reply to `reply_to` (staying in its thread)
-/// when given; the event id it got.
-pub(super) async fn send_message(
-    shared: &Shared,
-    conversation: &Conversation,
-    content: RoomMessageEventContent,
-    reply_to: Option<OwnedEventId>,
-    transaction_id: OwnedTransactionId,
-) -> Result<OwnedEventId, DeliveryError> {
-    let room = room(shared, conversation)?;
-    let reply_to = reply_to.or_else(|| conversation.thread_root.clone());
-    let content = match reply_to {
-        Some(event_id) => {
-            let reply = Reply {
-                event_id,
-                enforce_thread: EnforceThread::MaybeThreaded,
-                add_mentions: AddMentions::No,
-            };
-            match room.make_reply_event(content.clone().into(), reply).await {
-                Ok(threaded) => threaded,
-                Err(error) => {
-                    // The message may be gone; the reply still goes out, unthreaded.
-                    tracing::debug!(%error, "reply sent without its relation");
-                    content
-                }
-            }
-        }
-        None => content,
-    };
-    send_event(&room, content.into(), transaction_id).await
-}
-
-/// Send any message-like event with `transaction_id`.
-pub(super) async fn send_event(
-    room: &Room,
-    content: AnyMessageLikeEventContent,
-    transaction_id: OwnedTransactionId,
-) -> Result<OwnedEventId, DeliveryError> {
-    match room.send(content).with_transaction_id(transaction_id).await {
-        Ok(sent) => Ok(sent.response.event_id),
-        Err(error) => Err(delivery_error(&error)),
-    }
-}
-
-/// A failed request to the homeserver, as the channel core sees it.
-fn delivery_error(error: &matrix_sdk::Error) -> DeliveryError {
-    let reason = error.to_string();
-    match error.client_api_error_kind() {
-        Some(ErrorKind::LimitExceeded(_)) => DeliveryError::Transient {
-            reason,
-            retry_after: retry_after(error),
-        },
-        Some(_) => DeliveryError::Permanent(reason),
-        // Not an answer from the homeserver: the network, a timeout, a 5xx.
-        None if matches!(error, matrix_sdk::Error::Http(_)) => DeliveryError::Transient {
-            reason,
-            retry_after: None,
-        },
-        None => DeliveryError::Permanent(reason),
-    }
-}
-
-fn retry_after(error: &matrix_sdk::Error) -> Option<Duration> {
-    match error.client_api_error_kind()? {
-        ErrorKind::LimitExceeded(data) => match data.retry_after? {
-            RetryAfter::Delay(delay) => Some(delay),
-            RetryAfter::DateTime(at) => at.duration_since(std::time::SystemTime::now()).ok(),
-        },
-        _ => None,
-    }
-}
-
-/// Show (or stop showing) "typing…" in the conversation's room.
-pub(super) fn send_typing(shared: Arc<Shared>, conversation: Conversation, typing: bool) {
-    tokio::spawn(async move {
-        let Some(room) = shared.client.get_room(&conversation.room_id) else {
-            return;
-        };
-        if let Err(error) = room.typing_notice(typing).await {
-            tracing::debug!(room = %conversation.room_id, %error, "typing notice not sent");
-        }
-    });
-}
-
-/// Mark `event_id` read: the member sees hearth got their message.
-pub(super) fn send_read_receipt(room: Room, event_id: OwnedEventId) {
-    tokio::spawn(async move {
-        if let Err(error) = room
-            .send_single_receipt(ReceiptType::Read, ReceiptThread::Unthreaded, event_id)
-            .await
-        {
-            tracing::debug!(room = %room.room_id(), %error, "read receipt not sent");
-        }
-    });
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn conversations_round_trip_through_their_ids() {
-        for id in ["!abc:localhost", "!abc:localhost/$root:localhost"] {
-            assert_eq!(Conversation::parse(id).unwrap().conversation_id(), id);
-        }
-        assert_eq!(Conversation::parse("alice"), None);
+    fn a_reply_that_renders_to_nothing_is_sent_as_written() {
+        let content = notice("[x]: http://ref");
+        assert_eq!(content.body(), "[x]: http://ref");
+        assert_eq!(notice("**hi**").body(), "hi");
     }
 }

@@ -10,8 +10,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use matrix_sdk::ruma::events::room::member::OriginalSyncRoomMemberEvent;
 use matrix_sdk::{Client, RoomMemberships};
 
-use super::outbound::Conversation;
-use super::{MATRIX_CHANNEL, Shared};
+use super::rooms::Conversation;
+use super::{MATRIX_CHANNEL, MatrixAdapter};
 use crate::actors::request_queue::OwnChatsFound;
 
 /// The own chats found last, and whether a membership changed since.
@@ -37,13 +37,13 @@ impl OwnChats {
 
     /// Look again after a sync that changed some room's members; the queue hears of a
     /// change.
-    pub(super) async fn refresh(&mut self, shared: &Shared) {
+    pub(super) async fn refresh(&mut self, adapter: &MatrixAdapter) {
         if !self.members_changed.swap(false, Ordering::SeqCst) {
             return;
         }
-        let own = shared.client.user_id().map(ToOwned::to_owned);
+        let own = adapter.client.user_id().map(ToOwned::to_owned);
         let mut chats = Vec::new();
-        for room in shared.client.joined_rooms() {
+        for room in adapter.client.joined_rooms() {
             let members = match room.members_no_sync(RoomMemberships::JOIN).await {
                 Ok(members) => members,
                 Err(error) => {
@@ -55,19 +55,16 @@ impl OwnChats {
                 .iter()
                 .filter(|member| Some(member.user_id()) != own.as_deref());
             if let (Some(other), None) = (others.next(), others.next())
-                && let Some(member) = shared.family.by_matrix_id(other.user_id().as_str())
+                && let Some(member) = adapter.family.by_matrix_id(other.user_id().as_str())
             {
-                let conversation = Conversation {
-                    room_id: room.room_id().to_owned(),
-                    thread_root: None,
-                };
+                let conversation = Conversation::room(room.room_id().to_owned());
                 chats.push((member.id.clone(), conversation.conversation_id()));
             }
         }
         chats.sort();
         if self.chats.as_ref() != Some(&chats) {
             self.chats = Some(chats.clone());
-            shared.queue.do_send(OwnChatsFound {
+            adapter.queue.do_send(OwnChatsFound {
                 channel: MATRIX_CHANNEL.to_string(),
                 chats,
             });

@@ -11,8 +11,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use actix::Addr;
+use actix::Recipient;
 use matrix_sdk::config::SyncSettings;
+use matrix_sdk::ruma::OwnedUserId;
 use matrix_sdk::ruma::events::reaction::OriginalSyncReactionEvent;
 use matrix_sdk::ruma::events::room::encrypted::OriginalSyncRoomEncryptedEvent;
 use matrix_sdk::ruma::events::room::member::{MembershipState, StrippedRoomMemberEvent};
@@ -21,7 +22,31 @@ use matrix_sdk::{Client, Room};
 
 use super::own_chats::OwnChats;
 use super::session::{self, LoginError};
-use super::{EventReceived, MATRIX_CHANNEL, MatrixChannel, MatrixEvent, Shared};
+use super::{MATRIX_CHANNEL, MatrixAdapter};
+use crate::actors::channels::core::EventReceived;
+
+/// What the sync loop hands over.
+#[derive(Debug)]
+pub(crate) enum MatrixEvent {
+    Message {
+        room: Room,
+        event: Box<OriginalSyncRoomMessageEvent>,
+    },
+    Reaction {
+        room: Room,
+        event: Box<OriginalSyncReactionEvent>,
+    },
+    /// The bot was invited to `room` by `sender`.
+    Invite { room: Room, sender: OwnedUserId },
+    /// An encrypted event this device holds no key for.
+    Undecryptable {
+        room: Room,
+        event: Box<OriginalSyncRoomEncryptedEvent>,
+    },
+}
+
+/// The channel that takes the events.
+type Channel = Recipient<EventReceived<MatrixEvent>>;
 
 const TOKEN_KEY: &str = "sync_token";
 const SYNC_TIMEOUT: Duration = Duration::from_secs(30);
@@ -36,12 +61,13 @@ struct Gate {
     failed: AtomicBool,
 }
 
-pub(super) async fn run(shared: Arc<Shared>, channel: Addr<MatrixChannel>) {
-    log_in(&shared).await;
-    session::recover(&shared.client, &shared.settings).await;
+/// Log in and sync until the channel stops.
+pub(super) async fn run(adapter: Arc<MatrixAdapter>, channel: Channel) {
+    log_in(&adapter).await;
+    session::recover(&adapter.client, &adapter.settings).await;
     let gate = Arc::new(Gate::default());
-    register_handlers(&shared.client, &channel, &gate);
-    let mut token = match shared.state.get_state(MATRIX_CHANNEL, TOKEN_KEY).await {
+    register_handlers(&adapter.client, &channel, &gate);
+    let mut token = match adapter.state.get_state(MATRIX_CHANNEL, TOKEN_KEY).await {
         Ok(token) => token,
         Err(error) => {
             tracing::error!(%error, "stored matrix sync position unreadable; starting afresh");
@@ -49,7 +75,7 @@ pub(super) async fn run(shared: Arc<Shared>, channel: Addr<MatrixChannel>) {
         }
     };
     let mut failures: u32 = 0;
-    let mut own_chats = OwnChats::watch(&shared.client);
+    let mut own_chats = OwnChats::watch(&adapter.client);
     loop {
         let first = token.is_none();
         gate.live.store(!first, Ordering::SeqCst);
@@ -63,7 +89,7 @@ pub(super) async fn run(shared: Arc<Shared>, channel: Addr<MatrixChannel>) {
         };
         let synced = tokio::time::timeout(
             SYNC_TIMEOUT + WATCHDOG_GRACE,
-            shared.client.sync_once(settings),
+            adapter.client.sync_once(settings),
         )
         .await;
         let response = match synced {
@@ -71,16 +97,16 @@ pub(super) async fn run(shared: Arc<Shared>, channel: Addr<MatrixChannel>) {
             Ok(Err(error)) => {
                 let wait = retry_delay(failures);
                 failures = failures.saturating_add(1);
-                shared.metrics.error("matrix_sync");
+                adapter.metrics.error("matrix_sync");
                 let detail = format!("cannot sync: {error}; trying again in {}s", wait.as_secs());
-                shared.readiness.set(MATRIX_CHANNEL, false, &detail);
+                adapter.readiness.set(MATRIX_CHANNEL, false, &detail);
                 tracing::warn!(%error, wait_s = wait.as_secs(), "matrix sync failed");
                 tokio::time::sleep(wait).await;
                 continue;
             }
             Err(_) => {
-                shared.metrics.error("matrix_sync_stalled");
-                shared.readiness.set(
+                adapter.metrics.error("matrix_sync_stalled");
+                adapter.readiness.set(
                     MATRIX_CHANNEL,
                     false,
                     "the last sync stalled; syncing again",
@@ -99,7 +125,7 @@ pub(super) async fn run(shared: Arc<Shared>, channel: Addr<MatrixChannel>) {
         if first {
             tracing::info!("first matrix sync: earlier messages are left unanswered");
         }
-        if let Err(error) = shared
+        if let Err(error) = adapter
             .state
             .put_state(MATRIX_CHANNEL, TOKEN_KEY, &response.next_batch)
             .await
@@ -107,15 +133,15 @@ pub(super) async fn run(shared: Arc<Shared>, channel: Addr<MatrixChannel>) {
             tracing::warn!(%error, "matrix sync position not stored");
         }
         token = Some(response.next_batch);
-        shared
+        adapter
             .readiness
-            .set(MATRIX_CHANNEL, true, &ready_detail(&shared));
-        own_chats.refresh(&shared).await;
+            .set(MATRIX_CHANNEL, true, &ready_detail(&adapter));
+        own_chats.refresh(&adapter).await;
     }
 }
 
-fn ready_detail(shared: &Shared) -> String {
-    let unreadable = shared
+fn ready_detail(adapter: &MatrixAdapter) -> String {
+    let unreadable = adapter
         .metrics
         .value("hearth_matrix_undecryptable_total", &[]);
     if unreadable > 0.0 {
@@ -131,10 +157,10 @@ fn retry_delay(failures: u32) -> Duration {
 
 /// Log in, again and again while the homeserver is away; a refusal is retried slowly
 /// (a password changed back, a server fixed) and readiness shows why.
-async fn log_in(shared: &Shared) {
+async fn log_in(adapter: &MatrixAdapter) {
     let mut failures = 0;
     loop {
-        match session::log_in(&shared.client, &shared.settings).await {
+        match session::log_in(&adapter.client, &adapter.settings).await {
             Ok(()) => return,
             Err(error) => {
                 let wait = match error {
@@ -143,7 +169,7 @@ async fn log_in(shared: &Shared) {
                 };
                 failures += 1;
                 let detail = format!("{error}; trying again in {}s", wait.as_secs());
-                shared.readiness.set(MATRIX_CHANNEL, false, &detail);
+                adapter.readiness.set(MATRIX_CHANNEL, false, &detail);
                 tracing::error!(%error, wait_s = wait.as_secs(), "matrix login failed");
                 tokio::time::sleep(wait).await;
             }
@@ -152,7 +178,7 @@ async fn log_in(shared: &Shared) {
 }
 
 /// Hand a sync's events to the channel, waiting until each is handled.
-fn register_handlers(client: &Client, channel: &Addr<MatrixChannel>, gate: &Arc<Gate>) {
+fn register_handlers(client: &Client, channel: &Channel, gate: &Arc<Gate>) {
     let own = client.user_id().map(ToOwned::to_owned);
     let forward = {
         let channel = channel.clone();

@@ -1,5 +1,5 @@
 //! Confirmations as messages with ✅ Confirm / ❌ Cancel buttons (the channel core delivers
-//! and closes them through the outbox; a press answers through the core's `commands`).
+//! and closes them through the outbox, and answers a press as the person who pressed).
 //!
 //! The callback data is `hc:<confirmation id>:y|n`: an opaque id, never the arguments.
 //! Which message shows which confirmation is kept in `ChannelState`, so the buttons can
@@ -14,16 +14,11 @@ use teloxide::types::{
 };
 use teloxide::{ApiError, RequestError};
 
-use super::inbound::FollowUp;
-use super::outbound::{
-    ChatTarget, QUICK_ATTEMPTS, delivery_error, event_id, message, with_retries,
-};
-use super::{Shared, TELEGRAM_CHANNEL};
-use crate::actors::channels::ChannelError;
-use crate::actors::channels::core::DeliveryError;
-use crate::actors::channels::core::commands;
+use super::api::{QUICK_ATTEMPTS, delivery_error, message, with_retries};
+use super::chat::{ChatTarget, event_id};
+use super::{TELEGRAM_CHANNEL, TelegramAdapter};
 use crate::actors::channels::core::prompts::{shown_key, shown_places};
-use crate::actors::channels::core::texts::EXPIRED_OUTCOME;
+use crate::actors::channels::core::{AnswerOutcome, DeliveryError};
 use crate::ports::AnswerRefused;
 
 const DATA_PREFIX: &str = "hc:";
@@ -57,14 +52,14 @@ fn parse_data(data: &str) -> Option<(&str, bool)> {
 
 /// Show `prompt` with the two buttons and remember where it is; the message's event id.
 pub(super) async fn send_prompt(
-    shared: &Shared,
+    adapter: &TelegramAdapter,
     target: ChatTarget,
     prompt: &str,
     confirmation_id: &str,
     reply_to: Option<MessageId>,
 ) -> Result<String, DeliveryError> {
     // Plain text: a prompt shows a tool's arguments as they are, markup included.
-    let sent = message(shared, target, prompt, reply_to)
+    let sent = message(adapter, target, prompt, reply_to)
         .reply_markup(keyboard(confirmation_id))
         .await
         .map_err(delivery_error)?;
@@ -74,7 +69,7 @@ pub(super) async fn send_prompt(
         text: prompt.to_string(),
     };
     let value = serde_json::to_string(&shown).unwrap_or_default();
-    if let Err(error) = shared
+    if let Err(error) = adapter
         .state
         .put_state(
             TELEGRAM_CHANNEL,
@@ -91,18 +86,18 @@ pub(super) async fn send_prompt(
 /// Edit every message showing the confirmation to say `outcome`, without buttons, and
 /// forget them.
 pub(super) async fn close_prompt(
-    shared: &Shared,
+    adapter: &TelegramAdapter,
     target: ChatTarget,
     confirmation_id: &str,
     outcome: &str,
 ) -> Result<(), DeliveryError> {
-    let shown = shown_places(shared.state.as_ref(), TELEGRAM_CHANNEL, confirmation_id).await?;
+    let shown = shown_places(adapter.state.as_ref(), TELEGRAM_CHANNEL, confirmation_id).await?;
     // None left: closed already (a press and the expiry crossed), or never shown.
     for (key, value) in shown {
         if let Ok(shown) = serde_json::from_str::<ShownConfirmation>(&value) {
-            edit_closed(shared, target, confirmation_id, &shown, outcome).await?;
+            edit_closed(adapter, target, confirmation_id, &shown, outcome).await?;
         }
-        if let Err(error) = shared.state.delete_state(TELEGRAM_CHANNEL, &key).await {
+        if let Err(error) = adapter.state.delete_state(TELEGRAM_CHANNEL, &key).await {
             tracing::warn!(confirmation = confirmation_id, %error, "closed confirmation not forgotten");
         }
     }
@@ -111,14 +106,14 @@ pub(super) async fn close_prompt(
 
 /// Edit one message showing a confirmation to say `outcome`, without buttons.
 async fn edit_closed(
-    shared: &Shared,
+    adapter: &TelegramAdapter,
     target: ChatTarget,
     confirmation_id: &str,
     shown: &ShownConfirmation,
     outcome: &str,
 ) -> Result<(), DeliveryError> {
     let text = format!("{}\n\n{outcome}", shown.text);
-    let edited = shared
+    let edited = adapter
         .bot
         .edit_message_text(ChatId(shown.chat_id), MessageId(shown.message_id), &text)
         .reply_markup(InlineKeyboardMarkup::default())
@@ -139,83 +134,51 @@ async fn edit_closed(
     Ok(())
 }
 
-/// A button was pressed: answer the confirmation as the person who pressed it.
-pub(super) async fn handle_press(
-    shared: &Shared,
-    query: CallbackQuery,
-) -> Result<Vec<FollowUp>, ChannelError> {
-    let Some((confirmation_id, approve)) = query.data.as_deref().and_then(parse_data) else {
-        alert(shared, &query, "This button is not mine.").await;
-        return Ok(Vec::new());
-    };
-    let member = i64::try_from(query.from.id.0)
-        .ok()
-        .and_then(|id| shared.family.by_telegram_id(id));
-    let Some(member) = member else {
-        alert(shared, &query, "This is not for you.").await;
-        return Ok(Vec::new());
-    };
-    // The chat (and topic) of the message whose button was pressed: where it is answered.
-    let target = query
-        .message
-        .as_ref()
-        .and_then(|message| message.regular_message())
-        .map(ChatTarget::of);
-    let conversation_id = target
-        .map(|target| target.conversation_id())
-        .unwrap_or_default();
-    let answered = commands::answer(
-        &shared.queue,
-        member,
-        TELEGRAM_CHANNEL,
-        &conversation_id,
-        confirmation_id,
-        approve,
-    )
-    .await;
-    let mut follow_up = Vec::new();
-    match answered {
-        Ok(Ok(close)) => {
-            let notice = if approve { "Confirmed." } else { "Cancelled." };
-            answer(shared, &query, notice, false).await;
-            follow_up.push(FollowUp::Send(close));
-            // The turn goes on.
-            follow_up.extend(target.map(FollowUp::TurnStarted));
-        }
-        Ok(Err(refusal)) => {
-            let notice = match refusal {
+/// A press as an answer: the confirmation and whether it approves; `None` for data that is
+/// not a confirmation's (the press is told so).
+pub(super) fn answer_of(query: &CallbackQuery) -> Option<(&str, bool)> {
+    query.data.as_deref().and_then(parse_data)
+}
+
+/// Answer the press (Telegram shows a spinner on the button until then): a short notice
+/// when it counted, an alert saying why when it did not.
+pub(super) async fn acknowledge_press(
+    adapter: &TelegramAdapter,
+    query: &CallbackQuery,
+    outcome: AnswerOutcome,
+) {
+    let (text, show_alert) = match outcome {
+        AnswerOutcome::Approved => ("Confirmed.", false),
+        AnswerOutcome::Declined => ("Cancelled.", false),
+        AnswerOutcome::Refused(refusal) => (
+            match refusal {
                 AnswerRefused::NotYours => "This is not for you.",
                 AnswerRefused::AlreadyAnswered => "This was already answered.",
                 AnswerRefused::InProgress => "Already answered: I'm working on it.",
                 AnswerRefused::Expired => "This request has expired.",
                 AnswerRefused::Unknown => "This request is no longer open.",
-            };
-            alert(shared, &query, notice).await;
-            if refusal == AnswerRefused::Expired && target.is_some() {
-                follow_up.push(FollowUp::Send(commands::close(
-                    TELEGRAM_CHANNEL,
-                    &conversation_id,
-                    confirmation_id,
-                    EXPIRED_OUTCOME,
-                )));
-            }
-        }
-        Err(error) => {
-            alert(shared, &query, "Something went wrong; please press again.").await;
-            return Err(error);
-        }
-    }
-    Ok(follow_up)
+            },
+            true,
+        ),
+        AnswerOutcome::Stranger => ("This is not for you.", true),
+        AnswerOutcome::Failed => ("Something went wrong; please press again.", true),
+    };
+    answer_press(adapter, query, text, show_alert).await;
 }
 
-async fn alert(shared: &Shared, query: &CallbackQuery, text: &str) {
-    answer(shared, query, text, true).await;
+/// A press of a button that is not one of hearth's confirmations.
+pub(super) async fn not_mine(adapter: &TelegramAdapter, query: &CallbackQuery) {
+    answer_press(adapter, query, "This button is not mine.", true).await;
 }
 
-/// Answer the press (Telegram shows a spinner on the button until then).
-async fn answer(shared: &Shared, query: &CallbackQuery, text: &str, show_alert: bool) {
+async fn answer_press(
+    adapter: &TelegramAdapter,
+    query: &CallbackQuery,
+    text: &str,
+    show_alert: bool,
+) {
     let answered = with_retries("answerCallbackQuery", QUICK_ATTEMPTS, || {
-        shared
+        adapter
             .bot
             .answer_callback_query(query.id.clone())
             .text(text)

@@ -1,170 +1,100 @@
-//! A Telegram message from a family member, made an `Inbound` and stored: text or
-//! caption, the message it replies to, photos and documents (downloaded within the size
-//! limit); and the channel's own commands, `/start`, `/help` and `/cancel`.
+//! Reading a Telegram update for the channel core: a message (its sender, chat, text or
+//! caption, the message it replies to as its quote, photos and documents downloaded
+//! within the size limit) or a button press (an answer to a confirmation).
 
 use std::path::Path;
 
 use teloxide::net::Download;
 use teloxide::requests::Requester;
-use teloxide::types::{FileId, Message};
+use teloxide::types::{CallbackQuery, FileId, Message, Update, UpdateKind};
 
-use super::outbound::{ChatTarget, event_id};
-use super::{Shared, TELEGRAM_CHANNEL};
-use crate::actors::channels::ChannelError;
+use super::TelegramAdapter;
+use super::buttons;
+use super::chat::{ChatTarget, event_id};
 use crate::actors::channels::core::attachments::{
     StoreError, safe_file_name, store_limited, too_large_note,
 };
-use crate::actors::channels::core::commands;
-use crate::actors::channels::core::texts::{BUSY_REPLY, help_text};
-use crate::actors::request_queue::{SubmitError, SubmitInbound, Submitted};
-use crate::config::FamilyMember;
-use crate::ports::{
-    Attachment, AttachmentKind, Inbound, InboundExtras, OutgoingMessage, QuotedMessage, now_ms,
-};
+use crate::actors::channels::core::{Incoming, IncomingAnswer, IncomingMessage};
+use crate::ports::{Attachment, AttachmentKind, QuotedMessage};
 
-/// The answer to a message with neither text nor a file hearth can keep (a sticker, a
-/// location, a voice note).
-const NOTHING_TO_READ: &str = "I can read text, photos and documents; that message had none.";
-
-/// What the actor does once an update is handled.
-#[derive(Debug)]
-pub(super) enum FollowUp {
-    /// A turn of this conversation runs (again): show "typing…".
-    TurnStarted(ChatTarget),
-    /// Store this in the outbox and deliver it.
-    Send(OutgoingMessage),
-}
-
-/// A command for this bot at the start of `text`, without the slash and `@botname`:
-/// `Some(Ok(command))`; `Some(Err(()))` when it is addressed to another bot.
-fn command<'a>(text: &'a str, username: Option<&str>) -> Option<Result<(String, &'a str), ()>> {
-    let word = text.split_whitespace().next()?;
-    let name = word.strip_prefix('/')?;
-    let (name, addressee) = match name.split_once('@') {
-        Some((name, addressee)) => (name, Some(addressee)),
-        None => (name, None),
-    };
-    if let (Some(addressee), Some(username)) = (addressee, username)
-        && !addressee.eq_ignore_ascii_case(username)
-    {
-        return Some(Err(()));
+/// `update` as the channel core handles it: a message from a person, or a button press.
+pub(super) async fn read(
+    adapter: &TelegramAdapter,
+    update: Update,
+) -> Incoming<Message, CallbackQuery> {
+    adapter.metrics.increment(
+        "hearth_telegram_updates_total",
+        &[("kind", update_kind(&update.kind))],
+    );
+    match update.kind {
+        UpdateKind::Message(message) => read_message(message),
+        UpdateKind::CallbackQuery(query) => read_press(adapter, query).await,
+        // Only messages and button presses are asked for (`allowed_updates`).
+        _ => Incoming::Ignored,
     }
-    let rest = text.trim_start()[word.len()..].trim_start();
-    Some(Ok((name.to_lowercase(), rest)))
 }
 
-fn say(target: ChatTarget, text: String, reply_to: &Message) -> Vec<FollowUp> {
-    vec![FollowUp::Send(commands::say(
-        TELEGRAM_CHANNEL,
-        &target.conversation_id(),
-        text,
-        Some(event_id(target.chat_id, reply_to.id)),
-    ))]
+fn update_kind(kind: &UpdateKind) -> &'static str {
+    match kind {
+        UpdateKind::Message(_) => "message",
+        UpdateKind::CallbackQuery(_) => "button",
+        _ => "other",
+    }
 }
 
-pub(super) async fn handle_message(
-    shared: &Shared,
-    message: Message,
-) -> Result<Vec<FollowUp>, ChannelError> {
+fn read_message(message: Message) -> Incoming<Message, CallbackQuery> {
     // Channel posts and messages of other bots have no family member behind them.
     let Some(from) = message.from.as_ref().filter(|from| !from.is_bot) else {
-        return Ok(Vec::new());
-    };
-    let Some(member) = i64::try_from(from.id.0)
-        .ok()
-        .and_then(|id| shared.family.by_telegram_id(id))
-    else {
-        return Ok(Vec::new());
+        return Incoming::Ignored;
     };
     let target = ChatTarget::of(&message);
-    let mut text = message
-        .text()
-        .or_else(|| message.caption())
-        .unwrap_or_default()
-        .to_string();
-    match command(&text, shared.username.get().map(String::as_str)) {
-        Some(Err(())) => return Ok(Vec::new()),
-        Some(Ok((name, rest))) => match name.as_str() {
-            "start" | "help" => {
-                let help = help_text(
-                    &shared.settings.commands,
-                    &shared.settings.default_description,
-                    None,
-                );
-                return Ok(say(target, help, &message));
-            }
-            "cancel" => return cancel(shared, member, target, &message).await,
-            // A profile's command (the queue routes it) or one for the default profile.
-            _ => text = format!("/{name} {rest}").trim_end().to_string(),
-        },
-        None => {}
-    }
-    // Telegram delivering an update again (hearth stopped before confirming it): the
-    // message was accepted already, and its files are not downloaded twice.
-    let event = event_id(target.chat_id, message.id);
-    if shared.inbox.knows_event(TELEGRAM_CHANNEL, &event).await? {
-        return Ok(Vec::new());
-    }
-    let id = Inbound::new_id();
-    let extras = InboundExtras {
-        quoted: message
-            .reply_to_message()
-            .map(|quoted| quote(shared, quoted)),
-        attachments: attachments(shared, &id, &message).await,
-    };
-    if text.trim().is_empty() && extras.attachments.is_empty() {
-        return Ok(say(target, NOTHING_TO_READ.to_string(), &message));
-    }
-    let inbound = Inbound {
-        id,
-        channel: TELEGRAM_CHANNEL.into(),
+    Incoming::Message(IncomingMessage {
+        sender: from.id.0.to_string(),
         conversation_id: target.conversation_id(),
-        member_id: member.id.clone(),
-        text,
-        platform_event_id: Some(event),
-        received_at_ms: now_ms(),
-        extras,
-    };
-    let submitted = shared
-        .queue
-        .send(SubmitInbound { inbound })
-        .await
-        .map_err(|_| ChannelError::QueueStopped)?;
-    match submitted {
-        Ok(Submitted::Accepted | Submitted::AnsweredQuestion { .. }) => {
-            Ok(vec![FollowUp::TurnStarted(target)])
-        }
-        Ok(Submitted::Duplicate(_)) => Ok(Vec::new()),
-        Err(SubmitError::Busy { .. }) => Ok(say(target, BUSY_REPLY.to_string(), &message)),
-        Err(SubmitError::Storage(error)) => Err(ChannelError::Storage(error)),
-    }
+        event_id: event_id(target.chat_id, message.id),
+        text: message
+            .text()
+            .or_else(|| message.caption())
+            .unwrap_or_default()
+            .to_string(),
+        source: message,
+    })
 }
 
-/// `/cancel`: deny this member's confirmations in this chat and drop their question.
-async fn cancel(
-    shared: &Shared,
-    member: &FamilyMember,
-    target: ChatTarget,
-    message: &Message,
-) -> Result<Vec<FollowUp>, ChannelError> {
-    let messages = commands::cancel(
-        &shared.queue,
-        &member.id,
-        TELEGRAM_CHANNEL,
-        &target.conversation_id(),
-        Some(event_id(target.chat_id, message.id)),
-    )
-    .await?;
-    Ok(messages.into_iter().map(FollowUp::Send).collect())
+/// A button press: answers the confirmation in the chat (and topic) of the message whose
+/// button was pressed, where it is answered.
+async fn read_press(
+    adapter: &TelegramAdapter,
+    query: CallbackQuery,
+) -> Incoming<Message, CallbackQuery> {
+    let Some((confirmation_id, approve)) = buttons::answer_of(&query) else {
+        buttons::not_mine(adapter, &query).await;
+        return Incoming::Ignored;
+    };
+    let confirmation_id = confirmation_id.to_string();
+    let conversation_id = query
+        .message
+        .as_ref()
+        .and_then(|message| message.regular_message())
+        .map(|message| ChatTarget::of(message).conversation_id());
+    Incoming::Answer(IncomingAnswer {
+        sender: query.from.id.0.to_string(),
+        // A press is delivered again under the same query id.
+        event_id: format!("press:{}", query.id.0),
+        conversation_id,
+        confirmation_id,
+        approve,
+        source: query,
+    })
 }
 
 /// The replied-to message as context: who wrote it and its text.
-fn quote(shared: &Shared, quoted: &Message) -> QuotedMessage {
+pub(super) fn quote(adapter: &TelegramAdapter, quoted: &Message) -> QuotedMessage {
     let author = match quoted.from.as_ref() {
         Some(user) if user.is_bot => "hearth (you)".to_string(),
         Some(user) => i64::try_from(user.id.0)
             .ok()
-            .and_then(|id| shared.family.by_telegram_id(id))
+            .and_then(|id| adapter.family.by_telegram_id(id))
             .and_then(|member| member.name.clone())
             .unwrap_or_else(|| user.first_name.clone()),
         None => "someone".to_string(),
@@ -179,8 +109,12 @@ fn quote(shared: &Shared, quoted: &Message) -> QuotedMessage {
 
 /// The message's photo (its largest size within the limit) and document, downloaded
 /// into the attachments folder of message `inbox_id`.
-async fn attachments(shared: &Shared, inbox_id: &str, message: &Message) -> Vec<Attachment> {
-    let limit = shared.settings.max_attachment_bytes;
+pub(super) async fn attachments(
+    adapter: &TelegramAdapter,
+    inbox_id: &str,
+    message: &Message,
+) -> Vec<Attachment> {
+    let limit = adapter.settings.max_attachment_bytes;
     let mut found = Vec::new();
     if let Some(sizes) = message.photo() {
         // Sizes come smallest first; the largest that fits, else the smallest to report.
@@ -192,7 +126,7 @@ async fn attachments(shared: &Shared, inbox_id: &str, message: &Message) -> Vec<
         if let Some(photo) = photo {
             found.push(
                 fetch(
-                    shared,
+                    adapter,
                     inbox_id,
                     &photo.file.id,
                     u64::from(photo.file.size),
@@ -216,7 +150,7 @@ async fn attachments(shared: &Shared, inbox_id: &str, message: &Message) -> Vec<
             .unwrap_or_else(|| format!("file-{}", document.file.unique_id));
         found.push(
             fetch(
-                shared,
+                adapter,
                 inbox_id,
                 &document.file.id,
                 u64::from(document.file.size),
@@ -231,7 +165,7 @@ async fn attachments(shared: &Shared, inbox_id: &str, message: &Message) -> Vec<
 }
 
 async fn fetch(
-    shared: &Shared,
+    adapter: &TelegramAdapter,
     inbox_id: &str,
     file_id: &FileId,
     size_bytes: u64,
@@ -247,17 +181,17 @@ async fn fetch(
         path: None,
         note: None,
     };
-    let limit = shared.settings.max_attachment_bytes;
+    let limit = adapter.settings.max_attachment_bytes;
     if size_bytes > limit {
         attachment.note = Some(too_large_note(limit));
         return attachment;
     }
-    let path = shared
+    let path = adapter
         .settings
         .attachments_dir
         .join(inbox_id)
         .join(&attachment.file_name);
-    match download(shared, file_id, &path, limit).await {
+    match download(adapter, file_id, &path, limit).await {
         Ok(()) => attachment.path = Some(path.display().to_string()),
         Err(StoreError::TooLarge { .. }) => attachment.note = Some(too_large_note(limit)),
         Err(StoreError::Failed(reason)) => {
@@ -270,39 +204,16 @@ async fn fetch(
 
 /// The file, streamed to `path` and cut off past `limit` whatever its stated size.
 async fn download(
-    shared: &Shared,
+    adapter: &TelegramAdapter,
     file_id: &FileId,
     path: &Path,
     limit: u64,
 ) -> Result<(), StoreError> {
-    let file = shared
+    let file = adapter
         .bot
         .get_file(file_id.clone())
         .await
         .map_err(|error| StoreError::Failed(error.to_string()))?;
-    store_limited(shared.bot.download_file_stream(&file.path), path, limit).await?;
+    store_limited(adapter.bot.download_file_stream(&file.path), path, limit).await?;
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn commands_for_this_bot_others_and_none() {
-        assert_eq!(
-            command("/help", Some("hearth_bot")),
-            Some(Ok(("help".into(), "")))
-        );
-        assert_eq!(
-            command("/Tools@Hearth_Bot list it", Some("hearth_bot")),
-            Some(Ok(("tools".into(), "list it")))
-        );
-        assert_eq!(
-            command("/tools@other_bot x", Some("hearth_bot")),
-            Some(Err(()))
-        );
-        assert_eq!(command("hello /help", Some("hearth_bot")), None);
-        assert_eq!(command("", None), None);
-    }
 }

@@ -1,25 +1,29 @@
-//! `TelegramChannel`: family members talk to hearth in Telegram chats (teloxide).
+//! Telegram (teloxide): the channel core's adapter for the Bot API. It only parses,
+//! renders and sends; the channel actor, the inbound sequence and the outbox are the
+//! core's (`ChannelActor<TelegramAdapter>`).
 //!
 //! - Updates arrive by long polling (`polling.rs`) or by webhook (`webhook.rs`); each is
-//!   handed to this actor as `UpdateReceived`, which answers once the message is stored
-//!   in the inbox, and only then is the update confirmed to Telegram (the stored offset),
-//!   so a restart neither loses nor repeats one.
-//! - Messages from family members (by Telegram user id) become `Inbound` messages
-//!   (`inbound.rs`): text or caption, the replied-to message as context, photos and
-//!   documents downloaded within a size limit. Strangers get no answer.
-//! - Conversations are keyed by chat (and forum topic); what belongs to one person
-//!   (confirmations, questions) is bound to chat and member, so in a group nobody
+//!   handed to the channel as `EventReceived`, which answers once it is handled for good,
+//!   and only then is the update confirmed to Telegram (the stored offset), so a restart
+//!   neither loses nor repeats one.
+//! - `inbound.rs` reads an update: a message's sender (Telegram user id), chat (and forum
+//!   topic), text or caption, the replied-to message as its quote, photos and documents
+//!   downloaded within a size limit; a button press as an answer.
+//! - Conversations are keyed by chat (and forum topic) (`chat.rs`); what belongs to one
+//!   person (confirmations, questions) is bound to chat and member, so in a group nobody
 //!   answers somebody else's prompt.
 //! - Replies (`outbound.rs`) are the model's markdown as Telegram HTML, split under the
 //!   4096-character limit, threaded to the message they answer, resent as plain text if
-//!   Telegram refuses the entities; one outbox per chat keeps them in order. "typing…"
-//!   shows while a turn of the chat runs.
+//!   Telegram refuses the entities. "typing…" shows while a turn of the chat runs.
 //! - Confirmations (`buttons.rs`) are messages with ✅/❌ buttons whose callback data is
-//!   an opaque id; only the member asked can answer, once; expiry removes the buttons.
+//!   an opaque id; a press is answered with a short notice (an alert when refused);
+//!   closing removes the buttons.
+//! - `api.rs`: a Bot API call's failure as the core sees it, and retries of quick calls.
 
+mod api;
 mod buttons;
+mod chat;
 mod inbound;
-mod messages;
 mod outbound;
 mod polling;
 mod webhook;
@@ -28,32 +32,33 @@ use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use actix::fut::{ActorFutureExt, WrapFuture};
-use actix::{Actor, ActorContext, Addr, AsyncContext, Context, Handler, ResponseActFuture};
+use actix::Recipient;
+use async_trait::async_trait;
+use futures::future::BoxFuture;
 use teloxide::Bot;
 use teloxide::payloads::SendChatActionSetters;
 use teloxide::requests::Requester;
-use teloxide::types::{ChatAction, UpdateKind};
+use teloxide::types::{CallbackQuery, ChatAction, Message, Update};
 
-pub use messages::{StopTelegram, UpdateReceived};
-pub use webhook::TelegramWebhook;
+pub(crate) use webhook::TelegramWebhook;
 
-use super::core::typing::TypingTurns;
-use super::core::{ChannelDeps, Deliveries, resume_deliveries, send};
-use super::{ChannelError, DeliverReply};
-use crate::actors::request_queue::RequestQueue;
-use crate::config::TelegramMode;
+use super::ChannelError;
+use super::core::{
+    AnswerOutcome, ChannelActor, ChannelDeps, EventReceived, Incoming, PlatformAdapter,
+    ProfileCommands,
+};
+use crate::config::{FamilyMember, TelegramMode};
 use crate::family::Family;
 use crate::metrics::Metrics;
-use crate::ports::{ChannelState, Inbox};
+use crate::ports::{Attachment, ChannelState, QuotedMessage};
 use crate::readiness::Readiness;
-use outbound::{ChatTarget, TelegramPlatform};
+use chat::ChatTarget;
 
 /// The channel name in `Inbound::channel` and readiness.
 pub const TELEGRAM_CHANNEL: &str = "telegram";
 
-/// How often "typing…" is sent again while a turn runs (Telegram shows it for 5 s).
-const TYPING_EVERY: Duration = Duration::from_secs(4);
+/// The Telegram channel: the channel core's actor over the Bot API.
+pub(crate) type TelegramChannel = ChannelActor<TelegramAdapter>;
 
 /// What the channel needs from config, with secrets resolved.
 #[derive(Clone)]
@@ -66,11 +71,8 @@ pub struct TelegramSettings {
     pub webhook_secret: Option<String>,
     pub max_attachment_bytes: u64,
     pub attachments_dir: PathBuf,
-    /// Each profile's slash commands (without the slash) and what the profile is for,
-    /// for `/help` and Telegram's command menu.
-    pub commands: Vec<(String, String)>,
-    /// What the default profile is for, for `/help`.
-    pub default_description: String,
+    /// For `/help` and Telegram's command menu.
+    pub commands: ProfileCommands,
 }
 
 impl std::fmt::Debug for TelegramSettings {
@@ -82,30 +84,6 @@ impl std::fmt::Debug for TelegramSettings {
     }
 }
 
-/// What every task of the channel shares.
-pub(super) struct Shared {
-    bot: Bot,
-    settings: TelegramSettings,
-    family: Arc<Family>,
-    queue: Addr<RequestQueue>,
-    /// Read only: whether a redelivered event was accepted before.
-    inbox: Arc<dyn Inbox>,
-    state: Arc<dyn ChannelState>,
-    readiness: Arc<Readiness>,
-    metrics: Arc<Metrics>,
-    /// The bot's @username, learned from `getMe`: `/cmd@username` is for us.
-    username: OnceLock<String>,
-}
-
-pub struct TelegramChannel {
-    shared: Arc<Shared>,
-    /// The outbox's messages for Telegram, in order per conversation; conversations do not
-    /// wait on each other.
-    deliveries: Deliveries<TelegramPlatform>,
-    /// Turns running per conversation, and the timer sending "typing…" for them.
-    typing: TypingTurns<ChatTarget>,
-}
-
 #[derive(Debug, thiserror::Error)]
 pub enum TelegramStartError {
     #[error("channels.telegram.api_url: {url:?} is not a valid url: {reason}")]
@@ -114,18 +92,23 @@ pub enum TelegramStartError {
     HttpClient(String),
 }
 
-impl TelegramChannel {
-    pub fn new(settings: TelegramSettings, deps: ChannelDeps) -> Result<Self, TelegramStartError> {
-        let ChannelDeps {
-            family,
-            queue,
-            inbox,
-            state,
-            outbox,
-            readiness,
-            metrics,
-            delivery,
-        } = deps;
+/// The Bot API as the channel core's platform.
+pub(crate) struct TelegramAdapter {
+    bot: Bot,
+    settings: TelegramSettings,
+    family: Arc<Family>,
+    state: Arc<dyn ChannelState>,
+    readiness: Arc<Readiness>,
+    metrics: Arc<Metrics>,
+    /// The bot's @username, learned from `getMe`: `/cmd@username` is for us.
+    username: OnceLock<String>,
+}
+
+impl TelegramAdapter {
+    pub(crate) fn new(
+        settings: TelegramSettings,
+        deps: &ChannelDeps,
+    ) -> Result<Self, TelegramStartError> {
         let api_url = reqwest::Url::parse(&settings.api_url).map_err(|error| {
             TelegramStartError::BadApiUrl {
                 url: settings.api_url.clone(),
@@ -138,153 +121,102 @@ impl TelegramChannel {
             .build()
             .map_err(|error| TelegramStartError::HttpClient(error.to_string()))?;
         let bot = Bot::with_client(settings.token.clone(), client).set_api_url(api_url);
-        readiness.set(TELEGRAM_CHANNEL, false, "connecting to the bot api");
-        let shared = Arc::new(Shared {
+        deps.readiness
+            .set(TELEGRAM_CHANNEL, false, "connecting to the bot api");
+        Ok(TelegramAdapter {
             bot,
             settings,
-            family,
-            queue,
-            inbox,
-            state,
-            readiness,
-            metrics: metrics.clone(),
+            family: deps.family.clone(),
+            state: deps.state.clone(),
+            readiness: deps.readiness.clone(),
+            metrics: deps.metrics.clone(),
             username: OnceLock::new(),
-        });
-        let platform = TelegramPlatform {
-            shared: shared.clone(),
-        };
-        Ok(TelegramChannel {
-            shared,
-            deliveries: Deliveries::new(platform, outbox, metrics, delivery),
-            typing: TypingTurns::default(),
         })
     }
-
-    /// A turn of `target`'s conversation started (or goes on): show "typing…".
-    fn typing_started(&mut self, target: ChatTarget, ctx: &mut Context<Self>) {
-        let shared = self.shared.clone();
-        self.typing.started(
-            target,
-            ctx,
-            TYPING_EVERY,
-            move || send_typing(shared.clone(), target),
-            |channel: &mut Self| &mut channel.typing,
-        );
-    }
-
-    /// A turn of `target` answered or stopped to wait for the member.
-    fn typing_stopped(&mut self, target: ChatTarget, ctx: &mut Context<Self>) {
-        self.typing.stopped(&target, ctx);
-    }
-
-    /// Carry out what handling an update asked for.
-    fn follow_up(&mut self, actions: Vec<inbound::FollowUp>, ctx: &mut Context<Self>) {
-        for action in actions {
-            match action {
-                inbound::FollowUp::TurnStarted(target) => self.typing_started(target, ctx),
-                inbound::FollowUp::Send(message) => send(
-                    self,
-                    ctx,
-                    |channel: &mut Self| &mut channel.deliveries,
-                    message,
-                ),
-            }
-        }
-    }
 }
 
-fn send_typing(shared: Arc<Shared>, target: ChatTarget) {
-    tokio::spawn(async move {
-        let mut request = shared
-            .bot
-            .send_chat_action(teloxide::types::ChatId(target.chat_id), ChatAction::Typing);
-        if let Some(thread) = target.thread() {
-            request = request.message_thread_id(thread);
-        }
-        if let Err(error) = request.await {
-            tracing::debug!(chat = target.chat_id, %error, "typing not shown");
-        }
-    });
-}
+#[async_trait]
+impl PlatformAdapter for TelegramAdapter {
+    type Event = Update;
+    type MessageSource = Message;
+    type AnswerSource = CallbackQuery;
 
-impl Actor for TelegramChannel {
-    type Context = Context<Self>;
+    /// Telegram shows "typing…" for 5 s.
+    const TYPING_EVERY: Duration = Duration::from_secs(4);
+    /// A sticker, a location, a voice note.
+    const NOTHING_TO_READ: &'static str =
+        "I can read text, photos and documents; that message had none.";
+    const ALTERNATE_PREFIX: Option<char> = None;
 
-    fn started(&mut self, ctx: &mut Self::Context) {
-        ctx.set_mailbox_capacity(1024);
-        let shared = self.shared.clone();
-        let channel = ctx.address();
-        let setup = async move {
-            polling::introduce_bot(&shared).await;
-            match shared.settings.mode {
-                TelegramMode::Polling => polling::poll_updates(shared, channel).await,
-                TelegramMode::Webhook => webhook::register(&shared).await,
-            }
+    fn member<'family>(
+        &self,
+        family: &'family Family,
+        sender: &str,
+    ) -> Option<&'family FamilyMember> {
+        family.by_telegram_id(sender.parse().ok()?)
+    }
+
+    fn bot_username(&self) -> Option<String> {
+        self.username.get().cloned()
+    }
+
+    fn profile_commands(&self) -> &ProfileCommands {
+        &self.settings.commands
+    }
+
+    async fn read(&self, update: Update) -> Result<Incoming<Message, CallbackQuery>, ChannelError> {
+        Ok(inbound::read(self, update).await)
+    }
+
+    async fn quote(&self, message: &Message) -> Option<QuotedMessage> {
+        message
+            .reply_to_message()
+            .map(|quoted| inbound::quote(self, quoted))
+    }
+
+    async fn attachments(&self, message: &Message, inbox_id: &str) -> Vec<Attachment> {
+        inbound::attachments(self, inbox_id, message).await
+    }
+
+    fn message_handled(&self, _message: &Message) {}
+
+    async fn answer_handled(&self, press: &CallbackQuery, outcome: AnswerOutcome) {
+        buttons::acknowledge_press(self, press, outcome).await;
+    }
+
+    fn typing_place(&self, conversation_id: &str) -> Option<String> {
+        ChatTarget::parse(conversation_id).map(|target| target.conversation_id())
+    }
+
+    /// Telegram's notice ends by itself: nothing is sent to stop it.
+    fn show_typing(self: &Arc<Self>, place: &str, typing: bool) {
+        let Some(target) = ChatTarget::parse(place).filter(|_| typing) else {
+            return;
         };
-        ctx.spawn(setup.into_actor(self));
-        resume_deliveries(self, ctx, |channel: &mut Self| &mut channel.deliveries);
-    }
-}
-
-impl Handler<UpdateReceived> for TelegramChannel {
-    type Result = ResponseActFuture<Self, Result<(), ChannelError>>;
-
-    fn handle(&mut self, message: UpdateReceived, _ctx: &mut Self::Context) -> Self::Result {
-        let shared = self.shared.clone();
-        let update_id = message.update.id.0;
-        self.shared.metrics.increment(
-            "hearth_telegram_updates_total",
-            &[("kind", update_kind(&message.update.kind))],
-        );
-        let work = async move {
-            match message.update.kind {
-                UpdateKind::Message(message) => inbound::handle_message(&shared, message).await,
-                UpdateKind::CallbackQuery(query) => buttons::handle_press(&shared, query).await,
-                // Only messages and button presses are asked for (`allowed_updates`).
-                _ => Ok(Vec::new()),
+        let adapter = self.clone();
+        tokio::spawn(async move {
+            let mut request = adapter
+                .bot
+                .send_chat_action(teloxide::types::ChatId(target.chat_id), ChatAction::Typing);
+            if let Some(thread) = target.thread() {
+                request = request.message_thread_id(thread);
             }
-        };
-        Box::pin(work.into_actor(self).map(move |handled, act, ctx| {
-            let actions = handled.inspect_err(|error| {
-                tracing::warn!(update_id, %error, "telegram update not handled; it will come again");
-            })?;
-            act.follow_up(actions, ctx);
-            Ok(())
-        }))
+            if let Err(error) = request.await {
+                tracing::debug!(chat = target.chat_id, %error, "typing not shown");
+            }
+        });
     }
-}
 
-impl Handler<StopTelegram> for TelegramChannel {
-    type Result = ();
-
-    fn handle(&mut self, _message: StopTelegram, ctx: &mut Self::Context) {
-        // The poll loop and the typing timers live in this context and end with it;
-        // the outboxes end once their senders are dropped with the actor.
-        self.shared
-            .readiness
-            .set(TELEGRAM_CHANNEL, false, "stopped");
-        ctx.stop();
-    }
-}
-
-fn update_kind(kind: &UpdateKind) -> &'static str {
-    match kind {
-        UpdateKind::Message(_) => "message",
-        UpdateKind::CallbackQuery(_) => "button",
-        _ => "other",
-    }
-}
-
-impl Handler<DeliverReply> for TelegramChannel {
-    type Result = ();
-
-    fn handle(&mut self, reply: DeliverReply, ctx: &mut Self::Context) {
-        if let Some(target) = ChatTarget::parse(&reply.conversation_id)
-            && reply.kind.ends_a_turn()
-        {
-            self.typing_stopped(target, ctx);
-        }
-        let message = reply.outgoing(TELEGRAM_CHANNEL);
-        self.deliveries.deliver(reply.outbox_id, message);
+    fn receive(
+        self: Arc<Self>,
+        events: Recipient<EventReceived<Update>>,
+    ) -> BoxFuture<'static, ()> {
+        Box::pin(async move {
+            polling::introduce_bot(&self).await;
+            match self.settings.mode {
+                TelegramMode::Polling => polling::poll_updates(self, events).await,
+                TelegramMode::Webhook => webhook::register(&self).await,
+            }
+        })
     }
 }

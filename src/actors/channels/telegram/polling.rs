@@ -11,13 +11,14 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use actix::Addr;
+use actix::Recipient;
 use teloxide::payloads::GetUpdatesSetters;
 use teloxide::requests::Requester;
-use teloxide::types::{AllowedUpdate, BotCommand};
+use teloxide::types::{AllowedUpdate, BotCommand, Update};
 
-use super::outbound::{backoff, is_transient};
-use super::{Shared, TELEGRAM_CHANNEL, TelegramChannel, UpdateReceived};
+use super::api::{backoff, is_transient};
+use super::{TELEGRAM_CHANNEL, TelegramAdapter};
+use crate::actors::channels::core::EventReceived;
 use crate::metrics::StageTimer;
 
 const OFFSET_KEY: &str = "update_offset";
@@ -30,14 +31,14 @@ fn watchdog_grace(poll_timeout: Duration) -> Duration {
 
 /// `getMe` (the bot's @username, for `/cmd@username`) and the command menu, retried
 /// until Telegram answers: hearth is not ready on Telegram before.
-pub(super) async fn introduce_bot(shared: &Shared) {
+pub(super) async fn introduce_bot(adapter: &TelegramAdapter) {
     let mut delay = Duration::from_secs(1);
     let me = loop {
-        match shared.bot.get_me().await {
+        match adapter.bot.get_me().await {
             Ok(me) => break me,
             Err(error) => {
                 let detail = format!("cannot reach the bot api: {error}");
-                shared.readiness.set(TELEGRAM_CHANNEL, false, &detail);
+                adapter.readiness.set(TELEGRAM_CHANNEL, false, &detail);
                 tracing::warn!(%error, retry_s = delay.as_secs(), "telegram getMe failed");
                 tokio::time::sleep(delay).await;
                 delay = (delay * 2).min(MAX_RETRY_DELAY);
@@ -46,9 +47,10 @@ pub(super) async fn introduce_bot(shared: &Shared) {
     };
     let username = me.username().to_string();
     tracing::info!(bot = %username, "telegram bot introduced");
-    let _ = shared.username.set(username);
-    let mut commands: Vec<BotCommand> = shared
+    let _ = adapter.username.set(username);
+    let mut commands: Vec<BotCommand> = adapter
         .settings
+        .commands
         .commands
         .iter()
         .filter(|(command, _)| menu_command_is_valid(command))
@@ -59,7 +61,7 @@ pub(super) async fn introduce_bot(shared: &Shared) {
         "Cancel what waits for your answer",
     ));
     commands.push(BotCommand::new("help", "What I can do"));
-    if let Err(error) = shared.bot.set_my_commands(commands).await {
+    if let Err(error) = adapter.bot.set_my_commands(commands).await {
         tracing::warn!(%error, "telegram command menu not set");
     }
 }
@@ -88,13 +90,16 @@ fn menu_description(description: &str) -> String {
     description.chars().take(256).collect()
 }
 
-/// Poll until the channel actor stops.
-pub(super) async fn poll_updates(shared: Arc<Shared>, channel: Addr<TelegramChannel>) {
+/// The channel that takes the updates.
+type Channel = Recipient<EventReceived<Update>>;
+
+/// Poll until the channel stops.
+pub(super) async fn poll_updates(adapter: Arc<TelegramAdapter>, channel: Channel) {
     // Telegram refuses getUpdates while a webhook is set (a previous run in webhook mode).
-    if let Err(error) = shared.bot.delete_webhook().await {
+    if let Err(error) = adapter.bot.delete_webhook().await {
         tracing::warn!(%error, "telegram webhook not removed; polling may be refused");
     }
-    let mut offset = match shared.state.get_state(TELEGRAM_CHANNEL, OFFSET_KEY).await {
+    let mut offset = match adapter.state.get_state(TELEGRAM_CHANNEL, OFFSET_KEY).await {
         Ok(stored) => stored
             .and_then(|value| value.parse::<i64>().ok())
             .unwrap_or(0),
@@ -103,11 +108,11 @@ pub(super) async fn poll_updates(shared: Arc<Shared>, channel: Addr<TelegramChan
             0
         }
     };
-    let timeout = shared.settings.poll_timeout;
+    let timeout = adapter.settings.poll_timeout;
     let watchdog = timeout + watchdog_grace(timeout);
     let mut failures: u32 = 0;
     loop {
-        let request = shared
+        let request = adapter
             .bot
             .get_updates()
             .offset(i32::try_from(offset).unwrap_or(i32::MAX))
@@ -123,27 +128,27 @@ pub(super) async fn poll_updates(shared: Arc<Shared>, channel: Addr<TelegramChan
                     MAX_RETRY_DELAY
                 };
                 failures = failures.saturating_add(1);
-                shared.metrics.error("telegram_poll");
+                adapter.metrics.error("telegram_poll");
                 let detail = format!(
                     "getUpdates failed: {error}; trying again in {}s",
                     wait.as_secs()
                 );
                 // Flood control is Telegram being careful, not hearth being cut off.
                 let ready = matches!(error, teloxide::RequestError::RetryAfter(_));
-                shared.readiness.set(TELEGRAM_CHANNEL, ready, &detail);
+                adapter.readiness.set(TELEGRAM_CHANNEL, ready, &detail);
                 tracing::warn!(%error, wait_s = wait.as_secs(), "telegram poll failed");
                 tokio::time::sleep(wait).await;
                 continue;
             }
             Err(_) => {
-                shared
+                adapter
                     .metrics
                     .increment("hearth_telegram_poll_restarts_total", &[]);
                 tracing::warn!(
                     waited_s = watchdog.as_secs(),
                     "telegram poll stalled; starting a new one"
                 );
-                shared.readiness.set(
+                adapter.readiness.set(
                     TELEGRAM_CHANNEL,
                     false,
                     "the last poll stalled; polling again",
@@ -152,7 +157,7 @@ pub(super) async fn poll_updates(shared: Arc<Shared>, channel: Addr<TelegramChan
             }
         };
         failures = 0;
-        shared.readiness.set(TELEGRAM_CHANNEL, true, "polling");
+        adapter.readiness.set(TELEGRAM_CHANNEL, true, "polling");
         let Some(next) = updates
             .iter()
             .map(|update| i64::from(update.id.0) + 1)
@@ -167,7 +172,7 @@ pub(super) async fn poll_updates(shared: Arc<Shared>, channel: Addr<TelegramChan
         drop(handed);
         offset = offset.max(next);
         let _stored = StageTimer::start("telegram_offset_write");
-        if let Err(error) = shared
+        if let Err(error) = adapter
             .state
             .put_state(TELEGRAM_CHANNEL, OFFSET_KEY, &offset.to_string())
             .await
@@ -187,10 +192,7 @@ pub(super) async fn poll_updates(shared: Arc<Shared>, channel: Addr<TelegramChan
 /// poll answered with 19 waiting updates took a second before the next poll, and a
 /// reply arriving meanwhile waited for it. Now the batch costs about one round trip
 /// (the writer commits the chats' acceptances together) and one offset write.
-async fn hand_over_batch(
-    channel: &Addr<TelegramChannel>,
-    updates: Vec<teloxide::types::Update>,
-) -> bool {
+async fn hand_over_batch(channel: &Channel, updates: Vec<Update>) -> bool {
     let chats = updates_by_chat(updates);
     let handed = futures::future::join_all(chats.into_iter().map(|updates| async move {
         for update in updates {
@@ -223,15 +225,10 @@ fn updates_by_chat(updates: Vec<teloxide::types::Update>) -> Vec<Vec<teloxide::t
 
 /// Give `update` to the channel until it is handled for good; `false` once the channel
 /// has stopped.
-async fn hand_over(channel: &Addr<TelegramChannel>, update: teloxide::types::Update) -> bool {
+async fn hand_over(channel: &Channel, update: Update) -> bool {
     let mut delay = Duration::from_millis(500);
     loop {
-        match channel
-            .send(UpdateReceived {
-                update: update.clone(),
-            })
-            .await
-        {
+        match channel.send(EventReceived(update.clone())).await {
             Ok(Ok(())) => return true,
             Ok(Err(_)) => {
                 // Storage trouble: the same update again in a moment, nothing skipped.

@@ -8,14 +8,15 @@
 
 use std::time::Duration;
 
-use actix::Addr;
+use actix::Recipient;
 use actix_web::{HttpRequest, HttpResponse, web};
 use subtle::ConstantTimeEq;
 use teloxide::payloads::SetWebhookSetters;
 use teloxide::requests::Requester;
 use teloxide::types::{AllowedUpdate, Update};
 
-use super::{Shared, TELEGRAM_CHANNEL, TelegramChannel, UpdateReceived};
+use super::{TELEGRAM_CHANNEL, TelegramAdapter};
+use crate::actors::channels::core::EventReceived;
 
 const SECRET_HEADER: &str = "x-telegram-bot-api-secret-token";
 /// Updates are small; a photo arrives as file ids, not bytes.
@@ -23,16 +24,16 @@ const MAX_UPDATE_BYTES: usize = 1024 * 1024;
 
 /// What the HTTP API needs to serve the webhook.
 #[derive(Clone)]
-pub struct TelegramWebhook {
+pub(crate) struct TelegramWebhook {
     /// The path of `webhook_url`, e.g. `/telegram/webhook`.
-    pub path: String,
-    pub secret: String,
-    pub channel: Addr<TelegramChannel>,
+    pub(crate) path: String,
+    pub(crate) secret: String,
+    pub(crate) channel: Recipient<EventReceived<Update>>,
 }
 
 impl TelegramWebhook {
     /// The webhook's route, for the HTTP API to serve (`http::PlatformRoutes`).
-    pub fn routes(self) -> crate::http::PlatformRoutes {
+    pub(crate) fn routes(self) -> crate::http::PlatformRoutes {
         let webhook = web::Data::new(self);
         std::sync::Arc::new(move |config: &mut web::ServiceConfig| {
             config.app_data(webhook.clone()).service(
@@ -45,10 +46,10 @@ impl TelegramWebhook {
 }
 
 /// Register the webhook with Telegram, again until it is accepted.
-pub(super) async fn register(shared: &Shared) {
+pub(super) async fn register(adapter: &TelegramAdapter) {
     let (Some(url), Some(secret)) = (
-        shared.settings.webhook_url.as_deref(),
-        shared.settings.webhook_secret.as_deref(),
+        adapter.settings.webhook_url.as_deref(),
+        adapter.settings.webhook_secret.as_deref(),
     ) else {
         // Validation requires both in webhook mode.
         tracing::error!("telegram webhook mode without webhook_url or its secret");
@@ -63,7 +64,7 @@ pub(super) async fn register(shared: &Shared) {
     };
     let mut delay = Duration::from_secs(1);
     loop {
-        let registered = shared
+        let registered = adapter
             .bot
             .set_webhook(url.clone())
             .secret_token(secret)
@@ -72,14 +73,14 @@ pub(super) async fn register(shared: &Shared) {
         match registered {
             Ok(_) => {
                 tracing::info!(%url, "telegram webhook registered");
-                shared
+                adapter
                     .readiness
                     .set(TELEGRAM_CHANNEL, true, "receiving updates by webhook");
                 return;
             }
             Err(error) => {
                 let detail = format!("setWebhook failed: {error}");
-                shared.readiness.set(TELEGRAM_CHANNEL, false, &detail);
+                adapter.readiness.set(TELEGRAM_CHANNEL, false, &detail);
                 tracing::warn!(%error, retry_s = delay.as_secs(), "telegram webhook not registered");
                 tokio::time::sleep(delay).await;
                 delay = (delay * 2).min(Duration::from_secs(60));
@@ -89,7 +90,7 @@ pub(super) async fn register(shared: &Shared) {
 }
 
 /// `POST <webhook path>`: one update from Telegram.
-pub async fn telegram_webhook_route(
+async fn telegram_webhook_route(
     request: HttpRequest,
     webhook: web::Data<TelegramWebhook>,
     body: web::Bytes,
@@ -111,7 +112,7 @@ pub async fn telegram_webhook_route(
             return HttpResponse::Ok().finish();
         }
     };
-    match webhook.channel.send(UpdateReceived { update }).await {
+    match webhook.channel.send(EventReceived(update)).await {
         Ok(Ok(())) => HttpResponse::Ok().finish(),
         // Telegram delivers it again later.
         Ok(Err(_)) | Err(_) => HttpResponse::ServiceUnavailable().finish(),

@@ -1,0 +1,145 @@
+//! What a chat platform is to the channel core: a `PlatformAdapter` turns the platform's
+//! events into the platform-neutral `Incoming` the core handles (a message, an answer to a
+//! confirmation), loads a message's quote and downloads its files, acknowledges what the
+//! platform needs acknowledged, shows typing, receives events (polling, a webhook, a sync
+//! loop) and, as a `Platform`, delivers the parts of outgoing messages. Everything between
+//! (member lookup, commands, the "seen before" check, the queue, replies) is the core's.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use actix::Recipient;
+use async_trait::async_trait;
+use futures::future::BoxFuture;
+
+use super::messages::EventReceived;
+use super::platform::Platform;
+use crate::actors::channels::ChannelError;
+use crate::config::FamilyMember;
+use crate::family::Family;
+use crate::ports::{AnswerRefused, Attachment, OutgoingMessage, QuotedMessage};
+
+/// Each profile's slash commands (without the slash) and what the profile is for, and what
+/// the default profile is for: what `/help` lists (and Telegram's command menu).
+#[derive(Debug, Clone, Default)]
+pub struct ProfileCommands {
+    pub commands: Vec<(String, String)>,
+    pub default_description: String,
+}
+
+/// A message someone wrote, as every platform has it.
+#[derive(Debug)]
+pub(crate) struct IncomingMessage<S> {
+    /// Who wrote it, as the platform names them (a Telegram user id, a Matrix user id).
+    pub(crate) sender: String,
+    /// `Inbound::conversation_id`: where it was written.
+    pub(crate) conversation_id: String,
+    /// The platform's id of it, the same each time the platform delivers it.
+    pub(crate) event_id: String,
+    /// Its text (or caption); empty for a message with only a file or nothing readable.
+    pub(crate) text: String,
+    /// The platform's message, to load its quote and files from and to acknowledge it.
+    pub(crate) source: S,
+}
+
+/// An answer to a confirmation (a button, a reaction, a "yes" in reply to a prompt).
+#[derive(Debug)]
+pub(crate) struct IncomingAnswer<S> {
+    pub(crate) sender: String,
+    /// The platform's id of the answering event (a button press, a reaction, a reply).
+    pub(crate) event_id: String,
+    /// Where it was given, when the platform says.
+    pub(crate) conversation_id: Option<String>,
+    pub(crate) confirmation_id: String,
+    pub(crate) approve: bool,
+    /// The platform's event, to acknowledge.
+    pub(crate) source: S,
+}
+
+/// A platform event as the core handles it.
+#[derive(Debug)]
+pub(crate) enum Incoming<M, A> {
+    Message(IncomingMessage<M>),
+    Answer(IncomingAnswer<A>),
+    /// The platform answers on its own (a message it cannot decrypt): store and deliver.
+    #[cfg_attr(not(feature = "matrix"), allow(dead_code))]
+    Say(OutgoingMessage),
+    /// Nothing for hearth: someone else's bot, an edit, an invite the adapter answered.
+    Ignored,
+}
+
+/// What became of an answer, for the platform to tell the person who gave it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum AnswerOutcome {
+    Approved,
+    Declined,
+    Refused(AnswerRefused),
+    /// Not from a family member.
+    Stranger,
+    /// It could not be stored; it may be given again.
+    Failed,
+}
+
+#[async_trait]
+pub(crate) trait PlatformAdapter: Platform + Sized {
+    /// What the platform's event source hands over.
+    type Event: Send + 'static;
+    /// The platform's message behind an `IncomingMessage`.
+    type MessageSource: Send + Sync + 'static;
+    /// The platform's event behind an `IncomingAnswer`.
+    type AnswerSource: Send + Sync + 'static;
+
+    /// How often "typing…" is shown again while a turn runs.
+    const TYPING_EVERY: Duration;
+    /// The answer to a message with neither text nor a file hearth can keep.
+    const NOTHING_TO_READ: &'static str;
+    /// A second command prefix besides `/` (`!` on Matrix, where clients take `/`).
+    const ALTERNATE_PREFIX: Option<char>;
+
+    /// The family member `sender` is, if any.
+    fn member<'family>(
+        &self,
+        family: &'family Family,
+        sender: &str,
+    ) -> Option<&'family FamilyMember>;
+
+    /// The bot's own name on the platform, once known: `/cmd@name` is for it and
+    /// `/cmd@other` is not.
+    fn bot_username(&self) -> Option<String>;
+
+    /// What `/help` lists.
+    fn profile_commands(&self) -> &ProfileCommands;
+
+    /// `event` as the core handles it (platform-only events are handled here).
+    async fn read(
+        &self,
+        event: Self::Event,
+    ) -> Result<Incoming<Self::MessageSource, Self::AnswerSource>, ChannelError>;
+
+    /// The message the member replied to, as context, when it can be read.
+    async fn quote(&self, message: &Self::MessageSource) -> Option<QuotedMessage>;
+
+    /// The message's files, downloaded within the size limit into message `inbox_id`'s
+    /// folder (a file not kept carries a note saying why).
+    async fn attachments(&self, message: &Self::MessageSource, inbox_id: &str) -> Vec<Attachment>;
+
+    /// The message was handled (taken, answered, or known already): a platform that shows
+    /// it (Matrix's read receipt) says so.
+    fn message_handled(&self, message: &Self::MessageSource);
+
+    /// Tell whoever answered what became of it (Telegram's reply to a button press).
+    async fn answer_handled(&self, answer: &Self::AnswerSource, outcome: AnswerOutcome);
+
+    /// The place "typing…" is shown for conversation `conversation_id` (a chat, a room).
+    fn typing_place(&self, conversation_id: &str) -> Option<String>;
+
+    /// Show "typing…" at `place`, or stop showing it; never waits.
+    fn show_typing(self: &Arc<Self>, place: &str, typing: bool);
+
+    /// Receive the platform's events and hand each to `events` until it is handled for
+    /// good; runs until the channel stops it.
+    fn receive(
+        self: Arc<Self>,
+        events: Recipient<EventReceived<Self::Event>>,
+    ) -> BoxFuture<'static, ()>;
+}

@@ -1,0 +1,275 @@
+//! The inbound sequence, the same on every platform: who wrote (strangers get nothing),
+//! whether this platform event was handled before, the commands (`/help`, `/cancel`, a
+//! profile's), the files, `SubmitInbound` and what its outcome says to do; and an answer
+//! to a confirmation.
+//!
+//! A platform delivers an event again when hearth stopped before confirming it (Telegram's
+//! offset, a Matrix sync position, a webhook call). A message is recognised by the inbox
+//! (`knows_event`); a command or an answer, which the inbox never sees, by the note
+//! `handled:<event id>` in `ChannelState`, written once it was handled and kept as long
+//! as the inbox keeps finished messages (`prune_handled`). A second `/cancel` could
+//! otherwise cancel a confirmation asked after the first.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use actix::Addr;
+
+use super::adapter::{AnswerOutcome, Incoming, IncomingAnswer, IncomingMessage, PlatformAdapter};
+use super::commands::{self, Command, parse_command};
+use super::texts::{BUSY_REPLY, EXPIRED_OUTCOME, help_text};
+use crate::actors::channels::ChannelError;
+use crate::actors::request_queue::{RequestQueue, SubmitError, SubmitInbound, Submitted};
+use crate::family::Family;
+use crate::ports::{
+    AnswerRefused, ChannelState, Inbound, InboundExtras, Inbox, OutgoingMessage, StorageError,
+    now_ms,
+};
+
+const HANDLED_PREFIX: &str = "handled:";
+
+/// What the actor does once an event is handled.
+#[derive(Debug)]
+pub(crate) enum FollowUp {
+    /// A turn of this conversation runs (again): show "typing…".
+    TurnStarted(String),
+    /// Store this in the outbox and deliver it.
+    Send(OutgoingMessage),
+}
+
+/// What the inbound sequence needs: the platform, and where members, messages and notes
+/// live.
+pub(crate) struct ChannelCore<A> {
+    pub(crate) adapter: Arc<A>,
+    pub(crate) family: Arc<Family>,
+    pub(crate) queue: Addr<RequestQueue>,
+    /// Read only: whether a redelivered message was accepted before.
+    pub(crate) inbox: Arc<dyn Inbox>,
+    pub(crate) state: Arc<dyn ChannelState>,
+    /// How long a handled command is remembered (as long as finished inbox messages).
+    pub(crate) handled_kept_for: Duration,
+}
+
+impl<A: PlatformAdapter> ChannelCore<A> {
+    fn channel(&self) -> &'static str {
+        self.adapter.channel()
+    }
+
+    /// Handle `event` for good; the follow-ups for the actor.
+    pub(crate) async fn handle(&self, event: A::Event) -> Result<Vec<FollowUp>, ChannelError> {
+        match self.adapter.read(event).await? {
+            Incoming::Message(message) => self.message(message).await,
+            Incoming::Answer(answer) => self.answer(answer).await,
+            Incoming::Say(message) => Ok(vec![FollowUp::Send(message)]),
+            Incoming::Ignored => Ok(Vec::new()),
+        }
+    }
+
+    async fn message(
+        &self,
+        message: IncomingMessage<A::MessageSource>,
+    ) -> Result<Vec<FollowUp>, ChannelError> {
+        let Some(member) = self.adapter.member(&self.family, &message.sender) else {
+            return Ok(Vec::new());
+        };
+        if self.seen(&message.event_id).await? {
+            return Ok(Vec::new());
+        }
+        let say = |text: String| {
+            vec![FollowUp::Send(commands::say(
+                self.channel(),
+                &message.conversation_id,
+                text,
+                Some(message.event_id.clone()),
+            ))]
+        };
+        let username = self.adapter.bot_username();
+        let command = parse_command(&message.text, A::ALTERNATE_PREFIX, username.as_deref());
+        let text = match command {
+            Some(Command::NotForUs) => return Ok(Vec::new()),
+            Some(Command::Help) => {
+                let commands = self.adapter.profile_commands();
+                let help = help_text(
+                    &commands.commands,
+                    &commands.default_description,
+                    A::ALTERNATE_PREFIX,
+                );
+                return Ok(self.handled(&message, say(help)).await);
+            }
+            Some(Command::Cancel) => {
+                let messages = commands::cancel(
+                    &self.queue,
+                    &member.id,
+                    self.channel(),
+                    &message.conversation_id,
+                    Some(message.event_id.clone()),
+                )
+                .await?;
+                let follow_up = messages.into_iter().map(FollowUp::Send).collect();
+                return Ok(self.handled(&message, follow_up).await);
+            }
+            Some(Command::Other(text)) => text,
+            None => message.text.clone(),
+        };
+        let id = Inbound::new_id();
+        let attachments = self.adapter.attachments(&message.source, &id).await;
+        if text.trim().is_empty() && attachments.is_empty() {
+            return Ok(self
+                .handled(&message, say(A::NOTHING_TO_READ.to_string()))
+                .await);
+        }
+        let inbound = Inbound {
+            id,
+            channel: self.channel().into(),
+            conversation_id: message.conversation_id.clone(),
+            member_id: member.id.clone(),
+            text,
+            platform_event_id: Some(message.event_id.clone()),
+            received_at_ms: now_ms(),
+            extras: InboundExtras {
+                quoted: self.adapter.quote(&message.source).await,
+                attachments,
+            },
+        };
+        let submitted = self
+            .queue
+            .send(SubmitInbound { inbound })
+            .await
+            .map_err(|_| ChannelError::QueueStopped)?;
+        let follow_up = match submitted {
+            Ok(Submitted::Accepted | Submitted::AnsweredQuestion { .. }) => {
+                vec![FollowUp::TurnStarted(message.conversation_id.clone())]
+            }
+            Ok(Submitted::Duplicate(_)) => Vec::new(),
+            Err(SubmitError::Busy { .. }) => say(BUSY_REPLY.to_string()),
+            Err(SubmitError::Storage(error)) => return Err(ChannelError::Storage(error)),
+        };
+        self.adapter.message_handled(&message.source);
+        Ok(follow_up)
+    }
+
+    async fn answer(
+        &self,
+        answer: IncomingAnswer<A::AnswerSource>,
+    ) -> Result<Vec<FollowUp>, ChannelError> {
+        let Some(member) = self.adapter.member(&self.family, &answer.sender) else {
+            self.adapter
+                .answer_handled(&answer.source, AnswerOutcome::Stranger)
+                .await;
+            return Ok(Vec::new());
+        };
+        if self.seen(&answer.event_id).await? {
+            let outcome = AnswerOutcome::Refused(AnswerRefused::AlreadyAnswered);
+            self.adapter.answer_handled(&answer.source, outcome).await;
+            return Ok(Vec::new());
+        }
+        let conversation_id = answer.conversation_id.clone().unwrap_or_default();
+        let answered = commands::answer(
+            &self.queue,
+            member,
+            self.channel(),
+            &conversation_id,
+            &answer.confirmation_id,
+            answer.approve,
+        )
+        .await;
+        let mut follow_up = Vec::new();
+        let outcome = match answered {
+            Ok(Ok(close)) => {
+                follow_up.push(FollowUp::Send(close));
+                // The turn goes on.
+                follow_up.extend(answer.conversation_id.clone().map(FollowUp::TurnStarted));
+                if answer.approve {
+                    AnswerOutcome::Approved
+                } else {
+                    AnswerOutcome::Declined
+                }
+            }
+            Ok(Err(refusal)) => {
+                tracing::info!(channel = self.channel(), confirmation = %answer.confirmation_id,
+                    member = %member.id, %refusal, "answer refused");
+                if refusal == AnswerRefused::Expired && answer.conversation_id.is_some() {
+                    follow_up.push(FollowUp::Send(commands::close(
+                        self.channel(),
+                        &conversation_id,
+                        &answer.confirmation_id,
+                        EXPIRED_OUTCOME,
+                    )));
+                }
+                AnswerOutcome::Refused(refusal)
+            }
+            Err(error) => {
+                self.adapter
+                    .answer_handled(&answer.source, AnswerOutcome::Failed)
+                    .await;
+                return Err(error);
+            }
+        };
+        self.adapter.answer_handled(&answer.source, outcome).await;
+        self.note_handled(&answer.event_id).await;
+        Ok(follow_up)
+    }
+
+    /// Whether event `event_id` was handled before: a message accepted, or a command or
+    /// answer noted.
+    async fn seen(&self, event_id: &str) -> Result<bool, StorageError> {
+        let channel = self.channel();
+        let key = handled_key(event_id);
+        let (accepted, noted) = futures::try_join!(
+            self.inbox.knows_event(channel, event_id),
+            self.state.get_state(channel, &key),
+        )?;
+        Ok(accepted || noted.is_some())
+    }
+
+    /// A message handled without the inbox (a command, a reply of the channel's own):
+    /// noted so that the platform delivering it again changes nothing.
+    async fn handled(
+        &self,
+        message: &IncomingMessage<A::MessageSource>,
+        follow_up: Vec<FollowUp>,
+    ) -> Vec<FollowUp> {
+        self.note_handled(&message.event_id).await;
+        self.adapter.message_handled(&message.source);
+        follow_up
+    }
+
+    async fn note_handled(&self, event_id: &str) {
+        let noted = self
+            .state
+            .put_state(
+                self.channel(),
+                &handled_key(event_id),
+                &now_ms().to_string(),
+            )
+            .await;
+        if let Err(error) = noted {
+            // Handled all the same; only a redelivery after a crash could repeat it.
+            tracing::warn!(channel = self.channel(), event_id, %error, "handled event not noted");
+        }
+    }
+
+    /// Forget the handled events older than `handled_kept_for`; how many were forgotten.
+    pub(crate) async fn prune_handled(&self) -> Result<usize, StorageError> {
+        let kept_for = i64::try_from(self.handled_kept_for.as_millis()).unwrap_or(i64::MAX);
+        let before = now_ms().saturating_sub(kept_for);
+        let noted = self
+            .state
+            .list_state(self.channel(), HANDLED_PREFIX)
+            .await?;
+        let mut forgotten = 0;
+        for (key, at) in noted {
+            // A value that is no time is no note of ours: gone as well.
+            if at.parse::<i64>().is_ok_and(|at| at >= before) {
+                continue;
+            }
+            self.state.delete_state(self.channel(), &key).await?;
+            forgotten += 1;
+        }
+        Ok(forgotten)
+    }
+}
+
+fn handled_key(event_id: &str) -> String {
+    format!("{HANDLED_PREFIX}{event_id}")
+}
