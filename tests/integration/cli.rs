@@ -251,3 +251,27 @@ fn a_database_password_never_shows_in_a_start_up_error() {
         assert!(!stderr.contains("hunter2-db-pass"), "{stderr}");
     }
 }
+
+#[test]
+fn check_config_refuses_a_postgresql_url_as_start_up_does() {
+    let folder = tempfile::tempdir().unwrap();
+    let config = write_config(folder.path(), "http://127.0.0.1:9/v1");
+    let output = hearth(&config)
+        .env(
+            "HEARTH__DATABASE_URL",
+            "postgres://hearth:hunter2-db-pass@127.0.0.1:9/hearth",
+        )
+        .arg("check-config")
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains(
+            "database_url: postgres://hearth:***@127.0.0.1:9/hearth names PostgreSQL, which \
+             is not supported yet; use a sqlite:// url"
+        ),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("hunter2-db-pass"), "{stderr}");
+}
