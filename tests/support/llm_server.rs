@@ -40,10 +40,44 @@ pub enum Step {
     },
     /// Wait, then do the inner step.
     Delay(Duration, Box<Step>),
+    /// Wait until the gate is opened (or the server stops), then do the inner step.
+    Gated(Gate, Box<Step>),
     /// Never answer while the server lives.
     Hang,
     /// Answer `"echo: <text of the last user message>"` (the default when nothing is scripted).
     Echo,
+}
+
+/// Holds back the requests of `Step::Gated` until `open` is called; clones share it.
+#[derive(Clone)]
+pub struct Gate(Arc<tokio::sync::watch::Sender<bool>>);
+
+impl Gate {
+    pub fn new() -> Gate {
+        Gate(Arc::new(tokio::sync::watch::Sender::new(false)))
+    }
+
+    pub fn open(&self) {
+        self.0.send_replace(true);
+    }
+}
+
+impl Default for Gate {
+    fn default() -> Self {
+        Gate::new()
+    }
+}
+
+impl std::fmt::Debug for Gate {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(formatter, "Gate(open: {})", *self.0.borrow())
+    }
+}
+
+impl PartialEq for Gate {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
 }
 
 /// One request as the server received it.
@@ -409,6 +443,16 @@ async fn serve(wire: Wire, request: &HttpRequest, body: &[u8], shared: &Shared) 
                 actix_web::rt::time::sleep(pause).await;
                 *inner
             }
+            Step::Gated(gate, inner) => {
+                let mut opened = gate.0.subscribe();
+                let mut stopped = shared.stopped.subscribe();
+                tokio::select! {
+                    _ = opened.wait_for(|open| *open) => *inner,
+                    _ = stopped.wait_for(|stopped| *stopped) => {
+                        return HttpResponse::ServiceUnavailable().finish();
+                    }
+                }
+            }
             Step::Hang => {
                 let mut stopped = shared.stopped.subscribe();
                 let _ = stopped.wait_for(|stopped| *stopped).await;
@@ -443,7 +487,9 @@ fn respond(wire: Wire, step: Step, asked: &Asked, shared: &Shared) -> HttpRespon
         }
         Step::ToolCalls(calls) => tool_calls_response(wire, id, calls, asked),
         // `serve` resolves these before calling here.
-        Step::Delay(..) | Step::Hang | Step::Echo => HttpResponse::InternalServerError().finish(),
+        Step::Delay(..) | Step::Gated(..) | Step::Hang | Step::Echo => {
+            HttpResponse::InternalServerError().finish()
+        }
     }
 }
 

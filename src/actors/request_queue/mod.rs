@@ -11,6 +11,7 @@
 
 mod confirmations;
 mod delivery;
+mod draining;
 mod lanes;
 mod messages;
 mod questions;
@@ -27,6 +28,7 @@ use actix::{Actor, Addr, AsyncContext, Context, Handler, Recipient, ResponseActF
 use futures::FutureExt;
 use tokio::sync::oneshot;
 
+pub use draining::DrainTurns;
 pub use lanes::Lanes;
 pub use messages::{
     AnswerConfirmation, AnswerError, AskError, AskMember, CANCELLED_OUTCOME, CancelPending,
@@ -139,6 +141,8 @@ pub struct RequestQueue {
     /// Each member's own chats (channel, conversation id), where a confirmation escalated
     /// to them is shown (`confirmations.rs`).
     own_chats: HashMap<String, Vec<(String, String)>>,
+    /// Set by `DrainTurns`: no turn starts, and its sender waits for the running ones.
+    draining: draining::Draining,
 }
 
 impl RequestQueue {
@@ -176,6 +180,7 @@ impl RequestQueue {
             metrics,
             readiness,
             own_chats: HashMap::new(),
+            draining: Default::default(),
         }
     }
 
@@ -190,9 +195,12 @@ impl RequestQueue {
     }
 
     fn pump(&mut self, ctx: &mut Context<Self>) {
-        while let Some((key, turn)) = self.lanes.next_runnable() {
+        while !self.draining.stops_turns()
+            && let Some((key, turn)) = self.lanes.next_runnable()
+        {
             self.start_turn(key, turn, ctx);
         }
+        self.draining.turns_running(self.lanes.running());
         self.metrics
             .set_queue_depth(self.backlog(), self.lanes.running());
     }
