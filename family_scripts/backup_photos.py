@@ -2,7 +2,7 @@
 """Example family script: plans a photo backup and reports it. It only reads
 ~/Pictures (counting image files) and copies nothing, so it is harmless anywhere.
 
-hearth gives the parameters as JSON on stdin (and as --name value arguments)."""
+hearth gives the parameters as JSON on stdin (and as --name=value arguments)."""
 
 import json
 import os

@@ -1,14 +1,14 @@
 #!/bin/sh
 # Example family script: "turns on" the garden sprinkler. No sprinkler is connected:
 # it checks its parameters and says what it would do, so it is harmless anywhere.
-# hearth passes the parameters as --name value arguments (and as JSON on stdin).
+# hearth passes the parameters as --name=value arguments, one argument each (and as JSON
+# on stdin).
 minutes=""
 zone="lawn"
-while [ $# -gt 0 ]; do
-  case "$1" in
-    --minutes) minutes="$2"; shift 2 ;;
-    --zone) zone="$2"; shift 2 ;;
-    *) shift ;;
+for argument in "$@"; do
+  case "$argument" in
+    --minutes=*) minutes="${argument#--minutes=}" ;;
+    --zone=*) zone="${argument#--zone=}" ;;
   esac
 done
 case "$minutes" in

@@ -1,9 +1,14 @@
 //! The `hearth` command: `run` (the bot), `chat` (the console channel, through the
 //! running hearth's HTTP API when one runs on the database), `check-config` (print the
-//! resolved profiles) and `migrate`.
+//! resolved profiles), `migrate` and `telemetry`.
+//!
+//! Only `run`, standalone `chat` and `migrate` write the database, each holding its
+//! instance lock; `check-config` and `telemetry` open it read-only, beside a running
+//! hearth too. An error ends the command with its message and causes, never a backtrace.
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
+use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
@@ -63,8 +68,36 @@ enum Command {
     },
 }
 
-fn main() -> anyhow::Result<()> {
-    let cli = Cli::parse();
+fn main() -> ExitCode {
+    match run_command(Cli::parse()) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            // What went wrong, for people: `RUST_BACKTRACE` makes anyhow's `Debug` add a
+            // backtrace of where the error was made, which says nothing about the config.
+            eprintln!("{}", describe_error(&error));
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// `error` and the causes under it, as `Error: …` then `Caused by:` lines.
+fn describe_error(error: &anyhow::Error) -> String {
+    let mut text = format!("Error: {error}");
+    let causes: Vec<String> = error.chain().skip(1).map(ToString::to_string).collect();
+    match causes.as_slice() {
+        [] => {}
+        [cause] => text.push_str(&format!("\n\nCaused by:\n    {cause}")),
+        causes => {
+            text.push_str("\n\nCaused by:");
+            for (index, cause) in causes.iter().enumerate() {
+                text.push_str(&format!("\n    {index}: {cause}"));
+            }
+        }
+    }
+    text
+}
+
+fn run_command(cli: Cli) -> anyhow::Result<()> {
     tracing_subscriber::fmt()
         .with_env_filter(
             EnvFilter::try_from_env("HEARTH_LOG").unwrap_or_else(|_| EnvFilter::new("info")),
@@ -81,12 +114,13 @@ fn main() -> anyhow::Result<()> {
         Command::Migrate => in_actix_system(async move {
             // Never under a running hearth: its caches would not see what a migration changes.
             let _lock = InstanceLock::acquire_for_url(&loaded.config.database_url, false).await?;
-            hearth::storage::open(
+            let stores = hearth::storage::open(
                 &loaded.config.database_url,
                 loaded.config.database_max_connections,
             )
             .await
             .context("migration failed")?;
+            stores.close().await;
             eprintln!(
                 "database {} is up to date",
                 config::redact_url_password(&loaded.config.database_url)
@@ -175,8 +209,6 @@ async fn check_config(loaded: LoadedConfig) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The database of `loaded`, opened only when its file already exists (check-config never
-/// creates one).
 /// Reads beside a running hearth (SQLite readers do not block its writer); takes no lock.
 async fn telemetry(loaded: LoadedConfig, conversation: String, limit: u32) -> anyhow::Result<()> {
     let Some(stores) = existing_database(&loaded).await? else {
@@ -206,23 +238,22 @@ async fn telemetry(loaded: LoadedConfig, conversation: String, limit: u32) -> an
     Ok(())
 }
 
+/// The database of `loaded`, opened read-only and only when its file already exists
+/// (neither `check-config` nor `telemetry` creates, migrates or writes one, and neither
+/// takes the lock, so both work beside a running hearth).
 async fn existing_database(
     loaded: &LoadedConfig,
 ) -> anyhow::Result<Option<hearth::storage::Stores>> {
     let url = &loaded.config.database_url;
-    let Some(path) = url
-        .strip_prefix("sqlite://")
-        .or_else(|| url.strip_prefix("sqlite:"))
-    else {
+    let Some(path) = sqlite_database_file(url) else {
         return Ok(None);
     };
-    let path = path.split('?').next().unwrap_or(path);
-    if !tokio::fs::try_exists(path).await.unwrap_or(false) {
+    if !tokio::fs::try_exists(&path).await.unwrap_or(false) {
         return Ok(None);
     }
-    let stores = hearth::storage::open(url, 1)
+    let stores = hearth::storage::open_read_only(url)
         .await
-        .context("the database cannot be read to check registered plugins")?;
+        .context("the database cannot be read")?;
     Ok(Some(stores))
 }
 
@@ -330,6 +361,7 @@ async fn chat_in_this_terminal(
     let config = &loaded.config;
     let stores =
         hearth::storage::open(&config.database_url, config.database_max_connections).await?;
+    let database = stores.clone();
     let (console, replies) = hearth::actors::channels::ConsoleChannel::new();
     let console = actix::Actor::start(console);
     let running = app::start(
@@ -341,9 +373,12 @@ async fn chat_in_this_terminal(
         },
     )
     .await?;
-    hearth::actors::channels::run_console(running.queue.clone(), user, replies).await?;
+    let talked = hearth::actors::channels::run_console(running.queue.clone(), user, replies).await;
     running.stop().await;
+    // The stores are this function's: closed (writes committed) before the lock goes.
+    database.close().await;
     drop(lock);
+    talked?;
     Ok(())
 }
 

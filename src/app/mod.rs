@@ -28,7 +28,7 @@ use crate::actors::channels::{ChannelDeps, DeliverReply, DeliverySettings, HttpC
 use crate::actors::delegation::{Delegation, DelegationTarget, DelegationTargetInfo};
 use crate::actors::llm_broker::{BrokerSettings, LlmBroker};
 use crate::actors::processing::{ProcessingDeps, ProcessingService};
-use crate::actors::request_queue::{QueuePorts, RequestQueue, Router};
+use crate::actors::request_queue::{DrainTurns, QueuePorts, RequestQueue, Router};
 use crate::config::LoadedConfig;
 use crate::family::Family;
 use crate::http::{self, ApiKeys, HttpState};
@@ -71,8 +71,11 @@ pub struct RunningApp {
     pub metrics: Arc<Metrics>,
     pub readiness: Arc<Readiness>,
     pub http: Option<(ServerHandle, SocketAddr)>,
-    /// Held while running on a database it opened itself; released by `stop` or on drop.
+    /// Held while running on a database it opened itself; released by `stop` (last) or on
+    /// drop.
     instance_lock: Option<InstanceLock>,
+    /// Whether `stores` were opened here (not given in `StartOptions`): `stop` closes them.
+    owns_stores: bool,
     /// The retention task; it ends with the app.
     pruner: AbortOnDrop,
 }
@@ -86,18 +89,39 @@ impl Drop for AbortOnDrop {
     }
 }
 
+/// How long `stop` waits for the running turns. Long enough for a usual model answer; a
+/// turn still running then goes on from its journal at the next start, so waiting longer
+/// would only keep a stopping service (and the supervisor killing it) waiting.
+const DRAIN_TURNS_LIMIT: Duration = Duration::from_secs(20);
+
 impl RunningApp {
-    /// Stop the HTTP server gracefully and store the telemetry still buffered
-    /// (actors stop with their System).
+    /// Stop in the order that loses nothing: take no more messages (the HTTP server, then
+    /// the channels), let the running turns end (`DrainTurns`, at most `DRAIN_TURNS_LIMIT`),
+    /// close the MCP servers and the pruner, write the telemetry still buffered, close the
+    /// database it opened (queued writes committed, the writer's thread joined), and only
+    /// then release the database lock, so no next hearth opens it while this one writes.
+    /// Actors stop with their System.
     pub async fn stop(&self) {
         if let Some((handle, _)) = &self.http {
             handle.stop(true).await;
         }
         self.platforms.stop().await;
+        match tokio::time::timeout(DRAIN_TURNS_LIMIT, self.queue.send(DrainTurns)).await {
+            Ok(Ok(())) => tracing::info!("running turns ended"),
+            Ok(Err(error)) => tracing::warn!(%error, "the queue did not drain"),
+            Err(_) => tracing::warn!(
+                limit_s = DRAIN_TURNS_LIMIT.as_secs(),
+                "turns still running at the stop; they go on from their journal at the next start"
+            ),
+        }
         #[cfg(feature = "mcp")]
         self.mcp.shutdown().await;
         self.pruner.0.abort();
-        self.stores.telemetry.flush().await;
+        if self.owns_stores {
+            self.stores.close().await;
+        } else {
+            self.stores.telemetry.flush().await;
+        }
         if let Some(lock) = &self.instance_lock {
             lock.release();
         }
@@ -134,6 +158,7 @@ pub async fn start(loaded: &LoadedConfig, options: StartOptions) -> Result<Runni
     let config = &loaded.config;
     let serves_http = options.serve && config.http.enabled;
     // Locked before anything touches the file (migrations included): one hearth per database.
+    let owns_stores = options.stores.is_none();
     let (stores, mut instance_lock) = match options.stores {
         Some(stores) => (stores, None),
         None => {
@@ -361,6 +386,7 @@ pub async fn start(loaded: &LoadedConfig, options: StartOptions) -> Result<Runni
         readiness,
         http,
         instance_lock,
+        owns_stores,
         pruner: AbortOnDrop(pruner),
     })
 }

@@ -35,7 +35,8 @@ pub(crate) fn check_settings(config: &HearthConfig, problems: &mut Problems) {
 }
 
 fn check_database(config: &HearthConfig, problems: &mut Problems) {
-    // Only the scheme is ever quoted: a PostgreSQL URL may carry a password.
+    // Only the scheme or the url without its password is ever quoted: a PostgreSQL URL
+    // may carry one.
     let url = &config.database_url;
     if url.starts_with("sqlite:") && (url.contains(":memory:") || url.contains("mode=memory")) {
         problems.push(
@@ -49,14 +50,24 @@ fn check_database(config: &HearthConfig, problems: &mut Problems) {
         .database_url
         .split_once(':')
         .map(|(scheme, _)| scheme);
-    if !matches!(scheme, Some("sqlite" | "postgres" | "postgresql")) {
-        problems.push(
+    match scheme {
+        Some("sqlite") => {}
+        // Start-up refuses it (the storage adapter is SQLite only), so check-config does too.
+        Some("postgres" | "postgresql") => problems.push(
             "database_url",
             format!(
-                "unsupported database url (scheme {:?}; expected \"sqlite://...\" or \"postgres://...\")",
+                "{} names PostgreSQL, which is not supported yet; use a sqlite:// url, \
+                 e.g. \"sqlite://data/hearth.db\"",
+                super::types::redact_url_password(url)
+            ),
+        ),
+        _ => problems.push(
+            "database_url",
+            format!(
+                "unsupported database url (scheme {:?}; expected \"sqlite://...\")",
                 scheme.unwrap_or("")
             ),
-        );
+        ),
     }
 }
 

@@ -1,11 +1,19 @@
 //! Running one family script: a child process started directly (never through a shell
 //! string), in its own process group, with the parameters as JSON on stdin and as
-//! `--name value` arguments, in the scripts folder, with a minimal environment (hearth's
-//! holds its secrets), its output read up to a cap, and the whole group killed at the
-//! timeout (and once the script ended, so nothing it started lingers).
+//! `--name=value` arguments (one argument each, so a value starting with `--` is never
+//! read as an option), in the scripts folder, with a minimal environment (hearth's holds
+//! its secrets), its output read up to a cap, and the whole group killed at the timeout
+//! (and once the script ended, so nothing it started lingers).
+//!
+//! The group is only ever signalled while its leader, the script, is not reaped: the
+//! script's end is awaited without reaping it (`waitid` with `WNOWAIT`), so its pid, which
+//! is the group's id, cannot belong to another process when the group is killed. Output is
+//! kept as it is read: a process that left the group (`setsid`) and still holds the pipes
+//! costs the run at most `PIPE_GRACE` after the script's end, never what came before.
 
 use std::path::Path;
 use std::process::Stdio;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
@@ -105,8 +113,7 @@ pub async fn run_script(
         ScriptKind::Executable => (file.display().to_string(), Vec::new()),
     };
     for (name, value) in values {
-        args.push(format!("--{name}"));
-        args.push(plain(value));
+        args.push(format!("--{name}={}", plain(value)));
     }
     let mut command = tokio::process::Command::new(&program);
     command
@@ -136,8 +143,10 @@ pub async fn run_script(
         program: program.clone(),
         reason: error.to_string(),
     })?;
-    let group = child.id();
-    tracing::info!(script = %script.name, pid = ?group, "family script started");
+    // Declared after `child`, so dropped before it: a run given up half-way (its turn
+    // dropped) kills the group while the script is not reaped yet.
+    let mut group = ProcessGroup::led_by(child.id());
+    tracing::info!(script = %script.name, pid = ?group.leader, "family script started");
     let input = Value::Object(values.clone()).to_string();
     if let Some(mut stdin) = child.stdin.take() {
         // A script that never reads its stdin must not hold the run up.
@@ -146,25 +155,23 @@ pub async fn run_script(
         });
     }
     let cap = limits.max_output_bytes;
-    let output = child
-        .stdout
-        .take()
-        .map(|pipe| tokio::spawn(read_capped(pipe, cap)));
-    let errors = child
-        .stderr
-        .take()
-        .map(|pipe| tokio::spawn(read_capped(pipe, cap)));
-    let (status, timed_out) = match tokio::time::timeout(limits.timeout, child.wait()).await {
-        Ok(status) => (status.ok(), false),
+    let output = child.stdout.take().map(|pipe| Captured::read(pipe, cap));
+    let errors = child.stderr.take().map(|pipe| Captured::read(pipe, cap));
+    let timed_out = match tokio::time::timeout(limits.timeout, group.exited()).await {
+        Ok(()) => false,
         Err(_) => {
-            kill_group(group);
-            (child.wait().await.ok(), true)
+            group.kill();
+            group.exited().await;
+            true
         }
     };
-    // Whatever it left running in its group ends with it.
-    kill_group(group);
-    let (output, output_bytes) = collect(output).await;
-    let (errors, _) = collect(errors).await;
+    // Whatever it left running in its group ends with it; the script is still unreaped.
+    group.kill();
+    let status = child.wait().await.ok();
+    group.reaped();
+    let pipes_close_by = tokio::time::Instant::now() + PIPE_GRACE;
+    let (output, output_bytes) = Captured::kept(output, pipes_close_by).await;
+    let (errors, _) = Captured::kept(errors, pipes_close_by).await;
     let result = ExecutionResult {
         script: script.name.clone(),
         exit_code: if timed_out {
@@ -189,52 +196,140 @@ pub async fn run_script(
     Ok(result)
 }
 
-/// Stop every process of the group led by `leader` (gone already: nothing to do).
-fn kill_group(leader: Option<u32>) {
-    #[cfg(unix)]
-    if let Some(pid) = leader.and_then(|pid| i32::try_from(pid).ok())
-        && pid > 0
-    {
-        // SAFETY: kill(2) takes plain integers and touches no memory of this process; a
-        // negative pid names the process group the script leads (`process_group(0)`).
-        unsafe {
-            libc::kill(-pid, libc::SIGKILL);
-        }
-    }
-    #[cfg(not(unix))]
-    let _ = leader;
+/// The process group a script leads (`process_group(0)`: its id is the script's pid).
+/// Signalled only while the script is not reaped; dropped before `reaped`, it kills the
+/// group, so a run given up half-way leaves nothing running.
+struct ProcessGroup {
+    leader: Option<u32>,
+    /// Set once the script was reaped: its pid, and so the group id, may be reused.
+    reaped: bool,
 }
 
-/// Up to `cap` bytes of `pipe`, and how many it gave in all (the rest is read and dropped,
-/// so the script never blocks on a full pipe).
-async fn read_capped(mut pipe: impl AsyncRead + Unpin, cap: u64) -> (Vec<u8>, u64) {
-    let mut kept = Vec::new();
-    let mut total: u64 = 0;
-    let mut buffer = vec![0u8; 16 * 1024];
-    loop {
-        match pipe.read(&mut buffer).await {
-            Ok(0) | Err(_) => break,
-            Ok(read) => {
-                let room = usize::try_from(cap.saturating_sub(total)).unwrap_or(usize::MAX);
-                kept.extend_from_slice(&buffer[..read.min(room)]);
-                total = total.saturating_add(read as u64);
+impl ProcessGroup {
+    fn led_by(leader: Option<u32>) -> Self {
+        ProcessGroup {
+            leader,
+            reaped: false,
+        }
+    }
+
+    /// Once the script has ended, without reaping it: until `Child::wait` reaps it, it is a
+    /// zombie holding its pid.
+    async fn exited(&self) {
+        #[cfg(unix)]
+        if let Some(pid) = self.leader {
+            let _ = tokio::task::spawn_blocking(move || wait_unreaped(pid)).await;
+        }
+    }
+
+    /// SIGKILL to every process of the group, while its leader is not reaped.
+    fn kill(&self) {
+        if self.reaped {
+            return;
+        }
+        #[cfg(unix)]
+        if let Some(pid) = self.leader.and_then(|pid| i32::try_from(pid).ok())
+            && pid > 0
+        {
+            // SAFETY: kill(2) takes plain integers and touches no memory of this process; a
+            // negative pid names the process group the script leads, whose id is not
+            // reused while the unreaped leader holds it.
+            unsafe {
+                libc::kill(-pid, libc::SIGKILL);
             }
         }
     }
-    (kept, total)
+
+    /// The script was reaped: its group is never signalled again.
+    fn reaped(&mut self) {
+        self.reaped = true;
+    }
 }
 
-/// What a reader got, waiting at most `PIPE_GRACE` for a pipe a stray process keeps open.
-async fn collect(reader: Option<tokio::task::JoinHandle<(Vec<u8>, u64)>>) -> (Vec<u8>, u64) {
-    let Some(mut reader) = reader else {
-        return (Vec::new(), 0);
-    };
-    match tokio::time::timeout(PIPE_GRACE, &mut reader).await {
-        Ok(Ok(read)) => read,
-        _ => {
-            reader.abort();
-            (Vec::new(), 0)
+impl Drop for ProcessGroup {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// Block until process `pid`, a child of this process, has ended, leaving it unreaped
+/// (`WNOWAIT`). Returns at once if it is not a child of ours any more.
+#[cfg(unix)]
+fn wait_unreaped(pid: u32) {
+    let id = libc::id_t::from(pid);
+    loop {
+        // SAFETY: `info` is a zeroed siginfo_t owned by this frame, which waitid(2) fills.
+        let outcome = unsafe {
+            let mut info: libc::siginfo_t = std::mem::zeroed();
+            libc::waitid(libc::P_PID, id, &mut info, libc::WEXITED | libc::WNOWAIT)
+        };
+        if outcome == 0 || std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted
+        {
+            return;
         }
+    }
+}
+
+/// One output pipe of a script, read as it comes: up to `cap` bytes kept, every byte
+/// counted (the rest is read and dropped, so the script never blocks on a full pipe).
+struct Captured {
+    read_so_far: Arc<Mutex<(Vec<u8>, u64)>>,
+    reader: tokio::task::JoinHandle<()>,
+}
+
+impl Captured {
+    fn read(mut pipe: impl AsyncRead + Unpin + Send + 'static, cap: u64) -> Captured {
+        let read_so_far = Arc::new(Mutex::new((Vec::new(), 0u64)));
+        let shared = read_so_far.clone();
+        let reader = tokio::spawn(async move {
+            let mut buffer = vec![0u8; 16 * 1024];
+            loop {
+                match pipe.read(&mut buffer).await {
+                    Ok(0) | Err(_) => break,
+                    Ok(read) => {
+                        let mut guard = shared
+                            .lock()
+                            .unwrap_or_else(|poisoned| poisoned.into_inner());
+                        let (kept, total) = &mut *guard;
+                        let room =
+                            usize::try_from(cap.saturating_sub(*total)).unwrap_or(usize::MAX);
+                        kept.extend_from_slice(&buffer[..read.min(room)]);
+                        *total = total.saturating_add(read as u64);
+                    }
+                }
+            }
+        });
+        Captured {
+            read_so_far,
+            reader,
+        }
+    }
+
+    /// What was read until the pipe closed or, when a process that left the script's group
+    /// keeps it open, until `deadline`: kept either way.
+    async fn kept(captured: Option<Captured>, deadline: tokio::time::Instant) -> (Vec<u8>, u64) {
+        let Some(Captured {
+            read_so_far,
+            mut reader,
+        }) = captured
+        else {
+            return (Vec::new(), 0);
+        };
+        if tokio::time::timeout_at(deadline, &mut reader)
+            .await
+            .is_err()
+        {
+            reader.abort();
+            tracing::warn!(
+                "a process the family script started outside its group keeps its output \
+                 open; the output read so far is kept"
+            );
+        }
+        std::mem::take(
+            &mut *read_so_far
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner()),
+        )
     }
 }
 
@@ -246,4 +341,46 @@ fn last_chars(text: &str, limit: usize) -> String {
     let text = text.trim();
     let count = text.chars().count();
     text.chars().skip(count.saturating_sub(limit)).collect()
+}
+
+#[cfg(all(test, target_os = "linux"))]
+mod tests {
+    use tokio::io::AsyncBufReadExt;
+
+    use super::*;
+
+    /// The state letter of process `pid` in `/proc`, `None` once it is gone.
+    fn state(pid: u32) -> Option<char> {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+        let (_, rest) = stat.rsplit_once(')')?;
+        rest.trim_start().chars().next()
+    }
+
+    #[tokio::test]
+    async fn the_group_is_killed_while_its_leader_still_holds_the_group_id() {
+        let mut child = tokio::process::Command::new("sh")
+            .args(["-c", "sleep 300 & echo $!; exit 0"])
+            .stdout(Stdio::piped())
+            .process_group(0)
+            .kill_on_drop(true)
+            .spawn()
+            .unwrap();
+        let mut lines = tokio::io::BufReader::new(child.stdout.take().unwrap()).lines();
+        let sleeper: u32 = lines.next_line().await.unwrap().unwrap().parse().unwrap();
+        let mut group = ProcessGroup::led_by(child.id());
+        let leader = group.leader.unwrap();
+
+        group.exited().await;
+        // Ended but not reaped: a zombie still holding its pid, the group's id.
+        assert_eq!(state(leader), Some('Z'));
+        assert_eq!(child.id(), Some(leader));
+        group.kill();
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while !matches!(state(sleeper), None | Some('Z')) {
+            assert!(Instant::now() < deadline, "the script's sleeper still runs");
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        child.wait().await.unwrap();
+        group.reaped();
+    }
 }

@@ -1,7 +1,10 @@
 //! Storage adapters of the ports in `ports/`: SQLite (sqlx) and in-memory.
 //!
-//! Only this module knows SQL. `open` picks the adapter from `database_url`;
-//! `instance_lock` keeps a second process off a database file in use.
+//! Only this module knows SQL. `open` picks the adapter from `database_url` (and migrates
+//! it: only under the instance lock); `open_read_only` reads an existing database beside a
+//! running hearth, never migrating or writing it; `Stores::close` commits what is queued
+//! and closes the database; `instance_lock` keeps a second process off a database file in
+//! use.
 
 pub mod in_memory;
 mod in_memory_intents;
@@ -73,16 +76,10 @@ impl Stores {
             telemetry: store,
         }
     }
-}
 
-/// Open the database named by `database_url`, apply migrations, and return its ports.
-pub async fn open(database_url: &str, max_connections: u32) -> Result<Stores, StorageError> {
-    if database_url.starts_with("sqlite:") {
-        let store = sqlite::SqliteStore::connect(database_url, max_connections).await?;
-        store.migrate().await?;
-        let telemetry = Arc::new(store.telemetry_writer());
-        let store = Arc::new(store);
-        Ok(Stores {
+    /// Every port of one SQLite store; `telemetry` records what turns report.
+    fn of_sqlite(store: Arc<sqlite::SqliteStore>, telemetry: Arc<dyn TelemetrySink>) -> Self {
+        Stores {
             inbox: store.clone(),
             memory: store.clone(),
             profiles: store.clone(),
@@ -99,16 +96,55 @@ pub async fn open(database_url: &str, max_connections: u32) -> Result<Stores, St
             intent_records: store.clone(),
             sqlite: Some(store),
             telemetry,
-        })
-    } else if database_url.starts_with("postgres:") || database_url.starts_with("postgresql:") {
-        Err(StorageError::unsupported_url(
-            database_url,
-            "the PostgreSQL adapter is not built yet; use a sqlite:// url",
-        ))
-    } else {
-        Err(StorageError::unsupported_url(
-            database_url,
-            "expected sqlite://path/to/file.db",
-        ))
+        }
     }
+
+    /// Commit every write queued, close the database and stop its writer thread (SQLite);
+    /// later writes fail. The telemetry still buffered is written first.
+    pub async fn close(&self) {
+        self.telemetry.flush().await;
+        if let Some(store) = &self.sqlite {
+            store.close().await;
+        }
+    }
+}
+
+/// Why the migrations of `database_url` are refused here: only SQLite is built.
+fn refuse_other_databases(database_url: &str) -> StorageError {
+    if database_url.starts_with("postgres:") || database_url.starts_with("postgresql:") {
+        StorageError::unsupported_url(
+            database_url,
+            "PostgreSQL is not supported yet; use a sqlite:// url",
+        )
+    } else {
+        StorageError::unsupported_url(database_url, "expected sqlite://path/to/file.db")
+    }
+}
+
+/// Open the database named by `database_url`, apply migrations, and return its ports.
+/// Migrations change the file under a running hearth's caches: call this only while
+/// holding the database's instance lock.
+pub async fn open(database_url: &str, max_connections: u32) -> Result<Stores, StorageError> {
+    if !database_url.starts_with("sqlite:") {
+        return Err(refuse_other_databases(database_url));
+    }
+    let store = sqlite::SqliteStore::connect(database_url, max_connections).await?;
+    store.migrate().await?;
+    let telemetry = Arc::new(store.telemetry_writer());
+    Ok(Stores::of_sqlite(Arc::new(store), telemetry))
+}
+
+/// Open the existing database named by `database_url` to read it only (SQLite's read-only
+/// mode): no lock, no writer thread, no migrations, no file created; beside a running hearth
+/// too. Every write through the ports is refused, and telemetry only goes to the log. A
+/// database whose schema is older than this binary's is refused with what to run.
+pub async fn open_read_only(database_url: &str) -> Result<Stores, StorageError> {
+    if !database_url.starts_with("sqlite:") {
+        return Err(refuse_other_databases(database_url));
+    }
+    let store = sqlite::SqliteStore::connect_read_only(database_url).await?;
+    Ok(Stores::of_sqlite(
+        Arc::new(store),
+        Arc::new(crate::ports::TracingTelemetry),
+    ))
 }

@@ -251,3 +251,132 @@ fn a_database_password_never_shows_in_a_start_up_error() {
         assert!(!stderr.contains("hunter2-db-pass"), "{stderr}");
     }
 }
+
+/// A database at the first schema version only, as an older hearth left it.
+async fn database_of_an_older_hearth(folder: &std::path::Path) -> std::path::PathBuf {
+    let database = folder.join("hearth.db");
+    let options = sqlx::sqlite::SqliteConnectOptions::new()
+        .filename(&database)
+        .create_if_missing(true)
+        .journal_mode(sqlx::sqlite::SqliteJournalMode::Wal);
+    let pool = sqlx::SqlitePool::connect_with(options).await.unwrap();
+    let mut migrator = sqlx::migrate::Migrator::new(std::path::Path::new(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/migrations/sqlite"
+    )))
+    .await
+    .unwrap();
+    migrator.migrations = migrator.migrations[..1].to_vec().into();
+    migrator.run(&pool).await.unwrap();
+    pool.close().await;
+    database
+}
+
+async fn recorded_migrations(database: &std::path::Path) -> Vec<i64> {
+    let options = sqlx::sqlite::SqliteConnectOptions::new()
+        .filename(database)
+        .read_only(true);
+    let pool = sqlx::SqlitePool::connect_with(options).await.unwrap();
+    let versions = sqlx::query("SELECT version FROM _sqlx_migrations ORDER BY version")
+        .fetch_all(&pool)
+        .await
+        .unwrap()
+        .iter()
+        .map(|row| row.get::<i64, _>(0))
+        .collect();
+    pool.close().await;
+    versions
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn check_config_and_telemetry_never_migrate_or_write_the_database() {
+    let folder = tempfile::tempdir().unwrap();
+    let config = write_config(folder.path(), "http://127.0.0.1:9/v1");
+    let database = database_of_an_older_hearth(folder.path()).await;
+    let before = std::fs::read(&database).unwrap();
+    let reading: [&[&str]; 2] = [
+        &["check-config"],
+        &["telemetry", "--conversation", "http:alice"],
+    ];
+    for command in reading {
+        let output = hearth(&config).args(command).output().unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(!output.status.success(), "{command:?}: {stderr}");
+        assert!(
+            stderr.contains(&format!(
+                "the database {} is at schema version 1, older than this hearth's",
+                database.display()
+            )),
+            "{command:?}: {stderr}"
+        );
+        assert!(stderr.contains("run `hearth migrate` first"), "{stderr}");
+        assert_eq!(
+            std::fs::read(&database).unwrap(),
+            before,
+            "{command:?} changed the database"
+        );
+        assert_eq!(recorded_migrations(&database).await, [1]);
+    }
+
+    let migrate = hearth(&config).arg("migrate").output().unwrap();
+    assert!(migrate.status.success(), "{migrate:?}");
+    let migrated = recorded_migrations(&database).await;
+    assert!(migrated.len() > 1, "{migrated:?}");
+    let before = std::fs::read(&database).unwrap();
+    for command in reading {
+        let output = hearth(&config).args(command).output().unwrap();
+        assert!(output.status.success(), "{command:?}: {output:?}");
+        assert_eq!(std::fs::read(&database).unwrap(), before, "{command:?}");
+    }
+    assert_eq!(recorded_migrations(&database).await, migrated);
+}
+
+#[test]
+fn check_config_refuses_a_postgresql_url_as_start_up_does() {
+    let folder = tempfile::tempdir().unwrap();
+    let config = write_config(folder.path(), "http://127.0.0.1:9/v1");
+    let output = hearth(&config)
+        .env(
+            "HEARTH__DATABASE_URL",
+            "postgres://hearth:hunter2-db-pass@127.0.0.1:9/hearth",
+        )
+        .arg("check-config")
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains(
+            "database_url: postgres://hearth:***@127.0.0.1:9/hearth names PostgreSQL, which \
+             is not supported yet; use a sqlite:// url"
+        ),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("hunter2-db-pass"), "{stderr}");
+}
+
+#[test]
+fn a_bad_config_prints_only_the_error_with_rust_backtrace_set() {
+    let folder = tempfile::tempdir().unwrap();
+    let config = write_config(folder.path(), "http://127.0.0.1:9/v1");
+    let text = std::fs::read_to_string(&config)
+        .unwrap()
+        .replace("max_history_messages: 2", "max_histroy_messages: 2");
+    std::fs::write(&config, text).unwrap();
+    for command in ["run", "check-config"] {
+        let output = hearth(&config)
+            .env("RUST_BACKTRACE", "1")
+            .env("RUST_LIB_BACKTRACE", "1")
+            .arg(command)
+            .output()
+            .unwrap();
+        assert!(!output.status.success());
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(
+            stderr.starts_with("Error: ")
+                && stderr.contains("service_profiles[1].processing_config.max_histroy_messages"),
+            "{stderr}"
+        );
+        assert!(!stderr.to_lowercase().contains("backtrace"), "{stderr}");
+    }
+}

@@ -190,23 +190,34 @@ fn render_resolved_profiles_prints_profiles_and_no_secret() {
 
 #[test]
 fn a_database_password_never_shows_in_debug_output() {
-    let loaded = load_text(
-        MINIMAL,
-        &[(
-            "HEARTH__DATABASE_URL",
-            "postgres://hearth:hunter2@db:5432/hearth",
-        )],
-    );
-    assert_eq!(
-        loaded.config.database_url,
-        "postgres://hearth:hunter2@db:5432/hearth"
-    );
-    let shown = format!("{loaded:?}");
+    let config = HearthConfig {
+        database_url: "postgres://hearth:hunter2@db:5432/hearth".into(),
+        ..HearthConfig::default()
+    };
+    let shown = format!("{config:?}");
     assert!(!shown.contains("hunter2"), "{shown}");
     assert!(
         shown.contains("postgres://hearth:***@db:5432/hearth"),
         "{shown}"
     );
+}
+
+#[test]
+fn a_postgresql_database_is_refused_until_it_is_supported() {
+    for url in [
+        "postgres://hearth:hunter2@db:5432/hearth",
+        "postgresql://hearth:hunter2@db/hearth",
+    ] {
+        let (message, file) = load_error(MINIMAL, &[("HEARTH__DATABASE_URL", url)]);
+        assert_problem(
+            &message,
+            &file,
+            "database_url",
+            "names PostgreSQL, which is not supported yet; use a sqlite:// url",
+        );
+        assert!(message.contains(&redact_url_password(url)), "{message}");
+        assert!(!message.contains("hunter2"), "{message}");
+    }
 }
 
 #[test]

@@ -53,7 +53,7 @@ pub fn write_scripts(folder: &Path) -> PathBuf {
     std::fs::write(scripts.join("record.py"), RECORD_PY).unwrap();
     std::fs::write(
         scripts.join("tools/water.sh"),
-        "echo \"watering for $2 minutes\"\n",
+        "echo \"watering for ${1#--minutes=} minutes\"\n",
     )
     .unwrap();
     std::fs::write(
@@ -269,14 +269,10 @@ async fn a_member_finds_changes_approves_and_runs_a_script() {
     assert_eq!(
         run["argv"],
         json!([
-            "--album",
-            "all",
-            "--destination",
-            "nas",
-            "--keep_days",
-            "30",
-            "--only_new",
-            "true"
+            "--album=all",
+            "--destination=nas",
+            "--keep_days=30",
+            "--only_new=true"
         ])
     );
     assert_eq!(

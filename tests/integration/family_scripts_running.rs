@@ -1,11 +1,15 @@
 //! Running family scripts safely, end to end over HTTP: a failing script's exit code and
 //! errors, a script past its timeout killed with its children, a script printing 10 MB
 //! cut to a short output, and a run completed before hearth is killed (the real binary,
-//! SIGKILL) never run again, its environment without hearth's secrets.
+//! SIGKILL) never run again, its environment without hearth's secrets. Run directly: the
+//! output of a script whose helper left its process group and holds the output open is
+//! kept, and a value starting with `--` reaches the script as a value.
 
 use std::time::{Duration, Instant};
 
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
+
+use hearth::scripts::{RunLimits, ScriptCatalog, run_script};
 
 use crate::family_scripts::{
     approve_run, ask_to_run, call, last_system_prompt, overrides, runs, say, start, write_scripts,
@@ -183,4 +187,96 @@ async fn a_run_completed_before_hearth_is_killed_is_never_run_again() {
     let seen = runs[0]["env"].to_string();
     assert!(!seen.contains("TEST_HEARTH_API_KEY"), "{seen}");
     drop(second);
+}
+
+const LIMITS: RunLimits = RunLimits {
+    timeout: Duration::from_secs(60),
+    max_output_bytes: 64 * 1024,
+};
+
+/// A scripts folder of one script, `name`, of `kind` at `file` with `text` and parameters
+/// `parameters` (manifest JSON), loaded.
+async fn one_script(
+    folder: &std::path::Path,
+    kind: &str,
+    file: &str,
+    text: &str,
+    parameters: Value,
+) -> ScriptCatalog {
+    std::fs::write(folder.join(file), text).unwrap();
+    let manifest = json!([{"name": "under_test", "description": "a script under test",
+                           "path": file, "type": kind, "parameters": parameters}]);
+    std::fs::write(folder.join("manifest.json"), manifest.to_string()).unwrap();
+    ScriptCatalog::load(folder).await.unwrap()
+}
+
+#[tokio::test]
+async fn output_written_before_a_helper_outside_the_group_holds_the_pipe_is_kept() {
+    let folder = tempfile::tempdir().unwrap();
+    let catalog = one_script(
+        folder.path(),
+        "shell",
+        "escape.sh",
+        // The helper writes its pid once it has left the script's group.
+        "echo 'before the helper'\n\
+         setsid sh -c 'echo $$ > helper.pid; exec sleep 300' &\n\
+         while [ ! -s helper.pid ]; do sleep 0.05; done\n\
+         echo 'after the helper'\n",
+        json!([]),
+    )
+    .await;
+    let script = catalog.get("under_test").unwrap();
+    let result = run_script(catalog.folder(), script, &Map::new(), LIMITS, None)
+        .await
+        .unwrap();
+    let helper = folder.path().join("helper.pid");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let helper_pid: u32 = loop {
+        if let Ok(text) = std::fs::read_to_string(&helper)
+            && let Ok(pid) = text.trim().parse()
+        {
+            break pid;
+        }
+        assert!(Instant::now() < deadline, "the helper never started");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    let still_running = !is_gone(helper_pid);
+    // SAFETY: kill(2) with plain integers; the helper is this test's to end.
+    unsafe {
+        libc::kill(helper_pid as i32, libc::SIGKILL);
+    }
+    assert!(still_running, "the helper was meant to outlive the script");
+    assert!(result.succeeded(), "{}", result.describe());
+    assert_eq!(result.output, "before the helper\nafter the helper");
+}
+
+#[tokio::test]
+async fn a_value_starting_with_dashes_reaches_the_script_as_a_value() {
+    let folder = tempfile::tempdir().unwrap();
+    let catalog = one_script(
+        folder.path(),
+        "python",
+        "options.py",
+        "import argparse\n\
+         parser = argparse.ArgumentParser()\n\
+         parser.add_argument('--album')\n\
+         parser.add_argument('--destination')\n\
+         arguments = parser.parse_args()\n\
+         print(f'album={arguments.album} destination={arguments.destination}')\n",
+        json!([{"name": "album", "type": "string"},
+               {"name": "destination", "type": "string"}]),
+    )
+    .await;
+    let script = catalog.get("under_test").unwrap();
+    let values: Map<String, Value> = [
+        ("album".to_string(), json!("--destination")),
+        ("destination".to_string(), json!("nas")),
+    ]
+    .into_iter()
+    .collect();
+    let result = run_script(catalog.folder(), script, &values, LIMITS, None)
+        .await
+        .unwrap();
+    assert!(result.succeeded(), "{}", result.describe());
+    assert_eq!(result.output, "album=--destination destination=nas");
 }

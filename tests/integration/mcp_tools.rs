@@ -630,3 +630,64 @@ async fn a_variable_named_by_env_from_env_reaches_the_stdio_server() {
     assert!(server_env.get("HEARTH_TEST_SOURCE").is_none(), "{printed}");
     mcp.shutdown().await;
 }
+
+/// `tests/support/mcp_big_result.py`, a stdio MCP server whose one tool answers with as many
+/// megabytes as asked; its calls time out after `call_timeout_seconds`.
+fn big_result_server() -> hearth::config::McpServerConfig {
+    hearth::config::McpServerConfig {
+        command: Some("python3".to_owned()),
+        args: vec![
+            concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/tests/support/mcp_big_result.py"
+            )
+            .to_owned(),
+        ],
+        call_timeout_seconds: Some(60),
+        ..hearth::config::McpServerConfig::default()
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_result_of_many_megabytes_is_cut_as_it_is_read_and_the_call_ends_at_once() {
+    let mcp = start_one("big", big_result_server(), McpOptions::default()).await;
+    assert!(state(&mcp, "big").connected, "{:?}", state(&mcp, "big"));
+    let provider = mcp.provider(&["big".to_owned()]);
+    let limit = hearth::tools::mcp::MAX_RESULT_BYTES;
+    for megabytes in [4u64, 40] {
+        let answer = call(&provider, "big__answer", json!({"megabytes": megabytes})).await;
+        let bytes = megabytes * 1024 * 1024;
+        assert!(
+            answer.starts_with("the start of a long answer\nxxxx"),
+            "{megabytes} MB: {}",
+            &answer[..answer.len().min(300)]
+        );
+        // What the model reads: the start of the text, and that it was cut, of how much.
+        let note = answer.lines().last().unwrap();
+        assert!(
+            note.starts_with("[result cut: the tool server answered with ")
+                && note.contains(&format!(
+                    "more than hearth reads ({})",
+                    hearth::tools::mcp::MAX_MESSAGE_BYTES
+                )),
+            "{note}"
+        );
+        let answered: u64 = note
+            .trim_start_matches("[result cut: the tool server answered with ")
+            .split(' ')
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert!(answered > bytes, "{answered} of {bytes}");
+        assert!(answer.len() <= limit, "{} bytes", answer.len());
+    }
+    // The connection goes on: a small call still works.
+    let answer = call(&provider, "big__answer", json!({"megabytes": 0.001})).await;
+    assert!(
+        answer.starts_with("the start of a long answer\nx"),
+        "{answer}"
+    );
+    assert!(!answer.contains("[result cut"), "{answer}");
+    mcp.shutdown().await;
+}

@@ -3,7 +3,9 @@
 //! holder's lock file does not block a restart; `hearth chat` beside a running hearth
 //! talks to it over its HTTP API (confirmations included) instead of starting a second
 //! queue (a delayed answer is waited for), and is refused beside a hearth that serves no
-//! HTTP. In one process, a stopped or dropped hearth lets the next one start.
+//! HTTP. In one process, a stopped or dropped hearth lets the next one start. A hearth told
+//! to stop takes no more messages, ends the turn it runs, closes the database and only
+//! then lets go of it.
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
@@ -15,10 +17,10 @@ use serde_json::json;
 use sqlx::Row;
 
 use hearth::app::{self, StartError, StartOptions};
-use hearth::storage::instance_lock::InstanceLockError;
+use hearth::storage::instance_lock::{InstanceLock, InstanceLockError};
 
 use crate::support::hearth_app::{API_KEY, HearthProcess, TestApp, load, test_env, write_config};
-use crate::support::llm_server::{ScriptedLlmServer, Step};
+use crate::support::llm_server::{Gate, ScriptedLlmServer, Step};
 
 const CONFIRM_PROFILE_UPDATE: (&str, &str) = (
     "HEARTH__DEFAULT_PROFILE_SETTINGS__TOOLS_CONFIG__CONFIRM_TOOLS",
@@ -398,4 +400,129 @@ async fn in_one_process_the_lock_is_released_by_stop_and_by_drop() {
     drop(again);
     let restarted = TestApp::start_in(folder, "http://127.0.0.1:9/v1", &[]).await;
     restarted.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stopping_hearth_ends_its_running_turn_and_closes_the_database_before_letting_go() {
+    let llm = ScriptedLlmServer::start();
+    let gate = Gate::new();
+    llm.push(Step::Gated(
+        gate.clone(),
+        Box::new(Step::Reply("Done before the stop.".into())),
+    ));
+    let folder = tempfile::tempdir().unwrap();
+    let config = write_config(folder.path(), &llm.base_url());
+    // The request stops waiting for the reply after a second; the turn runs on.
+    let env = test_env(&[("HEARTH__HTTP__REPLY_TIMEOUT_SECONDS", "1")]);
+    let mut process = HearthProcess::spawn(&config, &env);
+    let base_url = process.base_url.clone();
+    let (status, accepted) = process
+        .post_json(
+            "/inbound",
+            json!({"user_id": "alice", "text": "take your time"}),
+        )
+        .await;
+    assert_eq!(status, 202, "{accepted}");
+    let id = accepted["id"].as_str().unwrap().to_string();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while llm.in_flight() != 1 {
+        assert!(Instant::now() < deadline, "the turn never asked the model");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+
+    process.terminate();
+    // It takes no more messages at once...
+    let client = reqwest::Client::new();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while client
+        .get(format!("{base_url}/healthz"))
+        .send()
+        .await
+        .is_ok()
+    {
+        assert!(
+            Instant::now() < deadline,
+            "hearth kept serving after SIGTERM"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // ...but holds the database while its turn runs.
+    let database = folder.path().join("hearth.db");
+    match InstanceLock::acquire(database.clone(), false).await {
+        Err(InstanceLockError::Held { holder, .. }) => {
+            assert_eq!(holder.map(|holder| holder.pid), Some(process.pid()));
+        }
+        Ok(_) => panic!("the database was let go while a turn still ran"),
+        Err(error) => panic!("{error}"),
+    }
+    gate.open();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let exit = loop {
+        if let Some(status) = process.exited() {
+            break status;
+        }
+        assert!(Instant::now() < deadline, "hearth did not stop");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    assert!(exit.success(), "{exit:?}");
+
+    // The turn's answer was stored, and the database closed: its log folded in.
+    assert!(
+        !folder.path().join("hearth.db-wal").exists(),
+        "the database was left open"
+    );
+    let pool = sqlx::SqlitePool::connect_with(
+        sqlx::sqlite::SqliteConnectOptions::new()
+            .filename(&database)
+            .read_only(true),
+    )
+    .await
+    .unwrap();
+    let row = sqlx::query("SELECT status, reply FROM inbox WHERE id = ?")
+        .bind(&id)
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+    assert_eq!(row.get::<String, _>("status"), "answered");
+    assert_eq!(
+        row.get::<Option<String>, _>("reply").as_deref(),
+        Some("Done before the stop.")
+    );
+    pool.close().await;
+    // And the lock went last, with the process.
+    drop(InstanceLock::acquire(database, false).await.unwrap());
+}
+
+#[actix::test]
+async fn stop_closes_the_database_it_opened_before_letting_go_of_it() {
+    let app = TestApp::start("http://127.0.0.1:9/v1", &[]).await;
+    let state = app.running.stores.channel_state.clone();
+    state
+        .put_state("test", "written", "before the stop")
+        .await
+        .unwrap();
+    let database = app.folder.path().join("hearth.db");
+    let log = app.folder.path().join("hearth.db-wal");
+    assert!(log.exists(), "writes go to the write-ahead log first");
+
+    app.running.stop().await;
+    // Every connection closed: the log was folded into the file and removed.
+    assert!(!log.exists(), "stop left the database open");
+    let refused = state.put_state("test", "written", "after the stop").await;
+    assert!(refused.is_err(), "a write after the stop: {refused:?}");
+    drop(InstanceLock::acquire(database, false).await.unwrap());
+    // What was written before the stop is there.
+    let again = TestApp::start_in(app.folder, "http://127.0.0.1:9/v1", &[]).await;
+    assert_eq!(
+        again
+            .running
+            .stores
+            .channel_state
+            .get_state("test", "written")
+            .await
+            .unwrap()
+            .as_deref(),
+        Some("before the stop")
+    );
+    again.stop().await;
 }

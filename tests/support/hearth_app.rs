@@ -422,6 +422,22 @@ impl HearthProcess {
         self.child.id()
     }
 
+    /// SIGTERM: the stop a service manager asks for; see `exited` for its end.
+    pub fn terminate(&self) {
+        let pid = i32::try_from(self.child.id()).expect("a pid");
+        // SAFETY: kill(2) takes plain integers; the child is not reaped before `exited`.
+        unsafe {
+            libc::kill(pid, libc::SIGTERM);
+        }
+    }
+
+    /// Whether the process has exited, and how (reaping it).
+    pub fn exited(&mut self) -> Option<std::process::ExitStatus> {
+        self.child
+            .try_wait()
+            .expect("the hearth process can be waited for")
+    }
+
     /// SIGKILL: the hardest stop, nothing is flushed.
     pub fn kill(mut self) {
         let _ = self.child.kill();

@@ -12,6 +12,7 @@
 mod cancelling;
 mod confirmations;
 mod delivery;
+mod draining;
 mod lanes;
 mod messages;
 mod questions;
@@ -29,6 +30,7 @@ use actix::{Actor, Addr, AsyncContext, Context, Handler, Recipient, ResponseActF
 use futures::FutureExt;
 use tokio::sync::oneshot;
 
+pub use draining::DrainTurns;
 pub use lanes::Lanes;
 pub use messages::{
     AnswerConfirmation, AnswerError, Answered, AskError, AskMember, CANCELLED_OUTCOME,
@@ -147,6 +149,8 @@ pub struct RequestQueue {
     /// `/cancel`s waiting for their turn in a conversation's lane, by conversation key
     /// (`cancelling.rs`).
     cancels: HashMap<String, Vec<cancelling::WaitingCancel>>,
+    /// Set by `DrainTurns`: no turn starts, and its sender waits for the running ones.
+    draining: draining::Draining,
 }
 
 impl RequestQueue {
@@ -185,6 +189,7 @@ impl RequestQueue {
             readiness,
             own_chats: HashMap::new(),
             cancels: HashMap::new(),
+            draining: Default::default(),
         }
     }
 
@@ -199,9 +204,12 @@ impl RequestQueue {
     }
 
     fn pump(&mut self, ctx: &mut Context<Self>) {
-        while let Some((key, turn)) = self.lanes.next_runnable() {
+        while !self.draining.stops_turns()
+            && let Some((key, turn)) = self.lanes.next_runnable()
+        {
             self.start_turn(key, turn, ctx);
         }
+        self.draining.turns_running(self.lanes.running());
         self.metrics
             .set_queue_depth(self.backlog(), self.lanes.running());
     }

@@ -1,5 +1,9 @@
 //! The SQLite adapter: one WAL-mode database file, read through a small sqlx pool and
 //! written by one connection on its own thread (`writer.rs`, group commit).
+//!
+//! `connect_read_only` opens the same file for commands that only read it beside a running
+//! hearth (`check-config`, `telemetry`): SQLite's read-only mode, no writer thread, no
+//! migrations, and a schema older than this binary's reported instead of read.
 
 mod channel_state;
 mod history_cache;
@@ -94,6 +98,41 @@ impl SqliteStore {
         })
     }
 
+    /// Open an existing database file to read only: nothing is created, migrated or written
+    /// (every write is refused). A database whose schema is not this binary's is refused,
+    /// saying what to run.
+    pub async fn connect_read_only(database_url: &str) -> Result<Self, StorageError> {
+        let options = SqliteConnectOptions::from_str(database_url)
+            .map_err(|error| StorageError::unsupported_url(database_url, error.to_string()))?
+            .read_only(true)
+            .create_if_missing(false)
+            .busy_timeout(Duration::from_secs(10));
+        let database = options.get_filename().display().to_string();
+        let pool = SqlitePoolOptions::new()
+            .max_connections(1)
+            .acquire_timeout(Duration::from_secs(30))
+            .connect_with(options)
+            .await
+            .map_err(database_error)?;
+        if let Err(error) = check_schema(&pool, &database).await {
+            pool.close().await;
+            return Err(error);
+        }
+        Ok(SqliteStore {
+            pool,
+            writer: writer::Writer::read_only(),
+            profiles: Default::default(),
+            history: Default::default(),
+        })
+    }
+
+    /// Stop writing: every write queued before this commits, the writer's connection
+    /// closes and its thread is joined; then the readers close. Later writes fail.
+    pub async fn close(&self) {
+        self.writer.stop().await;
+        self.pool.close().await;
+    }
+
     pub async fn migrate(&self) -> Result<(), StorageError> {
         // Before any write is queued, so the writer thread is idle meanwhile.
         MIGRATOR
@@ -130,6 +169,56 @@ impl SqliteStore {
     pub fn telemetry_writer(&self) -> SqliteTelemetryWriter {
         SqliteTelemetryWriter::spawn(self.writer.clone())
     }
+}
+
+/// The migrations recorded in the database against this binary's: a database behind
+/// them must be migrated first (`hearth migrate` takes the lock that keeps a running
+/// hearth off it), and one ahead of them belongs to a newer hearth.
+async fn check_schema(pool: &SqlitePool, database: &str) -> Result<(), StorageError> {
+    let recorded: Vec<(i64, bool)> =
+        match sqlx::query_as("SELECT version, success FROM _sqlx_migrations ORDER BY version")
+            .fetch_all(pool)
+            .await
+        {
+            Ok(recorded) => recorded,
+            // No table of migrations: nothing was ever applied.
+            Err(sqlx::Error::Database(error)) if error.message().contains("no such table") => {
+                Vec::new()
+            }
+            Err(error) => return Err(database_error(error)),
+        };
+    let known: Vec<i64> = MIGRATOR
+        .iter()
+        .filter(|migration| migration.migration_type.is_up_migration())
+        .map(|migration| migration.version)
+        .collect();
+    let latest = known.last().copied().unwrap_or(0);
+    let applied = recorded.last().map(|(version, _)| *version).unwrap_or(0);
+    if let Some((version, _)) = recorded.iter().find(|(_, success)| !success) {
+        return Err(StorageError::Database(format!(
+            "the database {database} has migration {version} half applied; \
+             run `hearth migrate` to finish it"
+        )));
+    }
+    if let Some((version, _)) = recorded
+        .iter()
+        .find(|(version, _)| !known.contains(version))
+    {
+        return Err(StorageError::Database(format!(
+            "the database {database} has migration {version}, which this hearth does not \
+             know (it knows up to {latest}): it was migrated by a newer hearth; use that one"
+        )));
+    }
+    if let Some(missing) = known
+        .iter()
+        .find(|version| !recorded.iter().any(|(applied, _)| applied == *version))
+    {
+        return Err(StorageError::Database(format!(
+            "the database {database} is at schema version {applied}, older than this \
+             hearth's {latest} (migration {missing} is missing): run `hearth migrate` first"
+        )));
+    }
+    Ok(())
 }
 
 /// Copy the write-ahead log into the database file every second, from a reader

@@ -15,6 +15,10 @@
 //!   A stdio server's death ends its connection; an HTTP server's is found by a ping (every
 //!   30 s, and after a call failed at the transport or timed out).
 //! - `notifications/tools/list_changed` makes hearth list that server's tools again.
+//! - What a server sends is read within a bound (`MAX_MESSAGE_BYTES` a message): over stdio
+//!   a larger tool result reaches the model cut to the start of its text without ever being
+//!   held whole (`stdio.rs`, `oversized.rs`); over streamable HTTP a larger event ends its
+//!   call with an error.
 //! - Elicitation: see `elicitation.rs` (hearth's side of the protocol) and `elicitation_chat.rs`
 //!   (the question asked in the member's chat); names: see `names.rs`.
 //! - The client is the Cargo feature `mcp` (in the default build). Without it only the names
@@ -30,11 +34,15 @@ mod elicitation_chat;
 mod elicitation_form;
 mod names;
 #[cfg(feature = "mcp")]
+mod oversized;
+#[cfg(feature = "mcp")]
 mod provider;
 #[cfg(feature = "mcp")]
 mod server;
 #[cfg(feature = "mcp")]
 mod servers;
+#[cfg(feature = "mcp")]
+mod stdio;
 
 pub use names::{
     BadServerId, MAX_SERVER_ID_LEN, MAX_TOOL_NAME_LEN, TOOL_NAME_SEPARATOR, check_server_id,
@@ -51,3 +59,5 @@ pub use elicitation_chat::ChatElicitation;
 pub use provider::{IDEMPOTENCY_META_KEY, MAX_RESULT_BYTES};
 #[cfg(feature = "mcp")]
 pub use servers::{McpOptions, McpServers, ServerState};
+#[cfg(feature = "mcp")]
+pub use stdio::MAX_MESSAGE_BYTES;

@@ -9,15 +9,14 @@
 //! without an answer ends the connection and a new one is made.
 
 use std::collections::BTreeMap;
-use std::process::Stdio;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use reqwest::header::{HeaderName, HeaderValue};
 use rmcp::model::{ClientRequest, PingRequest, Tool};
 use rmcp::service::{ClientInitializeError, QuitReason, RunningService, ServiceError};
+use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
-use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{Peer, RoleClient, serve_client};
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{ChildStderr, Command};
@@ -27,6 +26,7 @@ use tokio::time::Instant;
 use super::client::HearthClient;
 use super::elicitation::CallTracker;
 use super::names::namespaced_tool_name;
+use super::stdio::{MAX_MESSAGE_BYTES, StdioServer};
 use super::{McpOptions, ServerState};
 use crate::config::McpServerConfig;
 use crate::llm::ToolSpec;
@@ -448,8 +448,11 @@ async fn connect(shared: &Arc<ServerShared>) -> Result<Connection, ConnectError>
                 (serve_client(client, process).await?, pid)
             }
             (None, Some(url)) => {
-                let config = StreamableHttpClientTransportConfig::with_uri(url.as_str())
+                let mut config = StreamableHttpClientTransportConfig::with_uri(url.as_str())
                     .custom_headers(headers(&shared.config)?);
+                // The same bound as over stdio: a larger event ends its call with an error
+                // instead of being held whole.
+                config.max_sse_event_size = MAX_MESSAGE_BYTES;
                 let transport = StreamableHttpClientTransport::from_config(config);
                 (serve_client(client, transport).await?, None)
             }
@@ -471,7 +474,7 @@ async fn connect(shared: &Arc<ServerShared>) -> Result<Connection, ConnectError>
 fn spawn_child(
     shared: &Arc<ServerShared>,
     command: &str,
-) -> Result<(TokioChildProcess, Option<u32>), ConnectError> {
+) -> Result<(StdioServer, Option<u32>), ConnectError> {
     shared.lock().last_stderr = None;
     let config = &shared.config;
     if let Some(name) = unresolved(&config.env_from_env, &config.resolved_env) {
@@ -492,13 +495,9 @@ fn spawn_child(
                 .resolved_env
                 .iter()
                 .map(|(name, value)| (name, value.expose())),
-        )
-        // However hearth ends, dropping the child handle ends the server with it.
-        .kill_on_drop(true);
-    let (process, stderr) = TokioChildProcess::builder(child)
-        .stderr(Stdio::piped())
-        .spawn()
-        .map_err(|source| ConnectError::Spawn {
+        );
+    let (process, stderr) =
+        StdioServer::spawn(&shared.id, child).map_err(|source| ConnectError::Spawn {
             command: command.to_owned(),
             source,
         })?;
