@@ -109,7 +109,7 @@ pub async fn prune_once(
             tracing::info!(what = what.as_str(), pruned, "old rows pruned");
         }
     }
-    let cutoff = SystemTime::now()
+    let cutoff = crate::clock::system_now()
         .checked_sub(settings.attachments)
         .unwrap_or(SystemTime::UNIX_EPOCH);
     for folder in &settings.attachment_dirs {

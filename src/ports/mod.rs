@@ -78,7 +78,6 @@ impl StorageError {
     }
 }
 
-/// Milliseconds since the Unix epoch: the one time format stored everywhere.
-pub fn now_ms() -> i64 {
-    chrono::Utc::now().timestamp_millis()
-}
+/// Milliseconds since the Unix epoch, read from `clock` (which tests can make follow
+/// tokio's paused clock).
+pub use crate::clock::now_ms;
