@@ -413,6 +413,78 @@ mod tests {
         assert_eq!(attempts[1] - attempts[0], MAX_PAUSE);
     }
 
+    /// A platform that is down: every attempt fails, and may be tried again.
+    #[derive(Default)]
+    struct AlwaysDown {
+        attempts: Mutex<Vec<Instant>>,
+    }
+
+    #[async_trait]
+    impl Platform for AlwaysDown {
+        type Part = ();
+
+        fn channel(&self) -> &'static str {
+            "test"
+        }
+
+        fn parts(&self, _entry: &OutboxEntry) -> Vec<()> {
+            vec![()]
+        }
+
+        async fn deliver(
+            &self,
+            _entry: &OutboxEntry,
+            _index: usize,
+            _part: &(),
+            _transaction_id: &str,
+        ) -> Result<Option<String>, DeliveryError> {
+            self.attempts.lock().unwrap().push(Instant::now());
+            Err(DeliveryError::Transient {
+                reason: "bad gateway".into(),
+                retry_after: None,
+            })
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_message_still_failing_past_the_maximum_age_is_given_up_and_counted() {
+        let _clock = crate::clock::follow_tokio_clock();
+        let platform = Arc::new(AlwaysDown::default());
+        let outbox = Arc::new(InMemoryStore::default());
+        let metrics = Arc::new(Metrics::default());
+        let max_age = Duration::from_secs(2 * 3600);
+        let mut deliveries = Deliveries::new(
+            platform.clone(),
+            outbox.clone(),
+            metrics.clone(),
+            DeliverySettings { max_age },
+            ChannelTasks::default(),
+        );
+        deliveries.resumed(Vec::new());
+        let message = say("test", "chat-1", "Hello.", None);
+        let created = Instant::now();
+        let id = outbox.enqueue(&message).await.unwrap();
+        deliveries.deliver(Some(id), message);
+
+        let given_up = tokio::time::timeout(Duration::from_secs(24 * 3600), async {
+            while !outbox.undelivered("test").await.unwrap().is_empty() {
+                tokio::time::sleep(Duration::from_secs(10)).await;
+            }
+        })
+        .await;
+        assert!(given_up.is_ok(), "still tried a day later");
+        let attempts = platform.attempts.lock().unwrap().clone();
+        // Tried again and again while young enough; the first failure past the age ends it.
+        let (last, before_last) = (attempts[attempts.len() - 1], attempts[attempts.len() - 2]);
+        assert!(before_last - created <= max_age, "{attempts:?}");
+        assert!(last - created > max_age, "{attempts:?}");
+        assert!(last - created <= max_age + MAX_PAUSE, "{attempts:?}");
+        let undelivered = metrics.value("hearth_outbox_undelivered_total", &[("channel", "test")]);
+        assert_eq!(undelivered, 1.0);
+        tokio::time::sleep(MAX_PAUSE * 3).await;
+        assert_eq!(platform.attempts.lock().unwrap().len(), attempts.len());
+    }
+
     #[test]
     fn pauses_grow_to_a_bound_and_obey_the_platform() {
         assert_eq!(pause_after(0, None), Duration::from_secs(1));
