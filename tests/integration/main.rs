@@ -34,6 +34,7 @@ mod matrix_media;
 mod mcp_pipeline;
 mod mcp_tools;
 mod one_hearth;
+mod paused;
 mod pipeline;
 mod plugin_examples;
 mod plugin_kinds;
