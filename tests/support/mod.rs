@@ -1,5 +1,5 @@
-//! Fakes that speak real protocols on loopback, and hearth's actors on a paused clock,
-//! shared by the integration tests and the benchmarks.
+//! Fakes that speak real protocols on loopback, hearth's actors on a paused clock, and the
+//! seeds of random moments, shared by the integration tests and the benchmarks.
 
 pub mod buy_server;
 pub mod hearth_app;
@@ -12,5 +12,6 @@ pub mod measure;
 pub mod paused;
 pub mod plugin_server;
 pub mod real_llm;
+pub mod seed;
 pub mod synapse;
 pub mod telegram;
