@@ -2,7 +2,7 @@
 //! actors depend on, and the plain records that cross them.
 //!
 //! Each trait has a real adapter (`storage::sqlite`) and an in-memory one
-//! (`storage::in_memory`); `tests/integration/storage_ports.rs` runs one suite
+//! (`storage::in_memory`); `tests/integration/storage_ports/` runs one suite
 //! against both. `LlmProvider` lives in `llm/` and `ToolsProvider` in `tools/`.
 
 mod channel_state;

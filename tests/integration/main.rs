@@ -43,7 +43,6 @@ mod real_llm;
 mod restart;
 mod retention;
 mod storage_ports;
-mod storage_ports_approvals;
 mod synapse_support;
 mod telegram_buttons;
 mod telegram_channel;
