@@ -103,5 +103,10 @@ fn a_turn_that_fails_twice_is_answered_at_its_third_attempt() {
         let record = hearth.record(&id).await;
         assert_eq!(record.status, InboxStatus::Answered);
         assert_eq!(record.reply.as_deref(), Some("Pasta."));
+
+        // Answered once: no retry after the answer.
+        tokio::time::sleep(Duration::from_secs(3600)).await;
+        assert_eq!(hearth.model.calls().len(), 3);
+        assert!(!hearth.has_reply());
     });
 }
