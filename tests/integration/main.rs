@@ -31,6 +31,7 @@ mod intents_telegram;
 mod llm_providers;
 mod matrix_channel;
 mod matrix_media;
+mod mcp_elicitation;
 mod mcp_pipeline;
 mod mcp_tools;
 mod one_hearth;
