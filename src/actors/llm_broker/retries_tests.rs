@@ -31,6 +31,15 @@ fn unavailable(retry_after: Option<Duration>) -> LlmError {
     }
 }
 
+/// A provider whose next `times` calls fail as a server that is overloaded.
+fn unavailable_times(times: usize) -> Arc<ScriptedProvider> {
+    let provider = Arc::new(ScriptedProvider::new());
+    for _ in 0..times {
+        provider.push_error(unavailable(None));
+    }
+    provider
+}
+
 /// A provider that never answers: only the broker's timeout ends its call.
 struct Silent;
 
@@ -112,10 +121,7 @@ fn outcomes(attempts: &[(u32, String, i64)]) -> Vec<(u32, &str)> {
 #[tokio::test(start_paused = true)]
 async fn transient_failures_are_tried_again_after_a_growing_capped_backoff() {
     let _clock = follow_tokio_clock();
-    let provider = Arc::new(ScriptedProvider::new());
-    for _ in 0..5 {
-        provider.push_error(unavailable(None));
-    }
+    let provider = unavailable_times(5);
     provider.push_reply("at last");
     let broker = broker(provider.clone(), RETRY);
     let start = now_ms();
@@ -146,10 +152,7 @@ async fn transient_failures_are_tried_again_after_a_growing_capped_backoff() {
 #[tokio::test(start_paused = true)]
 async fn the_last_attempt_s_failure_is_the_answer() {
     let _clock = follow_tokio_clock();
-    let provider = Arc::new(ScriptedProvider::new());
-    for _ in 0..7 {
-        provider.push_error(unavailable(None));
-    }
+    let provider = unavailable_times(7);
     let broker = broker(provider.clone(), RETRY);
     let start = now_ms();
 

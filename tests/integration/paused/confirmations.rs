@@ -15,8 +15,9 @@ use hearth::scripts::{RUN_DECLINED, RUN_EXPIRED};
 use serde_json::{Value, json};
 use tokio::time::Instant;
 
+use super::with_family_scripts;
 use crate::delegation::{DELEGATION_TOOLS, PROFILES, SECURE_OPS};
-use crate::family_scripts::{overrides as script_overrides, runs, write_scripts};
+use crate::family_scripts::runs;
 use crate::support::paused::{CHANNEL, PausedHearth, run_paused};
 
 const TIMEOUT: (&str, &str) = (
@@ -76,19 +77,7 @@ fn an_unanswered_confirmation_expires_at_its_deadline_and_the_turn_goes_on() {
         hearth.model.script.push_reply("Nothing was changed.");
 
         // The member is told when the deadline passes, not before.
-        let (told_at, told) = hearth.next_reply().await;
-        let expired = ReplyKind::ConfirmationExpired {
-            confirmation_id: id.clone(),
-        };
-        assert_eq!(
-            (told.kind, told.text.as_str()),
-            (expired, "⌛ Expired: nothing was done.")
-        );
-        let waited = told_at - asked_at;
-        assert!(
-            (Duration::from_secs(300)..Duration::from_secs(301)).contains(&waited),
-            "told after {waited:?}"
-        );
+        told_expired(&mut hearth, &id, asked_at, 300).await;
 
         // The turn goes on with the expired outcome, and nothing was stored.
         let (_, answer) = hearth.next_reply().await;
@@ -148,14 +137,23 @@ fn an_answered_confirmation_whose_turn_did_not_resume_is_resumed_by_the_periodic
     });
 }
 
-/// The reply telling the member confirmation `id` expired; how long after `asked_at`.
-async fn told_expired(hearth: &mut PausedHearth, id: &str, asked_at: Instant) -> Duration {
+/// The next reply tells the member confirmation `id` expired, `timeout` after `asked_at`
+/// (when its deadline passed, not before).
+async fn told_expired(hearth: &mut PausedHearth, id: &str, asked_at: Instant, timeout: u64) {
     let (told_at, told) = hearth.next_reply().await;
     let expired = ReplyKind::ConfirmationExpired {
         confirmation_id: id.into(),
     };
-    assert_eq!(told.kind, expired, "{told:?}");
-    told_at - asked_at
+    assert_eq!(
+        (told.kind, told.text.as_str()),
+        (expired, "⌛ Expired: nothing was done.")
+    );
+    let waited = told_at - asked_at;
+    let deadline = Duration::from_secs(timeout);
+    assert!(
+        (deadline..deadline + Duration::from_secs(1)).contains(&waited),
+        "told after {waited:?}"
+    );
 }
 
 #[test]
@@ -184,11 +182,7 @@ fn a_delegated_question_expires_on_the_target_profile_s_timeout() {
         model.script.push_reply("No answer came; nothing saved.");
         model.script.push_reply("It timed out.");
 
-        let waited = told_expired(&mut hearth, &id, asked_at).await;
-        assert!(
-            (Duration::from_secs(120)..Duration::from_secs(121)).contains(&waited),
-            "told after {waited:?}"
-        );
+        told_expired(&mut hearth, &id, asked_at, 120).await;
         let (_, answer) = hearth.next_reply().await;
         assert_eq!(answer.text, "It timed out.");
         // The target's model was told it expired; the parent's heard the target's words.
@@ -205,15 +199,7 @@ fn a_delegated_question_expires_on_the_target_profile_s_timeout() {
 #[test]
 fn an_unapproved_family_script_run_expires_and_nothing_runs() {
     run_paused(|| async {
-        let folder = tempfile::tempdir().unwrap();
-        let scripts = write_scripts(folder.path());
-        let owned = script_overrides(&scripts);
-        let mut overrides: Vec<(&str, &str)> = owned
-            .iter()
-            .map(|(key, value)| (*key, value.as_str()))
-            .collect();
-        overrides.push(TIMEOUT);
-        let mut hearth = PausedHearth::start(&overrides).await;
+        let (mut hearth, scripts, _folder) = with_family_scripts(TIMEOUT).await;
         let model = hearth.model.clone();
         model
             .script
@@ -230,11 +216,7 @@ fn an_unapproved_family_script_run_expires_and_nothing_runs() {
         let asked_at = Instant::now();
         model.script.push_reply("Too late.");
 
-        let waited = told_expired(&mut hearth, &id, asked_at).await;
-        assert!(
-            (Duration::from_secs(300)..Duration::from_secs(301)).contains(&waited),
-            "told after {waited:?}"
-        );
+        told_expired(&mut hearth, &id, asked_at, 300).await;
         let (_, answer) = hearth.next_reply().await;
         assert_eq!(answer.text, "Too late.");
         assert_eq!(model.last_tool_result(), RUN_EXPIRED);

@@ -11,7 +11,7 @@ use hearth::llm::ToolCall;
 use hearth::ports::{ShoppingItem, now_ms};
 use serde_json::{Value, json};
 
-use crate::family_scripts::{overrides as script_overrides, write_scripts};
+use super::with_family_scripts;
 use crate::intents::{classified_text, example_intents};
 use crate::support::intents_profile::orders_profile;
 use crate::support::paused::{CHANNEL, PausedHearth, run_paused, settle};
@@ -92,15 +92,8 @@ fn a_plugin_call_waiting_for_a_value_is_completed_within_thirty_minutes_only() {
 #[test]
 fn a_family_script_workflow_is_forgotten_past_its_time_to_live() {
     run_paused(|| async {
-        let folder = tempfile::tempdir().unwrap();
-        let scripts = write_scripts(folder.path());
-        let owned = script_overrides(&scripts);
-        let mut overrides: Vec<(&str, &str)> = owned
-            .iter()
-            .map(|(key, value)| (*key, value.as_str()))
-            .collect();
-        overrides.push(("HEARTH__SCRIPTS__STATE_TTL_HOURS", "2"));
-        let mut hearth = PausedHearth::start(&overrides).await;
+        let ttl = ("HEARTH__SCRIPTS__STATE_TTL_HOURS", "2");
+        let (mut hearth, _scripts, _folder) = with_family_scripts(ttl).await;
         let model = hearth.model.clone();
         model
             .script

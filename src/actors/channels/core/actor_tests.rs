@@ -158,6 +158,13 @@ async fn handled_notes(store: &InMemoryStore) -> Vec<String> {
         .collect()
 }
 
+/// Alice's `/help`, event `e-1`, handed to the channel (again, when it was before).
+async fn help_delivered(channel: &Addr<ChannelActor<Loopback>>) {
+    let help = EventReceived(("alice", "e-1", "/help"));
+    channel.send(help).await.unwrap().unwrap();
+    tokio::time::sleep(Duration::from_secs(1)).await;
+}
+
 #[actix::test]
 async fn a_handled_command_is_remembered_for_its_time_then_forgotten_by_the_pruning() {
     tokio::time::pause();
@@ -175,22 +182,12 @@ async fn a_handled_command_is_remembered_for_its_time_then_forgotten_by_the_prun
     tokio::time::sleep(Duration::from_secs(1)).await;
     assert!(handled_notes(&store).await.is_empty());
 
-    channel
-        .send(EventReceived(("alice", "e-1", "/help")))
-        .await
-        .unwrap()
-        .unwrap();
-    tokio::time::sleep(Duration::from_secs(1)).await;
+    help_delivered(&channel).await;
     assert_eq!(handled_notes(&store).await, ["handled:e-1"]);
 
     // Delivered again within the day it is kept: nothing is answered twice.
     tokio::time::sleep(23 * HOUR).await;
-    channel
-        .send(EventReceived(("alice", "e-1", "/help")))
-        .await
-        .unwrap()
-        .unwrap();
-    tokio::time::sleep(Duration::from_secs(1)).await;
+    help_delivered(&channel).await;
     assert_eq!(handled_notes(&store).await, ["handled:e-1"]);
     assert_eq!(delivered.lock().unwrap().len(), 1, "/help answered once");
 

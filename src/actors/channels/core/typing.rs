@@ -94,7 +94,7 @@ impl<K: Eq + Hash + Clone + Unpin + 'static> TypingTurns<K> {
 mod tests {
     use std::sync::{Arc, Mutex};
 
-    use actix::{Handler, Message};
+    use actix::{Addr, Handler, Message};
 
     use super::*;
 
@@ -135,18 +135,23 @@ mod tests {
         }
     }
 
-    fn shows_since(shown: &Mutex<Vec<Instant>>, start: Instant) -> Vec<u64> {
-        let shown = shown.lock().unwrap();
-        shown.iter().map(|at| (*at - start).as_secs()).collect()
+    /// The actor, started on a paused clock, and when each of its notices was shown in
+    /// seconds after now.
+    fn start_showing() -> (Addr<Shows>, impl Fn() -> Vec<u64>) {
+        tokio::time::pause();
+        let actor = Shows::default();
+        let shown = actor.shown.clone();
+        let start = Instant::now();
+        let shown_at = move || {
+            let shown = shown.lock().unwrap();
+            shown.iter().map(|at| (*at - start).as_secs()).collect()
+        };
+        (actor.start(), shown_at)
     }
 
     #[actix::test]
     async fn typing_is_shown_again_while_a_turn_runs_and_stops_with_the_last_turn() {
-        tokio::time::pause();
-        let actor = Shows::default();
-        let shown = actor.shown.clone();
-        let shows = actor.start();
-        let start = Instant::now();
+        let (shows, shown_at) = start_showing();
 
         shows.send(Turn::Started).await.unwrap();
         tokio::time::sleep(Duration::from_secs(9)).await;
@@ -157,21 +162,17 @@ mod tests {
         assert!(shows.send(Turn::Stopped).await.unwrap());
         tokio::time::sleep(Duration::from_secs(60)).await;
 
-        assert_eq!(shows_since(&shown, start), [0, 4, 8, 12]);
+        assert_eq!(shown_at(), [0, 4, 8, 12]);
     }
 
     #[actix::test]
     async fn a_turn_that_never_answers_stops_showing_typing_after_ten_minutes() {
-        tokio::time::pause();
-        let actor = Shows::default();
-        let shown = actor.shown.clone();
-        let shows = actor.start();
-        let start = Instant::now();
+        let (shows, shown_at) = start_showing();
 
         shows.send(Turn::Started).await.unwrap();
         tokio::time::sleep(MAX_TYPING * 2).await;
 
-        let shows_at = shows_since(&shown, start);
+        let shows_at = shown_at();
         assert_eq!(shows_at.len(), 150, "every 4 s for 10 minutes");
         assert_eq!(shows_at.last(), Some(&596));
         // The turn is forgotten: its end shows nothing more.
