@@ -4,7 +4,9 @@
 //! counted against what was sent.
 //!
 //! Run with `cargo bench --bench soak`. Sizes: `HEARTH_SOAK_CHATS` (default 20),
-//! `HEARTH_SOAK_MESSAGES` (per chat, default 50), `HEARTH_SOAK_KILLS` (default 8).
+//! `HEARTH_SOAK_MESSAGES` (per chat, default 50), `HEARTH_SOAK_KILLS` (default 8). The
+//! moments of the kills are random, from the seed printed first; `HEARTH_TEST_SEED=<seed>`
+//! picks the same ones again.
 //! Prints, over all chats: messages lost (never answered), answered twice (split into those
 //! Telegram accepted in the instant before a kill, before hearth could note it, the one
 //! window Telegram's API leaves open, and any others), and replies out of order.
@@ -19,6 +21,7 @@ use std::time::{Duration, Instant};
 use support::hearth_app::{HearthProcess, test_env, write_telegram_family_config};
 use support::llm_server::{ScriptedLlmServer, Step};
 use support::measure::env_number;
+use support::seed::seeded;
 use support::telegram::{TelegramServer, TgUser};
 
 const TOKEN: &str = "123456:soak-token";
@@ -43,6 +46,7 @@ fn main() {
     let chats = env_number("HEARTH_SOAK_CHATS", 20) as i64;
     let per_chat = env_number("HEARTH_SOAK_MESSAGES", 50);
     let kills = env_number("HEARTH_SOAK_KILLS", 8);
+    let mut random = seeded("soak");
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -86,7 +90,7 @@ fn main() {
         if round == kills {
             break;
         }
-        std::thread::sleep(Duration::from_millis(fastrand::u64(100..1500)));
+        std::thread::sleep(Duration::from_millis(random.u64(100..1500)));
         hearth.kill();
         runtime.block_on(telegram.settle());
         // A reply Telegram took and hearth had not yet noted may go out once more.

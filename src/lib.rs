@@ -27,11 +27,14 @@
 //! - [`scripts`]: the family's scripts (`scripts_dir`), their workflow state and toolset.
 //! - [`family`], [`metrics`], [`readiness`]: the allow-list, Prometheus counters, `/readyz`.
 //! - [`retention`]: the background pruning of what is kept only for a while.
+//! - [`clock`]: the wall clock every expiry, retry and time-to-live reads; tests make it
+//!   follow tokio's paused clock.
 //!
 //! ARCHITECTURE.md states the invariants.
 
 pub mod actors;
 pub mod app;
+pub mod clock;
 pub mod config;
 pub mod family;
 pub mod format;

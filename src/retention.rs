@@ -109,7 +109,7 @@ pub async fn prune_once(
             tracing::info!(what = what.as_str(), pruned, "old rows pruned");
         }
     }
-    let cutoff = SystemTime::now()
+    let cutoff = crate::clock::system_now()
         .checked_sub(settings.attachments)
         .unwrap_or(SystemTime::UNIX_EPOCH);
     for folder in &settings.attachment_dirs {
@@ -157,4 +157,83 @@ async fn prune_attachments(folder: &PathBuf, cutoff: SystemTime) -> usize {
         }
     }
     pruned
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::clock::follow_tokio_clock;
+    use crate::llm::Role;
+    use crate::ports::{ConversationMemory, HistoryEntry};
+    use crate::storage::in_memory::InMemoryStore;
+
+    const HOUR: Duration = Duration::from_secs(3600);
+    const DAY: Duration = Duration::from_secs(24 * 3600);
+
+    fn said(content: &str, age: Duration) -> HistoryEntry {
+        HistoryEntry {
+            role: Role::User,
+            content: content.into(),
+            profile_id: "family".into(),
+            inbox_id: None,
+            tool_calls: Vec::new(),
+            tool_call_id: None,
+            created_at_ms: now_ms() - millis(age),
+        }
+    }
+
+    async fn history(store: &InMemoryStore) -> Vec<String> {
+        let entries = store.recent("http:alice", 10, 0).await.unwrap();
+        entries.into_iter().map(|entry| entry.content).collect()
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn each_thing_goes_at_the_first_round_after_it_is_older_than_kept_never_sooner() {
+        let _clock = follow_tokio_clock();
+        let store = Arc::new(InMemoryStore::default());
+        let attachments = tempfile::tempdir().unwrap();
+        let settings = RetentionSettings {
+            history: 30 * DAY,
+            telemetry: 7 * DAY,
+            finished_inbox: 7 * DAY,
+            delivered_outbox: 7 * DAY,
+            attachments: 2 * DAY,
+            attachment_dirs: vec![attachments.path().to_path_buf()],
+            interval: 6 * HOUR,
+        };
+        let entries = [
+            said("old", 31 * DAY),
+            said("nearly old", 30 * DAY - 3 * HOUR),
+            said("new", Duration::ZERO),
+        ];
+        store.append("http:alice", &entries).await.unwrap();
+        let message_folder = attachments.path().join("inbox-1");
+        std::fs::create_dir(&message_folder).unwrap();
+        let metrics = Arc::new(Metrics::default());
+        let pruner = spawn_pruner(store.clone(), settings, metrics.clone());
+
+        // The first round waits a minute after the start.
+        tokio::time::sleep(FIRST_RUN_AFTER - Duration::from_secs(1)).await;
+        assert_eq!(history(&store).await, ["old", "nearly old", "new"]);
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        assert_eq!(history(&store).await, ["nearly old", "new"]);
+        assert_eq!(
+            metrics.value("hearth_pruned_total", &[("what", "history")]),
+            1.0
+        );
+
+        // Old enough three hours later; pruned at the next round, six hours after the first.
+        tokio::time::sleep(5 * HOUR).await;
+        assert_eq!(history(&store).await, ["nearly old", "new"]);
+        tokio::time::sleep(HOUR).await;
+        assert_eq!(history(&store).await, ["new"]);
+
+        // A message's files go once their folder is older than two days.
+        tokio::time::sleep(DAY + 12 * HOUR).await;
+        assert!(message_folder.exists());
+        tokio::time::sleep(12 * HOUR).await;
+        assert!(!message_folder.exists());
+        assert_eq!(history(&store).await, ["new"]);
+        pruner.abort();
+    }
 }

@@ -26,7 +26,7 @@ use crate::actors::channels::matrix::MatrixStartError;
 use crate::actors::channels::telegram::TelegramStartError;
 use crate::actors::channels::{ChannelDeps, DeliverReply, DeliverySettings, HttpChannel};
 use crate::actors::delegation::{Delegation, DelegationTarget, DelegationTargetInfo};
-use crate::actors::llm_broker::{BrokerSettings, LlmBroker};
+use crate::actors::llm_broker::{BrokerSettings, LlmBroker, ModelEntry};
 use crate::actors::processing::{ProcessingDeps, ProcessingService};
 use crate::actors::request_queue::{DrainTurns, QueuePorts, RequestQueue, Router};
 use crate::config::LoadedConfig;
@@ -155,6 +155,17 @@ pub enum StartError {
 }
 
 pub async fn start(loaded: &LoadedConfig, options: StartOptions) -> Result<RunningApp, StartError> {
+    start_with_models(loaded, options, models::build_models(loaded)?).await
+}
+
+/// `start` with these models instead of the providers config `llms` names: tests run the
+/// actors on tokio's paused clock with a model in this process, since a clock that jumps
+/// to the next timer would cut a socket's wait short.
+pub async fn start_with_models(
+    loaded: &LoadedConfig,
+    options: StartOptions,
+    models: HashMap<String, ModelEntry>,
+) -> Result<RunningApp, StartError> {
     let config = &loaded.config;
     let serves_http = options.serve && config.http.enabled;
     // Locked before anything touches the file (migrations included): one hearth per database.
@@ -173,7 +184,7 @@ pub async fn start(loaded: &LoadedConfig, options: StartOptions) -> Result<Runni
     let family = Arc::new(Family::with_metrics(&config.family, metrics.clone()));
 
     let broker = LlmBroker::new(
-        models::build_models(loaded)?,
+        models,
         BrokerSettings {
             max_concurrent_local: config.llm_max_concurrent_local,
             max_concurrent_cloud: config.llm_max_concurrent_cloud,

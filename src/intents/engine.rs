@@ -229,7 +229,7 @@ impl IntentsEngine {
             }),
         );
         let confident = classification.confidence >= self.registry.min_confidence;
-        let today = chrono::Utc::now()
+        let today = crate::clock::now()
             .with_timezone(&self.profile.processing.timezone)
             .date_naive();
         let planned = match (open, awaited) {

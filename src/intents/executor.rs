@@ -164,7 +164,7 @@ impl IntentsEngine {
                                 intent_id: &plan.intent_id,
                                 role: turn.role,
                                 params,
-                                local_time: chrono::Utc::now()
+                                local_time: crate::clock::now()
                                     .with_timezone(&self.profile.processing.timezone)
                                     .time(),
                             };

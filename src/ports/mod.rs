@@ -2,7 +2,7 @@
 //! actors depend on, and the plain records that cross them.
 //!
 //! Each trait has a real adapter (`storage::sqlite`) and an in-memory one
-//! (`storage::in_memory`); `tests/integration/storage_ports.rs` runs one suite
+//! (`storage::in_memory`); `tests/integration/storage_ports/` runs one suite
 //! against both. `LlmProvider` lives in `llm/` and `ToolsProvider` in `tools/`.
 
 mod channel_state;
@@ -78,7 +78,6 @@ impl StorageError {
     }
 }
 
-/// Milliseconds since the Unix epoch: the one time format stored everywhere.
-pub fn now_ms() -> i64 {
-    chrono::Utc::now().timestamp_millis()
-}
+/// Milliseconds since the Unix epoch, read from `clock` (which tests can make follow
+/// tokio's paused clock).
+pub use crate::clock::now_ms;

@@ -219,7 +219,7 @@ fn acquire_blocking(
     }
     let holder = LockHolder {
         pid: std::process::id(),
-        started_at: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+        started_at: crate::clock::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
         serves_http,
         http_address: None,
     };

@@ -1,7 +1,7 @@
 //! Tool confirmation end to end over HTTP: a call to a tool in `confirm_tools`
-//! suspends the turn; approve, deny and expiry each reach the model as a distinct
-//! tool result; only the asking member may answer, once; a restart between the
-//! question and the answer loses nothing.
+//! suspends the turn; approve and deny each reach the model as a distinct tool result
+//! (expiry, on the paused clock: `paused/confirmations.rs`); only the asking member may
+//! answer, once; a restart between the question and the answer loses nothing.
 
 use std::time::Duration;
 
@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 
 use crate::support::hearth_app::{API_KEY, HearthProcess, TestApp, test_env, write_config};
 use crate::support::llm_server::{ScriptedLlmServer, Step};
-use hearth::actors::processing::{DECLINED_RESULT, EXPIRED_RESULT};
+use hearth::actors::processing::DECLINED_RESULT;
 
 const CONFIRM_PROFILE_UPDATE: (&str, &str) = (
     "HEARTH__DEFAULT_PROFILE_SETTINGS__TOOLS_CONFIG__CONFIRM_TOOLS",
@@ -153,37 +153,6 @@ async fn only_the_asking_member_may_answer() {
         (200, json!("Done.")),
         "{body}"
     );
-}
-
-#[actix::test]
-async fn an_unanswered_confirmation_expires_and_the_model_is_told() {
-    let llm = ScriptedLlmServer::start();
-    let app = TestApp::start(
-        &llm.base_url(),
-        &[
-            CONFIRM_PROFILE_UPDATE,
-            (
-                "HEARTH__DEFAULT_PROFILE_SETTINGS__PROCESSING_CONFIG__CONFIRMATION_TIMEOUT_SECONDS",
-                "1",
-            ),
-        ],
-    )
-    .await;
-    let asked = ask_for_address(&app, &llm, "5 Ash Way").await;
-    let inbox_id = asked["id"].as_str().unwrap();
-    let record = app
-        .record_when(inbox_id, "alice", "answered", Duration::from_secs(10))
-        .await;
-    assert_eq!(record["reply"], "Done.");
-    assert_eq!(last_tool_result(&llm), EXPIRED_RESULT);
-    let id = asked["confirmation"]["id"].clone();
-    let (status, body) = confirm(
-        &app,
-        json!({"confirmation_id": id, "user_id": "alice", "approve": true}),
-    )
-    .await;
-    assert_eq!(status, 410, "{body}");
-    assert_eq!(body["error"], "this confirmation has expired");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

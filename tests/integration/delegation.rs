@@ -1,18 +1,17 @@
 //! Delegation end to end (seed 004 §5.1): the `delegate_to_service` tool, each
 //! delegation level, `confirm_delegation` respected or overridden, loops and depth
 //! refused, and the target running in an isolated sub-conversation. A target's tool
-//! in its `confirm_tools` asks the member through the parent's turn: approve, deny,
-//! expiry, a second question, and a restart between the question and the answer.
-
-use std::time::Duration;
+//! in its `confirm_tools` asks the member through the parent's turn: approve, deny, a
+//! second question, and a restart between the question and the answer (its expiry on the
+//! target's timeout: `paused/confirmations.rs`).
 
 use serde_json::{Value, json};
 
 use crate::support::hearth_app::{API_KEY, HearthProcess, TestApp, test_env, write_config};
 use crate::support::llm_server::{ScriptedLlmServer, Step};
-use hearth::actors::processing::{DECLINED_RESULT, EXPIRED_RESULT};
+use hearth::actors::processing::DECLINED_RESULT;
 
-const PROFILES: &str = r#"  - id: helper
+pub(crate) const PROFILES: &str = r#"  - id: helper
     description: "Does sums."
     processing_config: { delegation_security_level: unrestricted, prompts: { system_prompt: "You are the helper." } }
   - id: helper2
@@ -26,7 +25,7 @@ const PROFILES: &str = r#"  - id: helper
     processing_config: { delegation_security_level: blocked }
 "#;
 
-const DELEGATION_TOOLS: (&str, &str) = (
+pub(crate) const DELEGATION_TOOLS: (&str, &str) = (
     "HEARTH__DEFAULT_PROFILE_SETTINGS__TOOLS_CONFIG__ENABLE_LOCAL_TOOLS",
     "profile_get,profile_update,delegate_to_service",
 );
@@ -214,7 +213,7 @@ async fn loops_and_deep_chains_are_refused() {
 }
 
 /// A target that may be delegated to at once and asks before `profile_update`.
-const SECURE_OPS: &str = r#"  - id: secure_ops
+pub(crate) const SECURE_OPS: &str = r#"  - id: secure_ops
     description: "Keeps records."
     processing_config: { delegation_security_level: unrestricted, confirmation_timeout_seconds: 600, prompts: { system_prompt: "You are secure_ops." } }
     tools_config: { enable_local_tools: [profile_get, profile_update], confirm_tools: [profile_update] }
@@ -410,31 +409,6 @@ async fn a_question_two_delegations_deep_names_the_whole_chain() {
     assert_eq!(llm.tool_result_seen(4), "Saved.");
     assert_eq!(llm.tool_result_seen(5), "secure_ops saved it.");
     assert_eq!(stored_address(&app).await.as_deref(), Some("7 Oak Road"));
-}
-
-#[actix::test]
-async fn an_unanswered_delegated_confirmation_expires_on_the_targets_timeout() {
-    let llm = ScriptedLlmServer::start();
-    let app = start_with_secure_ops(
-        &llm,
-        &SECURE_OPS.replace(
-            "confirmation_timeout_seconds: 600",
-            "confirmation_timeout_seconds: 1",
-        ),
-    )
-    .await;
-    let asked = ask_through_secure_ops(&app, &llm, "5 Ash Way").await;
-    llm.push_many([
-        Step::Reply("No answer came; nothing saved.".into()),
-        Step::Reply("It timed out.".into()),
-    ]);
-    let inbox_id = asked["id"].as_str().unwrap();
-    let record = app
-        .record_when(inbox_id, "alice", "answered", Duration::from_secs(10))
-        .await;
-    assert_eq!(record["reply"], "It timed out.");
-    assert_eq!(llm.tool_result_seen(2), EXPIRED_RESULT);
-    assert_eq!(stored_address(&app).await, None);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

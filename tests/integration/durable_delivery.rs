@@ -17,6 +17,7 @@ use crate::support::matrix_family::{
     homeserver, matrix_env, reply_from_hearth, room_with_hearth, write_matrix_config,
 };
 use crate::support::matrix_member::MatrixMember;
+use crate::support::seed::seeded;
 use crate::support::telegram::{TelegramServer, TgError, TgUser};
 use crate::telegram_channel::{TOKEN, alice, start_on_telegram, write_telegram_config};
 
@@ -190,6 +191,7 @@ fn number_of(text: &str) -> Option<(i64, u32)> {
 async fn a_thousand_messages_with_a_kill_at_a_random_moment_are_each_answered_once_in_order() {
     const CHATS: i64 = 50;
     const PER_CHAT: u32 = 20;
+    let mut random = seeded("a_thousand_messages_with_a_kill_at_a_random_moment");
     let llm = ScriptedLlmServer::start();
     llm.set_default(Step::Echo);
     llm.set_recording(false);
@@ -218,12 +220,12 @@ async fn a_thousand_messages_with_a_kill_at_a_random_moment_are_each_answered_on
             .sum()
     };
     // A random moment while the replies flow.
-    let target = fastrand::usize(50..900);
+    let target = random.usize(50..900);
     wait_for("replies to flow", Duration::from_secs(120), || {
         answered(&telegram) >= target
     })
     .await;
-    tokio::time::sleep(Duration::from_millis(fastrand::u64(0..50))).await;
+    tokio::time::sleep(Duration::from_millis(random.u64(0..50))).await;
     first.kill();
     telegram.settle().await;
 

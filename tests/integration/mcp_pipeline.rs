@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 
 use crate::support::hearth_app::TestApp;
 use crate::support::llm_server::{ScriptedLlmServer, Step};
-use crate::support::mcp::everything_stdio_or_skip;
+use crate::support::mcp::{ELICITATION_TOOL, everything_stdio_or_skip};
 
 #[actix::test]
 async fn a_profile_calls_its_mcp_servers_tools_and_others_do_not_see_them() {
@@ -67,8 +67,6 @@ mcp_servers:
     assert!(!tools.to_string().contains("everything__"), "{tools}");
     app.stop().await;
 }
-
-const ELICITATION_TOOL: &str = "everything__trigger-elicitation-request";
 
 /// hearth with the `/tools` profile on server-everything, or `None` (skipped) without npm.
 async fn app_with_everything(test: &str, llm: &ScriptedLlmServer) -> Option<TestApp> {

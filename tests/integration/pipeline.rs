@@ -294,7 +294,7 @@ async fn the_fallback_model_answers_when_the_main_one_keeps_failing() {
 }
 
 #[actix::test]
-async fn llm_down_gets_an_apology_and_the_message_is_answered_later_once() {
+async fn llm_down_gets_an_apology_and_the_message_is_answered_later() {
     let llm = ScriptedLlmServer::start();
     llm.set_default(Step::Error {
         status: 500,
@@ -322,9 +322,7 @@ async fn llm_down_gets_an_apology_and_the_message_is_answered_later_once() {
         .record_when(&id, "alice", "answered", Duration::from_secs(10))
         .await;
     assert_eq!(record["reply"], "echo: are you there?");
-    let answered = llm.request_count();
-    tokio::time::sleep(Duration::from_millis(1500)).await;
-    assert_eq!(llm.request_count(), answered, "no retry after the answer");
+    // Answered once, no retry after it: `paused/retries.rs`, on the paused clock.
 }
 
 #[actix::test]

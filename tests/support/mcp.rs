@@ -28,6 +28,8 @@ use super::real_llm::require_real_servers;
 
 pub const EVERYTHING: &str = "server-everything";
 pub const FILESYSTEM: &str = "server-filesystem";
+/// server-everything's tool that asks the member a question (elicitation), as hearth names it.
+pub const ELICITATION_TOOL: &str = "everything__trigger-elicitation-request";
 
 /// `$HEARTH_TEST_CACHE/mcp`, the cache defaulting to `~/.cache/hearth-test` (an empty
 /// variable counts as unset, as in the install script).

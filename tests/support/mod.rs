@@ -1,4 +1,5 @@
-//! Fakes that speak real protocols on loopback, shared by the integration tests and the benchmark.
+//! Fakes that speak real protocols on loopback, hearth's actors on a paused clock, and the
+//! seeds of random moments, shared by the integration tests and the benchmarks.
 
 pub mod buy_server;
 pub mod hearth_app;
@@ -8,7 +9,9 @@ pub mod matrix_family;
 pub mod matrix_member;
 pub mod mcp;
 pub mod measure;
+pub mod paused;
 pub mod plugin_server;
 pub mod real_llm;
+pub mod seed;
 pub mod synapse;
 pub mod telegram;

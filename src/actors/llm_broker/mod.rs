@@ -9,6 +9,8 @@
 //! actor itself never waits.
 
 mod messages;
+#[cfg(test)]
+mod retries_tests;
 
 use std::borrow::Cow;
 use std::collections::HashMap;

@@ -132,7 +132,7 @@ impl TurnRunner {
                 }
             }
         }
-        let now = chrono::Utc::now();
+        let now = crate::clock::now();
         let since_ms = now_ms()
             - i64::try_from(settings.history_max_age_hours)
                 .unwrap_or(i64::MAX / 3_600_000)

@@ -16,7 +16,7 @@ use crate::actors::channels::{DeliverReply, ReplyKind};
 use crate::ports::{Decision, Inbound, PendingConfirmation, StorageError, now_ms};
 
 /// How often answered confirmations are checked for a turn that did not resume.
-const STUCK_CHECK_EVERY: Duration = Duration::from_secs(15);
+pub const STUCK_CHECK_EVERY: Duration = Duration::from_secs(15);
 
 impl RequestQueue {
     /// Put the turn suspended on `confirmation` back in its lane, unless it is there (or

@@ -30,6 +30,7 @@ use actix::{Actor, Addr, AsyncContext, Context, Handler, Recipient, ResponseActF
 use futures::FutureExt;
 use tokio::sync::oneshot;
 
+pub use confirmations::STUCK_CHECK_EVERY;
 pub use draining::DrainTurns;
 pub use lanes::Lanes;
 pub use messages::{

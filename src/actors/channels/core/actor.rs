@@ -26,7 +26,7 @@ use crate::ports::{ChannelState, Inbox, Outbox, OutgoingMessage};
 use crate::readiness::Readiness;
 
 /// How often the notes of handled commands are pruned (and once at start).
-const PRUNE_HANDLED_EVERY: Duration = Duration::from_secs(6 * 3600);
+pub(super) const PRUNE_HANDLED_EVERY: Duration = Duration::from_secs(6 * 3600);
 
 /// What every chat platform's channel needs besides its own settings.
 #[derive(Clone)]

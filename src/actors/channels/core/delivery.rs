@@ -346,14 +346,15 @@ mod tests {
     use crate::actors::channels::core::commands::say;
     use crate::storage::in_memory::InMemoryStore;
 
-    /// A platform that asks for a year's pause at the first attempt, then takes the part.
-    #[derive(Default)]
-    struct AsksForAYear {
+    /// A platform whose attempts fail as `fails` says (given how many came before), and
+    /// that takes the part otherwise; when each attempt came is noted.
+    struct Scripted {
         attempts: Mutex<Vec<Instant>>,
+        fails: fn(usize) -> Option<DeliveryError>,
     }
 
     #[async_trait]
-    impl Platform for AsksForAYear {
+    impl Platform for Scripted {
         type Part = ();
 
         fn channel(&self) -> &'static str {
@@ -372,45 +373,94 @@ mod tests {
             _transaction_id: &str,
         ) -> Result<Option<String>, DeliveryError> {
             let mut attempts = self.attempts.lock().unwrap();
+            let before = attempts.len();
             attempts.push(Instant::now());
-            if attempts.len() == 1 {
-                return Err(DeliveryError::Transient {
-                    reason: "flood control".into(),
-                    retry_after: Some(Duration::from_secs(365 * 24 * 3600)),
-                });
+            match (self.fails)(before) {
+                Some(error) => Err(error),
+                None => Ok(None),
             }
-            Ok(None)
         }
     }
 
-    #[tokio::test(start_paused = true)]
-    async fn a_platform_asking_for_a_year_is_tried_again_after_the_longest_pause() {
-        let platform = Arc::new(AsksForAYear::default());
+    /// One message stored and handed to the deliveries of a `Scripted` platform failing as
+    /// `fails`; the platform, the outbox and the metrics.
+    async fn deliver_one(
+        fails: fn(usize) -> Option<DeliveryError>,
+        max_age: Duration,
+    ) -> (Arc<Scripted>, Arc<InMemoryStore>, Arc<Metrics>) {
+        let platform = Arc::new(Scripted {
+            attempts: Mutex::new(Vec::new()),
+            fails,
+        });
         let outbox = Arc::new(InMemoryStore::default());
+        let metrics = Arc::new(Metrics::default());
         let mut deliveries = Deliveries::new(
             platform.clone(),
             outbox.clone(),
-            Arc::new(Metrics::default()),
-            DeliverySettings {
-                max_age: Duration::from_secs(48 * 3600),
-            },
+            metrics.clone(),
+            DeliverySettings { max_age },
             ChannelTasks::default(),
         );
         deliveries.resumed(Vec::new());
         let message = say("test", "chat-1", "Hello.", None);
         let id = outbox.enqueue(&message).await.unwrap();
         deliveries.deliver(Some(id), message);
+        (platform, outbox, metrics)
+    }
 
-        let delivered = tokio::time::timeout(Duration::from_secs(24 * 3600), async {
+    /// When each attempt came, once the outbox has nothing left to deliver (delivered or
+    /// given up), which must be within a day.
+    async fn attempts_once_settled(platform: &Scripted, outbox: &InMemoryStore) -> Vec<Instant> {
+        let settled = async {
             while !outbox.undelivered("test").await.unwrap().is_empty() {
                 tokio::time::sleep(Duration::from_secs(1)).await;
             }
-        })
-        .await;
-        assert!(delivered.is_ok(), "still parked a day later");
-        let attempts = platform.attempts.lock().unwrap().clone();
+        };
+        let a_day = Duration::from_secs(24 * 3600);
+        let settled = tokio::time::timeout(a_day, settled).await;
+        assert!(settled.is_ok(), "still to deliver a day later");
+        platform.attempts.lock().unwrap().clone()
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_platform_asking_for_a_year_is_tried_again_after_the_longest_pause() {
+        let asks_for_a_year = |before: usize| {
+            (before == 0).then(|| DeliveryError::Transient {
+                reason: "flood control".into(),
+                retry_after: Some(Duration::from_secs(365 * 24 * 3600)),
+            })
+        };
+        let two_days = Duration::from_secs(48 * 3600);
+        let (platform, outbox, _) = deliver_one(asks_for_a_year, two_days).await;
+
+        let attempts = attempts_once_settled(&platform, &outbox).await;
         assert_eq!(attempts.len(), 2);
         assert_eq!(attempts[1] - attempts[0], MAX_PAUSE);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_message_still_failing_past_the_maximum_age_is_given_up_and_counted() {
+        let _clock = crate::clock::follow_tokio_clock();
+        let always_down = |_: usize| {
+            Some(DeliveryError::Transient {
+                reason: "bad gateway".into(),
+                retry_after: None,
+            })
+        };
+        let max_age = Duration::from_secs(2 * 3600);
+        let created = Instant::now();
+        let (platform, outbox, metrics) = deliver_one(always_down, max_age).await;
+
+        let attempts = attempts_once_settled(&platform, &outbox).await;
+        // Tried again and again while young enough; the first failure past the age ends it.
+        let (last, before_last) = (attempts[attempts.len() - 1], attempts[attempts.len() - 2]);
+        assert!(before_last - created <= max_age, "{attempts:?}");
+        assert!(last - created > max_age, "{attempts:?}");
+        assert!(last - created <= max_age + MAX_PAUSE, "{attempts:?}");
+        let undelivered = metrics.value("hearth_outbox_undelivered_total", &[("channel", "test")]);
+        assert_eq!(undelivered, 1.0);
+        tokio::time::sleep(MAX_PAUSE * 3).await;
+        assert_eq!(platform.attempts.lock().unwrap().len(), attempts.len());
     }
 
     #[test]

@@ -29,6 +29,8 @@
 )]
 
 pub(crate) mod actor;
+#[cfg(test)]
+mod actor_tests;
 pub(crate) mod adapter;
 pub mod attachments;
 pub(crate) mod commands;

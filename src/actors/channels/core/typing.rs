@@ -5,9 +5,11 @@
 
 use std::collections::HashMap;
 use std::hash::Hash;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use actix::{Actor, AsyncContext, Context, SpawnHandle};
+// tokio's: the bound is kept on the runtime's clock, the one its timer runs on.
+use tokio::time::Instant;
 
 const MAX_TYPING: Duration = Duration::from_secs(10 * 60);
 
@@ -85,5 +87,95 @@ impl<K: Eq + Hash + Clone + Unpin + 'static> TypingTurns<K> {
         ctx.cancel_future(typing.handle);
         self.running.remove(key);
         true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::{Arc, Mutex};
+
+    use actix::{Addr, Handler, Message};
+
+    use super::*;
+
+    const EVERY: Duration = Duration::from_secs(4);
+
+    /// An actor showing "typing…" in one place; when it was shown is noted.
+    #[derive(Default)]
+    struct Shows {
+        typing: TypingTurns<&'static str>,
+        shown: Arc<Mutex<Vec<Instant>>>,
+    }
+
+    impl Actor for Shows {
+        type Context = Context<Self>;
+    }
+
+    #[derive(Message)]
+    #[rtype(result = "bool")]
+    enum Turn {
+        Started,
+        Stopped,
+    }
+
+    impl Handler<Turn> for Shows {
+        type Result = bool;
+
+        fn handle(&mut self, turn: Turn, ctx: &mut Context<Self>) -> bool {
+            match turn {
+                Turn::Started => {
+                    let shown = self.shown.clone();
+                    let show = move || shown.lock().unwrap().push(Instant::now());
+                    self.typing
+                        .started("chat", ctx, EVERY, show, |act: &mut Self| &mut act.typing);
+                    true
+                }
+                Turn::Stopped => self.typing.stopped(&"chat", ctx),
+            }
+        }
+    }
+
+    /// The actor, started on a paused clock, and when each of its notices was shown in
+    /// seconds after now.
+    fn start_showing() -> (Addr<Shows>, impl Fn() -> Vec<u64>) {
+        tokio::time::pause();
+        let actor = Shows::default();
+        let shown = actor.shown.clone();
+        let start = Instant::now();
+        let shown_at = move || {
+            let shown = shown.lock().unwrap();
+            shown.iter().map(|at| (*at - start).as_secs()).collect()
+        };
+        (actor.start(), shown_at)
+    }
+
+    #[actix::test]
+    async fn typing_is_shown_again_while_a_turn_runs_and_stops_with_the_last_turn() {
+        let (shows, shown_at) = start_showing();
+
+        shows.send(Turn::Started).await.unwrap();
+        tokio::time::sleep(Duration::from_secs(9)).await;
+        // A second turn of the same chat: the same notice, not a second one.
+        shows.send(Turn::Started).await.unwrap();
+        assert!(!shows.send(Turn::Stopped).await.unwrap());
+        tokio::time::sleep(Duration::from_secs(4)).await;
+        assert!(shows.send(Turn::Stopped).await.unwrap());
+        tokio::time::sleep(Duration::from_secs(60)).await;
+
+        assert_eq!(shown_at(), [0, 4, 8, 12]);
+    }
+
+    #[actix::test]
+    async fn a_turn_that_never_answers_stops_showing_typing_after_ten_minutes() {
+        let (shows, shown_at) = start_showing();
+
+        shows.send(Turn::Started).await.unwrap();
+        tokio::time::sleep(MAX_TYPING * 2).await;
+
+        let shows_at = shown_at();
+        assert_eq!(shows_at.len(), 150, "every 4 s for 10 minutes");
+        assert_eq!(shows_at.last(), Some(&596));
+        // The turn is forgotten: its end shows nothing more.
+        assert!(!shows.send(Turn::Stopped).await.unwrap());
     }
 }

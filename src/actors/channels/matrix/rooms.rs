@@ -137,7 +137,7 @@ fn retry_after(error: &matrix_sdk::Error) -> Option<Duration> {
     match error.client_api_error_kind()? {
         ErrorKind::LimitExceeded(data) => match data.retry_after? {
             RetryAfter::Delay(delay) => Some(delay),
-            RetryAfter::DateTime(at) => at.duration_since(std::time::SystemTime::now()).ok(),
+            RetryAfter::DateTime(at) => at.duration_since(crate::clock::system_now()).ok(),
         },
         _ => None,
     }

@@ -1,5 +1,5 @@
-//! Checks of the storage ports' suite (`storage_ports.rs` runs each against every adapter)
-//! for approvals and intents plans: a suspension is stored with every message asking it,
+//! The storage ports' checks for approvals and intents plans, across `PendingActions`,
+//! `Outbox` and `PlanExecutions`: a suspension is stored with every message asking it,
 //! or with none; a message's waiting confirmation is found by the message; a plan is
 //! written only over the version it was read at. On SQLite alone: cancelling a member's
 //! open plans changes all of them or none.
@@ -7,7 +7,16 @@
 use hearth::ports::{AnswerPlace, Decision, PlanExecution, StepStatus, StorageError};
 use hearth::storage::{self, Stores};
 
-use crate::storage_ports::{T0, confirmation, expect_new, inbound, outgoing, plan, record_of};
+use super::outbox::outgoing;
+use super::pending_actions::confirmation;
+use super::plans::plan;
+use super::{T0, expect_new, inbound, record_of};
+
+adapter_suite!(
+    pending_suspend_stores_every_prompt_with_it,
+    pending_waiting_for_finds_the_message_s_unanswered_confirmation,
+    plans_are_written_only_over_the_version_they_were_read_at,
+);
 
 /// Every undelivered row of `channel` as (id, conversation, text).
 async fn queued(stores: &Stores, channel: &str) -> Vec<(i64, String, String)> {
@@ -23,7 +32,7 @@ async fn queued(stores: &Stores, channel: &str) -> Vec<(i64, String, String)> {
 
 /// A child's request escalated to two parents is stored with the child's notice and each
 /// parent's prompt, in one write: all of them, in the order given, or (refused) none.
-pub(crate) async fn pending_suspend_stores_every_prompt_with_it(stores: &Stores) {
+async fn pending_suspend_stores_every_prompt_with_it(stores: &Stores) {
     expect_new(stores, &inbound("e-1", "telegram", None)).await;
     let mut escalated = confirmation("c-e-1", "e-1", T0);
     escalated.approvers = vec!["carol".into(), "dave".into()];
@@ -92,9 +101,7 @@ pub(crate) async fn pending_suspend_stores_every_prompt_with_it(stores: &Stores)
 
 /// What `GET /inbound/{id}` shows of a suspended message: the confirmation it waits for,
 /// found by the message alone; none once it was answered, the new one once it asks again.
-pub(crate) async fn pending_waiting_for_finds_the_message_s_unanswered_confirmation(
-    stores: &Stores,
-) {
+async fn pending_waiting_for_finds_the_message_s_unanswered_confirmation(stores: &Stores) {
     let pending = &stores.pending;
     for id in ["w-1", "w-2"] {
         expect_new(stores, &inbound(id, "http", None)).await;
@@ -137,7 +144,7 @@ fn is_stale(result: Result<(), StorageError>) -> bool {
 
 /// A plan is written only over the version it was read at: a write based on a version
 /// another write (a `/cancel`) has replaced fails and leaves the stored plan as it is.
-pub(crate) async fn plans_are_written_only_over_the_version_they_were_read_at(stores: &Stores) {
+async fn plans_are_written_only_over_the_version_they_were_read_at(stores: &Stores) {
     let plans = &stores.plans;
     let mut stored = plan("v1", "alice", StepStatus::WaitingUser, 1_000);
     plans.save_plan(&mut stored).await.unwrap();
