@@ -11,6 +11,8 @@
 //! - `load.rs`: reading, YAML syntax, `HEARTH__*` overrides, typing with key paths;
 //! - `profiles.rs`: profile merging, the resolved profile types, profile checks;
 //! - `validate.rs`: the other checks and the secrets;
+//! - `mcp_names.rs`: how an MCP server's tools are named to the model, and so which server
+//!   ids can be configured;
 //! - `built_parts.rs`: config that needs a part this binary was built without;
 //! - `secret.rs`: the type that keeps a secret inside the configuration out of `Debug`;
 //! - `error.rs`: the error and problem types.
@@ -18,6 +20,7 @@
 mod built_parts;
 mod error;
 mod load;
+mod mcp_names;
 mod profiles;
 mod secret;
 mod types;
@@ -30,6 +33,10 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 pub use error::{ConfigError, ConfigProblem};
+pub use mcp_names::{
+    BadServerId, MAX_SERVER_ID_LEN, MAX_TOOL_NAME_LEN, TOOL_NAME_SEPARATOR, check_server_id,
+    namespaced_tool_name, tool_server_id,
+};
 pub use profiles::{
     DEFAULT_INTENTS_FILE, DelegationLevel, Engine, IMPLICIT_PROFILE_ID, PluginApprovalName,
     ProcessingConfig, ResolvedProfile, ToolsConfig,

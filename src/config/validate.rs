@@ -11,10 +11,10 @@ use std::collections::{BTreeMap, BTreeSet};
 use reqwest::header::{HeaderName, HeaderValue};
 
 use super::error::Problems;
+use super::mcp_names::check_server_id;
 use super::profiles::ResolvedProfile;
 use super::secret::Secret;
 use super::types::{HearthConfig, McpServerConfig, TelegramMode};
-use crate::tools::mcp::check_server_id;
 
 /// Checks the settings outside the profiles.
 pub(crate) fn check_settings(config: &HearthConfig, problems: &mut Problems) {

@@ -13,7 +13,7 @@
 //! plugin name, else a local tool. Validation refuses a name that can name nothing; at run
 //! time the rules fail closed (see `ConfirmingToolsProvider`).
 
-use crate::tools::mcp::{TOOL_NAME_SEPARATOR, namespaced_tool_name};
+use crate::config::{TOOL_NAME_SEPARATOR, namespaced_tool_name};
 
 /// One entry of `confirm_tools`, parsed.
 #[derive(Debug, Clone, PartialEq, Eq)]

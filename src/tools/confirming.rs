@@ -16,9 +16,9 @@ use std::sync::{Arc, Mutex};
 use async_trait::async_trait;
 
 use super::{ApprovalName, ApprovalSubject, ToolContext, ToolError, ToolsProvider};
+use crate::config::namespaced_tool_name;
 use crate::llm::ToolSpec;
 use crate::ports::Decision;
-use crate::tools::mcp::namespaced_tool_name;
 
 pub struct ConfirmingToolsProvider {
     inner: Arc<dyn ToolsProvider>,

@@ -13,8 +13,8 @@ use rmcp::service::{PeerRequestOptions, ServiceError};
 use rmcp::{Peer, RoleClient};
 use tokio::time::Instant;
 
-use super::names::tool_server_id;
 use super::server::{ServerShared, short_reason};
+use crate::config::tool_server_id;
 use crate::llm::ToolSpec;
 use crate::tools::{ApprovalSubject, ToolContext, ToolError, ToolsProvider};
 

@@ -25,10 +25,9 @@ use tokio::time::Instant;
 
 use super::client::HearthClient;
 use super::elicitation::CallTracker;
-use super::names::namespaced_tool_name;
 use super::stdio::{MAX_MESSAGE_BYTES, StdioServer};
 use super::{McpOptions, ServerState};
-use crate::config::McpServerConfig;
+use crate::config::{McpServerConfig, namespaced_tool_name};
 use crate::llm::ToolSpec;
 
 const INITIAL_BACKOFF: Duration = Duration::from_secs(1);
