@@ -180,7 +180,7 @@ async fn check_config(loaded: LoadedConfig) -> anyhow::Result<()> {
     }
     println!("confirmation (tool calls that ask the member first):");
     for profile in &loaded.profiles {
-        let mut asking = hearth::tools::describe_asking_tools(
+        let mut asking = hearth::config::describe_asking_tools(
             &profile.tools.confirm_tools,
             &profile.tools.enable_mcp_server_ids,
             |id| catalog.capability_ids(id),

@@ -14,10 +14,12 @@
 //! - `mcp_names.rs`: how an MCP server's tools are named to the model, and so which server
 //!   ids can be configured;
 //! - `built_parts.rs`: config that needs a part this binary was built without;
+//! - `confirm_tools.rs`: how `confirm_tools` entries name tools, and how a call is matched;
 //! - `secret.rs`: the type that keeps a secret inside the configuration out of `Debug`;
 //! - `error.rs`: the error and problem types.
 
 mod built_parts;
+mod confirm_tools;
 mod error;
 mod load;
 mod mcp_names;
@@ -32,6 +34,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
+pub use confirm_tools::{ApprovalName, ApprovalSubject, describe_asking_tools};
 pub use error::{ConfigError, ConfigProblem};
 pub use mcp_names::{
     BadServerId, MAX_SERVER_ID_LEN, MAX_TOOL_NAME_LEN, TOOL_NAME_SEPARATOR, check_server_id,
@@ -110,7 +113,7 @@ impl LoadedConfig {
                 );
                 continue;
             };
-            if let crate::tools::ApprovalName::PluginCapability { capability, .. } = name
+            if let ApprovalName::PluginCapability { capability, .. } = name
                 && !capabilities.contains(capability)
             {
                 problems.push(

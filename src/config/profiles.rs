@@ -18,10 +18,10 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::{Deserialize, Serialize, Serializer};
 use serde_yaml::Mapping;
 
+use super::confirm_tools::ApprovalName;
 use super::error::Problems;
 use super::load::{describe_serde_message, display_key_path};
 use super::types::HearthConfig;
-use crate::tools::ApprovalName;
 
 /// The profile used when `service_profiles` is empty.
 pub const IMPLICIT_PROFILE_ID: &str = "default_assistant";
