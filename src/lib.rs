@@ -26,6 +26,7 @@
 //! - [`plugins`]: plugin manifests, the parameter resolver, calling plugins, `route_to_plugin`.
 //! - [`scripts`]: the family's scripts (`scripts_dir`), their workflow state and toolset.
 //! - [`family`], [`metrics`], [`readiness`]: the allow-list, Prometheus counters, `/readyz`.
+//! - [`redaction`]: the password of a url, never shown.
 //! - [`retention`]: the background pruning of what is kept only for a while.
 //! - [`clock`]: the wall clock every expiry, retry and time-to-live reads; tests make it
 //!   follow tokio's paused clock.
@@ -46,6 +47,7 @@ pub mod metrics;
 pub mod plugins;
 pub mod ports;
 pub mod readiness;
+pub mod redaction;
 pub mod retention;
 pub mod scripts;
 pub mod storage;

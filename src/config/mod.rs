@@ -50,7 +50,7 @@ pub use types::{
     ChannelsConfig, DeliveryConfig, FamilyMember, FamilyRole, HearthConfig, HttpConfig, LlmBackend,
     LlmModelConfig, LlmProviderKind, LlmRetryConfig, MatrixConfig, McpServerConfig,
     ProfileSettingsConfig, QueueConfig, RetentionConfig, ScriptsConfig, ServiceProfileConfig,
-    TelegramConfig, TelegramMode, redact_url_password,
+    TelegramConfig, TelegramMode,
 };
 
 /// A validated configuration, ready to build the actors from.

@@ -58,7 +58,7 @@ fn check_database(config: &HearthConfig, problems: &mut Problems) {
             format!(
                 "{} names PostgreSQL, which is not supported yet; use a sqlite:// url, \
                  e.g. \"sqlite://data/hearth.db\"",
-                super::types::redact_url_password(url)
+                crate::redaction::redact_url_password(url)
             ),
         ),
         _ => problems.push(

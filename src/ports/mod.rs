@@ -72,7 +72,7 @@ impl StorageError {
     /// A database url hearth cannot use, named without its password.
     pub fn unsupported_url(url: &str, reason: impl Into<String>) -> Self {
         StorageError::UnsupportedUrl {
-            url: crate::config::redact_url_password(url),
+            url: crate::redaction::redact_url_password(url),
             reason: reason.into(),
         }
     }
