@@ -10,8 +10,7 @@ use tokio::sync::oneshot;
 
 use super::{AskError, AskMember, RequestQueue};
 use crate::actors::channels::{DeliverReply, ReplyKind};
-use crate::actors::delegation::root_conversation_key;
-use crate::ports::Inbound;
+use crate::ports::{Inbound, root_conversation_key};
 
 /// The turn running in a conversation, and where its replies go.
 pub(super) struct RunningTurn {
