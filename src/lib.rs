@@ -17,6 +17,8 @@
 //! - [`http`]: the actix-web routes.
 //! - [`llm`]: wire-neutral chat types, the `LlmProvider` port and its providers.
 //! - [`tools`]: the `ToolsProvider` port and its stack.
+//! - [`turn`]: a running turn's messages, shared by processing, the intents engine, the queue
+//!   and delegation.
 //! - [`ports`]: the storage-shaped ports (`Inbox`, `ConversationMemory`, `UserProfiles`,
 //!   `PendingActions`, `ChannelState`, `TelemetrySink`); [`storage`]: their SQLite and
 //!   in-memory adapters.
@@ -52,3 +54,4 @@ pub mod retention;
 pub mod scripts;
 pub mod storage;
 pub mod tools;
+pub mod turn;

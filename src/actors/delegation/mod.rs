@@ -26,12 +26,13 @@ use actix::{Actor, Addr, Context, Handler, ResponseActFuture};
 pub use messages::{Delegate, DelegateRequest, Delegated, DelegationError, SuspendedDelegation};
 pub use tool::{DELEGATE_TOOL, DelegationTargetInfo, DelegationTool};
 
-use crate::actors::processing::{ProcessTurn, ProcessingService, ResumeTurn, TurnResult};
+use crate::actors::processing::ProcessingService;
 use crate::config::DelegationLevel;
 use crate::ports::{
     ConversationMemory, DELEGATION_CHANNEL, Decision, Inbound, PendingConfirmation, now_ms,
 };
 use crate::tools::ToolContext;
+use crate::turn::{ProcessTurn, ResumeTurn, TurnResult};
 
 /// Nested delegations allowed below the turn the member started.
 pub const MAX_DELEGATION_DEPTH: usize = 2;

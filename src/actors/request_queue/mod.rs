@@ -43,9 +43,7 @@ pub use suspending::ASKED_A_PARENT;
 use waiting_plans::{WaitingPlans, process_new};
 
 use crate::actors::channels::{DeliverReply, ReplyKind};
-use crate::actors::processing::{
-    ProcessTurn, ProcessingService, ResumeTurn, TurnError, TurnOutcome, TurnResult,
-};
+use crate::actors::processing::ProcessingService;
 use crate::config::QueueConfig;
 use crate::metrics::{Metrics, StageTimer};
 use crate::ports::{
@@ -53,6 +51,7 @@ use crate::ports::{
     PendingPluginCalls, ScriptWorkflows, TurnRecord, now_ms,
 };
 use crate::readiness::Readiness;
+use crate::turn::{ProcessTurn, ResumeTurn, TurnError, TurnOutcome, TurnResult};
 
 pub const DELAYED_REPLY: &str = "Sorry, I can't reach my language model right now. \
     I've kept your message and will answer as soon as I can.";
