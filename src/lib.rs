@@ -18,7 +18,7 @@
 //! - [`llm`]: wire-neutral chat types, the `LlmProvider` port and its providers.
 //! - [`tools`]: the `ToolsProvider` port and its stack.
 //! - [`turn`]: a running turn's messages, shared by processing, the intents engine, the queue
-//!   and delegation.
+//!   and delegation, and what a turn asks or tells its member through the queue.
 //! - [`ports`]: the storage-shaped ports (`Inbox`, `ConversationMemory`, `UserProfiles`,
 //!   `PendingActions`, `ChannelState`, `TelemetrySink`); [`storage`]: their SQLite and
 //!   in-memory adapters.

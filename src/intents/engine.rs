@@ -27,7 +27,6 @@ use super::registry::{IntentContext, IntentsRegistry};
 use super::telemetry::{Level, StageRecorder};
 use super::unreadable::Unreadable;
 use crate::actors::llm_broker::{CallOrigin, GenerateChat};
-use crate::actors::request_queue::TellMember;
 use crate::config::{FamilyRole, ResolvedProfile};
 use crate::llm::{ChatMessage, LlmError};
 use crate::metrics::Metrics;
@@ -37,7 +36,7 @@ use crate::ports::{
     now_ms, root_conversation_key,
 };
 use crate::tools::ToolsProvider;
-use crate::turn::{ProcessTurn, ResumeTurn, TurnError, TurnOutcome, TurnResult};
+use crate::turn::{ProcessTurn, ResumeTurn, TellMember, TurnError, TurnOutcome, TurnResult};
 
 /// No intent, or not confident enough (seed 003).
 pub const NOT_SURE_REPLY: &str = "I'm not sure how to help with that. Could you rephrase?";

@@ -17,7 +17,6 @@ use serde_json::{Value, json};
 use super::engine::{IntentsEngine, Interaction};
 use super::planner::{POST, PRE, Planner, render};
 use super::policy::{PolicyDecision, PolicyRequest};
-use crate::actors::request_queue::{TellMember, Told};
 use crate::config::FamilyRole;
 use crate::ports::{
     AskedApproval, DELEGATION_CHANNEL, Decision, PendingConfirmation, PlanExecution, PlanStep,
@@ -25,7 +24,8 @@ use crate::ports::{
 };
 use crate::tools::{ToolContext, ToolError, render_call_for_people};
 use crate::turn::{
-    SLASH_COMMAND_DECLINED, SLASH_COMMAND_EXPIRED, TurnError, TurnOutcome, TurnResult,
+    SLASH_COMMAND_DECLINED, SLASH_COMMAND_EXPIRED, TellMember, Told, TurnError, TurnOutcome,
+    TurnResult,
 };
 
 /// What the member hears when a call was running as hearth stopped.

@@ -1,4 +1,5 @@
-//! Messages of the `RequestQueue`.
+//! Messages of the `RequestQueue`. It also handles what a running turn asks or tells its
+//! member (`turn::AskMember`, `turn::TellMember`).
 
 use actix::Message;
 
@@ -61,53 +62,6 @@ pub enum AnswerError {
     Refused(#[from] crate::ports::AnswerRefused),
     #[error(transparent)]
     Storage(#[from] StorageError),
-}
-
-/// Put `question` to `member_id` in the conversation whose turn is running now (a
-/// delegated turn's conversation counts as its parent's): the member's next message
-/// there is sent to `answer_to` instead of starting a turn. Dropping the receiver
-/// withdraws the question.
-#[derive(Debug, Message)]
-#[rtype(result = "Result<(), AskError>")]
-pub struct AskMember {
-    pub member_id: String,
-    pub conversation_key: String,
-    pub question: String,
-    pub answer_to: tokio::sync::oneshot::Sender<String>,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum AskError {
-    #[error("no turn of conversation {0:?} is running, so there is nowhere to ask")]
-    NoRunningTurn(String),
-    #[error("member {member:?} is already being asked something in conversation {conversation:?}")]
-    AlreadyAsking {
-        member: String,
-        conversation: String,
-    },
-}
-
-/// Tell the member whose turn of message `inbox_id` runs in `conversation_key` `text`
-/// before that turn's answer (what an intents plan is about to do). On a channel that
-/// delivers through the outbox it goes out at once, stored under `once_key` so a retry of
-/// the turn saying it again is not delivered twice; elsewhere (HTTP, the console, a waiting
-/// call) the turn answers once, and says it in its answer.
-#[derive(Debug, Message)]
-#[rtype(result = "Result<Told, StorageError>")]
-pub struct TellMember {
-    pub inbox_id: String,
-    pub conversation_key: String,
-    pub text: String,
-    pub once_key: String,
-}
-
-/// Where what a turn told its member goes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Told {
-    /// Delivered on its own (or stored to be, or found so stored by an earlier try).
-    Separately,
-    /// Not sent: the turn says it in its answer.
-    WithTheAnswer,
 }
 
 /// `/cancel`: deny every confirmation waiting for `member_id` in the conversation

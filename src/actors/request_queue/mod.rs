@@ -34,9 +34,8 @@ pub use confirmations::STUCK_CHECK_EVERY;
 pub use draining::DrainTurns;
 pub use lanes::Lanes;
 pub use messages::{
-    AnswerConfirmation, AnswerError, Answered, AskError, AskMember, CANCELLED_OUTCOME,
-    CancelPending, Cancelled, OwnChatsFound, SubmitError, SubmitInbound, Submitted, TellMember,
-    Told,
+    AnswerConfirmation, AnswerError, Answered, CANCELLED_OUTCOME, CancelPending, Cancelled,
+    OwnChatsFound, SubmitError, SubmitInbound, Submitted,
 };
 pub use routing::Router;
 pub use suspending::ASKED_A_PARENT;

@@ -8,9 +8,10 @@
 use actix::{Context, Handler};
 use tokio::sync::oneshot;
 
-use super::{AskError, AskMember, RequestQueue};
+use super::RequestQueue;
 use crate::actors::channels::{DeliverReply, ReplyKind};
 use crate::ports::{Inbound, root_conversation_key};
+use crate::turn::{AskError, AskMember};
 
 /// The turn running in a conversation, and where its replies go.
 pub(super) struct RunningTurn {

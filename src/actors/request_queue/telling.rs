@@ -9,9 +9,10 @@
 use actix::fut::{self, ActorFutureExt, WrapFuture};
 use actix::{Handler, ResponseActFuture};
 
-use super::{RequestQueue, TellMember, Told};
+use super::RequestQueue;
 use crate::actors::channels::ReplyKind;
 use crate::ports::StorageError;
+use crate::turn::{TellMember, Told};
 
 impl Handler<TellMember> for RequestQueue {
     type Result = ResponseActFuture<Self, Result<Told, StorageError>>;
