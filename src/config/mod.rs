@@ -16,6 +16,8 @@
 //! - `built_parts.rs`: config that needs a part this binary was built without;
 //! - `confirm_tools.rs`: how `confirm_tools` entries name tools, and how a call is matched;
 //! - `secret.rs`: the type that keeps a secret inside the configuration out of `Debug`;
+//! - `yaml_file.rs`: the YAML files configuration names (plugins', intents files) read with
+//!   every problem's file, line and key path;
 //! - `error.rs`: the error and problem types.
 
 mod built_parts;
@@ -27,6 +29,7 @@ mod profiles;
 mod secret;
 mod types;
 mod validate;
+pub(crate) mod yaml_file;
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -52,6 +55,7 @@ pub use types::{
     ProfileSettingsConfig, QueueConfig, RetentionConfig, ScriptsConfig, ServiceProfileConfig,
     TelegramConfig, TelegramMode,
 };
+pub use yaml_file::{KeyPath, KeySegment, PluginFileProblem};
 
 /// A validated configuration, ready to build the actors from.
 #[derive(Clone)]

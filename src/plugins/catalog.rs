@@ -13,8 +13,8 @@ use super::plugin_config::{
     PLUGIN_CONFIG_FILE_NAME, PluginConfig, PluginConfigError, parse_plugin_config_yaml,
     read_plugin_config,
 };
-use super::yaml_file::PluginFileProblem;
 use crate::config::HearthConfig;
+use crate::config::yaml_file::PluginFileProblem;
 
 /// Where a plugin in the catalog comes from.
 #[derive(Debug, Clone, PartialEq, Eq)]
