@@ -16,6 +16,7 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_yaml::Mapping;
 
 use super::secret::Secret;
+use super::yaml_file::null_as_default;
 use crate::redaction::redact_url_password;
 
 /// The whole configuration file.
@@ -581,14 +582,4 @@ pub struct ServiceProfileConfig {
     pub processing_config: Option<Mapping>,
     #[serde(default)]
     pub tools_config: Option<Mapping>,
-}
-
-/// Reads an explicit YAML null as the type's default, so `family:` left empty means no family
-/// members instead of a type error.
-fn null_as_default<'de, D, T>(deserializer: D) -> Result<T, D::Error>
-where
-    D: Deserializer<'de>,
-    T: Deserialize<'de> + Default,
-{
-    Ok(Option::<T>::deserialize(deserializer)?.unwrap_or_default())
 }

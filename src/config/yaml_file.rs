@@ -127,8 +127,8 @@ pub(crate) fn parse_json_document<T: DeserializeOwned>(
     })
 }
 
-/// For keys written with nothing after them (`parameters:`), which YAML reads as null: they
-/// mean "none", like leaving the key out.
+/// For keys written with nothing after them (`parameters:`, `family:`), which YAML reads as
+/// null: they mean "none", like leaving the key out, instead of a type error.
 pub(crate) fn null_as_default<'de, D, T>(deserializer: D) -> Result<T, D::Error>
 where
     D: Deserializer<'de>,
