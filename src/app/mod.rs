@@ -5,11 +5,13 @@
 //!   names one);
 //! - `tools.rs`: each profile's tools stack;
 //! - `models.rs`: the LLM providers;
+//! - `plugins.rs`: the plugins' catalog and runtime, on the stores;
 //! - `intents.rs`: the intents engine of `engine: intents` profiles.
 
 mod intents;
 mod models;
 mod platforms;
+mod plugins;
 mod tools;
 
 use std::collections::HashMap;
@@ -33,7 +35,7 @@ use crate::config::LoadedConfig;
 use crate::family::Family;
 use crate::http::{self, ApiKeys, HttpState};
 use crate::metrics::Metrics;
-use crate::plugins::{CatalogError, start_plugins};
+use crate::plugins::CatalogError;
 use crate::ports::StorageError;
 use crate::readiness::Readiness;
 use crate::retention::{RetentionSettings, spawn_pruner};
@@ -44,6 +46,7 @@ use crate::tools::mcp::{ChatElicitation, MAX_ELICITATION_WAIT, McpOptions, McpSe
 use crate::tools::{LocalToolsProvider, ToolsProvider};
 use platforms::PlatformContexts;
 pub use platforms::Platforms;
+use plugins::start_plugins;
 use tools::{ToolParts, profile_tools};
 
 /// Channels that do not come from config: the console of `hearth chat`, and

@@ -34,7 +34,6 @@ pub mod resolver;
 mod route_tool;
 mod runtime;
 mod shopping_list;
-mod start;
 
 #[cfg(test)]
 mod catalog_tests;
@@ -45,7 +44,7 @@ mod resolver_tests;
 
 pub use catalog::{
     CatalogEntry, CatalogError, ConfigLookupError, MAX_REGISTERED_PLUGINS, PluginCatalog,
-    PluginLoadError, PluginOrigin, RegisterError, Registration,
+    PluginLoadError, PluginOrigin, RegisterError, Registration, restore_registered,
 };
 pub use invoke::{
     InlinePlugin, PluginAnswer, PluginCallError, PluginCallRequest, PluginInvoker, PluginUser,
@@ -69,4 +68,3 @@ pub use resolver::{
 pub use route_tool::RouteToPluginTool;
 pub use runtime::{PluginRuntime, ROUTE_TO_PLUGIN};
 pub use shopping_list::{SHOPPING_LIST_PLUGIN, ShoppingListPlugin};
-pub use start::{restore_registered, start_plugins};

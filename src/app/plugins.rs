@@ -1,47 +1,22 @@
 //! Starting the plugins: the catalog from `plugins_dir` (a broken file stops start-up with
 //! every problem named), the external plugins registered in earlier runs, the built-in
-//! shopping list, and the runtime every profile's `route_to_plugin` tool shares.
+//! shopping list on the stores, and the runtime every profile's `route_to_plugin` tool shares.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
 use actix::Recipient;
 
-use super::catalog::{CatalogError, PluginCatalog};
-use super::invoke::{InlinePlugin, PluginInvoker};
-use super::manifest::PluginManifest;
-use super::runtime::PluginRuntime;
-use super::shopping_list::{SHOPPING_LIST_PLUGIN, ShoppingListPlugin};
 use crate::actors::llm_broker::GenerateChat;
 use crate::config::HearthConfig;
 use crate::family::Family;
-use crate::ports::RegisteredPlugins;
+use crate::plugins::{
+    CatalogError, InlinePlugin, PluginCatalog, PluginInvoker, PluginRuntime, SHOPPING_LIST_PLUGIN,
+    ShoppingListPlugin, restore_registered,
+};
 use crate::storage::Stores;
 
-/// Put the external plugins registered in earlier runs back into `catalog`.
-pub async fn restore_registered(catalog: &PluginCatalog, registered: &dyn RegisteredPlugins) {
-    match registered.list().await {
-        Ok(registered) => {
-            for plugin in registered {
-                let restored = PluginManifest::from_json_value(plugin.manifest)
-                    .map_err(|error| error.to_string())
-                    .and_then(|manifest| {
-                        catalog
-                            .register(manifest)
-                            .map_err(|error| error.to_string())
-                    });
-                if let Err(error) = restored {
-                    tracing::warn!(plugin = %plugin.plugin_id, %error, "registered plugin not restored");
-                }
-            }
-        }
-        Err(error) => {
-            tracing::error!(%error, "registered plugins unreadable; they must register again")
-        }
-    }
-}
-
-pub async fn start_plugins(
+pub(super) async fn start_plugins(
     config: &HearthConfig,
     stores: &Stores,
     family: Arc<Family>,
