@@ -26,11 +26,11 @@ use actix_web::dev::ServerHandle;
 use crate::actors::channels::matrix::MatrixStartError;
 #[cfg(feature = "telegram")]
 use crate::actors::channels::telegram::TelegramStartError;
-use crate::actors::channels::{ChannelDeps, DeliverReply, DeliverySettings, HttpChannel};
+use crate::actors::channels::{ChannelDeps, DeliverySettings, HttpChannel};
 use crate::actors::delegation::{Delegation, DelegationTarget, DelegationTargetInfo};
 use crate::actors::llm_broker::{BrokerSettings, LlmBroker, ModelEntry};
 use crate::actors::processing::{ProcessingDeps, ProcessingService};
-use crate::actors::request_queue::{DrainTurns, QueuePorts, RequestQueue, Router};
+use crate::actors::request_queue::{DeliverReply, DrainTurns, QueuePorts, RequestQueue, Router};
 use crate::config::LoadedConfig;
 use crate::family::Family;
 use crate::http::{self, ApiKeys, HttpState};

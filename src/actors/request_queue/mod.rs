@@ -35,13 +35,12 @@ pub use draining::DrainTurns;
 pub use lanes::Lanes;
 pub use messages::{
     AnswerConfirmation, AnswerError, Answered, CANCELLED_OUTCOME, CancelPending, Cancelled,
-    OwnChatsFound, SubmitError, SubmitInbound, Submitted,
+    DeliverReply, EXPIRED_OUTCOME, OwnChatsFound, ReplyKind, SubmitError, SubmitInbound, Submitted,
 };
 pub use routing::Router;
 pub use suspending::ASKED_A_PARENT;
 use waiting_plans::{WaitingPlans, process_new};
 
-use crate::actors::channels::{DeliverReply, ReplyKind};
 use crate::actors::processing::ProcessingService;
 use crate::config::QueueConfig;
 use crate::metrics::{Metrics, StageTimer};

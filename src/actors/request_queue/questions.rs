@@ -8,8 +8,7 @@
 use actix::{Context, Handler};
 use tokio::sync::oneshot;
 
-use super::RequestQueue;
-use crate::actors::channels::{DeliverReply, ReplyKind};
+use super::{DeliverReply, ReplyKind, RequestQueue};
 use crate::ports::{Inbound, root_conversation_key};
 use crate::turn::{AskError, AskMember};
 

@@ -8,8 +8,7 @@
 use futures::FutureExt;
 use futures::future::LocalBoxFuture;
 
-use super::{Finished, RequestQueue};
-use crate::actors::channels::{DeliverReply, ReplyKind};
+use super::{DeliverReply, Finished, ReplyKind, RequestQueue};
 use crate::ports::{Inbound, OutgoingMessage, PendingConfirmation};
 use crate::turn::TurnError;
 

@@ -9,8 +9,7 @@
 use actix::fut::{self, ActorFutureExt, WrapFuture};
 use actix::{Handler, ResponseActFuture};
 
-use super::RequestQueue;
-use crate::actors::channels::ReplyKind;
+use super::{ReplyKind, RequestQueue};
 use crate::ports::StorageError;
 use crate::turn::{TellMember, Told};
 
