@@ -7,9 +7,9 @@ use std::sync::Arc;
 
 use actix::Recipient;
 
-use crate::actors::llm_broker::GenerateChat;
 use crate::config::HearthConfig;
 use crate::family::Family;
+use crate::llm::GenerateChat;
 use crate::plugins::{
     CatalogError, InlinePlugin, PluginCatalog, PluginInvoker, PluginRuntime, SHOPPING_LIST_PLUGIN,
     ShoppingListPlugin, restore_registered,

@@ -18,9 +18,9 @@ use actix_web::dev::ServerHandle;
 use actix_web::{App, HttpResponse, HttpServer, error, web};
 
 use crate::actors::channels::{HttpChannel, PlatformRoutes};
-use crate::actors::llm_broker::GenerateChat;
 use crate::actors::request_queue::RequestQueue;
 use crate::family::Family;
+use crate::llm::GenerateChat;
 use crate::metrics::Metrics;
 use crate::plugins::PluginRuntime;
 use crate::ports::{Inbox, PendingActions, RegisteredPlugins};

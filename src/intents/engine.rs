@@ -26,9 +26,8 @@ use super::policy::{NullPolicyEngine, PolicyEngine, RulePolicyEngine};
 use super::registry::{IntentContext, IntentsRegistry};
 use super::telemetry::{Level, StageRecorder};
 use super::unreadable::Unreadable;
-use crate::actors::llm_broker::{CallOrigin, GenerateChat};
 use crate::config::{FamilyRole, ResolvedProfile};
-use crate::llm::{ChatMessage, LlmError};
+use crate::llm::{CallOrigin, ChatMessage, GenerateChat, LlmError};
 use crate::metrics::Metrics;
 use crate::ports::{
     ConversationMemory, DELEGATION_CHANNEL, HistoryEntry, Inbound, PlanExecution, PlanExecutions,

@@ -23,9 +23,9 @@ pub use turn::{DECLINED_RESULT, EXPIRED_RESULT, UNKNOWN_OUTCOME_RESULT};
 pub use prompt::{DEFAULT_SYSTEM_PROMPT, starting_with_user, system_prompt};
 use turn::TurnRunner;
 
-use crate::actors::llm_broker::GenerateChat;
 use crate::config::{LlmModelConfig, ResolvedProfile};
 use crate::family::Family;
+use crate::llm::GenerateChat;
 use crate::ports::{ConversationMemory, UserProfiles};
 use crate::tools::ToolsProvider;
 use crate::turn::{ProcessTurn, ResumeTurn, TurnError, TurnOutcome};

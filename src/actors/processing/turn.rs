@@ -15,9 +15,10 @@ use super::ProcessingDeps;
 use super::images::{Sight, load_images, read_image};
 use super::journal::{FAST_PATH_CALL, INTERRUPTED_CALL_RESULT, Journal, Recovered, recover};
 use super::prompt::{DEFAULT_SYSTEM_PROMPT, starting_with_user, system_prompt, user_message_text};
-use crate::actors::llm_broker::{CallOrigin, GenerateChat};
 use crate::config::ResolvedProfile;
-use crate::llm::{ChatMessage, ChatRequest, IMAGES_NOT_SHOWN, Role, ToolCall};
+use crate::llm::{
+    CallOrigin, ChatMessage, ChatRequest, GenerateChat, IMAGES_NOT_SHOWN, Role, ToolCall,
+};
 use crate::metrics::StageTimer;
 use crate::plugins::ROUTE_TO_PLUGIN;
 use crate::ports::{AskedApproval, Decision, HistoryEntry, Inbound, PendingConfirmation, now_ms};
