@@ -10,7 +10,8 @@
 //! - `types.rs`: the file's shape and defaults;
 //! - `load.rs`: reading, YAML syntax, `HEARTH__*` overrides, typing with key paths;
 //! - `profiles.rs`: profile merging, the resolved profile types, profile checks;
-//! - `validate.rs`: the other checks and the secrets;
+//! - `validate.rs`: the other checks;
+//! - `env_secrets.rs`: the secrets the configuration names, read from the environment;
 //! - `mcp_names.rs`: how an MCP server's tools are named to the model, and so which server
 //!   ids can be configured;
 //! - `built_parts.rs`: config that needs a part this binary was built without;
@@ -22,6 +23,7 @@
 
 mod built_parts;
 mod confirm_tools;
+mod env_secrets;
 mod error;
 mod load;
 mod mcp_names;
@@ -185,8 +187,8 @@ pub fn load_with_env(
     let mut problems = error::Problems::default();
     let resolution = profiles::resolve_profiles(&config, options.known_local_tools, &mut problems);
     validate::check_settings(&config, &mut problems);
-    let secrets = validate::collect_secrets(&config, &resolution.profiles, env, &mut problems);
-    validate::resolve_mcp_secrets(&mut config, &secrets, &mut problems);
+    let secrets = env_secrets::collect_secrets(&config, &resolution.profiles, env, &mut problems);
+    env_secrets::resolve_mcp_secrets(&mut config, &secrets, &mut problems);
 
     if !problems.is_empty() {
         return Err(ConfigError::Invalid {
