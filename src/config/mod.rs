@@ -9,7 +9,8 @@
 //!
 //! - `types.rs`: the file's shape and defaults;
 //! - `load.rs`: reading, YAML syntax, `HEARTH__*` overrides, typing with key paths;
-//! - `profiles.rs`: profile merging, the resolved profile types, profile checks;
+//! - `profiles/`: profile merging and the resolved profile types (`mod.rs`), the checks of
+//!   profile settings at the key where each is written (`checks.rs`);
 //! - `validate.rs`: the other checks;
 //! - `env_secrets.rs`: the secrets the configuration names, read from the environment;
 //! - `mcp_names.rs`: how an MCP server's tools are named to the model, and so which server

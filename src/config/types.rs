@@ -6,7 +6,7 @@
 //! counts as "use the default" for collections and sections, because that is what people mean
 //! when they leave a section empty. The two profile sections (`processing_config`,
 //! `tools_config`) stay raw YAML mappings here: they are merged key by key before they are typed,
-//! which `profiles.rs` owns.
+//! which `profiles/` owns.
 
 use std::collections::BTreeMap;
 use std::fmt;
