@@ -43,6 +43,8 @@ mod server;
 mod servers;
 #[cfg(feature = "mcp")]
 mod stdio;
+#[cfg(feature = "mcp")]
+mod transport;
 
 #[cfg(feature = "mcp")]
 pub use elicitation::{
