@@ -27,6 +27,8 @@
 //! - [`plugins`]: plugin manifests, the parameter resolver, calling plugins, `route_to_plugin`.
 //! - [`intents`]: the intents engine of `engine: intents` profiles.
 //! - [`scripts`]: the family's scripts (`scripts_dir`), their workflow state and toolset.
+//! - [`ids`]: member, confirmation and conversation ids, each parsed once where it comes in
+//!   and written back in the form hearth stores and sends.
 //! - [`family`], [`metrics`], [`readiness`]: the allow-list, Prometheus counters, `/readyz`.
 //! - [`redaction`]: the password of a url, never shown.
 //! - [`retention`]: the background pruning of what is kept only for a while.
@@ -45,6 +47,7 @@ pub mod config;
 pub mod family;
 pub mod format;
 pub mod http;
+pub mod ids;
 pub mod intents;
 pub mod llm;
 pub mod local_time;
