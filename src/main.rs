@@ -17,6 +17,7 @@ use tracing_subscriber::EnvFilter;
 
 use hearth::app::{self, StartOptions};
 use hearth::config::{self, LoadOptions, LoadedConfig};
+use hearth::ids::ConversationKey;
 use hearth::redaction::redact_url_password;
 use hearth::storage::instance_lock::{
     InstanceLock, InstanceLockError, LockHolder, sqlite_database_file,
@@ -62,7 +63,7 @@ enum Command {
     Telemetry {
         /// The conversation: channel and conversation id, as `<channel>:<id>`.
         #[arg(long)]
-        conversation: String,
+        conversation: ConversationKey,
         /// Show at most this many of the newest events.
         #[arg(long, default_value_t = 200)]
         limit: u32,
@@ -211,7 +212,11 @@ async fn check_config(loaded: LoadedConfig) -> anyhow::Result<()> {
 }
 
 /// Reads beside a running hearth (SQLite readers do not block its writer); takes no lock.
-async fn telemetry(loaded: LoadedConfig, conversation: String, limit: u32) -> anyhow::Result<()> {
+async fn telemetry(
+    loaded: LoadedConfig,
+    conversation: ConversationKey,
+    limit: u32,
+) -> anyhow::Result<()> {
     let Some(stores) = existing_database(&loaded).await? else {
         anyhow::bail!(
             "no database at {}: nothing was recorded yet",

@@ -14,6 +14,7 @@ use super::{ExtraChannels, StartError};
 use crate::actors::channels::core::StopChannel;
 use crate::actors::channels::{ChannelDeps, PlatformRoutes};
 use crate::config::LoadedConfig;
+use crate::ids::ConversationKey;
 
 #[cfg(any(feature = "telegram", feature = "matrix"))]
 use super::secret_named_by;
@@ -143,7 +144,7 @@ impl Platforms {
 
 /// Each member's own chats on the platforms built in, where a request escalated to them is
 /// shown: their private chat on Telegram (whose id is their user id).
-pub(super) fn own_chats(loaded: &LoadedConfig) -> HashMap<String, Vec<(String, String)>> {
+pub(super) fn own_chats(loaded: &LoadedConfig) -> HashMap<String, Vec<ConversationKey>> {
     #[cfg(feature = "telegram")]
     {
         loaded
@@ -152,10 +153,8 @@ pub(super) fn own_chats(loaded: &LoadedConfig) -> HashMap<String, Vec<(String, S
             .iter()
             .filter_map(|member| {
                 let user_id = member.telegram_user_id?;
-                Some((
-                    member.id.clone(),
-                    vec![(TELEGRAM_CHANNEL.to_string(), user_id.to_string())],
-                ))
+                let chat = ConversationKey::new(TELEGRAM_CHANNEL, &user_id.to_string()).ok()?;
+                Some((member.id.clone(), vec![chat]))
             })
             .collect()
     }

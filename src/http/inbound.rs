@@ -24,6 +24,7 @@ use crate::actors::channels::{ForgetReply, HttpSubmitError, SubmitHttpInbound};
 use crate::actors::request_queue::{
     AnswerConfirmation, AnswerError, DeliverReply, ReplyKind, SubmitError, Submitted,
 };
+use crate::ids::{ConversationKey, IdError};
 use crate::ports::{AnswerPlace, AnswerRefused, Inbound, InboxRecord, InboxStatus, now_ms};
 
 const MAX_TEXT_CHARS: usize = 16_000;
@@ -47,11 +48,12 @@ fn check_caller_id(field: &str, value: &str) -> Result<(), String> {
 }
 
 /// The HTTP conversation of `member_id`'s session: their own, whatever session id another
-/// member uses (`alice`, or `alice/<session>`), so nobody continues another's conversation.
-fn conversation_of(member_id: &str, session_id: Option<&str>) -> String {
+/// member uses (`alice`, or `alice/<session>`; a member id holds no `/`), so nobody
+/// continues another's conversation.
+fn conversation_of(member_id: &str, session_id: Option<&str>) -> Result<ConversationKey, IdError> {
     match session_id {
-        None => member_id.to_string(),
-        Some(session) => format!("{member_id}/{session}"),
+        None => ConversationKey::new("http", member_id),
+        Some(session) => ConversationKey::new("http", &format!("{member_id}/{session}")),
     }
 }
 
@@ -108,10 +110,13 @@ pub async fn post_inbound(
     if state.family.by_id("http", &body.user_id).is_none() {
         return HttpResponse::NoContent().finish();
     }
+    let conversation = match conversation_of(&body.user_id, body.session_id.as_deref()) {
+        Ok(conversation) => conversation,
+        Err(error) => return bad_request(error.to_string()),
+    };
     let inbound = Inbound {
         id: Inbound::new_id(),
-        channel: "http".into(),
-        conversation_id: conversation_of(&body.user_id, body.session_id.as_deref()),
+        conversation,
         // A message id is the member's own: another member's same id is another message.
         platform_event_id: body
             .message_id
@@ -236,7 +241,7 @@ pub async fn post_confirm(
             confirmation_id: body.confirmation_id.clone(),
             member_id: body.user_id.clone(),
             // Only confirmations asked over HTTP are answered here; others are not found.
-            place: AnswerPlace::new("http", None),
+            place: AnswerPlace::Channel("http".into()),
             approve: body.approve,
             reply_to: Some(reply_to),
         })
@@ -317,7 +322,8 @@ pub async fn get_inbound(
     match state.inbox.get(&path).await {
         // Only the member's own messages that came in over HTTP are readable here.
         Ok(Some(record))
-            if record.inbound.channel == "http" && record.inbound.member_id == member_id =>
+            if record.inbound.conversation.channel() == "http"
+                && record.inbound.member_id == member_id =>
         {
             let mut body = record_json(&record);
             // A turn that waits for the member says what it asks (its question may have come

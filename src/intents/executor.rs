@@ -19,8 +19,8 @@ use super::planner::{POST, PRE, Planner, render};
 use super::policy::{PolicyDecision, PolicyRequest};
 use crate::config::FamilyRole;
 use crate::ports::{
-    AskedApproval, DELEGATION_CHANNEL, Decision, PendingConfirmation, PlanExecution, PlanStep,
-    StepStatus, canceled_plan, now_ms,
+    AskedApproval, Decision, PendingConfirmation, PlanExecution, PlanStep, StepStatus,
+    canceled_plan, now_ms,
 };
 use crate::tools::{ToolContext, ToolError, render_call_for_people};
 use crate::turn::{
@@ -346,7 +346,7 @@ impl IntentsEngine {
         pre.reverse();
         let inbound = turn.inbound;
         // A delegated request's answer goes back to the asking profile, whole.
-        if pre.is_empty() || inbound.channel == DELEGATION_CHANNEL {
+        if pre.is_empty() || inbound.conversation.is_delegated() {
             return Ok(pre);
         }
         let told = self
@@ -354,7 +354,7 @@ impl IntentsEngine {
             .tell
             .send(TellMember {
                 inbox_id: inbound.id.clone(),
-                conversation_key: inbound.conversation_key(),
+                conversation_key: inbound.conversation.clone(),
                 text: pre.join("\n\n"),
                 once_key: format!("{}.{index}.pre", plan.plan_id),
             })
@@ -386,7 +386,7 @@ impl IntentsEngine {
         self.deps.plans.save_plan(plan).await?;
         let context = ToolContext {
             member_id: turn.inbound.member_id.clone(),
-            conversation_key: turn.inbound.conversation_key(),
+            conversation_key: turn.inbound.conversation.clone(),
             profile_id: self.profile.id.clone(),
             question_timeout: Duration::from_secs(
                 self.profile.processing.confirmation_timeout_seconds,

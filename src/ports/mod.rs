@@ -24,8 +24,8 @@ mod user_profiles;
 pub use channel_state::ChannelState;
 pub use conversation_memory::{ConversationMemory, HistoryEntry};
 pub use inbox::{
-    Acceptance, Attachment, AttachmentKind, DELEGATION_CHANNEL, Inbound, InboundExtras, Inbox,
-    InboxRecord, InboxStatus, QuotedMessage, TurnRecord, root_conversation_key,
+    Acceptance, Attachment, AttachmentKind, Inbound, InboundExtras, Inbox, InboxRecord,
+    InboxStatus, QuotedMessage, TurnRecord,
 };
 pub use intent_records::IntentRecords;
 pub use outbox::{Outbox, OutboxEntry, OutgoingKind, OutgoingMessage};

@@ -8,6 +8,7 @@ use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
 use super::StorageError;
+use crate::ids::ConversationKey;
 
 /// What an outgoing message is, so the platform can show it fittingly.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -28,11 +29,10 @@ pub enum OutgoingKind {
 }
 
 /// A message to deliver.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OutgoingMessage {
-    pub channel: String,
     /// The channel's conversation (chat, room, thread) it goes to.
-    pub conversation_id: String,
+    pub conversation: ConversationKey,
     /// The inbox message it answers, if any.
     pub inbox_id: Option<String>,
     pub text: String,

@@ -9,12 +9,13 @@ use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
 use super::StorageError;
+use crate::ids::ConversationKey;
 
 /// A plugin call that lacks parameters, and the question the member was shown.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PendingPluginCall {
-    /// `Inbound::conversation_key()`: channel and conversation.
-    pub conversation_key: String,
+    /// `Inbound::conversation`.
+    pub conversation_key: ConversationKey,
     pub member_id: String,
     pub plugin_id: String,
     pub capability_id: String,
@@ -43,7 +44,7 @@ pub trait PendingPluginCalls: Send + Sync {
     /// expired at `now_ms`; an expired one is removed and not returned.
     async fn take_valid(
         &self,
-        conversation_key: &str,
+        conversation_key: &ConversationKey,
         member_id: &str,
         now_ms: i64,
     ) -> Result<Option<PendingPluginCall>, StorageError>;
@@ -51,13 +52,17 @@ pub trait PendingPluginCalls: Send + Sync {
     /// left in place.
     async fn peek(
         &self,
-        conversation_key: &str,
+        conversation_key: &ConversationKey,
         member_id: &str,
         now_ms: i64,
     ) -> Result<Option<PendingPluginCall>, StorageError>;
     /// Remove the call of this conversation and member; whether one was stored
     /// (expired or not).
-    async fn clear(&self, conversation_key: &str, member_id: &str) -> Result<bool, StorageError>;
+    async fn clear(
+        &self,
+        conversation_key: &ConversationKey,
+        member_id: &str,
+    ) -> Result<bool, StorageError>;
     /// Housekeeping: remove every call expired at `now_ms`; how many.
     async fn expire_due(&self, now_ms: i64) -> Result<u64, StorageError>;
 }

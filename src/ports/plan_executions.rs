@@ -17,6 +17,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::StorageError;
+use crate::ids::ConversationKey;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -112,8 +113,8 @@ impl StepExecution {
 pub struct PlanExecution {
     pub plan_id: String,
     pub intent_id: String,
-    /// `Inbound::conversation_key()`.
-    pub conversation_key: String,
+    /// `Inbound::conversation`.
+    pub conversation_key: ConversationKey,
     pub member_id: String,
     pub profile_id: String,
     /// The parameters collected so far, each read into its declared type.
@@ -173,14 +174,14 @@ pub trait PlanExecutions: Send + Sync {
     /// The newest open plan of this conversation and member.
     async fn open_plan(
         &self,
-        conversation_key: &str,
+        conversation_key: &ConversationKey,
         member_id: &str,
     ) -> Result<Option<PlanExecution>, StorageError>;
     /// Mark every open plan of this conversation and member `canceled` (each a new
     /// version), together or not at all; how many.
     async fn cancel_open_plans(
         &self,
-        conversation_key: &str,
+        conversation_key: &ConversationKey,
         member_id: &str,
         now_ms: i64,
     ) -> Result<u64, StorageError>;

@@ -6,6 +6,7 @@ use std::sync::Mutex;
 
 use async_trait::async_trait;
 
+use crate::ids::ConversationKey;
 use crate::ports::{
     Acceptance, AnswerPlace, AnswerRefused, ChannelState, ConversationMemory, Decision,
     HistoryEntry, Inbound, Inbox, InboxRecord, InboxStatus, OpenConfirmation, OutgoingMessage,
@@ -17,7 +18,7 @@ use crate::ports::{
 pub(super) struct State {
     /// Inbox records in acceptance order.
     inbox: Vec<InboxRecord>,
-    messages: HashMap<String, Vec<HistoryEntry>>,
+    messages: HashMap<ConversationKey, Vec<HistoryEntry>>,
     profiles: HashMap<String, ProfileFacts>,
     events: Vec<TelemetryEvent>,
     /// Confirmations in creation order, with their state.
@@ -98,7 +99,7 @@ impl Inbox for InMemoryStore {
         let mut state = self.lock();
         let duplicate = state.inbox.iter().find(|record| {
             record.inbound.id == inbound.id
-                || (record.inbound.channel == inbound.channel
+                || (record.inbound.conversation.channel() == inbound.conversation.channel()
                     && record.inbound.platform_event_id.is_some()
                     && record.inbound.platform_event_id == inbound.platform_event_id)
         });
@@ -199,7 +200,7 @@ impl Inbox for InMemoryStore {
         platform_event_id: &str,
     ) -> Result<bool, StorageError> {
         Ok(self.lock().inbox.iter().any(|record| {
-            record.inbound.channel == channel
+            record.inbound.conversation.channel() == channel
                 && record.inbound.platform_event_id.as_deref() == Some(platform_event_id)
         }))
     }
@@ -213,7 +214,7 @@ impl Inbox for InMemoryStore {
 impl ConversationMemory for InMemoryStore {
     async fn recent(
         &self,
-        conversation_key: &str,
+        conversation_key: &ConversationKey,
         limit: usize,
         since_ms: i64,
     ) -> Result<Vec<HistoryEntry>, StorageError> {
@@ -234,12 +235,12 @@ impl ConversationMemory for InMemoryStore {
 
     async fn append(
         &self,
-        conversation_key: &str,
+        conversation_key: &ConversationKey,
         entries: &[HistoryEntry],
     ) -> Result<(), StorageError> {
         self.lock()
             .messages
-            .entry(conversation_key.to_string())
+            .entry(conversation_key.clone())
             .or_default()
             .extend(entries.iter().cloned());
         Ok(())

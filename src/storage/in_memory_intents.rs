@@ -7,6 +7,7 @@ use std::sync::MutexGuard;
 use async_trait::async_trait;
 
 use super::in_memory::InMemoryStore;
+use crate::ids::ConversationKey;
 use crate::ports::{
     IntentRecords, PlanExecution, PlanExecutions, StepStatus, StorageError, canceled_plan,
 };
@@ -74,7 +75,7 @@ impl PlanExecutions for InMemoryStore {
 
     async fn open_plan(
         &self,
-        conversation_key: &str,
+        conversation_key: &ConversationKey,
         member_id: &str,
     ) -> Result<Option<PlanExecution>, StorageError> {
         Ok(self
@@ -82,7 +83,7 @@ impl PlanExecutions for InMemoryStore {
             .plans
             .values()
             .filter(|plan| {
-                plan.conversation_key == conversation_key
+                plan.conversation_key == *conversation_key
                     && plan.member_id == member_id
                     && plan.is_open()
             })
@@ -92,14 +93,14 @@ impl PlanExecutions for InMemoryStore {
 
     async fn cancel_open_plans(
         &self,
-        conversation_key: &str,
+        conversation_key: &ConversationKey,
         member_id: &str,
         now_ms: i64,
     ) -> Result<u64, StorageError> {
         let mut state = self.intents_state();
         let mut count = 0;
         for plan in state.plans.values_mut() {
-            if plan.conversation_key == conversation_key
+            if plan.conversation_key == *conversation_key
                 && plan.member_id == member_id
                 && plan.is_open()
             {

@@ -8,6 +8,7 @@ use std::sync::MutexGuard;
 use async_trait::async_trait;
 
 use super::in_memory::InMemoryStore;
+use crate::ids::ConversationKey;
 use crate::ports::{
     PendingPluginCall, PendingPluginCalls, RegisteredPlugin, RegisteredPlugins, ShoppingItem,
     ShoppingLists, StorageError, check_shopping_quantity, shopping_key,
@@ -32,8 +33,8 @@ impl InMemoryStore {
     }
 }
 
-fn call_key(conversation_key: &str, member_id: &str) -> (String, String) {
-    (conversation_key.to_owned(), member_id.to_owned())
+fn call_key(conversation_key: &ConversationKey, member_id: &str) -> (String, String) {
+    (conversation_key.to_string(), member_id.to_owned())
 }
 
 #[async_trait]
@@ -111,7 +112,7 @@ impl PendingPluginCalls for InMemoryStore {
 
     async fn take_valid(
         &self,
-        conversation_key: &str,
+        conversation_key: &ConversationKey,
         member_id: &str,
         now_ms: i64,
     ) -> Result<Option<PendingPluginCall>, StorageError> {
@@ -124,7 +125,7 @@ impl PendingPluginCalls for InMemoryStore {
 
     async fn peek(
         &self,
-        conversation_key: &str,
+        conversation_key: &ConversationKey,
         member_id: &str,
         now_ms: i64,
     ) -> Result<Option<PendingPluginCall>, StorageError> {
@@ -136,7 +137,11 @@ impl PendingPluginCalls for InMemoryStore {
             .cloned())
     }
 
-    async fn clear(&self, conversation_key: &str, member_id: &str) -> Result<bool, StorageError> {
+    async fn clear(
+        &self,
+        conversation_key: &ConversationKey,
+        member_id: &str,
+    ) -> Result<bool, StorageError> {
         Ok(self
             .plugin_state()
             .pending_calls

@@ -154,7 +154,7 @@ mod tests {
     fn context() -> ToolContext {
         ToolContext {
             member_id: "alice".into(),
-            conversation_key: "http:alice".into(),
+            conversation_key: "http:alice".parse().unwrap(),
             profile_id: "default_assistant".into(),
             question_timeout: std::time::Duration::from_secs(300),
             idempotency_key: None,

@@ -16,6 +16,7 @@ mod profile_tools;
 use async_trait::async_trait;
 
 use crate::config::ApprovalSubject;
+use crate::ids::ConversationKey;
 use crate::llm::ToolSpec;
 use crate::ports::Decision;
 
@@ -33,7 +34,7 @@ pub use profile_tools::{ProfileGetTool, ProfileUpdateTool};
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ToolContext {
     pub member_id: String,
-    pub conversation_key: String,
+    pub conversation_key: ConversationKey,
     pub profile_id: String,
     /// How long the member has to answer what a tool asks them (a plugin's confirmation, an
     /// MCP server's question): the profile's `confirmation_timeout_seconds`.

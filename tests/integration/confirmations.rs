@@ -253,8 +253,7 @@ async fn an_interrupted_approved_call_is_never_run_twice() {
         let stores = hearth::storage::open(&database, 2).await.unwrap();
         let inbound = Inbound {
             id: "interrupted-1".into(),
-            channel: "http".into(),
-            conversation_id: "alice".into(),
+            conversation: "http:alice".parse().unwrap(),
             member_id: "alice".into(),
             text: "I moved to 7 Cedar Close".into(),
             platform_event_id: None,
@@ -281,8 +280,7 @@ async fn an_interrupted_approved_call_is_never_run_twice() {
             id: "c-interrupted".into(),
             inbox_id: "interrupted-1".into(),
             member_id: "alice".into(),
-            channel: "http".into(),
-            conversation_id: "alice".into(),
+            conversation: "http:alice".parse().unwrap(),
             profile_id: "default_assistant".into(),
             tool_name: "profile_update".into(),
             arguments: json!({"key": "address", "value": "7 Cedar Close"}),
@@ -298,7 +296,7 @@ async fn an_interrupted_approved_call_is_never_run_twice() {
             .answer(
                 "c-interrupted",
                 "alice",
-                &hearth::ports::AnswerPlace::new("http", None),
+                &hearth::ports::AnswerPlace::Channel("http".into()),
                 true,
                 3,
             )

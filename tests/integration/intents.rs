@@ -113,7 +113,7 @@ pub(crate) async fn stages(app: &TestApp, conversation: &str) -> Vec<Value> {
     app.running.stores.telemetry.flush().await;
     let store = app.running.stores.sqlite.as_ref().expect("sqlite stores");
     store
-        .stage_events(conversation, 1000)
+        .stage_events(&conversation.parse().unwrap(), 1000)
         .await
         .unwrap()
         .into_iter()
@@ -311,7 +311,7 @@ async fn cancel_drops_a_plan_waiting_for_the_member() {
         .queue
         .send(CancelPending {
             member_id: "alice".into(),
-            conversation_key: "http:alice".into(),
+            conversation_key: "http:alice".parse().unwrap(),
         })
         .await
         .unwrap()

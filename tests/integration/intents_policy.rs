@@ -216,7 +216,7 @@ async fn a_child_s_cancel_withdraws_a_request_waiting_for_a_parent() {
         .queue
         .send(CancelPending {
             member_id: "bob".into(),
-            conversation_key: "http:bob".into(),
+            conversation_key: "http:bob".parse().unwrap(),
         })
         .await
         .unwrap()

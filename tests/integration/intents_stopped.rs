@@ -37,7 +37,7 @@ fn order_status_plan(steps: Vec<StepExecution>, current_index: usize) -> PlanExe
     PlanExecution {
         plan_id: "plan-stopped".into(),
         intent_id: "order_status".into(),
-        conversation_key: "http:alice".into(),
+        conversation_key: "http:alice".parse().unwrap(),
         member_id: "alice".into(),
         profile_id: "orders".into(),
         params: [("order_id".to_string(), json!("O-12345"))].into(),
@@ -68,8 +68,7 @@ fn call() -> PlanStep {
 fn inbound() -> Inbound {
     Inbound {
         id: "stopped-1".into(),
-        channel: "http".into(),
-        conversation_id: "alice".into(),
+        conversation: "http:alice".parse().unwrap(),
         member_id: "alice".into(),
         text: ASKED.into(),
         platform_event_id: None,
@@ -171,8 +170,7 @@ async fn an_approval_taken_before_the_call_started_is_asked_anew_not_told_as_unk
             id: "c-taken".into(),
             inbox_id: "stopped-1".into(),
             member_id: "alice".into(),
-            channel: "http".into(),
-            conversation_id: "alice".into(),
+            conversation: "http:alice".parse().unwrap(),
             profile_id: "orders".into(),
             tool_name: "check_order_status".into(),
             arguments: json!({"order_id": "O-12345"}),
@@ -185,7 +183,13 @@ async fn an_approval_taken_before_the_call_started_is_asked_anew_not_told_as_unk
         stores.pending.suspend(&confirmation, &[]).await.unwrap();
         stores
             .pending
-            .answer("c-taken", "alice", &AnswerPlace::new("http", None), true, 3)
+            .answer(
+                "c-taken",
+                "alice",
+                &AnswerPlace::Channel("http".into()),
+                true,
+                3,
+            )
             .await
             .unwrap()
             .unwrap();

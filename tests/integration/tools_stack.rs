@@ -16,7 +16,7 @@ use serde_json::{Value, json};
 fn context(member_id: &str) -> ToolContext {
     ToolContext {
         member_id: member_id.to_string(),
-        conversation_key: format!("http:{member_id}"),
+        conversation_key: hearth::ids::ConversationKey::new("http", member_id).unwrap(),
         profile_id: "family".to_string(),
         question_timeout: std::time::Duration::from_secs(300),
         idempotency_key: None,

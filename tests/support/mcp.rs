@@ -155,7 +155,7 @@ pub fn state(servers: &McpServers, id: &str) -> ServerState {
 pub fn member(id: &str) -> ToolContext {
     ToolContext {
         member_id: id.to_owned(),
-        conversation_key: format!("http:{id}"),
+        conversation_key: hearth::ids::ConversationKey::new("http", id).unwrap(),
         profile_id: "default_assistant".to_owned(),
         question_timeout: std::time::Duration::from_secs(300),
         idempotency_key: None,

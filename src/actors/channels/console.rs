@@ -11,6 +11,7 @@ use crate::actors::request_queue::{
     AnswerConfirmation, DeliverReply, ReplyKind, RequestQueue, SubmitError, SubmitInbound,
     Submitted,
 };
+use crate::ids::ConversationKey;
 use crate::ports::{AnswerPlace, Inbound, now_ms};
 
 pub struct ConsoleChannel {
@@ -44,6 +45,9 @@ pub async fn run_console(
     member_id: String,
     mut replies: mpsc::UnboundedReceiver<DeliverReply>,
 ) -> std::io::Result<()> {
+    // The member's one console conversation.
+    let conversation =
+        ConversationKey::new("console", &member_id).map_err(std::io::Error::other)?;
     let mut stdout = tokio::io::stdout();
     let mut lines = BufReader::new(tokio::io::stdin()).lines();
     stdout
@@ -73,7 +77,7 @@ pub async fn run_console(
                     let answer = AnswerConfirmation {
                         confirmation_id,
                         member_id: member_id.clone(),
-                        place: AnswerPlace::new("console", Some(member_id.clone())),
+                        place: AnswerPlace::Conversation(conversation.clone()),
                         approve,
                         reply_to: None,
                     };
@@ -91,8 +95,7 @@ pub async fn run_console(
                 }
                 let inbound = Inbound {
                     id: Inbound::new_id(),
-                    channel: "console".into(),
-                    conversation_id: member_id.clone(),
+                    conversation: conversation.clone(),
                     member_id: member_id.clone(),
                     text: text.to_string(),
                     platform_event_id: None,

@@ -30,7 +30,7 @@ impl RequestQueue {
         if !self.resuming.insert(confirmation.id.clone()) {
             return;
         }
-        let key = inbound.conversation_key();
+        let key = inbound.conversation.clone();
         self.lanes.push(
             &key,
             QueuedTurn {
@@ -233,13 +233,13 @@ impl Handler<OwnChatsFound> for RequestQueue {
         tracing::info!(channel = %message.channel, chats = message.chats.len(), "members' own chats found");
         let channel = message.channel;
         for places in self.own_chats.values_mut() {
-            places.retain(|(known, _)| *known != channel);
+            places.retain(|known| known.channel() != channel);
         }
-        for (member_id, conversation_id) in message.chats {
+        for (member_id, conversation) in message.chats {
             self.own_chats
                 .entry(member_id)
                 .or_default()
-                .push((channel.clone(), conversation_id));
+                .push(conversation);
         }
         self.own_chats.retain(|_, places| !places.is_empty());
     }

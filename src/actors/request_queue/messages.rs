@@ -4,6 +4,7 @@
 
 use actix::Message;
 
+use crate::ids::ConversationKey;
 use crate::ports::{Inbound, InboxRecord, OutgoingKind, OutgoingMessage, StorageError};
 
 /// Accept a message from a channel: stored durably before this answers `Accepted`.
@@ -73,7 +74,7 @@ pub enum AnswerError {
 #[rtype(result = "Result<Cancelled, StorageError>")]
 pub struct CancelPending {
     pub member_id: String,
-    pub conversation_key: String,
+    pub conversation_key: ConversationKey,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -125,14 +126,14 @@ impl Cancelled {
 }
 
 /// A platform found which of its chats are its members' own (a chat with hearth alone),
-/// where confirmations escalated to them are shown: `(member id, conversation id)` pairs,
-/// replacing what that platform found before. Telegram's are known from config; Matrix
-/// finds its rooms as it syncs.
+/// where confirmations escalated to them are shown: `(member id, conversation)` pairs of
+/// `channel`, replacing what that platform found before. Telegram's are known from config;
+/// Matrix finds its rooms as it syncs.
 #[derive(Debug, Message)]
 #[rtype(result = "()")]
 pub struct OwnChatsFound {
     pub channel: String,
-    pub chats: Vec<(String, String)>,
+    pub chats: Vec<(String, ConversationKey)>,
 }
 
 /// What kind of text a reply is, so a channel can present it fittingly.
@@ -196,7 +197,8 @@ impl ReplyKind {
 #[rtype(result = "()")]
 pub struct DeliverReply {
     pub inbox_id: String,
-    pub conversation_id: String,
+    /// The conversation it goes to, on the channel it is handed to.
+    pub conversation: ConversationKey,
     pub member_id: String,
     pub text: String,
     pub kind: ReplyKind,
@@ -210,11 +212,10 @@ pub struct DeliverReply {
 }
 
 impl DeliverReply {
-    /// This reply as the outbox row of `channel` that delivers it.
-    pub fn outgoing(&self, channel: &str) -> OutgoingMessage {
+    /// This reply as the outbox row that delivers it.
+    pub fn outgoing(&self) -> OutgoingMessage {
         OutgoingMessage {
-            channel: channel.to_string(),
-            conversation_id: self.conversation_id.clone(),
+            conversation: self.conversation.clone(),
             inbox_id: Some(self.inbox_id.clone()),
             text: self.text.clone(),
             kind: self.kind.outgoing_kind(&self.member_id),

@@ -5,7 +5,7 @@ use sqlx::Row;
 use sqlx::sqlite::SqliteRow;
 
 use super::outbox::insert_outgoing;
-use super::{SqliteStore, database_error};
+use super::{SqliteStore, conversation_from_row, database_error};
 use crate::ports::{
     AnswerPlace, AnswerRefused, Decision, OpenConfirmation, OutgoingMessage, PendingActions,
     PendingConfirmation, StorageError,
@@ -34,8 +34,7 @@ fn confirmation_from_row(row: &SqliteRow) -> Result<PendingConfirmation, Storage
         id: row.get("id"),
         inbox_id: row.get("inbox_id"),
         member_id: row.get("member_id"),
-        channel: row.get("channel"),
-        conversation_id: row.get("conversation_id"),
+        conversation: conversation_from_row(row, "pending_actions")?,
         profile_id: row.get("profile_id"),
         tool_name: row.get("tool_name"),
         arguments: json_column(row, "arguments")?,
@@ -89,8 +88,8 @@ impl PendingActions for SqliteStore {
                     .bind(&confirmation.id)
                     .bind(&confirmation.inbox_id)
                     .bind(&confirmation.member_id)
-                    .bind(&confirmation.channel)
-                    .bind(&confirmation.conversation_id)
+                    .bind(confirmation.conversation.channel())
+                    .bind(confirmation.conversation.conversation_id())
                     .bind(&confirmation.profile_id)
                     .bind(&confirmation.tool_name)
                     .bind(confirmation.arguments.to_string())

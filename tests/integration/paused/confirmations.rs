@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use hearth::actors::processing::EXPIRED_RESULT;
 use hearth::actors::request_queue::{AnswerError, ReplyKind, STUCK_CHECK_EVERY};
+use hearth::ids::ConversationKey;
 use hearth::llm::ToolCall;
 use hearth::ports::{AnswerPlace, AnswerRefused, InboxStatus, now_ms};
 use hearth::scripts::{RUN_DECLINED, RUN_EXPIRED};
@@ -106,7 +107,7 @@ fn an_answered_confirmation_whose_turn_did_not_resume_is_resumed_by_the_periodic
         hearth.model.script.push_reply("Stored.");
         // Answered in storage only, as when reading its message failed right after the
         // answer: the queue did not put the turn back in its lane.
-        let place = AnswerPlace::new(CHANNEL, Some("alice".into()));
+        let place = AnswerPlace::Conversation(ConversationKey::new(CHANNEL, "alice").unwrap());
         let pending = &hearth.running.stores.pending;
         pending
             .answer(&id, "alice", &place, true, now_ms())

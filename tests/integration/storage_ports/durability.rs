@@ -11,8 +11,8 @@ use super::plugin_ports::{manifest, plugin_call};
 use super::profiles::facts;
 use super::shopping_lists::{item_names, shopping_item};
 use super::{
-    T0, contents, entry, expect_duplicate_of, expect_new, ids, inbound, open_or_panic, record_of,
-    sqlite_url, turn_for,
+    T0, contents, entry, expect_duplicate_of, expect_new, ids, inbound, key, open_or_panic,
+    record_of, sqlite_url, turn_for,
 };
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -43,7 +43,7 @@ async fn sqlite_keeps_data_across_reopen() {
             .unwrap();
         stores
             .memory
-            .append("console:local", &[entry(Role::User, "hello", 5)])
+            .append(&key("console:local"), &[entry(Role::User, "hello", 5)])
             .await
             .unwrap();
     }
@@ -67,14 +67,18 @@ async fn sqlite_keeps_data_across_reopen() {
 
         let history = stores
             .memory
-            .recent(&answered.conversation_key(), 10, 0)
+            .recent(&answered.conversation, 10, 0)
             .await
             .unwrap();
         assert_eq!(
             contents(&history),
             [answered.text.as_str(), "stored answer"]
         );
-        let console = stores.memory.recent("console:local", 10, 0).await.unwrap();
+        let console = stores
+            .memory
+            .recent(&key("console:local"), 10, 0)
+            .await
+            .unwrap();
         assert_eq!(contents(&console), ["hello"]);
         assert_eq!(
             stores.profiles.get("alice").await.unwrap(),
@@ -242,7 +246,7 @@ async fn sqlite_keeps_plugin_storage_across_reopen() {
         assert_eq!(
             stores
                 .pending_plugin_calls
-                .peek("telegram:1", "alice", T0)
+                .peek(&key("telegram:1"), "alice", T0)
                 .await
                 .unwrap(),
             Some(call.clone())
@@ -268,7 +272,7 @@ async fn sqlite_keeps_plugin_storage_across_reopen() {
     assert_eq!(
         stores
             .pending_plugin_calls
-            .take_valid("telegram:1", "alice", T0)
+            .take_valid(&key("telegram:1"), "alice", T0)
             .await
             .unwrap(),
         Some(call)

@@ -15,8 +15,7 @@ adapter_suite!(
 
 pub(super) fn outgoing(channel: &str, conversation: &str, text: &str) -> OutgoingMessage {
     OutgoingMessage {
-        channel: channel.into(),
-        conversation_id: conversation.into(),
+        conversation: hearth::ids::ConversationKey::new(channel, conversation).unwrap(),
         inbox_id: Some("m-x".into()),
         text: text.into(),
         kind: OutgoingKind::Reply,

@@ -3,6 +3,7 @@
 //! only where it was asked and only before its expiry, once; the open ones listed oldest
 //! first. The fixtures of confirmations live here.
 
+use hearth::ids::ConversationKey;
 use hearth::ports::{
     Acceptance, AnswerPlace, AnswerRefused, Decision, InboxStatus, OpenConfirmation,
     PendingConfirmation,
@@ -10,7 +11,7 @@ use hearth::ports::{
 use hearth::storage::Stores;
 use serde_json::json;
 
-use super::{T0, expect_new, ids, inbound, record_of, turn_for};
+use super::{T0, expect_new, ids, inbound, key, record_of, turn_for};
 
 adapter_suite!(
     pending_suspend_marks_the_message_suspended,
@@ -33,8 +34,7 @@ pub(super) fn confirmation(id: &str, inbox_id: &str, created_at_ms: i64) -> Pend
         id: id.to_string(),
         inbox_id: inbox_id.to_string(),
         member_id: "alice".to_string(),
-        channel: "telegram".to_string(),
-        conversation_id: "family-chat".to_string(),
+        conversation: key("telegram:family-chat"),
         profile_id: "family".to_string(),
         tool_name: "calendar_delete".to_string(),
         arguments: json!({
@@ -90,7 +90,7 @@ pub(super) async fn answer(
         .answer(
             id,
             member_id,
-            &AnswerPlace::new("telegram", None),
+            &AnswerPlace::Channel("telegram".into()),
             approve,
             now_ms,
         )
@@ -312,8 +312,11 @@ async fn pending_answer_by_another_member_is_refused(stores: &Stores) {
 async fn pending_answer_from_elsewhere_is_as_if_it_did_not_exist(stores: &Stores) {
     // Asked in telegram chat "family-chat".
     let asked = suspended(stores, "w-1", "c-w-1", T0).await;
-    let from = |channel: &str, conversation: Option<&str>| {
-        AnswerPlace::new(channel, conversation.map(str::to_string))
+    let from = |channel: &str, conversation: Option<&str>| match conversation {
+        Some(conversation) => {
+            AnswerPlace::Conversation(ConversationKey::new(channel, conversation).unwrap())
+        }
+        None => AnswerPlace::Channel(channel.to_string()),
     };
     for place in [
         from("http", None),
@@ -345,7 +348,7 @@ async fn pending_answer_from_elsewhere_is_as_if_it_did_not_exist(stores: &Stores
     assert_eq!(here, Ok(asked.clone()));
     // A topic or thread within the chat counts as the chat.
     let mut in_topic = confirmation("c-w-2", "w-2", T0);
-    in_topic.conversation_id = "family-chat/7".into();
+    in_topic.conversation = key("telegram:family-chat/7");
     expect_new(stores, &inbound("w-2", "telegram", None)).await;
     stores.pending.suspend(&in_topic, &[]).await.unwrap();
     let here = stores

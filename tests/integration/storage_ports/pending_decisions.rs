@@ -195,7 +195,7 @@ async fn pending_racing_answers_and_consumes_have_one_winner(stores: &Stores) {
                 .answer(
                     "c-r-1",
                     "alice",
-                    &AnswerPlace::new("telegram", None),
+                    &AnswerPlace::Channel("telegram".into()),
                     approve,
                     T0 + 1_000,
                 )
@@ -267,7 +267,7 @@ async fn pending_complete_after_consume_answers_the_suspended_message(stores: &S
     assert!(stores.inbox.unanswered().await.unwrap().is_empty());
     let history = stores
         .memory
-        .recent(&message.conversation_key(), 50, 0)
+        .recent(&message.conversation, 50, 0)
         .await
         .unwrap();
     assert_eq!(
@@ -347,7 +347,7 @@ async fn pending_interrupted_lists_latest_consumed_of_suspended_messages(stores:
         .answer(
             "c-int-1",
             "alice",
-            &AnswerPlace::new("telegram", None),
+            &AnswerPlace::Channel("telegram".into()),
             true,
             T0,
         )
@@ -378,7 +378,7 @@ async fn pending_interrupted_lists_latest_consumed_of_suspended_messages(stores:
         .answer(
             "c-int-2",
             "alice",
-            &AnswerPlace::new("telegram", None),
+            &AnswerPlace::Channel("telegram".into()),
             false,
             T0,
         )
@@ -391,7 +391,7 @@ async fn pending_interrupted_lists_latest_consumed_of_suspended_messages(stores:
         vec![second.clone()]
     );
     let done = TurnRecord {
-        conversation_key: message.conversation_key(),
+        conversation_key: message.conversation.clone(),
         messages: Vec::new(),
         reply: "done".into(),
         outgoing: None,

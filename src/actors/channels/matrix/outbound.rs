@@ -63,10 +63,10 @@ impl Platform for MatrixAdapter {
         transaction_id: &str,
     ) -> Result<Option<String>, DeliveryError> {
         let message = &entry.message;
-        let Some(conversation) = Conversation::parse(&message.conversation_id) else {
+        let Some(conversation) = Conversation::of_key(&message.conversation) else {
             return Err(DeliveryError::Permanent(format!(
                 "{:?} is not a matrix room",
-                message.conversation_id
+                message.conversation
             )));
         };
         let reply_to = message

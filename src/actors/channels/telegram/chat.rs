@@ -3,6 +3,9 @@
 
 use teloxide::types::{MessageId, ThreadId};
 
+use super::TELEGRAM_CHANNEL;
+use crate::ids::{ConversationKey, IdError};
+
 /// A chat, and the forum topic within it when there is one: a conversation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub(super) struct ChatTarget {
@@ -23,7 +26,7 @@ impl ChatTarget {
         }
     }
 
-    /// `Inbound::conversation_id`: `<chat>` or `<chat>/<topic>`.
+    /// The conversation's id on the Telegram channel: `<chat>` or `<chat>/<topic>`.
     pub(super) fn conversation_id(&self) -> String {
         match self.thread_id {
             Some(thread) => format!("{}/{thread}", self.chat_id),
@@ -31,6 +34,20 @@ impl ChatTarget {
         }
     }
 
+    /// The conversation this chat (and topic) is.
+    pub(super) fn conversation(&self) -> Result<ConversationKey, IdError> {
+        ConversationKey::new(TELEGRAM_CHANNEL, &self.conversation_id())
+    }
+
+    /// The chat (and topic) `conversation` is, if it is a Telegram one.
+    pub(super) fn of_conversation(conversation: &ConversationKey) -> Option<Self> {
+        if conversation.channel() != TELEGRAM_CHANNEL {
+            return None;
+        }
+        Self::parse(conversation.conversation_id())
+    }
+
+    /// A conversation id made by `conversation_id`.
     pub(super) fn parse(conversation_id: &str) -> Option<Self> {
         let (chat, thread) = match conversation_id.split_once('/') {
             Some((chat, thread)) => (chat, Some(thread.parse().ok()?)),
@@ -75,7 +92,13 @@ mod tests {
             },
         ] {
             assert_eq!(ChatTarget::parse(&target.conversation_id()), Some(target));
+            let conversation = target.conversation().unwrap();
+            assert_eq!(ChatTarget::of_conversation(&conversation), Some(target));
         }
+        assert_eq!(
+            ChatTarget::of_conversation(&"matrix:-100123".parse().unwrap()),
+            None
+        );
         assert_eq!(ChatTarget::parse("alice"), None);
         assert_eq!(
             message_id_of_event(&event_id(-100123, MessageId(42))),

@@ -80,10 +80,10 @@ impl Platform for TelegramAdapter {
         _transaction_id: &str,
     ) -> Result<Option<String>, DeliveryError> {
         let message = &entry.message;
-        let Some(target) = ChatTarget::parse(&message.conversation_id) else {
+        let Some(target) = ChatTarget::of_conversation(&message.conversation) else {
             return Err(DeliveryError::Permanent(format!(
                 "{:?} is not a telegram chat",
-                message.conversation_id
+                message.conversation
             )));
         };
         // The first message answers the member's; the rest follow it.
