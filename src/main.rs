@@ -17,7 +17,7 @@ use tracing_subscriber::EnvFilter;
 
 use hearth::app::{self, StartOptions};
 use hearth::config::{self, LoadOptions, LoadedConfig};
-use hearth::ids::ConversationKey;
+use hearth::ids::{ConversationKey, MemberId};
 use hearth::redaction::redact_url_password;
 use hearth::storage::instance_lock::{
     InstanceLock, InstanceLockError, LockHolder, sqlite_database_file,
@@ -52,7 +52,7 @@ enum Command {
     Chat {
         /// The family member's id (config `family[].id`).
         #[arg(long)]
-        user: String,
+        user: MemberId,
     },
     /// Validate the configuration and print the resolved service profiles.
     CheckConfig,
@@ -280,7 +280,7 @@ async fn run(loaded: LoadedConfig) -> anyhow::Result<()> {
     Ok(())
 }
 
-async fn chat(loaded: LoadedConfig, user: String) -> anyhow::Result<()> {
+async fn chat(loaded: LoadedConfig, user: MemberId) -> anyhow::Result<()> {
     if loaded.family_member(&user).is_none() {
         let known: Vec<&str> = loaded.config.family.iter().map(|m| m.id.as_str()).collect();
         anyhow::bail!(
@@ -361,7 +361,7 @@ async fn lock_or_find_running_hearth(database: &Path) -> anyhow::Result<Found> {
 /// its only channel, holding `lock` until the member leaves.
 async fn chat_in_this_terminal(
     loaded: &LoadedConfig,
-    user: String,
+    user: MemberId,
     lock: Option<InstanceLock>,
 ) -> anyhow::Result<()> {
     let config = &loaded.config;
@@ -392,7 +392,7 @@ async fn chat_in_this_terminal(
 /// one queue answers every message.
 async fn chat_through_running_hearth(
     loaded: &LoadedConfig,
-    user: String,
+    user: MemberId,
     address: SocketAddr,
 ) -> anyhow::Result<()> {
     let http = &loaded.config.http;

@@ -14,7 +14,7 @@ use super::{ExtraChannels, StartError};
 use crate::actors::channels::core::StopChannel;
 use crate::actors::channels::{ChannelDeps, PlatformRoutes};
 use crate::config::LoadedConfig;
-use crate::ids::ConversationKey;
+use crate::ids::{ConversationKey, MemberId};
 
 #[cfg(any(feature = "telegram", feature = "matrix"))]
 use super::secret_named_by;
@@ -144,7 +144,7 @@ impl Platforms {
 
 /// Each member's own chats on the platforms built in, where a request escalated to them is
 /// shown: their private chat on Telegram (whose id is their user id).
-pub(super) fn own_chats(loaded: &LoadedConfig) -> HashMap<String, Vec<ConversationKey>> {
+pub(super) fn own_chats(loaded: &LoadedConfig) -> HashMap<MemberId, Vec<ConversationKey>> {
     #[cfg(feature = "telegram")]
     {
         loaded

@@ -24,7 +24,7 @@ use crate::actors::channels::{ForgetReply, HttpSubmitError, SubmitHttpInbound};
 use crate::actors::request_queue::{
     AnswerConfirmation, AnswerError, DeliverReply, ReplyKind, SubmitError, Submitted,
 };
-use crate::ids::{ConversationKey, IdError};
+use crate::ids::{ConversationKey, IdError, MemberId};
 use crate::ports::{AnswerPlace, AnswerRefused, Inbound, InboxRecord, InboxStatus, now_ms};
 
 const MAX_TEXT_CHARS: usize = 16_000;
@@ -50,9 +50,12 @@ fn check_caller_id(field: &str, value: &str) -> Result<(), String> {
 /// The HTTP conversation of `member_id`'s session: their own, whatever session id another
 /// member uses (`alice`, or `alice/<session>`; a member id holds no `/`), so nobody
 /// continues another's conversation.
-fn conversation_of(member_id: &str, session_id: Option<&str>) -> Result<ConversationKey, IdError> {
+fn conversation_of(
+    member_id: &MemberId,
+    session_id: Option<&str>,
+) -> Result<ConversationKey, IdError> {
     match session_id {
-        None => ConversationKey::new("http", member_id),
+        None => ConversationKey::new("http", member_id.as_str()),
         Some(session) => ConversationKey::new("http", &format!("{member_id}/{session}")),
     }
 }
@@ -107,10 +110,15 @@ pub async fn post_inbound(
             return bad_request(problem);
         }
     }
-    if state.family.by_id("http", &body.user_id).is_none() {
+    // The member's id as the family knows it: the caller's text is read no further.
+    let Some(member_id) = state
+        .family
+        .by_id("http", &body.user_id)
+        .map(|member| member.id.clone())
+    else {
         return HttpResponse::NoContent().finish();
-    }
-    let conversation = match conversation_of(&body.user_id, body.session_id.as_deref()) {
+    };
+    let conversation = match conversation_of(&member_id, body.session_id.as_deref()) {
         Ok(conversation) => conversation,
         Err(error) => return bad_request(error.to_string()),
     };
@@ -120,8 +128,8 @@ pub async fn post_inbound(
         // A message id is the member's own: another member's same id is another message.
         platform_event_id: body
             .message_id
-            .map(|message_id| format!("{}/{message_id}", body.user_id)),
-        member_id: body.user_id,
+            .map(|message_id| format!("{member_id}/{message_id}")),
+        member_id,
         text: body.text,
         received_at_ms: now_ms(),
         extras: Default::default(),
@@ -231,15 +239,19 @@ pub async fn post_confirm(
         return refused;
     }
     let body = body.into_inner();
-    if state.family.by_id("http", &body.user_id).is_none() {
+    let Some(member_id) = state
+        .family
+        .by_id("http", &body.user_id)
+        .map(|member| member.id.clone())
+    else {
         return HttpResponse::NoContent().finish();
-    }
+    };
     let (reply_to, receiver) = oneshot::channel();
     let answered = state
         .queue
         .send(AnswerConfirmation {
             confirmation_id: body.confirmation_id.clone(),
-            member_id: body.user_id.clone(),
+            member_id: member_id.clone(),
             // Only confirmations asked over HTTP are answered here; others are not found.
             place: AnswerPlace::Channel("http".into()),
             approve: body.approve,
@@ -272,7 +284,7 @@ pub async fn post_confirm(
                 .json(json!({"error": "hearth is shutting down"}));
         }
     };
-    if answered.asked_by != body.user_id {
+    if answered.asked_by != member_id {
         // A parent answered a child's escalated request: the outcome goes to the child's
         // conversation, where the request came from; this call hears only that it counted.
         let status = if body.approve { "approved" } else { "declined" };
@@ -323,7 +335,7 @@ pub async fn get_inbound(
         // Only the member's own messages that came in over HTTP are readable here.
         Ok(Some(record))
             if record.inbound.conversation.channel() == "http"
-                && record.inbound.member_id == member_id =>
+                && record.inbound.member_id.as_str() == member_id =>
         {
             let mut body = record_json(&record);
             // A turn that waits for the member says what it asks (its question may have come

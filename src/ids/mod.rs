@@ -21,7 +21,7 @@ pub use conversation::{ConversationKey, DELEGATION_CHANNEL, check_target_profile
 /// Why a string is not the id it was read as; names the value.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum IdError {
-    #[error("member id {0:?} is blank")]
+    #[error("member id {0:?} is empty")]
     BlankMemberId(String),
     /// `/` would make `<member>/<session>` (an HTTP conversation) ambiguous between members.
     #[error("member id {0:?} contains '/' or a control character")]
@@ -210,7 +210,7 @@ mod tests {
         );
         assert_eq!(
             " ".parse::<MemberId>().unwrap_err().to_string(),
-            "member id \" \" is blank"
+            "member id \" \" is empty"
         );
         assert_eq!(
             "alice/work".parse::<MemberId>(),

@@ -27,6 +27,7 @@ use super::registry::{IntentContext, IntentsRegistry};
 use super::telemetry::{Level, StageRecorder};
 use super::unreadable::Unreadable;
 use crate::config::{FamilyRole, ResolvedProfile};
+use crate::ids::MemberId;
 use crate::llm::{CallOrigin, ChatMessage, GenerateChat, LlmError};
 use crate::metrics::Metrics;
 use crate::ports::{
@@ -53,7 +54,7 @@ pub struct IntentsDeps {
     pub telemetry: Arc<dyn TelemetrySink>,
     pub metrics: Arc<Metrics>,
     /// `family[].role` by member id.
-    pub roles: Arc<BTreeMap<String, FamilyRole>>,
+    pub roles: Arc<BTreeMap<MemberId, FamilyRole>>,
     /// Where a plan tells its member what it is about to do before its answer: the
     /// request queue.
     pub tell: Recipient<TellMember>,

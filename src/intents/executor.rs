@@ -18,6 +18,7 @@ use super::engine::{IntentsEngine, Interaction};
 use super::planner::{POST, PRE, Planner, render};
 use super::policy::{PolicyDecision, PolicyRequest};
 use crate::config::FamilyRole;
+use crate::ids::MemberId;
 use crate::ports::{
     AskedApproval, Decision, PendingConfirmation, PlanExecution, PlanStep, StepStatus,
     canceled_plan, now_ms,
@@ -316,11 +317,11 @@ impl IntentsEngine {
     }
 
     /// The parents who may approve what `member_id` asks (never the member themselves).
-    fn parents(&self, member_id: &str) -> Vec<String> {
+    fn parents(&self, member_id: &MemberId) -> Vec<MemberId> {
         self.deps
             .roles
             .iter()
-            .filter(|(id, role)| **role == FamilyRole::Parent && id.as_str() != member_id)
+            .filter(|(id, role)| **role == FamilyRole::Parent && *id != member_id)
             .map(|(id, _)| id.clone())
             .collect()
     }
@@ -504,7 +505,7 @@ impl IntentsEngine {
         tool_name: &str,
         arguments: Value,
         prompt: String,
-        approvers: Vec<String>,
+        approvers: Vec<MemberId>,
     ) -> TurnOutcome {
         turn.rec.info(
             "response_generated",

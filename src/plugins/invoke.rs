@@ -37,7 +37,7 @@ pub struct PluginCallRequest {
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct PluginUser {
-    pub id: String,
+    pub id: crate::ids::MemberId,
     pub name: String,
 }
 

@@ -5,7 +5,7 @@ use async_trait::async_trait;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use super::{HistoryEntry, OutgoingMessage, StorageError};
-use crate::ids::ConversationKey;
+use crate::ids::{ConversationKey, MemberId};
 
 /// A message from a family member, normalised by a channel actor.
 #[derive(Debug, Clone, PartialEq)]
@@ -17,7 +17,7 @@ pub struct Inbound {
     /// ordering are kept under.
     pub conversation: ConversationKey,
     /// The family member's id from config `family[].id`.
-    pub member_id: String,
+    pub member_id: MemberId,
     pub text: String,
     /// The platform's id for the event (Telegram update, Matrix event id, HTTP `message_id`):
     /// unique per channel so a redelivered event is processed once.
@@ -88,7 +88,7 @@ struct InboundWritten<'a> {
     id: &'a str,
     channel: &'a str,
     conversation_id: &'a str,
-    member_id: &'a str,
+    member_id: &'a MemberId,
     text: &'a str,
     platform_event_id: &'a Option<String>,
     received_at_ms: i64,
@@ -100,7 +100,7 @@ struct InboundRead {
     id: String,
     channel: String,
     conversation_id: String,
-    member_id: String,
+    member_id: MemberId,
     text: String,
     platform_event_id: Option<String>,
     received_at_ms: i64,

@@ -8,7 +8,7 @@ use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
 use super::StorageError;
-use crate::ids::ConversationKey;
+use crate::ids::{ConversationKey, MemberId};
 
 /// What an outgoing message is, so the platform can show it fittingly.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -21,7 +21,7 @@ pub enum OutgoingKind {
     /// reactions.
     Prompt {
         confirmation_id: String,
-        member_id: String,
+        member_id: MemberId,
     },
     /// The confirmation's prompt is settled: it is edited to end with the text, its buttons
     /// taken away.

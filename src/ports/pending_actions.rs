@@ -7,7 +7,7 @@ use async_trait::async_trait;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use super::{Inbound, OutgoingMessage, StorageError};
-use crate::ids::ConversationKey;
+use crate::ids::{ConversationKey, MemberId};
 
 /// A tool call waiting for confirmation, with everything needed to resume its turn.
 #[derive(Debug, Clone, PartialEq)]
@@ -15,7 +15,7 @@ pub struct PendingConfirmation {
     /// Opaque and unguessable: it travels in buttons and API calls.
     pub id: String,
     pub inbox_id: String,
-    pub member_id: String,
+    pub member_id: MemberId,
     /// Where it was asked: the conversation of the turn it suspended.
     pub conversation: ConversationKey,
     pub profile_id: String,
@@ -29,7 +29,7 @@ pub struct PendingConfirmation {
     pub created_at_ms: i64,
     /// Who answers instead of `member_id`, from their own chats (a child's request a policy
     /// escalates to the parents); empty: `member_id`, where it was asked.
-    pub approvers: Vec<String>,
+    pub approvers: Vec<MemberId>,
 }
 
 /// `PendingConfirmation` as stored turns hold it (a suspended delegation keeps its target's
@@ -38,7 +38,7 @@ pub struct PendingConfirmation {
 struct ConfirmationWritten<'a> {
     id: &'a str,
     inbox_id: &'a str,
-    member_id: &'a str,
+    member_id: &'a MemberId,
     channel: &'a str,
     conversation_id: &'a str,
     profile_id: &'a str,
@@ -48,15 +48,15 @@ struct ConfirmationWritten<'a> {
     turn_state: &'a serde_json::Value,
     expires_at_ms: i64,
     created_at_ms: i64,
-    #[serde(skip_serializing_if = "<[String]>::is_empty")]
-    approvers: &'a [String],
+    #[serde(skip_serializing_if = "<[MemberId]>::is_empty")]
+    approvers: &'a [MemberId],
 }
 
 #[derive(Deserialize)]
 struct ConfirmationRead {
     id: String,
     inbox_id: String,
-    member_id: String,
+    member_id: MemberId,
     channel: String,
     conversation_id: String,
     profile_id: String,
@@ -67,7 +67,7 @@ struct ConfirmationRead {
     expires_at_ms: i64,
     created_at_ms: i64,
     #[serde(default)]
-    approvers: Vec<String>,
+    approvers: Vec<MemberId>,
 }
 
 impl Serialize for PendingConfirmation {
@@ -120,7 +120,7 @@ pub struct AskedApproval {
     pub prompt: String,
     pub turn_state: serde_json::Value,
     pub expires_at_ms: i64,
-    pub approvers: Vec<String>,
+    pub approvers: Vec<MemberId>,
 }
 
 impl PendingConfirmation {
@@ -144,11 +144,11 @@ impl PendingConfirmation {
     }
 
     /// Whether `member_id` may answer it.
-    pub fn answerable_by(&self, member_id: &str) -> bool {
+    pub fn answerable_by(&self, member_id: &MemberId) -> bool {
         if self.approvers.is_empty() {
-            self.member_id == member_id
+            self.member_id == *member_id
         } else {
-            self.approvers.iter().any(|approver| approver == member_id)
+            self.approvers.contains(member_id)
         }
     }
 
@@ -254,7 +254,7 @@ pub trait PendingActions: Send + Sync {
     async fn answer(
         &self,
         confirmation_id: &str,
-        member_id: &str,
+        member_id: &MemberId,
         place: &AnswerPlace,
         approve: bool,
         now_ms: i64,

@@ -9,14 +9,14 @@ use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
 use super::StorageError;
-use crate::ids::ConversationKey;
+use crate::ids::{ConversationKey, MemberId};
 
 /// One member's workflow in one conversation, as last saved.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ScriptWorkflow {
     /// `Inbound::conversation`.
     pub conversation_key: ConversationKey,
-    pub member_id: String,
+    pub member_id: MemberId,
     /// The workflow state, a JSON object.
     pub state: serde_json::Value,
     pub updated_at_ms: i64,
@@ -31,14 +31,14 @@ pub trait ScriptWorkflows: Send + Sync {
     async fn get(
         &self,
         conversation_key: &ConversationKey,
-        member_id: &str,
+        member_id: &MemberId,
         fresh_since_ms: i64,
     ) -> Result<Option<ScriptWorkflow>, StorageError>;
     /// Remove the workflow of this conversation and member; whether one was stored.
     async fn clear(
         &self,
         conversation_key: &ConversationKey,
-        member_id: &str,
+        member_id: &MemberId,
     ) -> Result<bool, StorageError>;
     /// Housekeeping: remove every workflow last updated before `fresh_since_ms`; how many.
     async fn expire_stale(&self, fresh_since_ms: i64) -> Result<u64, StorageError>;

@@ -6,7 +6,7 @@ use std::sync::Mutex;
 
 use async_trait::async_trait;
 
-use crate::ids::ConversationKey;
+use crate::ids::{ConversationKey, MemberId};
 use crate::ports::{
     Acceptance, AnswerPlace, AnswerRefused, ChannelState, ConversationMemory, Decision,
     HistoryEntry, Inbound, Inbox, InboxRecord, InboxStatus, OpenConfirmation, OutgoingMessage,
@@ -19,7 +19,7 @@ pub(super) struct State {
     /// Inbox records in acceptance order.
     inbox: Vec<InboxRecord>,
     messages: HashMap<ConversationKey, Vec<HistoryEntry>>,
-    profiles: HashMap<String, ProfileFacts>,
+    profiles: HashMap<MemberId, ProfileFacts>,
     events: Vec<TelemetryEvent>,
     /// Confirmations in creation order, with their state.
     confirmations: Vec<StoredConfirmation>,
@@ -249,7 +249,7 @@ impl ConversationMemory for InMemoryStore {
 
 #[async_trait]
 impl UserProfiles for InMemoryStore {
-    async fn get(&self, member_id: &str) -> Result<ProfileFacts, StorageError> {
+    async fn get(&self, member_id: &MemberId) -> Result<ProfileFacts, StorageError> {
         Ok(self
             .lock()
             .profiles
@@ -260,12 +260,12 @@ impl UserProfiles for InMemoryStore {
 
     async fn set(
         &self,
-        member_id: &str,
+        member_id: &MemberId,
         key: &str,
         value: Option<&str>,
     ) -> Result<(), StorageError> {
         let mut state = self.lock();
-        let facts = state.profiles.entry(member_id.to_string()).or_default();
+        let facts = state.profiles.entry(member_id.clone()).or_default();
         match value {
             Some(value) => {
                 facts.insert(key.to_string(), value.to_string());
@@ -320,7 +320,7 @@ impl PendingActions for InMemoryStore {
     async fn answer(
         &self,
         confirmation_id: &str,
-        member_id: &str,
+        member_id: &MemberId,
         place: &AnswerPlace,
         approve: bool,
         now_ms: i64,

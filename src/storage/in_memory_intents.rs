@@ -7,7 +7,7 @@ use std::sync::MutexGuard;
 use async_trait::async_trait;
 
 use super::in_memory::InMemoryStore;
-use crate::ids::ConversationKey;
+use crate::ids::{ConversationKey, MemberId};
 use crate::ports::{
     IntentRecords, PlanExecution, PlanExecutions, StepStatus, StorageError, canceled_plan,
 };
@@ -76,7 +76,7 @@ impl PlanExecutions for InMemoryStore {
     async fn open_plan(
         &self,
         conversation_key: &ConversationKey,
-        member_id: &str,
+        member_id: &MemberId,
     ) -> Result<Option<PlanExecution>, StorageError> {
         Ok(self
             .intents_state()
@@ -84,7 +84,7 @@ impl PlanExecutions for InMemoryStore {
             .values()
             .filter(|plan| {
                 plan.conversation_key == *conversation_key
-                    && plan.member_id == member_id
+                    && plan.member_id == *member_id
                     && plan.is_open()
             })
             .max_by(|a, b| (a.created_at_ms, &a.plan_id).cmp(&(b.created_at_ms, &b.plan_id)))
@@ -94,14 +94,14 @@ impl PlanExecutions for InMemoryStore {
     async fn cancel_open_plans(
         &self,
         conversation_key: &ConversationKey,
-        member_id: &str,
+        member_id: &MemberId,
         now_ms: i64,
     ) -> Result<u64, StorageError> {
         let mut state = self.intents_state();
         let mut count = 0;
         for plan in state.plans.values_mut() {
             if plan.conversation_key == *conversation_key
-                && plan.member_id == member_id
+                && plan.member_id == *member_id
                 && plan.is_open()
             {
                 let version = plan.version + 1;

@@ -7,7 +7,7 @@ use std::sync::MutexGuard;
 use async_trait::async_trait;
 
 use super::in_memory::InMemoryStore;
-use crate::ids::ConversationKey;
+use crate::ids::{ConversationKey, MemberId};
 use crate::ports::{ScriptWorkflow, ScriptWorkflows, StorageError};
 
 /// (conversation key, member id) → that member's workflow there.
@@ -22,8 +22,8 @@ impl InMemoryStore {
     }
 }
 
-fn key(conversation_key: &ConversationKey, member_id: &str) -> (String, String) {
-    (conversation_key.to_string(), member_id.to_owned())
+fn key(conversation_key: &ConversationKey, member_id: &MemberId) -> (String, String) {
+    (conversation_key.to_string(), member_id.to_string())
 }
 
 #[async_trait]
@@ -44,7 +44,7 @@ impl ScriptWorkflows for InMemoryStore {
     async fn get(
         &self,
         conversation_key: &ConversationKey,
-        member_id: &str,
+        member_id: &MemberId,
         fresh_since_ms: i64,
     ) -> Result<Option<ScriptWorkflow>, StorageError> {
         Ok(self
@@ -57,7 +57,7 @@ impl ScriptWorkflows for InMemoryStore {
     async fn clear(
         &self,
         conversation_key: &ConversationKey,
-        member_id: &str,
+        member_id: &MemberId,
     ) -> Result<bool, StorageError> {
         Ok(self
             .workflows()

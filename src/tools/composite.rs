@@ -153,7 +153,7 @@ mod tests {
 
     fn context() -> ToolContext {
         ToolContext {
-            member_id: "alice".into(),
+            member_id: "alice".parse().unwrap(),
             conversation_key: "http:alice".parse().unwrap(),
             profile_id: "default_assistant".into(),
             question_timeout: std::time::Duration::from_secs(300),

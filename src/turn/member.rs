@@ -5,7 +5,7 @@
 
 use actix::Message;
 
-use crate::ids::ConversationKey;
+use crate::ids::{ConversationKey, MemberId};
 use crate::ports::StorageError;
 
 /// Put `question` to `member_id` in the conversation whose turn is running now (a
@@ -15,7 +15,7 @@ use crate::ports::StorageError;
 #[derive(Debug, Message)]
 #[rtype(result = "Result<(), AskError>")]
 pub struct AskMember {
-    pub member_id: String,
+    pub member_id: MemberId,
     pub conversation_key: ConversationKey,
     pub question: String,
     pub answer_to: tokio::sync::oneshot::Sender<String>,
@@ -27,7 +27,7 @@ pub enum AskError {
     NoRunningTurn(ConversationKey),
     #[error("member {member:?} is already being asked something in conversation {conversation:?}")]
     AlreadyAsking {
-        member: String,
+        member: MemberId,
         conversation: ConversationKey,
     },
 }

@@ -254,7 +254,7 @@ async fn an_interrupted_approved_call_is_never_run_twice() {
         let inbound = Inbound {
             id: "interrupted-1".into(),
             conversation: "http:alice".parse().unwrap(),
-            member_id: "alice".into(),
+            member_id: "alice".parse().unwrap(),
             text: "I moved to 7 Cedar Close".into(),
             platform_event_id: None,
             received_at_ms: 1,
@@ -279,7 +279,7 @@ async fn an_interrupted_approved_call_is_never_run_twice() {
         let confirmation = PendingConfirmation {
             id: "c-interrupted".into(),
             inbox_id: "interrupted-1".into(),
-            member_id: "alice".into(),
+            member_id: "alice".parse().unwrap(),
             conversation: "http:alice".parse().unwrap(),
             profile_id: "default_assistant".into(),
             tool_name: "profile_update".into(),
@@ -295,7 +295,7 @@ async fn an_interrupted_approved_call_is_never_run_twice() {
             .pending
             .answer(
                 "c-interrupted",
-                "alice",
+                &"alice".parse().unwrap(),
                 &hearth::ports::AnswerPlace::Channel("http".into()),
                 true,
                 3,
@@ -324,9 +324,10 @@ async fn an_interrupted_approved_call_is_never_run_twice() {
         last_tool_result(&llm),
         hearth::actors::processing::UNKNOWN_OUTCOME_RESULT
     );
-    let facts = hearth::ports::UserProfiles::get(&*app.running.stores.profiles, "alice")
-        .await
-        .unwrap();
+    let facts =
+        hearth::ports::UserProfiles::get(&*app.running.stores.profiles, &"alice".parse().unwrap())
+            .await
+            .unwrap();
     assert!(
         !facts.contains_key("address"),
         "the approved call was not run again: {facts:?}"

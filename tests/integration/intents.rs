@@ -310,7 +310,7 @@ async fn cancel_drops_a_plan_waiting_for_the_member() {
         .running
         .queue
         .send(CancelPending {
-            member_id: "alice".into(),
+            member_id: "alice".parse().unwrap(),
             conversation_key: "http:alice".parse().unwrap(),
         })
         .await
@@ -406,7 +406,7 @@ intents:
         registry
             .eligible(&IntentContext {
                 channel,
-                member_id: member,
+                member_id: &member.parse().unwrap(),
                 role,
             })
             .into_iter()
@@ -428,7 +428,7 @@ intents:
         registry
             .eligible(&IntentContext {
                 channel: "http",
-                member_id: member,
+                member_id: &member.parse().unwrap(),
                 role: FamilyRole::Parent,
             })
             .iter()

@@ -22,7 +22,7 @@ const PLAN_ANSWER: &str =
 
 fn cancel(member: &str, conversation_key: &str) -> CancelPending {
     CancelPending {
-        member_id: member.into(),
+        member_id: member.parse().unwrap(),
         conversation_key: conversation_key.parse().unwrap(),
     }
 }
@@ -94,7 +94,11 @@ async fn a_plan_cancelled_while_its_turn_has_it_loaded_stops_and_says_so() {
     let (body, cancelled) = answer_held_while(&app, &llm, async |gate: &Gate| {
         // Cancelled behind the turn's back, after it loaded the plan.
         let cancelled = plans
-            .cancel_open_plans(&"http:alice".parse().unwrap(), "alice", now_ms())
+            .cancel_open_plans(
+                &"http:alice".parse().unwrap(),
+                &"alice".parse().unwrap(),
+                now_ms(),
+            )
             .await
             .unwrap();
         gate.open();
@@ -112,7 +116,7 @@ async fn a_plan_cancelled_while_its_turn_has_it_loaded_stops_and_says_so() {
     assert_eq!(record["reply"], CANCELLED_REPLY);
     assert_eq!(
         plans
-            .open_plan(&"http:alice".parse().unwrap(), "alice")
+            .open_plan(&"http:alice".parse().unwrap(), &"alice".parse().unwrap())
             .await
             .unwrap(),
         None

@@ -38,7 +38,7 @@ fn order_status_plan(steps: Vec<StepExecution>, current_index: usize) -> PlanExe
         plan_id: "plan-stopped".into(),
         intent_id: "order_status".into(),
         conversation_key: "http:alice".parse().unwrap(),
-        member_id: "alice".into(),
+        member_id: "alice".parse().unwrap(),
         profile_id: "orders".into(),
         params: [("order_id".to_string(), json!("O-12345"))].into(),
         steps,
@@ -69,7 +69,7 @@ fn inbound() -> Inbound {
     Inbound {
         id: "stopped-1".into(),
         conversation: "http:alice".parse().unwrap(),
-        member_id: "alice".into(),
+        member_id: "alice".parse().unwrap(),
         text: ASKED.into(),
         platform_event_id: None,
         received_at_ms: 1,
@@ -169,7 +169,7 @@ async fn an_approval_taken_before_the_call_started_is_asked_anew_not_told_as_unk
         let confirmation = PendingConfirmation {
             id: "c-taken".into(),
             inbox_id: "stopped-1".into(),
-            member_id: "alice".into(),
+            member_id: "alice".parse().unwrap(),
             conversation: "http:alice".parse().unwrap(),
             profile_id: "orders".into(),
             tool_name: "check_order_status".into(),
@@ -185,7 +185,7 @@ async fn an_approval_taken_before_the_call_started_is_asked_anew_not_told_as_unk
             .pending
             .answer(
                 "c-taken",
-                "alice",
+                &"alice".parse().unwrap(),
                 &AnswerPlace::Channel("http".into()),
                 true,
                 3,

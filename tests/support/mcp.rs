@@ -154,7 +154,7 @@ pub fn state(servers: &McpServers, id: &str) -> ServerState {
 /// A family member's tool context.
 pub fn member(id: &str) -> ToolContext {
     ToolContext {
-        member_id: id.to_owned(),
+        member_id: id.parse().unwrap(),
         conversation_key: hearth::ids::ConversationKey::new("http", id).unwrap(),
         profile_id: "default_assistant".to_owned(),
         question_timeout: std::time::Duration::from_secs(300),

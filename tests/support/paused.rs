@@ -196,7 +196,7 @@ impl PausedHearth {
         let inbound = Inbound {
             id: Inbound::new_id(),
             conversation: ConversationKey::new(CHANNEL, member).unwrap(),
-            member_id: member.into(),
+            member_id: member.parse().unwrap(),
             text: text.into(),
             platform_event_id: None,
             received_at_ms: now_ms(),
@@ -235,7 +235,7 @@ impl PausedHearth {
             .queue
             .send(AnswerConfirmation {
                 confirmation_id: id.into(),
-                member_id: member.into(),
+                member_id: member.parse().unwrap(),
                 place: AnswerPlace::Conversation(ConversationKey::new(CHANNEL, member).unwrap()),
                 approve,
                 reply_to: None,

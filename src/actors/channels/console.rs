@@ -11,7 +11,7 @@ use crate::actors::request_queue::{
     AnswerConfirmation, DeliverReply, ReplyKind, RequestQueue, SubmitError, SubmitInbound,
     Submitted,
 };
-use crate::ids::ConversationKey;
+use crate::ids::{ConversationKey, MemberId};
 use crate::ports::{AnswerPlace, Inbound, now_ms};
 
 pub struct ConsoleChannel {
@@ -42,12 +42,12 @@ impl Handler<DeliverReply> for ConsoleChannel {
 /// and print every reply. Returns when input has ended and every answer arrived.
 pub async fn run_console(
     queue: Addr<RequestQueue>,
-    member_id: String,
+    member_id: MemberId,
     mut replies: mpsc::UnboundedReceiver<DeliverReply>,
 ) -> std::io::Result<()> {
     // The member's one console conversation.
     let conversation =
-        ConversationKey::new("console", &member_id).map_err(std::io::Error::other)?;
+        ConversationKey::new("console", member_id.as_str()).map_err(std::io::Error::other)?;
     let mut stdout = tokio::io::stdout();
     let mut lines = BufReader::new(tokio::io::stdin()).lines();
     stdout

@@ -243,7 +243,7 @@ mod tests {
             inbound: Inbound {
                 id: "sub-1".into(),
                 conversation: "delegation:http:alice/secure_ops/1".parse().unwrap(),
-                member_id: "alice".into(),
+                member_id: "alice".parse().unwrap(),
                 text: "save my address".into(),
                 platform_event_id: None,
                 received_at_ms: 1,
@@ -252,7 +252,7 @@ mod tests {
             confirmation: PendingConfirmation {
                 id: "c-1".into(),
                 inbox_id: "sub-1".into(),
-                member_id: "alice".into(),
+                member_id: "alice".parse().unwrap(),
                 conversation: "delegation:http:alice/secure_ops/1".parse().unwrap(),
                 profile_id: "secure_ops".into(),
                 tool_name: "profile_update".into(),

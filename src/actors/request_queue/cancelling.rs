@@ -12,12 +12,12 @@ use actix::{AsyncContext, Context, Handler, ResponseActFuture};
 use tokio::sync::oneshot;
 
 use super::{CancelPending, Cancelled, RequestQueue};
-use crate::ids::ConversationKey;
+use crate::ids::{ConversationKey, MemberId};
 use crate::ports::{AnswerPlace, Inbound, PendingConfirmation, StorageError, now_ms};
 
 /// A `/cancel` waiting for its turn in the lane.
 pub(super) struct WaitingCancel {
-    member_id: String,
+    member_id: MemberId,
     /// Whether a question was withdrawn when it came.
     question: bool,
     done: oneshot::Sender<Result<Cancelled, StorageError>>,
@@ -78,7 +78,7 @@ impl RequestQueue {
             .map(|running| running.inbound.member_id.clone());
         let (later, now): (Vec<WaitingCancel>, Vec<WaitingCancel>) = waiting
             .into_iter()
-            .partition(|cancel| running_member.as_deref() == Some(cancel.member_id.as_str()));
+            .partition(|cancel| running_member.as_ref() == Some(&cancel.member_id));
         if !later.is_empty() {
             self.cancels.insert(key.clone(), later);
         }
@@ -86,7 +86,7 @@ impl RequestQueue {
             return;
         }
         self.lanes.pause(key);
-        let members: Vec<String> = now.iter().map(|cancel| cancel.member_id.clone()).collect();
+        let members: Vec<MemberId> = now.iter().map(|cancel| cancel.member_id.clone()).collect();
         let work = self.cancel_in_storage(key.clone(), members);
         let key = key.clone();
         ctx.spawn(work.into_actor(self).map(move |results, act, ctx| {
@@ -120,7 +120,7 @@ impl RequestQueue {
     fn cancel_in_storage(
         &self,
         key: ConversationKey,
-        members: Vec<String>,
+        members: Vec<MemberId>,
     ) -> impl Future<Output = Vec<Result<CancelledInStorage, StorageError>>> + 'static {
         let (pending, inbox) = (self.pending.clone(), self.inbox.clone());
         let (plugin_calls, plans) = (self.plugin_calls.clone(), self.plans.clone());

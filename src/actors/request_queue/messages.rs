@@ -4,7 +4,7 @@
 
 use actix::Message;
 
-use crate::ids::ConversationKey;
+use crate::ids::{ConversationKey, MemberId};
 use crate::ports::{Inbound, InboxRecord, OutgoingKind, OutgoingMessage, StorageError};
 
 /// Accept a message from a channel: stored durably before this answers `Accepted`.
@@ -43,7 +43,7 @@ pub enum SubmitError {
 #[rtype(result = "Result<Answered, AnswerError>")]
 pub struct AnswerConfirmation {
     pub confirmation_id: String,
-    pub member_id: String,
+    pub member_id: MemberId,
     pub place: crate::ports::AnswerPlace,
     pub approve: bool,
     pub reply_to: Option<tokio::sync::oneshot::Sender<DeliverReply>>,
@@ -55,7 +55,7 @@ pub struct Answered {
     pub inbox_id: String,
     /// The member whose request it is. Another than the one who answered (a parent
     /// approving a child's request): the outcome goes to that member's conversation.
-    pub asked_by: String,
+    pub asked_by: MemberId,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -73,7 +73,7 @@ pub enum AnswerError {
 #[derive(Debug, Message)]
 #[rtype(result = "Result<Cancelled, StorageError>")]
 pub struct CancelPending {
-    pub member_id: String,
+    pub member_id: MemberId,
     pub conversation_key: ConversationKey,
 }
 
@@ -133,7 +133,7 @@ impl Cancelled {
 #[rtype(result = "()")]
 pub struct OwnChatsFound {
     pub channel: String,
-    pub chats: Vec<(String, ConversationKey)>,
+    pub chats: Vec<(MemberId, ConversationKey)>,
 }
 
 /// What kind of text a reply is, so a channel can present it fittingly.
@@ -172,7 +172,7 @@ impl ReplyKind {
     }
 
     /// How the outbox names a message of this kind, asked of `member_id`.
-    pub fn outgoing_kind(&self, member_id: &str) -> OutgoingKind {
+    pub fn outgoing_kind(&self, member_id: &MemberId) -> OutgoingKind {
         match self {
             ReplyKind::Answer
             | ReplyKind::Delayed
@@ -183,7 +183,7 @@ impl ReplyKind {
                 confirmation_id, ..
             } => OutgoingKind::Prompt {
                 confirmation_id: confirmation_id.clone(),
-                member_id: member_id.to_string(),
+                member_id: member_id.clone(),
             },
             ReplyKind::ConfirmationExpired { confirmation_id } => OutgoingKind::Close {
                 confirmation_id: confirmation_id.clone(),
@@ -199,7 +199,7 @@ pub struct DeliverReply {
     pub inbox_id: String,
     /// The conversation it goes to, on the channel it is handed to.
     pub conversation: ConversationKey,
-    pub member_id: String,
+    pub member_id: MemberId,
     pub text: String,
     pub kind: ReplyKind,
     /// The platform id of the member's message this answers (`Inbound::platform_event_id`),

@@ -44,7 +44,7 @@ use waiting_plans::{WaitingPlans, process_new};
 
 use crate::actors::processing::ProcessingService;
 use crate::config::QueueConfig;
-use crate::ids::ConversationKey;
+use crate::ids::{ConversationKey, MemberId};
 use crate::metrics::{Metrics, StageTimer};
 use crate::ports::{
     Acceptance, Decision, Inbound, Inbox, Outbox, PendingActions, PendingConfirmation,
@@ -132,12 +132,12 @@ pub struct RequestQueue {
     /// The turn running in each conversation, keyed like the lanes.
     running: HashMap<ConversationKey, questions::RunningTurn>,
     /// Questions waiting for a member's next message, by (conversation, member id).
-    questions: HashMap<(ConversationKey, String), questions::OpenQuestion>,
+    questions: HashMap<(ConversationKey, MemberId), questions::OpenQuestion>,
     metrics: Arc<Metrics>,
     readiness: Arc<Readiness>,
     /// Each member's own chats, where a confirmation escalated to them is shown
     /// (`suspending.rs`).
-    own_chats: HashMap<String, Vec<ConversationKey>>,
+    own_chats: HashMap<MemberId, Vec<ConversationKey>>,
     /// `/cancel`s waiting for their turn in a conversation's lane (`cancelling.rs`).
     cancels: HashMap<ConversationKey, Vec<cancelling::WaitingCancel>>,
     /// Set by `DrainTurns`: no turn starts, and its sender waits for the running ones.
@@ -185,7 +185,7 @@ impl RequestQueue {
     }
 
     /// Each member's own chats, where confirmations escalated to them are shown.
-    pub fn with_own_chats(mut self, own_chats: HashMap<String, Vec<ConversationKey>>) -> Self {
+    pub fn with_own_chats(mut self, own_chats: HashMap<MemberId, Vec<ConversationKey>>) -> Self {
         self.own_chats = own_chats;
         self
     }

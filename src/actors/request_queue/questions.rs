@@ -9,7 +9,7 @@ use actix::{Context, Handler};
 use tokio::sync::oneshot;
 
 use super::{DeliverReply, ReplyKind, RequestQueue};
-use crate::ids::ConversationKey;
+use crate::ids::{ConversationKey, MemberId};
 use crate::ports::Inbound;
 use crate::turn::{AskError, AskMember};
 
@@ -51,9 +51,9 @@ impl RequestQueue {
     pub(super) fn cancel_question(
         &mut self,
         conversation_key: &ConversationKey,
-        member_id: &str,
+        member_id: &MemberId,
     ) -> bool {
-        let slot = (conversation_key.clone(), member_id.to_owned());
+        let slot = (conversation_key.clone(), member_id.clone());
         self.questions
             .remove(&slot)
             .is_some_and(|question| question.answer_to.send("cancel".to_owned()).is_ok())

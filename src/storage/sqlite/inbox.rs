@@ -5,7 +5,7 @@ use sqlx::Row;
 use sqlx::sqlite::SqliteRow;
 
 use super::outbox::insert_if_any;
-use super::{SqliteStore, conversation_from_row, database_error, memory::entries_json};
+use super::{SqliteStore, conversation_from_row, database_error, id_column, memory::entries_json};
 use crate::ports::{
     Acceptance, HistoryEntry, Inbound, Inbox, InboxRecord, InboxStatus, OutgoingMessage,
     StorageError, TurnRecord, now_ms,
@@ -29,7 +29,7 @@ fn record_from_row(row: &SqliteRow) -> Result<InboxRecord, StorageError> {
         inbound: Inbound {
             id: row.get("id"),
             conversation: conversation_from_row(row, "inbox")?,
-            member_id: row.get("member_id"),
+            member_id: id_column(row, "inbox", "member_id")?,
             text: row.get("text"),
             platform_event_id: row.get("platform_event_id"),
             received_at_ms: row.get("received_at_ms"),
@@ -73,7 +73,7 @@ impl Inbox for SqliteStore {
                     .bind(&row.id)
                     .bind(row.conversation.channel())
                     .bind(row.conversation.conversation_id())
-                    .bind(&row.member_id)
+                    .bind(row.member_id.as_str())
                     .bind(&row.text)
                     .bind(&row.platform_event_id)
                     .bind(&extras)

@@ -7,7 +7,7 @@ use sqlx::Row;
 use sqlx::sqlite::SqliteRow;
 
 use super::{SqliteStore, database_error};
-use crate::ids::ConversationKey;
+use crate::ids::{ConversationKey, MemberId};
 use crate::ports::{
     IntentRecords, PlanExecution, PlanExecutions, StepStatus, StorageError, canceled_plan,
 };
@@ -72,7 +72,7 @@ impl PlanExecutions for SqliteStore {
                     };
                     let query = query
                         .bind(saved.conversation_key.as_str())
-                        .bind(&saved.member_id)
+                        .bind(saved.member_id.as_str())
                         .bind(&saved.profile_id)
                         .bind(&saved.intent_id)
                         .bind(saved.status().as_str())
@@ -110,7 +110,7 @@ impl PlanExecutions for SqliteStore {
     async fn open_plan(
         &self,
         conversation_key: &ConversationKey,
-        member_id: &str,
+        member_id: &MemberId,
     ) -> Result<Option<PlanExecution>, StorageError> {
         let row = sqlx::query(
             "SELECT plan, version FROM plan_executions WHERE conversation_key = ? \
@@ -118,7 +118,7 @@ impl PlanExecutions for SqliteStore {
              ORDER BY created_at_ms DESC, plan_id DESC LIMIT 1",
         )
         .bind(conversation_key.as_str())
-        .bind(member_id)
+        .bind(member_id.as_str())
         .bind(OPEN[0])
         .bind(OPEN[1])
         .fetch_optional(&self.pool)
@@ -130,10 +130,10 @@ impl PlanExecutions for SqliteStore {
     async fn cancel_open_plans(
         &self,
         conversation_key: &ConversationKey,
-        member_id: &str,
+        member_id: &MemberId,
         now_ms: i64,
     ) -> Result<u64, StorageError> {
-        let (conversation_key, member_id) = (conversation_key.to_string(), member_id.to_owned());
+        let (conversation_key, member_id) = (conversation_key.to_string(), member_id.to_string());
         // Several statements: in a savepoint, so a plan that cannot be read cancels none.
         self.writer
             .run_atomically(move |connection| {

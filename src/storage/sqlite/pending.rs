@@ -5,7 +5,8 @@ use sqlx::Row;
 use sqlx::sqlite::SqliteRow;
 
 use super::outbox::insert_outgoing;
-use super::{SqliteStore, conversation_from_row, database_error};
+use super::{SqliteStore, conversation_from_row, database_error, id_column};
+use crate::ids::MemberId;
 use crate::ports::{
     AnswerPlace, AnswerRefused, Decision, OpenConfirmation, OutgoingMessage, PendingActions,
     PendingConfirmation, StorageError,
@@ -33,7 +34,7 @@ fn confirmation_from_row(row: &SqliteRow) -> Result<PendingConfirmation, Storage
     Ok(PendingConfirmation {
         id: row.get("id"),
         inbox_id: row.get("inbox_id"),
-        member_id: row.get("member_id"),
+        member_id: id_column(row, "pending_actions", "member_id")?,
         conversation: conversation_from_row(row, "pending_actions")?,
         profile_id: row.get("profile_id"),
         tool_name: row.get("tool_name"),
@@ -87,7 +88,7 @@ impl PendingActions for SqliteStore {
                     )
                     .bind(&confirmation.id)
                     .bind(&confirmation.inbox_id)
-                    .bind(&confirmation.member_id)
+                    .bind(confirmation.member_id.as_str())
                     .bind(confirmation.conversation.channel())
                     .bind(confirmation.conversation.conversation_id())
                     .bind(&confirmation.profile_id)
@@ -97,7 +98,7 @@ impl PendingActions for SqliteStore {
                     .bind(confirmation.turn_state.to_string())
                     .bind(confirmation.expires_at_ms)
                     .bind(confirmation.created_at_ms)
-                    .bind(serde_json::Value::from(confirmation.approvers.clone()).to_string())
+                    .bind(serde_json::json!(confirmation.approvers).to_string())
                     .execute(&mut *connection)
                     .await
                     .map_err(database_error)?;
@@ -114,7 +115,7 @@ impl PendingActions for SqliteStore {
     async fn answer(
         &self,
         confirmation_id: &str,
-        member_id: &str,
+        member_id: &MemberId,
         place: &AnswerPlace,
         approve: bool,
         now_ms: i64,
@@ -134,7 +135,7 @@ impl PendingActions for SqliteStore {
         } else {
             Decision::Denied
         };
-        let (id, member) = (confirmation_id.to_string(), member_id.to_string());
+        let (id, member) = (confirmation_id.to_string(), member_id.clone());
         let answered = self
             .writer
             .run(move |connection| {
@@ -150,8 +151,8 @@ impl PendingActions for SqliteStore {
                     .bind(decision.as_str())
                     .bind(now_ms)
                     .bind(&id)
-                    .bind(&member)
-                    .bind(&member)
+                    .bind(member.as_str())
+                    .bind(member.as_str())
                     .bind(now_ms)
                     .fetch_optional(&mut *connection)
                     .await

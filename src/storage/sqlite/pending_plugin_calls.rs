@@ -6,7 +6,7 @@ use sqlx::Row;
 use sqlx::sqlite::SqliteRow;
 
 use super::{SqliteStore, database_error, id_column};
-use crate::ids::ConversationKey;
+use crate::ids::{ConversationKey, MemberId};
 use crate::ports::{PendingPluginCall, PendingPluginCalls, StorageError};
 
 /// The columns of a call, in `PendingPluginCall`'s order (a literal: sqlx takes only
@@ -30,7 +30,7 @@ fn json_column<T: serde::de::DeserializeOwned>(
 fn call_from_row(row: &SqliteRow) -> Result<PendingPluginCall, StorageError> {
     Ok(PendingPluginCall {
         conversation_key: id_column(row, "pending_plugin_calls", "conversation_key")?,
-        member_id: row.get("member_id"),
+        member_id: id_column(row, "pending_plugin_calls", "member_id")?,
         plugin_id: row.get("plugin_id"),
         capability_id: row.get("capability_id"),
         parameters: json_column(row, "parameters")?,
@@ -61,7 +61,7 @@ impl PendingPluginCalls for SqliteStore {
                         ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
                     ))
                     .bind(call.conversation_key.as_str())
-                    .bind(&call.member_id)
+                    .bind(call.member_id.as_str())
                     .bind(&call.plugin_id)
                     .bind(&call.capability_id)
                     .bind(&parameters)
@@ -81,10 +81,10 @@ impl PendingPluginCalls for SqliteStore {
     async fn take_valid(
         &self,
         conversation_key: &ConversationKey,
-        member_id: &str,
+        member_id: &MemberId,
         now_ms: i64,
     ) -> Result<Option<PendingPluginCall>, StorageError> {
-        let (conversation_key, member_id) = (conversation_key.to_string(), member_id.to_owned());
+        let (conversation_key, member_id) = (conversation_key.to_string(), member_id.to_string());
         let taken = self
             .writer
             .run(move |connection| {
@@ -112,7 +112,7 @@ impl PendingPluginCalls for SqliteStore {
     async fn peek(
         &self,
         conversation_key: &ConversationKey,
-        member_id: &str,
+        member_id: &MemberId,
         now_ms: i64,
     ) -> Result<Option<PendingPluginCall>, StorageError> {
         sqlx::query(concat!(
@@ -122,7 +122,7 @@ impl PendingPluginCalls for SqliteStore {
             "WHERE conversation_key = ? AND member_id = ? AND expires_at_ms > ?"
         ))
         .bind(conversation_key.as_str())
-        .bind(member_id)
+        .bind(member_id.as_str())
         .bind(now_ms)
         .fetch_optional(&self.pool)
         .await
@@ -135,12 +135,12 @@ impl PendingPluginCalls for SqliteStore {
     async fn clear(
         &self,
         conversation_key: &ConversationKey,
-        member_id: &str,
+        member_id: &MemberId,
     ) -> Result<bool, StorageError> {
         self.delete_members_rows(
             "DELETE FROM pending_plugin_calls WHERE conversation_key = ? AND member_id = ?",
             conversation_key.as_str(),
-            member_id,
+            member_id.as_str(),
         )
         .await
     }

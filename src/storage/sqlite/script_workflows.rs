@@ -4,7 +4,7 @@ use async_trait::async_trait;
 use sqlx::Row;
 
 use super::{SqliteStore, database_error};
-use crate::ids::ConversationKey;
+use crate::ids::{ConversationKey, MemberId};
 use crate::ports::{ScriptWorkflow, ScriptWorkflows, StorageError};
 
 #[async_trait]
@@ -25,7 +25,7 @@ impl ScriptWorkflows for SqliteStore {
                          (conversation_key, member_id, state, updated_at_ms) VALUES (?, ?, ?, ?)",
                     )
                     .bind(workflow.conversation_key.as_str())
-                    .bind(&workflow.member_id)
+                    .bind(workflow.member_id.as_str())
                     .bind(&state)
                     .bind(workflow.updated_at_ms)
                     .execute(&mut *connection)
@@ -40,7 +40,7 @@ impl ScriptWorkflows for SqliteStore {
     async fn get(
         &self,
         conversation_key: &ConversationKey,
-        member_id: &str,
+        member_id: &MemberId,
         fresh_since_ms: i64,
     ) -> Result<Option<ScriptWorkflow>, StorageError> {
         let row = sqlx::query(
@@ -48,7 +48,7 @@ impl ScriptWorkflows for SqliteStore {
              WHERE conversation_key = ? AND member_id = ? AND updated_at_ms >= ?",
         )
         .bind(conversation_key.as_str())
-        .bind(member_id)
+        .bind(member_id.as_str())
         .bind(fresh_since_ms)
         .fetch_optional(&self.pool)
         .await
@@ -61,7 +61,7 @@ impl ScriptWorkflows for SqliteStore {
             .map_err(|error| StorageError::Corrupt(format!("script_workflows.state: {error}")))?;
         Ok(Some(ScriptWorkflow {
             conversation_key: conversation_key.clone(),
-            member_id: member_id.to_owned(),
+            member_id: member_id.clone(),
             state,
             updated_at_ms: row.get("updated_at_ms"),
         }))
@@ -70,12 +70,12 @@ impl ScriptWorkflows for SqliteStore {
     async fn clear(
         &self,
         conversation_key: &ConversationKey,
-        member_id: &str,
+        member_id: &MemberId,
     ) -> Result<bool, StorageError> {
         self.delete_members_rows(
             "DELETE FROM script_workflows WHERE conversation_key = ? AND member_id = ?",
             conversation_key.as_str(),
-            member_id,
+            member_id.as_str(),
         )
         .await
     }

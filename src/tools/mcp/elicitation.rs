@@ -230,7 +230,7 @@ mod tests {
 
     fn context(member: &str) -> ToolContext {
         ToolContext {
-            member_id: member.to_owned(),
+            member_id: member.parse().unwrap(),
             conversation_key: crate::ids::ConversationKey::new("http", member).unwrap(),
             profile_id: "default_assistant".to_owned(),
             question_timeout: std::time::Duration::from_secs(300),

@@ -86,7 +86,13 @@ fn an_unanswered_confirmation_expires_at_its_deadline_and_the_turn_goes_on() {
             (ReplyKind::Answer, "Nothing was changed.")
         );
         assert_eq!(hearth.model.last_tool_result(), EXPIRED_RESULT);
-        let facts = hearth.running.stores.profiles.get("alice").await.unwrap();
+        let facts = hearth
+            .running
+            .stores
+            .profiles
+            .get(&"alice".parse().unwrap())
+            .await
+            .unwrap();
         assert_eq!(facts.get("address"), None);
         assert_eq!(hearth.record(&inbox_id).await.status, InboxStatus::Answered);
 
@@ -110,7 +116,7 @@ fn an_answered_confirmation_whose_turn_did_not_resume_is_resumed_by_the_periodic
         let place = AnswerPlace::Conversation(ConversationKey::new(CHANNEL, "alice").unwrap());
         let pending = &hearth.running.stores.pending;
         pending
-            .answer(&id, "alice", &place, true, now_ms())
+            .answer(&id, &"alice".parse().unwrap(), &place, true, now_ms())
             .await
             .unwrap()
             .unwrap();
@@ -126,7 +132,13 @@ fn an_answered_confirmation_whose_turn_did_not_resume_is_resumed_by_the_periodic
             "resumed after {:?}",
             resumed_at - answered_at
         );
-        let facts = hearth.running.stores.profiles.get("alice").await.unwrap();
+        let facts = hearth
+            .running
+            .stores
+            .profiles
+            .get(&"alice".parse().unwrap())
+            .await
+            .unwrap();
         assert_eq!(facts.get("address").map(String::as_str), Some("5 Ash Way"));
         assert_eq!(hearth.record(&inbox_id).await.status, InboxStatus::Answered);
 
@@ -190,7 +202,13 @@ fn a_delegated_question_expires_on_the_target_profile_s_timeout() {
         let target_saw = &requests[requests.len() - 2];
         let result = target_saw.messages.last().unwrap();
         assert_eq!(result.content, EXPIRED_RESULT);
-        let facts = hearth.running.stores.profiles.get("alice").await.unwrap();
+        let facts = hearth
+            .running
+            .stores
+            .profiles
+            .get(&"alice".parse().unwrap())
+            .await
+            .unwrap();
         assert_eq!(facts.get("address"), None);
         assert_eq!(hearth.record(&inbox_id).await.status, InboxStatus::Answered);
     });

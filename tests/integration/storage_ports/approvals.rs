@@ -10,7 +10,7 @@ use hearth::storage::{self, Stores};
 use super::outbox::outgoing;
 use super::pending_actions::confirmation;
 use super::plans::plan;
-use super::{T0, expect_new, inbound, key, record_of};
+use super::{T0, expect_new, inbound, key, member, record_of};
 
 adapter_suite!(
     pending_suspend_stores_every_prompt_with_it,
@@ -38,7 +38,7 @@ async fn queued(stores: &Stores, channel: &str) -> Vec<(i64, String, String)> {
 async fn pending_suspend_stores_every_prompt_with_it(stores: &Stores) {
     expect_new(stores, &inbound("e-1", "telegram", None)).await;
     let mut escalated = confirmation("c-e-1", "e-1", T0);
-    escalated.approvers = vec!["carol".into(), "dave".into()];
+    escalated.approvers = vec![member("carol"), member("dave")];
     let prompts = [
         outgoing("telegram", "family-chat", "I've asked a parent"),
         outgoing(
@@ -121,7 +121,7 @@ async fn pending_waiting_for_finds_the_message_s_unanswered_confirmation(stores:
     let answered = pending
         .answer(
             "c-w-1",
-            "alice",
+            &member("alice"),
             &AnswerPlace::Channel("telegram".into()),
             true,
             T0 + 5,
@@ -165,7 +165,7 @@ async fn plans_are_written_only_over_the_version_they_were_read_at(stores: &Stor
     assert_eq!(read_by_the_turn, stored);
     assert_eq!(
         plans
-            .cancel_open_plans(&key("http:alice"), "alice", 2_000)
+            .cancel_open_plans(&key("http:alice"), &member("alice"), 2_000)
             .await
             .unwrap(),
         1
@@ -217,7 +217,7 @@ async fn sqlite_cancel_open_plans_cancels_all_or_none() {
         .await
         .unwrap();
     let refused = plans
-        .cancel_open_plans(&key("http:alice"), "alice", 5_000)
+        .cancel_open_plans(&key("http:alice"), &member("alice"), 5_000)
         .await;
     assert!(
         matches!(refused, Err(StorageError::Corrupt(_))),

@@ -11,7 +11,7 @@ use super::plugin_ports::{manifest, plugin_call};
 use super::profiles::facts;
 use super::shopping_lists::{item_names, shopping_item};
 use super::{
-    T0, contents, entry, expect_duplicate_of, expect_new, ids, inbound, key, open_or_panic,
+    T0, contents, entry, expect_duplicate_of, expect_new, ids, inbound, key, member, open_or_panic,
     record_of, sqlite_url, turn_for,
 };
 
@@ -38,7 +38,7 @@ async fn sqlite_keeps_data_across_reopen() {
             .unwrap();
         stores
             .profiles
-            .set("alice", "name", Some("Alice"))
+            .set(&member("alice"), "name", Some("Alice"))
             .await
             .unwrap();
         stores
@@ -81,7 +81,7 @@ async fn sqlite_keeps_data_across_reopen() {
             .unwrap();
         assert_eq!(contents(&console), ["hello"]);
         assert_eq!(
-            stores.profiles.get("alice").await.unwrap(),
+            stores.profiles.get(&member("alice")).await.unwrap(),
             facts(&[("name", "Alice")])
         );
     }
@@ -224,7 +224,7 @@ async fn sqlite_keeps_plugin_storage_across_reopen() {
         for name in ["bread", "Milk", "eggs"] {
             stores
                 .shopping_lists
-                .add("groceries", name, 1, "alice", T0)
+                .add("groceries", name, 1, &member("alice"), T0)
                 .await
                 .unwrap();
         }
@@ -246,7 +246,7 @@ async fn sqlite_keeps_plugin_storage_across_reopen() {
         assert_eq!(
             stores
                 .pending_plugin_calls
-                .peek(&key("telegram:1"), "alice", T0)
+                .peek(&key("telegram:1"), &member("alice"), T0)
                 .await
                 .unwrap(),
             Some(call.clone())
@@ -265,14 +265,14 @@ async fn sqlite_keeps_plugin_storage_across_reopen() {
     let stores = open_or_panic(&url).await;
     let milk = stores
         .shopping_lists
-        .add("groceries", "MILK", 2, "bob", T0 + 1)
+        .add("groceries", "MILK", 2, &member("bob"), T0 + 1)
         .await
         .unwrap();
     assert_eq!(milk, shopping_item("Milk", 3, "alice", T0));
     assert_eq!(
         stores
             .pending_plugin_calls
-            .take_valid(&key("telegram:1"), "alice", T0)
+            .take_valid(&key("telegram:1"), &member("alice"), T0)
             .await
             .unwrap(),
         Some(call)

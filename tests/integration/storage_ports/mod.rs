@@ -8,7 +8,7 @@
 
 use std::path::Path;
 
-use hearth::ids::ConversationKey;
+use hearth::ids::{ConversationKey, MemberId};
 use hearth::llm::{Role, ToolCall};
 use hearth::ports::{Acceptance, HistoryEntry, Inbound, InboxRecord, TurnRecord};
 use hearth::storage::{self, Stores};
@@ -124,7 +124,7 @@ pub(super) fn inbound(id: &str, channel: &str, platform_event_id: Option<&str>) 
     Inbound {
         id: id.to_string(),
         conversation: ConversationKey::new(channel, "family-chat").unwrap(),
-        member_id: "alice".to_string(),
+        member_id: member("alice"),
         text: format!("text of {id}"),
         platform_event_id: platform_event_id.map(str::to_string),
         received_at_ms: 1_700_000_000_000,
@@ -183,6 +183,11 @@ pub(super) fn turn_for(message: &Inbound, reply: &str) -> TurnRecord {
 
 /// A conversation key the checks name.
 pub(super) fn key(text: &str) -> ConversationKey {
+    text.parse().unwrap()
+}
+
+/// A member id the checks name.
+pub(super) fn member(text: &str) -> MemberId {
     text.parse().unwrap()
 }
 

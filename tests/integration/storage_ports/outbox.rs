@@ -5,7 +5,7 @@ use hearth::ports::{OutgoingKind, OutgoingMessage, TurnRecord};
 use hearth::storage::Stores;
 
 use super::pending_actions::confirmation;
-use super::{T0, expect_new, inbound, turn_for};
+use super::{T0, expect_new, inbound, member, turn_for};
 
 adapter_suite!(
     outbox_delivers_in_order_and_forgets_what_was_delivered,
@@ -32,7 +32,7 @@ async fn outbox_delivers_in_order_and_forgets_what_was_delivered(stores: &Stores
     let prompt = OutgoingMessage {
         kind: OutgoingKind::Prompt {
             confirmation_id: "c-1".into(),
-            member_id: "alice".into(),
+            member_id: member("alice"),
         },
         ..outgoing("telegram", "1001", "Run it? Ça va 🏠")
     };

@@ -11,7 +11,7 @@ use hearth::ports::{
 use hearth::storage::Stores;
 use serde_json::json;
 
-use super::{T0, expect_new, ids, inbound, key, record_of, turn_for};
+use super::{T0, expect_new, ids, inbound, key, member, record_of, turn_for};
 
 adapter_suite!(
     pending_suspend_marks_the_message_suspended,
@@ -33,7 +33,7 @@ pub(super) fn confirmation(id: &str, inbox_id: &str, created_at_ms: i64) -> Pend
     PendingConfirmation {
         id: id.to_string(),
         inbox_id: inbox_id.to_string(),
-        member_id: "alice".to_string(),
+        member_id: member("alice"),
         conversation: key("telegram:family-chat"),
         profile_id: "family".to_string(),
         tool_name: "calendar_delete".to_string(),
@@ -89,7 +89,7 @@ pub(super) async fn answer(
         .pending
         .answer(
             id,
-            member_id,
+            &member(member_id),
             &AnswerPlace::Channel("telegram".into()),
             approve,
             now_ms,
@@ -327,7 +327,7 @@ async fn pending_answer_from_elsewhere_is_as_if_it_did_not_exist(stores: &Stores
     ] {
         let refused = stores
             .pending
-            .answer("c-w-1", "alice", &place, true, T0 + 1_000)
+            .answer("c-w-1", &member("alice"), &place, true, T0 + 1_000)
             .await
             .unwrap();
         assert_eq!(refused, Err(AnswerRefused::Unknown), "{place:?}");
@@ -338,7 +338,7 @@ async fn pending_answer_from_elsewhere_is_as_if_it_did_not_exist(stores: &Stores
         .pending
         .answer(
             "c-w-1",
-            "alice",
+            &member("alice"),
             &from("telegram", Some("family-chat")),
             true,
             T0 + 1_000,
@@ -355,7 +355,7 @@ async fn pending_answer_from_elsewhere_is_as_if_it_did_not_exist(stores: &Stores
         .pending
         .answer(
             "c-w-2",
-            "alice",
+            &member("alice"),
             &from("telegram", Some("family-chat")),
             false,
             T0 + 1_000,

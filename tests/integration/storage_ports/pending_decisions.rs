@@ -10,7 +10,7 @@ use super::pending_actions::{
     WAIT_MS, answer, confirmation, decisions, open_confirmations, open_decisions, open_one,
     suspended,
 };
-use super::{T0, expect_new, inbound, record_of, turn_for};
+use super::{T0, expect_new, inbound, member, record_of, turn_for};
 
 adapter_suite!(
     pending_expire_due_answers_only_the_due_pending_ones,
@@ -194,7 +194,7 @@ async fn pending_racing_answers_and_consumes_have_one_winner(stores: &Stores) {
             let outcome = pending
                 .answer(
                     "c-r-1",
-                    "alice",
+                    &member("alice"),
                     &AnswerPlace::Channel("telegram".into()),
                     approve,
                     T0 + 1_000,
@@ -346,7 +346,7 @@ async fn pending_interrupted_lists_latest_consumed_of_suspended_messages(stores:
         .pending
         .answer(
             "c-int-1",
-            "alice",
+            &member("alice"),
             &AnswerPlace::Channel("telegram".into()),
             true,
             T0,
@@ -377,7 +377,7 @@ async fn pending_interrupted_lists_latest_consumed_of_suspended_messages(stores:
         .pending
         .answer(
             "c-int-2",
-            "alice",
+            &member("alice"),
             &AnswerPlace::Channel("telegram".into()),
             false,
             T0,

@@ -10,7 +10,7 @@ use crate::actors::request_queue::{
     AnswerConfirmation, AnswerError, CANCELLED_OUTCOME, CancelPending, RequestQueue,
 };
 use crate::config::FamilyMember;
-use crate::ids::ConversationKey;
+use crate::ids::{ConversationKey, MemberId};
 use crate::ports::{AnswerPlace, AnswerRefused, OutgoingKind, OutgoingMessage};
 
 /// A command at the start of a message.
@@ -97,13 +97,13 @@ pub(crate) fn close(
 /// (their prompts closed), their question withdrawn, their pending plugin call dropped.
 pub(crate) async fn cancel(
     queue: &Addr<RequestQueue>,
-    member_id: &str,
+    member_id: &MemberId,
     conversation: &ConversationKey,
     reply_to_event: Option<String>,
 ) -> Result<Vec<OutgoingMessage>, ChannelError> {
     let cancelled = queue
         .send(CancelPending {
-            member_id: member_id.to_string(),
+            member_id: member_id.clone(),
             conversation_key: conversation.clone(),
         })
         .await
@@ -140,7 +140,7 @@ pub(crate) async fn answer(
         .map_err(|_| ChannelError::QueueStopped)?;
     match answered {
         Ok(_) => {
-            let name = member.name.clone().unwrap_or_else(|| member.id.clone());
+            let name = member.name.clone().unwrap_or_else(|| member.id.to_string());
             let outcome = if approve {
                 approved_outcome(&name)
             } else {

@@ -13,12 +13,12 @@ use matrix_sdk::{Client, RoomMemberships};
 use super::rooms::Conversation;
 use super::{MATRIX_CHANNEL, MatrixAdapter};
 use crate::actors::request_queue::OwnChatsFound;
-use crate::ids::ConversationKey;
+use crate::ids::{ConversationKey, MemberId};
 
 /// The own chats found last, and whether a membership changed since.
 pub(super) struct OwnChats {
     members_changed: Arc<AtomicBool>,
-    chats: Option<Vec<(String, ConversationKey)>>,
+    chats: Option<Vec<(MemberId, ConversationKey)>>,
 }
 
 impl OwnChats {
