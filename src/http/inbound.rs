@@ -24,7 +24,7 @@ use crate::actors::channels::{ForgetReply, HttpSubmitError, SubmitHttpInbound};
 use crate::actors::request_queue::{
     AnswerConfirmation, AnswerError, DeliverReply, ReplyKind, SubmitError, Submitted,
 };
-use crate::ids::{ConversationKey, IdError, MemberId};
+use crate::ids::{ConfirmationId, ConversationKey, IdError, MemberId};
 use crate::ports::{AnswerPlace, AnswerRefused, Inbound, InboxRecord, InboxStatus, now_ms};
 
 const MAX_TEXT_CHARS: usize = 16_000;
@@ -246,11 +246,21 @@ pub async fn post_confirm(
     else {
         return HttpResponse::NoContent().finish();
     };
+    let refused = |status: actix_web::http::StatusCode, refusal: AnswerRefused| {
+        HttpResponse::build(status).json(json!({"error": refusal.to_string()}))
+    };
+    // No confirmation has an id of another form: as if it did not exist.
+    let Ok(confirmation_id) = body.confirmation_id.parse::<ConfirmationId>() else {
+        return refused(
+            actix_web::http::StatusCode::NOT_FOUND,
+            AnswerRefused::Unknown,
+        );
+    };
     let (reply_to, receiver) = oneshot::channel();
     let answered = state
         .queue
         .send(AnswerConfirmation {
-            confirmation_id: body.confirmation_id.clone(),
+            confirmation_id,
             member_id: member_id.clone(),
             // Only confirmations asked over HTTP are answered here; others are not found.
             place: AnswerPlace::Channel("http".into()),
@@ -258,9 +268,6 @@ pub async fn post_confirm(
             reply_to: Some(reply_to),
         })
         .await;
-    let refused = |status: actix_web::http::StatusCode, refusal: AnswerRefused| {
-        HttpResponse::build(status).json(json!({"error": refusal.to_string()}))
-    };
     let answered = match answered {
         Ok(Ok(answered)) => answered,
         Ok(Err(AnswerError::Refused(refusal))) => {

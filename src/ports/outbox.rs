@@ -8,7 +8,7 @@ use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
 use super::StorageError;
-use crate::ids::{ConversationKey, MemberId};
+use crate::ids::{ConfirmationId, ConversationKey, MemberId};
 
 /// What an outgoing message is, so the platform can show it fittingly.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -20,12 +20,12 @@ pub enum OutgoingKind {
     /// A confirmation only `member_id` may answer, shown with the platform's buttons or
     /// reactions.
     Prompt {
-        confirmation_id: String,
+        confirmation_id: ConfirmationId,
         member_id: MemberId,
     },
     /// The confirmation's prompt is settled: it is edited to end with the text, its buttons
     /// taken away.
-    Close { confirmation_id: String },
+    Close { confirmation_id: ConfirmationId },
 }
 
 /// A message to deliver.

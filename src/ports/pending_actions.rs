@@ -7,13 +7,13 @@ use async_trait::async_trait;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use super::{Inbound, OutgoingMessage, StorageError};
-use crate::ids::{ConversationKey, MemberId};
+use crate::ids::{ConfirmationId, ConversationKey, MemberId};
 
 /// A tool call waiting for confirmation, with everything needed to resume its turn.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PendingConfirmation {
     /// Opaque and unguessable: it travels in buttons and API calls.
-    pub id: String,
+    pub id: ConfirmationId,
     pub inbox_id: String,
     pub member_id: MemberId,
     /// Where it was asked: the conversation of the turn it suspended.
@@ -36,7 +36,7 @@ pub struct PendingConfirmation {
 /// confirmation): the conversation written as its channel and conversation id.
 #[derive(Serialize)]
 struct ConfirmationWritten<'a> {
-    id: &'a str,
+    id: &'a ConfirmationId,
     inbox_id: &'a str,
     member_id: &'a MemberId,
     channel: &'a str,
@@ -54,7 +54,7 @@ struct ConfirmationWritten<'a> {
 
 #[derive(Deserialize)]
 struct ConfirmationRead {
-    id: String,
+    id: ConfirmationId,
     inbox_id: String,
     member_id: MemberId,
     channel: String,
@@ -128,7 +128,7 @@ impl PendingConfirmation {
     /// asked now, with a new unguessable id.
     pub fn new(inbound: &Inbound, profile_id: &str, asked: AskedApproval) -> Self {
         PendingConfirmation {
-            id: uuid::Uuid::now_v7().to_string(),
+            id: ConfirmationId::generate(),
             inbox_id: inbound.id.clone(),
             member_id: inbound.member_id.clone(),
             conversation: inbound.conversation.clone(),
@@ -253,7 +253,7 @@ pub trait PendingActions: Send + Sync {
     /// `Unknown`), pending and not expired at `now_ms`.
     async fn answer(
         &self,
-        confirmation_id: &str,
+        confirmation_id: &ConfirmationId,
         member_id: &MemberId,
         place: &AnswerPlace,
         approve: bool,
@@ -262,7 +262,10 @@ pub trait PendingActions: Send + Sync {
     /// Mark every pending confirmation expired at `now_ms` as answered `Expired`, and return them.
     async fn expire_due(&self, now_ms: i64) -> Result<Vec<PendingConfirmation>, StorageError>;
     /// The turn resumes with this confirmation's decision: returns it the first time only.
-    async fn consume(&self, confirmation_id: &str) -> Result<Option<Decision>, StorageError>;
+    async fn consume(
+        &self,
+        confirmation_id: &ConfirmationId,
+    ) -> Result<Option<Decision>, StorageError>;
     /// Confirmations pending or answered and not yet consumed, oldest first.
     async fn open(&self) -> Result<Vec<OpenConfirmation>, StorageError>;
     /// The confirmation the message `inbox_id` waits for: its newest one still pending

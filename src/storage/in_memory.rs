@@ -6,7 +6,7 @@ use std::sync::Mutex;
 
 use async_trait::async_trait;
 
-use crate::ids::{ConversationKey, MemberId};
+use crate::ids::{ConfirmationId, ConversationKey, MemberId};
 use crate::ports::{
     Acceptance, AnswerPlace, AnswerRefused, ChannelState, ConversationMemory, Decision,
     HistoryEntry, Inbound, Inbox, InboxRecord, InboxStatus, OpenConfirmation, OutgoingMessage,
@@ -50,11 +50,14 @@ pub struct InMemoryStore {
     pub(super) intents: Mutex<super::in_memory_intents::IntentsState>,
 }
 
-fn find_confirmation<'a>(state: &'a mut State, id: &str) -> Option<&'a mut StoredConfirmation> {
+fn find_confirmation<'a>(
+    state: &'a mut State,
+    id: &ConfirmationId,
+) -> Option<&'a mut StoredConfirmation> {
     state
         .confirmations
         .iter_mut()
-        .find(|stored| stored.confirmation.id == id)
+        .find(|stored| stored.confirmation.id == *id)
 }
 
 impl InMemoryStore {
@@ -319,7 +322,7 @@ impl PendingActions for InMemoryStore {
 
     async fn answer(
         &self,
-        confirmation_id: &str,
+        confirmation_id: &ConfirmationId,
         member_id: &MemberId,
         place: &AnswerPlace,
         approve: bool,
@@ -367,7 +370,10 @@ impl PendingActions for InMemoryStore {
         Ok(expired)
     }
 
-    async fn consume(&self, confirmation_id: &str) -> Result<Option<Decision>, StorageError> {
+    async fn consume(
+        &self,
+        confirmation_id: &ConfirmationId,
+    ) -> Result<Option<Decision>, StorageError> {
         let mut state = self.lock();
         let Some(stored) = find_confirmation(&mut state, confirmation_id) else {
             return Ok(None);

@@ -277,7 +277,7 @@ async fn an_interrupted_approved_call_is_never_run_twice() {
             "rounds": 1
         });
         let confirmation = PendingConfirmation {
-            id: "c-interrupted".into(),
+            id: "c-interrupted".parse().unwrap(),
             inbox_id: "interrupted-1".into(),
             member_id: "alice".parse().unwrap(),
             conversation: "http:alice".parse().unwrap(),
@@ -294,7 +294,7 @@ async fn an_interrupted_approved_call_is_never_run_twice() {
         stores
             .pending
             .answer(
-                "c-interrupted",
+                &"c-interrupted".parse().unwrap(),
                 &"alice".parse().unwrap(),
                 &hearth::ports::AnswerPlace::Channel("http".into()),
                 true,
@@ -304,7 +304,11 @@ async fn an_interrupted_approved_call_is_never_run_twice() {
             .unwrap()
             .unwrap();
         // The decision was taken by the turn that then never finished.
-        stores.pending.consume("c-interrupted").await.unwrap();
+        stores
+            .pending
+            .consume(&"c-interrupted".parse().unwrap())
+            .await
+            .unwrap();
         stores.telemetry.flush().await;
     }
     llm.push(Step::Reply(

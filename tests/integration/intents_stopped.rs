@@ -167,7 +167,7 @@ async fn an_approval_taken_before_the_call_started_is_asked_anew_not_told_as_unk
         stores.inbox.accept(&inbound()).await.unwrap();
         stores.plans.save_plan(&mut plan.clone()).await.unwrap();
         let confirmation = PendingConfirmation {
-            id: "c-taken".into(),
+            id: "c-taken".parse().unwrap(),
             inbox_id: "stopped-1".into(),
             member_id: "alice".parse().unwrap(),
             conversation: "http:alice".parse().unwrap(),
@@ -184,7 +184,7 @@ async fn an_approval_taken_before_the_call_started_is_asked_anew_not_told_as_unk
         stores
             .pending
             .answer(
-                "c-taken",
+                &"c-taken".parse().unwrap(),
                 &"alice".parse().unwrap(),
                 &AnswerPlace::Channel("http".into()),
                 true,
@@ -194,7 +194,11 @@ async fn an_approval_taken_before_the_call_started_is_asked_anew_not_told_as_unk
             .unwrap()
             .unwrap();
         // The resumed turn took the answer and journaled its plan; hearth stopped there.
-        stores.pending.consume("c-taken").await.unwrap();
+        stores
+            .pending
+            .consume(&"c-taken".parse().unwrap())
+            .await
+            .unwrap();
         stores
             .turn_journal
             .save_turn("stopped-1", &json!({"intents_plan": plan.plan_id}))

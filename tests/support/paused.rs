@@ -234,7 +234,7 @@ impl PausedHearth {
         self.running
             .queue
             .send(AnswerConfirmation {
-                confirmation_id: id.into(),
+                confirmation_id: id.parse().unwrap(),
                 member_id: member.parse().unwrap(),
                 place: AnswerPlace::Conversation(ConversationKey::new(CHANNEL, member).unwrap()),
                 approve,

@@ -11,7 +11,7 @@ use crate::actors::request_queue::{
     AnswerConfirmation, DeliverReply, ReplyKind, RequestQueue, SubmitError, SubmitInbound,
     Submitted,
 };
-use crate::ids::{ConversationKey, MemberId};
+use crate::ids::{ConfirmationId, ConversationKey, MemberId};
 use crate::ports::{AnswerPlace, Inbound, now_ms};
 
 pub struct ConsoleChannel {
@@ -57,7 +57,7 @@ pub async fn run_console(
     let mut waiting = 0usize;
     let mut input_open = true;
     // The confirmation the last reply asked for: a "yes" or "no" line answers it.
-    let mut asked: Option<String> = None;
+    let mut asked: Option<ConfirmationId> = None;
     while input_open || waiting > 0 {
         tokio::select! {
             line = lines.next_line(), if input_open => {

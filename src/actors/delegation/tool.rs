@@ -250,7 +250,7 @@ mod tests {
                 extras: Default::default(),
             },
             confirmation: PendingConfirmation {
-                id: "c-1".into(),
+                id: "c-1".parse().unwrap(),
                 inbox_id: "sub-1".into(),
                 member_id: "alice".parse().unwrap(),
                 conversation: "delegation:http:alice/secure_ops/1".parse().unwrap(),

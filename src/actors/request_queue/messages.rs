@@ -4,7 +4,7 @@
 
 use actix::Message;
 
-use crate::ids::{ConversationKey, MemberId};
+use crate::ids::{ConfirmationId, ConversationKey, MemberId};
 use crate::ports::{Inbound, InboxRecord, OutgoingKind, OutgoingMessage, StorageError};
 
 /// Accept a message from a channel: stored durably before this answers `Accepted`.
@@ -42,7 +42,7 @@ pub enum SubmitError {
 #[derive(Debug, Message)]
 #[rtype(result = "Result<Answered, AnswerError>")]
 pub struct AnswerConfirmation {
-    pub confirmation_id: String,
+    pub confirmation_id: ConfirmationId,
     pub member_id: MemberId,
     pub place: crate::ports::AnswerPlace,
     pub approve: bool,
@@ -80,7 +80,7 @@ pub struct CancelPending {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Cancelled {
     /// The confirmations denied, so a channel can update where it showed them.
-    pub confirmation_ids: Vec<String>,
+    pub confirmation_ids: Vec<ConfirmationId>,
     /// Whether a question was withdrawn.
     pub question: bool,
     /// Whether a plugin call waiting for the member's next message was dropped.
@@ -148,7 +148,7 @@ pub enum ReplyKind {
     /// The text is a question only `member_id` may answer (approve or deny), by
     /// `expires_at_ms`; the channel shows it with its own buttons or instructions.
     AskConfirmation {
-        confirmation_id: String,
+        confirmation_id: ConfirmationId,
         expires_at_ms: i64,
     },
     /// The running turn asks `member_id` something (an MCP server's question); their
@@ -159,7 +159,7 @@ pub enum ReplyKind {
     Progress,
     /// Nobody answered confirmation `confirmation_id` in time: a channel that shows it
     /// with buttons takes them away. The turn goes on and answers separately.
-    ConfirmationExpired { confirmation_id: String },
+    ConfirmationExpired { confirmation_id: ConfirmationId },
 }
 
 impl ReplyKind {

@@ -44,7 +44,7 @@ use waiting_plans::{WaitingPlans, process_new};
 
 use crate::actors::processing::ProcessingService;
 use crate::config::QueueConfig;
-use crate::ids::{ConversationKey, MemberId};
+use crate::ids::{ConfirmationId, ConversationKey, MemberId};
 use crate::metrics::{Metrics, StageTimer};
 use crate::ports::{
     Acceptance, Decision, Inbound, Inbox, Outbox, PendingActions, PendingConfirmation,
@@ -124,7 +124,7 @@ pub struct RequestQueue {
     durable_channels: HashSet<String>,
     /// Confirmations whose turn is queued or running again, so a confirmation found
     /// answered and not resumed is put back in its lane once only.
-    resuming: HashSet<String>,
+    resuming: HashSet<ConfirmationId>,
     settings: QueueConfig,
     lanes: Lanes<ConversationKey, QueuedTurn>,
     /// Submissions being written to the inbox: they count against the backlog already.

@@ -6,7 +6,7 @@ use sqlx::sqlite::SqliteRow;
 
 use super::outbox::insert_outgoing;
 use super::{SqliteStore, conversation_from_row, database_error, id_column};
-use crate::ids::MemberId;
+use crate::ids::{ConfirmationId, MemberId};
 use crate::ports::{
     AnswerPlace, AnswerRefused, Decision, OpenConfirmation, OutgoingMessage, PendingActions,
     PendingConfirmation, StorageError,
@@ -32,7 +32,7 @@ fn json_column(row: &SqliteRow, column: &str) -> Result<serde_json::Value, Stora
 
 fn confirmation_from_row(row: &SqliteRow) -> Result<PendingConfirmation, StorageError> {
     Ok(PendingConfirmation {
-        id: row.get("id"),
+        id: id_column(row, "pending_actions", "id")?,
         inbox_id: row.get("inbox_id"),
         member_id: id_column(row, "pending_actions", "member_id")?,
         conversation: conversation_from_row(row, "pending_actions")?,
@@ -86,7 +86,7 @@ impl PendingActions for SqliteStore {
                          expires_at_ms, created_at_ms, approvers) \
                          VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     )
-                    .bind(&confirmation.id)
+                    .bind(confirmation.id.as_str())
                     .bind(&confirmation.inbox_id)
                     .bind(confirmation.member_id.as_str())
                     .bind(confirmation.conversation.channel())
@@ -114,7 +114,7 @@ impl PendingActions for SqliteStore {
 
     async fn answer(
         &self,
-        confirmation_id: &str,
+        confirmation_id: &ConfirmationId,
         member_id: &MemberId,
         place: &AnswerPlace,
         approve: bool,
@@ -122,7 +122,7 @@ impl PendingActions for SqliteStore {
     ) -> Result<Result<PendingConfirmation, AnswerRefused>, StorageError> {
         // Asked elsewhere: as if it did not exist (its channel and conversation never change).
         let asked = sqlx::query(select_confirmation!("WHERE id = ?"))
-            .bind(confirmation_id)
+            .bind(confirmation_id.as_str())
             .fetch_optional(&self.pool)
             .await
             .map_err(database_error)?;
@@ -162,7 +162,7 @@ impl PendingActions for SqliteStore {
             })
             .await?;
         let row = sqlx::query(select_confirmation!("WHERE id = ?"))
-            .bind(confirmation_id)
+            .bind(confirmation_id.as_str())
             .fetch_optional(&self.pool)
             .await
             .map_err(database_error)?;
@@ -217,7 +217,10 @@ impl PendingActions for SqliteStore {
         Ok(expired)
     }
 
-    async fn consume(&self, confirmation_id: &str) -> Result<Option<Decision>, StorageError> {
+    async fn consume(
+        &self,
+        confirmation_id: &ConfirmationId,
+    ) -> Result<Option<Decision>, StorageError> {
         let id = confirmation_id.to_string();
         let decision: Option<String> = self
             .writer

@@ -60,7 +60,7 @@ async fn asked(hearth: &mut PausedHearth, text: &str) -> (String, i64, String) {
     else {
         panic!("not a confirmation: {prompt:?}");
     };
-    (confirmation_id, expires_at_ms, inbox_id)
+    (confirmation_id.to_string(), expires_at_ms, inbox_id)
 }
 
 #[test]
@@ -116,7 +116,13 @@ fn an_answered_confirmation_whose_turn_did_not_resume_is_resumed_by_the_periodic
         let place = AnswerPlace::Conversation(ConversationKey::new(CHANNEL, "alice").unwrap());
         let pending = &hearth.running.stores.pending;
         pending
-            .answer(&id, &"alice".parse().unwrap(), &place, true, now_ms())
+            .answer(
+                &id.parse().unwrap(),
+                &"alice".parse().unwrap(),
+                &place,
+                true,
+                now_ms(),
+            )
             .await
             .unwrap()
             .unwrap();
@@ -154,7 +160,7 @@ fn an_answered_confirmation_whose_turn_did_not_resume_is_resumed_by_the_periodic
 async fn told_expired(hearth: &mut PausedHearth, id: &str, asked_at: Instant, timeout: u64) {
     let (told_at, told) = hearth.next_reply().await;
     let expired = ReplyKind::ConfirmationExpired {
-        confirmation_id: id.into(),
+        confirmation_id: id.parse().unwrap(),
     };
     assert_eq!(
         (told.kind, told.text.as_str()),

@@ -120,7 +120,7 @@ async fn pending_waiting_for_finds_the_message_s_unanswered_confirmation(stores:
 
     let answered = pending
         .answer(
-            "c-w-1",
+            &"c-w-1".parse().unwrap(),
             &member("alice"),
             &AnswerPlace::Channel("telegram".into()),
             true,
@@ -131,7 +131,7 @@ async fn pending_waiting_for_finds_the_message_s_unanswered_confirmation(stores:
     assert!(answered.is_ok(), "{answered:?}");
     assert_eq!(pending.waiting_for("w-1").await.unwrap(), None, "answered");
     assert_eq!(
-        pending.consume("c-w-1").await.unwrap(),
+        pending.consume(&"c-w-1".parse().unwrap()).await.unwrap(),
         Some(Decision::Approved)
     );
     assert_eq!(pending.waiting_for("w-1").await.unwrap(), None, "consumed");

@@ -133,7 +133,11 @@ async fn sqlite_keeps_suspended_turns_across_reopen() {
                 .is_ok()
         );
         assert_eq!(
-            stores.pending.consume("a-consumed").await.unwrap(),
+            stores
+                .pending
+                .consume(&"a-consumed".parse().unwrap())
+                .await
+                .unwrap(),
             Some(Decision::Denied)
         );
     }
@@ -170,7 +174,14 @@ async fn sqlite_keeps_suspended_turns_across_reopen() {
             answer(&stores, "a-consumed", "alice", true, T0 + 20).await,
             Err(AnswerRefused::AlreadyAnswered)
         );
-        assert_eq!(stores.pending.consume("a-consumed").await.unwrap(), None);
+        assert_eq!(
+            stores
+                .pending
+                .consume(&"a-consumed".parse().unwrap())
+                .await
+                .unwrap(),
+            None
+        );
         assert_eq!(
             answer(&stores, "z-waiting", "bob", true, T0 + 20).await,
             Err(AnswerRefused::NotYours)
@@ -180,7 +191,11 @@ async fn sqlite_keeps_suspended_turns_across_reopen() {
             Ok(waiting.clone())
         );
         assert_eq!(
-            stores.pending.consume("m-approved").await.unwrap(),
+            stores
+                .pending
+                .consume(&"m-approved".parse().unwrap())
+                .await
+                .unwrap(),
             Some(Decision::Approved)
         );
         let message = record_of(&stores, "p-2").await.inbound;

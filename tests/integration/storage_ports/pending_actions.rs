@@ -31,7 +31,7 @@ pub(super) const WAIT_MS: i64 = 60_000;
 /// awkward enough that only an exact round trip keeps them equal.
 pub(super) fn confirmation(id: &str, inbox_id: &str, created_at_ms: i64) -> PendingConfirmation {
     PendingConfirmation {
-        id: id.to_string(),
+        id: id.parse().unwrap(),
         inbox_id: inbox_id.to_string(),
         member_id: member("alice"),
         conversation: key("telegram:family-chat"),
@@ -88,7 +88,7 @@ pub(super) async fn answer(
     stores
         .pending
         .answer(
-            id,
+            &id.parse().unwrap(),
             &member(member_id),
             &AnswerPlace::Channel("telegram".into()),
             approve,
@@ -107,7 +107,7 @@ pub(super) async fn open_decisions(stores: &Stores) -> Vec<(String, Option<Decis
     open_confirmations(stores)
         .await
         .into_iter()
-        .map(|open| (open.confirmation.id, open.decision))
+        .map(|open| (open.confirmation.id.to_string(), open.decision))
         .collect()
 }
 
@@ -213,7 +213,11 @@ async fn pending_suspend_refuses_unknown_or_finished_messages(stores: &Stores) {
             Err(AnswerRefused::Unknown),
             "{id}"
         );
-        assert_eq!(stores.pending.consume(id).await.unwrap(), None, "{id}");
+        assert_eq!(
+            stores.pending.consume(&id.parse().unwrap()).await.unwrap(),
+            None,
+            "{id}"
+        );
     }
     assert!(
         stores
@@ -291,7 +295,14 @@ async fn pending_answer_by_another_member_is_refused(stores: &Stores) {
         Err(AnswerRefused::NotYours)
     );
     assert_eq!(open_confirmations(stores).await, [open_one(&asked, None)]);
-    assert_eq!(stores.pending.consume("c-n-1").await.unwrap(), None);
+    assert_eq!(
+        stores
+            .pending
+            .consume(&"c-n-1".parse().unwrap())
+            .await
+            .unwrap(),
+        None
+    );
 
     // The right member still can.
     assert_eq!(
@@ -327,7 +338,13 @@ async fn pending_answer_from_elsewhere_is_as_if_it_did_not_exist(stores: &Stores
     ] {
         let refused = stores
             .pending
-            .answer("c-w-1", &member("alice"), &place, true, T0 + 1_000)
+            .answer(
+                &"c-w-1".parse().unwrap(),
+                &member("alice"),
+                &place,
+                true,
+                T0 + 1_000,
+            )
             .await
             .unwrap();
         assert_eq!(refused, Err(AnswerRefused::Unknown), "{place:?}");
@@ -337,7 +354,7 @@ async fn pending_answer_from_elsewhere_is_as_if_it_did_not_exist(stores: &Stores
     let here = stores
         .pending
         .answer(
-            "c-w-1",
+            &"c-w-1".parse().unwrap(),
             &member("alice"),
             &from("telegram", Some("family-chat")),
             true,
@@ -354,7 +371,7 @@ async fn pending_answer_from_elsewhere_is_as_if_it_did_not_exist(stores: &Stores
     let here = stores
         .pending
         .answer(
-            "c-w-2",
+            &"c-w-2".parse().unwrap(),
             &member("alice"),
             &from("telegram", Some("family-chat")),
             false,
@@ -397,7 +414,8 @@ async fn pending_answer_twice_unknown_and_expired(stores: &Stores) {
         Err(AnswerRefused::InProgress)
     );
 
-    for id in ["no-such-confirmation", "", "C-T-1"] {
+    // (An empty id never reaches a store: it is no `ConfirmationId`.)
+    for id in ["no-such-confirmation", "C-T-1"] {
         assert_eq!(
             answer(stores, id, "alice", true, T0 + 1_000).await,
             Err(AnswerRefused::Unknown),
@@ -430,7 +448,11 @@ async fn pending_answer_twice_unknown_and_expired(stores: &Stores) {
         "a late answer decides nothing: {late_decision:?}"
     );
     // Once its turn went on with it, it is simply answered.
-    stores.pending.consume("c-t-1").await.unwrap();
+    stores
+        .pending
+        .consume(&"c-t-1".parse().unwrap())
+        .await
+        .unwrap();
     assert_eq!(
         answer(stores, "c-t-1", "alice", true, T0 + 3_000).await,
         Err(AnswerRefused::AlreadyAnswered)

@@ -17,7 +17,7 @@ use super::platform::Platform;
 use crate::actors::channels::ChannelError;
 use crate::config::FamilyMember;
 use crate::family::Family;
-use crate::ids::ConversationKey;
+use crate::ids::{ConfirmationId, ConversationKey};
 use crate::ports::{AnswerRefused, Attachment, OutgoingMessage, QuotedMessage};
 
 /// Each profile's slash commands (without the slash) and what the profile is for, and what
@@ -51,7 +51,7 @@ pub(crate) struct IncomingAnswer<S> {
     pub(crate) event_id: String,
     /// Where it was given, when the platform says.
     pub(crate) conversation: Option<ConversationKey>,
-    pub(crate) confirmation_id: String,
+    pub(crate) confirmation_id: ConfirmationId,
     pub(crate) approve: bool,
     /// The platform's event, to acknowledge.
     pub(crate) source: S,

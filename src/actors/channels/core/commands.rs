@@ -10,7 +10,7 @@ use crate::actors::request_queue::{
     AnswerConfirmation, AnswerError, CANCELLED_OUTCOME, CancelPending, RequestQueue,
 };
 use crate::config::FamilyMember;
-use crate::ids::{ConversationKey, MemberId};
+use crate::ids::{ConfirmationId, ConversationKey, MemberId};
 use crate::ports::{AnswerPlace, AnswerRefused, OutgoingKind, OutgoingMessage};
 
 /// A command at the start of a message.
@@ -79,7 +79,7 @@ pub(crate) fn say(
 /// `outcome`.
 pub(crate) fn close(
     conversation: &ConversationKey,
-    confirmation_id: &str,
+    confirmation_id: &ConfirmationId,
     outcome: impl Into<String>,
 ) -> OutgoingMessage {
     OutgoingMessage {
@@ -87,7 +87,7 @@ pub(crate) fn close(
         inbox_id: None,
         text: outcome.into(),
         kind: OutgoingKind::Close {
-            confirmation_id: confirmation_id.to_string(),
+            confirmation_id: confirmation_id.clone(),
         },
         reply_to_event: None,
     }
@@ -125,12 +125,12 @@ pub(crate) async fn answer(
     queue: &Addr<RequestQueue>,
     member: &FamilyMember,
     conversation: &ConversationKey,
-    confirmation_id: &str,
+    confirmation_id: &ConfirmationId,
     approve: bool,
 ) -> Result<Result<OutgoingMessage, AnswerRefused>, ChannelError> {
     let answered = queue
         .send(AnswerConfirmation {
-            confirmation_id: confirmation_id.to_string(),
+            confirmation_id: confirmation_id.clone(),
             member_id: member.id.clone(),
             place: AnswerPlace::Conversation(conversation.clone()),
             approve,

@@ -3,10 +3,11 @@
 //! each parent's for an escalated one, so a close reaches every prompt.
 
 use super::DeliveryError;
+use crate::ids::ConfirmationId;
 use crate::ports::{ChannelState, StorageError};
 
 /// The key noting that confirmation `confirmation_id` is shown at `place`.
-pub(crate) fn shown_key(confirmation_id: &str, place: &str) -> String {
+pub(crate) fn shown_key(confirmation_id: &ConfirmationId, place: &str) -> String {
     format!("confirmation:{confirmation_id}:{place}")
 }
 
@@ -16,7 +17,7 @@ pub(crate) fn shown_key(confirmation_id: &str, place: &str) -> String {
 pub(crate) async fn shown_places(
     state: &dyn ChannelState,
     channel: &str,
-    confirmation_id: &str,
+    confirmation_id: &ConfirmationId,
 ) -> Result<Vec<(String, String)>, DeliveryError> {
     let unreadable = |error: StorageError| DeliveryError::Transient {
         reason: format!("cannot read where confirmation {confirmation_id} is shown: {error}"),

@@ -15,6 +15,7 @@ use super::{MATRIX_CHANNEL, MatrixAdapter};
 use crate::actors::channels::ChannelError;
 use crate::actors::channels::core::DeliveryError;
 use crate::actors::channels::core::prompts::{shown_key, shown_places};
+use crate::ids::ConfirmationId;
 
 pub(super) const YES: &str = "✅";
 pub(super) const NO: &str = "❌";
@@ -38,7 +39,7 @@ pub(super) async fn send_prompt(
     adapter: &MatrixAdapter,
     conversation: &Conversation,
     prompt: &str,
-    confirmation_id: &str,
+    confirmation_id: &ConfirmationId,
     reply_to: Option<OwnedEventId>,
     transaction_id: OwnedTransactionId,
 ) -> Result<String, DeliveryError> {
@@ -66,7 +67,7 @@ pub(super) async fn send_prompt(
             .put_state(
                 MATRIX_CHANNEL,
                 &prompt_key(event_id.as_str()),
-                confirmation_id,
+                confirmation_id.as_str(),
             )
             .await
     };
@@ -79,14 +80,14 @@ pub(super) async fn send_prompt(
             retry_after: None,
         });
     }
-    tracing::debug!(confirmation = confirmation_id, "confirmation shown");
+    tracing::debug!(confirmation = %confirmation_id, "confirmation shown");
     Ok(event_id.to_string())
 }
 
 /// Every place confirmation `confirmation_id` is still shown, with its state key.
 async fn shown_everywhere(
     adapter: &MatrixAdapter,
-    confirmation_id: &str,
+    confirmation_id: &ConfirmationId,
 ) -> Result<Vec<(String, ShownConfirmation)>, DeliveryError> {
     let found = shown_places(adapter.state.as_ref(), MATRIX_CHANNEL, confirmation_id).await?;
     Ok(found
@@ -99,7 +100,7 @@ async fn shown_everywhere(
 pub(super) async fn seed_reaction(
     adapter: &MatrixAdapter,
     conversation: &Conversation,
-    confirmation_id: &str,
+    confirmation_id: &ConfirmationId,
     key: &str,
     transaction_id: OwnedTransactionId,
 ) -> Result<(), DeliveryError> {
@@ -122,7 +123,7 @@ pub(super) async fn seed_reaction(
 /// expiry is told to the child's conversation.
 pub(super) async fn close_prompt(
     adapter: &MatrixAdapter,
-    confirmation_id: &str,
+    confirmation_id: &ConfirmationId,
     outcome: &str,
     transaction_id: OwnedTransactionId,
 ) -> Result<(), DeliveryError> {
@@ -140,7 +141,7 @@ pub(super) async fn close_prompt(
         send_event(&room, edited.into(), transaction).await?;
         for key in [key, prompt_key(shown.event_id.as_str())] {
             if let Err(error) = adapter.state.delete_state(MATRIX_CHANNEL, &key).await {
-                tracing::warn!(confirmation = confirmation_id, %error, "closed confirmation not forgotten");
+                tracing::warn!(confirmation = %confirmation_id, %error, "closed confirmation not forgotten");
             }
         }
     }
@@ -151,11 +152,19 @@ pub(super) async fn close_prompt(
 pub(super) async fn confirmation_of(
     adapter: &MatrixAdapter,
     event_id: &str,
-) -> Result<Option<String>, ChannelError> {
-    Ok(adapter
+) -> Result<Option<ConfirmationId>, ChannelError> {
+    let noted = adapter
         .state
         .get_state(MATRIX_CHANNEL, &prompt_key(event_id))
-        .await?)
+        .await?;
+    Ok(noted.and_then(|noted| match noted.parse() {
+        Ok(confirmation_id) => Some(confirmation_id),
+        // Noted by something else than `send_prompt`: no prompt of ours to answer.
+        Err(error) => {
+            tracing::warn!(event_id, %error, "a prompt's note names no confirmation");
+            None
+        }
+    }))
 }
 
 /// What a reaction's `key` answers: approve (✅, ✔, 👍), decline (❌, ✖, 👎), or nothing.

@@ -6,6 +6,9 @@
 //! be taken away on expiry even after a restart. The queue decides who may answer and
 //! whether it is still open; this module only turns its verdict into Telegram's idiom.
 
+use std::fmt;
+use std::str::FromStr;
+
 use serde::{Deserialize, Serialize};
 use teloxide::payloads::{AnswerCallbackQuerySetters, EditMessageTextSetters, SendMessageSetters};
 use teloxide::requests::Requester;
@@ -19,9 +22,50 @@ use super::chat::{ChatTarget, event_id};
 use super::{TELEGRAM_CHANNEL, TelegramAdapter};
 use crate::actors::channels::core::prompts::{shown_key, shown_places};
 use crate::actors::channels::core::{AnswerOutcome, DeliveryError};
+use crate::ids::ConfirmationId;
 use crate::ports::AnswerRefused;
 
 const DATA_PREFIX: &str = "hc:";
+
+/// What a confirmation's button carries as its callback data: which confirmation, and
+/// whether it approves, written `hc:<confirmation id>:y|n`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct ButtonPress {
+    confirmation_id: ConfirmationId,
+    approve: bool,
+}
+
+/// Callback data that is not one of hearth's confirmation buttons.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("callback data {0:?} is not a confirmation's button")]
+struct NotAConfirmationButton(String);
+
+impl fmt::Display for ButtonPress {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let answer = if self.approve { "y" } else { "n" };
+        write!(formatter, "{DATA_PREFIX}{}:{answer}", self.confirmation_id)
+    }
+}
+
+impl FromStr for ButtonPress {
+    type Err = NotAConfirmationButton;
+
+    fn from_str(data: &str) -> Result<Self, Self::Err> {
+        let not_ours = || NotAConfirmationButton(data.to_owned());
+        let rest = data.strip_prefix(DATA_PREFIX).ok_or_else(not_ours)?;
+        // A confirmation id holds no ':', so the answer is what follows the last one.
+        let (id, answer) = rest.rsplit_once(':').ok_or_else(not_ours)?;
+        let approve = match answer {
+            "y" => true,
+            "n" => false,
+            _ => return Err(not_ours()),
+        };
+        Ok(ButtonPress {
+            confirmation_id: id.parse().map_err(|_| not_ours())?,
+            approve,
+        })
+    }
+}
 
 /// Where a confirmation is shown, in `ChannelState` under `confirmation:<id>:<chat>`: one
 /// chat for the member's own confirmation, each parent's chat for an escalated one.
@@ -32,22 +76,15 @@ struct ShownConfirmation {
     text: String,
 }
 
-fn keyboard(confirmation_id: &str) -> InlineKeyboardMarkup {
-    InlineKeyboardMarkup::new([[
-        InlineKeyboardButton::callback("✅ Confirm", format!("{DATA_PREFIX}{confirmation_id}:y")),
-        InlineKeyboardButton::callback("❌ Cancel", format!("{DATA_PREFIX}{confirmation_id}:n")),
-    ]])
-}
-
-/// The confirmation id and the answer a button press carries.
-fn parse_data(data: &str) -> Option<(&str, bool)> {
-    let rest = data.strip_prefix(DATA_PREFIX)?;
-    let (id, answer) = rest.rsplit_once(':')?;
-    match answer {
-        "y" => Some((id, true)),
-        "n" => Some((id, false)),
-        _ => None,
-    }
+fn keyboard(confirmation_id: &ConfirmationId) -> InlineKeyboardMarkup {
+    let button = |label: &str, approve| {
+        let press = ButtonPress {
+            confirmation_id: confirmation_id.clone(),
+            approve,
+        };
+        InlineKeyboardButton::callback(label, press.to_string())
+    };
+    InlineKeyboardMarkup::new([[button("✅ Confirm", true), button("❌ Cancel", false)]])
 }
 
 /// Show `prompt` with the two buttons and remember where it is; the message's event id.
@@ -55,7 +92,7 @@ pub(super) async fn send_prompt(
     adapter: &TelegramAdapter,
     target: ChatTarget,
     prompt: &str,
-    confirmation_id: &str,
+    confirmation_id: &ConfirmationId,
     reply_to: Option<MessageId>,
 ) -> Result<String, DeliveryError> {
     // Plain text: a prompt shows a tool's arguments as they are, markup included.
@@ -78,7 +115,7 @@ pub(super) async fn send_prompt(
         )
         .await
     {
-        tracing::warn!(confirmation = confirmation_id, %error, "where a confirmation is shown was not stored");
+        tracing::warn!(confirmation = %confirmation_id, %error, "where a confirmation is shown was not stored");
     }
     Ok(event_id(target.chat_id, sent.id))
 }
@@ -88,7 +125,7 @@ pub(super) async fn send_prompt(
 pub(super) async fn close_prompt(
     adapter: &TelegramAdapter,
     target: ChatTarget,
-    confirmation_id: &str,
+    confirmation_id: &ConfirmationId,
     outcome: &str,
 ) -> Result<(), DeliveryError> {
     let shown = shown_places(adapter.state.as_ref(), TELEGRAM_CHANNEL, confirmation_id).await?;
@@ -98,7 +135,7 @@ pub(super) async fn close_prompt(
             edit_closed(adapter, target, confirmation_id, &shown, outcome).await?;
         }
         if let Err(error) = adapter.state.delete_state(TELEGRAM_CHANNEL, &key).await {
-            tracing::warn!(confirmation = confirmation_id, %error, "closed confirmation not forgotten");
+            tracing::warn!(confirmation = %confirmation_id, %error, "closed confirmation not forgotten");
         }
     }
     Ok(())
@@ -108,7 +145,7 @@ pub(super) async fn close_prompt(
 async fn edit_closed(
     adapter: &TelegramAdapter,
     target: ChatTarget,
-    confirmation_id: &str,
+    confirmation_id: &ConfirmationId,
     shown: &ShownConfirmation,
     outcome: &str,
 ) -> Result<(), DeliveryError> {
@@ -127,7 +164,7 @@ async fn edit_closed(
             if matches!(error, DeliveryError::Transient { .. }) {
                 return Err(error);
             }
-            tracing::warn!(chat = target.chat_id, confirmation = confirmation_id, %error,
+            tracing::warn!(chat = target.chat_id, confirmation = %confirmation_id, %error,
                 "confirmation message not updated");
         }
     }
@@ -136,8 +173,9 @@ async fn edit_closed(
 
 /// A press as an answer: the confirmation and whether it approves; `None` for data that is
 /// not a confirmation's (the press is told so).
-pub(super) fn answer_of(query: &CallbackQuery) -> Option<(&str, bool)> {
-    query.data.as_deref().and_then(parse_data)
+pub(super) fn answer_of(query: &CallbackQuery) -> Option<(ConfirmationId, bool)> {
+    let press: ButtonPress = query.data.as_deref()?.parse().ok()?;
+    Some((press.confirmation_id, press.approve))
 }
 
 /// Answer the press (Telegram shows a spinner on the button until then): a short notice
@@ -196,7 +234,8 @@ mod tests {
 
     #[test]
     fn callback_data_is_the_id_and_the_answer_only() {
-        let markup = keyboard("01234567-89ab-cdef-0123-456789abcdef");
+        let id: ConfirmationId = "01234567-89ab-cdef-0123-456789abcdef".parse().unwrap();
+        let markup = keyboard(&id);
         let data: Vec<String> = markup.inline_keyboard[0]
             .iter()
             .map(|button| match &button.kind {
@@ -206,15 +245,18 @@ mod tests {
             .collect();
         // Telegram allows at most 64 bytes of callback data.
         assert!(data.iter().all(|data| data.len() <= 64), "{data:?}");
-        assert_eq!(
-            parse_data(&data[0]),
-            Some(("01234567-89ab-cdef-0123-456789abcdef", true))
-        );
-        assert_eq!(
-            parse_data(&data[1]),
-            Some(("01234567-89ab-cdef-0123-456789abcdef", false))
-        );
-        assert_eq!(parse_data("hc:abc:maybe"), None);
-        assert_eq!(parse_data("other"), None);
+        assert_eq!(data[0], "hc:01234567-89ab-cdef-0123-456789abcdef:y");
+        let press = |approve| ButtonPress {
+            confirmation_id: id.clone(),
+            approve,
+        };
+        assert_eq!(data[0].parse(), Ok(press(true)));
+        assert_eq!(data[1].parse(), Ok(press(false)));
+        for not_ours in ["hc:abc:maybe", "other", "hc:a b:y", "hc::y", "hc:y"] {
+            assert_eq!(
+                not_ours.parse::<ButtonPress>(),
+                Err(NotAConfirmationButton(not_ours.into()))
+            );
+        }
     }
 }

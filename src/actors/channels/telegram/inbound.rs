@@ -78,7 +78,6 @@ async fn read_press(
         buttons::not_mine(adapter, &query).await;
         return Incoming::Ignored;
     };
-    let confirmation_id = confirmation_id.to_string();
     let conversation = query
         .message
         .as_ref()
