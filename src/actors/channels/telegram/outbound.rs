@@ -9,7 +9,7 @@ use teloxide::types::{MessageId, ParseMode};
 use teloxide::{ApiError, RequestError};
 
 use super::api::{delivery_error, message};
-use super::chat::{ChatTarget, event_id, message_id_of_event};
+use super::chat::{ChatTarget, MessageEvent, event_id};
 use super::{TELEGRAM_CHANNEL, TelegramAdapter, buttons};
 use crate::actors::channels::core::{DeliveryError, Platform};
 use crate::format::{
@@ -92,7 +92,8 @@ impl Platform for TelegramAdapter {
                 message
                     .reply_to_event
                     .as_deref()
-                    .and_then(message_id_of_event)
+                    .and_then(|event| event.parse::<MessageEvent>().ok())
+                    .map(|event| event.message_id)
             })
             .flatten();
         match (part, &message.kind) {
