@@ -22,7 +22,7 @@ pub use conversation::{ConversationKey, DELEGATION_CHANNEL, check_target_profile
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum IdError {
     #[error("member id {0:?} is empty")]
-    BlankMemberId(String),
+    EmptyMemberId(String),
     /// `/` would make `<member>/<session>` (an HTTP conversation) ambiguous between members.
     #[error("member id {0:?} contains '/' or a control character")]
     BadMemberId(String),
@@ -48,7 +48,7 @@ pub enum IdError {
 /// for the id together with what says which button it is).
 pub const MAX_CONFIRMATION_ID_LEN: usize = 48;
 
-/// Serialises `value` as its string form.
+/// Serialises an id as its string form, `text`.
 fn serialize_as_text<S: Serializer>(text: &str, serializer: S) -> Result<S::Ok, S::Error> {
     serializer.serialize_str(text)
 }
@@ -150,7 +150,7 @@ impl FromStr for MemberId {
 
     fn from_str(text: &str) -> Result<Self, IdError> {
         if text.trim().is_empty() {
-            return Err(IdError::BlankMemberId(text.to_owned()));
+            return Err(IdError::EmptyMemberId(text.to_owned()));
         }
         if text.contains('/') || text.chars().any(char::is_control) {
             return Err(IdError::BadMemberId(text.to_owned()));
@@ -206,7 +206,7 @@ mod tests {
         assert_eq!(MemberId::try_from("mom:dad").unwrap().as_str(), "mom:dad");
         assert_eq!(
             "".parse::<MemberId>(),
-            Err(IdError::BlankMemberId("".into()))
+            Err(IdError::EmptyMemberId("".into()))
         );
         assert_eq!(
             " ".parse::<MemberId>().unwrap_err().to_string(),
