@@ -7,16 +7,17 @@
 //! [`actors::llm_broker::LlmBroker`] — the only door to LLM backends.
 //!
 //! Codemap:
-//! - [`config`]: the YAML configuration, environment overrides, profile merging, validation.
+//! - [`config`]: the YAML configuration, environment overrides, profile merging, validation,
+//!   and the names it is written in (`confirm_tools` entries, MCP tool names, YAML files).
 //! - [`app`]: start-up wiring of every actor.
 //! - [`actors`]: the actors and their messages (`request_queue`, `processing`,
 //!   `delegation`, `llm_broker`, `channels` with `telegram` and `matrix`).
-//!
-//! Cargo features: `telegram`, `matrix` (the chat platforms) and `mcp` (the MCP client), all
-//! in the default build; config that needs one left out is refused at start-up.
 //! - [`http`]: the actix-web routes.
-//! - [`llm`]: wire-neutral chat types, the `LlmProvider` port and its providers.
+//! - [`llm`]: wire-neutral chat types, the `LlmProvider` port and its providers, and
+//!   `GenerateChat`, the request every LLM call is made with.
 //! - [`tools`]: the `ToolsProvider` port and its stack.
+//! - [`turn`]: a running turn's messages, shared by processing, the intents engine, the queue
+//!   and delegation, and what a turn asks or tells its member through the queue.
 //! - [`ports`]: the storage-shaped ports (`Inbox`, `ConversationMemory`, `UserProfiles`,
 //!   `PendingActions`, `ChannelState`, `TelemetrySink`); [`storage`]: their SQLite and
 //!   in-memory adapters.
@@ -24,13 +25,18 @@
 //! - [`local_time`]: members' local dates, times, ISO 8601 delays and recurrences to instants
 //!   (DST-aware, in their IANA zone), and the words that say them back.
 //! - [`plugins`]: plugin manifests, the parameter resolver, calling plugins, `route_to_plugin`.
+//! - [`intents`]: the intents engine of `engine: intents` profiles.
 //! - [`scripts`]: the family's scripts (`scripts_dir`), their workflow state and toolset.
 //! - [`family`], [`metrics`], [`readiness`]: the allow-list, Prometheus counters, `/readyz`.
+//! - [`redaction`]: the password of a url, never shown.
 //! - [`retention`]: the background pruning of what is kept only for a while.
 //! - [`clock`]: the wall clock every expiry, retry and time-to-live reads; tests make it
 //!   follow tokio's paused clock.
 //!
-//! ARCHITECTURE.md states the invariants.
+//! Cargo features: `telegram`, `matrix` (the chat platforms) and `mcp` (the MCP client), all
+//! in the default build; config that needs one left out is refused at start-up.
+//!
+//! ARCHITECTURE.md states the layers the modules stand in and the invariants.
 
 pub mod actors;
 pub mod app;
@@ -46,7 +52,9 @@ pub mod metrics;
 pub mod plugins;
 pub mod ports;
 pub mod readiness;
+pub mod redaction;
 pub mod retention;
 pub mod scripts;
 pub mod storage;
 pub mod tools;
+pub mod turn;

@@ -17,6 +17,7 @@ use tracing_subscriber::EnvFilter;
 
 use hearth::app::{self, StartOptions};
 use hearth::config::{self, LoadOptions, LoadedConfig};
+use hearth::redaction::redact_url_password;
 use hearth::storage::instance_lock::{
     InstanceLock, InstanceLockError, LockHolder, sqlite_database_file,
 };
@@ -123,7 +124,7 @@ fn run_command(cli: Cli) -> anyhow::Result<()> {
             stores.close().await;
             eprintln!(
                 "database {} is up to date",
-                config::redact_url_password(&loaded.config.database_url)
+                redact_url_password(&loaded.config.database_url)
             );
             Ok(())
         }),
@@ -180,7 +181,7 @@ async fn check_config(loaded: LoadedConfig) -> anyhow::Result<()> {
     }
     println!("confirmation (tool calls that ask the member first):");
     for profile in &loaded.profiles {
-        let mut asking = hearth::tools::describe_asking_tools(
+        let mut asking = hearth::config::describe_asking_tools(
             &profile.tools.confirm_tools,
             &profile.tools.enable_mcp_server_ids,
             |id| catalog.capability_ids(id),
@@ -214,7 +215,7 @@ async fn telemetry(loaded: LoadedConfig, conversation: String, limit: u32) -> an
     let Some(stores) = existing_database(&loaded).await? else {
         anyhow::bail!(
             "no database at {}: nothing was recorded yet",
-            config::redact_url_password(&loaded.config.database_url)
+            redact_url_password(&loaded.config.database_url)
         );
     };
     let Some(store) = stores.sqlite else {

@@ -8,7 +8,7 @@
 use std::collections::BTreeMap;
 use std::sync::Mutex;
 
-use crate::config::redact_url_password;
+use crate::redaction::redact_url_password;
 
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct ComponentState {

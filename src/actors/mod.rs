@@ -1,6 +1,8 @@
 //! The actors of hearth and the typed messages they exchange.
 //!
-//! Each actor owns a folder; its messages live in `messages.rs` beside it.
+//! Each actor owns a folder; its messages live in `messages.rs` beside it, but for those that
+//! modules below the actors send too: running a turn and what a turn asks or tells its member
+//! (`crate::turn`), a chat completion (`crate::llm::GenerateChat`).
 //! Requests are imperative (`GenerateChat`), notifications past tense.
 //! Actors are wired explicitly in `app/`; addresses travel through constructors.
 

@@ -5,11 +5,13 @@
 //!   names one);
 //! - `tools.rs`: each profile's tools stack;
 //! - `models.rs`: the LLM providers;
+//! - `plugins.rs`: the plugins' catalog and runtime, on the stores;
 //! - `intents.rs`: the intents engine of `engine: intents` profiles.
 
 mod intents;
 mod models;
 mod platforms;
+mod plugins;
 mod tools;
 
 use std::collections::HashMap;
@@ -24,16 +26,16 @@ use actix_web::dev::ServerHandle;
 use crate::actors::channels::matrix::MatrixStartError;
 #[cfg(feature = "telegram")]
 use crate::actors::channels::telegram::TelegramStartError;
-use crate::actors::channels::{ChannelDeps, DeliverReply, DeliverySettings, HttpChannel};
+use crate::actors::channels::{ChannelDeps, DeliverySettings, HttpChannel};
 use crate::actors::delegation::{Delegation, DelegationTarget, DelegationTargetInfo};
 use crate::actors::llm_broker::{BrokerSettings, LlmBroker, ModelEntry};
 use crate::actors::processing::{ProcessingDeps, ProcessingService};
-use crate::actors::request_queue::{DrainTurns, QueuePorts, RequestQueue, Router};
+use crate::actors::request_queue::{DeliverReply, DrainTurns, QueuePorts, RequestQueue, Router};
 use crate::config::LoadedConfig;
 use crate::family::Family;
 use crate::http::{self, ApiKeys, HttpState};
 use crate::metrics::Metrics;
-use crate::plugins::{CatalogError, start_plugins};
+use crate::plugins::CatalogError;
 use crate::ports::StorageError;
 use crate::readiness::Readiness;
 use crate::retention::{RetentionSettings, spawn_pruner};
@@ -44,6 +46,7 @@ use crate::tools::mcp::{ChatElicitation, MAX_ELICITATION_WAIT, McpOptions, McpSe
 use crate::tools::{LocalToolsProvider, ToolsProvider};
 use platforms::PlatformContexts;
 pub use platforms::Platforms;
+use plugins::start_plugins;
 use tools::{ToolParts, profile_tools};
 
 /// Channels that do not come from config: the console of `hearth chat`, and

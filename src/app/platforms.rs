@@ -11,10 +11,9 @@ use actix::Recipient;
 use actix::{AsyncContext, Context};
 
 use super::{ExtraChannels, StartError};
-use crate::actors::channels::ChannelDeps;
 use crate::actors::channels::core::StopChannel;
+use crate::actors::channels::{ChannelDeps, PlatformRoutes};
 use crate::config::LoadedConfig;
-use crate::http::PlatformRoutes;
 
 #[cfg(any(feature = "telegram", feature = "matrix"))]
 use super::secret_named_by;

@@ -9,19 +9,30 @@
 //!
 //! - `types.rs`: the file's shape and defaults;
 //! - `load.rs`: reading, YAML syntax, `HEARTH__*` overrides, typing with key paths;
-//! - `profiles.rs`: profile merging, the resolved profile types, profile checks;
-//! - `validate.rs`: the other checks and the secrets;
+//! - `profiles/`: profile merging and the resolved profile types (`mod.rs`), the checks of
+//!   profile settings at the key where each is written (`checks.rs`);
+//! - `validate.rs`: the other checks;
+//! - `env_secrets.rs`: the secrets the configuration names, read from the environment;
+//! - `mcp_names.rs`: how an MCP server's tools are named to the model, and so which server
+//!   ids can be configured;
 //! - `built_parts.rs`: config that needs a part this binary was built without;
+//! - `confirm_tools.rs`: how `confirm_tools` entries name tools, and how a call is matched;
 //! - `secret.rs`: the type that keeps a secret inside the configuration out of `Debug`;
+//! - `yaml_file.rs`: the YAML files configuration names (plugins', intents files) read with
+//!   every problem's file, line and key path;
 //! - `error.rs`: the error and problem types.
 
 mod built_parts;
+mod confirm_tools;
+mod env_secrets;
 mod error;
 mod load;
+mod mcp_names;
 mod profiles;
 mod secret;
 mod types;
 mod validate;
+pub(crate) mod yaml_file;
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -29,7 +40,12 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
+pub use confirm_tools::{ApprovalName, ApprovalSubject, describe_asking_tools};
 pub use error::{ConfigError, ConfigProblem};
+pub use mcp_names::{
+    BadServerId, MAX_SERVER_ID_LEN, MAX_TOOL_NAME_LEN, TOOL_NAME_SEPARATOR, check_server_id,
+    namespaced_tool_name, tool_server_id,
+};
 pub use profiles::{
     DEFAULT_INTENTS_FILE, DelegationLevel, Engine, IMPLICIT_PROFILE_ID, PluginApprovalName,
     ProcessingConfig, ResolvedProfile, ToolsConfig,
@@ -40,8 +56,9 @@ pub use types::{
     ChannelsConfig, DeliveryConfig, FamilyMember, FamilyRole, HearthConfig, HttpConfig, LlmBackend,
     LlmModelConfig, LlmProviderKind, LlmRetryConfig, MatrixConfig, McpServerConfig,
     ProfileSettingsConfig, QueueConfig, RetentionConfig, ScriptsConfig, ServiceProfileConfig,
-    TelegramConfig, TelegramMode, redact_url_password,
+    TelegramConfig, TelegramMode,
 };
+pub use yaml_file::{KeyPath, KeySegment, PluginFileProblem};
 
 /// A validated configuration, ready to build the actors from.
 #[derive(Clone)]
@@ -103,7 +120,7 @@ impl LoadedConfig {
                 );
                 continue;
             };
-            if let crate::tools::ApprovalName::PluginCapability { capability, .. } = name
+            if let ApprovalName::PluginCapability { capability, .. } = name
                 && !capabilities.contains(capability)
             {
                 problems.push(
@@ -171,8 +188,8 @@ pub fn load_with_env(
     let mut problems = error::Problems::default();
     let resolution = profiles::resolve_profiles(&config, options.known_local_tools, &mut problems);
     validate::check_settings(&config, &mut problems);
-    let secrets = validate::collect_secrets(&config, &resolution.profiles, env, &mut problems);
-    validate::resolve_mcp_secrets(&mut config, &secrets, &mut problems);
+    let secrets = env_secrets::collect_secrets(&config, &resolution.profiles, env, &mut problems);
+    env_secrets::resolve_mcp_secrets(&mut config, &secrets, &mut problems);
 
     if !problems.is_empty() {
         return Err(ConfigError::Invalid {

@@ -6,7 +6,7 @@
 //! counts as "use the default" for collections and sections, because that is what people mean
 //! when they leave a section empty. The two profile sections (`processing_config`,
 //! `tools_config`) stay raw YAML mappings here: they are merged key by key before they are typed,
-//! which `profiles.rs` owns.
+//! which `profiles/` owns.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -16,6 +16,8 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_yaml::Mapping;
 
 use super::secret::Secret;
+use super::yaml_file::null_as_default;
+use crate::redaction::redact_url_password;
 
 /// The whole configuration file.
 #[derive(Clone, PartialEq, Serialize, Deserialize)]
@@ -111,39 +113,6 @@ impl fmt::Debug for HearthConfig {
             .field("service_profiles", &self.service_profiles)
             .finish()
     }
-}
-
-/// The URL with the password of `user:password@` and of a `password=` query parameter
-/// replaced by `***`.
-pub fn redact_url_password(url: &str) -> String {
-    let Some((scheme, rest)) = url.split_once("://") else {
-        return url.to_owned();
-    };
-    let authority_end = rest.find(['/', '?']).unwrap_or(rest.len());
-    let (authority, tail) = rest.split_at(authority_end);
-    let authority = match authority.rsplit_once('@') {
-        Some((userinfo, host)) if userinfo.contains(':') => {
-            let user = userinfo.split_once(':').map_or(userinfo, |(user, _)| user);
-            format!("{user}:***@{host}")
-        }
-        _ => authority.to_owned(),
-    };
-    let tail = match tail.split_once('?') {
-        Some((path, query)) => {
-            let query: Vec<String> = query
-                .split('&')
-                .map(|pair| match pair.split_once('=') {
-                    Some((name, _)) if name.eq_ignore_ascii_case("password") => {
-                        format!("{name}=***")
-                    }
-                    _ => pair.to_owned(),
-                })
-                .collect();
-            format!("{path}?{}", query.join("&"))
-        }
-        None => tail.to_owned(),
-    };
-    format!("{scheme}://{authority}{tail}")
 }
 
 /// The HTTP API (integrations, plugin callbacks, health and metrics).
@@ -613,40 +582,4 @@ pub struct ServiceProfileConfig {
     pub processing_config: Option<Mapping>,
     #[serde(default)]
     pub tools_config: Option<Mapping>,
-}
-
-/// Reads an explicit YAML null as the type's default, so `family:` left empty means no family
-/// members instead of a type error.
-fn null_as_default<'de, D, T>(deserializer: D) -> Result<T, D::Error>
-where
-    D: Deserializer<'de>,
-    T: Deserialize<'de> + Default,
-{
-    Ok(Option::<T>::deserialize(deserializer)?.unwrap_or_default())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::redact_url_password;
-
-    #[test]
-    fn url_passwords_are_redacted_and_the_rest_kept() {
-        assert_eq!(
-            redact_url_password("postgres://hearth:s3cret@db:5432/hearth?sslmode=require"),
-            "postgres://hearth:***@db:5432/hearth?sslmode=require"
-        );
-        assert_eq!(
-            redact_url_password("postgres://db/hearth?user=h&password=s3cret"),
-            "postgres://db/hearth?user=h&password=***"
-        );
-        assert_eq!(
-            redact_url_password("postgres://hearth@db/hearth"),
-            "postgres://hearth@db/hearth"
-        );
-        assert_eq!(
-            redact_url_password("sqlite://data/hearth.db"),
-            "sqlite://data/hearth.db"
-        );
-        assert_eq!(redact_url_password("sqlite::memory:"), "sqlite::memory:");
-    }
 }

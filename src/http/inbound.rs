@@ -20,10 +20,10 @@ use tokio::sync::oneshot;
 
 use super::HttpState;
 use super::auth::{Scope, refuse_outside_scope};
-use crate::actors::channels::{
-    DeliverReply, ForgetReply, HttpSubmitError, ReplyKind, SubmitHttpInbound,
+use crate::actors::channels::{ForgetReply, HttpSubmitError, SubmitHttpInbound};
+use crate::actors::request_queue::{
+    AnswerConfirmation, AnswerError, DeliverReply, ReplyKind, SubmitError, Submitted,
 };
-use crate::actors::request_queue::{AnswerConfirmation, AnswerError, SubmitError, Submitted};
 use crate::ports::{AnswerPlace, AnswerRefused, Inbound, InboxRecord, InboxStatus, now_ms};
 
 const MAX_TEXT_CHARS: usize = 16_000;

@@ -1,7 +1,7 @@
 //! The HTTP API (actix-web): `POST /inbound`, `POST /inbound/confirm`, `GET /inbound/{id}`,
 //! the plugin API (`POST /api/plugins/register`, `POST /api/plugins/llm/generate`),
 //! `GET /healthz`, `GET /readyz`, `GET /metrics`, and the routes a chat platform adds (Telegram's
-//! webhook, in webhook mode) through `PlatformRoutes`. Routes only translate HTTP to actor
+//! webhook, in webhook mode) through the channels' `PlatformRoutes`. Routes only translate HTTP to actor
 //! messages; this module knows no chat platform.
 
 mod auth;
@@ -17,20 +17,16 @@ use actix::{Addr, Recipient};
 use actix_web::dev::ServerHandle;
 use actix_web::{App, HttpResponse, HttpServer, error, web};
 
-use crate::actors::channels::HttpChannel;
-use crate::actors::llm_broker::GenerateChat;
+use crate::actors::channels::{HttpChannel, PlatformRoutes};
 use crate::actors::request_queue::RequestQueue;
 use crate::family::Family;
+use crate::llm::GenerateChat;
 use crate::metrics::Metrics;
 use crate::plugins::PluginRuntime;
 use crate::ports::{Inbox, PendingActions, RegisteredPlugins};
 use crate::readiness::Readiness;
 
 pub use auth::{ApiKeys, Scope};
-
-/// Routes a chat platform serves on the HTTP API's listener (Telegram's webhook), added to
-/// every worker's app.
-pub type PlatformRoutes = Arc<dyn Fn(&mut web::ServiceConfig) + Send + Sync>;
 
 /// Everything a route needs, shared by every HTTP worker.
 pub struct HttpState {

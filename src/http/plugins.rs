@@ -13,8 +13,7 @@ use serde_json::json;
 
 use super::HttpState;
 use super::auth::{Scope, refuse_outside_scope};
-use crate::actors::llm_broker::{CallOrigin, GenerateChat};
-use crate::llm::{ChatMessage, ChatRequest, Role};
+use crate::llm::{CallOrigin, ChatMessage, ChatRequest, GenerateChat, Role};
 use crate::plugins::{PluginKind, PluginManifest, RegisterError, Registration};
 use crate::ports::now_ms;
 

@@ -26,18 +26,16 @@ use super::policy::{NullPolicyEngine, PolicyEngine, RulePolicyEngine};
 use super::registry::{IntentContext, IntentsRegistry};
 use super::telemetry::{Level, StageRecorder};
 use super::unreadable::Unreadable;
-use crate::actors::delegation::{DELEGATION_CHANNEL, root_conversation_key};
-use crate::actors::llm_broker::{CallOrigin, GenerateChat};
-use crate::actors::processing::{ProcessTurn, ResumeTurn, TurnError, TurnOutcome, TurnResult};
-use crate::actors::request_queue::TellMember;
 use crate::config::{FamilyRole, ResolvedProfile};
-use crate::llm::{ChatMessage, LlmError};
+use crate::llm::{CallOrigin, ChatMessage, GenerateChat, LlmError};
 use crate::metrics::Metrics;
 use crate::ports::{
-    ConversationMemory, HistoryEntry, Inbound, PlanExecution, PlanExecutions, PlanStep,
-    StepExecution, StepStatus, StorageError, TelemetrySink, TurnJournal, canceled_plan, now_ms,
+    ConversationMemory, DELEGATION_CHANNEL, HistoryEntry, Inbound, PlanExecution, PlanExecutions,
+    PlanStep, StepExecution, StepStatus, StorageError, TelemetrySink, TurnJournal, canceled_plan,
+    now_ms, root_conversation_key,
 };
 use crate::tools::ToolsProvider;
+use crate::turn::{ProcessTurn, ResumeTurn, TellMember, TurnError, TurnOutcome, TurnResult};
 
 /// No intent, or not confident enough (seed 003).
 pub const NOT_SURE_REPLY: &str = "I'm not sure how to help with that. Could you rephrase?";

@@ -17,17 +17,16 @@ use serde_json::{Value, json};
 use super::engine::{IntentsEngine, Interaction};
 use super::planner::{POST, PRE, Planner, render};
 use super::policy::{PolicyDecision, PolicyRequest};
-use crate::actors::delegation::DELEGATION_CHANNEL;
-use crate::actors::processing::{
-    SLASH_COMMAND_DECLINED, SLASH_COMMAND_EXPIRED, TurnError, TurnOutcome, TurnResult,
-};
-use crate::actors::request_queue::{TellMember, Told};
 use crate::config::FamilyRole;
 use crate::ports::{
-    AskedApproval, Decision, PendingConfirmation, PlanExecution, PlanStep, StepStatus,
-    canceled_plan, now_ms,
+    AskedApproval, DELEGATION_CHANNEL, Decision, PendingConfirmation, PlanExecution, PlanStep,
+    StepStatus, canceled_plan, now_ms,
 };
 use crate::tools::{ToolContext, ToolError, render_call_for_people};
+use crate::turn::{
+    SLASH_COMMAND_DECLINED, SLASH_COMMAND_EXPIRED, TellMember, Told, TurnError, TurnOutcome,
+    TurnResult,
+};
 
 /// What the member hears when a call was running as hearth stopped.
 pub const INTERRUPTED_REPLY: &str = "I stopped while doing that, so I don't know whether it \

@@ -3,8 +3,7 @@
 
 use actix::Recipient;
 
-use crate::actors::llm_broker::{CallOrigin, GenerateChat};
-use crate::llm::{ChatMessage, ChatRequest, LlmError, ResponseFormat};
+use crate::llm::{CallOrigin, ChatMessage, ChatRequest, GenerateChat, LlmError, ResponseFormat};
 
 #[derive(Debug, thiserror::Error)]
 pub enum AskError {

@@ -19,9 +19,8 @@ use serde::Deserialize;
 
 use super::params::{ParamSpec, ParamType};
 use super::policy::{BoundValue, PolicyRule};
-use crate::config::FamilyRole;
-use crate::plugins::yaml_file::{ProblemLines, parse_yaml_document};
-use crate::plugins::{KeyPath, PluginFileProblem};
+use crate::config::yaml_file::{ProblemLines, parse_yaml_document};
+use crate::config::{FamilyRole, KeyPath, PluginFileProblem};
 
 /// Below this confidence the classifier's answer counts as no intent (seed 003).
 pub const DEFAULT_MIN_CONFIDENCE: f64 = 0.5;

@@ -2,9 +2,11 @@
 //!
 //! Everything outside `llm/` speaks these types; only the provider modules
 //! (`openai`, `anthropic`) know a vendor's JSON. The `LlmBroker` actor is the
-//! only caller of a provider outside tests.
+//! only caller of a provider outside tests; everyone else asks it for a completion with
+//! `GenerateChat` (`generate.rs`).
 
 pub mod anthropic;
+mod generate;
 pub mod openai;
 pub mod scripted;
 
@@ -14,6 +16,8 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
+
+pub use generate::{CallOrigin, GenerateChat};
 
 /// Who said a message in a chat exchange.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

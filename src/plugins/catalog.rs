@@ -1,6 +1,7 @@
 //! The plugins hearth knows: every `plugins/<id>/plugin.yaml` read at start-up, plus the
-//! external plugins that register themselves at runtime through the HTTP API. Cheap to clone
-//! and share between actors (an `Arc` around a lock); reads take a short read lock.
+//! external plugins that register themselves at runtime through the HTTP API (and, at the
+//! next start, `restore_registered` from where they were stored). Cheap to clone and share
+//! between actors (an `Arc` around a lock); reads take a short read lock.
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
@@ -13,8 +14,9 @@ use super::plugin_config::{
     PLUGIN_CONFIG_FILE_NAME, PluginConfig, PluginConfigError, parse_plugin_config_yaml,
     read_plugin_config,
 };
-use super::yaml_file::PluginFileProblem;
 use crate::config::HearthConfig;
+use crate::config::yaml_file::PluginFileProblem;
+use crate::ports::RegisteredPlugins;
 
 /// Where a plugin in the catalog comes from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -390,6 +392,29 @@ impl PluginCatalog {
             .plugins
             .read()
             .unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// Put the external plugins registered in earlier runs back into `catalog`.
+pub async fn restore_registered(catalog: &PluginCatalog, registered: &dyn RegisteredPlugins) {
+    match registered.list().await {
+        Ok(registered) => {
+            for plugin in registered {
+                let restored = PluginManifest::from_json_value(plugin.manifest)
+                    .map_err(|error| error.to_string())
+                    .and_then(|manifest| {
+                        catalog
+                            .register(manifest)
+                            .map_err(|error| error.to_string())
+                    });
+                if let Err(error) = restored {
+                    tracing::warn!(plugin = %plugin.plugin_id, %error, "registered plugin not restored");
+                }
+            }
+        }
+        Err(error) => {
+            tracing::error!(%error, "registered plugins unreadable; they must register again")
+        }
     }
 }
 

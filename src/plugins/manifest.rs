@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use super::manifest_document::{ManifestDocument, ProblemList};
-use super::yaml_file::{
+use crate::config::yaml_file::{
     KeyPath, PluginFileProblem, ProblemLines, parse_json_document, parse_yaml_document,
 };
 

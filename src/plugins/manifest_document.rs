@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use super::manifest::{
     Capability, DEFAULT_TIMEOUT_SECONDS, ParameterSpec, ParameterType, PluginKind, PluginManifest,
 };
-use super::yaml_file::{KeyPath, PluginFileProblem, null_as_default};
+use crate::config::yaml_file::{KeyPath, PluginFileProblem, null_as_default};
 
 /// The longest a plugin call may be allowed to take: a member is waiting for the answer.
 pub const MAX_TIMEOUT_SECONDS: u64 = 600;

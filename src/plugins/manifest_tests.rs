@@ -9,7 +9,7 @@ use super::manifest::{
     ManifestError, ParameterType, PluginKind, PluginManifest, load_manifest_file,
     parse_manifest_yaml,
 };
-use super::yaml_file::PluginFileProblem;
+use crate::config::yaml_file::PluginFileProblem;
 
 const VALID: &str = "\
 id: buy

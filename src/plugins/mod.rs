@@ -13,8 +13,8 @@
 //!   model, the member (confirmation prompt, question) and telemetry (redacted).
 //! - [`llm_schema`]: the JSON schema of a capability's parameters for the model.
 //! - [`catalog`]: [`PluginCatalog`], folder plugins plus registered ones.
-//! - `parameter_value`: fitting values to parameter types; `yaml_file`: key paths, lines and
-//!   problems of the YAML files.
+//! - `parameter_value`: fitting values to parameter types; key paths, lines and problems of
+//!   the YAML files are read by `config::yaml_file`.
 //! - [`invoke`]: calling a plugin (`inline`, `http`, `command`) with its timeout.
 //! - `runtime`: [`PluginRuntime`], a call from resolution to answer: asking, confirming
 //!   (a suspended turn), the pending call of the member's next message, post-processing,
@@ -34,8 +34,6 @@ pub mod resolver;
 mod route_tool;
 mod runtime;
 mod shopping_list;
-mod start;
-pub(crate) mod yaml_file;
 
 #[cfg(test)]
 mod catalog_tests;
@@ -46,7 +44,7 @@ mod resolver_tests;
 
 pub use catalog::{
     CatalogEntry, CatalogError, ConfigLookupError, MAX_REGISTERED_PLUGINS, PluginCatalog,
-    PluginLoadError, PluginOrigin, RegisterError, Registration,
+    PluginLoadError, PluginOrigin, RegisterError, Registration, restore_registered,
 };
 pub use invoke::{
     InlinePlugin, PluginAnswer, PluginCallError, PluginCallRequest, PluginInvoker, PluginUser,
@@ -70,5 +68,3 @@ pub use resolver::{
 pub use route_tool::RouteToPluginTool;
 pub use runtime::{PluginRuntime, ROUTE_TO_PLUGIN};
 pub use shopping_list::{SHOPPING_LIST_PLUGIN, ShoppingListPlugin};
-pub use start::{restore_registered, start_plugins};
-pub use yaml_file::{KeyPath, KeySegment, PluginFileProblem};

@@ -20,7 +20,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::manifest::{Capability, ParameterSpec, PluginManifest};
-use super::yaml_file::{
+use crate::config::yaml_file::{
     KeyPath, PluginFileProblem, ProblemLines, null_as_default, parse_yaml_document,
 };
 

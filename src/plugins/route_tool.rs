@@ -10,9 +10,10 @@ use serde_json::{Map, Value, json};
 use super::llm_schema::capability_parameters_schema;
 use super::plugin_config::PluginConfig;
 use super::runtime::{PluginRuntime, ROUTE_TO_PLUGIN};
+use crate::config::ApprovalSubject;
 use crate::llm::ToolSpec;
 use crate::ports::Decision;
-use crate::tools::{ApprovalSubject, ToolContext, ToolError, ToolsProvider};
+use crate::tools::{ToolContext, ToolError, ToolsProvider};
 
 pub struct RouteToPluginTool {
     runtime: Arc<PluginRuntime>,

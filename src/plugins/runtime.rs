@@ -22,9 +22,8 @@ use super::invoke::{PluginAnswer, PluginCallError, PluginCallRequest, PluginInvo
 use super::manifest::{Capability, PluginManifest};
 use super::parameter_value::{Fitted, fit_to_type};
 use super::resolver::{Resolution, ResolutionOutcome, ValueSource, resolve_parameters};
-use crate::actors::llm_broker::{CallOrigin, GenerateChat};
 use crate::family::Family;
-use crate::llm::{ChatMessage, ChatRequest};
+use crate::llm::{CallOrigin, ChatMessage, ChatRequest, GenerateChat};
 use crate::ports::{
     Decision, PendingPluginCall, PendingPluginCalls, TelemetryEvent, TelemetrySink, UserProfiles,
     now_ms,

@@ -1,5 +1,8 @@
 //! The durable inbox: every accepted inbound message is a row before any work
 //! starts, and its reply is written in the same transaction as the history.
+//!
+//! Also what a conversation key is (`channel:conversation id`), and how a delegated turn's
+//! key leads back to the member's own conversation it belongs to.
 
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
@@ -84,6 +87,23 @@ impl Inbound {
     pub fn conversation_key(&self) -> String {
         format!("{}:{}", self.channel, self.conversation_id)
     }
+}
+
+/// The channel name of delegated turns: their conversations belong to no chat.
+pub const DELEGATION_CHANNEL: &str = "delegation";
+
+/// The member's own conversation a delegated turn's conversation belongs to: a
+/// delegation's conversation key is `delegation:{parent key}/{target profile}/{id}`,
+/// nested as deep as delegation goes. Any other key is its own root.
+pub fn root_conversation_key(mut key: &str) -> &str {
+    while let Some(parent) = key
+        .strip_prefix(DELEGATION_CHANNEL)
+        .and_then(|rest| rest.strip_prefix(':'))
+        .and_then(|rest| rest.rsplitn(3, '/').nth(2))
+    {
+        key = parent;
+    }
+    key
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -188,4 +208,22 @@ pub trait Inbox: Send + Sync {
     ) -> Result<bool, StorageError>;
     /// A cheap round trip, for readiness.
     async fn ping(&self) -> Result<(), StorageError>;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_delegated_conversation_belongs_to_the_one_that_delegated() {
+        assert_eq!(root_conversation_key("http:alice"), "http:alice");
+        assert_eq!(
+            root_conversation_key("delegation:http:alice/helper/0192"),
+            "http:alice"
+        );
+        assert_eq!(
+            root_conversation_key("delegation:delegation:telegram:-100/7/helper/01/vault/02"),
+            "telegram:-100/7"
+        );
+    }
 }

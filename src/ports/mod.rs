@@ -24,8 +24,8 @@ mod user_profiles;
 pub use channel_state::ChannelState;
 pub use conversation_memory::{ConversationMemory, HistoryEntry};
 pub use inbox::{
-    Acceptance, Attachment, AttachmentKind, Inbound, InboundExtras, Inbox, InboxRecord,
-    InboxStatus, QuotedMessage, TurnRecord,
+    Acceptance, Attachment, AttachmentKind, DELEGATION_CHANNEL, Inbound, InboundExtras, Inbox,
+    InboxRecord, InboxStatus, QuotedMessage, TurnRecord, root_conversation_key,
 };
 pub use intent_records::IntentRecords;
 pub use outbox::{Outbox, OutboxEntry, OutgoingKind, OutgoingMessage};
@@ -72,7 +72,7 @@ impl StorageError {
     /// A database url hearth cannot use, named without its password.
     pub fn unsupported_url(url: &str, reason: impl Into<String>) -> Self {
         StorageError::UnsupportedUrl {
-            url: crate::config::redact_url_password(url),
+            url: crate::redaction::redact_url_password(url),
             reason: reason.into(),
         }
     }

@@ -4,9 +4,9 @@
 //! shown once it is approved, so no approval ever waits in memory. A call whose own
 //! work asks later (`ToolError::Suspended`) is resumed through the inner provider.
 //!
-//! The rules fail closed: a call asks when an entry names it (`approval.rs`), when no
-//! provider offers its name, when it is an MCP tool whose server's list is not known
-//! (not listed yet, or changed and not listed again), and, for every tool of an MCP
+//! The rules fail closed: a call asks when an entry names it (`config/confirm_tools.rs`),
+//! when no provider offers its name, when it is an MCP tool whose server's list is not
+//! known (not listed yet, or changed and not listed again), and, for every tool of an MCP
 //! server, when an entry names a tool that server does not list (a typo must not leave
 //! the tool it meant unguarded).
 
@@ -15,10 +15,10 @@ use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 
-use super::{ApprovalName, ApprovalSubject, ToolContext, ToolError, ToolsProvider};
+use super::{ToolContext, ToolError, ToolsProvider};
+use crate::config::{ApprovalName, ApprovalSubject, namespaced_tool_name};
 use crate::llm::ToolSpec;
 use crate::ports::Decision;
-use crate::tools::mcp::namespaced_tool_name;
 
 pub struct ConfirmingToolsProvider {
     inner: Arc<dyn ToolsProvider>,

@@ -6,7 +6,8 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 
-use super::{ApprovalSubject, ToolContext, ToolError, ToolsProvider};
+use super::{ToolContext, ToolError, ToolsProvider};
+use crate::config::ApprovalSubject;
 use crate::llm::ToolSpec;
 use crate::ports::Decision;
 

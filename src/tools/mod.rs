@@ -6,7 +6,6 @@
 //! what to ask and an opaque state, the turn suspends durably, and the answer comes
 //! back through `ToolsProvider::resume` with that state.
 
-mod approval;
 mod composite;
 mod confirming;
 mod filtered;
@@ -16,10 +15,10 @@ mod profile_tools;
 
 use async_trait::async_trait;
 
+use crate::config::ApprovalSubject;
 use crate::llm::ToolSpec;
 use crate::ports::Decision;
 
-pub use approval::{ApprovalName, ApprovalSubject, describe_asking_tools};
 pub use composite::CompositeToolsProvider;
 pub use confirming::{ConfirmingToolsProvider, render_call_for_people};
 pub use filtered::FilteredToolsProvider;

@@ -232,10 +232,7 @@ async fn a_confirmed_slash_command_starts_only_once_approved() {
         json!({"confirmation_id": asked["confirmation"]["id"], "user_id": "alice", "approve": false}),
     )
     .await;
-    assert_eq!(
-        denied.1["reply"],
-        hearth::actors::processing::SLASH_COMMAND_DECLINED
-    );
+    assert_eq!(denied.1["reply"], hearth::turn::SLASH_COMMAND_DECLINED);
     assert_eq!(
         llm.request_count(),
         1,

@@ -6,7 +6,7 @@
 
 use std::time::Duration;
 
-use hearth::tools::mcp::{MAX_TOOL_NAME_LEN, tool_server_id};
+use hearth::config::{MAX_TOOL_NAME_LEN, tool_server_id};
 use hearth::tools::{ElicitationAnswer, McpOptions, McpServers, ToolError};
 use serde_json::json;
 

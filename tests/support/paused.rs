@@ -20,10 +20,9 @@ use async_trait::async_trait;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
-use hearth::actors::channels::DeliverReply;
 use hearth::actors::llm_broker::ModelEntry;
 use hearth::actors::request_queue::{
-    AnswerConfirmation, AnswerError, Answered, SubmitInbound, Submitted,
+    AnswerConfirmation, AnswerError, Answered, DeliverReply, SubmitInbound, Submitted,
 };
 use hearth::app::{self, RunningApp, StartOptions};
 use hearth::config::LlmBackend;

@@ -7,9 +7,9 @@ use actix::{Actor, Addr, Context, Handler};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::sync::mpsc;
 
-use super::{DeliverReply, ReplyKind};
 use crate::actors::request_queue::{
-    AnswerConfirmation, RequestQueue, SubmitError, SubmitInbound, Submitted,
+    AnswerConfirmation, DeliverReply, ReplyKind, RequestQueue, SubmitError, SubmitInbound,
+    Submitted,
 };
 use crate::ports::{AnswerPlace, Inbound, now_ms};
 

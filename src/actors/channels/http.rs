@@ -11,8 +11,9 @@ use actix::fut::{ActorFutureExt, WrapFuture};
 use actix::{Actor, Addr, Context, Handler, Message, ResponseActFuture};
 use tokio::sync::oneshot;
 
-use super::{DeliverReply, ReplyKind};
-use crate::actors::request_queue::{RequestQueue, SubmitError, SubmitInbound, Submitted};
+use crate::actors::request_queue::{
+    DeliverReply, ReplyKind, RequestQueue, SubmitError, SubmitInbound, Submitted,
+};
 use crate::ports::Inbound;
 
 /// Submit `inbound` to the queue; its reply will be sent to `reply_to`.

@@ -26,30 +26,16 @@ use actix::{Actor, Addr, Context, Handler, ResponseActFuture};
 pub use messages::{Delegate, DelegateRequest, Delegated, DelegationError, SuspendedDelegation};
 pub use tool::{DELEGATE_TOOL, DelegationTargetInfo, DelegationTool};
 
-use crate::actors::processing::{ProcessTurn, ProcessingService, ResumeTurn, TurnResult};
+use crate::actors::processing::ProcessingService;
 use crate::config::DelegationLevel;
-use crate::ports::{ConversationMemory, Decision, Inbound, PendingConfirmation, now_ms};
+use crate::ports::{
+    ConversationMemory, DELEGATION_CHANNEL, Decision, Inbound, PendingConfirmation, now_ms,
+};
 use crate::tools::ToolContext;
+use crate::turn::{ProcessTurn, ResumeTurn, TurnResult};
 
 /// Nested delegations allowed below the turn the member started.
 pub const MAX_DELEGATION_DEPTH: usize = 2;
-
-/// The channel name of delegated turns: their conversations belong to no chat.
-pub const DELEGATION_CHANNEL: &str = "delegation";
-
-/// The member's own conversation a delegated turn's conversation belongs to: a
-/// delegation's conversation key is `delegation:{parent key}/{target profile}/{id}`,
-/// nested as deep as delegation goes. Any other key is its own root.
-pub fn root_conversation_key(mut key: &str) -> &str {
-    while let Some(parent) = key
-        .strip_prefix(DELEGATION_CHANNEL)
-        .and_then(|rest| rest.strip_prefix(':'))
-        .and_then(|rest| rest.rsplitn(3, '/').nth(2))
-    {
-        key = parent;
-    }
-    key
-}
 
 pub struct DelegationTarget {
     pub level: DelegationLevel,
@@ -299,23 +285,5 @@ impl SubTurn {
                 })))
             }
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::root_conversation_key;
-
-    #[test]
-    fn a_delegated_conversation_belongs_to_the_one_that_delegated() {
-        assert_eq!(root_conversation_key("http:alice"), "http:alice");
-        assert_eq!(
-            root_conversation_key("delegation:http:alice/helper/0192"),
-            "http:alice"
-        );
-        assert_eq!(
-            root_conversation_key("delegation:delegation:telegram:-100/7/helper/01/vault/02"),
-            "telegram:-100/7"
-        );
     }
 }

@@ -8,7 +8,6 @@
 //! back to a blind model. Calls run on the tokio runtime, so the
 //! actor itself never waits.
 
-mod messages;
 #[cfg(test)]
 mod retries_tests;
 
@@ -20,10 +19,8 @@ use std::time::{Duration, Instant};
 use actix::{Actor, Context, Handler, ResponseFuture};
 use tokio::sync::Semaphore;
 
-pub use messages::{CallOrigin, GenerateChat};
-
 use crate::config::{LlmBackend, LlmRetryConfig};
-use crate::llm::{ChatRequest, ChatResponse, LlmError, LlmProvider};
+use crate::llm::{CallOrigin, ChatRequest, ChatResponse, GenerateChat, LlmError, LlmProvider};
 use crate::metrics::Metrics;
 use crate::ports::{LlmCallRecord, TelemetryEvent, TelemetrySink, now_ms};
 

@@ -19,11 +19,10 @@
 
 use std::sync::Arc;
 
-use super::messages::TurnError;
 use super::turn::TurnState;
-use crate::actors::delegation::DELEGATION_CHANNEL;
 use crate::llm::ToolCall;
-use crate::ports::{Inbound, TurnJournal};
+use crate::ports::{DELEGATION_CHANNEL, Inbound, TurnJournal};
+use crate::turn::TurnError;
 
 /// The tool result of a call that was running when hearth stopped.
 pub const INTERRUPTED_CALL_RESULT: &str = "hearth stopped while this ran; whether it \

@@ -8,7 +8,6 @@
 
 mod images;
 mod journal;
-mod messages;
 mod prompt;
 mod turn;
 
@@ -19,20 +18,17 @@ use actix::{Actor, Context, Handler, Recipient, ResponseFuture};
 use tracing::Instrument;
 
 pub use journal::{INTERRUPTED_CALL_RESULT, INTERRUPTED_PLUGIN_CALL_REPLY};
-pub use messages::{ProcessTurn, ResumeTurn, TurnError, TurnOutcome, TurnResult};
-pub use turn::{
-    DECLINED_RESULT, EXPIRED_RESULT, SLASH_COMMAND_DECLINED, SLASH_COMMAND_EXPIRED,
-    UNKNOWN_OUTCOME_RESULT,
-};
+pub use turn::{DECLINED_RESULT, EXPIRED_RESULT, UNKNOWN_OUTCOME_RESULT};
 
 pub use prompt::{DEFAULT_SYSTEM_PROMPT, starting_with_user, system_prompt};
 use turn::TurnRunner;
 
-use crate::actors::llm_broker::GenerateChat;
 use crate::config::{LlmModelConfig, ResolvedProfile};
 use crate::family::Family;
+use crate::llm::GenerateChat;
 use crate::ports::{ConversationMemory, UserProfiles};
 use crate::tools::ToolsProvider;
+use crate::turn::{ProcessTurn, ResumeTurn, TurnError, TurnOutcome};
 
 /// What every profile's service needs besides its profile.
 #[derive(Clone)]

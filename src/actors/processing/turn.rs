@@ -14,15 +14,19 @@ use serde::{Deserialize, Serialize};
 use super::ProcessingDeps;
 use super::images::{Sight, load_images, read_image};
 use super::journal::{FAST_PATH_CALL, INTERRUPTED_CALL_RESULT, Journal, Recovered, recover};
-use super::messages::{ProcessTurn, ResumeTurn, TurnError, TurnOutcome, TurnResult};
 use super::prompt::{DEFAULT_SYSTEM_PROMPT, starting_with_user, system_prompt, user_message_text};
-use crate::actors::llm_broker::{CallOrigin, GenerateChat};
 use crate::config::ResolvedProfile;
-use crate::llm::{ChatMessage, ChatRequest, IMAGES_NOT_SHOWN, Role, ToolCall};
+use crate::llm::{
+    CallOrigin, ChatMessage, ChatRequest, GenerateChat, IMAGES_NOT_SHOWN, Role, ToolCall,
+};
 use crate::metrics::StageTimer;
 use crate::plugins::ROUTE_TO_PLUGIN;
 use crate::ports::{AskedApproval, Decision, HistoryEntry, Inbound, PendingConfirmation, now_ms};
 use crate::tools::{ToolContext, ToolError, ToolSuspension, ToolsProvider};
+use crate::turn::{
+    ProcessTurn, ResumeTurn, SLASH_COMMAND_DECLINED, SLASH_COMMAND_EXPIRED, TurnError, TurnOutcome,
+    TurnResult,
+};
 
 /// Tool results the model reads when a confirmation did not end in "approved":
 /// each outcome is distinct, so the model can tell the member what happened.
@@ -32,10 +36,6 @@ pub const EXPIRED_RESULT: &str =
     "The family member did not answer the confirmation in time, so this action was not run.";
 pub const UNKNOWN_OUTCOME_RESULT: &str = "hearth stopped while running this approved action; \
      whether it completed is unknown. Tell the family member so they can check.";
-
-pub const SLASH_COMMAND_DECLINED: &str = "Cancelled: nothing was done.";
-pub const SLASH_COMMAND_EXPIRED: &str =
-    "That request expired before it was confirmed: nothing was done.";
 
 /// Where a turn is: the conversation so far and the tool calls still to run. Stored with
 /// a confirmation while the turn waits, and in the turn journal while it runs.

@@ -9,10 +9,9 @@ use actix::{AsyncContext, Context, Handler, ResponseActFuture};
 use tokio::sync::oneshot;
 
 use super::{
-    AnswerConfirmation, AnswerError, Answered, OwnChatsFound, QueuedTurn, RequestQueue, Resume,
+    AnswerConfirmation, AnswerError, Answered, DeliverReply, EXPIRED_OUTCOME, OwnChatsFound,
+    QueuedTurn, ReplyKind, RequestQueue, Resume,
 };
-use crate::actors::channels::core::texts::EXPIRED_OUTCOME;
-use crate::actors::channels::{DeliverReply, ReplyKind};
 use crate::ports::{Decision, Inbound, PendingConfirmation, StorageError, now_ms};
 
 /// How often answered confirmations are checked for a turn that did not resume.

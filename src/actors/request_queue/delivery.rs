@@ -12,8 +12,7 @@
 use actix::fut::{ActorFutureExt, WrapFuture};
 use actix::{AsyncContext, Context};
 
-use super::RequestQueue;
-use crate::actors::channels::{DeliverReply, ReplyKind};
+use super::{DeliverReply, ReplyKind, RequestQueue};
 use crate::ports::{Inbound, OutgoingMessage};
 
 impl RequestQueue {

@@ -1,8 +1,10 @@
-//! Messages of the `RequestQueue`.
+//! Messages of the `RequestQueue`, and the one it sends: `DeliverReply`, which every channel
+//! handles (the queue holds only `Recipient`s, and knows no channel). It also handles what a
+//! running turn asks or tells its member (`turn::AskMember`, `turn::TellMember`).
 
 use actix::Message;
 
-use crate::ports::{Inbound, InboxRecord, StorageError};
+use crate::ports::{Inbound, InboxRecord, OutgoingKind, OutgoingMessage, StorageError};
 
 /// Accept a message from a channel: stored durably before this answers `Accepted`.
 #[derive(Debug, Clone, Message)]
@@ -43,7 +45,7 @@ pub struct AnswerConfirmation {
     pub member_id: String,
     pub place: crate::ports::AnswerPlace,
     pub approve: bool,
-    pub reply_to: Option<tokio::sync::oneshot::Sender<crate::actors::channels::DeliverReply>>,
+    pub reply_to: Option<tokio::sync::oneshot::Sender<DeliverReply>>,
 }
 
 /// An answer that counted: the turn of message `inbox_id`, asked by `asked_by`, resumes.
@@ -61,53 +63,6 @@ pub enum AnswerError {
     Refused(#[from] crate::ports::AnswerRefused),
     #[error(transparent)]
     Storage(#[from] StorageError),
-}
-
-/// Put `question` to `member_id` in the conversation whose turn is running now (a
-/// delegated turn's conversation counts as its parent's): the member's next message
-/// there is sent to `answer_to` instead of starting a turn. Dropping the receiver
-/// withdraws the question.
-#[derive(Debug, Message)]
-#[rtype(result = "Result<(), AskError>")]
-pub struct AskMember {
-    pub member_id: String,
-    pub conversation_key: String,
-    pub question: String,
-    pub answer_to: tokio::sync::oneshot::Sender<String>,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum AskError {
-    #[error("no turn of conversation {0:?} is running, so there is nowhere to ask")]
-    NoRunningTurn(String),
-    #[error("member {member:?} is already being asked something in conversation {conversation:?}")]
-    AlreadyAsking {
-        member: String,
-        conversation: String,
-    },
-}
-
-/// Tell the member whose turn of message `inbox_id` runs in `conversation_key` `text`
-/// before that turn's answer (what an intents plan is about to do). On a channel that
-/// delivers through the outbox it goes out at once, stored under `once_key` so a retry of
-/// the turn saying it again is not delivered twice; elsewhere (HTTP, the console, a waiting
-/// call) the turn answers once, and says it in its answer.
-#[derive(Debug, Message)]
-#[rtype(result = "Result<Told, StorageError>")]
-pub struct TellMember {
-    pub inbox_id: String,
-    pub conversation_key: String,
-    pub text: String,
-    pub once_key: String,
-}
-
-/// Where what a turn told its member goes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Told {
-    /// Delivered on its own (or stored to be, or found so stored by an earlier try).
-    Separately,
-    /// Not sent: the turn says it in its answer.
-    WithTheAnswer,
 }
 
 /// `/cancel`: deny every confirmation waiting for `member_id` in the conversation
@@ -137,6 +92,8 @@ pub struct Cancelled {
 
 /// What a cancelled confirmation's message says instead of its buttons or reactions.
 pub const CANCELLED_OUTCOME: &str = "❌ Cancelled with /cancel.";
+/// The line a prompt ends with once it expired unanswered.
+pub const EXPIRED_OUTCOME: &str = "⌛ Expired: nothing was done.";
 
 impl Cancelled {
     pub fn is_empty(&self) -> bool {
@@ -176,4 +133,92 @@ impl Cancelled {
 pub struct OwnChatsFound {
     pub channel: String,
     pub chats: Vec<(String, String)>,
+}
+
+/// What kind of text a reply is, so a channel can present it fittingly.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ReplyKind {
+    /// The answer to the message.
+    Answer,
+    /// The answer is delayed (LLM down or rate-limited); the message is kept and retried.
+    Delayed,
+    /// hearth gave up on the message after repeated failures.
+    Failed,
+    /// The text is a question only `member_id` may answer (approve or deny), by
+    /// `expires_at_ms`; the channel shows it with its own buttons or instructions.
+    AskConfirmation {
+        confirmation_id: String,
+        expires_at_ms: i64,
+    },
+    /// The running turn asks `member_id` something (an MCP server's question); their
+    /// next message in the conversation is the answer, and the turn goes on.
+    Question,
+    /// The running turn says what it is about to do (an intents plan's `pre`); it goes on
+    /// and answers separately.
+    Progress,
+    /// Nobody answered confirmation `confirmation_id` in time: a channel that shows it
+    /// with buttons takes them away. The turn goes on and answers separately.
+    ConfirmationExpired { confirmation_id: String },
+}
+
+impl ReplyKind {
+    /// Whether a turn stops with this (answered, or waiting for the member): "typing…" ends.
+    pub fn ends_a_turn(&self) -> bool {
+        !matches!(
+            self,
+            ReplyKind::ConfirmationExpired { .. } | ReplyKind::Progress
+        )
+    }
+
+    /// How the outbox names a message of this kind, asked of `member_id`.
+    pub fn outgoing_kind(&self, member_id: &str) -> OutgoingKind {
+        match self {
+            ReplyKind::Answer
+            | ReplyKind::Delayed
+            | ReplyKind::Failed
+            | ReplyKind::Question
+            | ReplyKind::Progress => OutgoingKind::Reply,
+            ReplyKind::AskConfirmation {
+                confirmation_id, ..
+            } => OutgoingKind::Prompt {
+                confirmation_id: confirmation_id.clone(),
+                member_id: member_id.to_string(),
+            },
+            ReplyKind::ConfirmationExpired { confirmation_id } => OutgoingKind::Close {
+                confirmation_id: confirmation_id.clone(),
+            },
+        }
+    }
+}
+
+/// Send a reply for the inbound message `inbox_id` to its conversation.
+#[derive(Debug, Clone, Message)]
+#[rtype(result = "()")]
+pub struct DeliverReply {
+    pub inbox_id: String,
+    pub conversation_id: String,
+    pub member_id: String,
+    pub text: String,
+    pub kind: ReplyKind,
+    /// The platform id of the member's message this answers (`Inbound::platform_event_id`),
+    /// so a channel can thread the reply to it.
+    pub reply_to_event: Option<String>,
+    /// The outbox row holding this message, for a channel that delivers through the
+    /// outbox: marked delivered once the platform accepted it. `None` when the outbox
+    /// could not take it (delivered once, without retry) or the channel does not use it.
+    pub outbox_id: Option<i64>,
+}
+
+impl DeliverReply {
+    /// This reply as the outbox row of `channel` that delivers it.
+    pub fn outgoing(&self, channel: &str) -> OutgoingMessage {
+        OutgoingMessage {
+            channel: channel.to_string(),
+            conversation_id: self.conversation_id.clone(),
+            inbox_id: Some(self.inbox_id.clone()),
+            text: self.text.clone(),
+            kind: self.kind.outgoing_kind(&self.member_id),
+            reply_to_event: self.reply_to_event.clone(),
+        }
+    }
 }

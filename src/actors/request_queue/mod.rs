@@ -6,7 +6,7 @@
 //! "busy" instead of growing past `queue.max_backlog`, routes slash commands to
 //! their profile, and on start-up resumes every message accepted and not
 //! answered. A turn that fails transiently is retried later with the member told
-//! once; the reply and the turn's history are stored in one transaction. A running
+//! once (`retries.rs`); the reply and the turn's history are stored in one transaction. A running
 //! turn can put a question to its member (`questions.rs`); their next message answers it.
 
 mod cancelling;
@@ -16,6 +16,7 @@ mod draining;
 mod lanes;
 mod messages;
 mod questions;
+mod retries;
 mod routing;
 mod suspending;
 mod telling;
@@ -23,7 +24,6 @@ mod waiting_plans;
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
-use std::time::Duration;
 
 use actix::fut::{self, ActorFutureExt, WrapFuture};
 use actix::{Actor, Addr, AsyncContext, Context, Handler, Recipient, ResponseActFuture};
@@ -34,18 +34,15 @@ pub use confirmations::STUCK_CHECK_EVERY;
 pub use draining::DrainTurns;
 pub use lanes::Lanes;
 pub use messages::{
-    AnswerConfirmation, AnswerError, Answered, AskError, AskMember, CANCELLED_OUTCOME,
-    CancelPending, Cancelled, OwnChatsFound, SubmitError, SubmitInbound, Submitted, TellMember,
-    Told,
+    AnswerConfirmation, AnswerError, Answered, CANCELLED_OUTCOME, CancelPending, Cancelled,
+    DeliverReply, EXPIRED_OUTCOME, OwnChatsFound, ReplyKind, SubmitError, SubmitInbound, Submitted,
 };
+pub use retries::{DELAYED_REPLY, FAILED_REPLY};
 pub use routing::Router;
 pub use suspending::ASKED_A_PARENT;
 use waiting_plans::{WaitingPlans, process_new};
 
-use crate::actors::channels::{DeliverReply, ReplyKind};
-use crate::actors::processing::{
-    ProcessTurn, ProcessingService, ResumeTurn, TurnError, TurnOutcome, TurnResult,
-};
+use crate::actors::processing::ProcessingService;
 use crate::config::QueueConfig;
 use crate::metrics::{Metrics, StageTimer};
 use crate::ports::{
@@ -53,14 +50,7 @@ use crate::ports::{
     PendingPluginCalls, ScriptWorkflows, TurnRecord, now_ms,
 };
 use crate::readiness::Readiness;
-
-pub const DELAYED_REPLY: &str = "Sorry, I can't reach my language model right now. \
-    I've kept your message and will answer as soon as I can.";
-pub const FAILED_REPLY: &str =
-    "Sorry, I couldn't answer that message. Please try again in a little while.";
-
-/// The longest pause between two retries of one message.
-const MAX_RETRY_DELAY: Duration = Duration::from_secs(3600);
+use crate::turn::{ProcessTurn, ResumeTurn, TurnError, TurnOutcome, TurnResult};
 
 struct QueuedTurn {
     inbound: Inbound,
@@ -418,103 +408,6 @@ impl RequestQueue {
         self.forget_questions(&key);
         self.run_cancels_when_free(&key, ctx);
         self.pump(ctx);
-    }
-
-    fn schedule_retry(
-        &mut self,
-        key: String,
-        mut turn: QueuedTurn,
-        attempts: u32,
-        error: &TurnError,
-        ctx: &mut Context<Self>,
-    ) {
-        // Tell the member once, not on every retry of the same message.
-        if attempts == 1 {
-            self.deliver_queued(
-                &turn.inbound,
-                DELAYED_REPLY.to_string(),
-                ReplyKind::Delayed,
-                ctx,
-            );
-        }
-        let delay = Duration::from_secs(self.settings.retry_delay_seconds)
-            .saturating_mul(1 << (attempts - 1).min(16))
-            .min(MAX_RETRY_DELAY);
-        let inbox = self.inbox.clone();
-        let inbox_id = turn.inbound.id.clone();
-        let error_text = error.to_string();
-        let next_attempt_at_ms =
-            now_ms() + i64::try_from(delay.as_millis()).unwrap_or(i64::MAX / 2);
-        ctx.spawn(
-            async move {
-                if let Err(error) = inbox
-                    .record_failure(&inbox_id, &error_text, next_attempt_at_ms)
-                    .await
-                {
-                    tracing::warn!(%inbox_id, %error, "failed attempt not recorded");
-                }
-            }
-            .into_actor(self),
-        );
-        turn.attempts = attempts;
-        self.lanes.hold(&key, turn);
-        ctx.run_later(delay, move |act, ctx| {
-            act.lanes.release(&key);
-            act.pump(ctx);
-        });
-    }
-
-    fn give_up(
-        &mut self,
-        key: String,
-        turn: QueuedTurn,
-        error: &TurnError,
-        ctx: &mut Context<Self>,
-    ) {
-        let profile_id = self.profile_of(&turn).to_string();
-        self.metrics.increment(
-            "hearth_turns_total",
-            &[("profile", &profile_id), ("outcome", "failed")],
-        );
-        // The failure is stored and its notice queued together, then delivered; where the
-        // notice is not queued (a waiting HTTP call), it goes at once.
-        let outgoing = self.outgoing(&turn.inbound, FAILED_REPLY, &ReplyKind::Failed);
-        let queued = outgoing.is_some();
-        if !queued {
-            self.deliver(
-                &turn.inbound,
-                FAILED_REPLY.to_string(),
-                ReplyKind::Failed,
-                None,
-            );
-        }
-        let inbox = self.inbox.clone();
-        let inbox_id = turn.inbound.id.clone();
-        let error_text = error.to_string();
-        let inbound = turn.inbound.clone();
-        ctx.spawn(
-            async move {
-                inbox
-                    .give_up(&inbox_id, &error_text, FAILED_REPLY, outgoing.as_ref())
-                    .await
-            }
-            .into_actor(self)
-            .map(move |given_up, act, _ctx| {
-                let outbox_id = given_up.unwrap_or_else(|error| {
-                    tracing::warn!(inbox_id = %inbound.id, %error, "failed message not marked");
-                    None
-                });
-                if queued {
-                    act.deliver(
-                        &inbound,
-                        FAILED_REPLY.to_string(),
-                        ReplyKind::Failed,
-                        outbox_id,
-                    );
-                }
-            }),
-        );
-        self.lanes.finish(&key);
     }
 }
 

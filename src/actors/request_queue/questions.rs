@@ -8,10 +8,9 @@
 use actix::{Context, Handler};
 use tokio::sync::oneshot;
 
-use super::{AskError, AskMember, RequestQueue};
-use crate::actors::channels::{DeliverReply, ReplyKind};
-use crate::actors::delegation::root_conversation_key;
-use crate::ports::Inbound;
+use super::{DeliverReply, ReplyKind, RequestQueue};
+use crate::ports::{Inbound, root_conversation_key};
+use crate::turn::{AskError, AskMember};
 
 /// The turn running in a conversation, and where its replies go.
 pub(super) struct RunningTurn {

@@ -8,10 +8,9 @@
 use futures::FutureExt;
 use futures::future::LocalBoxFuture;
 
-use super::{Finished, RequestQueue};
-use crate::actors::channels::{DeliverReply, ReplyKind};
-use crate::actors::processing::TurnError;
+use super::{DeliverReply, Finished, ReplyKind, RequestQueue};
 use crate::ports::{Inbound, OutgoingMessage, PendingConfirmation};
+use crate::turn::TurnError;
 
 /// What the member whose request was escalated to the parents is told on a chat platform.
 pub const ASKED_A_PARENT: &str =

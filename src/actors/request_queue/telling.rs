@@ -9,9 +9,9 @@
 use actix::fut::{self, ActorFutureExt, WrapFuture};
 use actix::{Handler, ResponseActFuture};
 
-use super::{RequestQueue, TellMember, Told};
-use crate::actors::channels::ReplyKind;
+use super::{ReplyKind, RequestQueue};
 use crate::ports::StorageError;
+use crate::turn::{TellMember, Told};
 
 impl Handler<TellMember> for RequestQueue {
     type Result = ResponseActFuture<Self, Result<Told, StorageError>>;

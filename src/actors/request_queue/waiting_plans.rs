@@ -8,10 +8,9 @@ use std::sync::Arc;
 
 use actix::Addr;
 
-use crate::actors::processing::{
-    ProcessTurn, ProcessingService, TurnError, TurnOutcome, TurnResult,
-};
+use crate::actors::processing::ProcessingService;
 use crate::ports::{PlanExecutions, now_ms};
+use crate::turn::{ProcessTurn, TurnError, TurnOutcome, TurnResult};
 
 /// What finds a waiting plan's profile.
 pub(super) struct WaitingPlans {

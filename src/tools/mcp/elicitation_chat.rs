@@ -13,7 +13,7 @@ use tokio::sync::oneshot;
 
 use super::elicitation_form::{FormReply, read_reply, render_question};
 use super::{ElicitationAnswer, ElicitationHandler, ElicitationRequest};
-use crate::actors::request_queue::AskMember;
+use crate::turn::AskMember;
 
 /// Replies that do not fit before hearth gives up and cancels.
 const MAX_ATTEMPTS: usize = 3;

@@ -20,9 +20,10 @@
 //!   held whole (`stdio.rs`, `oversized.rs`); over streamable HTTP a larger event ends its
 //!   call with an error.
 //! - Elicitation: see `elicitation.rs` (hearth's side of the protocol) and `elicitation_chat.rs`
-//!   (the question asked in the member's chat); names: see `names.rs`.
-//! - The client is the Cargo feature `mcp` (in the default build). Without it only the names
-//!   remain, for config validation and `confirm_tools`, and config with `mcp_servers` is refused.
+//!   (the question asked in the member's chat); names: see `config/mcp_names.rs`, which
+//!   config validation and `confirm_tools` read too.
+//! - The client is the Cargo feature `mcp` (in the default build). Without it this module is
+//!   empty, and config with `mcp_servers` is refused.
 
 #[cfg(feature = "mcp")]
 mod client;
@@ -32,7 +33,6 @@ mod elicitation;
 mod elicitation_chat;
 #[cfg(feature = "mcp")]
 mod elicitation_form;
-mod names;
 #[cfg(feature = "mcp")]
 mod oversized;
 #[cfg(feature = "mcp")]
@@ -43,11 +43,8 @@ mod server;
 mod servers;
 #[cfg(feature = "mcp")]
 mod stdio;
-
-pub use names::{
-    BadServerId, MAX_SERVER_ID_LEN, MAX_TOOL_NAME_LEN, TOOL_NAME_SEPARATOR, check_server_id,
-    namespaced_tool_name, tool_server_id,
-};
+#[cfg(feature = "mcp")]
+mod transport;
 
 #[cfg(feature = "mcp")]
 pub use elicitation::{

@@ -13,10 +13,10 @@ use rmcp::service::{PeerRequestOptions, ServiceError};
 use rmcp::{Peer, RoleClient};
 use tokio::time::Instant;
 
-use super::names::tool_server_id;
 use super::server::{ServerShared, short_reason};
+use crate::config::{ApprovalSubject, tool_server_id};
 use crate::llm::ToolSpec;
-use crate::tools::{ApprovalSubject, ToolContext, ToolError, ToolsProvider};
+use crate::tools::{ToolContext, ToolError, ToolsProvider};
 
 /// The `_meta` key of a `tools/call` carrying the call's idempotency key.
 pub const IDEMPOTENCY_META_KEY: &str = "hearth/idempotency_key";

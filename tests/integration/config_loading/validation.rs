@@ -2,7 +2,7 @@
 //! them reported together, one per line; databases hearth cannot use, an intents profile
 //! without its file and an MCP server id tool names cannot give back are refused.
 
-use hearth::config::*;
+use hearth::redaction::redact_url_password;
 
 use super::{MINIMAL, assert_problem, load_error};
 

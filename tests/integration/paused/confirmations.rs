@@ -6,9 +6,8 @@
 
 use std::time::Duration;
 
-use hearth::actors::channels::ReplyKind;
 use hearth::actors::processing::EXPIRED_RESULT;
-use hearth::actors::request_queue::{AnswerError, STUCK_CHECK_EVERY};
+use hearth::actors::request_queue::{AnswerError, ReplyKind, STUCK_CHECK_EVERY};
 use hearth::llm::ToolCall;
 use hearth::ports::{AnswerPlace, AnswerRefused, InboxStatus, now_ms};
 use hearth::scripts::{RUN_DECLINED, RUN_EXPIRED};

@@ -5,8 +5,7 @@
 
 use std::time::Duration;
 
-use hearth::actors::channels::ReplyKind;
-use hearth::actors::request_queue::{DELAYED_REPLY, FAILED_REPLY};
+use hearth::actors::request_queue::{DELAYED_REPLY, FAILED_REPLY, ReplyKind};
 use hearth::llm::LlmError;
 use hearth::ports::{InboxStatus, now_ms};
 

@@ -281,7 +281,7 @@ pub(super) fn expect_unsupported(result: Result<Stores, StorageError>, url: &str
             let message = error.to_string();
             // Named, but never with its password.
             assert!(
-                message.contains(&hearth::config::redact_url_password(url)),
+                message.contains(&hearth::redaction::redact_url_password(url)),
                 "{message}"
             );
             assert!(!message.contains("secret"), "{message}");

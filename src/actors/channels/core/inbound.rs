@@ -17,9 +17,11 @@ use actix::Addr;
 
 use super::adapter::{AnswerOutcome, Incoming, IncomingAnswer, IncomingMessage, PlatformAdapter};
 use super::commands::{self, Command, parse_command};
-use super::texts::{BUSY_REPLY, EXPIRED_OUTCOME, help_text};
+use super::texts::{BUSY_REPLY, help_text};
 use crate::actors::channels::ChannelError;
-use crate::actors::request_queue::{RequestQueue, SubmitError, SubmitInbound, Submitted};
+use crate::actors::request_queue::{
+    EXPIRED_OUTCOME, RequestQueue, SubmitError, SubmitInbound, Submitted,
+};
 use crate::family::Family;
 use crate::ports::{
     AnswerRefused, ChannelState, Inbound, InboundExtras, Inbox, OutgoingMessage, StorageError,

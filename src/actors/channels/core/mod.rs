@@ -13,7 +13,8 @@
 //!   what `/cancel` and an answer do;
 //! - `delivery.rs`: the durable outbox delivered in order per conversation, with retries,
 //!   a maximum age, and what was delivered noted, so a restart loses and repeats nothing;
-//! - `platform.rs`: the `Platform` trait (deliver one part) and its error;
+//! - `platform.rs`: the `Platform` trait (deliver one part) and its error, and the routes a
+//!   platform adds to the HTTP API (`PlatformRoutes`);
 //! - `tasks.rs`: the event source and delivery workers under one cancellation token;
 //! - `prompts.rs`: where a confirmation's prompts are noted, so a close reaches each;
 //! - `texts.rs`: `/help`, the busy reply, the words a settled prompt ends with;
@@ -51,4 +52,5 @@ pub(crate) use adapter::{
 };
 pub use delivery::DeliverySettings;
 pub use messages::{EventReceived, StopChannel};
+pub use platform::PlatformRoutes;
 pub(crate) use platform::{DeliveryError, Platform};

@@ -1,13 +1,20 @@
 //! What a chat platform must do for the channel core: deliver one part of an outgoing
 //! message (a reply, a prompt with its buttons or reactions, the edit that closes a prompt)
 //! and say whether a failure may pass if tried again. Everything else (the outbox, order,
-//! retries, giving up) is the core's.
+//! retries, giving up) is the core's. A platform that receives its events over HTTP
+//! (Telegram's webhook) hands the routes it serves to the HTTP API (`PlatformRoutes`).
 
+use std::sync::Arc;
 use std::time::Duration;
 
+use actix_web::web;
 use async_trait::async_trait;
 
 use crate::ports::OutboxEntry;
+
+/// Routes a chat platform serves on the HTTP API's listener (Telegram's webhook), added to
+/// every worker's app.
+pub type PlatformRoutes = Arc<dyn Fn(&mut web::ServiceConfig) + Send + Sync>;
 
 /// Why a part was not delivered.
 #[derive(Debug, Clone, PartialEq, Eq)]

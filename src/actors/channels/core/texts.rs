@@ -1,11 +1,10 @@
 //! What every chat platform says in the same words: `/help`, the busy reply, and how a
-//! settled confirmation's prompt ends.
+//! prompt its member answered ends. An expired or cancelled prompt ends with the queue's words
+//! (`EXPIRED_OUTCOME`, `CANCELLED_OUTCOME`), which the queue also sends itself.
 
 /// The answer when the queue is full.
 pub(crate) const BUSY_REPLY: &str = "I'm busy right now: please send that again in a minute.";
 
-/// The line a prompt ends with once it expired unanswered.
-pub(crate) const EXPIRED_OUTCOME: &str = "⌛ Expired: nothing was done.";
 /// The line a prompt ends with once its member declined it.
 pub(crate) const DECLINED_OUTCOME: &str = "❌ Cancelled.";
 

@@ -32,8 +32,8 @@ pub(crate) struct TelegramWebhook {
 }
 
 impl TelegramWebhook {
-    /// The webhook's route, for the HTTP API to serve (`http::PlatformRoutes`).
-    pub(crate) fn routes(self) -> crate::http::PlatformRoutes {
+    /// The webhook's route, for the HTTP API to serve.
+    pub(crate) fn routes(self) -> crate::actors::channels::PlatformRoutes {
         let webhook = web::Data::new(self);
         std::sync::Arc::new(move |config: &mut web::ServiceConfig| {
             config.app_data(webhook.clone()).service(

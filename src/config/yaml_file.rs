@@ -1,4 +1,5 @@
-//! Reading a plugin's YAML files (`plugin.yaml`, `config.yml`) so that every problem names its
+//! Reading the YAML files that configuration names beside `hearth.yaml` (a plugin's
+//! `plugin.yaml` and `config.yml`, a profile's intents file) so that every problem names its
 //! file, line and key path: key paths (`capabilities[0].parameters[2].type`), the line of the
 //! text each one is written on, the problem type, and typing a document with those.
 //!
@@ -17,8 +18,8 @@ use serde::de::{
     Visitor,
 };
 
-/// One thing wrong in a plugin file (or in a manifest sent to the registration API, which has
-/// no lines).
+/// One thing wrong in a plugin file or an intents file (or in a manifest sent to the
+/// registration API, which has no lines).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PluginFileProblem {
     pub key_path: KeyPath,
@@ -126,8 +127,8 @@ pub(crate) fn parse_json_document<T: DeserializeOwned>(
     })
 }
 
-/// For keys written with nothing after them (`parameters:`), which YAML reads as null: they
-/// mean "none", like leaving the key out.
+/// For keys written with nothing after them (`parameters:`, `family:`), which YAML reads as
+/// null: they mean "none", like leaving the key out, instead of a type error.
 pub(crate) fn null_as_default<'de, D, T>(deserializer: D) -> Result<T, D::Error>
 where
     D: Deserializer<'de>,

@@ -11,6 +11,9 @@
 //!
 //! A server id is used as written, so it must be one that `tool_server_id` finds again:
 //! [`check_server_id`] is that rule, and configuration validation refuses any other id.
+//!
+//! It lives with the configuration because `mcp_servers` ids and `confirm_tools` entries are
+//! written in these names; the MCP client (`tools/mcp/`) names the tools it offers with it.
 
 /// Between the server id and the tool name in a namespaced tool name.
 pub const TOOL_NAME_SEPARATOR: &str = "__";

@@ -11,9 +11,10 @@
 //!
 //! A name with `__` is an MCP name (plugin ids cannot contain `__`), else one with `.` is a
 //! plugin name, else a local tool. Validation refuses a name that can name nothing; at run
-//! time the rules fail closed (see `ConfirmingToolsProvider`).
+//! time the rules fail closed (see `tools::ConfirmingToolsProvider`, which matches each call's
+//! `ApprovalSubject` against these names).
 
-use crate::tools::mcp::{TOOL_NAME_SEPARATOR, namespaced_tool_name};
+use super::mcp_names::{TOOL_NAME_SEPARATOR, namespaced_tool_name};
 
 /// One entry of `confirm_tools`, parsed.
 #[derive(Debug, Clone, PartialEq, Eq)]

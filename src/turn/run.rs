@@ -1,4 +1,6 @@
-//! Messages of a `ProcessingService`.
+//! Running one turn: `ProcessTurn` and `ResumeTurn`, which the request queue and delegation
+//! send to a profile's `ProcessingService` (the tool loop, or the intents engine it calls),
+//! and what a turn answers.
 
 use actix::Message;
 
@@ -61,6 +63,13 @@ pub enum TurnError {
     #[error("suspended turn state is unreadable: {0}")]
     BadTurnState(String),
 }
+
+/// What a slash command's turn answers when the member declined its start
+/// (`confirm_slash_commands`).
+pub const SLASH_COMMAND_DECLINED: &str = "Cancelled: nothing was done.";
+/// What a slash command's turn answers when nobody confirmed its start in time.
+pub const SLASH_COMMAND_EXPIRED: &str =
+    "That request expired before it was confirmed: nothing was done.";
 
 impl TurnError {
     /// Worth trying the same turn again later.

@@ -1,8 +1,11 @@
-//! Messages of the `LlmBroker`.
+//! The request every LLM call is made with: `GenerateChat`, one chat completion on a model
+//! named in config `llms`, and where it comes from (`CallOrigin`). The `LlmBroker` actor
+//! handles it, as the only door to the backends; the tool loop, the intents engine, plugins
+//! and the plugin LLM API send it through a `Recipient`, in these wire-neutral terms.
 
 use actix::Message;
 
-use crate::llm::{ChatRequest, ChatResponse, LlmError};
+use super::{ChatRequest, ChatResponse, LlmError};
 
 /// Where a call comes from, for telemetry and cost attribution.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

@@ -1,0 +1,120 @@
+//! A turn that failed: retried later, the member told once that the answer is delayed (the
+//! message holds its lane meanwhile, and the pause doubles up to an hour), or, when the
+//! failure is not transient or the attempts are used up, given up: the failure stored with
+//! its notice, then delivered.
+
+use std::time::Duration;
+
+use actix::fut::{ActorFutureExt, WrapFuture};
+use actix::{AsyncContext, Context};
+
+use super::{QueuedTurn, ReplyKind, RequestQueue};
+use crate::ports::now_ms;
+use crate::turn::TurnError;
+
+pub const DELAYED_REPLY: &str = "Sorry, I can't reach my language model right now. \
+    I've kept your message and will answer as soon as I can.";
+pub const FAILED_REPLY: &str =
+    "Sorry, I couldn't answer that message. Please try again in a little while.";
+
+/// The longest pause between two retries of one message.
+const MAX_RETRY_DELAY: Duration = Duration::from_secs(3600);
+
+impl RequestQueue {
+    pub(super) fn schedule_retry(
+        &mut self,
+        key: String,
+        mut turn: QueuedTurn,
+        attempts: u32,
+        error: &TurnError,
+        ctx: &mut Context<Self>,
+    ) {
+        // Tell the member once, not on every retry of the same message.
+        if attempts == 1 {
+            self.deliver_queued(
+                &turn.inbound,
+                DELAYED_REPLY.to_string(),
+                ReplyKind::Delayed,
+                ctx,
+            );
+        }
+        let delay = Duration::from_secs(self.settings.retry_delay_seconds)
+            .saturating_mul(1 << (attempts - 1).min(16))
+            .min(MAX_RETRY_DELAY);
+        let inbox = self.inbox.clone();
+        let inbox_id = turn.inbound.id.clone();
+        let error_text = error.to_string();
+        let next_attempt_at_ms =
+            now_ms() + i64::try_from(delay.as_millis()).unwrap_or(i64::MAX / 2);
+        ctx.spawn(
+            async move {
+                if let Err(error) = inbox
+                    .record_failure(&inbox_id, &error_text, next_attempt_at_ms)
+                    .await
+                {
+                    tracing::warn!(%inbox_id, %error, "failed attempt not recorded");
+                }
+            }
+            .into_actor(self),
+        );
+        turn.attempts = attempts;
+        self.lanes.hold(&key, turn);
+        ctx.run_later(delay, move |act, ctx| {
+            act.lanes.release(&key);
+            act.pump(ctx);
+        });
+    }
+
+    pub(super) fn give_up(
+        &mut self,
+        key: String,
+        turn: QueuedTurn,
+        error: &TurnError,
+        ctx: &mut Context<Self>,
+    ) {
+        let profile_id = self.profile_of(&turn).to_string();
+        self.metrics.increment(
+            "hearth_turns_total",
+            &[("profile", &profile_id), ("outcome", "failed")],
+        );
+        // The failure is stored and its notice queued together, then delivered; where the
+        // notice is not queued (a waiting HTTP call), it goes at once.
+        let outgoing = self.outgoing(&turn.inbound, FAILED_REPLY, &ReplyKind::Failed);
+        let queued = outgoing.is_some();
+        if !queued {
+            self.deliver(
+                &turn.inbound,
+                FAILED_REPLY.to_string(),
+                ReplyKind::Failed,
+                None,
+            );
+        }
+        let inbox = self.inbox.clone();
+        let inbox_id = turn.inbound.id.clone();
+        let error_text = error.to_string();
+        let inbound = turn.inbound.clone();
+        ctx.spawn(
+            async move {
+                inbox
+                    .give_up(&inbox_id, &error_text, FAILED_REPLY, outgoing.as_ref())
+                    .await
+            }
+            .into_actor(self)
+            .map(move |given_up, act, _ctx| {
+                let outbox_id = given_up.unwrap_or_else(|error| {
+                    tracing::warn!(inbox_id = %inbound.id, %error, "failed message not marked");
+                    None
+                });
+                if queued {
+                    act.deliver(
+                        &inbound,
+                        FAILED_REPLY.to_string(),
+                        ReplyKind::Failed,
+                        outbox_id,
+                    );
+                }
+            }),
+        );
+        self.lanes.finish(&key);
+    }
+}

@@ -1,0 +1,55 @@
+//! What a running turn asks or tells its member in its conversation while it runs: an MCP
+//! server's question (`AskMember`), an intents plan's `pre` (`TellMember`). The request queue
+//! handles both, since it knows which turn runs where and how its channel delivers; the
+//! tools and the intents engine send them through a `Recipient`.
+
+use actix::Message;
+
+use crate::ports::StorageError;
+
+/// Put `question` to `member_id` in the conversation whose turn is running now (a
+/// delegated turn's conversation counts as its parent's): the member's next message
+/// there is sent to `answer_to` instead of starting a turn. Dropping the receiver
+/// withdraws the question.
+#[derive(Debug, Message)]
+#[rtype(result = "Result<(), AskError>")]
+pub struct AskMember {
+    pub member_id: String,
+    pub conversation_key: String,
+    pub question: String,
+    pub answer_to: tokio::sync::oneshot::Sender<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum AskError {
+    #[error("no turn of conversation {0:?} is running, so there is nowhere to ask")]
+    NoRunningTurn(String),
+    #[error("member {member:?} is already being asked something in conversation {conversation:?}")]
+    AlreadyAsking {
+        member: String,
+        conversation: String,
+    },
+}
+
+/// Tell the member whose turn of message `inbox_id` runs in `conversation_key` `text`
+/// before that turn's answer (what an intents plan is about to do). On a channel that
+/// delivers through the outbox it goes out at once, stored under `once_key` so a retry of
+/// the turn saying it again is not delivered twice; elsewhere (HTTP, the console, a waiting
+/// call) the turn answers once, and says it in its answer.
+#[derive(Debug, Message)]
+#[rtype(result = "Result<Told, StorageError>")]
+pub struct TellMember {
+    pub inbox_id: String,
+    pub conversation_key: String,
+    pub text: String,
+    pub once_key: String,
+}
+
+/// Where what a turn told its member goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Told {
+    /// Delivered on its own (or stored to be, or found so stored by an earlier try).
+    Separately,
+    /// Not sent: the turn says it in its answer.
+    WithTheAnswer,
+}
