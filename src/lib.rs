@@ -53,6 +53,7 @@ pub mod plugins;
 pub mod ports;
 pub mod readiness;
 pub mod redaction;
+pub mod reminders;
 pub mod retention;
 pub mod scripts;
 pub mod storage;
