@@ -368,6 +368,8 @@ pub async fn start_with_models(
                     .map(|profile| profile.processing.llm_model.clone())
                     .unwrap_or_default(),
                 llm_names: config.llms.keys().cloned().collect(),
+                schedules: stores.schedules.clone(),
+                reminders: None,
             };
             let (handle, address) =
                 http::serve(&config.http.bind, config.http.max_body_bytes, state)?;

@@ -261,7 +261,7 @@ pub enum Settled {
     /// Settled now: its outbox rows, and the snooze's schedule.
     Now {
         outbox_ids: Vec<i64>,
-        snooze: Option<Schedule>,
+        snooze: Option<Box<Schedule>>,
     },
     /// Not open (settled before, or never fired): nothing was stored.
     NotOpen(Option<FiringState>),

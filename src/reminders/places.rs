@@ -69,7 +69,7 @@ pub fn delivery_place(
     for_oneself: bool,
     asked_in: &ChatPlace,
 ) -> Result<ChatPlace, PlaceError> {
-    let pushes = |place: &ChatPlace| push_channels.iter().any(|known| *known == place.channel);
+    let pushes = |place: &ChatPlace| push_channels.contains(&place.channel);
     if for_oneself && pushes(asked_in) {
         return Ok(asked_in.clone());
     }

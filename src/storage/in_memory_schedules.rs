@@ -198,7 +198,7 @@ impl Schedules for InMemoryStore {
         let outbox_ids = push_all(&mut state, &settlement.messages);
         let snooze = settlement.snooze.as_ref().map(|snooze| {
             let id = state.schedules.insert(snooze);
-            state.schedules.schedules[&id].clone()
+            Box::new(state.schedules.schedules[&id].clone())
         });
         Ok(Settled::Now { outbox_ids, snooze })
     }

@@ -18,6 +18,7 @@ mod messages;
 mod questions;
 mod retries;
 mod routing;
+mod scheduled;
 mod suspending;
 mod telling;
 mod waiting_plans;
@@ -35,7 +36,8 @@ pub use draining::DrainTurns;
 pub use lanes::Lanes;
 pub use messages::{
     AnswerConfirmation, AnswerError, Answered, CANCELLED_OUTCOME, CancelPending, Cancelled,
-    DeliverReply, EXPIRED_OUTCOME, OwnChatsFound, ReplyKind, SubmitError, SubmitInbound, Submitted,
+    DeliverReply, EXPIRED_OUTCOME, OwnChatsFound, QueueStored, ReplyKind, SubmitError,
+    SubmitInbound, Submitted,
 };
 pub use retries::{DELAYED_REPLY, FAILED_REPLY};
 pub use routing::Router;
@@ -206,11 +208,13 @@ impl RequestQueue {
     }
 
     /// The profile a turn runs on: a resumed turn stays with the profile that
-    /// suspended it; a new one goes where its slash command (or the default) routes it.
+    /// suspended it; a scheduled task's runs on its profile; a new one goes where its
+    /// slash command (or the default) routes it.
     fn profile_of<'a>(&'a self, turn: &'a QueuedTurn) -> &'a str {
-        match &turn.resume {
-            Some(resume) => &resume.confirmation.profile_id,
-            None => self.router.route(&turn.inbound.text).0,
+        match (&turn.resume, &turn.inbound.extras.profile_id) {
+            (Some(resume), _) => &resume.confirmation.profile_id,
+            (None, Some(profile_id)) => profile_id,
+            (None, None) => self.router.route(&turn.inbound.text).0,
         }
     }
 
@@ -221,7 +225,13 @@ impl RequestQueue {
             elapsed_ms = now_ms().saturating_sub(turn.inbound.received_at_ms),
             "turn starts"
         );
-        let (_, text, slash_command) = self.router.route_command(&turn.inbound.text);
+        let scheduled = turn.inbound.extras.profile_id.is_some();
+        let (text, slash_command) = if scheduled {
+            (turn.inbound.text.as_str(), None)
+        } else {
+            let (_, text, slash_command) = self.router.route_command(&turn.inbound.text);
+            (text, slash_command)
+        };
         let profile_id = self.profile_of(&turn).to_string();
         let service = self.services.get(&profile_id).cloned();
         let process = ProcessTurn {
@@ -246,8 +256,8 @@ impl RequestQueue {
             },
         );
         let pending = self.pending.clone();
-        let follows_plan =
-            (turn.resume.is_none() && process.slash_command.is_none()).then(|| WaitingPlans {
+        let follows_plan = (turn.resume.is_none() && process.slash_command.is_none() && !scheduled)
+            .then(|| WaitingPlans {
                 plans: self.plans.clone(),
                 services: self.services.clone(),
             });

@@ -336,7 +336,7 @@ impl Schedules for SqliteStore {
             Err(state) => Ok(Settled::NotOpen(state)),
             Ok((outbox_ids, snooze)) => {
                 let snooze = match snooze {
-                    Some(id) => self.schedule(id).await?,
+                    Some(id) => self.schedule(id).await?.map(Box::new),
                     None => None,
                 };
                 Ok(Settled::Now { outbox_ids, snooze })

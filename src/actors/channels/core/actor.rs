@@ -18,7 +18,7 @@ use super::inbound::{ChannelCore, FollowUp};
 use super::messages::{EventReceived, StopChannel};
 use super::tasks::{ChannelTasks, STOP_WAIT};
 use super::typing::TypingTurns;
-use crate::actors::channels::ChannelError;
+use crate::actors::channels::{ChannelError, DeliverStored};
 use crate::actors::request_queue::{DeliverReply, RequestQueue};
 use crate::family::Family;
 use crate::metrics::Metrics;
@@ -218,6 +218,15 @@ impl<A: PlatformAdapter> Handler<DeliverReply> for ChannelActor<A> {
         }
         let message = reply.outgoing(self.channel());
         self.deliveries.deliver(reply.outbox_id, message);
+    }
+}
+
+impl<A: PlatformAdapter> Handler<DeliverStored> for ChannelActor<A> {
+    type Result = ();
+
+    fn handle(&mut self, stored: DeliverStored, _ctx: &mut Self::Context) {
+        self.deliveries
+            .deliver(Some(stored.outbox_id), stored.message);
     }
 }
 

@@ -129,6 +129,7 @@ impl<A: PlatformAdapter> ChannelCore<A> {
             platform_event_id: Some(message.event_id.clone()),
             received_at_ms: now_ms(),
             extras: InboundExtras {
+                profile_id: None,
                 quoted: self.adapter.quote(&message.source).await,
                 attachments,
             },
