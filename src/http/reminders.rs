@@ -18,7 +18,7 @@ use super::HttpState;
 use super::auth::{Scope, refuse_outside_scope};
 use crate::config::FamilyRole;
 use crate::local_time::{ZoneName, phrasing};
-use crate::ports::{FiringId, Schedule, now_ms};
+use crate::ports::{FiringId, Schedule};
 use crate::reminders::{ReminderChoice, ReminderError, SettleReminder, stored_recurring};
 
 #[derive(Debug, Deserialize)]
@@ -91,7 +91,7 @@ pub async fn get_reminders(
                 .json(json!({ "error": "the reminders could not be read; try again" }));
         }
     };
-    let now = DateTime::<Utc>::from_timestamp_millis(now_ms()).unwrap_or_else(Utc::now);
+    let now = crate::clock::now();
     let mut waiting = Vec::new();
     for firing in open {
         let Ok(Some(schedule)) = state.schedules.schedule(firing.id.schedule_id).await else {

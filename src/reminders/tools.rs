@@ -21,7 +21,7 @@ use crate::config::{FamilyMember, FamilyRole, RemindersConfig};
 use crate::family::{ChatPlace, Family, OwnChats};
 use crate::llm::ToolSpec;
 use crate::local_time::{IsoDuration, ZoneName};
-use crate::ports::{NewSchedule, Schedule, ScheduleKind, Schedules, now_ms};
+use crate::ports::{NewSchedule, Schedule, ScheduleKind, Schedules};
 use crate::tools::{ToolContext, ToolError, ToolsProvider};
 
 pub const SCHEDULE_REMINDER: &str = "schedule_reminder";
@@ -130,7 +130,7 @@ impl RemindersToolset {
     }
 
     fn now(&self) -> DateTime<Utc> {
-        DateTime::from_timestamp_millis(now_ms()).unwrap_or_else(Utc::now)
+        crate::clock::now()
     }
 
     /// The member's own zone, else the profile's.

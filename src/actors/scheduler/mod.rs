@@ -196,7 +196,7 @@ impl Scheduler {
         }
         self.firing = true;
         let deps = self.deps.clone();
-        let now = DateTime::<Utc>::from_timestamp_millis(now_ms).unwrap_or_else(Utc::now);
+        let now = DateTime::<Utc>::from_timestamp_millis(now_ms).unwrap_or_else(crate::clock::now);
         let round = async move {
             join_all(
                 due.into_iter()
@@ -293,7 +293,7 @@ impl Handler<SettleReminder> for Scheduler {
     fn handle(&mut self, answer: SettleReminder, _ctx: &mut Self::Context) -> Self::Result {
         let deps = self.deps.clone();
         let work = async move {
-            let now = DateTime::<Utc>::from_timestamp_millis(now_ms()).unwrap_or_else(Utc::now);
+            let now = crate::clock::now();
             let (settled, rows, snoozed) = answers::settle(&deps, &answer, now).await?;
             hand_on(&deps, rows, None);
             Ok::<_, ReminderError>((settled, snoozed))
