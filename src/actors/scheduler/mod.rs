@@ -15,6 +15,8 @@
 
 mod answers;
 mod firing;
+#[cfg(test)]
+mod tests;
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
