@@ -132,17 +132,6 @@ pub struct QueueStored {
     pub inbound: Inbound,
 }
 
-/// A platform found which of its chats are its members' own (a chat with hearth alone),
-/// where confirmations escalated to them are shown: `(member id, conversation id)` pairs,
-/// replacing what that platform found before. Telegram's are known from config; Matrix
-/// finds its rooms as it syncs.
-#[derive(Debug, Message)]
-#[rtype(result = "()")]
-pub struct OwnChatsFound {
-    pub channel: String,
-    pub chats: Vec<(String, String)>,
-}
-
 /// What kind of text a reply is, so a channel can present it fittingly.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ReplyKind {

@@ -36,8 +36,7 @@ pub use draining::DrainTurns;
 pub use lanes::Lanes;
 pub use messages::{
     AnswerConfirmation, AnswerError, Answered, CANCELLED_OUTCOME, CancelPending, Cancelled,
-    DeliverReply, EXPIRED_OUTCOME, OwnChatsFound, QueueStored, ReplyKind, SubmitError,
-    SubmitInbound, Submitted,
+    DeliverReply, EXPIRED_OUTCOME, QueueStored, ReplyKind, SubmitError, SubmitInbound, Submitted,
 };
 pub use retries::{DELAYED_REPLY, FAILED_REPLY};
 pub use routing::Router;
@@ -46,6 +45,7 @@ use waiting_plans::{WaitingPlans, process_new};
 
 use crate::actors::processing::ProcessingService;
 use crate::config::QueueConfig;
+use crate::family::OwnChats;
 use crate::metrics::{Metrics, StageTimer};
 use crate::ports::{
     Acceptance, Decision, Inbound, Inbox, Outbox, PendingActions, PendingConfirmation,
@@ -136,9 +136,9 @@ pub struct RequestQueue {
     questions: HashMap<(String, String), questions::OpenQuestion>,
     metrics: Arc<Metrics>,
     readiness: Arc<Readiness>,
-    /// Each member's own chats (channel, conversation id), where a confirmation escalated
-    /// to them is shown (`suspending.rs`).
-    own_chats: HashMap<String, Vec<(String, String)>>,
+    /// Each member's own chats, where a confirmation escalated to them is shown
+    /// (`suspending.rs`); the platforms keep it up to date.
+    own_chats: Arc<OwnChats>,
     /// `/cancel`s waiting for their turn in a conversation's lane, by conversation key
     /// (`cancelling.rs`).
     cancels: HashMap<String, Vec<cancelling::WaitingCancel>>,
@@ -180,14 +180,14 @@ impl RequestQueue {
             questions: HashMap::new(),
             metrics,
             readiness,
-            own_chats: HashMap::new(),
+            own_chats: Arc::default(),
             cancels: HashMap::new(),
             draining: Default::default(),
         }
     }
 
     /// Each member's own chats, where confirmations escalated to them are shown.
-    pub fn with_own_chats(mut self, own_chats: HashMap<String, Vec<(String, String)>>) -> Self {
+    pub fn with_own_chats(mut self, own_chats: Arc<OwnChats>) -> Self {
         self.own_chats = own_chats;
         self
     }

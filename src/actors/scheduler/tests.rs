@@ -283,7 +283,7 @@ async fn a_late_one_says_so_and_a_long_missed_one_is_told_and_goes_on_from_now()
         .find(|text| text.contains("daily one"))
         .unwrap();
     assert!(missed.starts_with("⏰ Missed reminder"), "{missed}");
-    assert!(missed.contains("The next one is Tomorrow"), "{missed}");
+    assert!(missed.contains("The next one is tomorrow"), "{missed}");
     // Told once, not once per day missed; the next is a day from now.
     let next = store
         .schedule(daily.id)
@@ -326,7 +326,7 @@ async fn done_and_snooze_settle_once_and_a_snooze_fires_again() {
         .await
         .unwrap();
     assert!(
-        snoozed.starts_with("⏰ Snoozed until Today at"),
+        snoozed.starts_with("⏰ Snoozed until today at"),
         "{snoozed}"
     );
     let again = setup
