@@ -20,6 +20,10 @@ use hearth::reminders::DONE_OUTCOME;
 
 const WAIT: Duration = Duration::from_secs(15);
 
+/// Every reminder tool, as `enable_local_tools` lists them.
+pub const REMIND_TOOLS: &str =
+    "schedule_reminder, list_reminders, cancel_reminder, snooze_reminder, schedule_task";
+
 /// A profile with every reminder tool, on `/remind`.
 pub const REMIND_PROFILE: &str = r#"  - id: remind
     description: "Reminders and scheduled tasks."
