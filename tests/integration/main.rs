@@ -41,6 +41,8 @@ mod plugin_examples;
 mod plugin_kinds;
 mod plugins;
 mod real_llm;
+mod reminders_http;
+mod reminders_telegram;
 mod restart;
 mod retention;
 mod storage_ports;

@@ -152,13 +152,12 @@ impl RequestQueue {
             .iter()
             .flat_map(|approver| {
                 self.own_chats
-                    .get(approver)
+                    .of(approver)
                     .into_iter()
-                    .flatten()
-                    .filter(|(channel, _)| self.durable_channels.contains(channel))
-                    .map(move |(channel, chat)| Inbound {
-                        channel: channel.clone(),
-                        conversation_id: chat.clone(),
+                    .filter(|place| self.durable_channels.contains(&place.channel))
+                    .map(move |place| Inbound {
+                        channel: place.channel,
+                        conversation_id: place.conversation_id,
                         member_id: approver.clone(),
                         platform_event_id: None,
                         extras: Default::default(),

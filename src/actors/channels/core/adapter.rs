@@ -42,7 +42,8 @@ pub(crate) struct IncomingMessage<S> {
     pub(crate) source: S,
 }
 
-/// An answer to a confirmation (a button, a reaction, a "yes" in reply to a prompt).
+/// An answer to a prompt (a button, a reaction, a "yes" in reply to it): a confirmation's,
+/// or a fired reminder's, whose first choice is Done and second Snooze.
 #[derive(Debug)]
 pub(crate) struct IncomingAnswer<S> {
     pub(crate) sender: String,
@@ -73,6 +74,10 @@ pub(crate) enum Incoming<M, A> {
 pub(crate) enum AnswerOutcome {
     Approved,
     Declined,
+    /// A reminder acknowledged.
+    Done,
+    /// A reminder put off for `reminders.snooze_minutes`.
+    Snoozed,
     Refused(AnswerRefused),
     /// Not from a family member.
     Stranger,

@@ -17,6 +17,7 @@ use actix::Addr;
 
 use super::adapter::{AnswerOutcome, Incoming, IncomingAnswer, IncomingMessage, PlatformAdapter};
 use super::commands::{self, Command, parse_command};
+use super::reminder_answers::{self, ReminderAnswers};
 use super::texts::{BUSY_REPLY, help_text};
 use crate::actors::channels::ChannelError;
 use crate::actors::request_queue::{
@@ -27,6 +28,7 @@ use crate::ports::{
     AnswerRefused, ChannelState, Inbound, InboundExtras, Inbox, OutgoingMessage, StorageError,
     now_ms,
 };
+use crate::reminders::firing_of_prompt;
 
 const HANDLED_PREFIX: &str = "handled:";
 
@@ -50,6 +52,8 @@ pub(crate) struct ChannelCore<A> {
     pub(crate) state: Arc<dyn ChannelState>,
     /// How long a handled command is remembered (as long as finished inbox messages).
     pub(crate) handled_kept_for: Duration,
+    /// Where answers to fired reminders go.
+    pub(crate) reminders: Option<ReminderAnswers>,
 }
 
 impl<A: PlatformAdapter> ChannelCore<A> {
@@ -129,6 +133,7 @@ impl<A: PlatformAdapter> ChannelCore<A> {
             platform_event_id: Some(message.event_id.clone()),
             received_at_ms: now_ms(),
             extras: InboundExtras {
+                profile_id: None,
                 quoted: self.adapter.quote(&message.source).await,
                 attachments,
             },
@@ -163,6 +168,17 @@ impl<A: PlatformAdapter> ChannelCore<A> {
         if self.seen(&answer.event_id).await? {
             let outcome = AnswerOutcome::Refused(AnswerRefused::AlreadyAnswered);
             self.adapter.answer_handled(&answer.source, outcome).await;
+            return Ok(Vec::new());
+        }
+        if let Some(firing) = firing_of_prompt(&answer.confirmation_id) {
+            let settled =
+                reminder_answers::settle(self.reminders.as_ref(), member, firing, answer.approve)
+                    .await;
+            let outcome = settled.unwrap_or(AnswerOutcome::Failed);
+            self.adapter.answer_handled(&answer.source, outcome).await;
+            if outcome != AnswerOutcome::Failed {
+                self.note_handled(&answer.event_id).await;
+            }
             return Ok(Vec::new());
         }
         let conversation_id = answer.conversation_id.clone().unwrap_or_default();

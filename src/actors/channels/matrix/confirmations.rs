@@ -4,6 +4,7 @@
 //! prompt (`m.replace`). Which event shows which confirmation is kept in `ChannelState`,
 //! so answers and expiry still find it after a restart.
 
+use crate::reminders::firing_of_prompt;
 use matrix_sdk::ruma::events::reaction::ReactionEventContent;
 use matrix_sdk::ruma::events::relation::Annotation;
 use matrix_sdk::ruma::events::room::message::{ReplacementMetadata, RoomMessageEventContent};
@@ -18,6 +19,8 @@ use crate::actors::channels::core::prompts::{shown_key, shown_places};
 
 pub(super) const YES: &str = "✅";
 pub(super) const NO: &str = "❌";
+/// A fired reminder's second choice (its first is ✅ Done).
+pub(super) const SNOOZE: &str = "⏰";
 
 /// Where a confirmation is shown, under `confirmation:<id>:<room id>`: one room for the
 /// member's own confirmation, each parent's room for an escalated one.
@@ -42,8 +45,13 @@ pub(super) async fn send_prompt(
     reply_to: Option<OwnedEventId>,
     transaction_id: OwnedTransactionId,
 ) -> Result<String, DeliveryError> {
-    let text =
-        format!("{prompt}\n\nReact with {YES} to confirm or {NO} to cancel (or reply yes / no).");
+    let text = if firing_of_prompt(confirmation_id).is_some() {
+        format!(
+            "{prompt}\n\nReact with {YES} when done or {SNOOZE} to snooze (or reply done / snooze)."
+        )
+    } else {
+        format!("{prompt}\n\nReact with {YES} to confirm or {NO} to cancel (or reply yes / no).")
+    };
     let content = RoomMessageEventContent::notice_plain(&text);
     let event_id = send_message(adapter, conversation, content, reply_to, transaction_id).await?;
     let shown = ShownConfirmation {
@@ -158,17 +166,19 @@ pub(super) async fn confirmation_of(
         .await?)
 }
 
-/// What a reaction's `key` answers: approve (✅, ✔, 👍), decline (❌, ✖, 👎), or nothing.
+/// What a reaction's `key` answers: approve or Done (✅, ✔, 👍), decline or Snooze (❌, ✖,
+/// 👎, ⏰), or nothing.
 pub(super) fn reaction_answer(key: &str) -> Option<bool> {
     // Some clients add a variation selector to the emoji.
     match key.trim_end_matches('\u{fe0f}') {
         YES | "✔" | "👍" => Some(true),
-        NO | "✖" | "👎" => Some(false),
+        NO | "✖" | "👎" | SNOOZE => Some(false),
         _ => None,
     }
 }
 
-/// "yes" / "no" (and a few words like them) in reply to a prompt: its answer.
+/// "yes" / "no" (and a few words like them; "done" / "snooze" for a reminder) in reply to a
+/// prompt: its answer.
 pub(super) fn yes_or_no(text: &str) -> Option<bool> {
     match text
         .trim()
@@ -176,8 +186,8 @@ pub(super) fn yes_or_no(text: &str) -> Option<bool> {
         .to_lowercase()
         .as_str()
     {
-        "yes" | "y" | "ok" | "confirm" | "✅" => Some(true),
-        "no" | "n" | "cancel" | "❌" => Some(false),
+        "yes" | "y" | "ok" | "confirm" | "done" | "✅" => Some(true),
+        "no" | "n" | "cancel" | "snooze" | "later" | "❌" | "⏰" => Some(false),
         _ => None,
     }
 }
@@ -194,5 +204,8 @@ mod tests {
         assert_eq!(reaction_answer("✅\u{fe0f}"), Some(true));
         assert_eq!(reaction_answer("👎"), Some(false));
         assert_eq!(reaction_answer("🎉"), None);
+        assert_eq!(yes_or_no("Done"), Some(true));
+        assert_eq!(yes_or_no("snooze"), Some(false));
+        assert_eq!(reaction_answer("⏰"), Some(false));
     }
 }

@@ -8,12 +8,13 @@ use async_trait::async_trait;
 use matrix_sdk::ruma::OwnedTransactionId;
 use matrix_sdk::ruma::events::room::message::RoomMessageEventContent;
 
-use super::confirmations::{self, NO, YES};
+use super::confirmations::{self, NO, SNOOZE, YES};
 use super::rooms::{Conversation, send_message};
 use super::{MATRIX_CHANNEL, MatrixAdapter};
 use crate::actors::channels::core::{DeliveryError, Platform};
 use crate::format::{matrix_html, plain_text, shown_as_written};
 use crate::ports::{OutboxEntry, OutgoingKind};
+use crate::reminders::firing_of_prompt;
 
 /// What a message is delivered as, part by part.
 pub(crate) enum Part {
@@ -48,8 +49,15 @@ impl Platform for MatrixAdapter {
     fn parts(&self, entry: &OutboxEntry) -> Vec<Part> {
         match &entry.message.kind {
             OutgoingKind::Reply => vec![Part::Notice],
-            OutgoingKind::Prompt { .. } => {
-                vec![Part::Prompt, Part::Reaction(YES), Part::Reaction(NO)]
+            OutgoingKind::Prompt {
+                confirmation_id, ..
+            } => {
+                let second = if firing_of_prompt(confirmation_id).is_some() {
+                    SNOOZE
+                } else {
+                    NO
+                };
+                vec![Part::Prompt, Part::Reaction(YES), Part::Reaction(second)]
             }
             OutgoingKind::Close { .. } => vec![Part::Close],
         }

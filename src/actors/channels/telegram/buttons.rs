@@ -18,8 +18,9 @@ use super::api::{QUICK_ATTEMPTS, delivery_error, message, with_retries};
 use super::chat::{ChatTarget, event_id};
 use super::{TELEGRAM_CHANNEL, TelegramAdapter};
 use crate::actors::channels::core::prompts::{shown_key, shown_places};
-use crate::actors::channels::core::{AnswerOutcome, DeliveryError};
+use crate::actors::channels::core::{AnswerOutcome, DeliveryError, reminder_choices};
 use crate::ports::AnswerRefused;
+use crate::reminders::firing_of_prompt;
 
 const DATA_PREFIX: &str = "hc:";
 
@@ -32,10 +33,16 @@ struct ShownConfirmation {
     text: String,
 }
 
-fn keyboard(confirmation_id: &str) -> InlineKeyboardMarkup {
+/// A confirmation's ✅ Confirm / ❌ Cancel; a fired reminder's ✅ Done / ⏰ Snooze.
+fn keyboard(confirmation_id: &str, snooze_minutes: u64) -> InlineKeyboardMarkup {
+    let (yes, no) = if firing_of_prompt(confirmation_id).is_some() {
+        reminder_choices(snooze_minutes)
+    } else {
+        ("✅ Confirm".to_string(), "❌ Cancel".to_string())
+    };
     InlineKeyboardMarkup::new([[
-        InlineKeyboardButton::callback("✅ Confirm", format!("{DATA_PREFIX}{confirmation_id}:y")),
-        InlineKeyboardButton::callback("❌ Cancel", format!("{DATA_PREFIX}{confirmation_id}:n")),
+        InlineKeyboardButton::callback(yes, format!("{DATA_PREFIX}{confirmation_id}:y")),
+        InlineKeyboardButton::callback(no, format!("{DATA_PREFIX}{confirmation_id}:n")),
     ]])
 }
 
@@ -60,7 +67,7 @@ pub(super) async fn send_prompt(
 ) -> Result<String, DeliveryError> {
     // Plain text: a prompt shows a tool's arguments as they are, markup included.
     let sent = message(adapter, target, prompt, reply_to)
-        .reply_markup(keyboard(confirmation_id))
+        .reply_markup(keyboard(confirmation_id, adapter.snooze_minutes))
         .await
         .map_err(delivery_error)?;
     let shown = ShownConfirmation {
@@ -150,6 +157,8 @@ pub(super) async fn acknowledge_press(
     let (text, show_alert) = match outcome {
         AnswerOutcome::Approved => ("Confirmed.", false),
         AnswerOutcome::Declined => ("Cancelled.", false),
+        AnswerOutcome::Done => ("Done.", false),
+        AnswerOutcome::Snoozed => ("Snoozed.", false),
         AnswerOutcome::Refused(refusal) => (
             match refusal {
                 AnswerRefused::NotYours => "This is not for you.",
@@ -196,7 +205,7 @@ mod tests {
 
     #[test]
     fn callback_data_is_the_id_and_the_answer_only() {
-        let markup = keyboard("01234567-89ab-cdef-0123-456789abcdef");
+        let markup = keyboard("01234567-89ab-cdef-0123-456789abcdef", 10);
         let data: Vec<String> = markup.inline_keyboard[0]
             .iter()
             .map(|button| match &button.kind {
@@ -215,6 +224,29 @@ mod tests {
             Some(("01234567-89ab-cdef-0123-456789abcdef", false))
         );
         assert_eq!(parse_data("hc:abc:maybe"), None);
+        assert_eq!(parse_data("other"), None);
+    }
+
+    #[test]
+    fn a_fired_reminder_has_done_and_snooze_whose_data_names_the_occurrence() {
+        let firing = crate::ports::FiringId {
+            schedule_id: i64::MAX,
+            due_ms: i64::MAX,
+        };
+        let prompt = crate::reminders::prompt_id(firing);
+        let markup = keyboard(&prompt, 15);
+        let buttons = &markup.inline_keyboard[0];
+        assert_eq!(buttons[0].text, "✅ Done");
+        assert_eq!(buttons[1].text, "⏰ Snooze 15 min");
+        let teloxide::types::InlineKeyboardButtonKind::CallbackData(data) = &buttons[1].kind else {
+            panic!("{:?}", buttons[1].kind);
+        };
+        assert!(data.len() <= 64, "{data}");
+        let (id, first) = parse_data(data).unwrap();
+        assert_eq!(
+            (crate::reminders::firing_of_prompt(id), first),
+            (Some(firing), false)
+        );
         assert_eq!(parse_data("other"), None);
     }
 }

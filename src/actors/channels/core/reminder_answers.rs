@@ -1,0 +1,69 @@
+//! An answer given to a fired reminder's prompt (Done or Snooze on a button, a reaction, a
+//! reply) goes to the scheduler, not the request queue: its prompt id names the occurrence
+//! (`reminders::firing_of_prompt`). Only the member it is for may answer; the scheduler
+//! closes the prompt itself, with the answer stored.
+
+use actix::Recipient;
+
+use super::adapter::AnswerOutcome;
+use crate::config::FamilyMember;
+use crate::ports::{AnswerRefused, FiringId};
+use crate::reminders::{ReminderChoice, ReminderError, SettleReminder};
+
+/// Where the channels send answers to reminders, and how long a snooze is (the button says).
+#[derive(Clone)]
+pub struct ReminderAnswers {
+    pub settle: Recipient<SettleReminder>,
+    pub snooze_minutes: u64,
+}
+
+/// The words of a reminder prompt's two choices: Done, and Snooze for the configured time.
+pub(crate) fn reminder_choices(snooze_minutes: u64) -> (String, String) {
+    (
+        "✅ Done".to_string(),
+        format!("⏰ Snooze {snooze_minutes} min"),
+    )
+}
+
+/// `member` answers occurrence `firing`: Done when `first_choice`, else Snooze. What to tell
+/// them; `Err` when it could not be stored and may be given again.
+pub(crate) async fn settle(
+    answers: Option<&ReminderAnswers>,
+    member: &FamilyMember,
+    firing: FiringId,
+    first_choice: bool,
+) -> Result<AnswerOutcome, ()> {
+    let Some(answers) = answers else {
+        // Reminders are off here: the prompt is an old one.
+        return Ok(AnswerOutcome::Refused(AnswerRefused::Unknown));
+    };
+    let choice = if first_choice {
+        ReminderChoice::Done
+    } else {
+        ReminderChoice::Snooze(None)
+    };
+    let settled = answers
+        .settle
+        .send(SettleReminder {
+            firing,
+            member_id: member.id.clone(),
+            choice,
+        })
+        .await;
+    match settled {
+        Ok(Ok(_)) if first_choice => Ok(AnswerOutcome::Done),
+        Ok(Ok(_)) => Ok(AnswerOutcome::Snoozed),
+        Ok(Err(ReminderError::NotYours(_))) => Ok(AnswerOutcome::Refused(AnswerRefused::NotYours)),
+        Ok(Err(ReminderError::AlreadySettled { .. })) => {
+            Ok(AnswerOutcome::Refused(AnswerRefused::AlreadyAnswered))
+        }
+        Ok(Err(error)) => {
+            tracing::warn!(%firing, member = %member.id, %error, "reminder answer not stored");
+            Err(())
+        }
+        Err(_) => {
+            tracing::warn!(%firing, "the scheduler is not running");
+            Err(())
+        }
+    }
+}
