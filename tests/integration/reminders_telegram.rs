@@ -326,7 +326,10 @@ async fn killed_just_before_it_is_due_the_reminder_fires_once_after_restart_mark
 async fn a_scheduled_task_runs_its_profile_s_turn_whose_asking_tool_waits_for_the_member() {
     let llm = ScriptedLlmServer::start();
     let telegram = TelegramServer::start(TOKEN);
-    let profiles = format!("{REMIND_PROFILE}{}", crate::telegram_channel::SECURE_PROFILE);
+    let profiles = format!(
+        "{REMIND_PROFILE}{}",
+        crate::telegram_channel::SECURE_PROFILE
+    );
     let app = start_on_telegram(&llm, &telegram, &profiles, None, &[]).await;
     llm.push_many([
         Step::ToolCalls(vec![(
@@ -349,7 +352,11 @@ async fn a_scheduled_task_runs_its_profile_s_turn_whose_asking_tool_waits_for_th
             |message| {
                 message.from_bot
                     && !message.button_data().is_empty()
-                    && message.text.as_deref().unwrap_or("").contains("profile_update")
+                    && message
+                        .text
+                        .as_deref()
+                        .unwrap_or("")
+                        .contains("profile_update")
             },
             WAIT,
         )
