@@ -42,6 +42,7 @@ mod plugin_kinds;
 mod plugins;
 mod real_llm;
 mod reminders_http;
+mod reminders_matrix;
 mod reminders_telegram;
 mod restart;
 mod retention;

@@ -4,7 +4,8 @@
 //! a child (delivered to the child's own chat, saying who set it) while a child setting one
 //! for a sibling is refused; Telegram failing at the moment of firing delays it, never
 //! repeats it; and the real binary killed with SIGKILL just before a reminder is due fires
-//! it once after the restart, marked late.
+//! it once after the restart, marked late. A scheduled task runs as a turn of its profile,
+//! whose tool that asks first waits for the member.
 
 use std::time::Duration;
 
@@ -319,4 +320,62 @@ async fn killed_just_before_it_is_due_the_reminder_fires_once_after_restart_mark
     assert!(text.contains("it was due today at"), "{text}");
     tokio::time::sleep(Duration::from_secs(2)).await;
     assert_eq!(times_said(&telegram, 1001, "call grandma"), 1);
+}
+
+#[actix::test]
+async fn a_scheduled_task_runs_its_profile_s_turn_whose_asking_tool_waits_for_the_member() {
+    let llm = ScriptedLlmServer::start();
+    let telegram = TelegramServer::start(TOKEN);
+    let profiles = format!(
+        "{REMIND_PROFILE}{}",
+        crate::telegram_channel::SECURE_PROFILE
+    );
+    let app = start_on_telegram(&llm, &telegram, &profiles, None, &[]).await;
+    llm.push_many([
+        Step::ToolCalls(vec![(
+            "schedule_task".into(),
+            json!({"prompt": "set my city to Oslo", "profile": "secure", "delay": "PT1S"}),
+        )]),
+        Step::Reply("Scheduled.".into()),
+        // The task's turn, on the secure profile, whose profile_update asks first.
+        Step::ToolCalls(vec![(
+            "profile_update".into(),
+            json!({"key": "city", "value": "Oslo"}),
+        )]),
+        Step::Reply("Done: Oslo.".into()),
+    ]);
+    telegram.push_private_text(&alice(), "/remind in a second set my city to Oslo");
+    bot_says(&telegram, 1001, "Scheduled.").await;
+    let prompt = telegram
+        .wait_for_message(
+            1001,
+            |message| {
+                message.from_bot
+                    && !message.button_data().is_empty()
+                    && message
+                        .text
+                        .as_deref()
+                        .unwrap_or("")
+                        .contains("profile_update")
+            },
+            WAIT,
+        )
+        .await
+        .expect("the task's tool asks the member first");
+    // Nothing ran before the member said yes.
+    let facts = app.running.stores.profiles.get("alice").await.unwrap();
+    assert_eq!(facts.get("city"), None);
+    assert_eq!(
+        press(&telegram, &alice(), &prompt, 0).await,
+        ("Confirmed.".into(), false)
+    );
+    bot_says(&telegram, 1001, "Done: Oslo.").await;
+    let facts = app.running.stores.profiles.get("alice").await.unwrap();
+    assert_eq!(facts.get("city").map(String::as_str), Some("Oslo"));
+    // The task's turn ran on the profile it names: its tools, not the reminder profile's.
+    let offered = llm.requests()[2].body["tools"].to_string();
+    assert!(offered.contains("profile_update"), "{offered}");
+    assert!(!offered.contains("schedule_task"), "{offered}");
+    assert_eq!(llm.requests().len(), 4);
+    app.stop().await;
 }
