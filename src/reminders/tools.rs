@@ -55,6 +55,18 @@ pub struct RemindersParts {
     pub settle: Recipient<SettleReminder>,
 }
 
+/// What a reminder or task call asks to store.
+struct Planned<'a> {
+    kind: ScheduleKind,
+    /// Whom it is for, and who set it.
+    member: &'a FamilyMember,
+    set_by: &'a FamilyMember,
+    text: &'a str,
+    /// A task's profile.
+    profile_id: Option<&'a str>,
+    escalate_after_minutes: Option<u32>,
+}
+
 /// One profile's reminder tools: members without a zone of their own are in the profile's.
 pub struct RemindersToolset {
     parts: RemindersParts,
@@ -213,6 +225,52 @@ impl RemindersToolset {
         Timing::plan(when, zone, now).map_err(|error| invalid(tool, error))
     }
 
+    /// When `planned` fires (from the call's delay or local time, in its member's zone),
+    /// where it goes, and stored once per tool call: the schedule, its timing, its place and
+    /// the time it was planned at.
+    async fn store_planned(
+        &self,
+        tool: &str,
+        arguments: &Value,
+        context: &ToolContext,
+        planned: Planned<'_>,
+    ) -> Result<(Schedule, Timing, ChatPlace, DateTime<Utc>), ToolError> {
+        let now = self.now();
+        let zone = self.zone_of(planned.member);
+        let timing = self.planned(tool, arguments, zone, now)?;
+        let place = delivery_place(
+            &self.parts.own_chats,
+            &self.parts.push_channels,
+            &planned.member.id,
+            planned.member.id == planned.set_by.id,
+            &Self::asked_in(context),
+        )
+        .map_err(|error| invalid(tool, error))?;
+        let (recurrence, start_local) = timing.stored_recurrence();
+        let stored = self
+            .store(
+                tool,
+                NewSchedule {
+                    kind: planned.kind,
+                    member_id: planned.member.id.clone(),
+                    set_by: planned.set_by.id.clone(),
+                    text: planned.text.to_string(),
+                    profile_id: planned.profile_id.map(str::to_string),
+                    channel: place.channel.clone(),
+                    conversation_id: place.conversation_id.clone(),
+                    zone: zone.name().to_string(),
+                    recurrence,
+                    start_local,
+                    first_due_ms: timing.first.timestamp_millis(),
+                    escalate_after_minutes: planned.escalate_after_minutes,
+                    snoozed_from: None,
+                    once_key: context.idempotency_key.clone(),
+                },
+            )
+            .await?;
+        Ok((stored, timing, place, now))
+    }
+
     async fn schedule_reminder(
         &self,
         arguments: &Value,
@@ -239,37 +297,19 @@ impl RemindersToolset {
                 }
             },
         };
-        let now = self.now();
-        let zone = self.zone_of(target);
-        let timing = self.planned(tool, arguments, zone, now)?;
         let for_oneself = target.id == asking.id;
-        let place = delivery_place(
-            &self.parts.own_chats,
-            &self.parts.push_channels,
-            &target.id,
-            for_oneself,
-            &Self::asked_in(context),
-        )
-        .map_err(|error| invalid(tool, error))?;
-        let (recurrence, start_local) = timing.stored_recurrence();
-        let stored = self
-            .store(
+        let (stored, timing, place, now) = self
+            .store_planned(
                 tool,
-                NewSchedule {
+                arguments,
+                context,
+                Planned {
                     kind: ScheduleKind::Reminder,
-                    member_id: target.id.clone(),
-                    set_by: asking.id.clone(),
-                    text: text.to_string(),
+                    member: target,
+                    set_by: asking,
+                    text,
                     profile_id: None,
-                    channel: place.channel.clone(),
-                    conversation_id: place.conversation_id.clone(),
-                    zone: zone.name().to_string(),
-                    recurrence,
-                    start_local,
-                    first_due_ms: timing.first.timestamp_millis(),
                     escalate_after_minutes,
-                    snoozed_from: None,
-                    once_key: context.idempotency_key.clone(),
                 },
             )
             .await?;
@@ -317,36 +357,18 @@ impl RemindersToolset {
                 format!("no profile {profile:?}: name one of {}", known.join(", ")),
             ));
         }
-        let now = self.now();
-        let zone = self.zone_of(asking);
-        let timing = self.planned(tool, arguments, zone, now)?;
-        let place = delivery_place(
-            &self.parts.own_chats,
-            &self.parts.push_channels,
-            &asking.id,
-            true,
-            &Self::asked_in(context),
-        )
-        .map_err(|error| invalid(tool, error))?;
-        let (recurrence, start_local) = timing.stored_recurrence();
-        let stored = self
-            .store(
+        let (stored, timing, _, now) = self
+            .store_planned(
                 tool,
-                NewSchedule {
+                arguments,
+                context,
+                Planned {
                     kind: ScheduleKind::Task,
-                    member_id: asking.id.clone(),
-                    set_by: asking.id.clone(),
-                    text: prompt.to_string(),
-                    profile_id: Some(profile.to_string()),
-                    channel: place.channel,
-                    conversation_id: place.conversation_id,
-                    zone: zone.name().to_string(),
-                    recurrence,
-                    start_local,
-                    first_due_ms: timing.first.timestamp_millis(),
+                    member: asking,
+                    set_by: asking,
+                    text: prompt,
+                    profile_id: Some(profile),
                     escalate_after_minutes: None,
-                    snoozed_from: None,
-                    once_key: context.idempotency_key.clone(),
                 },
             )
             .await?;

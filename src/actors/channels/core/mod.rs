@@ -58,4 +58,3 @@ pub use messages::{EventReceived, StopChannel};
 pub use platform::PlatformRoutes;
 pub(crate) use platform::{DeliveryError, Platform};
 pub use reminder_answers::ReminderAnswers;
-pub(crate) use reminder_answers::reminder_choices;

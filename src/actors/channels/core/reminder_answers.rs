@@ -17,14 +17,6 @@ pub struct ReminderAnswers {
     pub snooze_minutes: u64,
 }
 
-/// The words of a reminder prompt's two choices: Done, and Snooze for the configured time.
-pub(crate) fn reminder_choices(snooze_minutes: u64) -> (String, String) {
-    (
-        "✅ Done".to_string(),
-        format!("⏰ Snooze {snooze_minutes} min"),
-    )
-}
-
 /// `member` answers occurrence `firing`: Done when `first_choice`, else Snooze. What to tell
 /// them; `Err` when it could not be stored and may be given again.
 pub(crate) async fn settle(

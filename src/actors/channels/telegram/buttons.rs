@@ -18,7 +18,7 @@ use super::api::{QUICK_ATTEMPTS, delivery_error, message, with_retries};
 use super::chat::{ChatTarget, event_id};
 use super::{TELEGRAM_CHANNEL, TelegramAdapter};
 use crate::actors::channels::core::prompts::{shown_key, shown_places};
-use crate::actors::channels::core::{AnswerOutcome, DeliveryError, reminder_choices};
+use crate::actors::channels::core::{AnswerOutcome, DeliveryError};
 use crate::ports::AnswerRefused;
 use crate::reminders::firing_of_prompt;
 
@@ -36,7 +36,10 @@ struct ShownConfirmation {
 /// A confirmation's ✅ Confirm / ❌ Cancel; a fired reminder's ✅ Done / ⏰ Snooze.
 fn keyboard(confirmation_id: &str, snooze_minutes: u64) -> InlineKeyboardMarkup {
     let (yes, no) = if firing_of_prompt(confirmation_id).is_some() {
-        reminder_choices(snooze_minutes)
+        (
+            "✅ Done".to_string(),
+            format!("⏰ Snooze {snooze_minutes} min"),
+        )
     } else {
         ("✅ Confirm".to_string(), "❌ Cancel".to_string())
     };
