@@ -171,10 +171,9 @@ impl<A: PlatformAdapter> ChannelCore<A> {
             return Ok(Vec::new());
         }
         if let Some(firing) = firing_of_prompt(&answer.confirmation_id) {
-            let settled =
+            let outcome =
                 reminder_answers::settle(self.reminders.as_ref(), member, firing, answer.approve)
                     .await;
-            let outcome = settled.unwrap_or(AnswerOutcome::Failed);
             self.adapter.answer_handled(&answer.source, outcome).await;
             if outcome != AnswerOutcome::Failed {
                 self.note_handled(&answer.event_id).await;

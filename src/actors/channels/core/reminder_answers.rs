@@ -18,16 +18,16 @@ pub struct ReminderAnswers {
 }
 
 /// `member` answers occurrence `firing`: Done when `first_choice`, else Snooze. What to tell
-/// them; `Err` when it could not be stored and may be given again.
+/// them; `Failed` when it could not be stored and may be given again.
 pub(crate) async fn settle(
     answers: Option<&ReminderAnswers>,
     member: &FamilyMember,
     firing: FiringId,
     first_choice: bool,
-) -> Result<AnswerOutcome, ()> {
+) -> AnswerOutcome {
     let Some(answers) = answers else {
         // Reminders are off here: the prompt is an old one.
-        return Ok(AnswerOutcome::Refused(AnswerRefused::Unknown));
+        return AnswerOutcome::Refused(AnswerRefused::Unknown);
     };
     let choice = if first_choice {
         ReminderChoice::Done
@@ -43,19 +43,19 @@ pub(crate) async fn settle(
         })
         .await;
     match settled {
-        Ok(Ok(_)) if first_choice => Ok(AnswerOutcome::Done),
-        Ok(Ok(_)) => Ok(AnswerOutcome::Snoozed),
-        Ok(Err(ReminderError::NotYours(_))) => Ok(AnswerOutcome::Refused(AnswerRefused::NotYours)),
+        Ok(Ok(_)) if first_choice => AnswerOutcome::Done,
+        Ok(Ok(_)) => AnswerOutcome::Snoozed,
+        Ok(Err(ReminderError::NotYours(_))) => AnswerOutcome::Refused(AnswerRefused::NotYours),
         Ok(Err(ReminderError::AlreadySettled { .. })) => {
-            Ok(AnswerOutcome::Refused(AnswerRefused::AlreadyAnswered))
+            AnswerOutcome::Refused(AnswerRefused::AlreadyAnswered)
         }
         Ok(Err(error)) => {
             tracing::warn!(%firing, member = %member.id, %error, "reminder answer not stored");
-            Err(())
+            AnswerOutcome::Failed
         }
         Err(_) => {
             tracing::warn!(%firing, "the scheduler is not running");
-            Err(())
+            AnswerOutcome::Failed
         }
     }
 }
