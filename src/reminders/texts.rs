@@ -14,16 +14,6 @@ pub const MAX_TEXT_CHARS: usize = 1_000;
 /// A late firing is said as late only past this: a second or two is on time to a person.
 pub const LATE_AFTER: TimeDelta = TimeDelta::seconds(5);
 
-/// A time said inside a sentence: "today at 08:00", not "Today at 08:00".
-fn within_sentence(said: String) -> String {
-    for word in ["Today", "Tomorrow", "Yesterday"] {
-        if let Some(rest) = said.strip_prefix(word) {
-            return format!("{}{rest}", word.to_lowercase());
-        }
-    }
-    said
-}
-
 /// The reminder as delivered, with who set it when it was not its member.
 pub fn reminder_message(
     text: &str,
@@ -38,7 +28,7 @@ pub fn reminder_message(
         format!(
             "⏰ Reminder{from} ({}, it was due {}): {text}",
             phrasing::say_lateness(late),
-            within_sentence(phrasing::say_instant(due, zone, fired_at))
+            phrasing::say_instant_in_sentence(due, zone, fired_at)
         )
     } else {
         format!("⏰ Reminder{from}: {text}")
@@ -60,12 +50,12 @@ pub fn missed_message(
     let mut text = format!(
         "⏰ Missed {what} while hearth was not running: “{}” was due {}.",
         schedule.text,
-        within_sentence(phrasing::say_instant(due, zone, now))
+        phrasing::say_instant_in_sentence(due, zone, now)
     );
     if let Some(next) = next {
         text.push_str(&format!(
             " The next one is {}.",
-            within_sentence(phrasing::say_instant(next, zone, now))
+            phrasing::say_instant_in_sentence(next, zone, now)
         ));
     }
     text
@@ -78,7 +68,7 @@ pub const DONE_OUTCOME: &str = "✅ Done.";
 pub fn snoozed_outcome(until: DateTime<Utc>, zone: ZoneName, now: DateTime<Utc>) -> String {
     format!(
         "⏰ Snoozed until {}.",
-        within_sentence(phrasing::say_instant(until, zone, now))
+        phrasing::say_instant_in_sentence(until, zone, now)
     )
 }
 
@@ -94,7 +84,7 @@ pub fn escalation_message(
     format!(
         "⚠️ {member_name}'s reminder “{}” of {} was not acknowledged within {after_minutes} min.",
         schedule.text,
-        within_sentence(phrasing::say_instant(due, zone, now))
+        phrasing::say_instant_in_sentence(due, zone, now)
     )
 }
 
