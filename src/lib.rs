@@ -11,7 +11,7 @@
 //!   and the names it is written in (`confirm_tools` entries, MCP tool names, YAML files).
 //! - [`app`]: start-up wiring of every actor.
 //! - [`actors`]: the actors and their messages (`request_queue`, `processing`,
-//!   `delegation`, `llm_broker`, `channels` with `telegram` and `matrix`).
+//!   `delegation`, `llm_broker`, `channels` with `telegram` and `matrix`, `scheduler`).
 //! - [`http`]: the actix-web routes.
 //! - [`llm`]: wire-neutral chat types, the `LlmProvider` port and its providers, and
 //!   `GenerateChat`, the request every LLM call is made with.
@@ -19,7 +19,7 @@
 //! - [`turn`]: a running turn's messages, shared by processing, the intents engine, the queue
 //!   and delegation, and what a turn asks or tells its member through the queue.
 //! - [`ports`]: the storage-shaped ports (`Inbox`, `ConversationMemory`, `UserProfiles`,
-//!   `PendingActions`, `ChannelState`, `TelemetrySink`); [`storage`]: their SQLite and
+//!   `PendingActions`, `ChannelState`, `TelemetrySink`, `Schedules`, ...); [`storage`]: their SQLite and
 //!   in-memory adapters.
 //! - [`format`]: the model's markdown as Telegram HTML, Matrix HTML or plain text.
 //! - [`local_time`]: members' local dates, times, ISO 8601 delays and recurrences to instants
@@ -27,8 +27,10 @@
 //! - [`plugins`]: plugin manifests, the parameter resolver, calling plugins, `route_to_plugin`.
 //! - [`intents`]: the intents engine of `engine: intents` profiles.
 //! - [`scripts`]: the family's scripts (`scripts_dir`), their workflow state and toolset.
-//! - [`ids`]: member, confirmation and conversation ids, each parsed once where it comes in
-//!   and written back in the form hearth stores and sends.
+//! - [`reminders`]: reminders and scheduled tasks: when, for whom, where, what they say, and
+//!   the tools; the scheduler actor fires them.
+//! - [`ids`]: member, confirmation, conversation and prompt ids, each parsed once where it
+//!   comes in and written back in the form hearth stores and sends.
 //! - [`family`], [`metrics`], [`readiness`]: the allow-list, Prometheus counters, `/readyz`.
 //! - [`redaction`]: the password of a url, never shown.
 //! - [`retention`]: the background pruning of what is kept only for a while.
@@ -56,6 +58,7 @@ pub mod plugins;
 pub mod ports;
 pub mod readiness;
 pub mod redaction;
+pub mod reminders;
 pub mod retention;
 pub mod scripts;
 pub mod storage;

@@ -150,6 +150,40 @@ where
     actix::System::new().block_on(future)
 }
 
+/// The reminder settings and each member's zone, when a profile enables a reminder tool.
+fn print_reminder_settings(loaded: &LoadedConfig) {
+    let profiles: Vec<&str> = loaded
+        .profiles
+        .iter()
+        .filter(|profile| {
+            profile
+                .tools
+                .enable_local_tools
+                .iter()
+                .any(|tool| hearth::reminders::REMINDER_TOOL_NAMES.contains(&tool.as_str()))
+        })
+        .map(|profile| profile.id.as_str())
+        .collect();
+    if profiles.is_empty() {
+        return;
+    }
+    let reminders = &loaded.config.reminders;
+    println!(
+        "reminders (profiles {}): sent late within {} min of their time, else told as missed; snooze {} min; at most {} per member",
+        profiles.join(", "),
+        reminders.grace_minutes,
+        reminders.snooze_minutes,
+        reminders.max_per_member
+    );
+    for member in &loaded.config.family {
+        let zone = member
+            .timezone
+            .as_deref()
+            .unwrap_or("the profile's timezone");
+        println!("  {}: {zone}", member.id);
+    }
+}
+
 /// `hearth check-config`: the resolved profiles, the plugins, and per profile which tool
 /// calls ask the member first. The plugins folder is part of the configuration: its files
 /// are checked too, and so are `confirm_tools` entries naming plugins (against the folder and
@@ -180,6 +214,7 @@ async fn check_config(loaded: LoadedConfig) -> anyhow::Result<()> {
     {
         println!("family scripts: {}", scripts.names().join(", "));
     }
+    print_reminder_settings(&loaded);
     println!("confirmation (tool calls that ask the member first):");
     for profile in &loaded.profiles {
         let mut asking = hearth::config::describe_asking_tools(

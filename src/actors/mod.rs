@@ -11,3 +11,4 @@ pub mod delegation;
 pub mod llm_broker;
 pub mod processing;
 pub mod request_queue;
+pub mod scheduler;

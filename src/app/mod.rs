@@ -22,6 +22,7 @@ use std::time::Duration;
 use actix::{Actor, Addr, AsyncContext, Context, Recipient};
 use actix_web::dev::ServerHandle;
 
+use crate::actors::channels::core::ReminderAnswers;
 #[cfg(feature = "matrix")]
 use crate::actors::channels::matrix::MatrixStartError;
 #[cfg(feature = "telegram")]
@@ -31,6 +32,7 @@ use crate::actors::delegation::{Delegation, DelegationTarget, DelegationTargetIn
 use crate::actors::llm_broker::{BrokerSettings, LlmBroker, ModelEntry};
 use crate::actors::processing::{ProcessingDeps, ProcessingService};
 use crate::actors::request_queue::{DeliverReply, DrainTurns, QueuePorts, RequestQueue, Router};
+use crate::actors::scheduler::{Scheduler, SchedulerDeps};
 use crate::config::LoadedConfig;
 use crate::family::Family;
 use crate::http::{self, ApiKeys, HttpState};
@@ -38,6 +40,7 @@ use crate::metrics::Metrics;
 use crate::plugins::CatalogError;
 use crate::ports::StorageError;
 use crate::readiness::Readiness;
+use crate::reminders::RemindersParts;
 use crate::retention::{RetentionSettings, spawn_pruner};
 use crate::storage::instance_lock::{InstanceLock, InstanceLockError};
 use crate::storage::{self, Stores};
@@ -224,6 +227,34 @@ pub async fn start_with_models(
         plugins: None,
         journal: stores.turn_journal.clone(),
     };
+    // The HTTP channel and the queue each need the other's address: the channel's
+    // context is made first, and the actor starts in it once the queue runs.
+    let mut channels = options.extra_channels;
+    let http_context = serves_http.then(Context::<HttpChannel>::new);
+    if let Some(context) = &http_context {
+        channels.insert("http".into(), context.address().recipient());
+    }
+    let platform_contexts = PlatformContexts::new(loaded, options.serve, &mut channels);
+    // The chat platforms deliver through the durable outbox.
+    let durable_channels = platform_contexts.durable_channels();
+    // The scheduler and the reminder tools each need the other: its context comes first,
+    // the actor starts once the queue and the channels it hands work to exist.
+    let scheduler_context = Context::<Scheduler>::new();
+    let own_chats = Arc::new(platforms::own_chats(loaded));
+    let reminders = RemindersParts {
+        schedules: stores.schedules.clone(),
+        family: family.clone(),
+        own_chats: own_chats.clone(),
+        settings: config.reminders.clone(),
+        push_channels: durable_channels.iter().cloned().collect(),
+        profiles: loaded
+            .profiles
+            .iter()
+            .map(|profile| profile.id.clone())
+            .collect(),
+        changes: scheduler_context.address().recipient(),
+        settle: scheduler_context.address().recipient(),
+    };
     // The delegation actor and the profiles' tools each need the other: its context
     // (and so its address) comes first, the actor starts once the services exist.
     let delegation_context = Context::<Delegation>::new();
@@ -244,6 +275,7 @@ pub async fn start_with_models(
         delegation_targets,
         delegation: delegation_context.address().recipient(),
         scripts,
+        reminders,
     };
     let intents_deps = crate::intents::IntentsDeps {
         broker: broker.clone().recipient(),
@@ -292,17 +324,8 @@ pub async fn start_with_models(
         .collect();
     delegation_context.run(Delegation::new(targets, stores.memory.clone()));
 
-    // The HTTP channel and the queue each need the other's address: the channel's
-    // context is made first, and the actor starts in it once the queue runs.
-    let mut channels = options.extra_channels;
-    let http_context = serves_http.then(Context::<HttpChannel>::new);
-    if let Some(context) = &http_context {
-        channels.insert("http".into(), context.address().recipient());
-    }
-    let platform_contexts = PlatformContexts::new(loaded, options.serve, &mut channels);
-    // The chat platforms deliver through the durable outbox.
-    let durable_channels = platform_contexts.durable_channels();
     let queue = queue_context.address();
+    let scheduler = scheduler_context.address();
     queue_context.run(
         RequestQueue::new(
             QueuePorts {
@@ -321,8 +344,18 @@ pub async fn start_with_models(
             metrics.clone(),
             readiness.clone(),
         )
-        .with_own_chats(platforms::own_chats(loaded)),
+        .with_own_chats(own_chats.clone()),
     );
+    scheduler_context.run(Scheduler::new(SchedulerDeps {
+        schedules: stores.schedules.clone(),
+        family: family.clone(),
+        own_chats: own_chats.clone(),
+        settings: config.reminders.clone(),
+        metrics: metrics.clone(),
+        telemetry: stores.telemetry.clone(),
+        channels: platform_contexts.stored_deliveries(),
+        queue: queue.clone().recipient(),
+    }));
 
     let channel_deps = ChannelDeps {
         family: family.clone(),
@@ -335,6 +368,11 @@ pub async fn start_with_models(
         delivery: DeliverySettings {
             max_age: Duration::from_secs(config.delivery.max_age_hours.saturating_mul(3600)),
         },
+        own_chats,
+        reminders: Some(ReminderAnswers {
+            settle: scheduler.clone().recipient(),
+            snooze_minutes: config.reminders.snooze_minutes,
+        }),
     };
     let platforms = platform_contexts.start(loaded, channel_deps).await?;
     let http = match http_context {
@@ -368,6 +406,8 @@ pub async fn start_with_models(
                     .map(|profile| profile.processing.llm_model.clone())
                     .unwrap_or_default(),
                 llm_names: config.llms.keys().cloned().collect(),
+                schedules: stores.schedules.clone(),
+                reminders: Some(scheduler.clone().recipient()),
             };
             let (handle, address) =
                 http::serve(&config.http.bind, config.http.max_body_bytes, state)?;

@@ -12,9 +12,11 @@ use actix::{AsyncContext, Context};
 
 use super::{ExtraChannels, StartError};
 use crate::actors::channels::core::StopChannel;
-use crate::actors::channels::{ChannelDeps, PlatformRoutes};
+use crate::actors::channels::{ChannelDeps, DeliverStored, PlatformRoutes};
 use crate::config::LoadedConfig;
-use crate::ids::{ConversationKey, MemberId};
+use crate::family::OwnChats;
+#[cfg(feature = "telegram")]
+use crate::ids::ConversationKey;
 
 #[cfg(any(feature = "telegram", feature = "matrix"))]
 use super::secret_named_by;
@@ -94,6 +96,22 @@ impl PlatformContexts {
         channels
     }
 
+    /// Where each platform started takes the stored outbox rows others than the queue
+    /// write (a fired reminder), by channel name.
+    pub(super) fn stored_deliveries(&self) -> HashMap<String, Recipient<DeliverStored>> {
+        #[allow(unused_mut)]
+        let mut deliveries = HashMap::new();
+        #[cfg(feature = "telegram")]
+        if let Some(context) = &self.telegram {
+            deliveries.insert(TELEGRAM_CHANNEL.to_string(), context.address().recipient());
+        }
+        #[cfg(feature = "matrix")]
+        if let Some(context) = &self.matrix {
+            deliveries.insert(MATRIX_CHANNEL.to_string(), context.address().recipient());
+        }
+        deliveries
+    }
+
     /// Starts each platform's actor (Matrix logs in first).
     #[cfg_attr(
         not(any(feature = "telegram", feature = "matrix")),
@@ -142,26 +160,22 @@ impl Platforms {
     }
 }
 
-/// Each member's own chats on the platforms built in, where a request escalated to them is
-/// shown: their private chat on Telegram (whose id is their user id).
-pub(super) fn own_chats(loaded: &LoadedConfig) -> HashMap<MemberId, Vec<ConversationKey>> {
+/// Each member's own chats known from config, where a request escalated to them or a
+/// reminder set for them goes: their private chat on Telegram (whose id is their user id).
+/// Matrix adds its rooms as it finds them.
+pub(super) fn own_chats(loaded: &LoadedConfig) -> OwnChats {
     #[cfg(feature = "telegram")]
     {
-        loaded
-            .config
-            .family
-            .iter()
-            .filter_map(|member| {
-                let user_id = member.telegram_user_id?;
-                let chat = ConversationKey::new(TELEGRAM_CHANNEL, &user_id.to_string()).ok()?;
-                Some((member.id.clone(), vec![chat]))
-            })
-            .collect()
+        OwnChats::new(loaded.config.family.iter().filter_map(|member| {
+            let user_id = member.telegram_user_id?;
+            let chat = ConversationKey::new(TELEGRAM_CHANNEL, &user_id.to_string()).ok()?;
+            Some((member.id.clone(), chat))
+        }))
     }
     #[cfg(not(feature = "telegram"))]
     {
         let _ = loaded;
-        HashMap::new()
+        OwnChats::default()
     }
 }
 

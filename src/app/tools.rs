@@ -7,7 +7,9 @@ use actix::Recipient;
 
 use crate::actors::delegation::{DELEGATE_TOOL, Delegate, DelegationTargetInfo, DelegationTool};
 use crate::config::ResolvedProfile;
+use crate::local_time::ZoneName;
 use crate::plugins::{PluginRuntime, ROUTE_TO_PLUGIN, RouteToPluginTool};
+use crate::reminders::{REMINDER_TOOL_NAMES, RemindersParts, RemindersToolset};
 use crate::scripts::{RUN_SCRIPT, SCRIPT_TOOL_NAMES, ScriptsToolset};
 #[cfg(feature = "mcp")]
 use crate::tools::McpServers;
@@ -25,6 +27,8 @@ pub(super) struct ToolParts {
     pub delegation: Recipient<Delegate>,
     /// The family scripts, when a profile enables their tools.
     pub scripts: Option<Arc<ScriptsToolset>>,
+    /// What the reminder tools of every profile share.
+    pub reminders: RemindersParts,
 }
 
 /// A profile's tools, and whether it routes to plugins (only such a profile completes a
@@ -86,6 +90,20 @@ pub(super) fn profile_tools(
                 enabled,
             )));
         }
+    }
+    let reminder_tools: Vec<String> = profile
+        .tools
+        .enable_local_tools
+        .iter()
+        .filter(|tool| REMINDER_TOOL_NAMES.contains(&tool.as_str()))
+        .cloned()
+        .collect();
+    if !reminder_tools.is_empty() {
+        let zone = ZoneName::from(profile.processing.timezone);
+        providers.push(Arc::new(FilteredToolsProvider::new(
+            Arc::new(RemindersToolset::new(parts.reminders.clone(), zone)),
+            reminder_tools,
+        )));
     }
     // `run_script` asks the member itself, every time, showing the final values; naming
     // it in `confirm_tools` too would ask twice.

@@ -15,6 +15,7 @@
 //! - `env_secrets.rs`: the secrets the configuration names, read from the environment;
 //! - `mcp_names.rs`: how an MCP server's tools are named to the model, and so which server
 //!   ids can be configured;
+//! - `reminders.rs`: `reminders` and each member's `family[].timezone`;
 //! - `built_parts.rs`: config that needs a part this binary was built without;
 //! - `confirm_tools.rs`: how `confirm_tools` entries name tools, and how a call is matched;
 //! - `secret.rs`: the type that keeps a secret inside the configuration out of `Debug`;
@@ -29,6 +30,7 @@ mod error;
 mod load;
 mod mcp_names;
 mod profiles;
+mod reminders;
 mod secret;
 mod types;
 mod validate;
@@ -50,6 +52,7 @@ pub use profiles::{
     DEFAULT_INTENTS_FILE, DelegationLevel, Engine, IMPLICIT_PROFILE_ID, PluginApprovalName,
     ProcessingConfig, ResolvedProfile, ToolsConfig,
 };
+pub use reminders::RemindersConfig;
 pub use secret::Secret;
 pub use serde_yaml::Mapping;
 pub use types::{

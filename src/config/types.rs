@@ -43,6 +43,8 @@ pub struct HearthConfig {
     pub delivery: DeliveryConfig,
     #[serde(deserialize_with = "null_as_default")]
     pub retention: RetentionConfig,
+    #[serde(deserialize_with = "null_as_default")]
+    pub reminders: super::reminders::RemindersConfig,
     pub plugins_dir: String,
     /// The family's scripts and their `manifest.json` (the scripts toolset).
     pub scripts_dir: String,
@@ -72,6 +74,7 @@ impl Default for HearthConfig {
             channels: ChannelsConfig::default(),
             delivery: DeliveryConfig::default(),
             retention: RetentionConfig::default(),
+            reminders: Default::default(),
             plugins_dir: "plugins".to_owned(),
             scripts_dir: "family_scripts".to_owned(),
             scripts: ScriptsConfig::default(),
@@ -325,6 +328,10 @@ pub struct FamilyMember {
     /// What intents' constraints and policy rules speak about; `parent` unless set.
     #[serde(default)]
     pub role: FamilyRole,
+    /// The member's IANA time zone: every time they see or say is in it. Unset: the zone of
+    /// the profile they talk to (`processing_config.timezone`).
+    #[serde(default)]
+    pub timezone: Option<String>,
 }
 
 /// A family member's role: a `child` may be limited by intents and policy, and a

@@ -16,6 +16,7 @@ pub(crate) fn check_settings(config: &HearthConfig, problems: &mut Problems) {
     check_http(config, problems);
     check_llms(config, problems);
     check_family(config, problems);
+    super::reminders::check_reminders(config, problems);
     check_channels(config, problems);
     check_mcp_servers(config, problems);
     super::built_parts::check_built_parts(config, problems);

@@ -24,7 +24,7 @@ use crate::actors::channels::{ForgetReply, HttpSubmitError, SubmitHttpInbound};
 use crate::actors::request_queue::{
     AnswerConfirmation, AnswerError, DeliverReply, ReplyKind, SubmitError, Submitted,
 };
-use crate::ids::{ConfirmationId, ConversationKey, IdError, MemberId};
+use crate::ids::{ConfirmationId, ConversationKey, HTTP_CHANNEL};
 use crate::ports::{AnswerPlace, AnswerRefused, Inbound, InboxRecord, InboxStatus, now_ms};
 
 const MAX_TEXT_CHARS: usize = 16_000;
@@ -45,19 +45,6 @@ fn check_caller_id(field: &str, value: &str) -> Result<(), String> {
         return Err(format!("field `{field}` contains control characters"));
     }
     Ok(())
-}
-
-/// The HTTP conversation of `member_id`'s session: their own, whatever session id another
-/// member uses (`alice`, or `alice/<session>`; a member id holds no `/`), so nobody
-/// continues another's conversation.
-fn conversation_of(
-    member_id: &MemberId,
-    session_id: Option<&str>,
-) -> Result<ConversationKey, IdError> {
-    match session_id {
-        None => ConversationKey::new("http", member_id.as_str()),
-        Some(session) => ConversationKey::new("http", &format!("{member_id}/{session}")),
-    }
 }
 
 #[derive(Debug, Deserialize)]
@@ -113,12 +100,12 @@ pub async fn post_inbound(
     // The member's id as the family knows it: the caller's text is read no further.
     let Some(member_id) = state
         .family
-        .by_id("http", &body.user_id)
+        .by_id(HTTP_CHANNEL, &body.user_id)
         .map(|member| member.id.clone())
     else {
         return HttpResponse::NoContent().finish();
     };
-    let conversation = match conversation_of(&member_id, body.session_id.as_deref()) {
+    let conversation = match ConversationKey::http_session(&member_id, body.session_id.as_deref()) {
         Ok(conversation) => conversation,
         Err(error) => return bad_request(error.to_string()),
     };
@@ -241,7 +228,7 @@ pub async fn post_confirm(
     let body = body.into_inner();
     let Some(member_id) = state
         .family
-        .by_id("http", &body.user_id)
+        .by_id(HTTP_CHANNEL, &body.user_id)
         .map(|member| member.id.clone())
     else {
         return HttpResponse::NoContent().finish();
@@ -263,7 +250,7 @@ pub async fn post_confirm(
             confirmation_id,
             member_id: member_id.clone(),
             // Only confirmations asked over HTTP are answered here; others are not found.
-            place: AnswerPlace::Channel("http".into()),
+            place: AnswerPlace::Channel(HTTP_CHANNEL.into()),
             approve: body.approve,
             reply_to: Some(reply_to),
         })
@@ -341,7 +328,7 @@ pub async fn get_inbound(
     match state.inbox.get(&path).await {
         // Only the member's own messages that came in over HTTP are readable here.
         Ok(Some(record))
-            if record.inbound.conversation.channel() == "http"
+            if record.inbound.conversation.channel() == HTTP_CHANNEL
                 && record.inbound.member_id.as_str() == member_id =>
         {
             let mut body = record_json(&record);

@@ -1,5 +1,6 @@
 //! The HTTP API (actix-web): `POST /inbound`, `POST /inbound/confirm`, `GET /inbound/{id}`,
-//! the plugin API (`POST /api/plugins/register`, `POST /api/plugins/llm/generate`),
+//! the plugin API (`POST /api/plugins/register`, `POST /api/plugins/llm/generate`), the
+//! members' reminders (`GET /api/reminders`, `POST /api/reminders/{occurrence}/done|snooze`),
 //! `GET /healthz`, `GET /readyz`, `GET /metrics`, and the routes a chat platform adds (Telegram's
 //! webhook, in webhook mode) through the channels' `PlatformRoutes`. Routes only translate HTTP to actor
 //! messages; this module knows no chat platform.
@@ -8,6 +9,7 @@ mod auth;
 mod health;
 mod inbound;
 mod plugins;
+mod reminders;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -23,7 +25,7 @@ use crate::family::Family;
 use crate::llm::GenerateChat;
 use crate::metrics::Metrics;
 use crate::plugins::PluginRuntime;
-use crate::ports::{Inbox, PendingActions, RegisteredPlugins};
+use crate::ports::{Inbox, PendingActions, RegisteredPlugins, Schedules};
 use crate::readiness::Readiness;
 
 pub use auth::{ApiKeys, Scope};
@@ -52,6 +54,10 @@ pub struct HttpState {
     pub broker: Recipient<GenerateChat>,
     pub default_llm: String,
     pub llm_names: Vec<String>,
+    /// Read only: the members' reminders (`GET /api/reminders`).
+    pub schedules: Arc<dyn Schedules>,
+    /// Done and Snooze go to the scheduler; `None` when it is not running.
+    pub reminders: Option<Recipient<crate::reminders::SettleReminder>>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -86,6 +92,11 @@ pub fn serve(
             .route(
                 "/api/plugins/llm/generate",
                 web::post().to(plugins::post_generate),
+            )
+            .route("/api/reminders", web::get().to(reminders::get_reminders))
+            .route(
+                "/api/reminders/{occurrence}/{answer}",
+                web::post().to(reminders::post_answer),
             )
             .route("/healthz", web::get().to(health::healthz))
             .route("/readyz", web::get().to(health::readyz))

@@ -9,10 +9,14 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use super::{IdError, deserialize_parsed, serialize_as_text};
+use super::{IdError, MemberId, deserialize_parsed, serialize_as_text};
 
 /// The channel of delegated turns: their conversations belong to no chat.
 pub const DELEGATION_CHANNEL: &str = "delegation";
+
+/// The HTTP API's channel: its conversations are a member's (`<member>`) or one of their
+/// sessions (`<member>/<session>`).
+pub const HTTP_CHANNEL: &str = "http";
 
 /// The key a conversation's history, order and questions are kept under: a channel and
 /// that channel's conversation id (`telegram:-100123/7`, `matrix:!room:example.org`,
@@ -80,6 +84,16 @@ impl ConversationKey {
             channel_len: channel.len(),
             delegation: None,
         })
+    }
+
+    /// The HTTP conversation of `member_id`'s session: their own, whatever session id
+    /// another member uses (`alice`, or `alice/<session>`; a member id holds no `/`), so
+    /// nobody continues another's conversation.
+    pub fn http_session(member_id: &MemberId, session_id: Option<&str>) -> Result<Self, IdError> {
+        match session_id {
+            None => Self::new(HTTP_CHANNEL, member_id.as_str()),
+            Some(session) => Self::new(HTTP_CHANNEL, &format!("{member_id}/{session}")),
+        }
     }
 
     /// A fresh sub-conversation of `parent` for a delegation to `target_profile`, named

@@ -1,6 +1,8 @@
 //! The ids the core passes around instead of strings: a family member (`MemberId`), a
-//! confirmation (`ConfirmationId`) and a conversation (`ConversationKey`: a chat of a
-//! channel, or a delegated turn's sub-conversation under the conversation that delegated).
+//! confirmation (`ConfirmationId`), a conversation (`ConversationKey`: a chat of a
+//! channel, or a delegated turn's sub-conversation under the conversation that delegated)
+//! and a prompt a member answers (`PromptId`: a confirmation, or a fired reminder's
+//! occurrence, `FiringId`).
 //!
 //! Each is parsed once, where it comes in (a platform adapter, an HTTP handler, a stored
 //! row, the configuration), by its one parser, and written back by `Display` in exactly the
@@ -9,6 +11,7 @@
 //! too. Nothing outside this module builds these strings or takes them apart.
 
 mod conversation;
+mod prompt;
 
 use std::borrow::Borrow;
 use std::fmt;
@@ -16,7 +19,8 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-pub use conversation::{ConversationKey, DELEGATION_CHANNEL, check_target_profile};
+pub use conversation::{ConversationKey, DELEGATION_CHANNEL, HTTP_CHANNEL, check_target_profile};
+pub use prompt::{FiringId, PromptId};
 
 /// Why a string is not the id it was read as; names the value.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -38,6 +42,8 @@ pub enum IdError {
     BadConversationId(String),
     #[error("delegated conversation {0:?} is not `<parent key>/<target profile>/<delegation id>`")]
     BadDelegation(String),
+    #[error("{0:?} names no occurrence of a reminder (`reminder:<schedule>.<due ms>`)")]
+    BadFiringId(String),
     #[error(
         "{0:?} cannot name a delegated conversation: it is empty or contains '/' or a control character"
     )]

@@ -52,6 +52,22 @@ fn today_in(zone: ZoneName, now: DateTime<Utc>) -> NaiveDate {
     now.with_timezone(&zone.tz()).date_naive()
 }
 
+/// `say_instant` inside a sentence: "today at 18:00 (Europe/Berlin)", "due tomorrow, Thu
+/// 26 Nov at 08:00"; a named day keeps its capital ("Mon 23 Nov").
+pub fn say_instant_in_sentence(
+    instant: DateTime<Utc>,
+    zone: ZoneName,
+    now: DateTime<Utc>,
+) -> String {
+    let said = say_instant(instant, zone, now);
+    for word in ["Today", "Tomorrow", "Yesterday"] {
+        if let Some(rest) = said.strip_prefix(word) {
+            return format!("{}{rest}", word.to_lowercase());
+        }
+    }
+    said
+}
+
 /// "Today at 18:00 (Europe/Berlin)", "Tomorrow, Thu 26 Nov at 08:00 (Europe/Berlin)".
 pub fn say_instant(instant: DateTime<Utc>, zone: ZoneName, now: DateTime<Utc>) -> String {
     let date = instant.with_timezone(&zone.tz()).date_naive();

@@ -4,7 +4,8 @@ use chrono::{NaiveDate, TimeDelta};
 
 use super::instants_tests::{utc, wall, zone};
 use super::phrasing::{
-    say_all_day, say_day, say_instant, say_lateness, say_range, say_recurrence, say_shift,
+    say_all_day, say_day, say_instant, say_instant_in_sentence, say_lateness, say_range,
+    say_recurrence, say_shift,
 };
 use super::recurrence_tests::recurring;
 use super::resolve_local;
@@ -99,6 +100,29 @@ fn an_instant_is_said_relative_to_today_in_the_members_zone() {
             "{instant}"
         );
     }
+}
+
+#[test]
+fn inside_a_sentence_only_a_relative_day_loses_its_capital() {
+    let now = utc("2026-11-25T09:00:00Z");
+    let berlin = zone("Europe/Berlin");
+    let said = |at: &str| say_instant_in_sentence(utc(at), berlin, now);
+    assert_eq!(
+        said("2026-11-25T17:00:00Z"),
+        "today at 18:00 (Europe/Berlin)"
+    );
+    assert_eq!(
+        said("2026-11-26T07:00:00Z"),
+        "tomorrow, Thu 26 Nov at 08:00 (Europe/Berlin)"
+    );
+    assert_eq!(
+        said("2026-11-24T07:00:00Z"),
+        "yesterday, Tue 24 Nov at 08:00 (Europe/Berlin)"
+    );
+    assert_eq!(
+        said("2026-11-30T07:00:00Z"),
+        "Mon 30 Nov at 08:00 (Europe/Berlin)"
+    );
 }
 
 #[test]

@@ -35,11 +35,15 @@ pub struct InboundExtras {
     pub quoted: Option<QuotedMessage>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub attachments: Vec<Attachment>,
+    /// The profile a scheduled task's turn runs on, whatever its text says; only hearth
+    /// sets it (a channel never does).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile_id: Option<String>,
 }
 
 impl InboundExtras {
     pub fn is_empty(&self) -> bool {
-        self.quoted.is_none() && self.attachments.is_empty()
+        self.quoted.is_none() && self.attachments.is_empty() && self.profile_id.is_none()
     }
 }
 

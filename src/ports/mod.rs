@@ -15,6 +15,7 @@ mod pending_plugin_calls;
 mod plan_executions;
 mod registered_plugins;
 mod retention;
+mod schedules;
 mod script_workflows;
 mod shopping_lists;
 mod telemetry;
@@ -39,6 +40,10 @@ pub use plan_executions::{
 };
 pub use registered_plugins::{RegisteredPlugin, RegisteredPlugins};
 pub use retention::{Prunable, Retention};
+pub use schedules::{
+    Claimed, Firing, FiringClaim, FiringState, FiringTiming, NewSchedule, Schedule, ScheduleKind,
+    ScheduleStatus, Schedules, Settled, Settlement,
+};
 pub use script_workflows::{ScriptWorkflow, ScriptWorkflows};
 pub use shopping_lists::{ShoppingItem, ShoppingLists};
 pub(crate) use shopping_lists::{check_shopping_quantity, shopping_key};

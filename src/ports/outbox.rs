@@ -8,7 +8,7 @@ use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
 use super::StorageError;
-use crate::ids::{ConfirmationId, ConversationKey, MemberId};
+use crate::ids::{ConversationKey, MemberId, PromptId};
 
 /// What an outgoing message is, so the platform can show it fittingly.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -17,15 +17,19 @@ pub enum OutgoingKind {
     /// The answer to the member's message, or hearth's notice about it (delayed, failed),
     /// or a question the running turn asks: markdown.
     Reply,
-    /// A confirmation only `member_id` may answer, shown with the platform's buttons or
-    /// reactions.
+    /// A prompt only `member_id` may answer (a confirmation, a fired reminder), shown with
+    /// the platform's buttons or reactions.
     Prompt {
-        confirmation_id: ConfirmationId,
+        // Stored under its name from before reminders' prompts existed.
+        #[serde(rename = "confirmation_id")]
+        prompt: PromptId,
         member_id: MemberId,
     },
-    /// The confirmation's prompt is settled: it is edited to end with the text, its buttons
-    /// taken away.
-    Close { confirmation_id: ConfirmationId },
+    /// The prompt is settled: it is edited to end with the text, its buttons taken away.
+    Close {
+        #[serde(rename = "confirmation_id")]
+        prompt: PromptId,
+    },
 }
 
 /// A message to deliver.

@@ -31,6 +31,9 @@ pub(super) struct State {
     pub(super) outbox: super::in_memory_outbox::OutboxState,
     /// When each answered or failed message was finished (retention).
     finished_at_ms: HashMap<String, i64>,
+    /// Reminders and scheduled tasks (`in_memory_schedules.rs`), beside the inbox and the
+    /// outbox their firings write to.
+    pub(super) schedules: super::in_memory_schedules::ScheduleState,
 }
 
 struct StoredConfirmation {
@@ -96,20 +99,19 @@ fn find_waiting<'a>(
         })
 }
 
-#[async_trait]
-impl Inbox for InMemoryStore {
-    async fn accept(&self, inbound: &Inbound) -> Result<Acceptance, StorageError> {
-        let mut state = self.lock();
-        let duplicate = state.inbox.iter().find(|record| {
+impl State {
+    /// Store `inbound` as accepted unless its id or platform event was accepted before.
+    pub(super) fn accept_inbound(&mut self, inbound: &Inbound) -> Acceptance {
+        let duplicate = self.inbox.iter().find(|record| {
             record.inbound.id == inbound.id
                 || (record.inbound.conversation.channel() == inbound.conversation.channel()
                     && record.inbound.platform_event_id.is_some()
                     && record.inbound.platform_event_id == inbound.platform_event_id)
         });
         if let Some(existing) = duplicate {
-            return Ok(Acceptance::Duplicate(Box::new(existing.clone())));
+            return Acceptance::Duplicate(Box::new(existing.clone()));
         }
-        state.inbox.push(InboxRecord {
+        self.inbox.push(InboxRecord {
             inbound: inbound.clone(),
             status: InboxStatus::Accepted,
             attempts: 0,
@@ -117,7 +119,14 @@ impl Inbox for InMemoryStore {
             reply: None,
             error: None,
         });
-        Ok(Acceptance::New)
+        Acceptance::New
+    }
+}
+
+#[async_trait]
+impl Inbox for InMemoryStore {
+    async fn accept(&self, inbound: &Inbound) -> Result<Acceptance, StorageError> {
+        Ok(self.lock().accept_inbound(inbound))
     }
 
     async fn unanswered(&self) -> Result<Vec<InboxRecord>, StorageError> {

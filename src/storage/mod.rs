@@ -10,6 +10,7 @@ pub mod in_memory;
 mod in_memory_intents;
 mod in_memory_outbox;
 mod in_memory_plugins;
+mod in_memory_schedules;
 mod in_memory_scripts;
 pub mod instance_lock;
 pub mod sqlite;
@@ -18,7 +19,7 @@ use std::sync::Arc;
 
 use crate::ports::{
     ChannelState, ConversationMemory, Inbox, IntentRecords, Outbox, PendingActions,
-    PendingPluginCalls, PlanExecutions, RegisteredPlugins, Retention, ScriptWorkflows,
+    PendingPluginCalls, PlanExecutions, RegisteredPlugins, Retention, Schedules, ScriptWorkflows,
     ShoppingLists, StorageError, TelemetrySink, TurnJournal, UserProfiles,
 };
 
@@ -49,6 +50,8 @@ pub struct Stores {
     pub plans: Arc<dyn PlanExecutions>,
     /// Records an intents profile's `data_source: {kind: sql}` reads.
     pub intent_records: Arc<dyn IntentRecords>,
+    /// Reminders and scheduled tasks, and their firings.
+    pub schedules: Arc<dyn Schedules>,
     /// The SQLite store itself, when the stores are SQLite (`hearth telemetry` reads it).
     pub sqlite: Option<Arc<sqlite::SqliteStore>>,
 }
@@ -72,6 +75,7 @@ impl Stores {
             retention: store.clone(),
             plans: store.clone(),
             intent_records: store.clone(),
+            schedules: store.clone(),
             sqlite: None,
             telemetry: store,
         }
@@ -94,6 +98,7 @@ impl Stores {
             retention: store.clone(),
             plans: store.clone(),
             intent_records: store.clone(),
+            schedules: store.clone(),
             sqlite: Some(store),
             telemetry,
         }

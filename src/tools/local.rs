@@ -14,7 +14,8 @@ use crate::ports::UserProfiles;
 /// `route_to_plugin` by the plugins (`plugins::RouteToPluginTool`), the family-script
 /// tools by `scripts::ScriptsToolset` (`scripts::SCRIPT_TOOL_NAMES`), and
 /// `check_order_status` by an intents profile whose intents file has a `data_source`
-/// (`intents::OrderStatusTool`).
+/// (`intents::OrderStatusTool`), and the reminder tools by `reminders::RemindersToolset`
+/// (`reminders::REMINDER_TOOL_NAMES`).
 pub const LOCAL_TOOL_NAMES: &[&str] = &[
     "profile_get",
     "profile_update",
@@ -26,6 +27,11 @@ pub const LOCAL_TOOL_NAMES: &[&str] = &[
     "set_script_parameters",
     "run_script",
     "check_order_status",
+    "schedule_reminder",
+    "list_reminders",
+    "cancel_reminder",
+    "snooze_reminder",
+    "schedule_task",
 ];
 
 #[async_trait]

@@ -380,3 +380,56 @@ fn a_bad_config_prints_only_the_error_with_rust_backtrace_set() {
         assert!(!stderr.to_lowercase().contains("backtrace"), "{stderr}");
     }
 }
+
+#[test]
+fn check_config_prints_the_reminder_settings_and_each_member_s_zone() {
+    let folder = tempfile::tempdir().unwrap();
+    let config = write_config(folder.path(), "http://127.0.0.1:9/v1");
+    let text = std::fs::read_to_string(&config)
+        .unwrap()
+        .replace(
+            "{ id: alice, name: Alice }",
+            "{ id: alice, name: Alice, timezone: America/New_York }",
+        )
+        .replace(
+            "enable_local_tools: [profile_get, profile_update]",
+            "enable_local_tools: [profile_get, profile_update, schedule_reminder]",
+        );
+    std::fs::write(
+        &config,
+        format!("{text}reminders: {{ snooze_minutes: 15 }}\n"),
+    )
+    .unwrap();
+    let output = hearth(&config).arg("check-config").output().unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(
+        stdout
+            .contains("sent late within 60 min of their time, else told as missed; snooze 15 min"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("  alice: America/New_York"), "{stdout}");
+    assert!(stdout.contains("  bob: the profile's timezone"), "{stdout}");
+}
+
+#[test]
+fn a_member_s_zone_that_is_no_iana_name_stops_start_up_naming_the_key() {
+    let folder = tempfile::tempdir().unwrap();
+    let config = write_config(folder.path(), "http://127.0.0.1:9/v1");
+    let text = std::fs::read_to_string(&config).unwrap().replace(
+        "{ id: bob, name: Bob }",
+        "{ id: bob, name: Bob, timezone: Europe/Berlni }",
+    );
+    std::fs::write(&config, text).unwrap();
+    for command in ["run", "check-config"] {
+        let output = hearth(&config).arg(command).output().unwrap();
+        assert!(!output.status.success());
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(stderr.contains("family[1].timezone"), "{stderr}");
+        assert!(stderr.contains("Europe/Berlni"), "{stderr}");
+    }
+}

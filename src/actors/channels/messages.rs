@@ -1,5 +1,19 @@
-//! What every channel actor answers when it cannot hand a platform event over; the replies
+//! What every channel actor answers when it cannot hand a platform event over, and the
+//! stored outbox rows others than the queue hand it to deliver (`DeliverStored`); the replies
 //! it delivers (`DeliverReply`) are the request queue's messages.
+
+use actix::Message;
+
+use crate::ports::OutgoingMessage;
+
+/// Deliver outbox row `outbox_id`, stored by whatever sends on its own (a fired reminder,
+/// its close, a parent told of it): in order with the conversation's other rows.
+#[derive(Debug, Clone, Message)]
+#[rtype(result = "()")]
+pub struct DeliverStored {
+    pub outbox_id: i64,
+    pub message: OutgoingMessage,
+}
 
 /// Why a channel could not hand a platform event over for good: it must come again.
 #[derive(Debug, thiserror::Error)]

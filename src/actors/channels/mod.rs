@@ -23,4 +23,4 @@ pub use console::{ConsoleChannel, run_console};
 pub use console_remote::{RemoteConsoleError, RemoteConsoleSettings, run_remote_console};
 pub use core::{ChannelDeps, DeliverySettings, PlatformRoutes};
 pub use http::{ForgetReply, HttpChannel, HttpSubmitError, SubmitHttpInbound};
-pub use messages::ChannelError;
+pub use messages::{ChannelError, DeliverStored};

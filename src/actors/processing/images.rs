@@ -157,6 +157,7 @@ mod tests {
             .unwrap();
         let photo = photo.to_str().unwrap();
         let extras = InboundExtras {
+            profile_id: None,
             quoted: None,
             attachments: vec![
                 image("photo.jpg", Some("image/jpeg"), Some(photo)),

@@ -148,6 +148,7 @@ mod tests {
     fn a_quote_and_attachments_come_with_the_text() {
         use crate::ports::{Attachment, QuotedMessage};
         let extras = InboundExtras {
+            profile_id: None,
             quoted: Some(QuotedMessage {
                 author: "Bob".into(),
                 text: "x".repeat(1_200),

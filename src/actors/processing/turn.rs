@@ -152,7 +152,16 @@ impl TurnRunner {
             .get("name")
             .cloned()
             .unwrap_or_else(|| self.deps.family.display_name(&inbound.member_id));
-        let mut system = system_prompt(template, settings.timezone, now, &member_name, &facts);
+        // The member's own zone (`family[].timezone`, checked at start-up), else the
+        // profile's: the time the model reads is the one the member lives in.
+        let zone = self
+            .deps
+            .family
+            .member(inbound.member_id.as_str())
+            .and_then(|member| member.timezone.as_deref())
+            .and_then(|zone| zone.parse().ok())
+            .unwrap_or(settings.timezone);
+        let mut system = system_prompt(template, zone, now, &member_name, &facts);
         // Where a workflow of the tools stands (a family script half chosen): the model
         // reads it every turn, so it never loses its place.
         if let Some(note) = self.tools.turn_note(&self.tool_context(inbound)).await {

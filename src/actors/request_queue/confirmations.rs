@@ -9,8 +9,8 @@ use actix::{AsyncContext, Context, Handler, ResponseActFuture};
 use tokio::sync::oneshot;
 
 use super::{
-    AnswerConfirmation, AnswerError, Answered, DeliverReply, EXPIRED_OUTCOME, OwnChatsFound,
-    QueuedTurn, ReplyKind, RequestQueue, Resume,
+    AnswerConfirmation, AnswerError, Answered, DeliverReply, EXPIRED_OUTCOME, QueuedTurn,
+    ReplyKind, RequestQueue, Resume,
 };
 use crate::ports::{Decision, Inbound, PendingConfirmation, StorageError, now_ms};
 
@@ -223,24 +223,5 @@ impl Handler<AnswerConfirmation> for RequestQueue {
             act.pump(ctx);
             Ok(answered)
         }))
-    }
-}
-
-impl Handler<OwnChatsFound> for RequestQueue {
-    type Result = ();
-
-    fn handle(&mut self, message: OwnChatsFound, _ctx: &mut Self::Context) {
-        tracing::info!(channel = %message.channel, chats = message.chats.len(), "members' own chats found");
-        let channel = message.channel;
-        for places in self.own_chats.values_mut() {
-            places.retain(|known| known.channel() != channel);
-        }
-        for (member_id, conversation) in message.chats {
-            self.own_chats
-                .entry(member_id)
-                .or_default()
-                .push(conversation);
-        }
-        self.own_chats.retain(|_, places| !places.is_empty());
     }
 }

@@ -75,6 +75,13 @@ impl<K: Eq + Hash + Clone, T> Lanes<K, T> {
         }
     }
 
+    /// Whether an item of `key` that waits (not the running one) is `wanted`.
+    pub fn any_waiting(&self, key: &K, wanted: impl Fn(&T) -> bool) -> bool {
+        self.lanes
+            .get(key)
+            .is_some_and(|lane| lane.items.iter().any(wanted))
+    }
+
     /// The next item allowed to run, marking its lane running.
     pub fn next_runnable(&mut self) -> Option<(K, T)> {
         if self.running >= self.max_running {

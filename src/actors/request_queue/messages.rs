@@ -125,15 +125,12 @@ impl Cancelled {
     }
 }
 
-/// A platform found which of its chats are its members' own (a chat with hearth alone),
-/// where confirmations escalated to them are shown: `(member id, conversation)` pairs of
-/// `channel`, replacing what that platform found before. Telegram's are known from config;
-/// Matrix finds its rooms as it syncs.
-#[derive(Debug, Message)]
+/// A message stored as accepted elsewhere (a scheduled task's turn, stored with its
+/// firing): queue it in its conversation's lane like one submitted.
+#[derive(Debug, Clone, Message)]
 #[rtype(result = "()")]
-pub struct OwnChatsFound {
-    pub channel: String,
-    pub chats: Vec<(MemberId, ConversationKey)>,
+pub struct QueueStored {
+    pub inbound: Inbound,
 }
 
 /// What kind of text a reply is, so a channel can present it fittingly.
@@ -182,11 +179,11 @@ impl ReplyKind {
             ReplyKind::AskConfirmation {
                 confirmation_id, ..
             } => OutgoingKind::Prompt {
-                confirmation_id: confirmation_id.clone(),
+                prompt: confirmation_id.clone().into(),
                 member_id: member_id.clone(),
             },
             ReplyKind::ConfirmationExpired { confirmation_id } => OutgoingKind::Close {
-                confirmation_id: confirmation_id.clone(),
+                prompt: confirmation_id.clone().into(),
             },
         }
     }

@@ -18,6 +18,7 @@ mod messages;
 mod questions;
 mod retries;
 mod routing;
+mod scheduled;
 mod suspending;
 mod telling;
 mod waiting_plans;
@@ -35,7 +36,7 @@ pub use draining::DrainTurns;
 pub use lanes::Lanes;
 pub use messages::{
     AnswerConfirmation, AnswerError, Answered, CANCELLED_OUTCOME, CancelPending, Cancelled,
-    DeliverReply, EXPIRED_OUTCOME, OwnChatsFound, ReplyKind, SubmitError, SubmitInbound, Submitted,
+    DeliverReply, EXPIRED_OUTCOME, QueueStored, ReplyKind, SubmitError, SubmitInbound, Submitted,
 };
 pub use retries::{DELAYED_REPLY, FAILED_REPLY};
 pub use routing::Router;
@@ -44,6 +45,7 @@ use waiting_plans::{WaitingPlans, process_new};
 
 use crate::actors::processing::ProcessingService;
 use crate::config::QueueConfig;
+use crate::family::OwnChats;
 use crate::ids::{ConfirmationId, ConversationKey, MemberId};
 use crate::metrics::{Metrics, StageTimer};
 use crate::ports::{
@@ -136,8 +138,8 @@ pub struct RequestQueue {
     metrics: Arc<Metrics>,
     readiness: Arc<Readiness>,
     /// Each member's own chats, where a confirmation escalated to them is shown
-    /// (`suspending.rs`).
-    own_chats: HashMap<MemberId, Vec<ConversationKey>>,
+    /// (`suspending.rs`); the platforms keep it up to date.
+    own_chats: Arc<OwnChats>,
     /// `/cancel`s waiting for their turn in a conversation's lane (`cancelling.rs`).
     cancels: HashMap<ConversationKey, Vec<cancelling::WaitingCancel>>,
     /// Set by `DrainTurns`: no turn starts, and its sender waits for the running ones.
@@ -178,14 +180,14 @@ impl RequestQueue {
             questions: HashMap::new(),
             metrics,
             readiness,
-            own_chats: HashMap::new(),
+            own_chats: Arc::default(),
             cancels: HashMap::new(),
             draining: Default::default(),
         }
     }
 
     /// Each member's own chats, where confirmations escalated to them are shown.
-    pub fn with_own_chats(mut self, own_chats: HashMap<MemberId, Vec<ConversationKey>>) -> Self {
+    pub fn with_own_chats(mut self, own_chats: Arc<OwnChats>) -> Self {
         self.own_chats = own_chats;
         self
     }
@@ -206,11 +208,13 @@ impl RequestQueue {
     }
 
     /// The profile a turn runs on: a resumed turn stays with the profile that
-    /// suspended it; a new one goes where its slash command (or the default) routes it.
+    /// suspended it; a scheduled task's runs on its profile; a new one goes where its
+    /// slash command (or the default) routes it.
     fn profile_of<'a>(&'a self, turn: &'a QueuedTurn) -> &'a str {
-        match &turn.resume {
-            Some(resume) => &resume.confirmation.profile_id,
-            None => self.router.route(&turn.inbound.text).0,
+        match (&turn.resume, &turn.inbound.extras.profile_id) {
+            (Some(resume), _) => &resume.confirmation.profile_id,
+            (None, Some(profile_id)) => profile_id,
+            (None, None) => self.router.route(&turn.inbound.text).0,
         }
     }
 
@@ -221,7 +225,13 @@ impl RequestQueue {
             elapsed_ms = now_ms().saturating_sub(turn.inbound.received_at_ms),
             "turn starts"
         );
-        let (_, text, slash_command) = self.router.route_command(&turn.inbound.text);
+        let scheduled = turn.inbound.extras.profile_id.is_some();
+        let (text, slash_command) = if scheduled {
+            (turn.inbound.text.as_str(), None)
+        } else {
+            let (_, text, slash_command) = self.router.route_command(&turn.inbound.text);
+            (text, slash_command)
+        };
         let profile_id = self.profile_of(&turn).to_string();
         let service = self.services.get(&profile_id).cloned();
         let process = ProcessTurn {
@@ -246,8 +256,8 @@ impl RequestQueue {
             },
         );
         let pending = self.pending.clone();
-        let follows_plan =
-            (turn.resume.is_none() && process.slash_command.is_none()).then(|| WaitingPlans {
+        let follows_plan = (turn.resume.is_none() && process.slash_command.is_none() && !scheduled)
+            .then(|| WaitingPlans {
                 plans: self.plans.clone(),
                 services: self.services.clone(),
             });

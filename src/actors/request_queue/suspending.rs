@@ -153,12 +153,11 @@ impl RequestQueue {
             .iter()
             .flat_map(|approver| {
                 self.own_chats
-                    .get(approver)
+                    .of(approver)
                     .into_iter()
-                    .flatten()
                     .filter(|chat| self.durable_channels.contains(chat.channel()))
                     .map(move |chat| Inbound {
-                        conversation: chat.clone(),
+                        conversation: chat,
                         member_id: approver.clone(),
                         platform_event_id: None,
                         extras: Default::default(),

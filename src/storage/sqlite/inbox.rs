@@ -1,8 +1,8 @@
 //! `Inbox` on SQLite: table `inbox`, and `messages` for the turn written on completion.
 
 use async_trait::async_trait;
-use sqlx::Row;
 use sqlx::sqlite::SqliteRow;
+use sqlx::{Row, SqliteConnection};
 
 use super::outbox::insert_if_any;
 use super::{SqliteStore, conversation_from_row, database_error, id_column, memory::entries_json};
@@ -53,39 +53,46 @@ fn not_waiting(inbox_id: &str) -> StorageError {
     ))
 }
 
+/// Store `inbound` as accepted, on the writer's connection, unless its id or its platform
+/// event was accepted before; whether it was stored. A scheduled task's turn is stored so,
+/// in the transaction that fires it.
+pub(super) async fn insert_inbound(
+    connection: &mut SqliteConnection,
+    inbound: &Inbound,
+) -> Result<bool, StorageError> {
+    let extras = (!inbound.extras.is_empty())
+        .then(|| serde_json::to_string(&inbound.extras))
+        .transpose()
+        .map_err(|error| StorageError::Corrupt(format!("inbox extras: {error}")))?;
+    let inserted = sqlx::query(
+        "INSERT INTO inbox (id, channel, conversation_id, member_id, text, \
+         platform_event_id, extras, received_at_ms, updated_at_ms) \
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+    )
+    .bind(&inbound.id)
+    .bind(inbound.conversation.channel())
+    .bind(inbound.conversation.conversation_id())
+    .bind(inbound.member_id.as_str())
+    .bind(&inbound.text)
+    .bind(&inbound.platform_event_id)
+    .bind(&extras)
+    .bind(inbound.received_at_ms)
+    .bind(now_ms())
+    .execute(&mut *connection)
+    .await
+    .map_err(database_error)?;
+    Ok(inserted.rows_affected() == 1)
+}
+
 #[async_trait]
 impl Inbox for SqliteStore {
     async fn accept(&self, inbound: &Inbound) -> Result<Acceptance, StorageError> {
         let row = inbound.clone();
-        let extras = (!row.extras.is_empty())
-            .then(|| serde_json::to_string(&row.extras))
-            .transpose()
-            .map_err(|error| StorageError::Corrupt(format!("inbox extras: {error}")))?;
         let inserted = self
             .writer
-            .run(move |connection| {
-                Box::pin(async move {
-                    sqlx::query(
-                        "INSERT INTO inbox (id, channel, conversation_id, member_id, text, \
-                         platform_event_id, extras, received_at_ms, updated_at_ms) \
-                         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
-                    )
-                    .bind(&row.id)
-                    .bind(row.conversation.channel())
-                    .bind(row.conversation.conversation_id())
-                    .bind(row.member_id.as_str())
-                    .bind(&row.text)
-                    .bind(&row.platform_event_id)
-                    .bind(&extras)
-                    .bind(row.received_at_ms)
-                    .bind(now_ms())
-                    .execute(&mut *connection)
-                    .await
-                    .map_err(database_error)
-                })
-            })
+            .run(move |connection| Box::pin(async move { insert_inbound(connection, &row).await }))
             .await?;
-        if inserted.rows_affected() == 1 {
+        if inserted {
             return Ok(Acceptance::New);
         }
         let existing = sqlx::query(select_record!(

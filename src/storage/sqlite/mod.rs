@@ -16,6 +16,7 @@ mod pending_plugin_calls;
 mod profiles;
 mod registered_plugins;
 mod retention;
+mod schedules;
 mod script_workflows;
 mod shopping_lists;
 mod telemetry;

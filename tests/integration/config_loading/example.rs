@@ -67,7 +67,16 @@ fn the_example_file_loads_with_its_two_secrets() {
         .expect("default profile");
     assert_eq!(
         default.tools.enable_local_tools,
-        ["profile_get", "profile_update", "route_to_plugin"]
+        [
+            "profile_get",
+            "profile_update",
+            "route_to_plugin",
+            "schedule_reminder",
+            "list_reminders",
+            "cancel_reminder",
+            "snooze_reminder",
+            "schedule_task"
+        ]
     );
     // Narrowing the tools kept the default confirmations.
     assert_eq!(focused.tools.confirm_tools, default.tools.confirm_tools);

@@ -24,6 +24,11 @@ pub(super) const KNOWN_LOCAL_TOOLS: &[&str] = &[
     "check_order_status",
     "add_or_update_note",
     "modify_calendar_event",
+    "schedule_reminder",
+    "list_reminders",
+    "cancel_reminder",
+    "snooze_reminder",
+    "schedule_task",
 ];
 
 /// Enough for a configuration to load: one LLM named `main` (no key) and the HTTP API without

@@ -305,6 +305,7 @@ async fn inbox_get_unknown_and_ping(stores: &Stores) {
 async fn inbox_keeps_what_came_with_the_text(stores: &Stores) {
     let mut message = inbound("m-extras", "telegram", Some("-100:7"));
     message.extras = InboundExtras {
+        profile_id: None,
         quoted: Some(QuotedMessage {
             author: "Bob".into(),
             text: "the dentist is at 3".into(),

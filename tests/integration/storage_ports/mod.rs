@@ -108,6 +108,7 @@ mod plans;
 mod plugin_ports;
 mod profiles;
 mod retention;
+mod schedules;
 mod script_workflows;
 mod shopping_lists;
 mod telemetry;

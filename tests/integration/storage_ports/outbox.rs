@@ -31,7 +31,7 @@ async fn outbox_delivers_in_order_and_forgets_what_was_delivered(stores: &Stores
         .unwrap();
     let prompt = OutgoingMessage {
         kind: OutgoingKind::Prompt {
-            confirmation_id: "c-1".parse().unwrap(),
+            prompt: "c-1".parse().unwrap(),
             member_id: member("alice"),
         },
         ..outgoing("telegram", "1001", "Run it? Ça va 🏠")

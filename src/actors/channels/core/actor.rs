@@ -16,11 +16,12 @@ use super::delivery::Deliveries;
 use super::delivery::DeliverySettings;
 use super::inbound::{ChannelCore, FollowUp};
 use super::messages::{EventReceived, StopChannel};
+use super::reminder_answers::ReminderAnswers;
 use super::tasks::{ChannelTasks, STOP_WAIT};
 use super::typing::TypingTurns;
-use crate::actors::channels::ChannelError;
+use crate::actors::channels::{ChannelError, DeliverStored};
 use crate::actors::request_queue::{DeliverReply, RequestQueue};
-use crate::family::Family;
+use crate::family::{Family, OwnChats};
 use crate::ids::ConversationKey;
 use crate::metrics::Metrics;
 use crate::ports::{ChannelState, Inbox, Outbox, OutgoingMessage};
@@ -43,6 +44,11 @@ pub struct ChannelDeps {
     pub readiness: Arc<Readiness>,
     pub metrics: Arc<Metrics>,
     pub delivery: DeliverySettings,
+    /// Each member's own chats; a platform that finds them as it goes (Matrix) keeps its
+    /// own up to date here.
+    pub own_chats: Arc<OwnChats>,
+    /// Where answers to fired reminders go; `None` when nothing schedules them.
+    pub reminders: Option<ReminderAnswers>,
 }
 
 pub(crate) struct ChannelActor<A: PlatformAdapter> {
@@ -69,6 +75,8 @@ impl<A: PlatformAdapter> ChannelActor<A> {
             readiness,
             metrics,
             delivery,
+            reminders,
+            ..
         } = deps;
         let adapter = Arc::new(adapter);
         let tasks = ChannelTasks::default();
@@ -80,6 +88,7 @@ impl<A: PlatformAdapter> ChannelActor<A> {
                 inbox,
                 state,
                 handled_kept_for,
+                reminders,
             }),
             deliveries: Deliveries::new(adapter, outbox, metrics, delivery, tasks.clone()),
             typing: TypingTurns::default(),
@@ -217,6 +226,15 @@ impl<A: PlatformAdapter> Handler<DeliverReply> for ChannelActor<A> {
         }
         let message = reply.outgoing();
         self.deliveries.deliver(reply.outbox_id, message);
+    }
+}
+
+impl<A: PlatformAdapter> Handler<DeliverStored> for ChannelActor<A> {
+    type Result = ();
+
+    fn handle(&mut self, stored: DeliverStored, _ctx: &mut Self::Context) {
+        self.deliveries
+            .deliver(Some(stored.outbox_id), stored.message);
     }
 }
 

@@ -145,6 +145,8 @@ fn channel(platform: Loopback, store: &Arc<InMemoryStore>) -> Addr<ChannelActor<
         delivery: DeliverySettings {
             max_age: Duration::from_secs(48 * 3600),
         },
+        own_chats: Arc::default(),
+        reminders: None,
     };
     ChannelActor::new(platform, deps, KEPT_FOR).start()
 }

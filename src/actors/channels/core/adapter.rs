@@ -17,7 +17,7 @@ use super::platform::Platform;
 use crate::actors::channels::ChannelError;
 use crate::config::FamilyMember;
 use crate::family::Family;
-use crate::ids::{ConfirmationId, ConversationKey};
+use crate::ids::{ConversationKey, PromptId};
 use crate::ports::{AnswerRefused, Attachment, OutgoingMessage, QuotedMessage};
 
 /// Each profile's slash commands (without the slash) and what the profile is for, and what
@@ -43,7 +43,8 @@ pub(crate) struct IncomingMessage<S> {
     pub(crate) source: S,
 }
 
-/// An answer to a confirmation (a button, a reaction, a "yes" in reply to a prompt).
+/// An answer to a prompt (a button, a reaction, a "yes" in reply to it): a confirmation's,
+/// or a fired reminder's, whose first choice is Done and second Snooze.
 #[derive(Debug)]
 pub(crate) struct IncomingAnswer<S> {
     pub(crate) sender: String,
@@ -51,7 +52,7 @@ pub(crate) struct IncomingAnswer<S> {
     pub(crate) event_id: String,
     /// Where it was given, when the platform says.
     pub(crate) conversation: Option<ConversationKey>,
-    pub(crate) confirmation_id: ConfirmationId,
+    pub(crate) prompt: PromptId,
     pub(crate) approve: bool,
     /// The platform's event, to acknowledge.
     pub(crate) source: S,
@@ -74,6 +75,10 @@ pub(crate) enum Incoming<M, A> {
 pub(crate) enum AnswerOutcome {
     Approved,
     Declined,
+    /// A reminder acknowledged.
+    Done,
+    /// A reminder put off for `reminders.snooze_minutes`.
+    Snoozed,
     Refused(AnswerRefused),
     /// Not from a family member.
     Stranger,

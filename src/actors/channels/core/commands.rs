@@ -87,7 +87,7 @@ pub(crate) fn close(
         inbox_id: None,
         text: outcome.into(),
         kind: OutgoingKind::Close {
-            confirmation_id: confirmation_id.clone(),
+            prompt: confirmation_id.clone().into(),
         },
         reply_to_event: None,
     }

@@ -17,13 +17,14 @@ use actix::Addr;
 
 use super::adapter::{AnswerOutcome, Incoming, IncomingAnswer, IncomingMessage, PlatformAdapter};
 use super::commands::{self, Command, parse_command};
+use super::reminder_answers::{self, ReminderAnswers};
 use super::texts::{BUSY_REPLY, help_text};
 use crate::actors::channels::ChannelError;
 use crate::actors::request_queue::{
     EXPIRED_OUTCOME, RequestQueue, SubmitError, SubmitInbound, Submitted,
 };
 use crate::family::Family;
-use crate::ids::ConversationKey;
+use crate::ids::{ConversationKey, PromptId};
 use crate::ports::{
     AnswerRefused, ChannelState, Inbound, InboundExtras, Inbox, OutgoingMessage, StorageError,
     now_ms,
@@ -51,6 +52,8 @@ pub(crate) struct ChannelCore<A> {
     pub(crate) state: Arc<dyn ChannelState>,
     /// How long a handled command is remembered (as long as finished inbox messages).
     pub(crate) handled_kept_for: Duration,
+    /// Where answers to fired reminders go.
+    pub(crate) reminders: Option<ReminderAnswers>,
 }
 
 impl<A: PlatformAdapter> ChannelCore<A> {
@@ -127,6 +130,7 @@ impl<A: PlatformAdapter> ChannelCore<A> {
             platform_event_id: Some(message.event_id.clone()),
             received_at_ms: now_ms(),
             extras: InboundExtras {
+                profile_id: None,
                 quoted: self.adapter.quote(&message.source).await,
                 attachments,
             },
@@ -163,13 +167,30 @@ impl<A: PlatformAdapter> ChannelCore<A> {
             self.adapter.answer_handled(&answer.source, outcome).await;
             return Ok(Vec::new());
         }
+        let confirmation_id = match &answer.prompt {
+            PromptId::Reminder(firing) => {
+                let outcome = reminder_answers::settle(
+                    self.reminders.as_ref(),
+                    member,
+                    *firing,
+                    answer.approve,
+                )
+                .await;
+                self.adapter.answer_handled(&answer.source, outcome).await;
+                if outcome != AnswerOutcome::Failed {
+                    self.note_handled(&answer.event_id).await;
+                }
+                return Ok(Vec::new());
+            }
+            PromptId::Confirmation(id) => id,
+        };
         let answered = match &answer.conversation {
             Some(conversation) => {
                 commands::answer(
                     &self.queue,
                     member,
                     conversation,
-                    &answer.confirmation_id,
+                    confirmation_id,
                     answer.approve,
                 )
                 .await
@@ -190,14 +211,14 @@ impl<A: PlatformAdapter> ChannelCore<A> {
                 }
             }
             Ok(Err(refusal)) => {
-                tracing::info!(channel = self.channel(), confirmation = %answer.confirmation_id,
+                tracing::info!(channel = self.channel(), confirmation = %confirmation_id,
                     member = %member.id, %refusal, "answer refused");
                 if refusal == AnswerRefused::Expired
                     && let Some(conversation) = &answer.conversation
                 {
                     follow_up.push(FollowUp::Send(commands::close(
                         conversation,
-                        &answer.confirmation_id,
+                        confirmation_id,
                         EXPIRED_OUTCOME,
                     )));
                 }

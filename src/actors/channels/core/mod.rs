@@ -17,6 +17,8 @@
 //!   platform adds to the HTTP API (`PlatformRoutes`);
 //! - `tasks.rs`: the event source and delivery workers under one cancellation token;
 //! - `prompts.rs`: where a confirmation's prompts are noted, so a close reaches each;
+//! - `reminder_answers.rs`: Done and Snooze on a fired reminder's prompt, sent to the
+//!   scheduler;
 //! - `texts.rs`: `/help`, the busy reply, the words a settled prompt ends with;
 //! - `typing.rs`: "typing…" while a conversation's turns run;
 //! - `attachments.rs`: safe file names, the note for a file over the size limit, and the
@@ -40,6 +42,7 @@ pub(crate) mod inbound;
 pub(crate) mod messages;
 pub(crate) mod platform;
 pub(crate) mod prompts;
+pub(crate) mod reminder_answers;
 pub(crate) mod tasks;
 pub(crate) mod texts;
 pub(crate) mod typing;
@@ -54,3 +57,4 @@ pub use delivery::DeliverySettings;
 pub use messages::{EventReceived, StopChannel};
 pub use platform::PlatformRoutes;
 pub(crate) use platform::{DeliveryError, Platform};
+pub use reminder_answers::ReminderAnswers;

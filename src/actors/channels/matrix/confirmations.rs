@@ -15,10 +15,12 @@ use super::{MATRIX_CHANNEL, MatrixAdapter};
 use crate::actors::channels::ChannelError;
 use crate::actors::channels::core::DeliveryError;
 use crate::actors::channels::core::prompts::{shown_key, shown_places};
-use crate::ids::ConfirmationId;
+use crate::ids::PromptId;
 
 pub(super) const YES: &str = "✅";
 pub(super) const NO: &str = "❌";
+/// A fired reminder's second choice (its first is ✅ Done).
+pub(super) const SNOOZE: &str = "⏰";
 
 /// Where a confirmation is shown, under `confirmation:<id>:<room id>`: one room for the
 /// member's own confirmation, each parent's room for an escalated one.
@@ -39,12 +41,17 @@ pub(super) async fn send_prompt(
     adapter: &MatrixAdapter,
     conversation: &Conversation,
     prompt: &str,
-    confirmation_id: &ConfirmationId,
+    prompt_id: &PromptId,
     reply_to: Option<OwnedEventId>,
     transaction_id: OwnedTransactionId,
 ) -> Result<String, DeliveryError> {
-    let text =
-        format!("{prompt}\n\nReact with {YES} to confirm or {NO} to cancel (or reply yes / no).");
+    let text = if matches!(prompt_id, PromptId::Reminder(_)) {
+        format!(
+            "{prompt}\n\nReact with {YES} when done or {SNOOZE} to snooze (or reply done / snooze)."
+        )
+    } else {
+        format!("{prompt}\n\nReact with {YES} to confirm or {NO} to cancel (or reply yes / no).")
+    };
     let content = RoomMessageEventContent::notice_plain(&text);
     let event_id = send_message(adapter, conversation, content, reply_to, transaction_id).await?;
     let shown = ShownConfirmation {
@@ -58,7 +65,7 @@ pub(super) async fn send_prompt(
             .state
             .put_state(
                 MATRIX_CHANNEL,
-                &shown_key(confirmation_id, conversation.room_id.as_str()),
+                &shown_key(prompt_id, conversation.room_id.as_str()),
                 &value,
             )
             .await?;
@@ -67,45 +74,43 @@ pub(super) async fn send_prompt(
             .put_state(
                 MATRIX_CHANNEL,
                 &prompt_key(event_id.as_str()),
-                confirmation_id.as_str(),
+                &prompt_id.to_string(),
             )
             .await
     };
     if let Err(error) = stored.await {
         // Shown but not findable: answers would be ignored, so show it again later.
         return Err(DeliveryError::Transient {
-            reason: format!(
-                "where confirmation {confirmation_id} is shown was not stored: {error}"
-            ),
+            reason: format!("where prompt {prompt_id} is shown was not stored: {error}"),
             retry_after: None,
         });
     }
-    tracing::debug!(confirmation = %confirmation_id, "confirmation shown");
+    tracing::debug!(prompt = %prompt_id, "prompt shown");
     Ok(event_id.to_string())
 }
 
-/// Every place confirmation `confirmation_id` is still shown, with its state key.
+/// Every place prompt `prompt_id` is still shown, with its state key.
 async fn shown_everywhere(
     adapter: &MatrixAdapter,
-    confirmation_id: &ConfirmationId,
+    prompt_id: &PromptId,
 ) -> Result<Vec<(String, ShownConfirmation)>, DeliveryError> {
-    let found = shown_places(adapter.state.as_ref(), MATRIX_CHANNEL, confirmation_id).await?;
+    let found = shown_places(adapter.state.as_ref(), MATRIX_CHANNEL, prompt_id).await?;
     Ok(found
         .into_iter()
         .filter_map(|(key, value)| Some((key, serde_json::from_str(&value).ok()?)))
         .collect())
 }
 
-/// One of the two answers, ready to tap, on the prompt of `confirmation_id`.
+/// One of the two answers, ready to tap, on prompt `prompt_id`.
 pub(super) async fn seed_reaction(
     adapter: &MatrixAdapter,
     conversation: &Conversation,
-    confirmation_id: &ConfirmationId,
+    prompt_id: &PromptId,
     key: &str,
     transaction_id: OwnedTransactionId,
 ) -> Result<(), DeliveryError> {
     // Settled meanwhile: nothing to tap any more.
-    let Some((_, shown)) = shown_everywhere(adapter, confirmation_id)
+    let Some((_, shown)) = shown_everywhere(adapter, prompt_id)
         .await?
         .into_iter()
         .find(|(_, shown)| shown.room_id == conversation.room_id)
@@ -118,16 +123,16 @@ pub(super) async fn seed_reaction(
     Ok(())
 }
 
-/// Edit each prompt of the confirmation to say `outcome`, in the room it is in, and
+/// Edit each copy of the prompt to say `outcome`, in the room it is in, and
 /// forget them. An escalated confirmation is shown in each parent's room, while its
 /// expiry is told to the child's conversation.
 pub(super) async fn close_prompt(
     adapter: &MatrixAdapter,
-    confirmation_id: &ConfirmationId,
+    prompt_id: &PromptId,
     outcome: &str,
     transaction_id: OwnedTransactionId,
 ) -> Result<(), DeliveryError> {
-    let shown = shown_everywhere(adapter, confirmation_id).await?;
+    let shown = shown_everywhere(adapter, prompt_id).await?;
     for (nth, (key, shown)) in shown.into_iter().enumerate() {
         let room = room(adapter, &Conversation::room(shown.room_id.clone()))?;
         let edited = RoomMessageEventContent::notice_plain(format!("{}\n\n{outcome}", shown.text))
@@ -141,43 +146,46 @@ pub(super) async fn close_prompt(
         send_event(&room, edited.into(), transaction).await?;
         for key in [key, prompt_key(shown.event_id.as_str())] {
             if let Err(error) = adapter.state.delete_state(MATRIX_CHANNEL, &key).await {
-                tracing::warn!(confirmation = %confirmation_id, %error, "closed confirmation not forgotten");
+                tracing::warn!(prompt = %prompt_id, %error, "closed prompt not forgotten");
             }
         }
     }
     Ok(())
 }
 
-/// The confirmation shown by event `event_id`, if it is a prompt still open.
-pub(super) async fn confirmation_of(
+/// The prompt (a confirmation, a fired reminder) shown by event `event_id`, if it is still
+/// open.
+pub(super) async fn prompt_of(
     adapter: &MatrixAdapter,
     event_id: &str,
-) -> Result<Option<ConfirmationId>, ChannelError> {
+) -> Result<Option<PromptId>, ChannelError> {
     let noted = adapter
         .state
         .get_state(MATRIX_CHANNEL, &prompt_key(event_id))
         .await?;
     Ok(noted.and_then(|noted| match noted.parse() {
-        Ok(confirmation_id) => Some(confirmation_id),
+        Ok(prompt_id) => Some(prompt_id),
         // Noted by something else than `send_prompt`: no prompt of ours to answer.
         Err(error) => {
-            tracing::warn!(event_id, %error, "a prompt's note names no confirmation");
+            tracing::warn!(event_id, %error, "a prompt's note names no prompt");
             None
         }
     }))
 }
 
-/// What a reaction's `key` answers: approve (✅, ✔, 👍), decline (❌, ✖, 👎), or nothing.
+/// What a reaction's `key` answers: approve or Done (✅, ✔, 👍), decline or Snooze (❌, ✖,
+/// 👎, ⏰), or nothing.
 pub(super) fn reaction_answer(key: &str) -> Option<bool> {
     // Some clients add a variation selector to the emoji.
     match key.trim_end_matches('\u{fe0f}') {
         YES | "✔" | "👍" => Some(true),
-        NO | "✖" | "👎" => Some(false),
+        NO | "✖" | "👎" | SNOOZE => Some(false),
         _ => None,
     }
 }
 
-/// "yes" / "no" (and a few words like them) in reply to a prompt: its answer.
+/// "yes" / "no" (and a few words like them; "done" / "snooze" for a reminder) in reply to a
+/// prompt: its answer.
 pub(super) fn yes_or_no(text: &str) -> Option<bool> {
     match text
         .trim()
@@ -185,8 +193,8 @@ pub(super) fn yes_or_no(text: &str) -> Option<bool> {
         .to_lowercase()
         .as_str()
     {
-        "yes" | "y" | "ok" | "confirm" | "✅" => Some(true),
-        "no" | "n" | "cancel" | "❌" => Some(false),
+        "yes" | "y" | "ok" | "confirm" | "done" | "✅" => Some(true),
+        "no" | "n" | "cancel" | "snooze" | "later" | "❌" | "⏰" => Some(false),
         _ => None,
     }
 }
@@ -203,5 +211,8 @@ mod tests {
         assert_eq!(reaction_answer("✅\u{fe0f}"), Some(true));
         assert_eq!(reaction_answer("👎"), Some(false));
         assert_eq!(reaction_answer("🎉"), None);
+        assert_eq!(yes_or_no("Done"), Some(true));
+        assert_eq!(yes_or_no("snooze"), Some(false));
+        assert_eq!(reaction_answer("⏰"), Some(false));
     }
 }

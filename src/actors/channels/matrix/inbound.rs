@@ -15,7 +15,7 @@ use matrix_sdk::ruma::events::{AnySyncMessageLikeEvent, AnySyncTimelineEvent};
 use matrix_sdk::ruma::{OwnedEventId, OwnedUserId};
 
 use super::MatrixAdapter;
-use super::confirmations::{confirmation_of, reaction_answer, yes_or_no};
+use super::confirmations::{prompt_of, reaction_answer, yes_or_no};
 use super::rooms::{Conversation, send_read_receipt};
 use super::sync::MatrixEvent;
 use crate::actors::channels::ChannelError;
@@ -136,14 +136,14 @@ async fn read_message(
     // "yes" / "no" in reply to a prompt answers it.
     if let Some(prompt) = &replied_to
         && let Some(approve) = yes_or_no(&text)
-        && let Some(confirmation_id) = confirmation_of(adapter, prompt.as_str()).await?
+        && let Some(prompt) = prompt_of(adapter, prompt.as_str()).await?
     {
         return Ok(Incoming::Answer(IncomingAnswer {
             sender: event.sender.to_string(),
             event_id: event.event_id.to_string(),
             // The room the answer was given in (a thread of it counts too).
             conversation: Conversation::room(room.room_id().to_owned()).key().ok(),
-            confirmation_id,
+            prompt,
             approve,
             source: MatrixAnswer::Reply {
                 room,
@@ -179,14 +179,14 @@ async fn read_reaction(
     let Some(approve) = reaction_answer(&relation.key) else {
         return Ok(Incoming::Ignored);
     };
-    let Some(confirmation_id) = confirmation_of(adapter, relation.event_id.as_str()).await? else {
+    let Some(prompt) = prompt_of(adapter, relation.event_id.as_str()).await? else {
         return Ok(Incoming::Ignored);
     };
     Ok(Incoming::Answer(IncomingAnswer {
         sender: event.sender.to_string(),
         event_id: event.event_id.to_string(),
         conversation: Conversation::room(room.room_id().to_owned()).key().ok(),
-        confirmation_id,
+        prompt,
         approve,
         source: MatrixAnswer::Reaction,
     }))

@@ -34,7 +34,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use actix::{Addr, Recipient};
+use actix::Recipient;
 use async_trait::async_trait;
 use futures::future::BoxFuture;
 use matrix_sdk::Client;
@@ -46,7 +46,6 @@ use super::core::{
     AnswerOutcome, ChannelActor, ChannelDeps, EventReceived, Incoming, PlatformAdapter,
     ProfileCommands,
 };
-use crate::actors::request_queue::RequestQueue;
 use crate::config::FamilyMember;
 use crate::family::Family;
 use crate::ids::ConversationKey;
@@ -95,8 +94,8 @@ pub(crate) struct MatrixAdapter {
     client: Client,
     settings: MatrixSettings,
     family: Arc<Family>,
-    /// Told which rooms are members' own chats (`own_chats.rs`).
-    queue: Addr<RequestQueue>,
+    /// Where the rooms that are members' own chats are kept (`own_chats.rs`).
+    own_chats: Arc<crate::family::OwnChats>,
     state: Arc<dyn ChannelState>,
     readiness: Arc<Readiness>,
     metrics: Arc<Metrics>,
@@ -117,7 +116,7 @@ impl MatrixAdapter {
             client,
             settings,
             family: deps.family.clone(),
-            queue: deps.queue.clone(),
+            own_chats: deps.own_chats.clone(),
             state: deps.state.clone(),
             readiness: deps.readiness.clone(),
             metrics: deps.metrics.clone(),

@@ -8,11 +8,12 @@ use async_trait::async_trait;
 use matrix_sdk::ruma::OwnedTransactionId;
 use matrix_sdk::ruma::events::room::message::RoomMessageEventContent;
 
-use super::confirmations::{self, NO, YES};
+use super::confirmations::{self, NO, SNOOZE, YES};
 use super::rooms::{Conversation, send_message};
 use super::{MATRIX_CHANNEL, MatrixAdapter};
 use crate::actors::channels::core::{DeliveryError, Platform};
 use crate::format::{matrix_html, plain_text, shown_as_written};
+use crate::ids::PromptId;
 use crate::ports::{OutboxEntry, OutgoingKind};
 
 /// What a message is delivered as, part by part.
@@ -48,8 +49,12 @@ impl Platform for MatrixAdapter {
     fn parts(&self, entry: &OutboxEntry) -> Vec<Part> {
         match &entry.message.kind {
             OutgoingKind::Reply => vec![Part::Notice],
-            OutgoingKind::Prompt { .. } => {
-                vec![Part::Prompt, Part::Reaction(YES), Part::Reaction(NO)]
+            OutgoingKind::Prompt { prompt, .. } => {
+                let second = match prompt {
+                    PromptId::Reminder(_) => SNOOZE,
+                    PromptId::Confirmation(_) => NO,
+                };
+                vec![Part::Prompt, Part::Reaction(YES), Part::Reaction(second)]
             }
             OutgoingKind::Close { .. } => vec![Part::Close],
         }
@@ -81,40 +86,23 @@ impl Platform for MatrixAdapter {
                     send_message(self, &conversation, content, reply_to, transaction_id).await?;
                 Ok(Some(sent.to_string()))
             }
-            (
-                Part::Prompt,
-                OutgoingKind::Prompt {
-                    confirmation_id, ..
-                },
-            ) => confirmations::send_prompt(
+            (Part::Prompt, OutgoingKind::Prompt { prompt, .. }) => confirmations::send_prompt(
                 self,
                 &conversation,
                 &message.text,
-                confirmation_id,
+                prompt,
                 reply_to,
                 transaction_id,
             )
             .await
             .map(Some),
-            (
-                Part::Reaction(key),
-                OutgoingKind::Prompt {
-                    confirmation_id, ..
-                },
-            ) => {
-                confirmations::seed_reaction(
-                    self,
-                    &conversation,
-                    confirmation_id,
-                    key,
-                    transaction_id,
-                )
-                .await?;
+            (Part::Reaction(key), OutgoingKind::Prompt { prompt, .. }) => {
+                confirmations::seed_reaction(self, &conversation, prompt, key, transaction_id)
+                    .await?;
                 Ok(None)
             }
-            (Part::Close, OutgoingKind::Close { confirmation_id }) => {
-                confirmations::close_prompt(self, confirmation_id, &message.text, transaction_id)
-                    .await?;
+            (Part::Close, OutgoingKind::Close { prompt }) => {
+                confirmations::close_prompt(self, prompt, &message.text, transaction_id).await?;
                 Ok(None)
             }
             _ => Err(DeliveryError::Permanent(

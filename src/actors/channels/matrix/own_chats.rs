@@ -1,8 +1,8 @@
 //! Which rooms are family members' own chats with hearth: a joined room whose only other
 //! joined member is that member. A confirmation escalated to a member (a child's request
 //! a parent approves) is shown there. Read from the client's store after a sync that
-//! changed some room's members (or hearth's rooms), and told to the request queue when
-//! the answer changed.
+//! changed some room's members (or hearth's rooms), and written to the family's shared
+//! `OwnChats` (read by the queue's escalations and the scheduler) when the answer changed.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -12,25 +12,24 @@ use matrix_sdk::{Client, RoomMemberships};
 
 use super::rooms::Conversation;
 use super::{MATRIX_CHANNEL, MatrixAdapter};
-use crate::actors::request_queue::OwnChatsFound;
 use crate::ids::{ConversationKey, MemberId};
 
 /// The own chats found last, and whether a membership changed since.
-pub(super) struct OwnChats {
+pub(super) struct OwnRooms {
     members_changed: Arc<AtomicBool>,
     chats: Option<Vec<(MemberId, ConversationKey)>>,
 }
 
-impl OwnChats {
+impl OwnRooms {
     /// Watch `client`'s membership events (hearth's own joins and leaves among them).
-    pub(super) fn watch(client: &Client) -> OwnChats {
+    pub(super) fn watch(client: &Client) -> OwnRooms {
         let members_changed = Arc::new(AtomicBool::new(true));
         let flag = members_changed.clone();
         client.add_event_handler(move |_: OriginalSyncRoomMemberEvent| {
             let flag = flag.clone();
             async move { flag.store(true, Ordering::SeqCst) }
         });
-        OwnChats {
+        OwnRooms {
             members_changed,
             chats: None,
         }
@@ -67,10 +66,8 @@ impl OwnChats {
         chats.sort();
         if self.chats.as_ref() != Some(&chats) {
             self.chats = Some(chats.clone());
-            adapter.queue.do_send(OwnChatsFound {
-                channel: MATRIX_CHANNEL.to_string(),
-                chats,
-            });
+            tracing::info!(chats = chats.len(), "members' own rooms found");
+            adapter.own_chats.replace_channel(MATRIX_CHANNEL, chats);
         }
     }
 }

@@ -20,7 +20,7 @@ use matrix_sdk::ruma::events::room::member::{MembershipState, StrippedRoomMember
 use matrix_sdk::ruma::events::room::message::OriginalSyncRoomMessageEvent;
 use matrix_sdk::{Client, Room};
 
-use super::own_chats::OwnChats;
+use super::own_chats::OwnRooms;
 use super::session::{self, LoginError};
 use super::{MATRIX_CHANNEL, MatrixAdapter};
 use crate::actors::channels::core::EventReceived;
@@ -75,7 +75,7 @@ pub(super) async fn run(adapter: Arc<MatrixAdapter>, channel: Channel) {
         }
     };
     let mut failures: u32 = 0;
-    let mut own_chats = OwnChats::watch(&adapter.client);
+    let mut own_rooms = OwnRooms::watch(&adapter.client);
     loop {
         let first = token.is_none();
         gate.live.store(!first, Ordering::SeqCst);
@@ -136,7 +136,7 @@ pub(super) async fn run(adapter: Arc<MatrixAdapter>, channel: Channel) {
         adapter
             .readiness
             .set(MATRIX_CHANNEL, true, &ready_detail(&adapter));
-        own_chats.refresh(&adapter).await;
+        own_rooms.refresh(&adapter).await;
     }
 }
 

@@ -22,28 +22,29 @@ use super::chat::{ChatTarget, event_id};
 use super::{TELEGRAM_CHANNEL, TelegramAdapter};
 use crate::actors::channels::core::prompts::{shown_key, shown_places};
 use crate::actors::channels::core::{AnswerOutcome, DeliveryError};
-use crate::ids::ConfirmationId;
+use crate::ids::PromptId;
 use crate::ports::AnswerRefused;
 
 const DATA_PREFIX: &str = "hc:";
 
-/// What a confirmation's button carries as its callback data: which confirmation, and
-/// whether it approves, written `hc:<confirmation id>:y|n`.
+/// What a prompt's button carries as its callback data: which prompt (a confirmation, a
+/// fired reminder), and whether it is the first button (approve, Done), written
+/// `hc:<prompt id>:y|n`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct ButtonPress {
-    confirmation_id: ConfirmationId,
+    prompt_id: PromptId,
     approve: bool,
 }
 
-/// Callback data that is not one of hearth's confirmation buttons.
+/// Callback data that is not one of hearth's prompt buttons.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("callback data {0:?} is not a confirmation's button")]
+#[error("callback data {0:?} is not a prompt's button")]
 struct NotAConfirmationButton(String);
 
 impl fmt::Display for ButtonPress {
     fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
         let answer = if self.approve { "y" } else { "n" };
-        write!(formatter, "{DATA_PREFIX}{}:{answer}", self.confirmation_id)
+        write!(formatter, "{DATA_PREFIX}{}:{answer}", self.prompt_id)
     }
 }
 
@@ -53,7 +54,7 @@ impl FromStr for ButtonPress {
     fn from_str(data: &str) -> Result<Self, Self::Err> {
         let not_ours = || NotAConfirmationButton(data.to_owned());
         let rest = data.strip_prefix(DATA_PREFIX).ok_or_else(not_ours)?;
-        // A confirmation id holds no ':', so the answer is what follows the last one.
+        // The answer is what follows the last ':' (a prompt id ends with none).
         let (id, answer) = rest.rsplit_once(':').ok_or_else(not_ours)?;
         let approve = match answer {
             "y" => true,
@@ -61,7 +62,7 @@ impl FromStr for ButtonPress {
             _ => return Err(not_ours()),
         };
         Ok(ButtonPress {
-            confirmation_id: id.parse().map_err(|_| not_ours())?,
+            prompt_id: id.parse().map_err(|_| not_ours())?,
             approve,
         })
     }
@@ -76,15 +77,23 @@ struct ShownConfirmation {
     text: String,
 }
 
-fn keyboard(confirmation_id: &ConfirmationId) -> InlineKeyboardMarkup {
-    let button = |label: &str, approve| {
+/// A confirmation's ✅ Confirm / ❌ Cancel; a fired reminder's ✅ Done / ⏰ Snooze.
+fn keyboard(prompt_id: &PromptId, snooze_minutes: u64) -> InlineKeyboardMarkup {
+    let (yes, no) = match prompt_id {
+        PromptId::Reminder(_) => (
+            "✅ Done".to_string(),
+            format!("⏰ Snooze {snooze_minutes} min"),
+        ),
+        PromptId::Confirmation(_) => ("✅ Confirm".to_string(), "❌ Cancel".to_string()),
+    };
+    let button = |label: String, approve| {
         let press = ButtonPress {
-            confirmation_id: confirmation_id.clone(),
+            prompt_id: prompt_id.clone(),
             approve,
         };
         InlineKeyboardButton::callback(label, press.to_string())
     };
-    InlineKeyboardMarkup::new([[button("✅ Confirm", true), button("❌ Cancel", false)]])
+    InlineKeyboardMarkup::new([[button(yes, true), button(no, false)]])
 }
 
 /// Show `prompt` with the two buttons and remember where it is; the message's event id.
@@ -92,12 +101,12 @@ pub(super) async fn send_prompt(
     adapter: &TelegramAdapter,
     target: ChatTarget,
     prompt: &str,
-    confirmation_id: &ConfirmationId,
+    prompt_id: &PromptId,
     reply_to: Option<MessageId>,
 ) -> Result<String, DeliveryError> {
     // Plain text: a prompt shows a tool's arguments as they are, markup included.
     let sent = message(adapter, target, prompt, reply_to)
-        .reply_markup(keyboard(confirmation_id))
+        .reply_markup(keyboard(prompt_id, adapter.snooze_minutes))
         .await
         .map_err(delivery_error)?;
     let shown = ShownConfirmation {
@@ -110,12 +119,12 @@ pub(super) async fn send_prompt(
         .state
         .put_state(
             TELEGRAM_CHANNEL,
-            &shown_key(confirmation_id, &target.chat_id.to_string()),
+            &shown_key(prompt_id, &target.chat_id.to_string()),
             &value,
         )
         .await
     {
-        tracing::warn!(confirmation = %confirmation_id, %error, "where a confirmation is shown was not stored");
+        tracing::warn!(prompt = %prompt_id, %error, "where a prompt is shown was not stored");
     }
     Ok(event_id(target.chat_id, sent.id))
 }
@@ -125,17 +134,17 @@ pub(super) async fn send_prompt(
 pub(super) async fn close_prompt(
     adapter: &TelegramAdapter,
     target: ChatTarget,
-    confirmation_id: &ConfirmationId,
+    prompt_id: &PromptId,
     outcome: &str,
 ) -> Result<(), DeliveryError> {
-    let shown = shown_places(adapter.state.as_ref(), TELEGRAM_CHANNEL, confirmation_id).await?;
+    let shown = shown_places(adapter.state.as_ref(), TELEGRAM_CHANNEL, prompt_id).await?;
     // None left: closed already (a press and the expiry crossed), or never shown.
     for (key, value) in shown {
         if let Ok(shown) = serde_json::from_str::<ShownConfirmation>(&value) {
-            edit_closed(adapter, target, confirmation_id, &shown, outcome).await?;
+            edit_closed(adapter, target, prompt_id, &shown, outcome).await?;
         }
         if let Err(error) = adapter.state.delete_state(TELEGRAM_CHANNEL, &key).await {
-            tracing::warn!(confirmation = %confirmation_id, %error, "closed confirmation not forgotten");
+            tracing::warn!(prompt = %prompt_id, %error, "closed prompt not forgotten");
         }
     }
     Ok(())
@@ -145,7 +154,7 @@ pub(super) async fn close_prompt(
 async fn edit_closed(
     adapter: &TelegramAdapter,
     target: ChatTarget,
-    confirmation_id: &ConfirmationId,
+    prompt_id: &PromptId,
     shown: &ShownConfirmation,
     outcome: &str,
 ) -> Result<(), DeliveryError> {
@@ -164,7 +173,7 @@ async fn edit_closed(
             if matches!(error, DeliveryError::Transient { .. }) {
                 return Err(error);
             }
-            tracing::warn!(chat = target.chat_id, confirmation = %confirmation_id, %error,
+            tracing::warn!(chat = target.chat_id, prompt = %prompt_id, %error,
                 "confirmation message not updated");
         }
     }
@@ -173,9 +182,9 @@ async fn edit_closed(
 
 /// A press as an answer: the confirmation and whether it approves; `None` for data that is
 /// not a confirmation's (the press is told so).
-pub(super) fn answer_of(query: &CallbackQuery) -> Option<(ConfirmationId, bool)> {
+pub(super) fn answer_of(query: &CallbackQuery) -> Option<(PromptId, bool)> {
     let press: ButtonPress = query.data.as_deref()?.parse().ok()?;
-    Some((press.confirmation_id, press.approve))
+    Some((press.prompt_id, press.approve))
 }
 
 /// Answer the press (Telegram shows a spinner on the button until then): a short notice
@@ -188,6 +197,8 @@ pub(super) async fn acknowledge_press(
     let (text, show_alert) = match outcome {
         AnswerOutcome::Approved => ("Confirmed.", false),
         AnswerOutcome::Declined => ("Cancelled.", false),
+        AnswerOutcome::Done => ("Done.", false),
+        AnswerOutcome::Snoozed => ("Snoozed.", false),
         AnswerOutcome::Refused(refusal) => (
             match refusal {
                 AnswerRefused::NotYours => "This is not for you.",
@@ -234,8 +245,8 @@ mod tests {
 
     #[test]
     fn callback_data_is_the_id_and_the_answer_only() {
-        let id: ConfirmationId = "01234567-89ab-cdef-0123-456789abcdef".parse().unwrap();
-        let markup = keyboard(&id);
+        let id: PromptId = "01234567-89ab-cdef-0123-456789abcdef".parse().unwrap();
+        let markup = keyboard(&id, 10);
         let data: Vec<String> = markup.inline_keyboard[0]
             .iter()
             .map(|button| match &button.kind {
@@ -247,16 +258,49 @@ mod tests {
         assert!(data.iter().all(|data| data.len() <= 64), "{data:?}");
         assert_eq!(data[0], "hc:01234567-89ab-cdef-0123-456789abcdef:y");
         let press = |approve| ButtonPress {
-            confirmation_id: id.clone(),
+            prompt_id: id.clone(),
             approve,
         };
         assert_eq!(data[0].parse(), Ok(press(true)));
         assert_eq!(data[1].parse(), Ok(press(false)));
-        for not_ours in ["hc:abc:maybe", "other", "hc:a b:y", "hc::y", "hc:y"] {
+        let not_buttons = [
+            "hc:abc:maybe",
+            "other",
+            "hc:a b:y",
+            "hc::y",
+            "hc:y",
+            "hc:reminder:1:y",
+            "hc:reminder:1.x:n",
+        ];
+        for not_ours in not_buttons {
             assert_eq!(
                 not_ours.parse::<ButtonPress>(),
                 Err(NotAConfirmationButton(not_ours.into()))
             );
         }
+    }
+
+    #[test]
+    fn a_fired_reminder_has_done_and_snooze_whose_data_names_the_occurrence() {
+        let firing = crate::ids::FiringId {
+            schedule_id: i64::MAX,
+            due_ms: i64::MAX,
+        };
+        let prompt = PromptId::Reminder(firing);
+        let markup = keyboard(&prompt, 15);
+        let buttons = &markup.inline_keyboard[0];
+        assert_eq!(buttons[0].text, "✅ Done");
+        assert_eq!(buttons[1].text, "⏰ Snooze 15 min");
+        let teloxide::types::InlineKeyboardButtonKind::CallbackData(data) = &buttons[1].kind else {
+            panic!("{:?}", buttons[1].kind);
+        };
+        assert!(data.len() <= 64, "{data}");
+        assert_eq!(
+            data.parse(),
+            Ok(ButtonPress {
+                prompt_id: prompt,
+                approve: false
+            })
+        );
     }
 }

@@ -74,7 +74,7 @@ async fn read_press(
     adapter: &TelegramAdapter,
     query: CallbackQuery,
 ) -> Incoming<Message, CallbackQuery> {
-    let Some((confirmation_id, approve)) = buttons::answer_of(&query) else {
+    let Some((prompt, approve)) = buttons::answer_of(&query) else {
         buttons::not_mine(adapter, &query).await;
         return Incoming::Ignored;
     };
@@ -88,7 +88,7 @@ async fn read_press(
         // A press is delivered again under the same query id.
         event_id: format!("press:{}", query.id.0),
         conversation,
-        confirmation_id,
+        prompt,
         approve,
         source: query,
     })

@@ -103,6 +103,8 @@ pub(crate) struct TelegramAdapter {
     metrics: Arc<Metrics>,
     /// The bot's @username, learned from `getMe`: `/cmd@username` is for us.
     username: OnceLock<String>,
+    /// What a fired reminder's Snooze button says it puts the reminder off by.
+    snooze_minutes: u64,
 }
 
 impl TelegramAdapter {
@@ -132,6 +134,10 @@ impl TelegramAdapter {
             readiness: deps.readiness.clone(),
             metrics: deps.metrics.clone(),
             username: OnceLock::new(),
+            snooze_minutes: deps
+                .reminders
+                .as_ref()
+                .map_or(10, |reminders| reminders.snooze_minutes),
         })
     }
 }

@@ -98,16 +98,13 @@ impl Platform for TelegramAdapter {
             .flatten();
         match (part, &message.kind) {
             (Part::Html { html, plain }, _) => self.send_html(target, html, plain, reply_to).await,
-            (
-                Part::Prompt,
-                OutgoingKind::Prompt {
-                    confirmation_id, ..
-                },
-            ) => buttons::send_prompt(self, target, &message.text, confirmation_id, reply_to)
-                .await
-                .map(Some),
-            (Part::Close, OutgoingKind::Close { confirmation_id }) => {
-                buttons::close_prompt(self, target, confirmation_id, &message.text).await?;
+            (Part::Prompt, OutgoingKind::Prompt { prompt, .. }) => {
+                buttons::send_prompt(self, target, &message.text, prompt, reply_to)
+                    .await
+                    .map(Some)
+            }
+            (Part::Close, OutgoingKind::Close { prompt }) => {
+                buttons::close_prompt(self, target, prompt, &message.text).await?;
                 Ok(None)
             }
             _ => Err(DeliveryError::Permanent(

@@ -4,6 +4,9 @@
 //! and is logged once per channel and sender, so a noisy stranger cannot flood the log;
 //! the senders remembered for that are bounded (`STRANGERS_REMEMBERED`), so a flood of
 //! distinct ones cannot grow memory either. Every stranger is counted in `/metrics`.
+//! Each member's own chats with hearth are in `own_chats.rs`.
+
+mod own_chats;
 
 use std::collections::{BTreeMap, HashSet};
 use std::sync::{Arc, Mutex};
@@ -11,6 +14,8 @@ use std::sync::{Arc, Mutex};
 use crate::config::FamilyMember;
 use crate::ids::MemberId;
 use crate::metrics::Metrics;
+
+pub use own_chats::OwnChats;
 
 /// Strangers remembered as logged; past this the memory starts over (a stranger may then
 /// be logged once more), so distinct senders cannot grow it without bound.
@@ -84,6 +89,16 @@ impl Family {
             self.note_stranger("matrix", user_id);
         }
         member
+    }
+
+    /// The member with this id, without noting a stranger: for ids hearth stored itself.
+    pub fn member(&self, member_id: &str) -> Option<&FamilyMember> {
+        self.members.get(member_id)
+    }
+
+    /// Every member, by id.
+    pub fn members(&self) -> impl Iterator<Item = &FamilyMember> {
+        self.members.values()
     }
 
     /// A display name for prompts: the configured name, else the id.

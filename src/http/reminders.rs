@@ -1,0 +1,183 @@
+//! `GET /api/reminders?user_id=` and `POST /api/reminders/{occurrence}/done|snooze`: a
+//! member's reminders over HTTP, with the inbound key.
+//!
+//! The list holds what the member may see (their own and those they set; a parent's, the
+//! family's) with each next time in words and as an instant, and the member's fired
+//! reminders waiting for Done or Snooze. Done and Snooze go to the scheduler like a button
+//! press: only the member a reminder is for may answer it; for anyone else it is as if it
+//! did not exist (`404`). A user id that is not a family member gets `204` and nothing else.
+
+use std::time::Duration;
+
+use actix_web::{HttpRequest, HttpResponse, web};
+use chrono::{DateTime, SecondsFormat, Utc};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::HttpState;
+use super::auth::{Scope, refuse_outside_scope};
+use crate::config::FamilyRole;
+use crate::ids::{FiringId, HTTP_CHANNEL};
+use crate::local_time::{ZoneName, phrasing};
+use crate::ports::Schedule;
+use crate::reminders::{ReminderChoice, ReminderError, SettleReminder, stored_recurring};
+
+#[derive(Debug, Deserialize)]
+pub struct MemberQuery {
+    user_id: String,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AnswerBody {
+    user_id: String,
+    /// Snooze only: how long, 1 to 1440; `reminders.snooze_minutes` when left out.
+    minutes: Option<u64>,
+}
+
+fn instant_json(ms: i64) -> Value {
+    DateTime::<Utc>::from_timestamp_millis(ms).map_or(Value::Null, |at| {
+        json!(at.to_rfc3339_opts(SecondsFormat::Secs, true))
+    })
+}
+
+fn schedule_json(schedule: &Schedule, now: DateTime<Utc>) -> Value {
+    let zone = ZoneName::parse(&schedule.zone).unwrap_or_else(|_| chrono_tz::UTC.into());
+    let next_local = schedule
+        .next_due_ms
+        .and_then(DateTime::<Utc>::from_timestamp_millis)
+        .map(|next| phrasing::say_instant(next, zone, now));
+    let recurrence = stored_recurring(
+        &schedule.zone,
+        schedule.recurrence.as_deref(),
+        schedule.start_local.as_deref(),
+    )
+    .map(|recurring| phrasing::say_recurrence(&recurring));
+    json!({
+        "id": schedule.id,
+        "kind": schedule.kind.as_str(),
+        "text": schedule.text,
+        "member_id": schedule.member_id,
+        "set_by": schedule.set_by,
+        "profile": schedule.profile_id,
+        "zone": schedule.zone,
+        "next_due": schedule.next_due_ms.map_or(Value::Null, instant_json),
+        "next_due_local": next_local,
+        "recurrence": recurrence,
+    })
+}
+
+pub async fn get_reminders(
+    request: HttpRequest,
+    state: web::Data<HttpState>,
+    query: web::Query<MemberQuery>,
+) -> HttpResponse {
+    if let Some(refused) = refuse_outside_scope(state.keys.as_ref(), &request, Scope::Inbound) {
+        return refused;
+    }
+    let Some(member) = state.family.by_id(HTTP_CHANNEL, &query.user_id) else {
+        return HttpResponse::NoContent().finish();
+    };
+    let listed = if member.role == FamilyRole::Parent {
+        state.schedules.active_schedules().await
+    } else {
+        state.schedules.schedules_of(&member.id).await
+    };
+    let open = state.schedules.open_firings_of(&member.id).await;
+    let (schedules, open) = match (listed, open) {
+        (Ok(schedules), Ok(open)) => (schedules, open),
+        (Err(error), _) | (_, Err(error)) => {
+            tracing::error!(%error, "reminders not read");
+            return HttpResponse::InternalServerError()
+                .json(json!({ "error": "the reminders could not be read; try again" }));
+        }
+    };
+    let now = crate::clock::now();
+    let mut waiting = Vec::new();
+    for firing in open {
+        let Ok(Some(schedule)) = state.schedules.schedule(firing.id.schedule_id).await else {
+            continue;
+        };
+        let zone = ZoneName::parse(&schedule.zone).unwrap_or_else(|_| chrono_tz::UTC.into());
+        let due = DateTime::<Utc>::from_timestamp_millis(firing.id.due_ms).unwrap_or(now);
+        waiting.push(json!({
+            "occurrence": firing.id.to_string(),
+            "reminder": schedule.id,
+            "text": schedule.text,
+            "due": instant_json(firing.id.due_ms),
+            "due_local": phrasing::say_instant(due, zone, now),
+            "fired_at": instant_json(firing.fired_at_ms),
+        }));
+    }
+    HttpResponse::Ok().json(json!({
+        "reminders": schedules.iter().map(|schedule| schedule_json(schedule, now)).collect::<Vec<_>>(),
+        "waiting": waiting,
+    }))
+}
+
+pub async fn post_answer(
+    request: HttpRequest,
+    state: web::Data<HttpState>,
+    path: web::Path<(String, String)>,
+    body: web::Json<AnswerBody>,
+) -> HttpResponse {
+    if let Some(refused) = refuse_outside_scope(state.keys.as_ref(), &request, Scope::Inbound) {
+        return refused;
+    }
+    let (occurrence, answer) = path.into_inner();
+    let body = body.into_inner();
+    let choice = match (answer.as_str(), body.minutes) {
+        ("done", None) => ReminderChoice::Done,
+        ("done", Some(_)) => {
+            return HttpResponse::BadRequest()
+                .json(json!({ "error": "field `minutes` is for snooze only" }));
+        }
+        ("snooze", None) => ReminderChoice::Snooze(None),
+        ("snooze", Some(minutes)) if (1..=1440).contains(&minutes) => {
+            ReminderChoice::Snooze(Some(Duration::from_secs(minutes * 60)))
+        }
+        ("snooze", Some(minutes)) => {
+            return HttpResponse::BadRequest().json(
+                json!({ "error": format!("field `minutes` must be 1 to 1440, got {minutes}") }),
+            );
+        }
+        (other, _) => {
+            return HttpResponse::NotFound().json(json!({
+                "error": format!("{other:?} is no answer to a reminder: use done or snooze")
+            }));
+        }
+    };
+    let Some(member) = state.family.by_id(HTTP_CHANNEL, &body.user_id) else {
+        return HttpResponse::NoContent().finish();
+    };
+    let Ok(firing) = occurrence.parse::<FiringId>() else {
+        return HttpResponse::NotFound()
+            .json(json!({ "error": format!("no reminder {occurrence:?} is waiting for you") }));
+    };
+    let Some(scheduler) = &state.reminders else {
+        return HttpResponse::ServiceUnavailable()
+            .json(json!({ "error": "reminders are not running" }));
+    };
+    let answered = scheduler
+        .send(SettleReminder {
+            firing,
+            member_id: member.id.clone(),
+            choice,
+        })
+        .await
+        .unwrap_or(Err(ReminderError::Stopped));
+    match answered {
+        Ok(settled) => HttpResponse::Ok().json(json!({ "status": answer, "text": settled.text })),
+        Err(error @ ReminderError::NotYours(_)) => {
+            HttpResponse::NotFound().json(json!({ "error": error.to_string() }))
+        }
+        Err(error @ ReminderError::AlreadySettled { .. }) => {
+            HttpResponse::Conflict().json(json!({ "error": error.to_string() }))
+        }
+        Err(error) => {
+            tracing::error!(%error, "reminder answer not stored");
+            HttpResponse::ServiceUnavailable()
+                .json(json!({ "error": "the answer could not be stored; try again" }))
+        }
+    }
+}

@@ -1,0 +1,57 @@
+//! What the reminder tools and the channels ask of the scheduler, and what it answers. The
+//! scheduler actor (`actors::scheduler`) handles them; they live here, below it, so the
+//! tools and the channels name no actor.
+
+use std::time::Duration;
+
+use actix::Message;
+
+use crate::ids::{FiringId, MemberId};
+use crate::ports::StorageError;
+
+/// A schedule was added or moved: the scheduler arms a timer for it when it is due before
+/// what it holds in memory reaches. (A cancelled one needs no word: its claim finds it
+/// taken.)
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Message)]
+#[rtype(result = "()")]
+pub struct SchedulesChanged {
+    pub schedule_id: i64,
+    pub next_due_ms: i64,
+}
+
+/// What the member answered a fired reminder.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReminderChoice {
+    Done,
+    /// Put off by this long, or by `reminders.snooze_minutes`.
+    Snooze(Option<Duration>),
+}
+
+/// `member_id` answers the fired occurrence `firing` (a button, a reaction, a reply, the
+/// HTTP API, the `snooze_reminder` tool). Only the member it is for may.
+#[derive(Debug, Clone, Message)]
+#[rtype(result = "Result<ReminderSettled, ReminderError>")]
+pub struct SettleReminder {
+    pub firing: FiringId,
+    pub member_id: MemberId,
+    pub choice: ReminderChoice,
+}
+
+/// The answer counted: what to tell the member.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReminderSettled {
+    pub text: String,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ReminderError {
+    /// Unknown, or not for the member answering: as if it did not exist.
+    #[error("no reminder {0} is waiting for you")]
+    NotYours(FiringId),
+    #[error("reminder {firing} was answered already ({state})")]
+    AlreadySettled { firing: FiringId, state: String },
+    #[error(transparent)]
+    Storage(#[from] StorageError),
+    #[error("the scheduler is not running")]
+    Stopped,
+}
