@@ -29,6 +29,8 @@
 //! - [`scripts`]: the family's scripts (`scripts_dir`), their workflow state and toolset.
 //! - [`reminders`]: reminders and scheduled tasks: when, for whom, where, what they say, and
 //!   the tools; the scheduler actor fires them.
+//! - [`ids`]: member, confirmation, conversation and prompt ids, each parsed once where it
+//!   comes in and written back in the form hearth stores and sends.
 //! - [`family`], [`metrics`], [`readiness`]: the allow-list, Prometheus counters, `/readyz`.
 //! - [`redaction`]: the password of a url, never shown.
 //! - [`retention`]: the background pruning of what is kept only for a while.
@@ -47,6 +49,7 @@ pub mod config;
 pub mod family;
 pub mod format;
 pub mod http;
+pub mod ids;
 pub mod intents;
 pub mod llm;
 pub mod local_time;

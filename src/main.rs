@@ -17,6 +17,7 @@ use tracing_subscriber::EnvFilter;
 
 use hearth::app::{self, StartOptions};
 use hearth::config::{self, LoadOptions, LoadedConfig};
+use hearth::ids::{ConversationKey, MemberId};
 use hearth::redaction::redact_url_password;
 use hearth::storage::instance_lock::{
     InstanceLock, InstanceLockError, LockHolder, sqlite_database_file,
@@ -51,7 +52,7 @@ enum Command {
     Chat {
         /// The family member's id (config `family[].id`).
         #[arg(long)]
-        user: String,
+        user: MemberId,
     },
     /// Validate the configuration and print the resolved service profiles.
     CheckConfig,
@@ -62,7 +63,7 @@ enum Command {
     Telemetry {
         /// The conversation: channel and conversation id, as `<channel>:<id>`.
         #[arg(long)]
-        conversation: String,
+        conversation: ConversationKey,
         /// Show at most this many of the newest events.
         #[arg(long, default_value_t = 200)]
         limit: u32,
@@ -246,7 +247,11 @@ async fn check_config(loaded: LoadedConfig) -> anyhow::Result<()> {
 }
 
 /// Reads beside a running hearth (SQLite readers do not block its writer); takes no lock.
-async fn telemetry(loaded: LoadedConfig, conversation: String, limit: u32) -> anyhow::Result<()> {
+async fn telemetry(
+    loaded: LoadedConfig,
+    conversation: ConversationKey,
+    limit: u32,
+) -> anyhow::Result<()> {
     let Some(stores) = existing_database(&loaded).await? else {
         anyhow::bail!(
             "no database at {}: nothing was recorded yet",
@@ -310,7 +315,7 @@ async fn run(loaded: LoadedConfig) -> anyhow::Result<()> {
     Ok(())
 }
 
-async fn chat(loaded: LoadedConfig, user: String) -> anyhow::Result<()> {
+async fn chat(loaded: LoadedConfig, user: MemberId) -> anyhow::Result<()> {
     if loaded.family_member(&user).is_none() {
         let known: Vec<&str> = loaded.config.family.iter().map(|m| m.id.as_str()).collect();
         anyhow::bail!(
@@ -391,7 +396,7 @@ async fn lock_or_find_running_hearth(database: &Path) -> anyhow::Result<Found> {
 /// its only channel, holding `lock` until the member leaves.
 async fn chat_in_this_terminal(
     loaded: &LoadedConfig,
-    user: String,
+    user: MemberId,
     lock: Option<InstanceLock>,
 ) -> anyhow::Result<()> {
     let config = &loaded.config;
@@ -422,7 +427,7 @@ async fn chat_in_this_terminal(
 /// one queue answers every message.
 async fn chat_through_running_hearth(
     loaded: &LoadedConfig,
-    user: String,
+    user: MemberId,
     address: SocketAddr,
 ) -> anyhow::Result<()> {
     let http = &loaded.config.http;

@@ -183,7 +183,10 @@ mod tests {
     }
 
     async fn history(store: &InMemoryStore) -> Vec<String> {
-        let entries = store.recent("http:alice", 10, 0).await.unwrap();
+        let entries = store
+            .recent(&"http:alice".parse().unwrap(), 10, 0)
+            .await
+            .unwrap();
         entries.into_iter().map(|entry| entry.content).collect()
     }
 
@@ -206,7 +209,10 @@ mod tests {
             said("nearly old", 30 * DAY - 3 * HOUR),
             said("new", Duration::ZERO),
         ];
-        store.append("http:alice", &entries).await.unwrap();
+        store
+            .append(&"http:alice".parse().unwrap(), &entries)
+            .await
+            .unwrap();
         let message_folder = attachments.path().join("inbox-1");
         std::fs::create_dir(&message_folder).unwrap();
         let metrics = Arc::new(Metrics::default());

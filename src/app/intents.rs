@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use super::StartError;
 use crate::config::{Engine, FamilyRole, LoadedConfig, ResolvedProfile};
+use crate::ids::MemberId;
 use crate::intents::{
     CHECK_ORDER_STATUS, DataSource, DataSourceKind, IntentsDeps, IntentsEngine, IntentsRegistry,
     JsonDataSource, ORDERS, OrderStatusTool, RecordsDataSource,
@@ -84,7 +85,7 @@ pub(super) async fn intents_engine(
 }
 
 /// `family[].role` by member id.
-pub(super) fn roles(loaded: &LoadedConfig) -> Arc<BTreeMap<String, FamilyRole>> {
+pub(super) fn roles(loaded: &LoadedConfig) -> Arc<BTreeMap<MemberId, FamilyRole>> {
     Arc::new(
         loaded
             .config

@@ -14,9 +14,9 @@ use super::{ExtraChannels, StartError};
 use crate::actors::channels::core::StopChannel;
 use crate::actors::channels::{ChannelDeps, DeliverStored, PlatformRoutes};
 use crate::config::LoadedConfig;
-#[cfg(feature = "telegram")]
-use crate::family::ChatPlace;
 use crate::family::OwnChats;
+#[cfg(feature = "telegram")]
+use crate::ids::ConversationKey;
 
 #[cfg(any(feature = "telegram", feature = "matrix"))]
 use super::secret_named_by;
@@ -168,13 +168,8 @@ pub(super) fn own_chats(loaded: &LoadedConfig) -> OwnChats {
     {
         OwnChats::new(loaded.config.family.iter().filter_map(|member| {
             let user_id = member.telegram_user_id?;
-            Some((
-                member.id.clone(),
-                ChatPlace {
-                    channel: TELEGRAM_CHANNEL.to_string(),
-                    conversation_id: user_id.to_string(),
-                },
-            ))
+            let chat = ConversationKey::new(TELEGRAM_CHANNEL, &user_id.to_string()).ok()?;
+            Some((member.id.clone(), chat))
         }))
     }
     #[cfg(not(feature = "telegram"))]

@@ -92,8 +92,8 @@ impl LoadedConfig {
     }
 
     /// The family member with this id.
-    pub fn family_member(&self, id: &str) -> Option<&FamilyMember> {
-        self.config.family.iter().find(|member| member.id == id)
+    pub fn family_member(&self, id: &crate::ids::MemberId) -> Option<&FamilyMember> {
+        self.config.family.iter().find(|member| member.id == *id)
     }
 
     /// Refuses `confirm_tools` entries naming a plugin or capability that does not exist:

@@ -318,7 +318,7 @@ fn default_llm_timeout_seconds() -> u64 {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct FamilyMember {
-    pub id: String,
+    pub id: crate::ids::MemberId,
     #[serde(default)]
     pub name: Option<String>,
     #[serde(default)]

@@ -232,9 +232,8 @@ fn check_family(config: &HearthConfig, problems: &mut Problems) {
     let mut seen_matrix_ids = BTreeMap::new();
     for (index, member) in config.family.iter().enumerate() {
         let path = format!("family[{index}]");
-        if member.id.trim().is_empty() {
-            problems.push(format!("{path}.id"), "a family member id must not be empty");
-        } else if let Some(first) = seen_ids.insert(member.id.as_str(), index) {
+        // A blank id, or one holding '/', never comes this far: `MemberId` refuses it.
+        if let Some(first) = seen_ids.insert(member.id.as_str(), index) {
             problems.push(
                 format!("{path}.id"),
                 format!(

@@ -12,18 +12,19 @@ use std::collections::{BTreeMap, HashSet};
 use std::sync::{Arc, Mutex};
 
 use crate::config::FamilyMember;
+use crate::ids::MemberId;
 use crate::metrics::Metrics;
 
-pub use own_chats::{ChatPlace, OwnChats};
+pub use own_chats::OwnChats;
 
 /// Strangers remembered as logged; past this the memory starts over (a stranger may then
 /// be logged once more), so distinct senders cannot grow it without bound.
 pub const STRANGERS_REMEMBERED: usize = 4096;
 
 pub struct Family {
-    members: BTreeMap<String, FamilyMember>,
-    by_telegram_id: BTreeMap<i64, String>,
-    by_matrix_id: BTreeMap<String, String>,
+    members: BTreeMap<MemberId, FamilyMember>,
+    by_telegram_id: BTreeMap<i64, MemberId>,
+    by_matrix_id: BTreeMap<String, MemberId>,
     strangers_logged: Mutex<HashSet<(String, String)>>,
     metrics: Option<Arc<Metrics>>,
 }
@@ -56,7 +57,8 @@ impl Family {
         }
     }
 
-    /// The member with this hearth id, or `None` (and a one-time log line) for a stranger.
+    /// The member with this hearth id, or `None` (and a one-time log line) for a stranger:
+    /// where an id comes in as text (the HTTP API), the family's own is what it is read as.
     pub fn by_id(&self, channel: &str, member_id: &str) -> Option<&FamilyMember> {
         let member = self.members.get(member_id);
         if member.is_none() {
@@ -100,7 +102,7 @@ impl Family {
     }
 
     /// A display name for prompts: the configured name, else the id.
-    pub fn display_name(&self, member_id: &str) -> String {
+    pub fn display_name(&self, member_id: &MemberId) -> String {
         self.members
             .get(member_id)
             .and_then(|member| member.name.clone())

@@ -7,22 +7,17 @@
 use std::collections::BTreeMap;
 use std::sync::RwLock;
 
-/// A chat on a channel: where something is delivered.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct ChatPlace {
-    pub channel: String,
-    pub conversation_id: String,
-}
+use crate::ids::{ConversationKey, MemberId};
 
 #[derive(Debug, Default)]
 pub struct OwnChats {
-    /// Member id → their own chats, in the order found.
-    chats: RwLock<BTreeMap<String, Vec<ChatPlace>>>,
+    /// Member → their own chats, in the order found.
+    chats: RwLock<BTreeMap<MemberId, Vec<ConversationKey>>>,
 }
 
 impl OwnChats {
-    /// Starting with `chats`: `(member id, place)` pairs.
-    pub fn new(chats: impl IntoIterator<Item = (String, ChatPlace)>) -> Self {
+    /// Starting with `chats`: `(member, chat)` pairs.
+    pub fn new(chats: impl IntoIterator<Item = (MemberId, ConversationKey)>) -> Self {
         let own = OwnChats::default();
         {
             let mut known = own.write();
@@ -33,7 +28,7 @@ impl OwnChats {
         own
     }
 
-    fn write(&self) -> std::sync::RwLockWriteGuard<'_, BTreeMap<String, Vec<ChatPlace>>> {
+    fn write(&self) -> std::sync::RwLockWriteGuard<'_, BTreeMap<MemberId, Vec<ConversationKey>>> {
         // A panic elsewhere while holding the lock leaves plain data behind; keep serving it.
         self.chats
             .write()
@@ -41,7 +36,7 @@ impl OwnChats {
     }
 
     /// `member_id`'s own chats, in the order found.
-    pub fn of(&self, member_id: &str) -> Vec<ChatPlace> {
+    pub fn of(&self, member_id: &MemberId) -> Vec<ConversationKey> {
         self.chats
             .read()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
@@ -50,18 +45,18 @@ impl OwnChats {
             .unwrap_or_default()
     }
 
-    /// `channel` found its members' own chats anew: `(member id, conversation id)` pairs
-    /// replace what it had found before.
-    pub fn replace_channel(&self, channel: &str, chats: Vec<(String, String)>) {
+    /// `channel` found its members' own chats anew: `(member, chat)` pairs replace what it
+    /// had found before. A chat of another channel among them is not `channel`'s to say and
+    /// is left out.
+    pub fn replace_channel(&self, channel: &str, chats: Vec<(MemberId, ConversationKey)>) {
         let mut known = self.write();
         for places in known.values_mut() {
-            places.retain(|place| place.channel != channel);
+            places.retain(|place| place.channel() != channel);
         }
-        for (member_id, conversation_id) in chats {
-            known.entry(member_id).or_default().push(ChatPlace {
-                channel: channel.to_string(),
-                conversation_id,
-            });
+        for (member_id, chat) in chats {
+            if chat.channel() == channel {
+                known.entry(member_id).or_default().push(chat);
+            }
         }
         known.retain(|_, places| !places.is_empty());
     }
@@ -71,30 +66,37 @@ impl OwnChats {
 mod tests {
     use super::*;
 
-    fn place(channel: &str, conversation: &str) -> ChatPlace {
-        ChatPlace {
-            channel: channel.into(),
-            conversation_id: conversation.into(),
-        }
+    fn member(id: &str) -> MemberId {
+        id.parse().unwrap()
+    }
+
+    fn place(channel: &str, conversation: &str) -> ConversationKey {
+        ConversationKey::new(channel, conversation).unwrap()
     }
 
     #[test]
     fn a_channel_replaces_only_its_own_chats() {
-        let own = OwnChats::new([("alice".to_string(), place("telegram", "1001"))]);
+        let own = OwnChats::new([(member("alice"), place("telegram", "1001"))]);
         own.replace_channel(
             "matrix",
-            vec![("alice".into(), "!a".into()), ("max".into(), "!m".into())],
+            vec![
+                (member("alice"), place("matrix", "!a")),
+                (member("max"), place("matrix", "!m")),
+                // Not Matrix's to say.
+                (member("max"), place("telegram", "2002")),
+            ],
         );
         assert_eq!(
-            own.of("alice"),
+            own.of(&member("alice")),
             [place("telegram", "1001"), place("matrix", "!a")]
         );
-        own.replace_channel("matrix", vec![("alice".into(), "!a2".into())]);
+        assert_eq!(own.of(&member("max")), [place("matrix", "!m")]);
+        own.replace_channel("matrix", vec![(member("alice"), place("matrix", "!a2"))]);
         assert_eq!(
-            own.of("alice"),
+            own.of(&member("alice")),
             [place("telegram", "1001"), place("matrix", "!a2")]
         );
-        assert!(own.of("max").is_empty());
-        assert!(own.of("nobody").is_empty());
+        assert!(own.of(&member("max")).is_empty());
+        assert!(own.of(&member("nobody")).is_empty());
     }
 }

@@ -24,6 +24,7 @@ use crate::actors::channels::{ForgetReply, HttpSubmitError, SubmitHttpInbound};
 use crate::actors::request_queue::{
     AnswerConfirmation, AnswerError, DeliverReply, ReplyKind, SubmitError, Submitted,
 };
+use crate::ids::{ConfirmationId, ConversationKey, HTTP_CHANNEL};
 use crate::ports::{AnswerPlace, AnswerRefused, Inbound, InboxRecord, InboxStatus, now_ms};
 
 const MAX_TEXT_CHARS: usize = 16_000;
@@ -44,15 +45,6 @@ fn check_caller_id(field: &str, value: &str) -> Result<(), String> {
         return Err(format!("field `{field}` contains control characters"));
     }
     Ok(())
-}
-
-/// The HTTP conversation of `member_id`'s session: their own, whatever session id another
-/// member uses (`alice`, or `alice/<session>`), so nobody continues another's conversation.
-fn conversation_of(member_id: &str, session_id: Option<&str>) -> String {
-    match session_id {
-        None => member_id.to_string(),
-        Some(session) => format!("{member_id}/{session}"),
-    }
 }
 
 #[derive(Debug, Deserialize)]
@@ -105,18 +97,26 @@ pub async fn post_inbound(
             return bad_request(problem);
         }
     }
-    if state.family.by_id("http", &body.user_id).is_none() {
+    // The member's id as the family knows it: the caller's text is read no further.
+    let Some(member_id) = state
+        .family
+        .by_id(HTTP_CHANNEL, &body.user_id)
+        .map(|member| member.id.clone())
+    else {
         return HttpResponse::NoContent().finish();
-    }
+    };
+    let conversation = match ConversationKey::http_session(&member_id, body.session_id.as_deref()) {
+        Ok(conversation) => conversation,
+        Err(error) => return bad_request(error.to_string()),
+    };
     let inbound = Inbound {
         id: Inbound::new_id(),
-        channel: "http".into(),
-        conversation_id: conversation_of(&body.user_id, body.session_id.as_deref()),
+        conversation,
         // A message id is the member's own: another member's same id is another message.
         platform_event_id: body
             .message_id
-            .map(|message_id| format!("{}/{message_id}", body.user_id)),
-        member_id: body.user_id,
+            .map(|message_id| format!("{member_id}/{message_id}")),
+        member_id,
         text: body.text,
         received_at_ms: now_ms(),
         extras: Default::default(),
@@ -226,24 +226,35 @@ pub async fn post_confirm(
         return refused;
     }
     let body = body.into_inner();
-    if state.family.by_id("http", &body.user_id).is_none() {
+    let Some(member_id) = state
+        .family
+        .by_id(HTTP_CHANNEL, &body.user_id)
+        .map(|member| member.id.clone())
+    else {
         return HttpResponse::NoContent().finish();
-    }
+    };
+    let refused = |status: actix_web::http::StatusCode, refusal: AnswerRefused| {
+        HttpResponse::build(status).json(json!({"error": refusal.to_string()}))
+    };
+    // No confirmation has an id of another form: as if it did not exist.
+    let Ok(confirmation_id) = body.confirmation_id.parse::<ConfirmationId>() else {
+        return refused(
+            actix_web::http::StatusCode::NOT_FOUND,
+            AnswerRefused::Unknown,
+        );
+    };
     let (reply_to, receiver) = oneshot::channel();
     let answered = state
         .queue
         .send(AnswerConfirmation {
-            confirmation_id: body.confirmation_id.clone(),
-            member_id: body.user_id.clone(),
+            confirmation_id,
+            member_id: member_id.clone(),
             // Only confirmations asked over HTTP are answered here; others are not found.
-            place: AnswerPlace::new("http", None),
+            place: AnswerPlace::Channel(HTTP_CHANNEL.into()),
             approve: body.approve,
             reply_to: Some(reply_to),
         })
         .await;
-    let refused = |status: actix_web::http::StatusCode, refusal: AnswerRefused| {
-        HttpResponse::build(status).json(json!({"error": refusal.to_string()}))
-    };
     let answered = match answered {
         Ok(Ok(answered)) => answered,
         Ok(Err(AnswerError::Refused(refusal))) => {
@@ -267,7 +278,7 @@ pub async fn post_confirm(
                 .json(json!({"error": "hearth is shutting down"}));
         }
     };
-    if answered.asked_by != body.user_id {
+    if answered.asked_by != member_id {
         // A parent answered a child's escalated request: the outcome goes to the child's
         // conversation, where the request came from; this call hears only that it counted.
         let status = if body.approve { "approved" } else { "declined" };
@@ -317,7 +328,8 @@ pub async fn get_inbound(
     match state.inbox.get(&path).await {
         // Only the member's own messages that came in over HTTP are readable here.
         Ok(Some(record))
-            if record.inbound.channel == "http" && record.inbound.member_id == member_id =>
+            if record.inbound.conversation.channel() == HTTP_CHANNEL
+                && record.inbound.member_id.as_str() == member_id =>
         {
             let mut body = record_json(&record);
             // A turn that waits for the member says what it asks (its question may have come

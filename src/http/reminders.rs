@@ -17,8 +17,9 @@ use serde_json::{Value, json};
 use super::HttpState;
 use super::auth::{Scope, refuse_outside_scope};
 use crate::config::FamilyRole;
+use crate::ids::{FiringId, HTTP_CHANNEL};
 use crate::local_time::{ZoneName, phrasing};
-use crate::ports::{FiringId, Schedule};
+use crate::ports::Schedule;
 use crate::reminders::{ReminderChoice, ReminderError, SettleReminder, stored_recurring};
 
 #[derive(Debug, Deserialize)]
@@ -74,7 +75,7 @@ pub async fn get_reminders(
     if let Some(refused) = refuse_outside_scope(state.keys.as_ref(), &request, Scope::Inbound) {
         return refused;
     }
-    let Some(member) = state.family.by_id("http", &query.user_id) else {
+    let Some(member) = state.family.by_id(HTTP_CHANNEL, &query.user_id) else {
         return HttpResponse::NoContent().finish();
     };
     let listed = if member.role == FamilyRole::Parent {
@@ -146,9 +147,9 @@ pub async fn post_answer(
             }));
         }
     };
-    if state.family.by_id("http", &body.user_id).is_none() {
+    let Some(member) = state.family.by_id(HTTP_CHANNEL, &body.user_id) else {
         return HttpResponse::NoContent().finish();
-    }
+    };
     let Ok(firing) = occurrence.parse::<FiringId>() else {
         return HttpResponse::NotFound()
             .json(json!({ "error": format!("no reminder {occurrence:?} is waiting for you") }));
@@ -160,7 +161,7 @@ pub async fn post_answer(
     let answered = scheduler
         .send(SettleReminder {
             firing,
-            member_id: body.user_id,
+            member_id: member.id.clone(),
             choice,
         })
         .await

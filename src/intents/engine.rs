@@ -27,12 +27,12 @@ use super::registry::{IntentContext, IntentsRegistry};
 use super::telemetry::{Level, StageRecorder};
 use super::unreadable::Unreadable;
 use crate::config::{FamilyRole, ResolvedProfile};
+use crate::ids::MemberId;
 use crate::llm::{CallOrigin, ChatMessage, GenerateChat, LlmError};
 use crate::metrics::Metrics;
 use crate::ports::{
-    ConversationMemory, DELEGATION_CHANNEL, HistoryEntry, Inbound, PlanExecution, PlanExecutions,
-    PlanStep, StepExecution, StepStatus, StorageError, TelemetrySink, TurnJournal, canceled_plan,
-    now_ms, root_conversation_key,
+    ConversationMemory, HistoryEntry, Inbound, PlanExecution, PlanExecutions, PlanStep,
+    StepExecution, StepStatus, StorageError, TelemetrySink, TurnJournal, canceled_plan, now_ms,
 };
 use crate::tools::ToolsProvider;
 use crate::turn::{ProcessTurn, ResumeTurn, TellMember, TurnError, TurnOutcome, TurnResult};
@@ -54,7 +54,7 @@ pub struct IntentsDeps {
     pub telemetry: Arc<dyn TelemetrySink>,
     pub metrics: Arc<Metrics>,
     /// `family[].role` by member id.
-    pub roles: Arc<BTreeMap<String, FamilyRole>>,
+    pub roles: Arc<BTreeMap<MemberId, FamilyRole>>,
     /// Where a plan tells its member what it is about to do before its answer: the
     /// request queue.
     pub tell: Recipient<TellMember>,
@@ -104,7 +104,7 @@ impl IntentsEngine {
     }
 
     fn interaction<'a>(&self, inbound: &'a Inbound, text: String) -> Interaction<'a> {
-        let session_id = inbound.conversation_key();
+        let session_id = inbound.conversation.clone();
         Interaction {
             inbound,
             text,
@@ -139,7 +139,7 @@ impl IntentsEngine {
         let inbound = &message.inbound;
         let mut turn = self.interaction(inbound, message.text.clone());
         // Tried again (an LLM failure, a restart) after its plan was fixed: go on with it.
-        if inbound.channel != DELEGATION_CHANNEL
+        if !inbound.conversation.is_delegated()
             && let Some(plan) = self.journaled_plan(&inbound.id).await?
         {
             tracing::info!(plan = %plan.plan_id, "going on with a journaled plan");
@@ -148,7 +148,7 @@ impl IntentsEngine {
         }
         turn.rec.info(
             "received",
-            json!({"channel": inbound.channel, "text_length": message.text.chars().count()}),
+            json!({"channel": inbound.conversation.channel(), "text_length": message.text.chars().count()}),
         );
         let settings = &self.profile.processing;
         let since_ms = now_ms()
@@ -159,7 +159,7 @@ impl IntentsEngine {
             .deps
             .memory
             .recent(
-                &inbound.conversation_key(),
+                &inbound.conversation,
                 settings.max_history_messages,
                 since_ms,
             )
@@ -168,17 +168,8 @@ impl IntentsEngine {
         turn.rec
             .info("history_loaded", json!({"count": history.len()}));
         // A delegated request counts as coming from the member's own channel.
-        let conversation_key = inbound.conversation_key();
-        let channel = if inbound.channel == DELEGATION_CHANNEL {
-            root_conversation_key(&conversation_key)
-                .split(':')
-                .next()
-                .unwrap_or(DELEGATION_CHANNEL)
-        } else {
-            inbound.channel.as_str()
-        };
         let context = IntentContext {
-            channel,
+            channel: inbound.conversation.root().channel(),
             member_id: &inbound.member_id,
             role: turn.role,
         };
@@ -191,7 +182,7 @@ impl IntentsEngine {
         let open = self
             .deps
             .plans
-            .open_plan(&inbound.conversation_key(), &inbound.member_id)
+            .open_plan(&inbound.conversation, &inbound.member_id)
             .await?
             .filter(|plan| plan.profile_id == self.profile.id);
         let awaited =
@@ -364,7 +355,7 @@ impl IntentsEngine {
     /// From now on a retry of this message goes on with `plan`. A delegated turn has no
     /// inbox message of its own: its parent's call is journaled instead.
     async fn journal_plan(&self, inbound: &Inbound, plan: &PlanExecution) -> Result<(), TurnError> {
-        if inbound.channel == DELEGATION_CHANNEL {
+        if inbound.conversation.is_delegated() {
             return Ok(());
         }
         self.deps
@@ -399,7 +390,7 @@ impl IntentsEngine {
         let plan = PlanExecution {
             plan_id: uuid::Uuid::now_v7().to_string(),
             intent_id: intent_id.to_string(),
-            conversation_key: inbound.conversation_key(),
+            conversation_key: inbound.conversation.clone(),
             member_id: inbound.member_id.clone(),
             profile_id: self.profile.id.clone(),
             params,

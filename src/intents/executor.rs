@@ -18,9 +18,10 @@ use super::engine::{IntentsEngine, Interaction};
 use super::planner::{POST, PRE, Planner, render};
 use super::policy::{PolicyDecision, PolicyRequest};
 use crate::config::FamilyRole;
+use crate::ids::MemberId;
 use crate::ports::{
-    AskedApproval, DELEGATION_CHANNEL, Decision, PendingConfirmation, PlanExecution, PlanStep,
-    StepStatus, canceled_plan, now_ms,
+    AskedApproval, Decision, PendingConfirmation, PlanExecution, PlanStep, StepStatus,
+    canceled_plan, now_ms,
 };
 use crate::tools::{ToolContext, ToolError, render_call_for_people};
 use crate::turn::{
@@ -316,11 +317,11 @@ impl IntentsEngine {
     }
 
     /// The parents who may approve what `member_id` asks (never the member themselves).
-    fn parents(&self, member_id: &str) -> Vec<String> {
+    fn parents(&self, member_id: &MemberId) -> Vec<MemberId> {
         self.deps
             .roles
             .iter()
-            .filter(|(id, role)| **role == FamilyRole::Parent && id.as_str() != member_id)
+            .filter(|(id, role)| **role == FamilyRole::Parent && *id != member_id)
             .map(|(id, _)| id.clone())
             .collect()
     }
@@ -346,7 +347,7 @@ impl IntentsEngine {
         pre.reverse();
         let inbound = turn.inbound;
         // A delegated request's answer goes back to the asking profile, whole.
-        if pre.is_empty() || inbound.channel == DELEGATION_CHANNEL {
+        if pre.is_empty() || inbound.conversation.is_delegated() {
             return Ok(pre);
         }
         let told = self
@@ -354,7 +355,7 @@ impl IntentsEngine {
             .tell
             .send(TellMember {
                 inbox_id: inbound.id.clone(),
-                conversation_key: inbound.conversation_key(),
+                conversation_key: inbound.conversation.clone(),
                 text: pre.join("\n\n"),
                 once_key: format!("{}.{index}.pre", plan.plan_id),
             })
@@ -386,7 +387,7 @@ impl IntentsEngine {
         self.deps.plans.save_plan(plan).await?;
         let context = ToolContext {
             member_id: turn.inbound.member_id.clone(),
-            conversation_key: turn.inbound.conversation_key(),
+            conversation_key: turn.inbound.conversation.clone(),
             profile_id: self.profile.id.clone(),
             question_timeout: Duration::from_secs(
                 self.profile.processing.confirmation_timeout_seconds,
@@ -504,7 +505,7 @@ impl IntentsEngine {
         tool_name: &str,
         arguments: Value,
         prompt: String,
-        approvers: Vec<String>,
+        approvers: Vec<MemberId>,
     ) -> TurnOutcome {
         turn.rec.info(
             "response_generated",

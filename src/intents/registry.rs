@@ -139,7 +139,7 @@ pub struct PolicyConfig {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct IntentContext<'a> {
     pub channel: &'a str,
-    pub member_id: &'a str,
+    pub member_id: &'a crate::ids::MemberId,
     pub role: FamilyRole,
 }
 
@@ -321,7 +321,9 @@ impl Intent {
         let role_ok = constraints
             .min_role
             .is_none_or(|least| context.role >= least);
-        channel_ok && role_ok && in_rollout(&self.id, context.member_id, constraints.rollout)
+        channel_ok
+            && role_ok
+            && in_rollout(&self.id, context.member_id.as_str(), constraints.rollout)
     }
 }
 

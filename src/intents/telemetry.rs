@@ -9,6 +9,7 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
+use crate::ids::ConversationKey;
 use crate::metrics::Metrics;
 use crate::ports::{TelemetryEvent, TelemetrySink, now_ms};
 
@@ -51,7 +52,8 @@ pub struct StageRecorder {
     sink: Arc<dyn TelemetrySink>,
     metrics: Arc<Metrics>,
     profile_id: String,
-    session_id: String,
+    /// The conversation: what the stages are stored under and read back by.
+    session_id: ConversationKey,
     interaction_id: String,
     redacted: Arc<BTreeSet<String>>,
 }
@@ -61,7 +63,7 @@ impl StageRecorder {
         sink: Arc<dyn TelemetrySink>,
         metrics: Arc<Metrics>,
         profile_id: &str,
-        session_id: &str,
+        session_id: &ConversationKey,
         interaction_id: &str,
         redacted: Arc<BTreeSet<String>>,
     ) -> Self {
@@ -69,7 +71,7 @@ impl StageRecorder {
             sink,
             metrics,
             profile_id: profile_id.to_string(),
-            session_id: session_id.to_string(),
+            session_id: session_id.clone(),
             interaction_id: interaction_id.to_string(),
             redacted,
         }

@@ -6,12 +6,13 @@
 use actix::Message;
 
 use super::{ChatRequest, ChatResponse, LlmError};
+use crate::ids::ConversationKey;
 
 /// Where a call comes from, for telemetry and cost attribution.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct CallOrigin {
     pub profile_id: Option<String>,
-    pub conversation_key: Option<String>,
+    pub conversation_key: Option<ConversationKey>,
 }
 
 /// Run one chat completion on the model named `llm_name` (a key of config `llms`),

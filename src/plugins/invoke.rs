@@ -27,7 +27,8 @@ pub struct PluginCallRequest {
     pub capability_id: String,
     pub parameters: Map<String, Value>,
     pub user: PluginUser,
-    pub conversation_id: String,
+    /// The conversation's key (`telegram:-100123`), as plugins have always been sent it.
+    pub conversation_id: crate::ids::ConversationKey,
     /// The same for every attempt of one tool call of one turn (a turn replayed after hearth
     /// stopped never calls again, but a plugin can de-duplicate too); absent outside a turn.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -36,7 +37,7 @@ pub struct PluginCallRequest {
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct PluginUser {
-    pub id: String,
+    pub id: crate::ids::MemberId,
     pub name: String,
 }
 

@@ -4,6 +4,7 @@ use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
 use super::StorageError;
+use crate::ids::ConversationKey;
 use crate::llm::{Role, ToolCall};
 
 /// One stored message of a conversation.
@@ -39,13 +40,13 @@ pub trait ConversationMemory: Send + Sync {
     /// after `since_ms`, returned oldest first.
     async fn recent(
         &self,
-        conversation_key: &str,
+        conversation_key: &ConversationKey,
         limit: usize,
         since_ms: i64,
     ) -> Result<Vec<HistoryEntry>, StorageError>;
     async fn append(
         &self,
-        conversation_key: &str,
+        conversation_key: &ConversationKey,
         entries: &[HistoryEntry],
     ) -> Result<(), StorageError>;
 }

@@ -1,32 +1,29 @@
 //! The durable inbox: every accepted inbound message is a row before any work
 //! starts, and its reply is written in the same transaction as the history.
 //!
-//! Also what a conversation key is (`channel:conversation id`), and how a delegated turn's
-//! key leads back to the member's own conversation it belongs to.
-
 use async_trait::async_trait;
-use serde::{Deserialize, Serialize};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use super::{HistoryEntry, OutgoingMessage, StorageError};
+use crate::ids::{ConversationKey, MemberId};
 
 /// A message from a family member, normalised by a channel actor.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Inbound {
     /// Assigned by the channel (a UUID) so it can wait for the reply before submitting.
     pub id: String,
-    /// `http`, `console`, `telegram`, `matrix`.
-    pub channel: String,
-    /// The channel's own conversation id (chat, room, session).
-    pub conversation_id: String,
+    /// Where it was written (`http`, `console`, `telegram`, `matrix`, and the channel's own
+    /// chat, room or session), or a delegated turn's sub-conversation: what history and
+    /// ordering are kept under.
+    pub conversation: ConversationKey,
     /// The family member's id from config `family[].id`.
-    pub member_id: String,
+    pub member_id: MemberId,
     pub text: String,
     /// The platform's id for the event (Telegram update, Matrix event id, HTTP `message_id`):
     /// unique per channel so a redelivered event is processed once.
     pub platform_event_id: Option<String>,
     pub received_at_ms: i64,
     /// What came with the text: the message it replies to, attachments.
-    #[serde(default)]
     pub extras: InboundExtras,
 }
 
@@ -86,28 +83,65 @@ impl Inbound {
     pub fn new_id() -> String {
         uuid::Uuid::now_v7().to_string()
     }
+}
 
-    /// The key history and ordering are kept under: channel plus its conversation id.
-    pub fn conversation_key(&self) -> String {
-        format!("{}:{}", self.channel, self.conversation_id)
+/// `Inbound` as stored turns hold it (a suspended delegation keeps its sub-turn's message):
+/// the conversation written as its channel and conversation id, as it always was.
+#[derive(Serialize)]
+struct InboundWritten<'a> {
+    id: &'a str,
+    channel: &'a str,
+    conversation_id: &'a str,
+    member_id: &'a MemberId,
+    text: &'a str,
+    platform_event_id: &'a Option<String>,
+    received_at_ms: i64,
+    extras: &'a InboundExtras,
+}
+
+#[derive(Deserialize)]
+struct InboundRead {
+    id: String,
+    channel: String,
+    conversation_id: String,
+    member_id: MemberId,
+    text: String,
+    platform_event_id: Option<String>,
+    received_at_ms: i64,
+    #[serde(default)]
+    extras: InboundExtras,
+}
+
+impl Serialize for Inbound {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        InboundWritten {
+            id: &self.id,
+            channel: self.conversation.channel(),
+            conversation_id: self.conversation.conversation_id(),
+            member_id: &self.member_id,
+            text: &self.text,
+            platform_event_id: &self.platform_event_id,
+            received_at_ms: self.received_at_ms,
+            extras: &self.extras,
+        }
+        .serialize(serializer)
     }
 }
 
-/// The channel name of delegated turns: their conversations belong to no chat.
-pub const DELEGATION_CHANNEL: &str = "delegation";
-
-/// The member's own conversation a delegated turn's conversation belongs to: a
-/// delegation's conversation key is `delegation:{parent key}/{target profile}/{id}`,
-/// nested as deep as delegation goes. Any other key is its own root.
-pub fn root_conversation_key(mut key: &str) -> &str {
-    while let Some(parent) = key
-        .strip_prefix(DELEGATION_CHANNEL)
-        .and_then(|rest| rest.strip_prefix(':'))
-        .and_then(|rest| rest.rsplitn(3, '/').nth(2))
-    {
-        key = parent;
+impl<'de> Deserialize<'de> for Inbound {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let read = InboundRead::deserialize(deserializer)?;
+        Ok(Inbound {
+            id: read.id,
+            conversation: ConversationKey::new(&read.channel, &read.conversation_id)
+                .map_err(serde::de::Error::custom)?,
+            member_id: read.member_id,
+            text: read.text,
+            platform_event_id: read.platform_event_id,
+            received_at_ms: read.received_at_ms,
+            extras: read.extras,
+        })
     }
-    key
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -165,7 +199,7 @@ pub enum Acceptance {
 /// What a finished turn writes, atomically, together with the `answered` status.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TurnRecord {
-    pub conversation_key: String,
+    pub conversation_key: ConversationKey,
     pub messages: Vec<HistoryEntry>,
     pub reply: String,
     /// The reply's delivery, queued in the outbox in the same transaction (channels that
@@ -212,22 +246,4 @@ pub trait Inbox: Send + Sync {
     ) -> Result<bool, StorageError>;
     /// A cheap round trip, for readiness.
     async fn ping(&self) -> Result<(), StorageError>;
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_delegated_conversation_belongs_to_the_one_that_delegated() {
-        assert_eq!(root_conversation_key("http:alice"), "http:alice");
-        assert_eq!(
-            root_conversation_key("delegation:http:alice/helper/0192"),
-            "http:alice"
-        );
-        assert_eq!(
-            root_conversation_key("delegation:delegation:telegram:-100/7/helper/01/vault/02"),
-            "telegram:-100/7"
-        );
-    }
 }

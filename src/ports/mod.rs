@@ -25,8 +25,8 @@ mod user_profiles;
 pub use channel_state::ChannelState;
 pub use conversation_memory::{ConversationMemory, HistoryEntry};
 pub use inbox::{
-    Acceptance, Attachment, AttachmentKind, DELEGATION_CHANNEL, Inbound, InboundExtras, Inbox,
-    InboxRecord, InboxStatus, QuotedMessage, TurnRecord, root_conversation_key,
+    Acceptance, Attachment, AttachmentKind, Inbound, InboundExtras, Inbox, InboxRecord,
+    InboxStatus, QuotedMessage, TurnRecord,
 };
 pub use intent_records::IntentRecords;
 pub use outbox::{Outbox, OutboxEntry, OutgoingKind, OutgoingMessage};
@@ -41,8 +41,8 @@ pub use plan_executions::{
 pub use registered_plugins::{RegisteredPlugin, RegisteredPlugins};
 pub use retention::{Prunable, Retention};
 pub use schedules::{
-    Claimed, Firing, FiringClaim, FiringId, FiringState, FiringTiming, NewSchedule, Schedule,
-    ScheduleKind, ScheduleStatus, Schedules, Settled, Settlement,
+    Claimed, Firing, FiringClaim, FiringState, FiringTiming, NewSchedule, Schedule, ScheduleKind,
+    ScheduleStatus, Schedules, Settled, Settlement,
 };
 pub use script_workflows::{ScriptWorkflow, ScriptWorkflows};
 pub use shopping_lists::{ShoppingItem, ShoppingLists};

@@ -8,6 +8,7 @@ use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
 use super::StorageError;
+use crate::ids::{ConversationKey, MemberId, PromptId};
 
 /// What an outgoing message is, so the platform can show it fittingly.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -16,23 +17,26 @@ pub enum OutgoingKind {
     /// The answer to the member's message, or hearth's notice about it (delayed, failed),
     /// or a question the running turn asks: markdown.
     Reply,
-    /// A confirmation only `member_id` may answer, shown with the platform's buttons or
-    /// reactions.
+    /// A prompt only `member_id` may answer (a confirmation, a fired reminder), shown with
+    /// the platform's buttons or reactions.
     Prompt {
-        confirmation_id: String,
-        member_id: String,
+        // Stored under its name from before reminders' prompts existed.
+        #[serde(rename = "confirmation_id")]
+        prompt: PromptId,
+        member_id: MemberId,
     },
-    /// The confirmation's prompt is settled: it is edited to end with the text, its buttons
-    /// taken away.
-    Close { confirmation_id: String },
+    /// The prompt is settled: it is edited to end with the text, its buttons taken away.
+    Close {
+        #[serde(rename = "confirmation_id")]
+        prompt: PromptId,
+    },
 }
 
 /// A message to deliver.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OutgoingMessage {
-    pub channel: String,
     /// The channel's conversation (chat, room, thread) it goes to.
-    pub conversation_id: String,
+    pub conversation: ConversationKey,
     /// The inbox message it answers, if any.
     pub inbox_id: Option<String>,
     pub text: String,

@@ -4,19 +4,20 @@
 //! an expiry; it is answered at most once and used at most once (`consume`).
 
 use async_trait::async_trait;
-use serde::{Deserialize, Serialize};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use super::{Inbound, OutgoingMessage, StorageError};
+use crate::ids::{ConfirmationId, ConversationKey, MemberId};
 
 /// A tool call waiting for confirmation, with everything needed to resume its turn.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct PendingConfirmation {
     /// Opaque and unguessable: it travels in buttons and API calls.
-    pub id: String,
+    pub id: ConfirmationId,
     pub inbox_id: String,
-    pub member_id: String,
-    pub channel: String,
-    pub conversation_id: String,
+    pub member_id: MemberId,
+    /// Where it was asked: the conversation of the turn it suspended.
+    pub conversation: ConversationKey,
     pub profile_id: String,
     pub tool_name: String,
     pub arguments: serde_json::Value,
@@ -28,8 +29,87 @@ pub struct PendingConfirmation {
     pub created_at_ms: i64,
     /// Who answers instead of `member_id`, from their own chats (a child's request a policy
     /// escalates to the parents); empty: `member_id`, where it was asked.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub approvers: Vec<String>,
+    pub approvers: Vec<MemberId>,
+}
+
+/// `PendingConfirmation` as stored turns hold it (a suspended delegation keeps its target's
+/// confirmation): the conversation written as its channel and conversation id.
+#[derive(Serialize)]
+struct ConfirmationWritten<'a> {
+    id: &'a ConfirmationId,
+    inbox_id: &'a str,
+    member_id: &'a MemberId,
+    channel: &'a str,
+    conversation_id: &'a str,
+    profile_id: &'a str,
+    tool_name: &'a str,
+    arguments: &'a serde_json::Value,
+    prompt: &'a str,
+    turn_state: &'a serde_json::Value,
+    expires_at_ms: i64,
+    created_at_ms: i64,
+    #[serde(skip_serializing_if = "<[MemberId]>::is_empty")]
+    approvers: &'a [MemberId],
+}
+
+#[derive(Deserialize)]
+struct ConfirmationRead {
+    id: ConfirmationId,
+    inbox_id: String,
+    member_id: MemberId,
+    channel: String,
+    conversation_id: String,
+    profile_id: String,
+    tool_name: String,
+    arguments: serde_json::Value,
+    prompt: String,
+    turn_state: serde_json::Value,
+    expires_at_ms: i64,
+    created_at_ms: i64,
+    #[serde(default)]
+    approvers: Vec<MemberId>,
+}
+
+impl Serialize for PendingConfirmation {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        ConfirmationWritten {
+            id: &self.id,
+            inbox_id: &self.inbox_id,
+            member_id: &self.member_id,
+            channel: self.conversation.channel(),
+            conversation_id: self.conversation.conversation_id(),
+            profile_id: &self.profile_id,
+            tool_name: &self.tool_name,
+            arguments: &self.arguments,
+            prompt: &self.prompt,
+            turn_state: &self.turn_state,
+            expires_at_ms: self.expires_at_ms,
+            created_at_ms: self.created_at_ms,
+            approvers: &self.approvers,
+        }
+        .serialize(serializer)
+    }
+}
+
+impl<'de> Deserialize<'de> for PendingConfirmation {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let read = ConfirmationRead::deserialize(deserializer)?;
+        Ok(PendingConfirmation {
+            id: read.id,
+            inbox_id: read.inbox_id,
+            member_id: read.member_id,
+            conversation: ConversationKey::new(&read.channel, &read.conversation_id)
+                .map_err(serde::de::Error::custom)?,
+            profile_id: read.profile_id,
+            tool_name: read.tool_name,
+            arguments: read.arguments,
+            prompt: read.prompt,
+            turn_state: read.turn_state,
+            expires_at_ms: read.expires_at_ms,
+            created_at_ms: read.created_at_ms,
+            approvers: read.approvers,
+        })
+    }
 }
 
 /// What a suspended turn asks to be approved: a call (a tool's, or a slash command's
@@ -40,7 +120,7 @@ pub struct AskedApproval {
     pub prompt: String,
     pub turn_state: serde_json::Value,
     pub expires_at_ms: i64,
-    pub approvers: Vec<String>,
+    pub approvers: Vec<MemberId>,
 }
 
 impl PendingConfirmation {
@@ -48,11 +128,10 @@ impl PendingConfirmation {
     /// asked now, with a new unguessable id.
     pub fn new(inbound: &Inbound, profile_id: &str, asked: AskedApproval) -> Self {
         PendingConfirmation {
-            id: uuid::Uuid::now_v7().to_string(),
+            id: ConfirmationId::generate(),
             inbox_id: inbound.id.clone(),
             member_id: inbound.member_id.clone(),
-            channel: inbound.channel.clone(),
-            conversation_id: inbound.conversation_id.clone(),
+            conversation: inbound.conversation.clone(),
             profile_id: profile_id.to_string(),
             tool_name: asked.tool_name,
             arguments: asked.arguments,
@@ -65,11 +144,11 @@ impl PendingConfirmation {
     }
 
     /// Whether `member_id` may answer it.
-    pub fn answerable_by(&self, member_id: &str) -> bool {
+    pub fn answerable_by(&self, member_id: &MemberId) -> bool {
         if self.approvers.is_empty() {
-            self.member_id == member_id
+            self.member_id == *member_id
         } else {
-            self.approvers.iter().any(|approver| approver == member_id)
+            self.approvers.contains(member_id)
         }
     }
 
@@ -115,35 +194,20 @@ impl Decision {
 /// asked in (or a thread or topic within it); an answer from anywhere else is refused as if
 /// the confirmation did not exist.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct AnswerPlace {
-    pub channel: String,
-    /// The chat or room the answer came from; `None` where a channel's answers carry no
-    /// conversation (the HTTP API: any of the member's own HTTP conversations).
-    pub conversation_id: Option<String>,
+pub enum AnswerPlace {
+    /// The chat or room the answer came from.
+    Conversation(ConversationKey),
+    /// Anywhere on this channel, whose answers carry no conversation (the HTTP API: any of
+    /// the member's own HTTP conversations).
+    Channel(String),
 }
 
 impl AnswerPlace {
-    pub fn new(channel: &str, conversation_id: Option<String>) -> Self {
-        AnswerPlace {
-            channel: channel.to_string(),
-            conversation_id,
-        }
-    }
-
     /// Whether `confirmation` may be answered from here.
     pub fn admits(&self, confirmation: &PendingConfirmation) -> bool {
-        if self.channel != confirmation.channel {
-            return false;
-        }
-        match &self.conversation_id {
-            None => true,
-            Some(here) => {
-                let asked = confirmation.conversation_id.as_str();
-                asked == here
-                    || asked
-                        .strip_prefix(here.as_str())
-                        .is_some_and(|rest| rest.starts_with('/'))
-            }
+        match self {
+            AnswerPlace::Conversation(here) => confirmation.conversation.is_within(here),
+            AnswerPlace::Channel(channel) => confirmation.conversation.channel() == channel,
         }
     }
 }
@@ -189,8 +253,8 @@ pub trait PendingActions: Send + Sync {
     /// `Unknown`), pending and not expired at `now_ms`.
     async fn answer(
         &self,
-        confirmation_id: &str,
-        member_id: &str,
+        confirmation_id: &ConfirmationId,
+        member_id: &MemberId,
         place: &AnswerPlace,
         approve: bool,
         now_ms: i64,
@@ -198,7 +262,10 @@ pub trait PendingActions: Send + Sync {
     /// Mark every pending confirmation expired at `now_ms` as answered `Expired`, and return them.
     async fn expire_due(&self, now_ms: i64) -> Result<Vec<PendingConfirmation>, StorageError>;
     /// The turn resumes with this confirmation's decision: returns it the first time only.
-    async fn consume(&self, confirmation_id: &str) -> Result<Option<Decision>, StorageError>;
+    async fn consume(
+        &self,
+        confirmation_id: &ConfirmationId,
+    ) -> Result<Option<Decision>, StorageError>;
     /// Confirmations pending or answered and not yet consumed, oldest first.
     async fn open(&self) -> Result<Vec<OpenConfirmation>, StorageError>;
     /// The confirmation the message `inbox_id` waits for: its newest one still pending

@@ -9,13 +9,14 @@ use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
 use super::StorageError;
+use crate::ids::{ConversationKey, MemberId};
 
 /// A plugin call that lacks parameters, and the question the member was shown.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PendingPluginCall {
-    /// `Inbound::conversation_key()`: channel and conversation.
-    pub conversation_key: String,
-    pub member_id: String,
+    /// `Inbound::conversation`.
+    pub conversation_key: ConversationKey,
+    pub member_id: MemberId,
     pub plugin_id: String,
     pub capability_id: String,
     /// The parameters resolved so far.
@@ -43,21 +44,25 @@ pub trait PendingPluginCalls: Send + Sync {
     /// expired at `now_ms`; an expired one is removed and not returned.
     async fn take_valid(
         &self,
-        conversation_key: &str,
-        member_id: &str,
+        conversation_key: &ConversationKey,
+        member_id: &MemberId,
         now_ms: i64,
     ) -> Result<Option<PendingPluginCall>, StorageError>;
     /// The call of this conversation and member if it has not expired at `now_ms`,
     /// left in place.
     async fn peek(
         &self,
-        conversation_key: &str,
-        member_id: &str,
+        conversation_key: &ConversationKey,
+        member_id: &MemberId,
         now_ms: i64,
     ) -> Result<Option<PendingPluginCall>, StorageError>;
     /// Remove the call of this conversation and member; whether one was stored
     /// (expired or not).
-    async fn clear(&self, conversation_key: &str, member_id: &str) -> Result<bool, StorageError>;
+    async fn clear(
+        &self,
+        conversation_key: &ConversationKey,
+        member_id: &MemberId,
+    ) -> Result<bool, StorageError>;
     /// Housekeeping: remove every call expired at `now_ms`; how many.
     async fn expire_due(&self, now_ms: i64) -> Result<u64, StorageError>;
 }

@@ -5,12 +5,10 @@
 //! whoever claims it first fires it, every later claim finds it taken. So an occurrence
 //! fires once across restarts, kill -9 and several hearths on one database.
 
-use std::fmt;
-use std::str::FromStr;
-
 use async_trait::async_trait;
 
 use super::{Inbound, OutgoingMessage, StorageError};
+use crate::ids::{ConversationKey, FiringId, MemberId};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum ScheduleKind {
@@ -71,16 +69,15 @@ impl ScheduleStatus {
 pub struct NewSchedule {
     pub kind: ScheduleKind,
     /// The family member it is for.
-    pub member_id: String,
+    pub member_id: MemberId,
     /// The family member who set it (a parent may set one for another member).
-    pub set_by: String,
+    pub set_by: MemberId,
     /// The reminder's words, or the task's prompt.
     pub text: String,
     /// A task's profile.
     pub profile_id: Option<String>,
-    /// Where it is delivered: a channel and its conversation.
-    pub channel: String,
-    pub conversation_id: String,
+    /// Where it is delivered.
+    pub conversation: ConversationKey,
     /// The IANA zone its local times are in (the member's when it was set).
     pub zone: String,
     /// How it repeats, as `local_time::Recurrence` writes it; `None`: once.
@@ -102,12 +99,11 @@ pub struct NewSchedule {
 pub struct Schedule {
     pub id: i64,
     pub kind: ScheduleKind,
-    pub member_id: String,
-    pub set_by: String,
+    pub member_id: MemberId,
+    pub set_by: MemberId,
     pub text: String,
     pub profile_id: Option<String>,
-    pub channel: String,
-    pub conversation_id: String,
+    pub conversation: ConversationKey,
     pub zone: String,
     pub recurrence: Option<String>,
     pub start_local: Option<String>,
@@ -117,33 +113,6 @@ pub struct Schedule {
     pub escalate_after_minutes: Option<u32>,
     pub snoozed_from: Option<FiringId>,
     pub created_at_ms: i64,
-}
-
-/// One occurrence of a schedule: its schedule and the instant it was due.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct FiringId {
-    pub schedule_id: i64,
-    pub due_ms: i64,
-}
-
-impl fmt::Display for FiringId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}.{}", self.schedule_id, self.due_ms)
-    }
-}
-
-impl FromStr for FiringId {
-    type Err = StorageError;
-
-    /// `<schedule>.<due ms>`, as `Display` writes it.
-    fn from_str(text: &str) -> Result<Self, Self::Err> {
-        let bad = || StorageError::Invalid(format!("{text:?} names no occurrence of a reminder"));
-        let (schedule, due) = text.split_once('.').ok_or_else(bad)?;
-        Ok(FiringId {
-            schedule_id: schedule.parse().map_err(|_| bad())?,
-            due_ms: due.parse().map_err(|_| bad())?,
-        })
-    }
 }
 
 /// When an occurrence went out, against when it was due.
@@ -276,13 +245,13 @@ pub trait Schedules: Send + Sync {
     async fn schedule(&self, id: i64) -> Result<Option<Schedule>, StorageError>;
 
     /// Active schedules for `member_id` or set by them, soonest first.
-    async fn schedules_of(&self, member_id: &str) -> Result<Vec<Schedule>, StorageError>;
+    async fn schedules_of(&self, member_id: &MemberId) -> Result<Vec<Schedule>, StorageError>;
 
     /// Every active schedule of the family, soonest first (what a parent lists).
     async fn active_schedules(&self) -> Result<Vec<Schedule>, StorageError>;
 
     /// How many active schedules are for `member_id`.
-    async fn count_active_for(&self, member_id: &str) -> Result<u64, StorageError>;
+    async fn count_active_for(&self, member_id: &MemberId) -> Result<u64, StorageError>;
 
     /// At most `limit` active schedules due at or before `until_ms`, soonest first.
     async fn due(&self, until_ms: i64, limit: usize) -> Result<Vec<Schedule>, StorageError>;
@@ -296,7 +265,7 @@ pub trait Schedules: Send + Sync {
     async fn firing(&self, id: FiringId) -> Result<Option<Firing>, StorageError>;
 
     /// The open occurrences of schedules for `member_id`, newest first.
-    async fn open_firings_of(&self, member_id: &str) -> Result<Vec<Firing>, StorageError>;
+    async fn open_firings_of(&self, member_id: &MemberId) -> Result<Vec<Firing>, StorageError>;
 
     /// Settle an open occurrence (Done, Snooze), once.
     async fn settle(&self, settlement: &Settlement) -> Result<Settled, StorageError>;

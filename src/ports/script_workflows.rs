@@ -9,13 +9,14 @@ use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
 use super::StorageError;
+use crate::ids::{ConversationKey, MemberId};
 
 /// One member's workflow in one conversation, as last saved.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ScriptWorkflow {
-    /// `Inbound::conversation_key()`: channel and conversation.
-    pub conversation_key: String,
-    pub member_id: String,
+    /// `Inbound::conversation`.
+    pub conversation_key: ConversationKey,
+    pub member_id: MemberId,
     /// The workflow state, a JSON object.
     pub state: serde_json::Value,
     pub updated_at_ms: i64,
@@ -29,12 +30,16 @@ pub trait ScriptWorkflows: Send + Sync {
     /// `fresh_since_ms`; an older one is not returned.
     async fn get(
         &self,
-        conversation_key: &str,
-        member_id: &str,
+        conversation_key: &ConversationKey,
+        member_id: &MemberId,
         fresh_since_ms: i64,
     ) -> Result<Option<ScriptWorkflow>, StorageError>;
     /// Remove the workflow of this conversation and member; whether one was stored.
-    async fn clear(&self, conversation_key: &str, member_id: &str) -> Result<bool, StorageError>;
+    async fn clear(
+        &self,
+        conversation_key: &ConversationKey,
+        member_id: &MemberId,
+    ) -> Result<bool, StorageError>;
     /// Housekeeping: remove every workflow last updated before `fresh_since_ms`; how many.
     async fn expire_stale(&self, fresh_since_ms: i64) -> Result<u64, StorageError>;
 }

@@ -8,6 +8,7 @@ use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
 use super::StorageError;
+use crate::ids::MemberId;
 
 /// One item of a list, as it now stands.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -17,7 +18,7 @@ pub struct ShoppingItem {
     /// At least 1.
     pub quantity: u32,
     /// The member who first added it.
-    pub added_by: String,
+    pub added_by: MemberId,
     /// When it was first added; items are listed in this order.
     pub added_at_ms: i64,
 }
@@ -31,7 +32,7 @@ pub trait ShoppingLists: Send + Sync {
         list: &str,
         name: &str,
         quantity: u32,
-        member_id: &str,
+        member_id: &MemberId,
         at_ms: i64,
     ) -> Result<ShoppingItem, StorageError>;
     /// Remove the item called `name` (any case); whether it was on the list.

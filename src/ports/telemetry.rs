@@ -5,6 +5,8 @@
 
 use serde::Serialize;
 
+use crate::ids::ConversationKey;
+
 /// One LLM call attempt, as the broker saw it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct LlmCallRecord {
@@ -14,7 +16,7 @@ pub struct LlmCallRecord {
     pub backend: String,
     pub wire: String,
     pub profile_id: Option<String>,
-    pub conversation_key: Option<String>,
+    pub conversation_key: Option<ConversationKey>,
     pub attempt: u32,
     /// `ok` or the error kind (`rate_limited`, `timeout`, ...).
     pub outcome: String,
@@ -29,7 +31,7 @@ pub enum TelemetryEvent {
     LlmCall(LlmCallRecord),
     Stage {
         at_ms: i64,
-        conversation_key: String,
+        conversation_key: ConversationKey,
         stage: String,
         payload: serde_json::Value,
     },

@@ -6,7 +6,8 @@ use std::time::Duration;
 
 use actix::Message;
 
-use crate::ports::{FiringId, StorageError};
+use crate::ids::{FiringId, MemberId};
+use crate::ports::StorageError;
 
 /// A schedule was added or moved: the scheduler arms a timer for it when it is due before
 /// what it holds in memory reaches. (A cancelled one needs no word: its claim finds it
@@ -32,7 +33,7 @@ pub enum ReminderChoice {
 #[rtype(result = "Result<ReminderSettled, ReminderError>")]
 pub struct SettleReminder {
     pub firing: FiringId,
-    pub member_id: String,
+    pub member_id: MemberId,
     pub choice: ReminderChoice,
 }
 

@@ -10,8 +10,8 @@
 //! - `messages.rs`: what the tools and the channels ask of the scheduler.
 //!
 //! A fired reminder is shown as a prompt (`OutgoingKind::Prompt`) whose id is
-//! [`prompt_id`]: the channels show it with Done and Snooze, and an answer to it goes to
-//! the scheduler instead of the request queue.
+//! `PromptId::Reminder`: the channels show it with Done and Snooze, and an answer to it
+//! goes to the scheduler instead of the request queue.
 
 mod messages;
 mod places;
@@ -32,19 +32,3 @@ pub use tools::{
     SCHEDULE_REMINDER, SCHEDULE_TASK, SNOOZE_REMINDER,
 };
 pub use when::{Timing, WhenArguments, WhenError, stored_recurring};
-
-use crate::ports::FiringId;
-
-/// How a fired reminder's prompt is named where a confirmation's id would be: the channels
-/// show it with Done and Snooze, and route its answer to the scheduler.
-const PROMPT_PREFIX: &str = "reminder:";
-
-/// The prompt id of fired occurrence `firing`.
-pub fn prompt_id(firing: FiringId) -> String {
-    format!("{PROMPT_PREFIX}{firing}")
-}
-
-/// The occurrence a prompt id names, when it is a reminder's.
-pub fn firing_of_prompt(prompt_id: &str) -> Option<FiringId> {
-    prompt_id.strip_prefix(PROMPT_PREFIX)?.parse().ok()
-}

@@ -4,7 +4,8 @@
 //! itself (the HTTP API, the terminal), goes to the member's own chat with hearth.
 
 use crate::config::{FamilyMember, FamilyRole};
-use crate::family::{ChatPlace, Family, OwnChats};
+use crate::family::{Family, OwnChats};
+use crate::ids::{ConversationKey, HTTP_CHANNEL, MemberId};
 
 /// Why a reminder cannot be set for that member or delivered to them; nothing is stored.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -12,11 +13,11 @@ pub enum PlaceError {
     #[error("no family member is called {0:?}: name one of {1}")]
     UnknownMember(String, String),
     #[error("only a parent may set a reminder for someone else; {asking} is a child")]
-    ChildForOther { asking: String },
+    ChildForOther { asking: MemberId },
     #[error(
         "{member} has no chat with hearth on Telegram or Matrix yet, so nothing could reach them there; ask them to message hearth once"
     )]
-    NoOwnChat { member: String },
+    NoOwnChat { member: MemberId },
 }
 
 /// The family member `name` names: their id or their name, in any case.
@@ -28,14 +29,14 @@ pub fn find_member<'family>(
     family
         .members()
         .find(|member| {
-            member.id.eq_ignore_ascii_case(wanted)
+            member.id.as_str().eq_ignore_ascii_case(wanted)
                 || member
                     .name
                     .as_deref()
                     .is_some_and(|known| known.eq_ignore_ascii_case(wanted))
         })
         .ok_or_else(|| {
-            let known: Vec<String> = family.members().map(|member| member.id.clone()).collect();
+            let known: Vec<&str> = family.members().map(|member| member.id.as_str()).collect();
             PlaceError::UnknownMember(wanted.to_string(), known.join(", "))
         })
 }
@@ -65,43 +66,42 @@ pub fn target<'family>(
 pub fn delivery_place(
     own_chats: &OwnChats,
     push_channels: &[String],
-    member_id: &str,
+    member_id: &MemberId,
     for_oneself: bool,
-    asked_in: &ChatPlace,
-) -> Result<ChatPlace, PlaceError> {
-    let pushes = |place: &ChatPlace| push_channels.contains(&place.channel);
+    asked_in: &ConversationKey,
+) -> Result<ConversationKey, PlaceError> {
+    let pushes = |place: &ConversationKey| {
+        push_channels
+            .iter()
+            .any(|channel| channel == place.channel())
+    };
     if for_oneself && pushes(asked_in) {
         return Ok(asked_in.clone());
     }
-    let own: Vec<ChatPlace> = own_chats
+    let own: Vec<ConversationKey> = own_chats
         .of(member_id)
         .into_iter()
         .filter(|place| pushes(place))
         .collect();
     if let Some(place) = own
         .iter()
-        .find(|place| place.channel == asked_in.channel)
+        .find(|place| place.channel() == asked_in.channel())
         .or_else(|| own.first())
     {
         return Ok(place.clone());
     }
-    if asked_in.channel == HTTP_CHANNEL {
-        return Ok(if for_oneself {
-            asked_in.clone()
-        } else {
-            ChatPlace {
-                channel: HTTP_CHANNEL.to_string(),
-                conversation_id: member_id.to_string(),
-            }
-        });
+    if asked_in.channel() == HTTP_CHANNEL {
+        if for_oneself {
+            return Ok(asked_in.clone());
+        }
+        if let Ok(theirs) = ConversationKey::http_session(member_id, None) {
+            return Ok(theirs);
+        }
     }
     Err(PlaceError::NoOwnChat {
-        member: member_id.to_string(),
+        member: member_id.clone(),
     })
 }
-
-/// The HTTP API's channel name: nothing is pushed there, it is read.
-const HTTP_CHANNEL: &str = "http";
 
 #[cfg(test)]
 mod tests {
@@ -109,7 +109,7 @@ mod tests {
 
     fn member(id: &str, name: &str, role: FamilyRole) -> FamilyMember {
         FamilyMember {
-            id: id.into(),
+            id: id.parse().unwrap(),
             name: Some(name.into()),
             telegram_user_id: None,
             matrix_user_id: None,
@@ -126,11 +126,12 @@ mod tests {
         ])
     }
 
-    fn place(channel: &str, conversation: &str) -> ChatPlace {
-        ChatPlace {
-            channel: channel.into(),
-            conversation_id: conversation.into(),
-        }
+    fn place(channel: &str, conversation: &str) -> ConversationKey {
+        ConversationKey::new(channel, conversation).unwrap()
+    }
+
+    fn id(member: &str) -> MemberId {
+        member.parse().unwrap()
     }
 
     #[test]
@@ -143,9 +144,7 @@ mod tests {
         assert_eq!(target(&family, max, Some("max")).unwrap().id, "max");
         assert_eq!(
             target(&family, max, Some("Lea")).unwrap_err(),
-            PlaceError::ChildForOther {
-                asking: "max".into()
-            }
+            PlaceError::ChildForOther { asking: id("max") }
         );
         assert!(matches!(
             target(&family, alice, Some("grandma")),
@@ -156,36 +155,34 @@ mod tests {
     #[test]
     fn one_s_own_goes_where_it_was_set_and_another_s_to_their_own_chat() {
         let own = OwnChats::new([
-            ("max".to_string(), place("matrix", "!max")),
-            ("max".to_string(), place("telegram", "2002")),
+            (id("max"), place("matrix", "!max")),
+            (id("max"), place("telegram", "2002")),
         ]);
         let push = ["telegram".to_string(), "matrix".to_string()];
         let group = place("telegram", "-100");
         assert_eq!(
-            delivery_place(&own, &push, "alice", true, &group).unwrap(),
+            delivery_place(&own, &push, &id("alice"), true, &group).unwrap(),
             group
         );
         assert_eq!(
-            delivery_place(&own, &push, "max", false, &group).unwrap(),
+            delivery_place(&own, &push, &id("max"), false, &group).unwrap(),
             place("telegram", "2002")
         );
         assert_eq!(
-            delivery_place(&own, &push, "max", true, &place("http", "max")).unwrap(),
+            delivery_place(&own, &push, &id("max"), true, &place("http", "max")).unwrap(),
             place("matrix", "!max")
         );
         assert_eq!(
-            delivery_place(&own, &push, "alice", true, &place("http", "alice/s1")).unwrap(),
+            delivery_place(&own, &push, &id("alice"), true, &place("http", "alice/s1")).unwrap(),
             place("http", "alice/s1")
         );
         assert_eq!(
-            delivery_place(&own, &push, "lea", false, &place("http", "alice")).unwrap(),
+            delivery_place(&own, &push, &id("lea"), false, &place("http", "alice")).unwrap(),
             place("http", "lea")
         );
         assert_eq!(
-            delivery_place(&own, &push, "lea", false, &place("console", "alice")).unwrap_err(),
-            PlaceError::NoOwnChat {
-                member: "lea".into()
-            }
+            delivery_place(&own, &push, &id("lea"), false, &place("console", "alice")).unwrap_err(),
+            PlaceError::NoOwnChat { member: id("lea") }
         );
     }
 }

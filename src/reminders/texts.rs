@@ -5,6 +5,7 @@
 
 use chrono::{DateTime, TimeDelta, Utc};
 
+use crate::ids::MemberId;
 use crate::local_time::{ZoneName, phrasing};
 use crate::ports::{Schedule, ScheduleKind};
 
@@ -92,8 +93,8 @@ pub fn escalation_message(
 /// repeats, for whom and by whom when that is not the reader.
 pub fn schedule_line(
     schedule: &Schedule,
-    reader: &str,
-    name_of: impl Fn(&str) -> String,
+    reader: &MemberId,
+    name_of: impl Fn(&MemberId) -> String,
     now: DateTime<Utc>,
 ) -> String {
     let zone = ZoneName::parse(&schedule.zone).unwrap_or_else(|_| chrono_tz::UTC.into());
@@ -118,10 +119,10 @@ pub fn schedule_line(
         (ScheduleKind::Task, None) => "task: ".to_string(),
     };
     let mut who = Vec::new();
-    if schedule.member_id != reader {
+    if schedule.member_id != *reader {
         who.push(format!("for {}", name_of(&schedule.member_id)));
     }
-    if schedule.set_by != schedule.member_id && schedule.set_by != reader {
+    if schedule.set_by != schedule.member_id && schedule.set_by != *reader {
         who.push(format!("set by {}", name_of(&schedule.set_by)));
     }
     let who = if who.is_empty() {

@@ -18,7 +18,8 @@ use super::places::{delivery_place, target};
 use super::texts::{MAX_TEXT_CHARS, schedule_line};
 use super::when::{Timing, WhenArguments};
 use crate::config::{FamilyMember, FamilyRole, RemindersConfig};
-use crate::family::{ChatPlace, Family, OwnChats};
+use crate::family::{Family, OwnChats};
+use crate::ids::{ConversationKey, MemberId};
 use crate::llm::ToolSpec;
 use crate::local_time::{IsoDuration, ZoneName};
 use crate::ports::{NewSchedule, Schedule, ScheduleKind, Schedules};
@@ -161,7 +162,7 @@ impl RemindersToolset {
     ) -> Result<&'a FamilyMember, ToolError> {
         self.parts
             .family
-            .member(&context.member_id)
+            .member(context.member_id.as_str())
             .ok_or_else(|| ToolError::Failed {
                 tool: tool.to_string(),
                 message: format!("{} is not a family member", context.member_id),
@@ -169,13 +170,8 @@ impl RemindersToolset {
     }
 
     /// The chat the call came from (a delegated turn's is its parent's).
-    fn asked_in(context: &ToolContext) -> ChatPlace {
-        let root = crate::ports::root_conversation_key(&context.conversation_key);
-        let (channel, conversation_id) = root.split_once(':').unwrap_or((root, ""));
-        ChatPlace {
-            channel: channel.to_string(),
-            conversation_id: conversation_id.to_string(),
-        }
+    fn asked_in(context: &ToolContext) -> &ConversationKey {
+        context.conversation_key.root()
     }
 
     async fn store(&self, tool: &str, schedule: NewSchedule) -> Result<Schedule, ToolError> {
@@ -234,7 +230,7 @@ impl RemindersToolset {
         arguments: &Value,
         context: &ToolContext,
         planned: Planned<'_>,
-    ) -> Result<(Schedule, Timing, ChatPlace, DateTime<Utc>), ToolError> {
+    ) -> Result<(Schedule, Timing, ConversationKey, DateTime<Utc>), ToolError> {
         let now = self.now();
         let zone = self.zone_of(planned.member);
         let timing = self.planned(tool, arguments, zone, now)?;
@@ -243,7 +239,7 @@ impl RemindersToolset {
             &self.parts.push_channels,
             &planned.member.id,
             planned.member.id == planned.set_by.id,
-            &Self::asked_in(context),
+            Self::asked_in(context),
         )
         .map_err(|error| invalid(tool, error))?;
         let (recurrence, start_local) = timing.stored_recurrence();
@@ -256,8 +252,7 @@ impl RemindersToolset {
                     set_by: planned.set_by.id.clone(),
                     text: planned.text.to_string(),
                     profile_id: planned.profile_id.map(str::to_string),
-                    channel: place.channel.clone(),
-                    conversation_id: place.conversation_id.clone(),
+                    conversation: place.clone(),
                     zone: zone.name().to_string(),
                     recurrence,
                     start_local,
@@ -327,7 +322,7 @@ impl RemindersToolset {
         if !for_oneself {
             answer.push_str(&format!(
                 " It goes to {whom}'s own chat on {}, saying you set it.",
-                place.channel
+                place.channel()
             ));
         }
         if let Some(minutes) = escalate_after_minutes {
@@ -404,7 +399,7 @@ impl RemindersToolset {
         if schedules.is_empty() && open.is_empty() {
             return Ok("No reminders or scheduled tasks.".to_string());
         }
-        let name_of = |id: &str| self.parts.family.display_name(id);
+        let name_of = |id: &MemberId| self.parts.family.display_name(id);
         let mut lines: Vec<String> = schedules
             .iter()
             .map(|schedule| schedule_line(schedule, &member.id, name_of, now))

@@ -6,6 +6,7 @@ use std::sync::Mutex;
 
 use async_trait::async_trait;
 
+use crate::ids::{ConfirmationId, ConversationKey, MemberId};
 use crate::ports::{
     Acceptance, AnswerPlace, AnswerRefused, ChannelState, ConversationMemory, Decision,
     HistoryEntry, Inbound, Inbox, InboxRecord, InboxStatus, OpenConfirmation, OutgoingMessage,
@@ -17,8 +18,8 @@ use crate::ports::{
 pub(super) struct State {
     /// Inbox records in acceptance order.
     inbox: Vec<InboxRecord>,
-    messages: HashMap<String, Vec<HistoryEntry>>,
-    profiles: HashMap<String, ProfileFacts>,
+    messages: HashMap<ConversationKey, Vec<HistoryEntry>>,
+    profiles: HashMap<MemberId, ProfileFacts>,
     events: Vec<TelemetryEvent>,
     /// Confirmations in creation order, with their state.
     confirmations: Vec<StoredConfirmation>,
@@ -52,11 +53,14 @@ pub struct InMemoryStore {
     pub(super) intents: Mutex<super::in_memory_intents::IntentsState>,
 }
 
-fn find_confirmation<'a>(state: &'a mut State, id: &str) -> Option<&'a mut StoredConfirmation> {
+fn find_confirmation<'a>(
+    state: &'a mut State,
+    id: &ConfirmationId,
+) -> Option<&'a mut StoredConfirmation> {
     state
         .confirmations
         .iter_mut()
-        .find(|stored| stored.confirmation.id == id)
+        .find(|stored| stored.confirmation.id == *id)
 }
 
 impl InMemoryStore {
@@ -100,7 +104,7 @@ impl State {
     pub(super) fn accept_inbound(&mut self, inbound: &Inbound) -> Acceptance {
         let duplicate = self.inbox.iter().find(|record| {
             record.inbound.id == inbound.id
-                || (record.inbound.channel == inbound.channel
+                || (record.inbound.conversation.channel() == inbound.conversation.channel()
                     && record.inbound.platform_event_id.is_some()
                     && record.inbound.platform_event_id == inbound.platform_event_id)
         });
@@ -208,7 +212,7 @@ impl Inbox for InMemoryStore {
         platform_event_id: &str,
     ) -> Result<bool, StorageError> {
         Ok(self.lock().inbox.iter().any(|record| {
-            record.inbound.channel == channel
+            record.inbound.conversation.channel() == channel
                 && record.inbound.platform_event_id.as_deref() == Some(platform_event_id)
         }))
     }
@@ -222,7 +226,7 @@ impl Inbox for InMemoryStore {
 impl ConversationMemory for InMemoryStore {
     async fn recent(
         &self,
-        conversation_key: &str,
+        conversation_key: &ConversationKey,
         limit: usize,
         since_ms: i64,
     ) -> Result<Vec<HistoryEntry>, StorageError> {
@@ -243,12 +247,12 @@ impl ConversationMemory for InMemoryStore {
 
     async fn append(
         &self,
-        conversation_key: &str,
+        conversation_key: &ConversationKey,
         entries: &[HistoryEntry],
     ) -> Result<(), StorageError> {
         self.lock()
             .messages
-            .entry(conversation_key.to_string())
+            .entry(conversation_key.clone())
             .or_default()
             .extend(entries.iter().cloned());
         Ok(())
@@ -257,7 +261,7 @@ impl ConversationMemory for InMemoryStore {
 
 #[async_trait]
 impl UserProfiles for InMemoryStore {
-    async fn get(&self, member_id: &str) -> Result<ProfileFacts, StorageError> {
+    async fn get(&self, member_id: &MemberId) -> Result<ProfileFacts, StorageError> {
         Ok(self
             .lock()
             .profiles
@@ -268,12 +272,12 @@ impl UserProfiles for InMemoryStore {
 
     async fn set(
         &self,
-        member_id: &str,
+        member_id: &MemberId,
         key: &str,
         value: Option<&str>,
     ) -> Result<(), StorageError> {
         let mut state = self.lock();
-        let facts = state.profiles.entry(member_id.to_string()).or_default();
+        let facts = state.profiles.entry(member_id.clone()).or_default();
         match value {
             Some(value) => {
                 facts.insert(key.to_string(), value.to_string());
@@ -327,8 +331,8 @@ impl PendingActions for InMemoryStore {
 
     async fn answer(
         &self,
-        confirmation_id: &str,
-        member_id: &str,
+        confirmation_id: &ConfirmationId,
+        member_id: &MemberId,
         place: &AnswerPlace,
         approve: bool,
         now_ms: i64,
@@ -375,7 +379,10 @@ impl PendingActions for InMemoryStore {
         Ok(expired)
     }
 
-    async fn consume(&self, confirmation_id: &str) -> Result<Option<Decision>, StorageError> {
+    async fn consume(
+        &self,
+        confirmation_id: &ConfirmationId,
+    ) -> Result<Option<Decision>, StorageError> {
         let mut state = self.lock();
         let Some(stored) = find_confirmation(&mut state, confirmation_id) else {
             return Ok(None);

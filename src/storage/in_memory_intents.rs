@@ -7,6 +7,7 @@ use std::sync::MutexGuard;
 use async_trait::async_trait;
 
 use super::in_memory::InMemoryStore;
+use crate::ids::{ConversationKey, MemberId};
 use crate::ports::{
     IntentRecords, PlanExecution, PlanExecutions, StepStatus, StorageError, canceled_plan,
 };
@@ -74,16 +75,16 @@ impl PlanExecutions for InMemoryStore {
 
     async fn open_plan(
         &self,
-        conversation_key: &str,
-        member_id: &str,
+        conversation_key: &ConversationKey,
+        member_id: &MemberId,
     ) -> Result<Option<PlanExecution>, StorageError> {
         Ok(self
             .intents_state()
             .plans
             .values()
             .filter(|plan| {
-                plan.conversation_key == conversation_key
-                    && plan.member_id == member_id
+                plan.conversation_key == *conversation_key
+                    && plan.member_id == *member_id
                     && plan.is_open()
             })
             .max_by(|a, b| (a.created_at_ms, &a.plan_id).cmp(&(b.created_at_ms, &b.plan_id)))
@@ -92,15 +93,15 @@ impl PlanExecutions for InMemoryStore {
 
     async fn cancel_open_plans(
         &self,
-        conversation_key: &str,
-        member_id: &str,
+        conversation_key: &ConversationKey,
+        member_id: &MemberId,
         now_ms: i64,
     ) -> Result<u64, StorageError> {
         let mut state = self.intents_state();
         let mut count = 0;
         for plan in state.plans.values_mut() {
-            if plan.conversation_key == conversation_key
-                && plan.member_id == member_id
+            if plan.conversation_key == *conversation_key
+                && plan.member_id == *member_id
                 && plan.is_open()
             {
                 let version = plan.version + 1;

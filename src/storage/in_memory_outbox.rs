@@ -94,7 +94,7 @@ impl Outbox for InMemoryStore {
             .rows
             .iter()
             .filter(|(entry, status)| {
-                *status == Status::Pending && entry.message.channel == channel
+                *status == Status::Pending && entry.message.conversation.channel() == channel
             })
             .map(|(entry, _)| entry.clone())
             .collect())

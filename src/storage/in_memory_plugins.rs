@@ -8,6 +8,7 @@ use std::sync::MutexGuard;
 use async_trait::async_trait;
 
 use super::in_memory::InMemoryStore;
+use crate::ids::{ConversationKey, MemberId};
 use crate::ports::{
     PendingPluginCall, PendingPluginCalls, RegisteredPlugin, RegisteredPlugins, ShoppingItem,
     ShoppingLists, StorageError, check_shopping_quantity, shopping_key,
@@ -32,8 +33,8 @@ impl InMemoryStore {
     }
 }
 
-fn call_key(conversation_key: &str, member_id: &str) -> (String, String) {
-    (conversation_key.to_owned(), member_id.to_owned())
+fn call_key(conversation_key: &ConversationKey, member_id: &MemberId) -> (String, String) {
+    (conversation_key.to_string(), member_id.to_string())
 }
 
 #[async_trait]
@@ -43,7 +44,7 @@ impl ShoppingLists for InMemoryStore {
         list: &str,
         name: &str,
         quantity: u32,
-        member_id: &str,
+        member_id: &MemberId,
         at_ms: i64,
     ) -> Result<ShoppingItem, StorageError> {
         let list_key = shopping_key("shopping list", list)?;
@@ -59,7 +60,7 @@ impl ShoppingLists for InMemoryStore {
         let item = ShoppingItem {
             name: name.trim().to_owned(),
             quantity,
-            added_by: member_id.to_owned(),
+            added_by: member_id.clone(),
             added_at_ms: at_ms,
         };
         items.push((item_key, item.clone()));
@@ -111,8 +112,8 @@ impl PendingPluginCalls for InMemoryStore {
 
     async fn take_valid(
         &self,
-        conversation_key: &str,
-        member_id: &str,
+        conversation_key: &ConversationKey,
+        member_id: &MemberId,
         now_ms: i64,
     ) -> Result<Option<PendingPluginCall>, StorageError> {
         Ok(self
@@ -124,8 +125,8 @@ impl PendingPluginCalls for InMemoryStore {
 
     async fn peek(
         &self,
-        conversation_key: &str,
-        member_id: &str,
+        conversation_key: &ConversationKey,
+        member_id: &MemberId,
         now_ms: i64,
     ) -> Result<Option<PendingPluginCall>, StorageError> {
         Ok(self
@@ -136,7 +137,11 @@ impl PendingPluginCalls for InMemoryStore {
             .cloned())
     }
 
-    async fn clear(&self, conversation_key: &str, member_id: &str) -> Result<bool, StorageError> {
+    async fn clear(
+        &self,
+        conversation_key: &ConversationKey,
+        member_id: &MemberId,
+    ) -> Result<bool, StorageError> {
         Ok(self
             .plugin_state()
             .pending_calls

@@ -7,8 +7,9 @@ use std::collections::{BTreeMap, HashMap};
 use async_trait::async_trait;
 
 use super::in_memory::{InMemoryStore, State};
+use crate::ids::{FiringId, MemberId};
 use crate::ports::{
-    Claimed, Firing, FiringClaim, FiringId, FiringState, NewSchedule, OutgoingMessage, Schedule,
+    Claimed, Firing, FiringClaim, FiringState, NewSchedule, OutgoingMessage, Schedule,
     ScheduleStatus, Schedules, Settled, Settlement, StorageError, now_ms,
 };
 
@@ -43,8 +44,7 @@ impl ScheduleState {
                 set_by: schedule.set_by.clone(),
                 text: schedule.text.clone(),
                 profile_id: schedule.profile_id.clone(),
-                channel: schedule.channel.clone(),
-                conversation_id: schedule.conversation_id.clone(),
+                conversation: schedule.conversation.clone(),
                 zone: schedule.zone.clone(),
                 recurrence: schedule.recurrence.clone(),
                 start_local: schedule.start_local.clone(),
@@ -90,22 +90,22 @@ impl Schedules for InMemoryStore {
         Ok(self.lock().schedules.schedules.get(&id).cloned())
     }
 
-    async fn schedules_of(&self, member_id: &str) -> Result<Vec<Schedule>, StorageError> {
+    async fn schedules_of(&self, member_id: &MemberId) -> Result<Vec<Schedule>, StorageError> {
         Ok(self
             .lock()
             .schedules
-            .active(|schedule| schedule.member_id == member_id || schedule.set_by == member_id))
+            .active(|schedule| schedule.member_id == *member_id || schedule.set_by == *member_id))
     }
 
     async fn active_schedules(&self) -> Result<Vec<Schedule>, StorageError> {
         Ok(self.lock().schedules.active(|_| true))
     }
 
-    async fn count_active_for(&self, member_id: &str) -> Result<u64, StorageError> {
+    async fn count_active_for(&self, member_id: &MemberId) -> Result<u64, StorageError> {
         Ok(self
             .lock()
             .schedules
-            .active(|schedule| schedule.member_id == member_id)
+            .active(|schedule| schedule.member_id == *member_id)
             .len() as u64)
     }
 
@@ -167,7 +167,7 @@ impl Schedules for InMemoryStore {
         Ok(self.lock().schedules.firings.get(&id).cloned())
     }
 
-    async fn open_firings_of(&self, member_id: &str) -> Result<Vec<Firing>, StorageError> {
+    async fn open_firings_of(&self, member_id: &MemberId) -> Result<Vec<Firing>, StorageError> {
         let state = self.lock();
         let mut open: Vec<Firing> = state
             .schedules
@@ -179,7 +179,7 @@ impl Schedules for InMemoryStore {
                     .schedules
                     .schedules
                     .get(&firing.id.schedule_id)
-                    .is_some_and(|schedule| schedule.member_id == member_id)
+                    .is_some_and(|schedule| schedule.member_id == *member_id)
             })
             .cloned()
             .collect();

@@ -7,6 +7,7 @@ use std::sync::MutexGuard;
 use async_trait::async_trait;
 
 use super::in_memory::InMemoryStore;
+use crate::ids::{ConversationKey, MemberId};
 use crate::ports::{ScriptWorkflow, ScriptWorkflows, StorageError};
 
 /// (conversation key, member id) → that member's workflow there.
@@ -21,8 +22,8 @@ impl InMemoryStore {
     }
 }
 
-fn key(conversation_key: &str, member_id: &str) -> (String, String) {
-    (conversation_key.to_owned(), member_id.to_owned())
+fn key(conversation_key: &ConversationKey, member_id: &MemberId) -> (String, String) {
+    (conversation_key.to_string(), member_id.to_string())
 }
 
 #[async_trait]
@@ -42,8 +43,8 @@ impl ScriptWorkflows for InMemoryStore {
 
     async fn get(
         &self,
-        conversation_key: &str,
-        member_id: &str,
+        conversation_key: &ConversationKey,
+        member_id: &MemberId,
         fresh_since_ms: i64,
     ) -> Result<Option<ScriptWorkflow>, StorageError> {
         Ok(self
@@ -53,7 +54,11 @@ impl ScriptWorkflows for InMemoryStore {
             .cloned())
     }
 
-    async fn clear(&self, conversation_key: &str, member_id: &str) -> Result<bool, StorageError> {
+    async fn clear(
+        &self,
+        conversation_key: &ConversationKey,
+        member_id: &MemberId,
+    ) -> Result<bool, StorageError> {
         Ok(self
             .workflows()
             .remove(&key(conversation_key, member_id))

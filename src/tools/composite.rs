@@ -153,8 +153,8 @@ mod tests {
 
     fn context() -> ToolContext {
         ToolContext {
-            member_id: "alice".into(),
-            conversation_key: "http:alice".into(),
+            member_id: "alice".parse().unwrap(),
+            conversation_key: "http:alice".parse().unwrap(),
             profile_id: "default_assistant".into(),
             question_timeout: std::time::Duration::from_secs(300),
             idempotency_key: None,

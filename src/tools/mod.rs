@@ -16,6 +16,7 @@ mod profile_tools;
 use async_trait::async_trait;
 
 use crate::config::ApprovalSubject;
+use crate::ids::{ConversationKey, MemberId};
 use crate::llm::ToolSpec;
 use crate::ports::Decision;
 
@@ -32,8 +33,8 @@ pub use profile_tools::{ProfileGetTool, ProfileUpdateTool};
 /// Who a tool call is made for: tools act only on the asking family member's data.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ToolContext {
-    pub member_id: String,
-    pub conversation_key: String,
+    pub member_id: MemberId,
+    pub conversation_key: ConversationKey,
     pub profile_id: String,
     /// How long the member has to answer what a tool asks them (a plugin's confirmation, an
     /// MCP server's question): the profile's `confirmation_timeout_seconds`.

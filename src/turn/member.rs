@@ -5,6 +5,7 @@
 
 use actix::Message;
 
+use crate::ids::{ConversationKey, MemberId};
 use crate::ports::StorageError;
 
 /// Put `question` to `member_id` in the conversation whose turn is running now (a
@@ -14,8 +15,8 @@ use crate::ports::StorageError;
 #[derive(Debug, Message)]
 #[rtype(result = "Result<(), AskError>")]
 pub struct AskMember {
-    pub member_id: String,
-    pub conversation_key: String,
+    pub member_id: MemberId,
+    pub conversation_key: ConversationKey,
     pub question: String,
     pub answer_to: tokio::sync::oneshot::Sender<String>,
 }
@@ -23,11 +24,11 @@ pub struct AskMember {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum AskError {
     #[error("no turn of conversation {0:?} is running, so there is nowhere to ask")]
-    NoRunningTurn(String),
+    NoRunningTurn(ConversationKey),
     #[error("member {member:?} is already being asked something in conversation {conversation:?}")]
     AlreadyAsking {
-        member: String,
-        conversation: String,
+        member: MemberId,
+        conversation: ConversationKey,
     },
 }
 
@@ -40,7 +41,7 @@ pub enum AskError {
 #[rtype(result = "Result<Told, StorageError>")]
 pub struct TellMember {
     pub inbox_id: String,
-    pub conversation_key: String,
+    pub conversation_key: ConversationKey,
     pub text: String,
     pub once_key: String,
 }

@@ -470,7 +470,7 @@ async fn a_plugins_confirmation_expires_with_the_asking_profiles_timeout() {
     app.running
         .stores
         .profiles
-        .set("alice", "address", Some("1 Elm St"))
+        .set(&"alice".parse().unwrap(), "address", Some("1 Elm St"))
         .await
         .unwrap();
     llm.push(order(json!({})));

@@ -253,9 +253,8 @@ async fn an_interrupted_approved_call_is_never_run_twice() {
         let stores = hearth::storage::open(&database, 2).await.unwrap();
         let inbound = Inbound {
             id: "interrupted-1".into(),
-            channel: "http".into(),
-            conversation_id: "alice".into(),
-            member_id: "alice".into(),
+            conversation: "http:alice".parse().unwrap(),
+            member_id: "alice".parse().unwrap(),
             text: "I moved to 7 Cedar Close".into(),
             platform_event_id: None,
             received_at_ms: 1,
@@ -278,11 +277,10 @@ async fn an_interrupted_approved_call_is_never_run_twice() {
             "rounds": 1
         });
         let confirmation = PendingConfirmation {
-            id: "c-interrupted".into(),
+            id: "c-interrupted".parse().unwrap(),
             inbox_id: "interrupted-1".into(),
-            member_id: "alice".into(),
-            channel: "http".into(),
-            conversation_id: "alice".into(),
+            member_id: "alice".parse().unwrap(),
+            conversation: "http:alice".parse().unwrap(),
             profile_id: "default_assistant".into(),
             tool_name: "profile_update".into(),
             arguments: json!({"key": "address", "value": "7 Cedar Close"}),
@@ -296,9 +294,9 @@ async fn an_interrupted_approved_call_is_never_run_twice() {
         stores
             .pending
             .answer(
-                "c-interrupted",
-                "alice",
-                &hearth::ports::AnswerPlace::new("http", None),
+                &"c-interrupted".parse().unwrap(),
+                &"alice".parse().unwrap(),
+                &hearth::ports::AnswerPlace::Channel("http".into()),
                 true,
                 3,
             )
@@ -306,7 +304,11 @@ async fn an_interrupted_approved_call_is_never_run_twice() {
             .unwrap()
             .unwrap();
         // The decision was taken by the turn that then never finished.
-        stores.pending.consume("c-interrupted").await.unwrap();
+        stores
+            .pending
+            .consume(&"c-interrupted".parse().unwrap())
+            .await
+            .unwrap();
         stores.telemetry.flush().await;
     }
     llm.push(Step::Reply(
@@ -326,9 +328,10 @@ async fn an_interrupted_approved_call_is_never_run_twice() {
         last_tool_result(&llm),
         hearth::actors::processing::UNKNOWN_OUTCOME_RESULT
     );
-    let facts = hearth::ports::UserProfiles::get(&*app.running.stores.profiles, "alice")
-        .await
-        .unwrap();
+    let facts =
+        hearth::ports::UserProfiles::get(&*app.running.stores.profiles, &"alice".parse().unwrap())
+            .await
+            .unwrap();
     assert!(
         !facts.contains_key("address"),
         "the approved call was not run again: {facts:?}"

@@ -253,7 +253,7 @@ fn system_prompt(llm: &ScriptedLlmServer, index: usize) -> String {
 }
 
 async fn stored_address(app: &TestApp) -> Option<String> {
-    hearth::ports::UserProfiles::get(&*app.running.stores.profiles, "alice")
+    hearth::ports::UserProfiles::get(&*app.running.stores.profiles, &"alice".parse().unwrap())
         .await
         .unwrap()
         .get("address")
@@ -371,9 +371,10 @@ async fn a_delegated_turn_can_ask_twice() {
     assert_eq!(answered["reply"], "Done, without the phone.");
     assert_eq!(llm.tool_result_seen(3), DECLINED_RESULT);
     assert_eq!(llm.tool_result_seen(4), "Address saved, phone not.");
-    let facts = hearth::ports::UserProfiles::get(&*app.running.stores.profiles, "alice")
-        .await
-        .unwrap();
+    let facts =
+        hearth::ports::UserProfiles::get(&*app.running.stores.profiles, &"alice".parse().unwrap())
+            .await
+            .unwrap();
     assert_eq!(
         facts.get("address").map(String::as_str),
         Some("4 Elm Court")

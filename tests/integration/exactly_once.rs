@@ -328,9 +328,10 @@ async fn an_approved_slash_command_whose_model_failed_starts_on_the_retry() {
         .record_when(id, "alice", "answered", Duration::from_secs(20))
         .await;
     assert_eq!(record["reply"], "Saved your new address.");
-    let facts = hearth::ports::UserProfiles::get(&*app.running.stores.profiles, "alice")
-        .await
-        .unwrap();
+    let facts =
+        hearth::ports::UserProfiles::get(&*app.running.stores.profiles, &"alice".parse().unwrap())
+            .await
+            .unwrap();
     assert_eq!(facts.get("address").map(String::as_str), Some("9 Oak Lane"));
     assert_eq!(
         llm.request_count(),

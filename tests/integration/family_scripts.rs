@@ -463,8 +463,8 @@ async fn a_workflow_left_alone_past_its_ttl_is_forgotten() {
     let (app, scripts) = start(&llm, None, &[("HEARTH__SCRIPTS__STATE_TTL_HOURS", "2")]).await;
     let hour_ms = 3_600_000;
     let saved = |age_ms: i64| ScriptWorkflow {
-        conversation_key: "http:alice".into(),
-        member_id: "alice".into(),
+        conversation_key: "http:alice".parse().unwrap(),
+        member_id: "alice".parse().unwrap(),
         state: json!({"selected": "backup_photos", "parameter_definitions": [],
                       "final_parameters": {"album": "all"}, "next_action": "confirm_execution"}),
         updated_at_ms: now_ms() - age_ms,

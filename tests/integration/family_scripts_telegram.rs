@@ -97,7 +97,11 @@ async fn a_member_backs_up_the_photos_after_tapping_confirm() {
     let workflows = &app.running.stores.script_workflows;
     assert!(
         workflows
-            .get("telegram:1001", "alice", 0)
+            .get(
+                &"telegram:1001".parse().unwrap(),
+                &"alice".parse().unwrap(),
+                0
+            )
             .await
             .unwrap()
             .is_some()
@@ -110,7 +114,14 @@ async fn a_member_backs_up_the_photos_after_tapping_confirm() {
     )
     .await;
     assert_eq!(
-        workflows.get("telegram:1001", "alice", 0).await.unwrap(),
+        workflows
+            .get(
+                &"telegram:1001".parse().unwrap(),
+                &"alice".parse().unwrap(),
+                0
+            )
+            .await
+            .unwrap(),
         None
     );
     llm.push(Step::Reply("Hello again.".into()));

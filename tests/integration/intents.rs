@@ -113,7 +113,7 @@ pub(crate) async fn stages(app: &TestApp, conversation: &str) -> Vec<Value> {
     app.running.stores.telemetry.flush().await;
     let store = app.running.stores.sqlite.as_ref().expect("sqlite stores");
     store
-        .stage_events(conversation, 1000)
+        .stage_events(&conversation.parse().unwrap(), 1000)
         .await
         .unwrap()
         .into_iter()
@@ -310,8 +310,8 @@ async fn cancel_drops_a_plan_waiting_for_the_member() {
         .running
         .queue
         .send(CancelPending {
-            member_id: "alice".into(),
-            conversation_key: "http:alice".into(),
+            member_id: "alice".parse().unwrap(),
+            conversation_key: "http:alice".parse().unwrap(),
         })
         .await
         .unwrap()
@@ -406,7 +406,7 @@ intents:
         registry
             .eligible(&IntentContext {
                 channel,
-                member_id: member,
+                member_id: &member.parse().unwrap(),
                 role,
             })
             .into_iter()
@@ -428,7 +428,7 @@ intents:
         registry
             .eligible(&IntentContext {
                 channel: "http",
-                member_id: member,
+                member_id: &member.parse().unwrap(),
                 role: FamilyRole::Parent,
             })
             .iter()

@@ -22,8 +22,8 @@ const PLAN_ANSWER: &str =
 
 fn cancel(member: &str, conversation_key: &str) -> CancelPending {
     CancelPending {
-        member_id: member.into(),
-        conversation_key: conversation_key.into(),
+        member_id: member.parse().unwrap(),
+        conversation_key: conversation_key.parse().unwrap(),
     }
 }
 
@@ -94,7 +94,11 @@ async fn a_plan_cancelled_while_its_turn_has_it_loaded_stops_and_says_so() {
     let (body, cancelled) = answer_held_while(&app, &llm, async |gate: &Gate| {
         // Cancelled behind the turn's back, after it loaded the plan.
         let cancelled = plans
-            .cancel_open_plans("http:alice", "alice", now_ms())
+            .cancel_open_plans(
+                &"http:alice".parse().unwrap(),
+                &"alice".parse().unwrap(),
+                now_ms(),
+            )
             .await
             .unwrap();
         gate.open();
@@ -110,7 +114,13 @@ async fn a_plan_cancelled_while_its_turn_has_it_loaded_stops_and_says_so() {
         .record_when(id, "alice", "answered", std::time::Duration::from_secs(5))
         .await;
     assert_eq!(record["reply"], CANCELLED_REPLY);
-    assert_eq!(plans.open_plan("http:alice", "alice").await.unwrap(), None);
+    assert_eq!(
+        plans
+            .open_plan(&"http:alice".parse().unwrap(), &"alice".parse().unwrap())
+            .await
+            .unwrap(),
+        None
+    );
     // The next plain message is no answer to a plan any more: the default profile's echo.
     assert_eq!(app.ask("alice", "O-22222").await, "echo: O-22222");
     app.stop().await;

@@ -215,8 +215,8 @@ async fn a_child_s_cancel_withdraws_a_request_waiting_for_a_parent() {
         .running
         .queue
         .send(CancelPending {
-            member_id: "bob".into(),
-            conversation_key: "http:bob".into(),
+            member_id: "bob".parse().unwrap(),
+            conversation_key: "http:bob".parse().unwrap(),
         })
         .await
         .unwrap()

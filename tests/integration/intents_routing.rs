@@ -59,7 +59,7 @@ async fn a_message_the_waiting_plan_cannot_place_goes_to_the_default_profile() {
         .running
         .stores
         .memory
-        .recent("http:alice", 100, 0)
+        .recent(&"http:alice".parse().unwrap(), 100, 0)
         .await
         .unwrap();
     let dinner: Vec<_> = history

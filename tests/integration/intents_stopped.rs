@@ -37,8 +37,8 @@ fn order_status_plan(steps: Vec<StepExecution>, current_index: usize) -> PlanExe
     PlanExecution {
         plan_id: "plan-stopped".into(),
         intent_id: "order_status".into(),
-        conversation_key: "http:alice".into(),
-        member_id: "alice".into(),
+        conversation_key: "http:alice".parse().unwrap(),
+        member_id: "alice".parse().unwrap(),
         profile_id: "orders".into(),
         params: [("order_id".to_string(), json!("O-12345"))].into(),
         steps,
@@ -68,9 +68,8 @@ fn call() -> PlanStep {
 fn inbound() -> Inbound {
     Inbound {
         id: "stopped-1".into(),
-        channel: "http".into(),
-        conversation_id: "alice".into(),
-        member_id: "alice".into(),
+        conversation: "http:alice".parse().unwrap(),
+        member_id: "alice".parse().unwrap(),
         text: ASKED.into(),
         platform_event_id: None,
         received_at_ms: 1,
@@ -168,11 +167,10 @@ async fn an_approval_taken_before_the_call_started_is_asked_anew_not_told_as_unk
         stores.inbox.accept(&inbound()).await.unwrap();
         stores.plans.save_plan(&mut plan.clone()).await.unwrap();
         let confirmation = PendingConfirmation {
-            id: "c-taken".into(),
+            id: "c-taken".parse().unwrap(),
             inbox_id: "stopped-1".into(),
-            member_id: "alice".into(),
-            channel: "http".into(),
-            conversation_id: "alice".into(),
+            member_id: "alice".parse().unwrap(),
+            conversation: "http:alice".parse().unwrap(),
             profile_id: "orders".into(),
             tool_name: "check_order_status".into(),
             arguments: json!({"order_id": "O-12345"}),
@@ -185,12 +183,22 @@ async fn an_approval_taken_before_the_call_started_is_asked_anew_not_told_as_unk
         stores.pending.suspend(&confirmation, &[]).await.unwrap();
         stores
             .pending
-            .answer("c-taken", "alice", &AnswerPlace::new("http", None), true, 3)
+            .answer(
+                &"c-taken".parse().unwrap(),
+                &"alice".parse().unwrap(),
+                &AnswerPlace::Channel("http".into()),
+                true,
+                3,
+            )
             .await
             .unwrap()
             .unwrap();
         // The resumed turn took the answer and journaled its plan; hearth stopped there.
-        stores.pending.consume("c-taken").await.unwrap();
+        stores
+            .pending
+            .consume(&"c-taken".parse().unwrap())
+            .await
+            .unwrap();
         stores
             .turn_journal
             .save_turn("stopped-1", &json!({"intents_plan": plan.plan_id}))

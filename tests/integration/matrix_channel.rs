@@ -188,7 +188,13 @@ async fn reactions_confirm_or_deny_and_only_the_member_asked_counts() {
     bob.send_reaction(&room, &prompt.event_id, "✅").await;
     tokio::time::sleep(Duration::from_secs(2)).await;
     assert_eq!(llm.requests().len(), 1);
-    let facts = app.running.stores.profiles.get("alice").await.unwrap();
+    let facts = app
+        .running
+        .stores
+        .profiles
+        .get(&"alice".parse().unwrap())
+        .await
+        .unwrap();
     assert!(!facts.contains_key("city"), "{facts:?}");
 
     alice.send_reaction(&room, &prompt.event_id, "✅").await;
@@ -202,7 +208,13 @@ async fn reactions_confirm_or_deny_and_only_the_member_asked_counts() {
         .await;
     assert_eq!(edit.rel_type.as_deref(), Some("m.replace"));
     reply_from_hearth(&alice, &server, |message| message.body == "Done: Berlin.").await;
-    let facts = app.running.stores.profiles.get("alice").await.unwrap();
+    let facts = app
+        .running
+        .stores
+        .profiles
+        .get(&"alice".parse().unwrap())
+        .await
+        .unwrap();
     assert_eq!(facts.get("city").map(String::as_str), Some("Berlin"));
 
     // ❌ declines, and the model is told.
@@ -220,7 +232,13 @@ async fn reactions_confirm_or_deny_and_only_the_member_asked_counts() {
     reply_from_hearth(&alice, &server, |message| message.body == "Kept Berlin.").await;
     let seen = llm.requests()[3].body["messages"].to_string();
     assert!(seen.contains(DECLINED_RESULT), "{seen}");
-    let facts = app.running.stores.profiles.get("alice").await.unwrap();
+    let facts = app
+        .running
+        .stores
+        .profiles
+        .get(&"alice".parse().unwrap())
+        .await
+        .unwrap();
     assert_eq!(facts.get("city").map(String::as_str), Some("Berlin"));
     app.stop().await;
 }
@@ -383,7 +401,13 @@ async fn a_yes_reply_answers_a_prompt_and_an_unanswered_one_expires() {
     let prompt = reply_from_hearth(&alice, &server, |message| message.body.contains("Rome")).await;
     alice.send_reply(&room, &prompt.event_id, "yes").await;
     reply_from_hearth(&alice, &server, |message| message.body == "Done: Rome.").await;
-    let facts = app.running.stores.profiles.get("alice").await.unwrap();
+    let facts = app
+        .running
+        .stores
+        .profiles
+        .get(&"alice".parse().unwrap())
+        .await
+        .unwrap();
     assert_eq!(facts.get("city").map(String::as_str), Some("Rome"));
 
     llm.push_many(script("Oslo"));
@@ -398,7 +422,13 @@ async fn a_yes_reply_answers_a_prompt_and_an_unanswered_one_expires() {
         })
         .await;
     reply_from_hearth(&alice, &server, |message| message.body == "Done: Oslo.").await;
-    let facts = app.running.stores.profiles.get("alice").await.unwrap();
+    let facts = app
+        .running
+        .stores
+        .profiles
+        .get(&"alice".parse().unwrap())
+        .await
+        .unwrap();
     assert_eq!(facts.get("city").map(String::as_str), Some("Rome"));
     app.stop().await;
 }

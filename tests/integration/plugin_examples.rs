@@ -38,7 +38,7 @@ async fn buy_me_some_milk_with_the_example_plugin() {
         app.running
             .stores
             .profiles
-            .set("alice", key, Some(value))
+            .set(&"alice".parse().unwrap(), key, Some(value))
             .await
             .unwrap();
     }

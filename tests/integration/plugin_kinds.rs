@@ -74,7 +74,7 @@ async fn a_command_plugin_gets_the_call_on_stdin_and_nothing_of_hearths_secrets(
     app.running
         .stores
         .profiles
-        .set("alice", "pin", Some("4321"))
+        .set(&"alice".parse().unwrap(), "pin", Some("4321"))
         .await
         .unwrap();
     llm.push_many([echo("hello"), Step::Reply("Echoed.".into())]);

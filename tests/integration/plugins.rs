@@ -94,7 +94,7 @@ async fn remember(app: &TestApp, member: &str, facts: &[(&str, &str)]) {
         app.running
             .stores
             .profiles
-            .set(member, key, Some(value))
+            .set(&member.parse().unwrap(), key, Some(value))
             .await
             .unwrap();
     }

@@ -72,7 +72,7 @@ async fn a_reminder_fires_once_in_the_room_and_its_member_snoozes_it_with_a_reac
         .running
         .stores
         .schedules
-        .schedules_of("alice")
+        .schedules_of(&"alice".parse().unwrap())
         .await
         .unwrap();
     assert_eq!(

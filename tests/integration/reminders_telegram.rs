@@ -170,7 +170,7 @@ async fn snooze_puts_the_reminder_off_by_the_configured_minutes() {
         .running
         .stores
         .schedules
-        .schedules_of("alice")
+        .schedules_of(&"alice".parse().unwrap())
         .await
         .unwrap();
     let snoozed = schedules
@@ -224,7 +224,7 @@ async fn a_parent_sets_one_for_a_child_and_a_child_cannot_for_a_sibling() {
         app.running
             .stores
             .schedules
-            .schedules_of("carol")
+            .schedules_of(&"carol".parse().unwrap())
             .await
             .unwrap()
             .is_empty()
@@ -363,14 +363,26 @@ async fn a_scheduled_task_runs_its_profile_s_turn_whose_asking_tool_waits_for_th
         .await
         .expect("the task's tool asks the member first");
     // Nothing ran before the member said yes.
-    let facts = app.running.stores.profiles.get("alice").await.unwrap();
+    let facts = app
+        .running
+        .stores
+        .profiles
+        .get(&"alice".parse().unwrap())
+        .await
+        .unwrap();
     assert_eq!(facts.get("city"), None);
     assert_eq!(
         press(&telegram, &alice(), &prompt, 0).await,
         ("Confirmed.".into(), false)
     );
     bot_says(&telegram, 1001, "Done: Oslo.").await;
-    let facts = app.running.stores.profiles.get("alice").await.unwrap();
+    let facts = app
+        .running
+        .stores
+        .profiles
+        .get(&"alice".parse().unwrap())
+        .await
+        .unwrap();
     assert_eq!(facts.get("city").map(String::as_str), Some("Oslo"));
     // The task's turn ran on the profile it names: its tools, not the reminder profile's.
     let offered = llm.requests()[2].body["tools"].to_string();

@@ -100,7 +100,13 @@ async fn confirm_runs_the_call_and_a_second_press_changes_nothing() {
     );
     edited_to(&telegram, &prompt, "✅ Confirmed by Alice.").await;
     bot_says(&telegram, 1001, "Done: Berlin.").await;
-    let facts = app.running.stores.profiles.get("alice").await.unwrap();
+    let facts = app
+        .running
+        .stores
+        .profiles
+        .get(&"alice".parse().unwrap())
+        .await
+        .unwrap();
     assert_eq!(facts.get("city").map(String::as_str), Some("Berlin"));
 
     let (notice, alert) = press(&telegram, &alice(), &prompt, 1).await;
@@ -124,7 +130,13 @@ async fn cancel_declines_and_the_model_is_told() {
     edited_to(&telegram, &prompt, "❌ Cancelled.").await;
     bot_says(&telegram, 1001, "Done: Paris.").await;
     assert_eq!(llm.tool_result_seen(1), DECLINED_RESULT);
-    let facts = app.running.stores.profiles.get("alice").await.unwrap();
+    let facts = app
+        .running
+        .stores
+        .profiles
+        .get(&"alice".parse().unwrap())
+        .await
+        .unwrap();
     assert_eq!(facts.get("city"), None);
     app.stop().await;
 }
@@ -209,7 +221,13 @@ async fn a_confirmation_is_answered_only_where_it_was_asked() {
         answered.str("text"),
         Some("This request is no longer open.")
     );
-    let facts = app.running.stores.profiles.get("alice").await.unwrap();
+    let facts = app
+        .running
+        .stores
+        .profiles
+        .get(&"alice".parse().unwrap())
+        .await
+        .unwrap();
     assert_eq!(facts.get("city"), None, "nothing ran");
 
     // In the chat where it was asked, it is answered, and the reply goes there.
@@ -240,7 +258,13 @@ async fn an_unanswered_confirmation_expires_and_loses_its_buttons() {
         notice == "This request has expired." || notice == "This was already answered.",
         "{notice}"
     );
-    let facts = app.running.stores.profiles.get("alice").await.unwrap();
+    let facts = app
+        .running
+        .stores
+        .profiles
+        .get(&"alice".parse().unwrap())
+        .await
+        .unwrap();
     assert_eq!(facts.get("city"), None);
     app.stop().await;
 }
@@ -287,7 +311,13 @@ async fn a_cancel_telegram_delivers_again_leaves_what_was_asked_since_alone() {
     assert_eq!(press(&telegram, &alice(), &second, 0).await.0, "Confirmed.");
     edited_to(&telegram, &second, "✅ Confirmed by Alice.").await;
     bot_says(&telegram, 1001, "Done: Oslo.").await;
-    let facts = app.running.stores.profiles.get("alice").await.unwrap();
+    let facts = app
+        .running
+        .stores
+        .profiles
+        .get(&"alice".parse().unwrap())
+        .await
+        .unwrap();
     assert_eq!(facts.get("city").map(String::as_str), Some("Oslo"));
     app.stop().await;
 }
@@ -306,7 +336,13 @@ async fn a_confirmation_survives_a_restart_between_question_and_press() {
     assert_eq!(press(&telegram, &alice(), &prompt, 0).await.0, "Confirmed.");
     edited_to(&telegram, &prompt, "✅ Confirmed by Alice.").await;
     bot_says(&telegram, 1001, "Done: Kyiv.").await;
-    let facts = app.running.stores.profiles.get("alice").await.unwrap();
+    let facts = app
+        .running
+        .stores
+        .profiles
+        .get(&"alice".parse().unwrap())
+        .await
+        .unwrap();
     assert_eq!(facts.get("city").map(String::as_str), Some("Kyiv"));
     // The question was asked once, the action run once.
     assert_eq!(llm.requests().len(), 2);

@@ -13,10 +13,27 @@ use hearth::tools::{
 };
 use serde_json::{Value, json};
 
+fn member(id: &str) -> hearth::ids::MemberId {
+    id.parse().unwrap()
+}
+
+/// What the store holds for `member_id`.
+async fn stored(profiles: &Arc<dyn UserProfiles>, member_id: &str) -> ProfileFacts {
+    profiles.get(&member(member_id)).await.unwrap()
+}
+
+/// Store a fact of `member_id` by other means than the tools.
+async fn remember(profiles: &Arc<dyn UserProfiles>, member_id: &str, key: &str, value: &str) {
+    profiles
+        .set(&member(member_id), key, Some(value))
+        .await
+        .unwrap();
+}
+
 fn context(member_id: &str) -> ToolContext {
     ToolContext {
-        member_id: member_id.to_string(),
-        conversation_key: format!("http:{member_id}"),
+        member_id: member_id.parse().unwrap(),
+        conversation_key: hearth::ids::ConversationKey::new("http", member_id).unwrap(),
         profile_id: "family".to_string(),
         question_timeout: std::time::Duration::from_secs(300),
         idempotency_key: None,
@@ -149,7 +166,7 @@ async fn profile_update_saves_and_profile_get_returns_the_facts() {
     ]);
     assert_eq!(read(provider.as_ref(), "alice").await, expected);
     // The tool wrote through the port: the store agrees.
-    assert_eq!(profiles.get("alice").await.unwrap(), expected);
+    assert_eq!(stored(&profiles, "alice").await, expected);
 
     // Overwrite.
     update(
@@ -168,11 +185,8 @@ async fn profile_update_saves_and_profile_get_returns_the_facts() {
 #[tokio::test]
 async fn profile_get_reads_facts_stored_by_other_means() {
     let (profiles, provider) = local();
-    profiles
-        .set("alice", "phone", Some("+33 1 23"))
-        .await
-        .unwrap();
-    profiles.set("alice", "name", Some("Alice")).await.unwrap();
+    remember(&profiles, "alice", "phone", "+33 1 23").await;
+    remember(&profiles, "alice", "name", "Alice").await;
     let text = provider
         .call("profile_get", &json!({}), &context("alice"))
         .await
@@ -218,7 +232,7 @@ async fn an_empty_value_forgets_the_key() {
     update(provider.as_ref(), "alice", json!({"key": "d"}))
         .await
         .unwrap();
-    assert_eq!(profiles.get("alice").await.unwrap(), ProfileFacts::new());
+    assert_eq!(stored(&profiles, "alice").await, ProfileFacts::new());
     assert_eq!(read(provider.as_ref(), "alice").await, ProfileFacts::new());
 
     // Forgetting an unknown key is not an error.
@@ -267,7 +281,7 @@ async fn invalid_keys_are_refused_by_name() {
         let message = invalid_message(update(provider.as_ref(), "alice", arguments).await);
         assert!(message.contains("key"), "{message}");
     }
-    assert_eq!(profiles.get("alice").await.unwrap(), ProfileFacts::new());
+    assert_eq!(stored(&profiles, "alice").await, ProfileFacts::new());
 
     // The limits themselves are fine: 64 characters of a-z, 0-9 and _.
     let longest = "k".repeat(64);
@@ -286,7 +300,7 @@ async fn invalid_keys_are_refused_by_name() {
     .await
     .unwrap();
     assert_eq!(
-        profiles.get("alice").await.unwrap(),
+        stored(&profiles, "alice").await,
         facts(&[(longest.as_str(), "x"), ("_0_z9", "y")])
     );
 }
@@ -317,7 +331,7 @@ async fn non_string_values_are_refused() {
         );
     }
     assert_eq!(
-        profiles.get("alice").await.unwrap(),
+        stored(&profiles, "alice").await,
         facts(&[("age", "41")]),
         "a refused update leaves the fact alone"
     );
@@ -336,7 +350,7 @@ async fn values_over_1000_characters_are_refused() {
     );
     assert!(message.contains("\"notes\""), "{message}");
     assert!(message.contains("1000"), "{message}");
-    assert_eq!(profiles.get("alice").await.unwrap(), ProfileFacts::new());
+    assert_eq!(stored(&profiles, "alice").await, ProfileFacts::new());
 
     // The limit counts characters, not bytes, and surrounding blanks are trimmed first.
     let accents = "é".repeat(1000);
@@ -348,7 +362,7 @@ async fn values_over_1000_characters_are_refused() {
     .await
     .unwrap();
     assert_eq!(
-        profiles.get("alice").await.unwrap(),
+        stored(&profiles, "alice").await,
         facts(&[("notes", accents.as_str())])
     );
 }
@@ -364,7 +378,7 @@ async fn tools_act_only_on_the_asking_member() {
     .await
     .unwrap();
     assert_eq!(read(provider.as_ref(), "bob").await, ProfileFacts::new());
-    assert_eq!(profiles.get("bob").await.unwrap(), ProfileFacts::new());
+    assert_eq!(stored(&profiles, "bob").await, ProfileFacts::new());
 
     // Arguments naming another member change nothing about whose profile is touched.
     update(
@@ -412,7 +426,7 @@ async fn tools_act_only_on_the_asking_member() {
 #[tokio::test]
 async fn filtered_provider_offers_and_calls_only_allowed_tools() {
     let (profiles, provider) = local();
-    profiles.set("alice", "name", Some("Alice")).await.unwrap();
+    remember(&profiles, "alice", "name", "Alice").await;
     let read_only = FilteredToolsProvider::new(provider.clone(), ["profile_get".to_string()]);
 
     assert_eq!(names(&read_only.tools().await), ["profile_get"]);
@@ -436,7 +450,7 @@ async fn filtered_provider_offers_and_calls_only_allowed_tools() {
         "profile_update",
     );
     assert_eq!(
-        profiles.get("alice").await.unwrap(),
+        stored(&profiles, "alice").await,
         facts(&[("name", "Alice")])
     );
 
@@ -546,7 +560,7 @@ async fn composite_first_provider_wins_a_name_clash() {
 
     // With the real local tools on either side of the clash.
     let (profiles, provider) = local();
-    profiles.set("alice", "name", Some("Alice")).await.unwrap();
+    remember(&profiles, "alice", "name", "Alice").await;
     let local_first = CompositeToolsProvider::new(vec![
         provider.clone(),
         labelled("fake", &["profile_get", "clock"]),
@@ -595,7 +609,7 @@ async fn composite_first_provider_wins_a_name_clash() {
     .await
     .unwrap();
     assert_eq!(
-        profiles.get("alice").await.unwrap(),
+        stored(&profiles, "alice").await,
         facts(&[("city", "Lyon"), ("name", "Alice")])
     );
 }

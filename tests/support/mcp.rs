@@ -154,8 +154,8 @@ pub fn state(servers: &McpServers, id: &str) -> ServerState {
 /// A family member's tool context.
 pub fn member(id: &str) -> ToolContext {
     ToolContext {
-        member_id: id.to_owned(),
-        conversation_key: format!("http:{id}"),
+        member_id: id.parse().unwrap(),
+        conversation_key: hearth::ids::ConversationKey::new("http", id).unwrap(),
         profile_id: "default_assistant".to_owned(),
         question_timeout: std::time::Duration::from_secs(300),
         idempotency_key: None,

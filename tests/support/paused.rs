@@ -26,6 +26,7 @@ use hearth::actors::request_queue::{
 };
 use hearth::app::{self, RunningApp, StartOptions};
 use hearth::config::LlmBackend;
+use hearth::ids::ConversationKey;
 use hearth::llm::scripted::ScriptedProvider;
 use hearth::llm::{ChatRequest, ChatResponse, LlmError, LlmProvider, Role};
 use hearth::ports::{AnswerPlace, Inbound, InboxRecord, now_ms};
@@ -194,9 +195,8 @@ impl PausedHearth {
     pub async fn say(&self, member: &str, text: &str) -> String {
         let inbound = Inbound {
             id: Inbound::new_id(),
-            channel: CHANNEL.into(),
-            conversation_id: member.into(),
-            member_id: member.into(),
+            conversation: ConversationKey::new(CHANNEL, member).unwrap(),
+            member_id: member.parse().unwrap(),
             text: text.into(),
             platform_event_id: None,
             received_at_ms: now_ms(),
@@ -234,9 +234,9 @@ impl PausedHearth {
         self.running
             .queue
             .send(AnswerConfirmation {
-                confirmation_id: id.into(),
-                member_id: member.into(),
-                place: AnswerPlace::new(CHANNEL, Some(member.into())),
+                confirmation_id: id.parse().unwrap(),
+                member_id: member.parse().unwrap(),
+                place: AnswerPlace::Conversation(ConversationKey::new(CHANNEL, member).unwrap()),
                 approve,
                 reply_to: None,
             })

@@ -11,6 +11,7 @@ use crate::actors::request_queue::{
     AnswerConfirmation, DeliverReply, ReplyKind, RequestQueue, SubmitError, SubmitInbound,
     Submitted,
 };
+use crate::ids::{ConfirmationId, ConversationKey, MemberId};
 use crate::ports::{AnswerPlace, Inbound, now_ms};
 
 pub struct ConsoleChannel {
@@ -41,9 +42,12 @@ impl Handler<DeliverReply> for ConsoleChannel {
 /// and print every reply. Returns when input has ended and every answer arrived.
 pub async fn run_console(
     queue: Addr<RequestQueue>,
-    member_id: String,
+    member_id: MemberId,
     mut replies: mpsc::UnboundedReceiver<DeliverReply>,
 ) -> std::io::Result<()> {
+    // The member's one console conversation.
+    let conversation =
+        ConversationKey::new("console", member_id.as_str()).map_err(std::io::Error::other)?;
     let mut stdout = tokio::io::stdout();
     let mut lines = BufReader::new(tokio::io::stdin()).lines();
     stdout
@@ -53,7 +57,7 @@ pub async fn run_console(
     let mut waiting = 0usize;
     let mut input_open = true;
     // The confirmation the last reply asked for: a "yes" or "no" line answers it.
-    let mut asked: Option<String> = None;
+    let mut asked: Option<ConfirmationId> = None;
     while input_open || waiting > 0 {
         tokio::select! {
             line = lines.next_line(), if input_open => {
@@ -73,7 +77,7 @@ pub async fn run_console(
                     let answer = AnswerConfirmation {
                         confirmation_id,
                         member_id: member_id.clone(),
-                        place: AnswerPlace::new("console", Some(member_id.clone())),
+                        place: AnswerPlace::Conversation(conversation.clone()),
                         approve,
                         reply_to: None,
                     };
@@ -91,8 +95,7 @@ pub async fn run_console(
                 }
                 let inbound = Inbound {
                     id: Inbound::new_id(),
-                    channel: "console".into(),
-                    conversation_id: member_id.clone(),
+                    conversation: conversation.clone(),
                     member_id: member_id.clone(),
                     text: text.to_string(),
                     platform_event_id: None,

@@ -26,7 +26,7 @@ pub struct RemoteConsoleSettings {
     pub api_key: Option<String>,
     /// The variable the key comes from, to name it when the key is refused.
     pub api_key_variable: Option<String>,
-    pub member_id: String,
+    pub member_id: crate::ids::MemberId,
     /// Longer than the server waits for a reply (`http.reply_timeout_seconds`).
     pub request_timeout: Duration,
 }
@@ -238,7 +238,7 @@ impl RemoteConsole {
                 segments.push(inbox_id);
             }
             url.query_pairs_mut()
-                .append_pair("user_id", &self.settings.member_id);
+                .append_pair("user_id", self.settings.member_id.as_str());
             let request = self.with_key(self.client.get(url));
             let (status, body) = self.answer_of(request).await?;
             match (status, body["status"].as_str()) {

@@ -70,6 +70,9 @@ pub enum DelegationError {
     TooDeep(usize),
     #[error("the suspended delegation to {0:?} belongs to another member or turn")]
     NotThisTurn(String),
+    /// A profile id no sub-conversation can be named after (configuration refuses it).
+    #[error("delegation to {0:?} refused: {1}")]
+    Unnamed(String, crate::ids::IdError),
     #[error("{0:?} could not answer: {1}")]
     TargetFailed(String, String),
     #[error(transparent)]

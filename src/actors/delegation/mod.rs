@@ -28,9 +28,8 @@ pub use tool::{DELEGATE_TOOL, DelegationTargetInfo, DelegationTool};
 
 use crate::actors::processing::ProcessingService;
 use crate::config::DelegationLevel;
-use crate::ports::{
-    ConversationMemory, DELEGATION_CHANNEL, Decision, Inbound, PendingConfirmation, now_ms,
-};
+use crate::ids::ConversationKey;
+use crate::ports::{ConversationMemory, Decision, Inbound, PendingConfirmation, now_ms};
 use crate::tools::ToolContext;
 use crate::turn::{ProcessTurn, ResumeTurn, TurnResult};
 
@@ -45,8 +44,8 @@ pub struct DelegationTarget {
 pub struct Delegation {
     targets: HashMap<String, DelegationTarget>,
     memory: Arc<dyn ConversationMemory>,
-    /// Sub-conversation key → the profiles of the chain that leads to it.
-    chains: HashMap<String, Vec<String>>,
+    /// Sub-conversation → the profiles of the chain that leads to it.
+    chains: HashMap<ConversationKey, Vec<String>>,
 }
 
 impl Delegation {
@@ -95,7 +94,7 @@ impl Handler<Delegate> for Delegation {
             Ok(sub_turn) => sub_turn,
             Err(error) => return Box::pin(actix::fut::ready(Err(error))),
         };
-        let key = sub_turn.inbound.conversation_key();
+        let key = sub_turn.inbound.conversation.clone();
         // Nested delegations from inside the target's turn find their chain here.
         self.chains.insert(key.clone(), sub_turn.chain.clone());
         let work = sub_turn.run(self.memory.clone());
@@ -160,17 +159,17 @@ impl Delegation {
             return Err(DelegationError::TooDeep(MAX_DELEGATION_DEPTH));
         }
         chain.push(target_id.clone());
+        // Fresh per delegation and named after the parent conversation: isolated, yet
+        // traceable to the turn that asked.
+        let conversation = ConversationKey::delegated(
+            &parent.conversation_key,
+            &target_id,
+            &uuid::Uuid::now_v7().to_string(),
+        )
+        .map_err(|error| DelegationError::Unnamed(target_id.clone(), error))?;
         let inbound = Inbound {
             id: Inbound::new_id(),
-            channel: DELEGATION_CHANNEL.into(),
-            // Fresh per delegation and named after the parent conversation: isolated,
-            // yet traceable to the turn that asked.
-            conversation_id: format!(
-                "{}/{}/{}",
-                parent.conversation_key,
-                target_id,
-                uuid::Uuid::now_v7()
-            ),
+            conversation,
             member_id: parent.member_id.clone(),
             text: user_request.clone(),
             platform_event_id: None,
@@ -207,9 +206,8 @@ impl Delegation {
             && confirmation.profile_id == target_id
             && chain.last() == Some(&target_id)
             && above == self.chain_of(parent).as_slice()
-            && inbound
-                .conversation_id
-                .starts_with(&format!("{}/", parent.conversation_key));
+            && inbound.conversation.parent() == Some(&parent.conversation_key)
+            && inbound.conversation.target_profile() == Some(target_id.as_str());
         if !belongs {
             return Err(DelegationError::NotThisTurn(target_id));
         }
@@ -268,9 +266,7 @@ impl SubTurn {
             .map_err(|error| failed(error.to_string()))?;
         match outcome.result {
             TurnResult::Answered { reply, messages } => {
-                memory
-                    .append(&inbound.conversation_key(), &messages)
-                    .await?;
+                memory.append(&inbound.conversation, &messages).await?;
                 Ok(Delegated::Answered(reply))
             }
             // Only a message a waiting plan brought to its profile is handed back.

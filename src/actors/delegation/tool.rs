@@ -242,20 +242,18 @@ mod tests {
             chain: vec!["default_assistant".into(), "secure_ops".into()],
             inbound: Inbound {
                 id: "sub-1".into(),
-                channel: "delegation".into(),
-                conversation_id: "http:alice/secure_ops/1".into(),
-                member_id: "alice".into(),
+                conversation: "delegation:http:alice/secure_ops/1".parse().unwrap(),
+                member_id: "alice".parse().unwrap(),
                 text: "save my address".into(),
                 platform_event_id: None,
                 received_at_ms: 1,
                 extras: Default::default(),
             },
             confirmation: PendingConfirmation {
-                id: "c-1".into(),
+                id: "c-1".parse().unwrap(),
                 inbox_id: "sub-1".into(),
-                member_id: "alice".into(),
-                channel: "delegation".into(),
-                conversation_id: "http:alice/secure_ops/1".into(),
+                member_id: "alice".parse().unwrap(),
+                conversation: "delegation:http:alice/secure_ops/1".parse().unwrap(),
                 profile_id: "secure_ops".into(),
                 tool_name: "profile_update".into(),
                 arguments: arguments.clone(),
@@ -271,6 +269,12 @@ mod tests {
         assert_eq!(
             (asked.action.as_str(), &asked.arguments, asked.expires_at_ms),
             ("profile_update", &arguments, 42)
+        );
+        // Stored as it always was: each conversation as its channel and conversation id.
+        assert_eq!(asked.state["inbound"]["channel"], "delegation");
+        assert_eq!(
+            asked.state["confirmation"]["conversation_id"],
+            "http:alice/secure_ops/1"
         );
         let back: SuspendedDelegation = serde_json::from_value(asked.state).unwrap();
         assert_eq!(back, suspended);

@@ -89,7 +89,7 @@ impl Broker {
         };
         let origin = CallOrigin {
             profile_id: Some("family".into()),
-            conversation_key: Some("http:alice".into()),
+            conversation_key: Some("http:alice".parse().unwrap()),
         };
         self.shared
             .call_with_retries("main", &request, &origin)

@@ -21,7 +21,7 @@ use std::sync::Arc;
 
 use super::turn::TurnState;
 use crate::llm::ToolCall;
-use crate::ports::{DELEGATION_CHANNEL, Inbound, TurnJournal};
+use crate::ports::{Inbound, TurnJournal};
 use crate::turn::TurnError;
 
 /// The tool result of a call that was running when hearth stopped.
@@ -58,7 +58,7 @@ pub(super) enum Recovered {
 impl Journal {
     pub(super) fn for_turn(port: &Arc<dyn TurnJournal>, inbound: &Inbound) -> Self {
         Journal {
-            port: (inbound.channel != DELEGATION_CHANNEL).then(|| port.clone()),
+            port: (!inbound.conversation.is_delegated()).then(|| port.clone()),
             inbox_id: inbound.id.clone(),
         }
     }

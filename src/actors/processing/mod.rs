@@ -104,7 +104,7 @@ impl Handler<ProcessTurn> for ProcessingService {
         let runner = self.turn.clone();
         let span = tracing::info_span!(
             "turn",
-            conversation = %message.inbound.conversation_key(),
+            conversation = %message.inbound.conversation,
             profile = %runner.profile.id,
             inbox_id = %message.inbound.id,
         );
@@ -122,7 +122,7 @@ impl Handler<ResumeTurn> for ProcessingService {
         let runner = self.turn.clone();
         let span = tracing::info_span!(
             "turn",
-            conversation = %message.inbound.conversation_key(),
+            conversation = %message.inbound.conversation,
             profile = %runner.profile.id,
             inbox_id = %message.inbound.id,
             confirmation = %message.confirmation.id,

@@ -93,7 +93,7 @@ impl TurnRunner {
     pub(super) async fn run(&self, message: ProcessTurn) -> Result<TurnOutcome, TurnError> {
         let settings = &self.profile.processing;
         let inbound = &message.inbound;
-        let conversation_key = inbound.conversation_key();
+        let conversation_key = inbound.conversation.clone();
         let journal = Journal::for_turn(&self.deps.journal, inbound);
         if let Some(saved) = journal.load().await? {
             return self.go_on(inbound, saved, &journal).await;
@@ -157,7 +157,7 @@ impl TurnRunner {
         let zone = self
             .deps
             .family
-            .member(&inbound.member_id)
+            .member(inbound.member_id.as_str())
             .and_then(|member| member.timezone.as_deref())
             .and_then(|zone| zone.parse().ok())
             .unwrap_or(settings.timezone);
@@ -340,7 +340,7 @@ impl TurnRunner {
         journal: &Journal,
     ) -> Result<TurnOutcome, TurnError> {
         let settings = &self.profile.processing;
-        let conversation_key = inbound.conversation_key();
+        let conversation_key = inbound.conversation.clone();
         let tools = self.tools.tools().await;
         let tool_context = self.tool_context(inbound);
         let max_rounds = settings.max_tool_iterations.max(1);
@@ -550,7 +550,7 @@ impl TurnRunner {
     fn tool_context(&self, inbound: &Inbound) -> ToolContext {
         ToolContext {
             member_id: inbound.member_id.clone(),
-            conversation_key: inbound.conversation_key(),
+            conversation_key: inbound.conversation.clone(),
             profile_id: self.profile.id.clone(),
             question_timeout: std::time::Duration::from_secs(
                 self.profile.processing.confirmation_timeout_seconds,

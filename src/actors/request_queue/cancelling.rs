@@ -12,11 +12,12 @@ use actix::{AsyncContext, Context, Handler, ResponseActFuture};
 use tokio::sync::oneshot;
 
 use super::{CancelPending, Cancelled, RequestQueue};
+use crate::ids::{ConversationKey, MemberId};
 use crate::ports::{AnswerPlace, Inbound, PendingConfirmation, StorageError, now_ms};
 
 /// A `/cancel` waiting for its turn in the lane.
 pub(super) struct WaitingCancel {
-    member_id: String,
+    member_id: MemberId,
     /// Whether a question was withdrawn when it came.
     question: bool,
     done: oneshot::Sender<Result<Cancelled, StorageError>>,
@@ -64,7 +65,7 @@ impl RequestQueue {
     /// Run the cancels waiting in conversation `key` that may run now: all of them, unless
     /// a cancel runs there already (it looks again when done) or a turn of the same member
     /// runs there (its cancel waits for the turn's end). The lane starts nothing meanwhile.
-    pub(super) fn run_cancels_when_free(&mut self, key: &str, ctx: &mut Context<Self>) {
+    pub(super) fn run_cancels_when_free(&mut self, key: &ConversationKey, ctx: &mut Context<Self>) {
         if self.lanes.is_paused(key) {
             return;
         }
@@ -77,17 +78,17 @@ impl RequestQueue {
             .map(|running| running.inbound.member_id.clone());
         let (later, now): (Vec<WaitingCancel>, Vec<WaitingCancel>) = waiting
             .into_iter()
-            .partition(|cancel| running_member.as_deref() == Some(cancel.member_id.as_str()));
+            .partition(|cancel| running_member.as_ref() == Some(&cancel.member_id));
         if !later.is_empty() {
-            self.cancels.insert(key.to_string(), later);
+            self.cancels.insert(key.clone(), later);
         }
         if now.is_empty() {
             return;
         }
         self.lanes.pause(key);
-        let members: Vec<String> = now.iter().map(|cancel| cancel.member_id.clone()).collect();
-        let work = self.cancel_in_storage(key.to_string(), members);
-        let key = key.to_string();
+        let members: Vec<MemberId> = now.iter().map(|cancel| cancel.member_id.clone()).collect();
+        let work = self.cancel_in_storage(key.clone(), members);
+        let key = key.clone();
         ctx.spawn(work.into_actor(self).map(move |results, act, ctx| {
             for (cancel, result) in now.into_iter().zip(results) {
                 let result = result.map(|stored| {
@@ -118,8 +119,8 @@ impl RequestQueue {
     /// conversation `key`.
     fn cancel_in_storage(
         &self,
-        key: String,
-        members: Vec<String>,
+        key: ConversationKey,
+        members: Vec<MemberId>,
     ) -> impl Future<Output = Vec<Result<CancelledInStorage, StorageError>>> + 'static {
         let (pending, inbox) = (self.pending.clone(), self.inbox.clone());
         let (plugin_calls, plans) = (self.plugin_calls.clone(), self.plans.clone());
@@ -134,19 +135,14 @@ impl RequestQueue {
                     let mut denied = Vec::new();
                     for entry in pending.open().await? {
                         let confirmation = entry.confirmation;
-                        let here =
-                            format!("{}:{}", confirmation.channel, confirmation.conversation_id);
                         if entry.decision.is_some()
                             || confirmation.member_id != member_id
-                            || here != key
+                            || confirmation.conversation != key
                         {
                             continue;
                         }
                         // Answered meanwhile (a button, the expiry): not ours to cancel.
-                        let place = AnswerPlace::new(
-                            &confirmation.channel,
-                            Some(confirmation.conversation_id.clone()),
-                        );
+                        let place = AnswerPlace::Conversation(confirmation.conversation.clone());
                         let Ok(confirmation) = pending
                             .answer(&confirmation.id, &member_id, &place, false, now_ms())
                             .await?

@@ -30,7 +30,7 @@ impl RequestQueue {
         if !self.resuming.insert(confirmation.id.clone()) {
             return;
         }
-        let key = inbound.conversation_key();
+        let key = inbound.conversation.clone();
         self.lanes.push(
             &key,
             QueuedTurn {
@@ -106,7 +106,7 @@ impl RequestQueue {
 
     fn resume_answered(&mut self, ctx: &mut Context<Self>) {
         let (pending, inbox) = (self.pending.clone(), self.inbox.clone());
-        let known: std::collections::HashSet<String> = self.resuming.clone();
+        let known = self.resuming.clone();
         let work = async move {
             let mut stuck = Vec::new();
             for entry in pending.open().await? {

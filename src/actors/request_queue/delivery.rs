@@ -29,7 +29,7 @@ impl RequestQueue {
         String,
         Option<String>,
     ) {
-        let running = self.running.get_mut(&inbound.conversation_key());
+        let running = self.running.get_mut(&inbound.conversation);
         let (waiter, has_waiter, inbox_id) = match running {
             Some(running) => {
                 let has_waiter = running.reply_to.is_some();
@@ -51,7 +51,10 @@ impl RequestQueue {
         text: &str,
         kind: &ReplyKind,
     ) -> Option<OutgoingMessage> {
-        if !self.durable_channels.contains(&inbound.channel) {
+        if !self
+            .durable_channels
+            .contains(inbound.conversation.channel())
+        {
             return None;
         }
         let (_, has_waiter, inbox_id, reply_to_event) = self.reply_target(inbound, false);
@@ -59,8 +62,7 @@ impl RequestQueue {
             return None;
         }
         Some(OutgoingMessage {
-            channel: inbound.channel.clone(),
-            conversation_id: inbound.conversation_id.clone(),
+            conversation: inbound.conversation.clone(),
             inbox_id: Some(inbox_id),
             text: text.to_string(),
             kind: kind.outgoing_kind(&inbound.member_id),
@@ -80,7 +82,7 @@ impl RequestQueue {
         let (waiter, _, inbox_id, reply_to_event) = self.reply_target(inbound, true);
         let reply = DeliverReply {
             inbox_id,
-            conversation_id: inbound.conversation_id.clone(),
+            conversation: inbound.conversation.clone(),
             member_id: inbound.member_id.clone(),
             text,
             kind,
@@ -91,7 +93,7 @@ impl RequestQueue {
             let _ = waiter.send(reply);
             return;
         }
-        self.deliver_to_channel(&inbound.channel, reply);
+        self.deliver_to_channel(inbound.conversation.channel(), reply);
     }
 
     /// Hand `reply` to the channel `channel`.

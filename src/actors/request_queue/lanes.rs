@@ -5,6 +5,7 @@
 //! what the conversation's turns work on).
 
 use std::collections::{HashMap, VecDeque};
+use std::hash::Hash;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum LaneState {
@@ -32,15 +33,16 @@ impl<T> Lane<T> {
     }
 }
 
-pub struct Lanes<T> {
-    lanes: HashMap<String, Lane<T>>,
-    ready: VecDeque<String>,
+/// Lanes of items `T`, one per conversation `K`.
+pub struct Lanes<K, T> {
+    lanes: HashMap<K, Lane<T>>,
+    ready: VecDeque<K>,
     running: usize,
     queued: usize,
     max_running: usize,
 }
 
-impl<T> Lanes<T> {
+impl<K: Eq + Hash + Clone, T> Lanes<K, T> {
     pub fn new(max_running: usize) -> Self {
         Lanes {
             lanes: HashMap::new(),
@@ -64,24 +66,24 @@ impl<T> Lanes<T> {
         self.running
     }
 
-    pub fn push(&mut self, key: &str, item: T) {
-        let lane = self.lanes.entry(key.to_string()).or_insert_with(Lane::new);
+    pub fn push(&mut self, key: &K, item: T) {
+        let lane = self.lanes.entry(key.clone()).or_insert_with(Lane::new);
         lane.items.push_back(item);
         self.queued += 1;
         if lane.state == LaneState::Idle && lane.items.len() == 1 && !lane.paused {
-            self.ready.push_back(key.to_string());
+            self.ready.push_back(key.clone());
         }
     }
 
     /// Whether an item of `key` that waits (not the running one) is `wanted`.
-    pub fn any_waiting(&self, key: &str, wanted: impl Fn(&T) -> bool) -> bool {
+    pub fn any_waiting(&self, key: &K, wanted: impl Fn(&T) -> bool) -> bool {
         self.lanes
             .get(key)
             .is_some_and(|lane| lane.items.iter().any(wanted))
     }
 
     /// The next item allowed to run, marking its lane running.
-    pub fn next_runnable(&mut self) -> Option<(String, T)> {
+    pub fn next_runnable(&mut self) -> Option<(K, T)> {
         if self.running >= self.max_running {
             return None;
         }
@@ -98,7 +100,7 @@ impl<T> Lanes<T> {
     }
 
     /// The running item of `key` is done; its next item becomes ready.
-    pub fn finish(&mut self, key: &str) {
+    pub fn finish(&mut self, key: &K) {
         let Some(lane) = self.lanes.get_mut(key) else {
             return;
         };
@@ -113,13 +115,13 @@ impl<T> Lanes<T> {
         if lane.items.is_empty() {
             self.lanes.remove(key);
         } else {
-            self.ready.push_back(key.to_string());
+            self.ready.push_back(key.clone());
         }
     }
 
     /// The running item of `key` failed and will be retried: it goes back to the
     /// head of its lane, and the lane waits until `release`.
-    pub fn hold(&mut self, key: &str, item: T) {
+    pub fn hold(&mut self, key: &K, item: T) {
         let Some(lane) = self.lanes.get_mut(key) else {
             return;
         };
@@ -132,32 +134,32 @@ impl<T> Lanes<T> {
         lane.state = LaneState::Held;
     }
 
-    pub fn release(&mut self, key: &str) {
+    pub fn release(&mut self, key: &K) {
         if let Some(lane) = self.lanes.get_mut(key)
             && lane.state == LaneState::Held
         {
             lane.state = LaneState::Idle;
             if !lane.paused {
-                self.ready.push_back(key.to_string());
+                self.ready.push_back(key.clone());
             }
         }
     }
 
     /// `key`'s lane starts nothing until `unpause`; an item running there goes on.
-    pub fn pause(&mut self, key: &str) {
+    pub fn pause(&mut self, key: &K) {
         self.lanes
-            .entry(key.to_string())
+            .entry(key.clone())
             .or_insert_with(Lane::new)
             .paused = true;
         self.ready.retain(|ready| ready != key);
     }
 
-    pub fn is_paused(&self, key: &str) -> bool {
+    pub fn is_paused(&self, key: &K) -> bool {
         self.lanes.get(key).is_some_and(|lane| lane.paused)
     }
 
     /// `key`'s lane may start its next item again.
-    pub fn unpause(&mut self, key: &str) {
+    pub fn unpause(&mut self, key: &K) {
         let Some(lane) = self.lanes.get_mut(key) else {
             return;
         };
@@ -171,7 +173,7 @@ impl<T> Lanes<T> {
         if lane.items.is_empty() {
             self.lanes.remove(key);
         } else {
-            self.ready.push_back(key.to_string());
+            self.ready.push_back(key.clone());
         }
     }
 }
@@ -183,17 +185,17 @@ mod tests {
     #[test]
     fn one_conversation_runs_in_order_one_at_a_time() {
         let mut lanes = Lanes::new(8);
-        lanes.push("a", 1);
-        lanes.push("a", 2);
-        assert_eq!(lanes.next_runnable(), Some(("a".into(), 1)));
+        lanes.push(&"a", 1);
+        lanes.push(&"a", 2);
+        assert_eq!(lanes.next_runnable(), Some(("a", 1)));
         assert_eq!(
             lanes.next_runnable(),
             None,
             "second item waits for the first"
         );
-        lanes.finish("a");
-        assert_eq!(lanes.next_runnable(), Some(("a".into(), 2)));
-        lanes.finish("a");
+        lanes.finish(&"a");
+        assert_eq!(lanes.next_runnable(), Some(("a", 2)));
+        lanes.finish(&"a");
         assert!(lanes.is_empty());
     }
 
@@ -201,66 +203,66 @@ mod tests {
     fn conversations_run_in_parallel_up_to_the_bound() {
         let mut lanes = Lanes::new(2);
         for key in ["a", "b", "c"] {
-            lanes.push(key, key);
+            lanes.push(&key, key);
         }
         assert_eq!(lanes.next_runnable().unwrap().0, "a");
         assert_eq!(lanes.next_runnable().unwrap().0, "b");
         assert_eq!(lanes.next_runnable(), None);
         assert_eq!(lanes.len(), 3);
-        lanes.finish("b");
+        lanes.finish(&"b");
         assert_eq!(lanes.next_runnable().unwrap().0, "c");
     }
 
     #[test]
     fn a_held_item_is_retried_first_after_release() {
         let mut lanes = Lanes::new(1);
-        lanes.push("a", 1);
-        lanes.push("a", 2);
-        lanes.push("b", 3);
+        lanes.push(&"a", 1);
+        lanes.push(&"a", 2);
+        lanes.push(&"b", 3);
         let (_, first) = lanes.next_runnable().unwrap();
-        lanes.hold("a", first);
-        assert_eq!(lanes.next_runnable(), Some(("b".into(), 3)), "a is held");
-        lanes.finish("b");
+        lanes.hold(&"a", first);
+        assert_eq!(lanes.next_runnable(), Some(("b", 3)), "a is held");
+        lanes.finish(&"b");
         assert_eq!(lanes.next_runnable(), None);
-        lanes.release("a");
-        assert_eq!(lanes.next_runnable(), Some(("a".into(), 1)));
+        lanes.release(&"a");
+        assert_eq!(lanes.next_runnable(), Some(("a", 1)));
         assert_eq!(lanes.len(), 2);
     }
 
     #[test]
     fn a_paused_lane_starts_nothing_until_unpaused() {
         let mut lanes = Lanes::new(8);
-        lanes.push("a", 1);
-        lanes.push("a", 2);
-        lanes.push("b", 3);
-        assert_eq!(lanes.next_runnable(), Some(("a".into(), 1)));
+        lanes.push(&"a", 1);
+        lanes.push(&"a", 2);
+        lanes.push(&"b", 3);
+        assert_eq!(lanes.next_runnable(), Some(("a", 1)));
         // Paused while its item runs: that one goes on, the next waits.
-        lanes.pause("a");
-        assert!(lanes.is_paused("a"));
-        lanes.finish("a");
-        assert_eq!(lanes.next_runnable(), Some(("b".into(), 3)), "a waits");
+        lanes.pause(&"a");
+        assert!(lanes.is_paused(&"a"));
+        lanes.finish(&"a");
+        assert_eq!(lanes.next_runnable(), Some(("b", 3)), "a waits");
         assert_eq!(lanes.next_runnable(), None);
-        lanes.push("a", 4);
+        lanes.push(&"a", 4);
         assert_eq!(lanes.next_runnable(), None, "still paused");
-        lanes.unpause("a");
-        assert_eq!(lanes.next_runnable(), Some(("a".into(), 2)));
-        lanes.finish("a");
-        assert_eq!(lanes.next_runnable(), Some(("a".into(), 4)));
-        lanes.finish("a");
-        lanes.finish("b");
+        lanes.unpause(&"a");
+        assert_eq!(lanes.next_runnable(), Some(("a", 2)));
+        lanes.finish(&"a");
+        assert_eq!(lanes.next_runnable(), Some(("a", 4)));
+        lanes.finish(&"a");
+        lanes.finish(&"b");
         assert!(lanes.is_empty());
 
         // An empty lane paused and unpaused is gone; a held one waits for both.
-        lanes.pause("c");
-        lanes.unpause("c");
-        assert!(!lanes.is_paused("c"));
-        lanes.push("d", 5);
+        lanes.pause(&"c");
+        lanes.unpause(&"c");
+        assert!(!lanes.is_paused(&"c"));
+        lanes.push(&"d", 5);
         let (_, first) = lanes.next_runnable().unwrap();
-        lanes.hold("d", first);
-        lanes.pause("d");
-        lanes.release("d");
+        lanes.hold(&"d", first);
+        lanes.pause(&"d");
+        lanes.release(&"d");
         assert_eq!(lanes.next_runnable(), None, "released but paused");
-        lanes.unpause("d");
-        assert_eq!(lanes.next_runnable(), Some(("d".into(), 5)));
+        lanes.unpause(&"d");
+        assert_eq!(lanes.next_runnable(), Some(("d", 5)));
     }
 }

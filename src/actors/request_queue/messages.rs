@@ -4,6 +4,7 @@
 
 use actix::Message;
 
+use crate::ids::{ConfirmationId, ConversationKey, MemberId};
 use crate::ports::{Inbound, InboxRecord, OutgoingKind, OutgoingMessage, StorageError};
 
 /// Accept a message from a channel: stored durably before this answers `Accepted`.
@@ -41,8 +42,8 @@ pub enum SubmitError {
 #[derive(Debug, Message)]
 #[rtype(result = "Result<Answered, AnswerError>")]
 pub struct AnswerConfirmation {
-    pub confirmation_id: String,
-    pub member_id: String,
+    pub confirmation_id: ConfirmationId,
+    pub member_id: MemberId,
     pub place: crate::ports::AnswerPlace,
     pub approve: bool,
     pub reply_to: Option<tokio::sync::oneshot::Sender<DeliverReply>>,
@@ -54,7 +55,7 @@ pub struct Answered {
     pub inbox_id: String,
     /// The member whose request it is. Another than the one who answered (a parent
     /// approving a child's request): the outcome goes to that member's conversation.
-    pub asked_by: String,
+    pub asked_by: MemberId,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -72,14 +73,14 @@ pub enum AnswerError {
 #[derive(Debug, Message)]
 #[rtype(result = "Result<Cancelled, StorageError>")]
 pub struct CancelPending {
-    pub member_id: String,
-    pub conversation_key: String,
+    pub member_id: MemberId,
+    pub conversation_key: ConversationKey,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Cancelled {
     /// The confirmations denied, so a channel can update where it showed them.
-    pub confirmation_ids: Vec<String>,
+    pub confirmation_ids: Vec<ConfirmationId>,
     /// Whether a question was withdrawn.
     pub question: bool,
     /// Whether a plugin call waiting for the member's next message was dropped.
@@ -144,7 +145,7 @@ pub enum ReplyKind {
     /// The text is a question only `member_id` may answer (approve or deny), by
     /// `expires_at_ms`; the channel shows it with its own buttons or instructions.
     AskConfirmation {
-        confirmation_id: String,
+        confirmation_id: ConfirmationId,
         expires_at_ms: i64,
     },
     /// The running turn asks `member_id` something (an MCP server's question); their
@@ -155,7 +156,7 @@ pub enum ReplyKind {
     Progress,
     /// Nobody answered confirmation `confirmation_id` in time: a channel that shows it
     /// with buttons takes them away. The turn goes on and answers separately.
-    ConfirmationExpired { confirmation_id: String },
+    ConfirmationExpired { confirmation_id: ConfirmationId },
 }
 
 impl ReplyKind {
@@ -168,7 +169,7 @@ impl ReplyKind {
     }
 
     /// How the outbox names a message of this kind, asked of `member_id`.
-    pub fn outgoing_kind(&self, member_id: &str) -> OutgoingKind {
+    pub fn outgoing_kind(&self, member_id: &MemberId) -> OutgoingKind {
         match self {
             ReplyKind::Answer
             | ReplyKind::Delayed
@@ -178,11 +179,11 @@ impl ReplyKind {
             ReplyKind::AskConfirmation {
                 confirmation_id, ..
             } => OutgoingKind::Prompt {
-                confirmation_id: confirmation_id.clone(),
-                member_id: member_id.to_string(),
+                prompt: confirmation_id.clone().into(),
+                member_id: member_id.clone(),
             },
             ReplyKind::ConfirmationExpired { confirmation_id } => OutgoingKind::Close {
-                confirmation_id: confirmation_id.clone(),
+                prompt: confirmation_id.clone().into(),
             },
         }
     }
@@ -193,8 +194,9 @@ impl ReplyKind {
 #[rtype(result = "()")]
 pub struct DeliverReply {
     pub inbox_id: String,
-    pub conversation_id: String,
-    pub member_id: String,
+    /// The conversation it goes to, on the channel it is handed to.
+    pub conversation: ConversationKey,
+    pub member_id: MemberId,
     pub text: String,
     pub kind: ReplyKind,
     /// The platform id of the member's message this answers (`Inbound::platform_event_id`),
@@ -207,11 +209,10 @@ pub struct DeliverReply {
 }
 
 impl DeliverReply {
-    /// This reply as the outbox row of `channel` that delivers it.
-    pub fn outgoing(&self, channel: &str) -> OutgoingMessage {
+    /// This reply as the outbox row that delivers it.
+    pub fn outgoing(&self) -> OutgoingMessage {
         OutgoingMessage {
-            channel: channel.to_string(),
-            conversation_id: self.conversation_id.clone(),
+            conversation: self.conversation.clone(),
             inbox_id: Some(self.inbox_id.clone()),
             text: self.text.clone(),
             kind: self.kind.outgoing_kind(&self.member_id),

@@ -46,6 +46,7 @@ use waiting_plans::{WaitingPlans, process_new};
 use crate::actors::processing::ProcessingService;
 use crate::config::QueueConfig;
 use crate::family::OwnChats;
+use crate::ids::{ConfirmationId, ConversationKey, MemberId};
 use crate::metrics::{Metrics, StageTimer};
 use crate::ports::{
     Acceptance, Decision, Inbound, Inbox, Outbox, PendingActions, PendingConfirmation,
@@ -125,23 +126,22 @@ pub struct RequestQueue {
     durable_channels: HashSet<String>,
     /// Confirmations whose turn is queued or running again, so a confirmation found
     /// answered and not resumed is put back in its lane once only.
-    resuming: HashSet<String>,
+    resuming: HashSet<ConfirmationId>,
     settings: QueueConfig,
-    lanes: Lanes<QueuedTurn>,
+    lanes: Lanes<ConversationKey, QueuedTurn>,
     /// Submissions being written to the inbox: they count against the backlog already.
     reserved: usize,
     /// The turn running in each conversation, keyed like the lanes.
-    running: HashMap<String, questions::RunningTurn>,
-    /// Questions waiting for a member's next message, by (conversation key, member id).
-    questions: HashMap<(String, String), questions::OpenQuestion>,
+    running: HashMap<ConversationKey, questions::RunningTurn>,
+    /// Questions waiting for a member's next message, by (conversation, member id).
+    questions: HashMap<(ConversationKey, MemberId), questions::OpenQuestion>,
     metrics: Arc<Metrics>,
     readiness: Arc<Readiness>,
     /// Each member's own chats, where a confirmation escalated to them is shown
     /// (`suspending.rs`); the platforms keep it up to date.
     own_chats: Arc<OwnChats>,
-    /// `/cancel`s waiting for their turn in a conversation's lane, by conversation key
-    /// (`cancelling.rs`).
-    cancels: HashMap<String, Vec<cancelling::WaitingCancel>>,
+    /// `/cancel`s waiting for their turn in a conversation's lane (`cancelling.rs`).
+    cancels: HashMap<ConversationKey, Vec<cancelling::WaitingCancel>>,
     /// Set by `DrainTurns`: no turn starts, and its sender waits for the running ones.
     draining: draining::Draining,
 }
@@ -218,7 +218,7 @@ impl RequestQueue {
         }
     }
 
-    fn start_turn(&mut self, key: String, mut turn: QueuedTurn, ctx: &mut Context<Self>) {
+    fn start_turn(&mut self, key: ConversationKey, mut turn: QueuedTurn, ctx: &mut Context<Self>) {
         tracing::debug!(
             stage = "lane_wait",
             inbox_id = %turn.inbound.id,
@@ -309,7 +309,7 @@ impl RequestQueue {
     /// outbox) in one transaction, then finish it.
     fn store_outcome(
         &mut self,
-        key: String,
+        key: ConversationKey,
         turn: QueuedTurn,
         outcome: TurnOutcome,
         ctx: &mut Context<Self>,
@@ -361,7 +361,7 @@ impl RequestQueue {
         result: Result<Finished, TurnError>,
         ctx: &mut Context<Self>,
     ) {
-        let key = turn.inbound.conversation_key();
+        let key = turn.inbound.conversation.clone();
         let retrying = matches!(&result, Err(error) if error.is_transient())
             && turn.attempts + 1 < self.settings.max_attempts;
         if let Some(resume) = &turn.resume
@@ -442,7 +442,7 @@ impl Actor for RequestQueue {
                                 );
                             }
                             for record in records {
-                                let key = record.inbound.conversation_key();
+                                let key = record.inbound.conversation.clone();
                                 act.lanes
                                     .push(&key, QueuedTurn::new(record.inbound, record.attempts));
                             }
@@ -466,7 +466,7 @@ impl Handler<SubmitInbound> for RequestQueue {
     type Result = ResponseActFuture<Self, Result<Submitted, SubmitError>>;
 
     fn handle(&mut self, message: SubmitInbound, _ctx: &mut Self::Context) -> Self::Result {
-        let channel = message.inbound.channel.clone();
+        let channel = message.inbound.conversation.channel().to_owned();
         if let Some(inbox_id) = self.answer_open_question(&message.inbound) {
             self.metrics.increment(
                 "hearth_inbound_total",
@@ -495,7 +495,7 @@ impl Handler<SubmitInbound> for RequestQueue {
                 act.reserved -= 1;
                 let result = match accepted {
                     Ok(Acceptance::New) => {
-                        let key = inbound.conversation_key();
+                        let key = inbound.conversation.clone();
                         act.lanes.push(&key, QueuedTurn::new(inbound, 0));
                         Ok(Submitted::Accepted)
                     }

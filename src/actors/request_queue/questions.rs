@@ -9,7 +9,8 @@ use actix::{Context, Handler};
 use tokio::sync::oneshot;
 
 use super::{DeliverReply, ReplyKind, RequestQueue};
-use crate::ports::{Inbound, root_conversation_key};
+use crate::ids::{ConversationKey, MemberId};
+use crate::ports::Inbound;
 use crate::turn::{AskError, AskMember};
 
 /// The turn running in a conversation, and where its replies go.
@@ -32,7 +33,7 @@ impl RequestQueue {
     /// When `inbound` is the answer to a question its sender was asked: hand it over and
     /// return the inbox id of the turn that asked.
     pub(super) fn answer_open_question(&mut self, inbound: &Inbound) -> Option<String> {
-        let key = inbound.conversation_key();
+        let key = inbound.conversation.clone();
         let question = self
             .questions
             .remove(&(key.clone(), inbound.member_id.clone()))?;
@@ -47,17 +48,20 @@ impl RequestQueue {
 
     /// Withdraw the question `member_id` is asked in `conversation_key`: its asker hears
     /// "cancel". Whether there was one.
-    pub(super) fn cancel_question(&mut self, conversation_key: &str, member_id: &str) -> bool {
-        let slot = (conversation_key.to_owned(), member_id.to_owned());
+    pub(super) fn cancel_question(
+        &mut self,
+        conversation_key: &ConversationKey,
+        member_id: &MemberId,
+    ) -> bool {
+        let slot = (conversation_key.clone(), member_id.clone());
         self.questions
             .remove(&slot)
             .is_some_and(|question| question.answer_to.send("cancel".to_owned()).is_ok())
     }
 
     /// The turn of `conversation_key` ended: its questions can no longer be answered.
-    pub(super) fn forget_questions(&mut self, conversation_key: &str) {
-        self.questions
-            .retain(|(key, _), _| key.as_str() != conversation_key);
+    pub(super) fn forget_questions(&mut self, conversation_key: &ConversationKey) {
+        self.questions.retain(|(key, _), _| key != conversation_key);
     }
 }
 
@@ -65,7 +69,7 @@ impl Handler<AskMember> for RequestQueue {
     type Result = Result<(), AskError>;
 
     fn handle(&mut self, message: AskMember, ctx: &mut Context<Self>) -> Self::Result {
-        let key = root_conversation_key(&message.conversation_key).to_owned();
+        let key = message.conversation_key.root().clone();
         let inbound = self
             .running
             .get(&key)

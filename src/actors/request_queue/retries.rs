@@ -9,6 +9,7 @@ use actix::fut::{ActorFutureExt, WrapFuture};
 use actix::{AsyncContext, Context};
 
 use super::{QueuedTurn, ReplyKind, RequestQueue};
+use crate::ids::ConversationKey;
 use crate::ports::now_ms;
 use crate::turn::TurnError;
 
@@ -23,7 +24,7 @@ const MAX_RETRY_DELAY: Duration = Duration::from_secs(3600);
 impl RequestQueue {
     pub(super) fn schedule_retry(
         &mut self,
-        key: String,
+        key: ConversationKey,
         mut turn: QueuedTurn,
         attempts: u32,
         error: &TurnError,
@@ -67,7 +68,7 @@ impl RequestQueue {
 
     pub(super) fn give_up(
         &mut self,
-        key: String,
+        key: ConversationKey,
         turn: QueuedTurn,
         error: &TurnError,
         ctx: &mut Context<Self>,

@@ -14,7 +14,7 @@ impl Handler<QueueStored> for RequestQueue {
     type Result = ();
 
     fn handle(&mut self, stored: QueueStored, ctx: &mut Context<Self>) {
-        let key = stored.inbound.conversation_key();
+        let key = stored.inbound.conversation.clone();
         let id = &stored.inbound.id;
         let running = self
             .running
@@ -26,7 +26,7 @@ impl Handler<QueueStored> for RequestQueue {
         self.metrics.increment(
             "hearth_inbound_total",
             &[
-                ("channel", &stored.inbound.channel),
+                ("channel", stored.inbound.conversation.channel()),
                 ("outcome", "scheduled"),
             ],
         );

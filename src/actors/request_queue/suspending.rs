@@ -54,8 +54,7 @@ impl RequestQueue {
                 expires_at_ms: confirmation.expires_at_ms,
             };
             rows.push(OutgoingMessage {
-                channel: place.channel.clone(),
-                conversation_id: place.conversation_id.clone(),
+                conversation: place.conversation.clone(),
                 inbox_id: Some(inbound.id.clone()),
                 text: confirmation.prompt.clone(),
                 kind: kind.outgoing_kind(&place.member_id),
@@ -105,10 +104,10 @@ impl RequestQueue {
             // of theirs running there), so nothing of a running turn's reply applies.
             let place = prompt.place;
             self.deliver_to_channel(
-                &place.channel,
+                place.conversation.channel(),
                 DeliverReply {
                     inbox_id: place.id.clone(),
-                    conversation_id: place.conversation_id.clone(),
+                    conversation: place.conversation.clone(),
                     member_id: place.member_id.clone(),
                     text: prompt.text,
                     kind: prompt.kind,
@@ -124,7 +123,9 @@ impl RequestQueue {
     /// Over HTTP the prompt is shown all the same (its id lets nobody but an approver answer).
     fn asking_member_sees(&self, confirmation: &PendingConfirmation) -> (String, ReplyKind) {
         if !confirmation.approvers.is_empty()
-            && self.durable_channels.contains(&confirmation.channel)
+            && self
+                .durable_channels
+                .contains(confirmation.conversation.channel())
         {
             return (
                 format!("{ASKED_A_PARENT}\n\n{}", confirmation.prompt),
@@ -154,10 +155,9 @@ impl RequestQueue {
                 self.own_chats
                     .of(approver)
                     .into_iter()
-                    .filter(|place| self.durable_channels.contains(&place.channel))
-                    .map(move |place| Inbound {
-                        channel: place.channel,
-                        conversation_id: place.conversation_id,
+                    .filter(|chat| self.durable_channels.contains(chat.channel()))
+                    .map(move |chat| Inbound {
+                        conversation: chat,
                         member_id: approver.clone(),
                         platform_event_id: None,
                         extras: Default::default(),

@@ -29,7 +29,7 @@ impl WaitingPlans {
         let inbound = &process.inbound;
         let plan = self
             .plans
-            .open_plan(&inbound.conversation_key(), &inbound.member_id)
+            .open_plan(&inbound.conversation, &inbound.member_id)
             .await?;
         Ok(plan
             .filter(|plan| plan.awaits_member(now_ms()) && plan.profile_id != routed_to)

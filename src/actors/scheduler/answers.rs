@@ -8,11 +8,10 @@ use chrono::{DateTime, Utc};
 
 use super::SchedulerDeps;
 use super::firing::{instant, message_to, zone_of};
-use crate::family::ChatPlace;
+use crate::ids::PromptId;
 use crate::ports::{FiringState, NewSchedule, OutgoingKind, ScheduleKind, Settled, Settlement};
 use crate::reminders::{
-    DONE_OUTCOME, ReminderChoice, ReminderError, ReminderSettled, SettleReminder, prompt_id,
-    snoozed_outcome,
+    DONE_OUTCOME, ReminderChoice, ReminderError, ReminderSettled, SettleReminder, snoozed_outcome,
 };
 
 /// Settle `answer` at `now`; the schedule a snooze stored, with what to tell the member.
@@ -52,8 +51,7 @@ pub(super) async fn settle(
                 set_by: schedule.set_by.clone(),
                 text: schedule.text.clone(),
                 profile_id: None,
-                channel: schedule.channel.clone(),
-                conversation_id: schedule.conversation_id.clone(),
+                conversation: schedule.conversation.clone(),
                 zone: schedule.zone.clone(),
                 recurrence: None,
                 start_local: None,
@@ -70,16 +68,12 @@ pub(super) async fn settle(
             )
         }
     };
-    let place = ChatPlace {
-        channel: schedule.channel.clone(),
-        conversation_id: schedule.conversation_id.clone(),
-    };
     let close = message_to(
         deps,
-        &place,
+        &schedule.conversation,
         outcome.clone(),
         OutgoingKind::Close {
-            confirmation_id: prompt_id(answer.firing),
+            prompt: PromptId::Reminder(answer.firing),
         },
     );
     let settlement = Settlement {

@@ -8,14 +8,14 @@
 use chrono::{DateTime, TimeDelta, Utc};
 
 use super::SchedulerDeps;
-use crate::family::ChatPlace;
+use crate::ids::{ConversationKey, FiringId, PromptId};
 use crate::local_time::ZoneName;
 use crate::ports::{
-    Claimed, Firing, FiringClaim, FiringId, FiringState, FiringTiming, Inbound, InboundExtras,
-    OutgoingKind, OutgoingMessage, Schedule, ScheduleKind, StorageError, TelemetryEvent,
+    Claimed, Firing, FiringClaim, FiringState, FiringTiming, Inbound, InboundExtras, OutgoingKind,
+    OutgoingMessage, Schedule, ScheduleKind, StorageError, TelemetryEvent,
 };
 use crate::reminders::{
-    LATE_AFTER, escalation_message, missed_message, prompt_id, reminder_message, stored_recurring,
+    LATE_AFTER, escalation_message, missed_message, reminder_message, stored_recurring,
 };
 
 /// What a firing stored, for the scheduler to hand on.
@@ -36,26 +36,18 @@ pub(super) fn zone_of(schedule: &Schedule) -> ZoneName {
     ZoneName::parse(&schedule.zone).unwrap_or_else(|_| chrono_tz::UTC.into())
 }
 
-fn place_of(schedule: &Schedule) -> ChatPlace {
-    ChatPlace {
-        channel: schedule.channel.clone(),
-        conversation_id: schedule.conversation_id.clone(),
-    }
-}
-
 /// A message to `place` of `kind`, when its channel delivers by itself (elsewhere what
 /// fired is read: `GET /api/reminders`).
 pub(super) fn message_to(
     deps: &SchedulerDeps,
-    place: &ChatPlace,
+    place: &ConversationKey,
     text: String,
     kind: OutgoingKind,
 ) -> Option<OutgoingMessage> {
     deps.channels
-        .contains_key(&place.channel)
+        .contains_key(place.channel())
         .then(|| OutgoingMessage {
-            channel: place.channel.clone(),
-            conversation_id: place.conversation_id.clone(),
+            conversation: place.clone(),
             inbox_id: None,
             text,
             kind,
@@ -90,7 +82,7 @@ pub(super) async fn fire_occurrence(
         .and_then(|recurring| recurring.next_after(due.max(now)));
     let late = now - due;
     let grace = TimeDelta::minutes(i64::try_from(deps.settings.grace_minutes).unwrap_or(60));
-    let place = place_of(schedule);
+    let place = &schedule.conversation;
     let mut claim = FiringClaim {
         id,
         next_due_ms: next.map(|next| next.timestamp_millis()),
@@ -112,7 +104,7 @@ pub(super) async fn fire_occurrence(
             let text = missed_message(schedule, due, zone, next, now);
             claim
                 .messages
-                .extend(message_to(deps, &place, text, OutgoingKind::Reply));
+                .extend(message_to(deps, place, text, OutgoingKind::Reply));
         }
         (_, ScheduleKind::Reminder) => {
             let set_by = (schedule.set_by != schedule.member_id)
@@ -123,16 +115,15 @@ pub(super) async fn fire_occurrence(
                 .escalate_after_minutes
                 .map(|minutes| now.timestamp_millis() + i64::from(minutes) * 60_000);
             let kind = OutgoingKind::Prompt {
-                confirmation_id: prompt_id(id),
+                prompt: PromptId::Reminder(id),
                 member_id: schedule.member_id.clone(),
             };
-            claim.messages.extend(message_to(deps, &place, text, kind));
+            claim.messages.extend(message_to(deps, place, text, kind));
         }
         (_, ScheduleKind::Task) => {
             claim.turn = Some(Inbound {
                 id: Inbound::new_id(),
-                channel: place.channel.clone(),
-                conversation_id: place.conversation_id.clone(),
+                conversation: place.clone(),
                 member_id: schedule.member_id.clone(),
                 text: schedule.text.clone(),
                 // The occurrence: the inbox takes it once whatever claims it.
@@ -155,7 +146,7 @@ pub(super) async fn fire_occurrence(
     );
     deps.telemetry.record(TelemetryEvent::Stage {
         at_ms: claim.fired_at_ms,
-        conversation_key: format!("{}:{}", place.channel, place.conversation_id),
+        conversation_key: place.clone(),
         stage: "schedule_fired".to_string(),
         payload: serde_json::json!({
             "schedule": schedule.id,

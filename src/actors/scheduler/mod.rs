@@ -31,8 +31,9 @@ use crate::actors::channels::DeliverStored;
 use crate::actors::request_queue::QueueStored;
 use crate::config::RemindersConfig;
 use crate::family::{Family, OwnChats};
+use crate::ids::FiringId;
 use crate::metrics::Metrics;
-use crate::ports::{FiringId, Schedules, StorageError, TelemetrySink, now_ms};
+use crate::ports::{Schedules, StorageError, TelemetrySink, now_ms};
 use crate::reminders::{ReminderError, ReminderSettled, SchedulesChanged, SettleReminder};
 
 /// Most due items held in memory; the rest are read when these are done.
@@ -251,10 +252,14 @@ fn hand_on(
     turn: Option<crate::ports::Inbound>,
 ) {
     for (outbox_id, message) in rows {
-        match deps.channels.get(&message.channel) {
+        match deps.channels.get(message.conversation.channel()) {
             Some(channel) => channel.do_send(DeliverStored { outbox_id, message }),
             None => {
-                tracing::warn!(channel = %message.channel, outbox_id, "no channel to deliver to; it stays stored")
+                tracing::warn!(
+                    channel = message.conversation.channel(),
+                    outbox_id,
+                    "no channel to deliver to; it stays stored"
+                )
             }
         }
     }

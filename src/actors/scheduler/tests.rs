@@ -16,14 +16,13 @@ use crate::actors::channels::DeliverStored;
 use crate::actors::request_queue::QueueStored;
 use crate::clock::{follow_tokio_clock, now_ms};
 use crate::config::{FamilyMember, FamilyRole, RemindersConfig};
-use crate::family::{ChatPlace, Family, OwnChats};
+use crate::family::{Family, OwnChats};
+use crate::ids::{ConversationKey, MemberId, PromptId};
 use crate::metrics::Metrics;
 use crate::ports::{
     FiringState, NewSchedule, OutgoingKind, ScheduleKind, Schedules, TracingTelemetry,
 };
-use crate::reminders::{
-    ReminderChoice, ReminderError, SchedulesChanged, SettleReminder, firing_of_prompt,
-};
+use crate::reminders::{ReminderChoice, ReminderError, SchedulesChanged, SettleReminder};
 use crate::storage::in_memory::InMemoryStore;
 
 const SECOND: Duration = Duration::from_secs(1);
@@ -75,13 +74,17 @@ impl Handler<QueueStored> for Recorder {
 
 fn member(id: &str, role: FamilyRole) -> FamilyMember {
     FamilyMember {
-        id: id.into(),
+        id: id.parse().unwrap(),
         name: Some(id.to_uppercase()),
         telegram_user_id: None,
         matrix_user_id: None,
         role,
         timezone: None,
     }
+}
+
+fn member_id(id: &str) -> MemberId {
+    id.parse().unwrap()
 }
 
 struct Setup {
@@ -99,11 +102,8 @@ fn start(store: &Arc<InMemoryStore>) -> Setup {
             member("max", FamilyRole::Child),
         ])),
         own_chats: Arc::new(OwnChats::new([(
-            "alice".to_string(),
-            ChatPlace {
-                channel: "telegram".into(),
-                conversation_id: "1001".into(),
-            },
+            member_id("alice"),
+            ConversationKey::new("telegram", "1001").unwrap(),
         )])),
         settings: RemindersConfig::default(),
         metrics: Arc::new(Metrics::default()),
@@ -120,12 +120,11 @@ fn start(store: &Arc<InMemoryStore>) -> Setup {
 fn reminder(member: &str, text: &str, due_ms: i64) -> NewSchedule {
     NewSchedule {
         kind: ScheduleKind::Reminder,
-        member_id: member.into(),
-        set_by: member.into(),
+        member_id: member_id(member),
+        set_by: member_id(member),
         text: text.into(),
         profile_id: None,
-        channel: "telegram".into(),
-        conversation_id: format!("{member}-chat"),
+        conversation: ConversationKey::new("telegram", &format!("{member}-chat")).unwrap(),
         zone: "Europe/Berlin".into(),
         recurrence: None,
         start_local: None,
@@ -142,13 +141,13 @@ async fn settle(
     member: &str,
     choice: ReminderChoice,
 ) -> Result<String, ReminderError> {
-    let open = store.open_firings_of(member).await.unwrap();
+    let open = store.open_firings_of(&member_id(member)).await.unwrap();
     let firing = open.first().expect("an open reminder").id;
     setup
         .scheduler
         .send(SettleReminder {
             firing,
-            member_id: member.into(),
+            member_id: member_id(member),
             choice,
         })
         .await
@@ -172,17 +171,14 @@ async fn a_reminder_fires_once_at_its_time_with_done_and_snooze() {
     assert_eq!(setup.handed.texts(), ["⏰ Reminder: call grandma"]);
     let (_, _, kind) = setup.handed.delivered.lock().unwrap()[0].clone();
     let OutgoingKind::Prompt {
-        confirmation_id,
+        prompt: PromptId::Reminder(firing),
         member_id,
     } = kind
     else {
-        panic!("not a prompt: {kind:?}");
+        panic!("not a reminder's prompt: {kind:?}");
     };
     assert_eq!(member_id, "alice");
-    assert_eq!(
-        firing_of_prompt(&confirmation_id).unwrap().schedule_id,
-        stored.id
-    );
+    assert_eq!(firing.schedule_id, stored.id);
     // Nothing more, ever: it fired once.
     tokio::time::sleep(Duration::from_secs(24 * 3600)).await;
     assert_eq!(setup.handed.texts().len(), 1);
@@ -311,12 +307,12 @@ async fn done_and_snooze_settle_once_and_a_snooze_fires_again() {
     tokio::time::sleep(2 * SECOND).await;
     assert_eq!(setup.handed.texts(), ["⏰ Reminder: medicine"]);
     // Not alice's to answer.
-    let open = store.open_firings_of("max").await.unwrap();
+    let open = store.open_firings_of(&member_id("max")).await.unwrap();
     let not_hers = setup
         .scheduler
         .send(SettleReminder {
             firing: open[0].id,
-            member_id: "alice".into(),
+            member_id: member_id("alice"),
             choice: ReminderChoice::Done,
         })
         .await
@@ -333,7 +329,7 @@ async fn done_and_snooze_settle_once_and_a_snooze_fires_again() {
         .scheduler
         .send(SettleReminder {
             firing: open[0].id,
-            member_id: "max".into(),
+            member_id: member_id("max"),
             choice: ReminderChoice::Done,
         })
         .await
@@ -349,7 +345,13 @@ async fn done_and_snooze_settle_once_and_a_snooze_fires_again() {
         .await
         .unwrap();
     assert_eq!(done, "✅ Done.");
-    assert!(store.open_firings_of("max").await.unwrap().is_empty());
+    assert!(
+        store
+            .open_firings_of(&member_id("max"))
+            .await
+            .unwrap()
+            .is_empty()
+    );
     let firing = store.firing(open[0].id).await.unwrap().unwrap();
     assert_eq!(firing.state, FiringState::Snoozed);
 }
@@ -361,14 +363,14 @@ async fn an_unacknowledged_reminder_is_told_to_the_parents_once() {
     let store = Arc::new(InMemoryStore::default());
     let mut medicine = reminder("max", "medicine", now_ms() + 1_000);
     medicine.escalate_after_minutes = Some(30);
-    medicine.set_by = "alice".into();
+    medicine.set_by = member_id("alice");
     store.add(&medicine).await.unwrap();
     let mut acknowledged = reminder("max", "teeth", now_ms() + 1_000);
     acknowledged.escalate_after_minutes = Some(30);
     store.add(&acknowledged).await.unwrap();
     let setup = start(&store);
     tokio::time::sleep(2 * SECOND).await;
-    let open = store.open_firings_of("max").await.unwrap();
+    let open = store.open_firings_of(&member_id("max")).await.unwrap();
     let teeth = open
         .iter()
         .find(|firing| firing.id.schedule_id != 1)
@@ -378,7 +380,7 @@ async fn an_unacknowledged_reminder_is_told_to_the_parents_once() {
         .scheduler
         .send(SettleReminder {
             firing: teeth,
-            member_id: "max".into(),
+            member_id: member_id("max"),
             choice: ReminderChoice::Done,
         })
         .await
@@ -421,7 +423,7 @@ async fn a_task_s_occurrence_is_a_turn_stored_and_queued_on_its_profile() {
     assert_eq!(queued.len(), 1);
     assert_eq!(queued[0].text, "tell me the weather");
     assert_eq!(queued[0].extras.profile_id.as_deref(), Some("weather"));
-    assert_eq!(queued[0].conversation_id, "alice-chat");
+    assert_eq!(queued[0].conversation, "telegram:alice-chat");
     let unanswered = crate::ports::Inbox::unanswered(store.as_ref())
         .await
         .unwrap();

@@ -208,6 +208,10 @@ pub(super) fn check_profile_ids(config: &HearthConfig, problems: &mut Problems) 
             problems.push(path, "a profile id must not be empty");
             continue;
         }
+        // A delegation's sub-conversation is keyed `…/<profile id>/<delegation id>`.
+        if let Err(error) = crate::ids::check_target_profile(&profile.id) {
+            problems.push(path.clone(), error.to_string());
+        }
         if let Some(first_index) = first_index_of_id.get(profile.id.as_str()) {
             problems.push(
                 path,

@@ -5,7 +5,7 @@ use sqlx::sqlite::SqliteRow;
 use sqlx::{Row, SqliteConnection};
 
 use super::outbox::insert_if_any;
-use super::{SqliteStore, database_error, memory::entries_json};
+use super::{SqliteStore, conversation_from_row, database_error, id_column, memory::entries_json};
 use crate::ports::{
     Acceptance, HistoryEntry, Inbound, Inbox, InboxRecord, InboxStatus, OutgoingMessage,
     StorageError, TurnRecord, now_ms,
@@ -28,9 +28,8 @@ fn record_from_row(row: &SqliteRow) -> Result<InboxRecord, StorageError> {
     Ok(InboxRecord {
         inbound: Inbound {
             id: row.get("id"),
-            channel: row.get("channel"),
-            conversation_id: row.get("conversation_id"),
-            member_id: row.get("member_id"),
+            conversation: conversation_from_row(row, "inbox")?,
+            member_id: id_column(row, "inbox", "member_id")?,
             text: row.get("text"),
             platform_event_id: row.get("platform_event_id"),
             received_at_ms: row.get("received_at_ms"),
@@ -71,9 +70,9 @@ pub(super) async fn insert_inbound(
          VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
     )
     .bind(&inbound.id)
-    .bind(&inbound.channel)
-    .bind(&inbound.conversation_id)
-    .bind(&inbound.member_id)
+    .bind(inbound.conversation.channel())
+    .bind(inbound.conversation.conversation_id())
+    .bind(inbound.member_id.as_str())
     .bind(&inbound.text)
     .bind(&inbound.platform_event_id)
     .bind(&extras)
@@ -101,7 +100,7 @@ impl Inbox for SqliteStore {
              AND platform_event_id = ?) ORDER BY seq LIMIT 1"
         ))
         .bind(&inbound.id)
-        .bind(&inbound.channel)
+        .bind(inbound.conversation.channel())
         .bind(&inbound.platform_event_id)
         .fetch_one(&self.pool)
         .await
@@ -126,7 +125,7 @@ impl Inbox for SqliteStore {
         // `turn_messages` within the UPDATE; the reply's delivery is queued in the same
         // transaction: all of it commits or none does.
         let (id, reply) = (inbox_id.to_string(), turn.reply.clone());
-        let history = entries_json(&turn.conversation_key, &turn.messages)?;
+        let history = entries_json(turn.conversation_key.as_str(), &turn.messages)?;
         let outgoing = turn.outgoing.clone();
         let queued = self
             .writer
@@ -164,7 +163,7 @@ impl Inbox for SqliteStore {
         self.history
             .lock()
             .await
-            .appended_turn(&turn.conversation_key, inbox_id, &stored);
+            .appended_turn(turn.conversation_key.as_str(), inbox_id, &stored);
         Ok(queued)
     }
 

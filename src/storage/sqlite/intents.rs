@@ -7,6 +7,7 @@ use sqlx::Row;
 use sqlx::sqlite::SqliteRow;
 
 use super::{SqliteStore, database_error};
+use crate::ids::{ConversationKey, MemberId};
 use crate::ports::{
     IntentRecords, PlanExecution, PlanExecutions, StepStatus, StorageError, canceled_plan,
 };
@@ -70,8 +71,8 @@ impl PlanExecutions for SqliteStore {
                         )
                     };
                     let query = query
-                        .bind(&saved.conversation_key)
-                        .bind(&saved.member_id)
+                        .bind(saved.conversation_key.as_str())
+                        .bind(saved.member_id.as_str())
                         .bind(&saved.profile_id)
                         .bind(&saved.intent_id)
                         .bind(saved.status().as_str())
@@ -108,16 +109,16 @@ impl PlanExecutions for SqliteStore {
 
     async fn open_plan(
         &self,
-        conversation_key: &str,
-        member_id: &str,
+        conversation_key: &ConversationKey,
+        member_id: &MemberId,
     ) -> Result<Option<PlanExecution>, StorageError> {
         let row = sqlx::query(
             "SELECT plan, version FROM plan_executions WHERE conversation_key = ? \
              AND member_id = ? AND status IN (?, ?) \
              ORDER BY created_at_ms DESC, plan_id DESC LIMIT 1",
         )
-        .bind(conversation_key)
-        .bind(member_id)
+        .bind(conversation_key.as_str())
+        .bind(member_id.as_str())
         .bind(OPEN[0])
         .bind(OPEN[1])
         .fetch_optional(&self.pool)
@@ -128,11 +129,11 @@ impl PlanExecutions for SqliteStore {
 
     async fn cancel_open_plans(
         &self,
-        conversation_key: &str,
-        member_id: &str,
+        conversation_key: &ConversationKey,
+        member_id: &MemberId,
         now_ms: i64,
     ) -> Result<u64, StorageError> {
-        let (conversation_key, member_id) = (conversation_key.to_owned(), member_id.to_owned());
+        let (conversation_key, member_id) = (conversation_key.to_string(), member_id.to_string());
         // Several statements: in a savepoint, so a plan that cannot be read cancels none.
         self.writer
             .run_atomically(move |connection| {
@@ -229,7 +230,7 @@ impl IntentRecords for SqliteStore {
 pub struct StoredStage {
     pub id: i64,
     pub at_ms: i64,
-    pub conversation_key: String,
+    pub conversation_key: ConversationKey,
     pub stage: String,
     pub payload: serde_json::Value,
 }
@@ -239,14 +240,14 @@ impl SqliteStore {
     /// of the newest.
     pub async fn stage_events(
         &self,
-        conversation_key: &str,
+        conversation_key: &ConversationKey,
         limit: u32,
     ) -> Result<Vec<StoredStage>, StorageError> {
         let rows = sqlx::query(
             "SELECT id, at_ms, conversation_key, stage, payload FROM (SELECT * FROM \
              telemetry_events WHERE conversation_key = ? ORDER BY id DESC LIMIT ?) ORDER BY id",
         )
-        .bind(conversation_key)
+        .bind(conversation_key.as_str())
         .bind(i64::from(limit))
         .fetch_all(&self.pool)
         .await
@@ -256,7 +257,7 @@ impl SqliteStore {
             .map(|row| StoredStage {
                 id: row.get("id"),
                 at_ms: row.get("at_ms"),
-                conversation_key: row.get("conversation_key"),
+                conversation_key: conversation_key.clone(),
                 stage: row.get("stage"),
                 payload: serde_json::from_str(&row.get::<String, _>("payload"))
                     .unwrap_or(serde_json::Value::Null),

@@ -5,6 +5,7 @@ use sqlx::Row;
 
 use super::history_cache::ENTRIES_PER_CONVERSATION;
 use super::{SqliteStore, database_error};
+use crate::ids::ConversationKey;
 use crate::llm::Role;
 use crate::ports::{ConversationMemory, HistoryEntry, StorageError};
 
@@ -88,10 +89,11 @@ impl SqliteStore {
 impl ConversationMemory for SqliteStore {
     async fn recent(
         &self,
-        conversation_key: &str,
+        conversation_key: &ConversationKey,
         limit: usize,
         since_ms: i64,
     ) -> Result<Vec<HistoryEntry>, StorageError> {
+        let conversation_key = conversation_key.as_str();
         if limit > ENTRIES_PER_CONVERSATION {
             return self.read_recent(conversation_key, limit, since_ms).await;
         }
@@ -111,9 +113,10 @@ impl ConversationMemory for SqliteStore {
 
     async fn append(
         &self,
-        conversation_key: &str,
+        conversation_key: &ConversationKey,
         entries: &[HistoryEntry],
     ) -> Result<(), StorageError> {
+        let conversation_key = conversation_key.as_str();
         let mut cache = self.history.lock().await;
         let rows = entries_json(conversation_key, entries)?;
         self.writer

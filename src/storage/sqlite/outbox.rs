@@ -7,7 +7,7 @@ use async_trait::async_trait;
 use sqlx::sqlite::SqliteRow;
 use sqlx::{Row, SqliteConnection};
 
-use super::{SqliteStore, database_error};
+use super::{SqliteStore, conversation_from_row, database_error};
 use crate::ports::{Outbox, OutboxEntry, OutgoingKind, OutgoingMessage, StorageError, now_ms};
 
 /// Store `message` as to deliver, on the writer's connection; its id.
@@ -35,8 +35,8 @@ async fn insert_outgoing_once(
          once_key, created_at_ms, updated_at_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) \
          ON CONFLICT (once_key) WHERE once_key IS NOT NULL DO NOTHING RETURNING id",
     )
-    .bind(&message.channel)
-    .bind(&message.conversation_id)
+    .bind(message.conversation.channel())
+    .bind(message.conversation.conversation_id())
     .bind(&message.inbox_id)
     .bind(kind)
     .bind(&message.text)
@@ -66,8 +66,7 @@ fn entry_from_row(row: &SqliteRow) -> Result<OutboxEntry, StorageError> {
     Ok(OutboxEntry {
         id: row.get("id"),
         message: OutgoingMessage {
-            channel: row.get("channel"),
-            conversation_id: row.get("conversation_id"),
+            conversation: conversation_from_row(row, "outbox")?,
             inbox_id: row.get("inbox_id"),
             text: row.get("text"),
             kind,

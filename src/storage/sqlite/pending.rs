@@ -5,7 +5,8 @@ use sqlx::Row;
 use sqlx::sqlite::SqliteRow;
 
 use super::outbox::insert_outgoing;
-use super::{SqliteStore, database_error};
+use super::{SqliteStore, conversation_from_row, database_error, id_column};
+use crate::ids::{ConfirmationId, MemberId};
 use crate::ports::{
     AnswerPlace, AnswerRefused, Decision, OpenConfirmation, OutgoingMessage, PendingActions,
     PendingConfirmation, StorageError,
@@ -31,11 +32,10 @@ fn json_column(row: &SqliteRow, column: &str) -> Result<serde_json::Value, Stora
 
 fn confirmation_from_row(row: &SqliteRow) -> Result<PendingConfirmation, StorageError> {
     Ok(PendingConfirmation {
-        id: row.get("id"),
+        id: id_column(row, "pending_actions", "id")?,
         inbox_id: row.get("inbox_id"),
-        member_id: row.get("member_id"),
-        channel: row.get("channel"),
-        conversation_id: row.get("conversation_id"),
+        member_id: id_column(row, "pending_actions", "member_id")?,
+        conversation: conversation_from_row(row, "pending_actions")?,
         profile_id: row.get("profile_id"),
         tool_name: row.get("tool_name"),
         arguments: json_column(row, "arguments")?,
@@ -86,11 +86,11 @@ impl PendingActions for SqliteStore {
                          expires_at_ms, created_at_ms, approvers) \
                          VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     )
-                    .bind(&confirmation.id)
+                    .bind(confirmation.id.as_str())
                     .bind(&confirmation.inbox_id)
-                    .bind(&confirmation.member_id)
-                    .bind(&confirmation.channel)
-                    .bind(&confirmation.conversation_id)
+                    .bind(confirmation.member_id.as_str())
+                    .bind(confirmation.conversation.channel())
+                    .bind(confirmation.conversation.conversation_id())
                     .bind(&confirmation.profile_id)
                     .bind(&confirmation.tool_name)
                     .bind(confirmation.arguments.to_string())
@@ -98,7 +98,7 @@ impl PendingActions for SqliteStore {
                     .bind(confirmation.turn_state.to_string())
                     .bind(confirmation.expires_at_ms)
                     .bind(confirmation.created_at_ms)
-                    .bind(serde_json::Value::from(confirmation.approvers.clone()).to_string())
+                    .bind(serde_json::json!(confirmation.approvers).to_string())
                     .execute(&mut *connection)
                     .await
                     .map_err(database_error)?;
@@ -114,15 +114,15 @@ impl PendingActions for SqliteStore {
 
     async fn answer(
         &self,
-        confirmation_id: &str,
-        member_id: &str,
+        confirmation_id: &ConfirmationId,
+        member_id: &MemberId,
         place: &AnswerPlace,
         approve: bool,
         now_ms: i64,
     ) -> Result<Result<PendingConfirmation, AnswerRefused>, StorageError> {
         // Asked elsewhere: as if it did not exist (its channel and conversation never change).
         let asked = sqlx::query(select_confirmation!("WHERE id = ?"))
-            .bind(confirmation_id)
+            .bind(confirmation_id.as_str())
             .fetch_optional(&self.pool)
             .await
             .map_err(database_error)?;
@@ -135,7 +135,7 @@ impl PendingActions for SqliteStore {
         } else {
             Decision::Denied
         };
-        let (id, member) = (confirmation_id.to_string(), member_id.to_string());
+        let (id, member) = (confirmation_id.to_string(), member_id.clone());
         let answered = self
             .writer
             .run(move |connection| {
@@ -151,8 +151,8 @@ impl PendingActions for SqliteStore {
                     .bind(decision.as_str())
                     .bind(now_ms)
                     .bind(&id)
-                    .bind(&member)
-                    .bind(&member)
+                    .bind(member.as_str())
+                    .bind(member.as_str())
                     .bind(now_ms)
                     .fetch_optional(&mut *connection)
                     .await
@@ -162,7 +162,7 @@ impl PendingActions for SqliteStore {
             })
             .await?;
         let row = sqlx::query(select_confirmation!("WHERE id = ?"))
-            .bind(confirmation_id)
+            .bind(confirmation_id.as_str())
             .fetch_optional(&self.pool)
             .await
             .map_err(database_error)?;
@@ -217,7 +217,10 @@ impl PendingActions for SqliteStore {
         Ok(expired)
     }
 
-    async fn consume(&self, confirmation_id: &str) -> Result<Option<Decision>, StorageError> {
+    async fn consume(
+        &self,
+        confirmation_id: &ConfirmationId,
+    ) -> Result<Option<Decision>, StorageError> {
         let id = confirmation_id.to_string();
         let decision: Option<String> = self
             .writer

@@ -5,7 +5,8 @@ use async_trait::async_trait;
 use sqlx::Row;
 use sqlx::sqlite::SqliteRow;
 
-use super::{SqliteStore, database_error};
+use super::{SqliteStore, database_error, id_column};
+use crate::ids::{ConversationKey, MemberId};
 use crate::ports::{PendingPluginCall, PendingPluginCalls, StorageError};
 
 /// The columns of a call, in `PendingPluginCall`'s order (a literal: sqlx takes only
@@ -28,8 +29,8 @@ fn json_column<T: serde::de::DeserializeOwned>(
 
 fn call_from_row(row: &SqliteRow) -> Result<PendingPluginCall, StorageError> {
     Ok(PendingPluginCall {
-        conversation_key: row.get("conversation_key"),
-        member_id: row.get("member_id"),
+        conversation_key: id_column(row, "pending_plugin_calls", "conversation_key")?,
+        member_id: id_column(row, "pending_plugin_calls", "member_id")?,
         plugin_id: row.get("plugin_id"),
         capability_id: row.get("capability_id"),
         parameters: json_column(row, "parameters")?,
@@ -59,8 +60,8 @@ impl PendingPluginCalls for SqliteStore {
                         columns!(),
                         ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
                     ))
-                    .bind(&call.conversation_key)
-                    .bind(&call.member_id)
+                    .bind(call.conversation_key.as_str())
+                    .bind(call.member_id.as_str())
                     .bind(&call.plugin_id)
                     .bind(&call.capability_id)
                     .bind(&parameters)
@@ -79,11 +80,11 @@ impl PendingPluginCalls for SqliteStore {
 
     async fn take_valid(
         &self,
-        conversation_key: &str,
-        member_id: &str,
+        conversation_key: &ConversationKey,
+        member_id: &MemberId,
         now_ms: i64,
     ) -> Result<Option<PendingPluginCall>, StorageError> {
-        let (conversation_key, member_id) = (conversation_key.to_owned(), member_id.to_owned());
+        let (conversation_key, member_id) = (conversation_key.to_string(), member_id.to_string());
         let taken = self
             .writer
             .run(move |connection| {
@@ -110,8 +111,8 @@ impl PendingPluginCalls for SqliteStore {
 
     async fn peek(
         &self,
-        conversation_key: &str,
-        member_id: &str,
+        conversation_key: &ConversationKey,
+        member_id: &MemberId,
         now_ms: i64,
     ) -> Result<Option<PendingPluginCall>, StorageError> {
         sqlx::query(concat!(
@@ -120,8 +121,8 @@ impl PendingPluginCalls for SqliteStore {
             " FROM pending_plugin_calls ",
             "WHERE conversation_key = ? AND member_id = ? AND expires_at_ms > ?"
         ))
-        .bind(conversation_key)
-        .bind(member_id)
+        .bind(conversation_key.as_str())
+        .bind(member_id.as_str())
         .bind(now_ms)
         .fetch_optional(&self.pool)
         .await
@@ -131,11 +132,15 @@ impl PendingPluginCalls for SqliteStore {
         .transpose()
     }
 
-    async fn clear(&self, conversation_key: &str, member_id: &str) -> Result<bool, StorageError> {
+    async fn clear(
+        &self,
+        conversation_key: &ConversationKey,
+        member_id: &MemberId,
+    ) -> Result<bool, StorageError> {
         self.delete_members_rows(
             "DELETE FROM pending_plugin_calls WHERE conversation_key = ? AND member_id = ?",
-            conversation_key,
-            member_id,
+            conversation_key.as_str(),
+            member_id.as_str(),
         )
         .await
     }

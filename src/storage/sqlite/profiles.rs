@@ -11,19 +11,20 @@ use async_trait::async_trait;
 use sqlx::Row;
 
 use super::{SqliteStore, database_error};
+use crate::ids::MemberId;
 use crate::ports::{ProfileFacts, StorageError, UserProfiles, now_ms};
 
-pub(super) type ProfileCache = tokio::sync::Mutex<HashMap<String, ProfileFacts>>;
+pub(super) type ProfileCache = tokio::sync::Mutex<HashMap<MemberId, ProfileFacts>>;
 
 #[async_trait]
 impl UserProfiles for SqliteStore {
-    async fn get(&self, member_id: &str) -> Result<ProfileFacts, StorageError> {
+    async fn get(&self, member_id: &MemberId) -> Result<ProfileFacts, StorageError> {
         let mut cache = self.profiles.lock().await;
         if let Some(facts) = cache.get(member_id) {
             return Ok(facts.clone());
         }
         let rows = sqlx::query("SELECT key, value FROM user_profiles WHERE member_id = ?")
-            .bind(member_id)
+            .bind(member_id.as_str())
             .fetch_all(&self.pool)
             .await
             .map_err(database_error)?;
@@ -31,13 +32,13 @@ impl UserProfiles for SqliteStore {
             .iter()
             .map(|row| (row.get("key"), row.get("value")))
             .collect();
-        cache.insert(member_id.to_string(), facts.clone());
+        cache.insert(member_id.clone(), facts.clone());
         Ok(facts)
     }
 
     async fn set(
         &self,
-        member_id: &str,
+        member_id: &MemberId,
         key: &str,
         value: Option<&str>,
     ) -> Result<(), StorageError> {

@@ -9,11 +9,11 @@ use sqlx::{Row, SqliteConnection};
 
 use super::inbox::insert_inbound;
 use super::outbox::insert_outgoing;
-use super::{SqliteStore, database_error};
+use super::{SqliteStore, conversation_from_row, database_error, id_column};
+use crate::ids::{FiringId, MemberId};
 use crate::ports::{
-    Claimed, Firing, FiringClaim, FiringId, FiringState, FiringTiming, NewSchedule,
-    OutgoingMessage, Schedule, ScheduleKind, ScheduleStatus, Schedules, Settled, Settlement,
-    StorageError, now_ms,
+    Claimed, Firing, FiringClaim, FiringState, FiringTiming, NewSchedule, OutgoingMessage,
+    Schedule, ScheduleKind, ScheduleStatus, Schedules, Settled, Settlement, StorageError, now_ms,
 };
 
 macro_rules! select_schedule {
@@ -42,12 +42,11 @@ fn schedule_from_row(row: &SqliteRow) -> Result<Schedule, StorageError> {
     Ok(Schedule {
         id: row.get("id"),
         kind: ScheduleKind::parse(&row.get::<String, _>("kind"))?,
-        member_id: row.get("member_id"),
-        set_by: row.get("set_by"),
+        member_id: id_column(row, "schedules", "member_id")?,
+        set_by: id_column(row, "schedules", "set_by")?,
         text: row.get("text"),
         profile_id: row.get("profile_id"),
-        channel: row.get("channel"),
-        conversation_id: row.get("conversation_id"),
+        conversation: conversation_from_row(row, "schedules")?,
         zone: row.get("zone"),
         recurrence: row.get("recurrence"),
         start_local: row.get("start_local"),
@@ -56,7 +55,10 @@ fn schedule_from_row(row: &SqliteRow) -> Result<Schedule, StorageError> {
         escalate_after_minutes: row
             .get::<Option<i64>, _>("escalate_after_minutes")
             .and_then(|minutes| u32::try_from(minutes).ok()),
-        snoozed_from: snoozed_from.map(|id| id.parse()).transpose()?,
+        snoozed_from: snoozed_from
+            .map(|id| id.parse())
+            .transpose()
+            .map_err(|error| StorageError::Corrupt(format!("schedules.snoozed_from: {error}")))?,
         created_at_ms: row.get("created_at_ms"),
     })
 }
@@ -90,12 +92,12 @@ async fn insert_schedule(
          ON CONFLICT (once_key) DO NOTHING RETURNING id",
     )
     .bind(schedule.kind.as_str())
-    .bind(&schedule.member_id)
-    .bind(&schedule.set_by)
+    .bind(schedule.member_id.as_str())
+    .bind(schedule.set_by.as_str())
     .bind(&schedule.text)
     .bind(&schedule.profile_id)
-    .bind(&schedule.channel)
-    .bind(&schedule.conversation_id)
+    .bind(schedule.conversation.channel())
+    .bind(schedule.conversation.conversation_id())
     .bind(&schedule.zone)
     .bind(&schedule.recurrence)
     .bind(&schedule.start_local)
@@ -161,14 +163,14 @@ impl Schedules for SqliteStore {
         row.as_ref().map(schedule_from_row).transpose()
     }
 
-    async fn schedules_of(&self, member_id: &str) -> Result<Vec<Schedule>, StorageError> {
+    async fn schedules_of(&self, member_id: &MemberId) -> Result<Vec<Schedule>, StorageError> {
         self.schedules_where(
             sqlx::query(select_schedule!(
                 "WHERE status = 'active' AND (member_id = ? OR set_by = ?) \
                  ORDER BY next_due_ms, id"
             ))
-            .bind(member_id)
-            .bind(member_id),
+            .bind(member_id.as_str())
+            .bind(member_id.as_str()),
         )
         .await
     }
@@ -180,11 +182,11 @@ impl Schedules for SqliteStore {
         .await
     }
 
-    async fn count_active_for(&self, member_id: &str) -> Result<u64, StorageError> {
+    async fn count_active_for(&self, member_id: &MemberId) -> Result<u64, StorageError> {
         let count: i64 = sqlx::query_scalar(
             "SELECT COUNT(*) FROM schedules WHERE member_id = ? AND status = 'active'",
         )
-        .bind(member_id)
+        .bind(member_id.as_str())
         .fetch_one(&self.pool)
         .await
         .map_err(database_error)?;
@@ -282,12 +284,12 @@ impl Schedules for SqliteStore {
         row.as_ref().map(firing_from_row).transpose()
     }
 
-    async fn open_firings_of(&self, member_id: &str) -> Result<Vec<Firing>, StorageError> {
+    async fn open_firings_of(&self, member_id: &MemberId) -> Result<Vec<Firing>, StorageError> {
         let rows = sqlx::query(select_firing!(
             "JOIN schedules s ON s.id = f.schedule_id \
              WHERE f.state = 'open' AND s.member_id = ? ORDER BY f.fired_at_ms DESC, f.due_ms DESC"
         ))
-        .bind(member_id)
+        .bind(member_id.as_str())
         .fetch_all(&self.pool)
         .await
         .map_err(database_error)?;

@@ -4,6 +4,7 @@ use async_trait::async_trait;
 use sqlx::Row;
 
 use super::{SqliteStore, database_error};
+use crate::ids::{ConversationKey, MemberId};
 use crate::ports::{ScriptWorkflow, ScriptWorkflows, StorageError};
 
 #[async_trait]
@@ -23,8 +24,8 @@ impl ScriptWorkflows for SqliteStore {
                         "INSERT OR REPLACE INTO script_workflows \
                          (conversation_key, member_id, state, updated_at_ms) VALUES (?, ?, ?, ?)",
                     )
-                    .bind(&workflow.conversation_key)
-                    .bind(&workflow.member_id)
+                    .bind(workflow.conversation_key.as_str())
+                    .bind(workflow.member_id.as_str())
                     .bind(&state)
                     .bind(workflow.updated_at_ms)
                     .execute(&mut *connection)
@@ -38,16 +39,16 @@ impl ScriptWorkflows for SqliteStore {
 
     async fn get(
         &self,
-        conversation_key: &str,
-        member_id: &str,
+        conversation_key: &ConversationKey,
+        member_id: &MemberId,
         fresh_since_ms: i64,
     ) -> Result<Option<ScriptWorkflow>, StorageError> {
         let row = sqlx::query(
             "SELECT state, updated_at_ms FROM script_workflows \
              WHERE conversation_key = ? AND member_id = ? AND updated_at_ms >= ?",
         )
-        .bind(conversation_key)
-        .bind(member_id)
+        .bind(conversation_key.as_str())
+        .bind(member_id.as_str())
         .bind(fresh_since_ms)
         .fetch_optional(&self.pool)
         .await
@@ -59,18 +60,22 @@ impl ScriptWorkflows for SqliteStore {
         let state = serde_json::from_str(&text)
             .map_err(|error| StorageError::Corrupt(format!("script_workflows.state: {error}")))?;
         Ok(Some(ScriptWorkflow {
-            conversation_key: conversation_key.to_owned(),
-            member_id: member_id.to_owned(),
+            conversation_key: conversation_key.clone(),
+            member_id: member_id.clone(),
             state,
             updated_at_ms: row.get("updated_at_ms"),
         }))
     }
 
-    async fn clear(&self, conversation_key: &str, member_id: &str) -> Result<bool, StorageError> {
+    async fn clear(
+        &self,
+        conversation_key: &ConversationKey,
+        member_id: &MemberId,
+    ) -> Result<bool, StorageError> {
         self.delete_members_rows(
             "DELETE FROM script_workflows WHERE conversation_key = ? AND member_id = ?",
-            conversation_key,
-            member_id,
+            conversation_key.as_str(),
+            member_id.as_str(),
         )
         .await
     }

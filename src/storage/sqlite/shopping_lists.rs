@@ -4,7 +4,8 @@ use async_trait::async_trait;
 use sqlx::Row;
 use sqlx::sqlite::SqliteRow;
 
-use super::{SqliteStore, database_error};
+use super::{SqliteStore, database_error, id_column};
+use crate::ids::MemberId;
 use crate::ports::{
     ShoppingItem, ShoppingLists, StorageError, check_shopping_quantity, shopping_key,
 };
@@ -15,7 +16,7 @@ fn item_from_row(row: &SqliteRow) -> Result<ShoppingItem, StorageError> {
         name: row.get("name"),
         quantity: u32::try_from(quantity)
             .map_err(|_| StorageError::Corrupt(format!("shopping_items.quantity {quantity}")))?,
-        added_by: row.get("added_by"),
+        added_by: id_column(row, "shopping_items", "added_by")?,
         added_at_ms: row.get("added_at_ms"),
     })
 }
@@ -27,13 +28,13 @@ impl ShoppingLists for SqliteStore {
         list: &str,
         name: &str,
         quantity: u32,
-        member_id: &str,
+        member_id: &MemberId,
         at_ms: i64,
     ) -> Result<ShoppingItem, StorageError> {
         let list_key = shopping_key("shopping list", list)?;
         let item_key = shopping_key("shopping item", name)?;
         check_shopping_quantity(name, quantity)?;
-        let (name, member_id) = (name.trim().to_owned(), member_id.to_owned());
+        let (name, member_id) = (name.trim().to_owned(), member_id.clone());
         self.writer
             .run(move |connection| {
                 Box::pin(async move {
@@ -52,7 +53,7 @@ impl ShoppingLists for SqliteStore {
                     .bind(&item_key)
                     .bind(&name)
                     .bind(i64::from(quantity))
-                    .bind(&member_id)
+                    .bind(member_id.as_str())
                     .bind(at_ms)
                     .fetch_one(&mut *connection)
                     .await

@@ -122,7 +122,7 @@ async fn insert_batch(
                 .bind(&call.backend)
                 .bind(&call.wire)
                 .bind(&call.profile_id)
-                .bind(&call.conversation_key)
+                .bind(call.conversation_key.as_ref().map(|key| key.as_str()))
                 .bind(i64::from(call.attempt))
                 .bind(&call.outcome)
                 .bind(i64::try_from(call.input_tokens).unwrap_or(i64::MAX))
@@ -143,7 +143,7 @@ async fn insert_batch(
                      VALUES (?, ?, ?, ?)",
                 )
                 .bind(at_ms)
-                .bind(conversation_key)
+                .bind(conversation_key.as_str())
                 .bind(stage)
                 .bind(payload.to_string())
                 .execute(&mut *connection)

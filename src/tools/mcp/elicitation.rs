@@ -230,8 +230,8 @@ mod tests {
 
     fn context(member: &str) -> ToolContext {
         ToolContext {
-            member_id: member.to_owned(),
-            conversation_key: format!("http:{member}"),
+            member_id: member.parse().unwrap(),
+            conversation_key: crate::ids::ConversationKey::new("http", member).unwrap(),
             profile_id: "default_assistant".to_owned(),
             question_timeout: std::time::Duration::from_secs(300),
             idempotency_key: None,

@@ -27,11 +27,15 @@ fn the_example_file_loads_with_its_two_secrets() {
         "config/intents.example.yaml"
     );
     assert_eq!(
-        loaded.family_member("bob").map(|bob| bob.role),
+        loaded
+            .family_member(&"bob".parse().unwrap())
+            .map(|bob| bob.role),
         Some(FamilyRole::Child)
     );
     assert_eq!(
-        loaded.family_member("alice").map(|alice| alice.role),
+        loaded
+            .family_member(&"alice".parse().unwrap())
+            .map(|alice| alice.role),
         Some(FamilyRole::Parent)
     );
     assert_eq!(loaded.secret("OPENAI_API_KEY"), Some("sk-test-openai"));
@@ -43,7 +47,7 @@ fn the_example_file_loads_with_its_two_secrets() {
     assert!(!loaded.config.channels.matrix.enabled);
     assert_eq!(
         loaded
-            .family_member("bob")
+            .family_member(&"bob".parse().unwrap())
             .and_then(|bob| bob.telegram_user_id),
         Some(1002)
     );

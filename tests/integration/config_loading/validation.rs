@@ -186,6 +186,12 @@ fn each_validation_error_names_the_file_and_key_path() {
             "\"time\" names no entry of mcp_servers",
         ),
         (
+            format!("{MINIMAL}service_profiles:\n  - id: home/kids\n"),
+            vec![],
+            "service_profiles[0].id",
+            "\"home/kids\" cannot name a delegated conversation",
+        ),
+        (
             format!("{MINIMAL}family:\n  - id: alice\n  - id: bob\n  - id: alice\n"),
             vec![],
             "family[2].id",

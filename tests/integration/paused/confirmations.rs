@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use hearth::actors::processing::EXPIRED_RESULT;
 use hearth::actors::request_queue::{AnswerError, ReplyKind, STUCK_CHECK_EVERY};
+use hearth::ids::ConversationKey;
 use hearth::llm::ToolCall;
 use hearth::ports::{AnswerPlace, AnswerRefused, InboxStatus, now_ms};
 use hearth::scripts::{RUN_DECLINED, RUN_EXPIRED};
@@ -59,7 +60,7 @@ async fn asked(hearth: &mut PausedHearth, text: &str) -> (String, i64, String) {
     else {
         panic!("not a confirmation: {prompt:?}");
     };
-    (confirmation_id, expires_at_ms, inbox_id)
+    (confirmation_id.to_string(), expires_at_ms, inbox_id)
 }
 
 #[test]
@@ -85,7 +86,13 @@ fn an_unanswered_confirmation_expires_at_its_deadline_and_the_turn_goes_on() {
             (ReplyKind::Answer, "Nothing was changed.")
         );
         assert_eq!(hearth.model.last_tool_result(), EXPIRED_RESULT);
-        let facts = hearth.running.stores.profiles.get("alice").await.unwrap();
+        let facts = hearth
+            .running
+            .stores
+            .profiles
+            .get(&"alice".parse().unwrap())
+            .await
+            .unwrap();
         assert_eq!(facts.get("address"), None);
         assert_eq!(hearth.record(&inbox_id).await.status, InboxStatus::Answered);
 
@@ -106,10 +113,16 @@ fn an_answered_confirmation_whose_turn_did_not_resume_is_resumed_by_the_periodic
         hearth.model.script.push_reply("Stored.");
         // Answered in storage only, as when reading its message failed right after the
         // answer: the queue did not put the turn back in its lane.
-        let place = AnswerPlace::new(CHANNEL, Some("alice".into()));
+        let place = AnswerPlace::Conversation(ConversationKey::new(CHANNEL, "alice").unwrap());
         let pending = &hearth.running.stores.pending;
         pending
-            .answer(&id, "alice", &place, true, now_ms())
+            .answer(
+                &id.parse().unwrap(),
+                &"alice".parse().unwrap(),
+                &place,
+                true,
+                now_ms(),
+            )
             .await
             .unwrap()
             .unwrap();
@@ -125,7 +138,13 @@ fn an_answered_confirmation_whose_turn_did_not_resume_is_resumed_by_the_periodic
             "resumed after {:?}",
             resumed_at - answered_at
         );
-        let facts = hearth.running.stores.profiles.get("alice").await.unwrap();
+        let facts = hearth
+            .running
+            .stores
+            .profiles
+            .get(&"alice".parse().unwrap())
+            .await
+            .unwrap();
         assert_eq!(facts.get("address").map(String::as_str), Some("5 Ash Way"));
         assert_eq!(hearth.record(&inbox_id).await.status, InboxStatus::Answered);
 
@@ -141,7 +160,7 @@ fn an_answered_confirmation_whose_turn_did_not_resume_is_resumed_by_the_periodic
 async fn told_expired(hearth: &mut PausedHearth, id: &str, asked_at: Instant, timeout: u64) {
     let (told_at, told) = hearth.next_reply().await;
     let expired = ReplyKind::ConfirmationExpired {
-        confirmation_id: id.into(),
+        confirmation_id: id.parse().unwrap(),
     };
     assert_eq!(
         (told.kind, told.text.as_str()),
@@ -189,7 +208,13 @@ fn a_delegated_question_expires_on_the_target_profile_s_timeout() {
         let target_saw = &requests[requests.len() - 2];
         let result = target_saw.messages.last().unwrap();
         assert_eq!(result.content, EXPIRED_RESULT);
-        let facts = hearth.running.stores.profiles.get("alice").await.unwrap();
+        let facts = hearth
+            .running
+            .stores
+            .profiles
+            .get(&"alice".parse().unwrap())
+            .await
+            .unwrap();
         assert_eq!(facts.get("address"), None);
         assert_eq!(hearth.record(&inbox_id).await.status, InboxStatus::Answered);
     });

@@ -7,6 +7,7 @@
 use std::path::Path;
 use std::time::Duration;
 
+use hearth::ids::ConversationKey;
 use hearth::llm::ToolCall;
 use hearth::ports::{ShoppingItem, now_ms};
 use serde_json::{Value, json};
@@ -143,7 +144,10 @@ fn an_intents_question_left_unanswered_lets_later_messages_go_where_they_would()
         assert_eq!(hearth.next_reply().await.1.text, "Which order?");
         let plans = &hearth.running.stores.plans;
         let waiting = plans
-            .open_plan(&format!("{CHANNEL}:alice"), "alice")
+            .open_plan(
+                &ConversationKey::new(CHANNEL, "alice").unwrap(),
+                &"alice".parse().unwrap(),
+            )
             .await
             .unwrap();
         let waiting = waiting.expect("the plan waits for alice");

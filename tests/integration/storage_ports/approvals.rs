@@ -10,7 +10,7 @@ use hearth::storage::{self, Stores};
 use super::outbox::outgoing;
 use super::pending_actions::confirmation;
 use super::plans::plan;
-use super::{T0, expect_new, inbound, record_of};
+use super::{T0, expect_new, inbound, key, member, record_of};
 
 adapter_suite!(
     pending_suspend_stores_every_prompt_with_it,
@@ -26,7 +26,10 @@ async fn queued(stores: &Stores, channel: &str) -> Vec<(i64, String, String)> {
         .await
         .unwrap()
         .into_iter()
-        .map(|entry| (entry.id, entry.message.conversation_id, entry.message.text))
+        .map(|entry| {
+            let conversation = entry.message.conversation.conversation_id().to_string();
+            (entry.id, conversation, entry.message.text)
+        })
         .collect()
 }
 
@@ -35,7 +38,7 @@ async fn queued(stores: &Stores, channel: &str) -> Vec<(i64, String, String)> {
 async fn pending_suspend_stores_every_prompt_with_it(stores: &Stores) {
     expect_new(stores, &inbound("e-1", "telegram", None)).await;
     let mut escalated = confirmation("c-e-1", "e-1", T0);
-    escalated.approvers = vec!["carol".into(), "dave".into()];
+    escalated.approvers = vec![member("carol"), member("dave")];
     let prompts = [
         outgoing("telegram", "family-chat", "I've asked a parent"),
         outgoing(
@@ -117,9 +120,9 @@ async fn pending_waiting_for_finds_the_message_s_unanswered_confirmation(stores:
 
     let answered = pending
         .answer(
-            "c-w-1",
-            "alice",
-            &AnswerPlace::new("telegram", None),
+            &"c-w-1".parse().unwrap(),
+            &member("alice"),
+            &AnswerPlace::Channel("telegram".into()),
             true,
             T0 + 5,
         )
@@ -128,7 +131,7 @@ async fn pending_waiting_for_finds_the_message_s_unanswered_confirmation(stores:
     assert!(answered.is_ok(), "{answered:?}");
     assert_eq!(pending.waiting_for("w-1").await.unwrap(), None, "answered");
     assert_eq!(
-        pending.consume("c-w-1").await.unwrap(),
+        pending.consume(&"c-w-1".parse().unwrap()).await.unwrap(),
         Some(Decision::Approved)
     );
     assert_eq!(pending.waiting_for("w-1").await.unwrap(), None, "consumed");
@@ -162,7 +165,7 @@ async fn plans_are_written_only_over_the_version_they_were_read_at(stores: &Stor
     assert_eq!(read_by_the_turn, stored);
     assert_eq!(
         plans
-            .cancel_open_plans("http:alice", "alice", 2_000)
+            .cancel_open_plans(&key("http:alice"), &member("alice"), 2_000)
             .await
             .unwrap(),
         1
@@ -213,7 +216,9 @@ async fn sqlite_cancel_open_plans_cancels_all_or_none() {
         .execute(&pool)
         .await
         .unwrap();
-    let refused = plans.cancel_open_plans("http:alice", "alice", 5_000).await;
+    let refused = plans
+        .cancel_open_plans(&key("http:alice"), &member("alice"), 5_000)
+        .await;
     assert!(
         matches!(refused, Err(StorageError::Corrupt(_))),
         "{refused:?}"

@@ -11,8 +11,8 @@ use super::plugin_ports::{manifest, plugin_call};
 use super::profiles::facts;
 use super::shopping_lists::{item_names, shopping_item};
 use super::{
-    T0, contents, entry, expect_duplicate_of, expect_new, ids, inbound, open_or_panic, record_of,
-    sqlite_url, turn_for,
+    T0, contents, entry, expect_duplicate_of, expect_new, ids, inbound, key, member, open_or_panic,
+    record_of, sqlite_url, turn_for,
 };
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -38,12 +38,12 @@ async fn sqlite_keeps_data_across_reopen() {
             .unwrap();
         stores
             .profiles
-            .set("alice", "name", Some("Alice"))
+            .set(&member("alice"), "name", Some("Alice"))
             .await
             .unwrap();
         stores
             .memory
-            .append("console:local", &[entry(Role::User, "hello", 5)])
+            .append(&key("console:local"), &[entry(Role::User, "hello", 5)])
             .await
             .unwrap();
     }
@@ -67,17 +67,21 @@ async fn sqlite_keeps_data_across_reopen() {
 
         let history = stores
             .memory
-            .recent(&answered.conversation_key(), 10, 0)
+            .recent(&answered.conversation, 10, 0)
             .await
             .unwrap();
         assert_eq!(
             contents(&history),
             [answered.text.as_str(), "stored answer"]
         );
-        let console = stores.memory.recent("console:local", 10, 0).await.unwrap();
+        let console = stores
+            .memory
+            .recent(&key("console:local"), 10, 0)
+            .await
+            .unwrap();
         assert_eq!(contents(&console), ["hello"]);
         assert_eq!(
-            stores.profiles.get("alice").await.unwrap(),
+            stores.profiles.get(&member("alice")).await.unwrap(),
             facts(&[("name", "Alice")])
         );
     }
@@ -129,7 +133,11 @@ async fn sqlite_keeps_suspended_turns_across_reopen() {
                 .is_ok()
         );
         assert_eq!(
-            stores.pending.consume("a-consumed").await.unwrap(),
+            stores
+                .pending
+                .consume(&"a-consumed".parse().unwrap())
+                .await
+                .unwrap(),
             Some(Decision::Denied)
         );
     }
@@ -166,7 +174,14 @@ async fn sqlite_keeps_suspended_turns_across_reopen() {
             answer(&stores, "a-consumed", "alice", true, T0 + 20).await,
             Err(AnswerRefused::AlreadyAnswered)
         );
-        assert_eq!(stores.pending.consume("a-consumed").await.unwrap(), None);
+        assert_eq!(
+            stores
+                .pending
+                .consume(&"a-consumed".parse().unwrap())
+                .await
+                .unwrap(),
+            None
+        );
         assert_eq!(
             answer(&stores, "z-waiting", "bob", true, T0 + 20).await,
             Err(AnswerRefused::NotYours)
@@ -176,7 +191,11 @@ async fn sqlite_keeps_suspended_turns_across_reopen() {
             Ok(waiting.clone())
         );
         assert_eq!(
-            stores.pending.consume("m-approved").await.unwrap(),
+            stores
+                .pending
+                .consume(&"m-approved".parse().unwrap())
+                .await
+                .unwrap(),
             Some(Decision::Approved)
         );
         let message = record_of(&stores, "p-2").await.inbound;
@@ -220,7 +239,7 @@ async fn sqlite_keeps_plugin_storage_across_reopen() {
         for name in ["bread", "Milk", "eggs"] {
             stores
                 .shopping_lists
-                .add("groceries", name, 1, "alice", T0)
+                .add("groceries", name, 1, &member("alice"), T0)
                 .await
                 .unwrap();
         }
@@ -242,7 +261,7 @@ async fn sqlite_keeps_plugin_storage_across_reopen() {
         assert_eq!(
             stores
                 .pending_plugin_calls
-                .peek("telegram:1", "alice", T0)
+                .peek(&key("telegram:1"), &member("alice"), T0)
                 .await
                 .unwrap(),
             Some(call.clone())
@@ -261,14 +280,14 @@ async fn sqlite_keeps_plugin_storage_across_reopen() {
     let stores = open_or_panic(&url).await;
     let milk = stores
         .shopping_lists
-        .add("groceries", "MILK", 2, "bob", T0 + 1)
+        .add("groceries", "MILK", 2, &member("bob"), T0 + 1)
         .await
         .unwrap();
     assert_eq!(milk, shopping_item("Milk", 3, "alice", T0));
     assert_eq!(
         stores
             .pending_plugin_calls
-            .take_valid("telegram:1", "alice", T0)
+            .take_valid(&key("telegram:1"), &member("alice"), T0)
             .await
             .unwrap(),
         Some(call)

@@ -135,7 +135,7 @@ async fn inbox_complete_stores_reply_and_history(stores: &Stores) {
     // The turn's chat text is history now; its tool round trip is stored but not replayed.
     let history = stores
         .memory
-        .recent(&message.conversation_key(), 50, 0)
+        .recent(&message.conversation, 50, 0)
         .await
         .unwrap();
     assert_eq!(
@@ -165,7 +165,7 @@ async fn inbox_complete_twice_is_refused_without_duplicating_history(stores: &St
     assert_eq!(record.reply.as_deref(), Some("first answer"));
     let history = stores
         .memory
-        .recent(&message.conversation_key(), 50, 0)
+        .recent(&message.conversation, 50, 0)
         .await
         .unwrap();
     assert_eq!(contents(&history), [message.text.as_str(), "first answer"]);
@@ -194,7 +194,7 @@ async fn inbox_complete_twice_is_refused_without_duplicating_history(stores: &St
     assert_eq!(record_of(stores, "m-2").await.status, InboxStatus::Failed);
     let history = stores
         .memory
-        .recent(&message.conversation_key(), 50, 0)
+        .recent(&message.conversation, 50, 0)
         .await
         .unwrap();
     assert_eq!(
@@ -286,7 +286,7 @@ async fn inbox_give_up_marks_failed(stores: &Stores) {
     assert!(
         stores
             .memory
-            .recent(&message.conversation_key(), 50, 0)
+            .recent(&message.conversation, 50, 0)
             .await
             .unwrap()
             .is_empty()

@@ -5,7 +5,9 @@ use hearth::llm::Role;
 use hearth::ports::HistoryEntry;
 use hearth::storage::Stores;
 
-use super::{contents, entry, expect_new, inbound, tool_call_entry, tool_result_entry, turn_for};
+use super::{
+    contents, entry, expect_new, inbound, key, tool_call_entry, tool_result_entry, turn_for,
+};
 
 adapter_suite!(
     memory_recent_returns_only_chat_text,
@@ -16,7 +18,7 @@ adapter_suite!(
 );
 
 async fn memory_recent_returns_only_chat_text(stores: &Stores) {
-    let key = "http:kitchen";
+    let conversation = key("http:kitchen");
     let entries = [
         entry(Role::User, "what is my name?", 1),
         tool_call_entry(2),
@@ -26,23 +28,23 @@ async fn memory_recent_returns_only_chat_text(stores: &Stores) {
         entry(Role::User, "", 6),
         entry(Role::Assistant, "You are Alice.", 7),
     ];
-    stores.memory.append(key, &entries).await.unwrap();
+    stores.memory.append(&conversation, &entries).await.unwrap();
 
-    let recent = stores.memory.recent(key, 100, 0).await.unwrap();
+    let recent = stores.memory.recent(&conversation, 100, 0).await.unwrap();
     assert_eq!(recent, [entries[0].clone(), entries[6].clone()]);
 
     // The limit counts chat text only: tool traffic never takes a slot.
-    let recent = stores.memory.recent(key, 1, 0).await.unwrap();
+    let recent = stores.memory.recent(&conversation, 1, 0).await.unwrap();
     assert_eq!(contents(&recent), ["You are Alice."]);
 }
 
 async fn memory_recent_keeps_the_newest_limit_oldest_first(stores: &Stores) {
-    let key = "telegram:42";
+    let conversation = key("telegram:42");
     // Two appends: order is kept across calls, and tool traffic sits in between.
     stores
         .memory
         .append(
-            key,
+            &conversation,
             &[
                 entry(Role::User, "one", 100),
                 entry(Role::Assistant, "two", 101),
@@ -55,7 +57,7 @@ async fn memory_recent_keeps_the_newest_limit_oldest_first(stores: &Stores) {
     stores
         .memory
         .append(
-            key,
+            &conversation,
             &[
                 entry(Role::User, "three", 104),
                 entry(Role::Assistant, "four", 105),
@@ -65,14 +67,25 @@ async fn memory_recent_keeps_the_newest_limit_oldest_first(stores: &Stores) {
         .await
         .unwrap();
 
-    let all = stores.memory.recent(key, 10, 0).await.unwrap();
+    let all = stores.memory.recent(&conversation, 10, 0).await.unwrap();
     assert_eq!(contents(&all), ["one", "two", "three", "four", "five"]);
-    let newest = stores.memory.recent(key, 3, 0).await.unwrap();
+    let newest = stores.memory.recent(&conversation, 3, 0).await.unwrap();
     assert_eq!(contents(&newest), ["three", "four", "five"]);
-    let newest = stores.memory.recent(key, 1, 0).await.unwrap();
+    let newest = stores.memory.recent(&conversation, 1, 0).await.unwrap();
     assert_eq!(contents(&newest), ["five"]);
-    assert!(stores.memory.recent(key, 0, 0).await.unwrap().is_empty());
-    let unbounded = stores.memory.recent(key, usize::MAX, 0).await.unwrap();
+    assert!(
+        stores
+            .memory
+            .recent(&conversation, 0, 0)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    let unbounded = stores
+        .memory
+        .recent(&conversation, usize::MAX, 0)
+        .await
+        .unwrap();
     assert_eq!(
         contents(&unbounded),
         ["one", "two", "three", "four", "five"]
@@ -80,11 +93,11 @@ async fn memory_recent_keeps_the_newest_limit_oldest_first(stores: &Stores) {
 }
 
 async fn memory_recent_honours_since(stores: &Stores) {
-    let key = "matrix:!room";
+    let conversation = key("matrix:!room");
     stores
         .memory
         .append(
-            key,
+            &conversation,
             &[
                 entry(Role::User, "old question", 1_000),
                 entry(Role::Assistant, "old answer", 1_999),
@@ -96,53 +109,68 @@ async fn memory_recent_honours_since(stores: &Stores) {
         .await
         .unwrap();
 
-    let since = stores.memory.recent(key, 10, 2_000).await.unwrap();
+    let since = stores
+        .memory
+        .recent(&conversation, 10, 2_000)
+        .await
+        .unwrap();
     assert_eq!(
         contents(&since),
         ["boundary", "new answer", "newest"],
         "since_ms is inclusive"
     );
-    let since = stores.memory.recent(key, 2, 1_000).await.unwrap();
+    let since = stores.memory.recent(&conversation, 2, 1_000).await.unwrap();
     assert_eq!(contents(&since), ["new answer", "newest"]);
     assert!(
         stores
             .memory
-            .recent(key, 10, 3_001)
+            .recent(&conversation, 10, 3_001)
             .await
             .unwrap()
             .is_empty()
     );
-    let all = stores.memory.recent(key, 10, i64::MIN).await.unwrap();
+    let all = stores
+        .memory
+        .recent(&conversation, 10, i64::MIN)
+        .await
+        .unwrap();
     assert_eq!(all.len(), 5);
 }
 
 async fn memory_keys_are_isolated(stores: &Stores) {
     stores
         .memory
-        .append("http:a", &[entry(Role::User, "for a", 1)])
+        .append(&key("http:a"), &[entry(Role::User, "for a", 1)])
         .await
         .unwrap();
     stores
         .memory
-        .append("http:b", &[entry(Role::User, "for b", 2)])
+        .append(&key("http:b"), &[entry(Role::User, "for b", 2)])
         .await
         .unwrap();
     stores
         .memory
-        .append("telegram:a", &[entry(Role::User, "for telegram a", 3)])
+        .append(
+            &key("telegram:a"),
+            &[entry(Role::User, "for telegram a", 3)],
+        )
         .await
         .unwrap();
 
-    let a = stores.memory.recent("http:a", 10, 0).await.unwrap();
+    let a = stores.memory.recent(&key("http:a"), 10, 0).await.unwrap();
     assert_eq!(contents(&a), ["for a"]);
-    let b = stores.memory.recent("http:b", 10, 0).await.unwrap();
+    let b = stores.memory.recent(&key("http:b"), 10, 0).await.unwrap();
     assert_eq!(contents(&b), ["for b"]);
-    let telegram = stores.memory.recent("telegram:a", 10, 0).await.unwrap();
+    let telegram = stores
+        .memory
+        .recent(&key("telegram:a"), 10, 0)
+        .await
+        .unwrap();
     assert_eq!(contents(&telegram), ["for telegram a"]);
     assert!(
         stores
             .memory
-            .recent("http:", 10, 0)
+            .recent(&key("http:a/session"), 10, 0)
             .await
             .unwrap()
             .is_empty()
@@ -150,7 +178,7 @@ async fn memory_keys_are_isolated(stores: &Stores) {
     assert!(
         stores
             .memory
-            .recent("unknown:key", 10, 0)
+            .recent(&key("unknown:key"), 10, 0)
             .await
             .unwrap()
             .is_empty()
@@ -164,12 +192,12 @@ async fn memory_keys_are_isolated(stores: &Stores) {
         .complete("m-1", &turn_for(&message, "answer"))
         .await
         .unwrap();
-    let a = stores.memory.recent("http:a", 10, 0).await.unwrap();
+    let a = stores.memory.recent(&key("http:a"), 10, 0).await.unwrap();
     assert_eq!(contents(&a), ["for a"]);
 }
 
 async fn memory_round_trips_every_field(stores: &Stores) {
-    let key = "console:local";
+    let conversation = key("console:local");
     let entries = [
         HistoryEntry {
             role: Role::User,
@@ -190,11 +218,14 @@ async fn memory_round_trips_every_field(stores: &Stores) {
             created_at_ms: 1_700_000_000_456,
         },
     ];
-    stores.memory.append(key, &entries).await.unwrap();
-    let recent = stores.memory.recent(key, 10, 0).await.unwrap();
+    stores.memory.append(&conversation, &entries).await.unwrap();
+    let recent = stores.memory.recent(&conversation, 10, 0).await.unwrap();
     assert_eq!(recent, entries);
 
     // An empty append is harmless.
-    stores.memory.append(key, &[]).await.unwrap();
-    assert_eq!(stores.memory.recent(key, 10, 0).await.unwrap(), entries);
+    stores.memory.append(&conversation, &[]).await.unwrap();
+    assert_eq!(
+        stores.memory.recent(&conversation, 10, 0).await.unwrap(),
+        entries
+    );
 }

@@ -8,6 +8,7 @@
 
 use std::path::Path;
 
+use hearth::ids::{ConversationKey, MemberId};
 use hearth::llm::{Role, ToolCall};
 use hearth::ports::{Acceptance, HistoryEntry, Inbound, InboxRecord, TurnRecord};
 use hearth::storage::{self, Stores};
@@ -123,9 +124,8 @@ pub(super) const T0: i64 = 1_700_000_000_000;
 pub(super) fn inbound(id: &str, channel: &str, platform_event_id: Option<&str>) -> Inbound {
     Inbound {
         id: id.to_string(),
-        channel: channel.to_string(),
-        conversation_id: "family-chat".to_string(),
-        member_id: "alice".to_string(),
+        conversation: ConversationKey::new(channel, "family-chat").unwrap(),
+        member_id: member("alice"),
         text: format!("text of {id}"),
         platform_event_id: platform_event_id.map(str::to_string),
         received_at_ms: 1_700_000_000_000,
@@ -170,7 +170,7 @@ pub(super) fn turn_for(message: &Inbound, reply: &str) -> TurnRecord {
         entry
     };
     TurnRecord {
-        conversation_key: message.conversation_key(),
+        conversation_key: message.conversation.clone(),
         messages: vec![
             with_inbox(entry(Role::User, &message.text, 10)),
             with_inbox(tool_call_entry(11)),
@@ -180,6 +180,16 @@ pub(super) fn turn_for(message: &Inbound, reply: &str) -> TurnRecord {
         reply: reply.to_string(),
         outgoing: None,
     }
+}
+
+/// A conversation key the checks name.
+pub(super) fn key(text: &str) -> ConversationKey {
+    text.parse().unwrap()
+}
+
+/// A member id the checks name.
+pub(super) fn member(text: &str) -> MemberId {
+    text.parse().unwrap()
 }
 
 pub(super) fn contents(entries: &[HistoryEntry]) -> Vec<&str> {

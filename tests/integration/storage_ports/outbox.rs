@@ -5,7 +5,7 @@ use hearth::ports::{OutgoingKind, OutgoingMessage, TurnRecord};
 use hearth::storage::Stores;
 
 use super::pending_actions::confirmation;
-use super::{T0, expect_new, inbound, turn_for};
+use super::{T0, expect_new, inbound, member, turn_for};
 
 adapter_suite!(
     outbox_delivers_in_order_and_forgets_what_was_delivered,
@@ -15,8 +15,7 @@ adapter_suite!(
 
 pub(super) fn outgoing(channel: &str, conversation: &str, text: &str) -> OutgoingMessage {
     OutgoingMessage {
-        channel: channel.into(),
-        conversation_id: conversation.into(),
+        conversation: hearth::ids::ConversationKey::new(channel, conversation).unwrap(),
         inbox_id: Some("m-x".into()),
         text: text.into(),
         kind: OutgoingKind::Reply,
@@ -32,8 +31,8 @@ async fn outbox_delivers_in_order_and_forgets_what_was_delivered(stores: &Stores
         .unwrap();
     let prompt = OutgoingMessage {
         kind: OutgoingKind::Prompt {
-            confirmation_id: "c-1".into(),
-            member_id: "alice".into(),
+            prompt: "c-1".parse().unwrap(),
+            member_id: member("alice"),
         },
         ..outgoing("telegram", "1001", "Run it? Ça va 🏠")
     };

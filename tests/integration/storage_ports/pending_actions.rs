@@ -3,6 +3,7 @@
 //! only where it was asked and only before its expiry, once; the open ones listed oldest
 //! first. The fixtures of confirmations live here.
 
+use hearth::ids::ConversationKey;
 use hearth::ports::{
     Acceptance, AnswerPlace, AnswerRefused, Decision, InboxStatus, OpenConfirmation,
     PendingConfirmation,
@@ -10,7 +11,7 @@ use hearth::ports::{
 use hearth::storage::Stores;
 use serde_json::json;
 
-use super::{T0, expect_new, ids, inbound, record_of, turn_for};
+use super::{T0, expect_new, ids, inbound, key, member, record_of, turn_for};
 
 adapter_suite!(
     pending_suspend_marks_the_message_suspended,
@@ -30,11 +31,10 @@ pub(super) const WAIT_MS: i64 = 60_000;
 /// awkward enough that only an exact round trip keeps them equal.
 pub(super) fn confirmation(id: &str, inbox_id: &str, created_at_ms: i64) -> PendingConfirmation {
     PendingConfirmation {
-        id: id.to_string(),
+        id: id.parse().unwrap(),
         inbox_id: inbox_id.to_string(),
-        member_id: "alice".to_string(),
-        channel: "telegram".to_string(),
-        conversation_id: "family-chat".to_string(),
+        member_id: member("alice"),
+        conversation: key("telegram:family-chat"),
         profile_id: "family".to_string(),
         tool_name: "calendar_delete".to_string(),
         arguments: json!({
@@ -88,9 +88,9 @@ pub(super) async fn answer(
     stores
         .pending
         .answer(
-            id,
-            member_id,
-            &AnswerPlace::new("telegram", None),
+            &id.parse().unwrap(),
+            &member(member_id),
+            &AnswerPlace::Channel("telegram".into()),
             approve,
             now_ms,
         )
@@ -107,7 +107,7 @@ pub(super) async fn open_decisions(stores: &Stores) -> Vec<(String, Option<Decis
     open_confirmations(stores)
         .await
         .into_iter()
-        .map(|open| (open.confirmation.id, open.decision))
+        .map(|open| (open.confirmation.id.to_string(), open.decision))
         .collect()
 }
 
@@ -213,7 +213,11 @@ async fn pending_suspend_refuses_unknown_or_finished_messages(stores: &Stores) {
             Err(AnswerRefused::Unknown),
             "{id}"
         );
-        assert_eq!(stores.pending.consume(id).await.unwrap(), None, "{id}");
+        assert_eq!(
+            stores.pending.consume(&id.parse().unwrap()).await.unwrap(),
+            None,
+            "{id}"
+        );
     }
     assert!(
         stores
@@ -291,7 +295,14 @@ async fn pending_answer_by_another_member_is_refused(stores: &Stores) {
         Err(AnswerRefused::NotYours)
     );
     assert_eq!(open_confirmations(stores).await, [open_one(&asked, None)]);
-    assert_eq!(stores.pending.consume("c-n-1").await.unwrap(), None);
+    assert_eq!(
+        stores
+            .pending
+            .consume(&"c-n-1".parse().unwrap())
+            .await
+            .unwrap(),
+        None
+    );
 
     // The right member still can.
     assert_eq!(
@@ -312,8 +323,11 @@ async fn pending_answer_by_another_member_is_refused(stores: &Stores) {
 async fn pending_answer_from_elsewhere_is_as_if_it_did_not_exist(stores: &Stores) {
     // Asked in telegram chat "family-chat".
     let asked = suspended(stores, "w-1", "c-w-1", T0).await;
-    let from = |channel: &str, conversation: Option<&str>| {
-        AnswerPlace::new(channel, conversation.map(str::to_string))
+    let from = |channel: &str, conversation: Option<&str>| match conversation {
+        Some(conversation) => {
+            AnswerPlace::Conversation(ConversationKey::new(channel, conversation).unwrap())
+        }
+        None => AnswerPlace::Channel(channel.to_string()),
     };
     for place in [
         from("http", None),
@@ -324,7 +338,13 @@ async fn pending_answer_from_elsewhere_is_as_if_it_did_not_exist(stores: &Stores
     ] {
         let refused = stores
             .pending
-            .answer("c-w-1", "alice", &place, true, T0 + 1_000)
+            .answer(
+                &"c-w-1".parse().unwrap(),
+                &member("alice"),
+                &place,
+                true,
+                T0 + 1_000,
+            )
             .await
             .unwrap();
         assert_eq!(refused, Err(AnswerRefused::Unknown), "{place:?}");
@@ -334,8 +354,8 @@ async fn pending_answer_from_elsewhere_is_as_if_it_did_not_exist(stores: &Stores
     let here = stores
         .pending
         .answer(
-            "c-w-1",
-            "alice",
+            &"c-w-1".parse().unwrap(),
+            &member("alice"),
             &from("telegram", Some("family-chat")),
             true,
             T0 + 1_000,
@@ -345,14 +365,14 @@ async fn pending_answer_from_elsewhere_is_as_if_it_did_not_exist(stores: &Stores
     assert_eq!(here, Ok(asked.clone()));
     // A topic or thread within the chat counts as the chat.
     let mut in_topic = confirmation("c-w-2", "w-2", T0);
-    in_topic.conversation_id = "family-chat/7".into();
+    in_topic.conversation = key("telegram:family-chat/7");
     expect_new(stores, &inbound("w-2", "telegram", None)).await;
     stores.pending.suspend(&in_topic, &[]).await.unwrap();
     let here = stores
         .pending
         .answer(
-            "c-w-2",
-            "alice",
+            &"c-w-2".parse().unwrap(),
+            &member("alice"),
             &from("telegram", Some("family-chat")),
             false,
             T0 + 1_000,
@@ -394,7 +414,8 @@ async fn pending_answer_twice_unknown_and_expired(stores: &Stores) {
         Err(AnswerRefused::InProgress)
     );
 
-    for id in ["no-such-confirmation", "", "C-T-1"] {
+    // (An empty id never reaches a store: it is no `ConfirmationId`.)
+    for id in ["no-such-confirmation", "C-T-1"] {
         assert_eq!(
             answer(stores, id, "alice", true, T0 + 1_000).await,
             Err(AnswerRefused::Unknown),
@@ -427,7 +448,11 @@ async fn pending_answer_twice_unknown_and_expired(stores: &Stores) {
         "a late answer decides nothing: {late_decision:?}"
     );
     // Once its turn went on with it, it is simply answered.
-    stores.pending.consume("c-t-1").await.unwrap();
+    stores
+        .pending
+        .consume(&"c-t-1".parse().unwrap())
+        .await
+        .unwrap();
     assert_eq!(
         answer(stores, "c-t-1", "alice", true, T0 + 3_000).await,
         Err(AnswerRefused::AlreadyAnswered)

@@ -10,7 +10,7 @@ use super::pending_actions::{
     WAIT_MS, answer, confirmation, decisions, open_confirmations, open_decisions, open_one,
     suspended,
 };
-use super::{T0, expect_new, inbound, record_of, turn_for};
+use super::{T0, expect_new, inbound, member, record_of, turn_for};
 
 adapter_suite!(
     pending_expire_due_answers_only_the_due_pending_ones,
@@ -98,11 +98,19 @@ async fn pending_expire_due_answers_only_the_due_pending_ones(stores: &Stores) {
 
     // The expired turns resume with `Expired`; the answered one keeps its decision.
     assert_eq!(
-        stores.pending.consume("c-e-1").await.unwrap(),
+        stores
+            .pending
+            .consume(&"c-e-1".parse().unwrap())
+            .await
+            .unwrap(),
         Some(Decision::Expired)
     );
     assert_eq!(
-        stores.pending.consume("c-e-2").await.unwrap(),
+        stores
+            .pending
+            .consume(&"c-e-2".parse().unwrap())
+            .await
+            .unwrap(),
         Some(Decision::Approved)
     );
     assert_eq!(
@@ -144,19 +152,55 @@ async fn pending_consume_returns_the_decision_once(stores: &Stores) {
     );
 
     // Nothing to resume with while it waits.
-    assert_eq!(stores.pending.consume("c-k-3").await.unwrap(), None);
-    assert_eq!(stores.pending.consume("no-such-id").await.unwrap(), None);
+    assert_eq!(
+        stores
+            .pending
+            .consume(&"c-k-3".parse().unwrap())
+            .await
+            .unwrap(),
+        None
+    );
+    assert_eq!(
+        stores
+            .pending
+            .consume(&"no-such-id".parse().unwrap())
+            .await
+            .unwrap(),
+        None
+    );
 
     assert_eq!(
-        stores.pending.consume("c-k-1").await.unwrap(),
+        stores
+            .pending
+            .consume(&"c-k-1".parse().unwrap())
+            .await
+            .unwrap(),
         Some(Decision::Approved)
     );
-    assert_eq!(stores.pending.consume("c-k-1").await.unwrap(), None);
     assert_eq!(
-        stores.pending.consume("c-k-2").await.unwrap(),
+        stores
+            .pending
+            .consume(&"c-k-1".parse().unwrap())
+            .await
+            .unwrap(),
+        None
+    );
+    assert_eq!(
+        stores
+            .pending
+            .consume(&"c-k-2".parse().unwrap())
+            .await
+            .unwrap(),
         Some(Decision::Denied)
     );
-    assert_eq!(stores.pending.consume("c-k-2").await.unwrap(), None);
+    assert_eq!(
+        stores
+            .pending
+            .consume(&"c-k-2".parse().unwrap())
+            .await
+            .unwrap(),
+        None
+    );
     assert_eq!(open_confirmations(stores).await, [open_one(&waiting, None)]);
 
     // A consumed confirmation stays answered: it cannot be answered again.
@@ -172,14 +216,32 @@ async fn pending_consume_returns_the_decision_once(stores: &Stores) {
         stores.pending.expire_due(i64::MAX - 1).await.unwrap(),
         [waiting]
     );
-    assert_eq!(stores.pending.consume("c-k-1").await.unwrap(), None);
+    assert_eq!(
+        stores
+            .pending
+            .consume(&"c-k-1".parse().unwrap())
+            .await
+            .unwrap(),
+        None
+    );
 
     // The one that waited expired meanwhile, and is consumed like the others.
     assert_eq!(
-        stores.pending.consume("c-k-3").await.unwrap(),
+        stores
+            .pending
+            .consume(&"c-k-3".parse().unwrap())
+            .await
+            .unwrap(),
         Some(Decision::Expired)
     );
-    assert_eq!(stores.pending.consume("c-k-3").await.unwrap(), None);
+    assert_eq!(
+        stores
+            .pending
+            .consume(&"c-k-3".parse().unwrap())
+            .await
+            .unwrap(),
+        None
+    );
     assert!(open_confirmations(stores).await.is_empty());
 }
 
@@ -193,9 +255,9 @@ async fn pending_racing_answers_and_consumes_have_one_winner(stores: &Stores) {
         answers.push(tokio::spawn(async move {
             let outcome = pending
                 .answer(
-                    "c-r-1",
-                    "alice",
-                    &AnswerPlace::new("telegram", None),
+                    &"c-r-1".parse().unwrap(),
+                    &member("alice"),
+                    &AnswerPlace::Channel("telegram".into()),
                     approve,
                     T0 + 1_000,
                 )
@@ -227,7 +289,7 @@ async fn pending_racing_answers_and_consumes_have_one_winner(stores: &Stores) {
     for _ in 0..40 {
         let pending = stores.pending.clone();
         consumes.push(tokio::spawn(async move {
-            pending.consume("c-r-1").await.unwrap()
+            pending.consume(&"c-r-1".parse().unwrap()).await.unwrap()
         }));
     }
     let mut resumed = Vec::new();
@@ -250,7 +312,11 @@ async fn pending_complete_after_consume_answers_the_suspended_message(stores: &S
         .unwrap();
     assert!(answer(stores, "c-d-1", "alice", true, T0 + 5).await.is_ok());
     assert_eq!(
-        stores.pending.consume("c-d-1").await.unwrap(),
+        stores
+            .pending
+            .consume(&"c-d-1".parse().unwrap())
+            .await
+            .unwrap(),
         Some(Decision::Approved)
     );
 
@@ -267,7 +333,7 @@ async fn pending_complete_after_consume_answers_the_suspended_message(stores: &S
     assert!(stores.inbox.unanswered().await.unwrap().is_empty());
     let history = stores
         .memory
-        .recent(&message.conversation_key(), 50, 0)
+        .recent(&message.conversation, 50, 0)
         .await
         .unwrap();
     assert_eq!(
@@ -302,7 +368,11 @@ async fn pending_a_resumed_turn_can_ask_again(stores: &Stores) {
     stores.pending.suspend(&first, &[]).await.unwrap();
     assert!(answer(stores, "c-g-1", "alice", true, T0 + 5).await.is_ok());
     assert_eq!(
-        stores.pending.consume("c-g-1").await.unwrap(),
+        stores
+            .pending
+            .consume(&"c-g-1".parse().unwrap())
+            .await
+            .unwrap(),
         Some(Decision::Approved)
     );
 
@@ -319,7 +389,11 @@ async fn pending_a_resumed_turn_can_ask_again(stores: &Stores) {
             .is_ok()
     );
     assert_eq!(
-        stores.pending.consume("c-g-2").await.unwrap(),
+        stores
+            .pending
+            .consume(&"c-g-2".parse().unwrap())
+            .await
+            .unwrap(),
         Some(Decision::Denied)
     );
     stores
@@ -345,9 +419,9 @@ async fn pending_interrupted_lists_latest_consumed_of_suspended_messages(stores:
     stores
         .pending
         .answer(
-            "c-int-1",
-            "alice",
-            &AnswerPlace::new("telegram", None),
+            &"c-int-1".parse().unwrap(),
+            &member("alice"),
+            &AnswerPlace::Channel("telegram".into()),
             true,
             T0,
         )
@@ -359,7 +433,11 @@ async fn pending_interrupted_lists_latest_consumed_of_suspended_messages(stores:
         "answered is not interrupted"
     );
     assert_eq!(
-        stores.pending.consume("c-int-1").await.unwrap(),
+        stores
+            .pending
+            .consume(&"c-int-1".parse().unwrap())
+            .await
+            .unwrap(),
         Some(Decision::Approved)
     );
     assert_eq!(
@@ -376,22 +454,26 @@ async fn pending_interrupted_lists_latest_consumed_of_suspended_messages(stores:
     stores
         .pending
         .answer(
-            "c-int-2",
-            "alice",
-            &AnswerPlace::new("telegram", None),
+            &"c-int-2".parse().unwrap(),
+            &member("alice"),
+            &AnswerPlace::Channel("telegram".into()),
             false,
             T0,
         )
         .await
         .unwrap()
         .unwrap();
-    stores.pending.consume("c-int-2").await.unwrap();
+    stores
+        .pending
+        .consume(&"c-int-2".parse().unwrap())
+        .await
+        .unwrap();
     assert_eq!(
         stores.pending.interrupted().await.unwrap(),
         vec![second.clone()]
     );
     let done = TurnRecord {
-        conversation_key: message.conversation_key(),
+        conversation_key: message.conversation.clone(),
         messages: Vec::new(),
         reply: "done".into(),
         outgoing: None,

@@ -2,6 +2,9 @@
 
 use hearth::storage::Stores;
 
+use super::key;
+use super::member;
+
 adapter_suite!(plans_are_stored_found_open_and_cancelled,);
 
 pub(super) fn plan(
@@ -19,8 +22,8 @@ pub(super) fn plan(
     hearth::ports::PlanExecution {
         plan_id: id.into(),
         intent_id: "order_status".into(),
-        conversation_key: "http:alice".into(),
-        member_id: member.into(),
+        conversation_key: key("http:alice"),
+        member_id: member.parse().unwrap(),
         profile_id: "orders".into(),
         params: [
             ("note".to_string(), serde_json::json!("x")),
@@ -46,7 +49,13 @@ pub(super) fn plan(
 async fn plans_are_stored_found_open_and_cancelled(stores: &Stores) {
     use hearth::ports::{Prunable, StepStatus};
     let plans = &stores.plans;
-    assert_eq!(plans.open_plan("http:alice", "alice").await.unwrap(), None);
+    assert_eq!(
+        plans
+            .open_plan(&key("http:alice"), &member("alice"))
+            .await
+            .unwrap(),
+        None
+    );
     let mut older = plan("p1", "alice", StepStatus::WaitingUser, 1_000);
     let mut newer = plan("p2", "alice", StepStatus::WaitingUser, 2_000);
     let mut done = plan("p3", "alice", StepStatus::Completed, 3_000);
@@ -59,31 +68,52 @@ async fn plans_are_stored_found_open_and_cancelled(stores: &Stores) {
     assert_eq!(plans.plan("nope").await.unwrap(), None);
     // The newest open plan of that member there; not another member's, not a finished one.
     assert_eq!(
-        plans.open_plan("http:alice", "alice").await.unwrap(),
+        plans
+            .open_plan(&key("http:alice"), &member("alice"))
+            .await
+            .unwrap(),
         Some(newer.clone())
     );
     assert_eq!(
-        plans.open_plan("http:alice", "bob").await.unwrap(),
+        plans
+            .open_plan(&key("http:alice"), &member("bob"))
+            .await
+            .unwrap(),
         Some(bobs.clone())
     );
-    assert_eq!(plans.open_plan("telegram:1", "alice").await.unwrap(), None);
+    assert_eq!(
+        plans
+            .open_plan(&key("telegram:1"), &member("alice"))
+            .await
+            .unwrap(),
+        None
+    );
     // Saving again replaces: answered, the plan is no longer open.
     let mut answered = newer.clone();
     answered.steps[0].status = StepStatus::Completed;
     answered.current_index = 1;
     plans.save_plan(&mut answered).await.unwrap();
     assert_eq!(
-        plans.open_plan("http:alice", "alice").await.unwrap(),
+        plans
+            .open_plan(&key("http:alice"), &member("alice"))
+            .await
+            .unwrap(),
         Some(older.clone())
     );
     assert_eq!(
         plans
-            .cancel_open_plans("http:alice", "alice", 9_000)
+            .cancel_open_plans(&key("http:alice"), &member("alice"), 9_000)
             .await
             .unwrap(),
         1
     );
-    assert_eq!(plans.open_plan("http:alice", "alice").await.unwrap(), None);
+    assert_eq!(
+        plans
+            .open_plan(&key("http:alice"), &member("alice"))
+            .await
+            .unwrap(),
+        None
+    );
     let cancelled = plans.plan("p1").await.unwrap().unwrap();
     assert_eq!(cancelled.status(), StepStatus::Canceled);
     assert_eq!(cancelled.steps[0].ended_at_ms, Some(9_000));
@@ -91,13 +121,16 @@ async fn plans_are_stored_found_open_and_cancelled(stores: &Stores) {
     assert_eq!(cancelled.updated_at_ms, 9_000);
     assert_eq!(
         plans
-            .cancel_open_plans("http:alice", "alice", 9_500)
+            .cancel_open_plans(&key("http:alice"), &member("alice"), 9_500)
             .await
             .unwrap(),
         0
     );
     assert_eq!(
-        plans.open_plan("http:alice", "bob").await.unwrap(),
+        plans
+            .open_plan(&key("http:alice"), &member("bob"))
+            .await
+            .unwrap(),
         Some(bobs)
     );
     // Finished plans (completed, failed, canceled) go with retention, the oldest first;

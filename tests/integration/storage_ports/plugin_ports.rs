@@ -6,8 +6,8 @@ use hearth::ports::{PendingPluginCall, RegisteredPlugin};
 use hearth::storage::Stores;
 use serde_json::json;
 
-use super::T0;
 use super::pending_actions::WAIT_MS;
+use super::{T0, key, member};
 
 adapter_suite!(
     plugin_call_put_replaces_the_earlier_one,
@@ -32,8 +32,8 @@ pub(super) fn plugin_call(
         "options": {"organic": true, "brands": ["Ü", null]},
     });
     PendingPluginCall {
-        conversation_key: conversation_key.to_string(),
-        member_id: member_id.to_string(),
+        conversation_key: key(conversation_key),
+        member_id: member_id.parse().unwrap(),
         plugin_id: "buy".to_string(),
         capability_id: "place_order".to_string(),
         parameters: parameters.as_object().unwrap().clone(),
@@ -56,7 +56,10 @@ async fn plugin_call_put_replaces_the_earlier_one(stores: &Stores) {
     };
     calls.put(&second).await.unwrap();
     assert_eq!(
-        calls.peek("telegram:1", "alice", T0).await.unwrap(),
+        calls
+            .peek(&key("telegram:1"), &member("alice"), T0)
+            .await
+            .unwrap(),
         Some(second.clone())
     );
     // Another member, or the same member elsewhere, has a call of their own.
@@ -65,18 +68,33 @@ async fn plugin_call_put_replaces_the_earlier_one(stores: &Stores) {
     calls.put(&bobs).await.unwrap();
     calls.put(&elsewhere).await.unwrap();
     assert_eq!(
-        calls.take_valid("telegram:1", "alice", T0).await.unwrap(),
+        calls
+            .take_valid(&key("telegram:1"), &member("alice"), T0)
+            .await
+            .unwrap(),
         Some(second)
     );
     assert_eq!(
-        calls.peek("telegram:1", "bob", T0).await.unwrap(),
+        calls
+            .peek(&key("telegram:1"), &member("bob"), T0)
+            .await
+            .unwrap(),
         Some(bobs)
     );
     assert_eq!(
-        calls.peek("matrix:!room", "alice", T0).await.unwrap(),
+        calls
+            .peek(&key("matrix:!room"), &member("alice"), T0)
+            .await
+            .unwrap(),
         Some(elsewhere)
     );
-    assert_eq!(calls.peek("telegram:1", "carol", T0).await.unwrap(), None);
+    assert_eq!(
+        calls
+            .peek(&key("telegram:1"), &member("carol"), T0)
+            .await
+            .unwrap(),
+        None
+    );
 }
 
 async fn plugin_call_take_valid_hands_it_out_once(stores: &Stores) {
@@ -86,17 +104,26 @@ async fn plugin_call_take_valid_hands_it_out_once(stores: &Stores) {
     // Valid until just before `expires_at_ms`.
     assert_eq!(
         calls
-            .take_valid("http:kitchen", "alice", T0 + WAIT_MS - 1)
+            .take_valid(&key("http:kitchen"), &member("alice"), T0 + WAIT_MS - 1)
             .await
             .unwrap(),
         Some(call)
     );
     assert_eq!(
-        calls.take_valid("http:kitchen", "alice", T0).await.unwrap(),
+        calls
+            .take_valid(&key("http:kitchen"), &member("alice"), T0)
+            .await
+            .unwrap(),
         None,
         "taken already"
     );
-    assert_eq!(calls.peek("http:kitchen", "alice", T0).await.unwrap(), None);
+    assert_eq!(
+        calls
+            .peek(&key("http:kitchen"), &member("alice"), T0)
+            .await
+            .unwrap(),
+        None
+    );
 }
 
 async fn plugin_call_take_valid_drops_an_expired_call(stores: &Stores) {
@@ -105,15 +132,26 @@ async fn plugin_call_take_valid_drops_an_expired_call(stores: &Stores) {
     calls.put(&call).await.unwrap();
     assert_eq!(
         calls
-            .take_valid("http:kitchen", "alice", T0 + WAIT_MS)
+            .take_valid(&key("http:kitchen"), &member("alice"), T0 + WAIT_MS)
             .await
             .unwrap(),
         None,
         "expired at expires_at_ms"
     );
     // Removed, not just hidden: it is gone even for an earlier clock.
-    assert_eq!(calls.peek("http:kitchen", "alice", T0).await.unwrap(), None);
-    assert!(!calls.clear("http:kitchen", "alice").await.unwrap());
+    assert_eq!(
+        calls
+            .peek(&key("http:kitchen"), &member("alice"), T0)
+            .await
+            .unwrap(),
+        None
+    );
+    assert!(
+        !calls
+            .clear(&key("http:kitchen"), &member("alice"))
+            .await
+            .unwrap()
+    );
 }
 
 async fn plugin_call_peek_leaves_it_and_clear_removes_it(stores: &Stores) {
@@ -122,26 +160,48 @@ async fn plugin_call_peek_leaves_it_and_clear_removes_it(stores: &Stores) {
     calls.put(&call).await.unwrap();
     for _ in 0..2 {
         assert_eq!(
-            calls.peek("http:kitchen", "alice", T0).await.unwrap(),
+            calls
+                .peek(&key("http:kitchen"), &member("alice"), T0)
+                .await
+                .unwrap(),
             Some(call.clone())
         );
     }
     // Past its expiry peek shows nothing, and removes nothing either.
     assert_eq!(
         calls
-            .peek("http:kitchen", "alice", T0 + WAIT_MS)
+            .peek(&key("http:kitchen"), &member("alice"), T0 + WAIT_MS)
             .await
             .unwrap(),
         None
     );
     assert_eq!(
-        calls.peek("http:kitchen", "alice", T0).await.unwrap(),
+        calls
+            .peek(&key("http:kitchen"), &member("alice"), T0)
+            .await
+            .unwrap(),
         Some(call)
     );
     // Clearing also removes an expired call, and says it was there.
-    assert!(calls.clear("http:kitchen", "alice").await.unwrap());
-    assert!(!calls.clear("http:kitchen", "alice").await.unwrap());
-    assert_eq!(calls.peek("http:kitchen", "alice", T0).await.unwrap(), None);
+    assert!(
+        calls
+            .clear(&key("http:kitchen"), &member("alice"))
+            .await
+            .unwrap()
+    );
+    assert!(
+        !calls
+            .clear(&key("http:kitchen"), &member("alice"))
+            .await
+            .unwrap()
+    );
+    assert_eq!(
+        calls
+            .peek(&key("http:kitchen"), &member("alice"), T0)
+            .await
+            .unwrap(),
+        None
+    );
 }
 
 async fn plugin_call_expire_due_removes_only_the_due_ones(stores: &Stores) {
@@ -154,10 +214,19 @@ async fn plugin_call_expire_due_removes_only_the_due_ones(stores: &Stores) {
     assert_eq!(calls.expire_due(T0 + 2).await.unwrap(), 2);
     assert_eq!(calls.expire_due(T0 + 2).await.unwrap(), 0);
     for member in ["alice", "bob"] {
-        assert_eq!(calls.peek("telegram:1", member, T0).await.unwrap(), None);
+        assert_eq!(
+            calls
+                .peek(&key("telegram:1"), &super::member(member), T0)
+                .await
+                .unwrap(),
+            None
+        );
     }
     assert_eq!(
-        calls.peek("telegram:1", "carol", T0).await.unwrap(),
+        calls
+            .peek(&key("telegram:1"), &member("carol"), T0)
+            .await
+            .unwrap(),
         Some(plugin_call(
             "telegram:1",
             "carol",

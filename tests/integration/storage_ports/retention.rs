@@ -3,7 +3,7 @@
 use hearth::storage::Stores;
 
 use super::outbox::outgoing;
-use super::{expect_new, inbound, turn_for};
+use super::{expect_new, inbound, key, turn_for};
 
 adapter_suite!(retention_prunes_in_batches_only_what_is_old_enough,);
 
@@ -73,7 +73,7 @@ async fn retention_prunes_in_batches_only_what_is_old_enough(stores: &Stores) {
     assert!(
         stores
             .memory
-            .recent("telegram:family-chat", 10, 0)
+            .recent(&key("telegram:family-chat"), 10, 0)
             .await
             .unwrap()
             .is_empty()

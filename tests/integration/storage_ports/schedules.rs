@@ -2,14 +2,15 @@
 //! call, an occurrence fires once with what it sends, an open occurrence is settled once (a
 //! snooze stored with it) and escalated once.
 
+use hearth::ids::FiringId;
 use hearth::ports::{
-    Claimed, FiringClaim, FiringId, FiringState, FiringTiming, InboxStatus, NewSchedule,
-    OutgoingMessage, ScheduleKind, ScheduleStatus, Settled, Settlement,
+    Claimed, FiringClaim, FiringState, FiringTiming, InboxStatus, NewSchedule, OutgoingMessage,
+    ScheduleKind, ScheduleStatus, Settled, Settlement,
 };
 use hearth::storage::Stores;
 
 use super::outbox::outgoing;
-use super::{T0, inbound};
+use super::{T0, inbound, key, member};
 
 adapter_suite!(
     schedules_are_stored_once_per_key,
@@ -23,15 +24,14 @@ adapter_suite!(
 
 const MINUTE: i64 = 60_000;
 
-fn reminder(member: &str, set_by: &str, due_ms: i64, once_key: Option<&str>) -> NewSchedule {
+fn reminder(for_member: &str, set_by: &str, due_ms: i64, once_key: Option<&str>) -> NewSchedule {
     NewSchedule {
         kind: ScheduleKind::Reminder,
-        member_id: member.into(),
-        set_by: set_by.into(),
-        text: format!("give Max his medicine ({member}, {due_ms})"),
+        member_id: member(for_member),
+        set_by: member(set_by),
+        text: format!("give Max his medicine ({for_member}, {due_ms})"),
         profile_id: None,
-        channel: "telegram".into(),
-        conversation_id: format!("{member}-chat"),
+        conversation: key(&format!("telegram:{for_member}-chat")),
         zone: "Europe/Berlin".into(),
         recurrence: Some("daily".into()),
         start_local: Some("2023-11-14T23:13".into()),
@@ -102,7 +102,14 @@ async fn schedules_are_stored_once_per_key(stores: &Stores) {
         .await
         .unwrap();
     assert_ne!(other.id, first.id);
-    assert_eq!(stores.schedules.count_active_for("alice").await.unwrap(), 2);
+    assert_eq!(
+        stores
+            .schedules
+            .count_active_for(&member("alice"))
+            .await
+            .unwrap(),
+        2
+    );
     assert_eq!(
         stores.schedules.schedule(first.id).await.unwrap(),
         Some(first)
@@ -204,7 +211,7 @@ async fn schedules_finish_with_their_last_occurrence(stores: &Stores) {
     assert!(
         stores
             .schedules
-            .schedules_of("alice")
+            .schedules_of(&member("alice"))
             .await
             .unwrap()
             .is_empty()
@@ -251,19 +258,37 @@ async fn schedules_are_listed_soonest_first(stores: &Stores) {
     );
     assert!(stores.schedules.due(T0, 10).await.unwrap().is_empty());
     assert_eq!(
-        ids(stores.schedules.schedules_of("alice").await.unwrap()),
+        ids(stores
+            .schedules
+            .schedules_of(&member("alice"))
+            .await
+            .unwrap()),
         [sooner.id, later.id]
     );
     assert_eq!(
-        ids(stores.schedules.schedules_of("max").await.unwrap()),
+        ids(stores.schedules.schedules_of(&member("max")).await.unwrap()),
         [sooner.id]
     );
     assert_eq!(
         ids(stores.schedules.active_schedules().await.unwrap()),
         [sooner.id, bobs.id, later.id, far.id]
     );
-    assert_eq!(stores.schedules.count_active_for("bob").await.unwrap(), 2);
-    assert_eq!(stores.schedules.count_active_for("max").await.unwrap(), 1);
+    assert_eq!(
+        stores
+            .schedules
+            .count_active_for(&member("bob"))
+            .await
+            .unwrap(),
+        2
+    );
+    assert_eq!(
+        stores
+            .schedules
+            .count_active_for(&member("max"))
+            .await
+            .unwrap(),
+        1
+    );
 }
 
 /// A task's occurrence stores its turn as an accepted inbox message in the claim, once.
@@ -315,7 +340,7 @@ async fn schedules_settle_an_open_occurrence_once(stores: &Stores) {
     assert_eq!(
         stores
             .schedules
-            .open_firings_of("alice")
+            .open_firings_of(&member("alice"))
             .await
             .unwrap()
             .into_iter()
@@ -368,7 +393,7 @@ async fn schedules_settle_an_open_occurrence_once(stores: &Stores) {
     assert!(
         stores
             .schedules
-            .open_firings_of("alice")
+            .open_firings_of(&member("alice"))
             .await
             .unwrap()
             .is_empty()

@@ -5,7 +5,7 @@ use hearth::ports::{ScriptWorkflow, StorageError};
 use hearth::storage::Stores;
 use serde_json::json;
 
-use super::T0;
+use super::{T0, key, member};
 
 adapter_suite!(
     script_workflow_put_replaces_and_is_per_conversation_and_member,
@@ -19,8 +19,8 @@ pub(super) fn workflow(
     at_ms: i64,
 ) -> ScriptWorkflow {
     ScriptWorkflow {
-        conversation_key: conversation_key.to_string(),
-        member_id: member_id.to_string(),
+        conversation_key: key(conversation_key),
+        member_id: member_id.parse().unwrap(),
         state: json!({"selected": "backup_photos", "next_action": step,
                       "final_parameters": {"album": "Ü \"summer\"", "keep_days": 7.5}}),
         updated_at_ms: at_ms,
@@ -40,23 +40,57 @@ async fn script_workflow_put_replaces_and_is_per_conversation_and_member(stores:
     workflows.put(&bobs).await.unwrap();
     workflows.put(&elsewhere).await.unwrap();
     assert_eq!(
-        workflows.get("telegram:1", "alice", 0).await.unwrap(),
+        workflows
+            .get(&key("telegram:1"), &member("alice"), 0)
+            .await
+            .unwrap(),
         Some(later)
     );
     assert_eq!(
-        workflows.get("telegram:1", "bob", 0).await.unwrap(),
+        workflows
+            .get(&key("telegram:1"), &member("bob"), 0)
+            .await
+            .unwrap(),
         Some(bobs)
     );
     assert_eq!(
-        workflows.get("http:alice", "alice", 0).await.unwrap(),
+        workflows
+            .get(&key("http:alice"), &member("alice"), 0)
+            .await
+            .unwrap(),
         Some(elsewhere.clone())
     );
-    assert_eq!(workflows.get("telegram:1", "carol", 0).await.unwrap(), None);
-    assert!(workflows.clear("telegram:1", "alice").await.unwrap());
-    assert!(!workflows.clear("telegram:1", "alice").await.unwrap());
-    assert_eq!(workflows.get("telegram:1", "alice", 0).await.unwrap(), None);
     assert_eq!(
-        workflows.get("http:alice", "alice", 0).await.unwrap(),
+        workflows
+            .get(&key("telegram:1"), &member("carol"), 0)
+            .await
+            .unwrap(),
+        None
+    );
+    assert!(
+        workflows
+            .clear(&key("telegram:1"), &member("alice"))
+            .await
+            .unwrap()
+    );
+    assert!(
+        !workflows
+            .clear(&key("telegram:1"), &member("alice"))
+            .await
+            .unwrap()
+    );
+    assert_eq!(
+        workflows
+            .get(&key("telegram:1"), &member("alice"), 0)
+            .await
+            .unwrap(),
+        None
+    );
+    assert_eq!(
+        workflows
+            .get(&key("http:alice"), &member("alice"), 0)
+            .await
+            .unwrap(),
         Some(elsewhere)
     );
     let not_an_object = ScriptWorkflow {
@@ -77,17 +111,32 @@ async fn script_workflow_older_than_the_ttl_is_not_handed_out(stores: &Stores) {
     workflows.put(&fresh).await.unwrap();
     // Fresh from exactly its update on.
     assert_eq!(
-        workflows.get("telegram:1", "alice", T0).await.unwrap(),
+        workflows
+            .get(&key("telegram:1"), &member("alice"), T0)
+            .await
+            .unwrap(),
         Some(old)
     );
     assert_eq!(
-        workflows.get("telegram:1", "alice", T0 + 1).await.unwrap(),
+        workflows
+            .get(&key("telegram:1"), &member("alice"), T0 + 1)
+            .await
+            .unwrap(),
         None
     );
     assert_eq!(workflows.expire_stale(T0 + 1).await.unwrap(), 1);
-    assert_eq!(workflows.get("telegram:1", "alice", 0).await.unwrap(), None);
     assert_eq!(
-        workflows.get("telegram:1", "bob", 0).await.unwrap(),
+        workflows
+            .get(&key("telegram:1"), &member("alice"), 0)
+            .await
+            .unwrap(),
+        None
+    );
+    assert_eq!(
+        workflows
+            .get(&key("telegram:1"), &member("bob"), 0)
+            .await
+            .unwrap(),
         Some(fresh)
     );
     assert_eq!(workflows.expire_stale(T0 + 1).await.unwrap(), 0);

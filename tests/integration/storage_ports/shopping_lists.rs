@@ -6,6 +6,7 @@ use hearth::ports::{ShoppingItem, StorageError};
 use hearth::storage::Stores;
 
 use super::T0;
+use super::member;
 
 adapter_suite!(
     shopping_add_merges_the_same_item_whatever_its_case,
@@ -24,7 +25,7 @@ pub(super) fn shopping_item(
     ShoppingItem {
         name: name.to_string(),
         quantity,
-        added_by: added_by.to_string(),
+        added_by: member(added_by),
         added_at_ms,
     }
 }
@@ -37,24 +38,24 @@ pub(super) async fn item_names(stores: &Stores, list: &str) -> Vec<String> {
 async fn shopping_add_merges_the_same_item_whatever_its_case(stores: &Stores) {
     let lists = &stores.shopping_lists;
     let milk = lists
-        .add("groceries", "Milk", 2, "alice", T0)
+        .add("groceries", "Milk", 2, &member("alice"), T0)
         .await
         .unwrap();
     assert_eq!(milk, shopping_item("Milk", 2, "alice", T0));
     // Another spelling, member and time: the item first added grows, and keeps its
     // spelling, who added it and when.
     let merged = lists
-        .add("groceries", "  mILK \n", 3, "bob", T0 + 1)
+        .add("groceries", "  mILK \n", 3, &member("bob"), T0 + 1)
         .await
         .unwrap();
     assert_eq!(merged, shopping_item("Milk", 5, "alice", T0));
     // Beyond ASCII too, where SQLite's own NOCASE would not see one item.
     lists
-        .add("groceries", " Äpfel", 1, "bob", T0 + 2)
+        .add("groceries", " Äpfel", 1, &member("bob"), T0 + 2)
         .await
         .unwrap();
     let apples = lists
-        .add("groceries", "äPFEL", 2, "alice", T0 + 3)
+        .add("groceries", "äPFEL", 2, &member("alice"), T0 + 3)
         .await
         .unwrap();
     assert_eq!(apples, shopping_item("Äpfel", 3, "bob", T0 + 2));
@@ -75,12 +76,12 @@ async fn shopping_lists_items_in_the_order_first_added(stores: &Stores) {
     for (n, name) in ["bread", "eggs", "milk", "butter"].into_iter().enumerate() {
         let at_ms = T0 - i64::try_from(n).unwrap();
         lists
-            .add("groceries", name, 1, "alice", at_ms)
+            .add("groceries", name, 1, &member("alice"), at_ms)
             .await
             .unwrap();
     }
     lists
-        .add("groceries", "EGGS", 6, "bob", T0 + 9)
+        .add("groceries", "EGGS", 6, &member("bob"), T0 + 9)
         .await
         .unwrap();
     assert_eq!(
@@ -90,7 +91,10 @@ async fn shopping_lists_items_in_the_order_first_added(stores: &Stores) {
     );
     // Removed and added again: added anew, so last.
     assert!(lists.remove("groceries", "bread").await.unwrap());
-    lists.add("groceries", "Bread", 1, "bob", T0).await.unwrap();
+    lists
+        .add("groceries", "Bread", 1, &member("bob"), T0)
+        .await
+        .unwrap();
     assert_eq!(
         item_names(stores, "groceries").await,
         ["eggs", "milk", "butter", "Bread"]
@@ -100,14 +104,17 @@ async fn shopping_lists_items_in_the_order_first_added(stores: &Stores) {
 async fn shopping_remove_by_name_reports_whether_it_was_there(stores: &Stores) {
     let lists = &stores.shopping_lists;
     lists
-        .add("groceries", "Bread", 2, "alice", T0)
+        .add("groceries", "Bread", 2, &member("alice"), T0)
         .await
         .unwrap();
     lists
-        .add("groceries", "Milk", 1, "alice", T0)
+        .add("groceries", "Milk", 1, &member("alice"), T0)
         .await
         .unwrap();
-    lists.add("hardware", "bread", 1, "bob", T0).await.unwrap();
+    lists
+        .add("hardware", "bread", 1, &member("bob"), T0)
+        .await
+        .unwrap();
     assert!(lists.remove("groceries", " BREAD ").await.unwrap());
     assert!(!lists.remove("groceries", "bread").await.unwrap(), "gone");
     assert!(!lists.remove("groceries", "cheese").await.unwrap());
@@ -119,15 +126,18 @@ async fn shopping_remove_by_name_reports_whether_it_was_there(stores: &Stores) {
 async fn shopping_lists_are_independent_and_clear_counts(stores: &Stores) {
     let lists = &stores.shopping_lists;
     for name in ["milk", "tape", "eggs"] {
-        lists.add("groceries", name, 1, "alice", T0).await.unwrap();
+        lists
+            .add("groceries", name, 1, &member("alice"), T0)
+            .await
+            .unwrap();
     }
     let tape = lists
-        .add("hardware", "Tape", 4, "bob", T0 + 1)
+        .add("hardware", "Tape", 4, &member("bob"), T0 + 1)
         .await
         .unwrap();
     assert_eq!(tape, shopping_item("Tape", 4, "bob", T0 + 1), "not merged");
     lists
-        .add("hardware", "nails", 1, "bob", T0 + 2)
+        .add("hardware", "nails", 1, &member("bob"), T0 + 2)
         .await
         .unwrap();
 
@@ -144,7 +154,7 @@ async fn shopping_lists_are_independent_and_clear_counts(stores: &Stores) {
     );
     // A cleared list starts afresh.
     let milk = lists
-        .add("groceries", "milk", 1, "bob", T0 + 5)
+        .add("groceries", "milk", 1, &member("bob"), T0 + 5)
         .await
         .unwrap();
     assert_eq!(milk, shopping_item("milk", 1, "bob", T0 + 5));
@@ -158,23 +168,28 @@ async fn shopping_refuses_blank_names_and_zero_quantity(stores: &Stores) {
         }
         other => panic!("{what}: expected Invalid, got {other:?}"),
     };
-    refused(lists.add("groceries", "milk", 0, "alice", T0).await, "0");
     refused(
-        lists.add("groceries", " \t", 1, "alice", T0).await,
+        lists
+            .add("groceries", "milk", 0, &member("alice"), T0)
+            .await,
+        "0",
+    );
+    refused(
+        lists.add("groceries", " \t", 1, &member("alice"), T0).await,
         "shopping item",
     );
     refused(
-        lists.add("  ", "milk", 1, "alice", T0).await,
+        lists.add("  ", "milk", 1, &member("alice"), T0).await,
         "shopping list",
     );
     assert!(lists.list("groceries").await.unwrap().is_empty());
     // The quantity stops at the most the port can carry.
     lists
-        .add("groceries", "rice", u32::MAX - 1, "alice", T0)
+        .add("groceries", "rice", u32::MAX - 1, &member("alice"), T0)
         .await
         .unwrap();
     let rice = lists
-        .add("groceries", "rice", 5, "alice", T0)
+        .add("groceries", "rice", 5, &member("alice"), T0)
         .await
         .unwrap();
     assert_eq!(rice.quantity, u32::MAX);

@@ -20,7 +20,7 @@ pub(super) fn llm_call(at_ms: i64) -> LlmCallRecord {
         backend: "openai".to_string(),
         wire: "chat_completions".to_string(),
         profile_id: Some("family".to_string()),
-        conversation_key: Some("http:kitchen".to_string()),
+        conversation_key: Some("http:kitchen".parse().unwrap()),
         attempt: 2,
         outcome: "ok".to_string(),
         input_tokens: 1_234,
@@ -33,7 +33,7 @@ pub(super) fn llm_call(at_ms: i64) -> LlmCallRecord {
 pub(super) fn stage_event(at_ms: i64) -> TelemetryEvent {
     TelemetryEvent::Stage {
         at_ms,
-        conversation_key: "http:kitchen".to_string(),
+        conversation_key: "http:kitchen".parse().unwrap(),
         stage: "prompt_built".to_string(),
         payload: json!({"messages": 3, "profile": "family"}),
     }

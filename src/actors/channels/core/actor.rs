@@ -22,6 +22,7 @@ use super::typing::TypingTurns;
 use crate::actors::channels::{ChannelError, DeliverStored};
 use crate::actors::request_queue::{DeliverReply, RequestQueue};
 use crate::family::{Family, OwnChats};
+use crate::ids::ConversationKey;
 use crate::metrics::Metrics;
 use crate::ports::{ChannelState, Inbox, Outbox, OutgoingMessage};
 use crate::readiness::Readiness;
@@ -104,17 +105,15 @@ impl<A: PlatformAdapter> ChannelActor<A> {
     fn follow_up(&mut self, actions: Vec<FollowUp>, ctx: &mut Context<Self>) {
         for action in actions {
             match action {
-                FollowUp::TurnStarted(conversation_id) => {
-                    self.typing_started(&conversation_id, ctx)
-                }
+                FollowUp::TurnStarted(conversation) => self.typing_started(&conversation, ctx),
                 FollowUp::Send(message) => self.send(message, ctx),
             }
         }
     }
 
-    /// A turn of `conversation_id` started (or goes on): show "typing…".
-    fn typing_started(&mut self, conversation_id: &str, ctx: &mut Context<Self>) {
-        let Some(place) = self.core.adapter.typing_place(conversation_id) else {
+    /// A turn of `conversation` started (or goes on): show "typing…".
+    fn typing_started(&mut self, conversation: &ConversationKey, ctx: &mut Context<Self>) {
+        let Some(place) = self.core.adapter.typing_place(conversation) else {
             return;
         };
         let adapter = self.core.adapter.clone();
@@ -128,9 +127,9 @@ impl<A: PlatformAdapter> ChannelActor<A> {
         );
     }
 
-    /// A turn of `conversation_id` answered or stopped to wait for the member.
-    fn typing_stopped(&mut self, conversation_id: &str, ctx: &mut Context<Self>) {
-        if let Some(place) = self.core.adapter.typing_place(conversation_id)
+    /// A turn of `conversation` answered or stopped to wait for the member.
+    fn typing_stopped(&mut self, conversation: &ConversationKey, ctx: &mut Context<Self>) {
+        if let Some(place) = self.core.adapter.typing_place(conversation)
             && self.typing.stopped(&place, ctx)
         {
             self.core.adapter.show_typing(&place, false);
@@ -223,9 +222,9 @@ impl<A: PlatformAdapter> Handler<DeliverReply> for ChannelActor<A> {
 
     fn handle(&mut self, reply: DeliverReply, ctx: &mut Self::Context) {
         if reply.kind.ends_a_turn() {
-            self.typing_stopped(&reply.conversation_id, ctx);
+            self.typing_stopped(&reply.conversation, ctx);
         }
-        let message = reply.outgoing(self.channel());
+        let message = reply.outgoing();
         self.deliveries.deliver(reply.outbox_id, message);
     }
 }

@@ -20,6 +20,7 @@ use crate::actors::request_queue::RequestQueue;
 use crate::clock::{follow_tokio_clock, now_ms};
 use crate::config::FamilyMember;
 use crate::family::Family;
+use crate::ids::ConversationKey;
 use crate::metrics::Metrics;
 use crate::ports::{Attachment, ChannelState, OutboxEntry, QuotedMessage};
 use crate::readiness::Readiness;
@@ -92,7 +93,7 @@ impl PlatformAdapter for Loopback {
     ) -> Result<Incoming<(), ()>, ChannelError> {
         Ok(Incoming::Message(IncomingMessage {
             sender: sender.into(),
-            conversation_id: format!("{sender}-chat"),
+            conversation: ConversationKey::new(CHANNEL, &format!("{sender}-chat")).unwrap(),
             event_id: event_id.into(),
             text: text.into(),
             source: (),
@@ -111,7 +112,7 @@ impl PlatformAdapter for Loopback {
 
     async fn answer_handled(&self, _answer: &(), _outcome: AnswerOutcome) {}
 
-    fn typing_place(&self, _conversation_id: &str) -> Option<String> {
+    fn typing_place(&self, _conversation: &ConversationKey) -> Option<String> {
         None
     }
 

@@ -17,6 +17,7 @@ use super::platform::Platform;
 use crate::actors::channels::ChannelError;
 use crate::config::FamilyMember;
 use crate::family::Family;
+use crate::ids::{ConversationKey, PromptId};
 use crate::ports::{AnswerRefused, Attachment, OutgoingMessage, QuotedMessage};
 
 /// Each profile's slash commands (without the slash) and what the profile is for, and what
@@ -32,8 +33,8 @@ pub struct ProfileCommands {
 pub(crate) struct IncomingMessage<S> {
     /// Who wrote it, as the platform names them (a Telegram user id, a Matrix user id).
     pub(crate) sender: String,
-    /// `Inbound::conversation_id`: where it was written.
-    pub(crate) conversation_id: String,
+    /// Where it was written.
+    pub(crate) conversation: ConversationKey,
     /// The platform's id of it, the same each time the platform delivers it.
     pub(crate) event_id: String,
     /// Its text (or caption); empty for a message with only a file or nothing readable.
@@ -50,8 +51,8 @@ pub(crate) struct IncomingAnswer<S> {
     /// The platform's id of the answering event (a button press, a reaction, a reply).
     pub(crate) event_id: String,
     /// Where it was given, when the platform says.
-    pub(crate) conversation_id: Option<String>,
-    pub(crate) confirmation_id: String,
+    pub(crate) conversation: Option<ConversationKey>,
+    pub(crate) prompt: PromptId,
     pub(crate) approve: bool,
     /// The platform's event, to acknowledge.
     pub(crate) source: S,
@@ -135,8 +136,8 @@ pub(crate) trait PlatformAdapter: Platform + Sized {
     /// Tell whoever answered what became of it (Telegram's reply to a button press).
     async fn answer_handled(&self, answer: &Self::AnswerSource, outcome: AnswerOutcome);
 
-    /// The place "typing…" is shown for conversation `conversation_id` (a chat, a room).
-    fn typing_place(&self, conversation_id: &str) -> Option<String>;
+    /// The place "typing…" is shown for `conversation` (a chat, a room).
+    fn typing_place(&self, conversation: &ConversationKey) -> Option<String>;
 
     /// Show "typing…" at `place`, or stop showing it; never waits.
     fn show_typing(self: &Arc<Self>, place: &str, typing: bool);

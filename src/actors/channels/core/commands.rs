@@ -10,6 +10,7 @@ use crate::actors::request_queue::{
     AnswerConfirmation, AnswerError, CANCELLED_OUTCOME, CancelPending, RequestQueue,
 };
 use crate::config::FamilyMember;
+use crate::ids::{ConfirmationId, ConversationKey, MemberId};
 use crate::ports::{AnswerPlace, AnswerRefused, OutgoingKind, OutgoingMessage};
 
 /// A command at the start of a message.
@@ -59,16 +60,14 @@ pub(crate) fn parse_command(
     })
 }
 
-/// `text` as markdown in `conversation_id` of `channel`, threaded to `reply_to_event`.
+/// `text` as markdown in `conversation`, threaded to `reply_to_event`.
 pub(crate) fn say(
-    channel: &str,
-    conversation_id: &str,
+    conversation: &ConversationKey,
     text: impl Into<String>,
     reply_to_event: Option<String>,
 ) -> OutgoingMessage {
     OutgoingMessage {
-        channel: channel.to_string(),
-        conversation_id: conversation_id.to_string(),
+        conversation: conversation.clone(),
         inbox_id: None,
         text: text.into(),
         kind: OutgoingKind::Reply,
@@ -76,68 +75,64 @@ pub(crate) fn say(
     }
 }
 
-/// Close confirmation `confirmation_id`'s prompt in `conversation_id`, ending it with
+/// Close confirmation `confirmation_id`'s prompt in `conversation`, ending it with
 /// `outcome`.
 pub(crate) fn close(
-    channel: &str,
-    conversation_id: &str,
-    confirmation_id: &str,
+    conversation: &ConversationKey,
+    confirmation_id: &ConfirmationId,
     outcome: impl Into<String>,
 ) -> OutgoingMessage {
     OutgoingMessage {
-        channel: channel.to_string(),
-        conversation_id: conversation_id.to_string(),
+        conversation: conversation.clone(),
         inbox_id: None,
         text: outcome.into(),
         kind: OutgoingKind::Close {
-            confirmation_id: confirmation_id.to_string(),
+            prompt: confirmation_id.clone().into(),
         },
         reply_to_event: None,
     }
 }
 
-/// `/cancel` from `member_id` in `conversation_id`: their confirmations there are denied
+/// `/cancel` from `member_id` in `conversation`: their confirmations there are denied
 /// (their prompts closed), their question withdrawn, their pending plugin call dropped.
 pub(crate) async fn cancel(
     queue: &Addr<RequestQueue>,
-    member_id: &str,
-    channel: &str,
-    conversation_id: &str,
+    member_id: &MemberId,
+    conversation: &ConversationKey,
     reply_to_event: Option<String>,
 ) -> Result<Vec<OutgoingMessage>, ChannelError> {
     let cancelled = queue
         .send(CancelPending {
-            member_id: member_id.to_string(),
-            conversation_key: format!("{channel}:{conversation_id}"),
+            member_id: member_id.clone(),
+            conversation_key: conversation.clone(),
         })
         .await
         .map_err(|_| ChannelError::QueueStopped)??;
     if let Some(reply) = cancelled.reply() {
-        return Ok(vec![say(channel, conversation_id, reply, reply_to_event)]);
+        return Ok(vec![say(conversation, reply, reply_to_event)]);
     }
     // The turns that waited go on and say what happened; the prompts close now.
     Ok(cancelled
         .confirmation_ids
         .iter()
-        .map(|id| close(channel, conversation_id, id, CANCELLED_OUTCOME))
+        .map(|id| close(conversation, id, CANCELLED_OUTCOME))
         .collect())
 }
 
-/// `member` answered confirmation `confirmation_id` in `conversation_id` of `channel`: the
-/// prompt's closing message when the answer counts (the turn goes on), else why not.
+/// `member` answered confirmation `confirmation_id` in `conversation`: the prompt's closing
+/// message when the answer counts (the turn goes on), else why not.
 pub(crate) async fn answer(
     queue: &Addr<RequestQueue>,
     member: &FamilyMember,
-    channel: &str,
-    conversation_id: &str,
-    confirmation_id: &str,
+    conversation: &ConversationKey,
+    confirmation_id: &ConfirmationId,
     approve: bool,
 ) -> Result<Result<OutgoingMessage, AnswerRefused>, ChannelError> {
     let answered = queue
         .send(AnswerConfirmation {
-            confirmation_id: confirmation_id.to_string(),
+            confirmation_id: confirmation_id.clone(),
             member_id: member.id.clone(),
-            place: AnswerPlace::new(channel, Some(conversation_id.to_string())),
+            place: AnswerPlace::Conversation(conversation.clone()),
             approve,
             reply_to: None,
         })
@@ -145,18 +140,13 @@ pub(crate) async fn answer(
         .map_err(|_| ChannelError::QueueStopped)?;
     match answered {
         Ok(_) => {
-            let name = member.name.clone().unwrap_or_else(|| member.id.clone());
+            let name = member.name.clone().unwrap_or_else(|| member.id.to_string());
             let outcome = if approve {
                 approved_outcome(&name)
             } else {
                 DECLINED_OUTCOME.to_string()
             };
-            Ok(Ok(close(
-                channel,
-                conversation_id,
-                confirmation_id,
-                outcome,
-            )))
+            Ok(Ok(close(conversation, confirmation_id, outcome)))
         }
         Err(AnswerError::Refused(refusal)) => Ok(Err(refusal)),
         Err(AnswerError::Storage(error)) => Err(ChannelError::Storage(error)),

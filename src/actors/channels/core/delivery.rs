@@ -27,6 +27,7 @@ use tokio::sync::mpsc;
 
 use super::platform::{DeliveryError, Platform};
 use super::tasks::ChannelTasks;
+use crate::ids::ConversationKey;
 use crate::metrics::{Metrics, StageTimer};
 use crate::ports::{Outbox, OutboxEntry, OutgoingMessage, StorageError, now_ms};
 
@@ -64,7 +65,7 @@ struct Shared<P: Platform> {
 /// A channel's deliveries. Lives in the channel actor; workers are tokio tasks.
 pub(crate) struct Deliveries<P: Platform> {
     shared: Arc<Shared<P>>,
-    workers: HashMap<String, mpsc::UnboundedSender<OutboxEntry>>,
+    workers: HashMap<ConversationKey, mpsc::UnboundedSender<OutboxEntry>>,
     /// Until the last run's undelivered rows are read: what arrived meanwhile.
     held: Option<Vec<OutboxEntry>>,
     /// Numbers messages the outbox could not take (delivered once, not noted).
@@ -144,7 +145,7 @@ impl<P: Platform> Deliveries<P> {
             Ok(id) => Some(id),
             Err(error) => {
                 self.shared.metrics.error("outbox");
-                tracing::error!(conversation = %message.conversation_id, %error,
+                tracing::error!(conversation = %message.conversation, %error,
                     "message not stored for delivery; sent once without retry");
                 None
             }
@@ -175,7 +176,7 @@ impl<P: Platform> Deliveries<P> {
         if self.workers.len() > SWEEP_ABOVE {
             self.workers.retain(|_, sender| !sender.is_closed());
         }
-        let key = entry.message.conversation_id.clone();
+        let key = entry.message.conversation.clone();
         loop {
             let sender = self.workers.entry(key.clone()).or_insert_with(|| {
                 let (sender, receiver) = mpsc::unbounded_channel();
@@ -328,7 +329,7 @@ async fn give_up<P: Platform>(
     shared
         .metrics
         .increment("hearth_outbox_undelivered_total", &[("channel", channel)]);
-    tracing::error!(channel, outbox_id = entry.id, conversation = %entry.message.conversation_id,
+    tracing::error!(channel, outbox_id = entry.id, conversation = %entry.message.conversation,
         inbox_id = ?entry.message.inbox_id, %error, "message given up: not delivered");
     if stored && let Err(storage) = shared.outbox.abandon(entry.id, &error.to_string()).await {
         tracing::warn!(outbox_id = entry.id, error = %storage, "given-up message not noted");
@@ -402,7 +403,7 @@ mod tests {
             ChannelTasks::default(),
         );
         deliveries.resumed(Vec::new());
-        let message = say("test", "chat-1", "Hello.", None);
+        let message = say(&"test:chat-1".parse().unwrap(), "Hello.", None);
         let id = outbox.enqueue(&message).await.unwrap();
         deliveries.deliver(Some(id), message);
         (platform, outbox, metrics)

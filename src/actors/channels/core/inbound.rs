@@ -24,11 +24,11 @@ use crate::actors::request_queue::{
     EXPIRED_OUTCOME, RequestQueue, SubmitError, SubmitInbound, Submitted,
 };
 use crate::family::Family;
+use crate::ids::{ConversationKey, PromptId};
 use crate::ports::{
     AnswerRefused, ChannelState, Inbound, InboundExtras, Inbox, OutgoingMessage, StorageError,
     now_ms,
 };
-use crate::reminders::firing_of_prompt;
 
 const HANDLED_PREFIX: &str = "handled:";
 
@@ -36,7 +36,7 @@ const HANDLED_PREFIX: &str = "handled:";
 #[derive(Debug)]
 pub(crate) enum FollowUp {
     /// A turn of this conversation runs (again): show "typing…".
-    TurnStarted(String),
+    TurnStarted(ConversationKey),
     /// Store this in the outbox and deliver it.
     Send(OutgoingMessage),
 }
@@ -83,8 +83,7 @@ impl<A: PlatformAdapter> ChannelCore<A> {
         }
         let say = |text: String| {
             vec![FollowUp::Send(commands::say(
-                self.channel(),
-                &message.conversation_id,
+                &message.conversation,
                 text,
                 Some(message.event_id.clone()),
             ))]
@@ -106,8 +105,7 @@ impl<A: PlatformAdapter> ChannelCore<A> {
                 let messages = commands::cancel(
                     &self.queue,
                     &member.id,
-                    self.channel(),
-                    &message.conversation_id,
+                    &message.conversation,
                     Some(message.event_id.clone()),
                 )
                 .await?;
@@ -126,8 +124,7 @@ impl<A: PlatformAdapter> ChannelCore<A> {
         }
         let inbound = Inbound {
             id,
-            channel: self.channel().into(),
-            conversation_id: message.conversation_id.clone(),
+            conversation: message.conversation.clone(),
             member_id: member.id.clone(),
             text,
             platform_event_id: Some(message.event_id.clone()),
@@ -145,7 +142,7 @@ impl<A: PlatformAdapter> ChannelCore<A> {
             .map_err(|_| ChannelError::QueueStopped)?;
         let follow_up = match submitted {
             Ok(Submitted::Accepted | Submitted::AnsweredQuestion { .. }) => {
-                vec![FollowUp::TurnStarted(message.conversation_id.clone())]
+                vec![FollowUp::TurnStarted(message.conversation.clone())]
             }
             Ok(Submitted::Duplicate(_)) => Vec::new(),
             Err(SubmitError::Busy { .. }) => say(BUSY_REPLY.to_string()),
@@ -170,32 +167,43 @@ impl<A: PlatformAdapter> ChannelCore<A> {
             self.adapter.answer_handled(&answer.source, outcome).await;
             return Ok(Vec::new());
         }
-        if let Some(firing) = firing_of_prompt(&answer.confirmation_id) {
-            let outcome =
-                reminder_answers::settle(self.reminders.as_ref(), member, firing, answer.approve)
-                    .await;
-            self.adapter.answer_handled(&answer.source, outcome).await;
-            if outcome != AnswerOutcome::Failed {
-                self.note_handled(&answer.event_id).await;
+        let confirmation_id = match &answer.prompt {
+            PromptId::Reminder(firing) => {
+                let outcome = reminder_answers::settle(
+                    self.reminders.as_ref(),
+                    member,
+                    *firing,
+                    answer.approve,
+                )
+                .await;
+                self.adapter.answer_handled(&answer.source, outcome).await;
+                if outcome != AnswerOutcome::Failed {
+                    self.note_handled(&answer.event_id).await;
+                }
+                return Ok(Vec::new());
             }
-            return Ok(Vec::new());
-        }
-        let conversation_id = answer.conversation_id.clone().unwrap_or_default();
-        let answered = commands::answer(
-            &self.queue,
-            member,
-            self.channel(),
-            &conversation_id,
-            &answer.confirmation_id,
-            answer.approve,
-        )
-        .await;
+            PromptId::Confirmation(id) => id,
+        };
+        let answered = match &answer.conversation {
+            Some(conversation) => {
+                commands::answer(
+                    &self.queue,
+                    member,
+                    conversation,
+                    confirmation_id,
+                    answer.approve,
+                )
+                .await
+            }
+            // Given nowhere a confirmation could have been asked: none may be answered.
+            None => Ok(Err(AnswerRefused::Unknown)),
+        };
         let mut follow_up = Vec::new();
         let outcome = match answered {
             Ok(Ok(close)) => {
                 follow_up.push(FollowUp::Send(close));
                 // The turn goes on.
-                follow_up.extend(answer.conversation_id.clone().map(FollowUp::TurnStarted));
+                follow_up.extend(answer.conversation.clone().map(FollowUp::TurnStarted));
                 if answer.approve {
                     AnswerOutcome::Approved
                 } else {
@@ -203,13 +211,14 @@ impl<A: PlatformAdapter> ChannelCore<A> {
                 }
             }
             Ok(Err(refusal)) => {
-                tracing::info!(channel = self.channel(), confirmation = %answer.confirmation_id,
+                tracing::info!(channel = self.channel(), confirmation = %confirmation_id,
                     member = %member.id, %refusal, "answer refused");
-                if refusal == AnswerRefused::Expired && answer.conversation_id.is_some() {
+                if refusal == AnswerRefused::Expired
+                    && let Some(conversation) = &answer.conversation
+                {
                     follow_up.push(FollowUp::Send(commands::close(
-                        self.channel(),
-                        &conversation_id,
-                        &answer.confirmation_id,
+                        conversation,
+                        confirmation_id,
                         EXPIRED_OUTCOME,
                     )));
                 }

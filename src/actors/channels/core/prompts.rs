@@ -1,32 +1,34 @@
-//! Where a platform noted the prompts of a confirmation, in its `ChannelState`: under
-//! `confirmation:<id>:<place>`, one place (chat, room) for a member's own confirmation and
-//! each parent's for an escalated one, so a close reaches every prompt.
+//! Where a platform noted a prompt (a confirmation, a fired reminder), in its
+//! `ChannelState`: under `confirmation:<prompt id>:<place>`, one place (chat, room) for a
+//! member's own prompt and each parent's for an escalated one, so a close reaches every
+//! copy.
 
 use super::DeliveryError;
+use crate::ids::PromptId;
 use crate::ports::{ChannelState, StorageError};
 
-/// The key noting that confirmation `confirmation_id` is shown at `place`.
-pub(crate) fn shown_key(confirmation_id: &str, place: &str) -> String {
-    format!("confirmation:{confirmation_id}:{place}")
+/// The key noting that prompt `prompt_id` is shown at `place`.
+pub(crate) fn shown_key(prompt_id: &PromptId, place: &str) -> String {
+    format!("confirmation:{prompt_id}:{place}")
 }
 
-/// Every place `channel` noted confirmation `confirmation_id` is shown, as (key, value);
+/// Every place `channel` noted prompt `prompt_id` is shown, as (key, value);
 /// also the single `confirmation:<id>` of earlier versions, so a prompt shown before an
 /// upgrade is still closed.
 pub(crate) async fn shown_places(
     state: &dyn ChannelState,
     channel: &str,
-    confirmation_id: &str,
+    prompt_id: &PromptId,
 ) -> Result<Vec<(String, String)>, DeliveryError> {
     let unreadable = |error: StorageError| DeliveryError::Transient {
-        reason: format!("cannot read where confirmation {confirmation_id} is shown: {error}"),
+        reason: format!("cannot read where prompt {prompt_id} is shown: {error}"),
         retry_after: None,
     };
     let mut found = state
-        .list_state(channel, &shown_key(confirmation_id, ""))
+        .list_state(channel, &shown_key(prompt_id, ""))
         .await
         .map_err(unreadable)?;
-    let earlier = format!("confirmation:{confirmation_id}");
+    let earlier = format!("confirmation:{prompt_id}");
     if let Some(value) = state
         .get_state(channel, &earlier)
         .await

@@ -1,13 +1,14 @@
 //! An answer given to a fired reminder's prompt (Done or Snooze on a button, a reaction, a
 //! reply) goes to the scheduler, not the request queue: its prompt id names the occurrence
-//! (`reminders::firing_of_prompt`). Only the member it is for may answer; the scheduler
+//! (`PromptId::Reminder`). Only the member it is for may answer; the scheduler
 //! closes the prompt itself, with the answer stored.
 
 use actix::Recipient;
 
 use super::adapter::AnswerOutcome;
 use crate::config::FamilyMember;
-use crate::ports::{AnswerRefused, FiringId};
+use crate::ids::FiringId;
+use crate::ports::AnswerRefused;
 use crate::reminders::{ReminderChoice, ReminderError, SettleReminder};
 
 /// Where the channels send answers to reminders, and how long a snooze is (the button says).

@@ -4,7 +4,6 @@
 //! prompt (`m.replace`). Which event shows which confirmation is kept in `ChannelState`,
 //! so answers and expiry still find it after a restart.
 
-use crate::reminders::firing_of_prompt;
 use matrix_sdk::ruma::events::reaction::ReactionEventContent;
 use matrix_sdk::ruma::events::relation::Annotation;
 use matrix_sdk::ruma::events::room::message::{ReplacementMetadata, RoomMessageEventContent};
@@ -16,6 +15,7 @@ use super::{MATRIX_CHANNEL, MatrixAdapter};
 use crate::actors::channels::ChannelError;
 use crate::actors::channels::core::DeliveryError;
 use crate::actors::channels::core::prompts::{shown_key, shown_places};
+use crate::ids::PromptId;
 
 pub(super) const YES: &str = "✅";
 pub(super) const NO: &str = "❌";
@@ -41,11 +41,11 @@ pub(super) async fn send_prompt(
     adapter: &MatrixAdapter,
     conversation: &Conversation,
     prompt: &str,
-    confirmation_id: &str,
+    prompt_id: &PromptId,
     reply_to: Option<OwnedEventId>,
     transaction_id: OwnedTransactionId,
 ) -> Result<String, DeliveryError> {
-    let text = if firing_of_prompt(confirmation_id).is_some() {
+    let text = if matches!(prompt_id, PromptId::Reminder(_)) {
         format!(
             "{prompt}\n\nReact with {YES} when done or {SNOOZE} to snooze (or reply done / snooze)."
         )
@@ -65,7 +65,7 @@ pub(super) async fn send_prompt(
             .state
             .put_state(
                 MATRIX_CHANNEL,
-                &shown_key(confirmation_id, conversation.room_id.as_str()),
+                &shown_key(prompt_id, conversation.room_id.as_str()),
                 &value,
             )
             .await?;
@@ -74,45 +74,43 @@ pub(super) async fn send_prompt(
             .put_state(
                 MATRIX_CHANNEL,
                 &prompt_key(event_id.as_str()),
-                confirmation_id,
+                &prompt_id.to_string(),
             )
             .await
     };
     if let Err(error) = stored.await {
         // Shown but not findable: answers would be ignored, so show it again later.
         return Err(DeliveryError::Transient {
-            reason: format!(
-                "where confirmation {confirmation_id} is shown was not stored: {error}"
-            ),
+            reason: format!("where prompt {prompt_id} is shown was not stored: {error}"),
             retry_after: None,
         });
     }
-    tracing::debug!(confirmation = confirmation_id, "confirmation shown");
+    tracing::debug!(prompt = %prompt_id, "prompt shown");
     Ok(event_id.to_string())
 }
 
-/// Every place confirmation `confirmation_id` is still shown, with its state key.
+/// Every place prompt `prompt_id` is still shown, with its state key.
 async fn shown_everywhere(
     adapter: &MatrixAdapter,
-    confirmation_id: &str,
+    prompt_id: &PromptId,
 ) -> Result<Vec<(String, ShownConfirmation)>, DeliveryError> {
-    let found = shown_places(adapter.state.as_ref(), MATRIX_CHANNEL, confirmation_id).await?;
+    let found = shown_places(adapter.state.as_ref(), MATRIX_CHANNEL, prompt_id).await?;
     Ok(found
         .into_iter()
         .filter_map(|(key, value)| Some((key, serde_json::from_str(&value).ok()?)))
         .collect())
 }
 
-/// One of the two answers, ready to tap, on the prompt of `confirmation_id`.
+/// One of the two answers, ready to tap, on prompt `prompt_id`.
 pub(super) async fn seed_reaction(
     adapter: &MatrixAdapter,
     conversation: &Conversation,
-    confirmation_id: &str,
+    prompt_id: &PromptId,
     key: &str,
     transaction_id: OwnedTransactionId,
 ) -> Result<(), DeliveryError> {
     // Settled meanwhile: nothing to tap any more.
-    let Some((_, shown)) = shown_everywhere(adapter, confirmation_id)
+    let Some((_, shown)) = shown_everywhere(adapter, prompt_id)
         .await?
         .into_iter()
         .find(|(_, shown)| shown.room_id == conversation.room_id)
@@ -125,16 +123,16 @@ pub(super) async fn seed_reaction(
     Ok(())
 }
 
-/// Edit each prompt of the confirmation to say `outcome`, in the room it is in, and
+/// Edit each copy of the prompt to say `outcome`, in the room it is in, and
 /// forget them. An escalated confirmation is shown in each parent's room, while its
 /// expiry is told to the child's conversation.
 pub(super) async fn close_prompt(
     adapter: &MatrixAdapter,
-    confirmation_id: &str,
+    prompt_id: &PromptId,
     outcome: &str,
     transaction_id: OwnedTransactionId,
 ) -> Result<(), DeliveryError> {
-    let shown = shown_everywhere(adapter, confirmation_id).await?;
+    let shown = shown_everywhere(adapter, prompt_id).await?;
     for (nth, (key, shown)) in shown.into_iter().enumerate() {
         let room = room(adapter, &Conversation::room(shown.room_id.clone()))?;
         let edited = RoomMessageEventContent::notice_plain(format!("{}\n\n{outcome}", shown.text))
@@ -148,22 +146,31 @@ pub(super) async fn close_prompt(
         send_event(&room, edited.into(), transaction).await?;
         for key in [key, prompt_key(shown.event_id.as_str())] {
             if let Err(error) = adapter.state.delete_state(MATRIX_CHANNEL, &key).await {
-                tracing::warn!(confirmation = confirmation_id, %error, "closed confirmation not forgotten");
+                tracing::warn!(prompt = %prompt_id, %error, "closed prompt not forgotten");
             }
         }
     }
     Ok(())
 }
 
-/// The confirmation shown by event `event_id`, if it is a prompt still open.
-pub(super) async fn confirmation_of(
+/// The prompt (a confirmation, a fired reminder) shown by event `event_id`, if it is still
+/// open.
+pub(super) async fn prompt_of(
     adapter: &MatrixAdapter,
     event_id: &str,
-) -> Result<Option<String>, ChannelError> {
-    Ok(adapter
+) -> Result<Option<PromptId>, ChannelError> {
+    let noted = adapter
         .state
         .get_state(MATRIX_CHANNEL, &prompt_key(event_id))
-        .await?)
+        .await?;
+    Ok(noted.and_then(|noted| match noted.parse() {
+        Ok(prompt_id) => Some(prompt_id),
+        // Noted by something else than `send_prompt`: no prompt of ours to answer.
+        Err(error) => {
+            tracing::warn!(event_id, %error, "a prompt's note names no prompt");
+            None
+        }
+    }))
 }
 
 /// What a reaction's `key` answers: approve or Done (✅, ✔, 👍), decline or Snooze (❌, ✖,

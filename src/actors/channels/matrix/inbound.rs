@@ -14,10 +14,10 @@ use matrix_sdk::ruma::events::room::message::{
 use matrix_sdk::ruma::events::{AnySyncMessageLikeEvent, AnySyncTimelineEvent};
 use matrix_sdk::ruma::{OwnedEventId, OwnedUserId};
 
-use super::confirmations::{confirmation_of, reaction_answer, yes_or_no};
+use super::MatrixAdapter;
+use super::confirmations::{prompt_of, reaction_answer, yes_or_no};
 use super::rooms::{Conversation, send_read_receipt};
 use super::sync::MatrixEvent;
-use super::{MATRIX_CHANNEL, MatrixAdapter};
 use crate::actors::channels::ChannelError;
 use crate::actors::channels::core::attachments::{StoreError, safe_file_name, too_large_note};
 use crate::actors::channels::core::commands;
@@ -136,14 +136,14 @@ async fn read_message(
     // "yes" / "no" in reply to a prompt answers it.
     if let Some(prompt) = &replied_to
         && let Some(approve) = yes_or_no(&text)
-        && let Some(confirmation_id) = confirmation_of(adapter, prompt.as_str()).await?
+        && let Some(prompt) = prompt_of(adapter, prompt.as_str()).await?
     {
         return Ok(Incoming::Answer(IncomingAnswer {
             sender: event.sender.to_string(),
             event_id: event.event_id.to_string(),
             // The room the answer was given in (a thread of it counts too).
-            conversation_id: Some(Conversation::room(room.room_id().to_owned()).conversation_id()),
-            confirmation_id,
+            conversation: Conversation::room(room.room_id().to_owned()).key().ok(),
+            prompt,
             approve,
             source: MatrixAnswer::Reply {
                 room,
@@ -151,9 +151,13 @@ async fn read_message(
             },
         }));
     }
+    let Ok(key) = conversation.key() else {
+        tracing::warn!(room = %room.room_id(), "matrix message from no conversation");
+        return Ok(Incoming::Ignored);
+    };
     Ok(Incoming::Message(IncomingMessage {
         sender: event.sender.to_string(),
-        conversation_id: conversation.conversation_id(),
+        conversation: key,
         event_id: event.event_id.to_string(),
         text,
         source: MatrixMessage {
@@ -175,14 +179,14 @@ async fn read_reaction(
     let Some(approve) = reaction_answer(&relation.key) else {
         return Ok(Incoming::Ignored);
     };
-    let Some(confirmation_id) = confirmation_of(adapter, relation.event_id.as_str()).await? else {
+    let Some(prompt) = prompt_of(adapter, relation.event_id.as_str()).await? else {
         return Ok(Incoming::Ignored);
     };
     Ok(Incoming::Answer(IncomingAnswer {
         sender: event.sender.to_string(),
         event_id: event.event_id.to_string(),
-        conversation_id: Some(Conversation::room(room.room_id().to_owned()).conversation_id()),
-        confirmation_id,
+        conversation: Conversation::room(room.room_id().to_owned()).key().ok(),
+        prompt,
         approve,
         source: MatrixAnswer::Reaction,
     }))
@@ -343,15 +347,16 @@ fn read_undecryptable(
         .metrics
         .increment("hearth_matrix_undecryptable_total", &[]);
     tracing::warn!(room = %room.room_id(), sender = %event.sender, "matrix message could not be decrypted");
-    let conversation = Conversation::room(room.room_id().to_owned());
+    let Ok(conversation) = Conversation::room(room.room_id().to_owned()).key() else {
+        return Incoming::Ignored;
+    };
     let device = adapter
         .client
         .device_id()
         .map(|device| format!(" (my device: {device})"))
         .unwrap_or_default();
     Incoming::Say(commands::say(
-        MATRIX_CHANNEL,
-        &conversation.conversation_id(),
+        &conversation,
         format!("{UNDECRYPTABLE_REPLY}{device}"),
         Some(event.event_id.to_string()),
     ))

@@ -48,6 +48,7 @@ use super::core::{
 };
 use crate::config::FamilyMember;
 use crate::family::Family;
+use crate::ids::ConversationKey;
 use crate::metrics::Metrics;
 use crate::ports::{Attachment, ChannelState, QuotedMessage};
 use crate::readiness::Readiness;
@@ -177,8 +178,8 @@ impl PlatformAdapter for MatrixAdapter {
     }
 
     /// A room: its threads share its typing notice.
-    fn typing_place(&self, conversation_id: &str) -> Option<String> {
-        Conversation::parse(conversation_id).map(|conversation| conversation.room_id.to_string())
+    fn typing_place(&self, conversation: &ConversationKey) -> Option<String> {
+        Conversation::of_key(conversation).map(|conversation| conversation.room_id.to_string())
     }
 
     fn show_typing(self: &Arc<Self>, place: &str, typing: bool) {

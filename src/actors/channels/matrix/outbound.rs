@@ -13,8 +13,8 @@ use super::rooms::{Conversation, send_message};
 use super::{MATRIX_CHANNEL, MatrixAdapter};
 use crate::actors::channels::core::{DeliveryError, Platform};
 use crate::format::{matrix_html, plain_text, shown_as_written};
+use crate::ids::PromptId;
 use crate::ports::{OutboxEntry, OutgoingKind};
-use crate::reminders::firing_of_prompt;
 
 /// What a message is delivered as, part by part.
 pub(crate) enum Part {
@@ -49,13 +49,10 @@ impl Platform for MatrixAdapter {
     fn parts(&self, entry: &OutboxEntry) -> Vec<Part> {
         match &entry.message.kind {
             OutgoingKind::Reply => vec![Part::Notice],
-            OutgoingKind::Prompt {
-                confirmation_id, ..
-            } => {
-                let second = if firing_of_prompt(confirmation_id).is_some() {
-                    SNOOZE
-                } else {
-                    NO
+            OutgoingKind::Prompt { prompt, .. } => {
+                let second = match prompt {
+                    PromptId::Reminder(_) => SNOOZE,
+                    PromptId::Confirmation(_) => NO,
                 };
                 vec![Part::Prompt, Part::Reaction(YES), Part::Reaction(second)]
             }
@@ -71,10 +68,10 @@ impl Platform for MatrixAdapter {
         transaction_id: &str,
     ) -> Result<Option<String>, DeliveryError> {
         let message = &entry.message;
-        let Some(conversation) = Conversation::parse(&message.conversation_id) else {
+        let Some(conversation) = Conversation::of_key(&message.conversation) else {
             return Err(DeliveryError::Permanent(format!(
                 "{:?} is not a matrix room",
-                message.conversation_id
+                message.conversation
             )));
         };
         let reply_to = message
@@ -89,40 +86,23 @@ impl Platform for MatrixAdapter {
                     send_message(self, &conversation, content, reply_to, transaction_id).await?;
                 Ok(Some(sent.to_string()))
             }
-            (
-                Part::Prompt,
-                OutgoingKind::Prompt {
-                    confirmation_id, ..
-                },
-            ) => confirmations::send_prompt(
+            (Part::Prompt, OutgoingKind::Prompt { prompt, .. }) => confirmations::send_prompt(
                 self,
                 &conversation,
                 &message.text,
-                confirmation_id,
+                prompt,
                 reply_to,
                 transaction_id,
             )
             .await
             .map(Some),
-            (
-                Part::Reaction(key),
-                OutgoingKind::Prompt {
-                    confirmation_id, ..
-                },
-            ) => {
-                confirmations::seed_reaction(
-                    self,
-                    &conversation,
-                    confirmation_id,
-                    key,
-                    transaction_id,
-                )
-                .await?;
+            (Part::Reaction(key), OutgoingKind::Prompt { prompt, .. }) => {
+                confirmations::seed_reaction(self, &conversation, prompt, key, transaction_id)
+                    .await?;
                 Ok(None)
             }
-            (Part::Close, OutgoingKind::Close { confirmation_id }) => {
-                confirmations::close_prompt(self, confirmation_id, &message.text, transaction_id)
-                    .await?;
+            (Part::Close, OutgoingKind::Close { prompt }) => {
+                confirmations::close_prompt(self, prompt, &message.text, transaction_id).await?;
                 Ok(None)
             }
             _ => Err(DeliveryError::Permanent(

@@ -12,11 +12,12 @@ use matrix_sdk::{Client, RoomMemberships};
 
 use super::rooms::Conversation;
 use super::{MATRIX_CHANNEL, MatrixAdapter};
+use crate::ids::{ConversationKey, MemberId};
 
 /// The own chats found last, and whether a membership changed since.
 pub(super) struct OwnRooms {
     members_changed: Arc<AtomicBool>,
-    chats: Option<Vec<(String, String)>>,
+    chats: Option<Vec<(MemberId, ConversationKey)>>,
 }
 
 impl OwnRooms {
@@ -57,7 +58,9 @@ impl OwnRooms {
                 && let Some(member) = adapter.family.by_matrix_id(other.user_id().as_str())
             {
                 let conversation = Conversation::room(room.room_id().to_owned());
-                chats.push((member.id.clone(), conversation.conversation_id()));
+                if let Ok(key) = conversation.key() {
+                    chats.push((member.id.clone(), key));
+                }
             }
         }
         chats.sort();

@@ -15,8 +15,9 @@ use matrix_sdk::ruma::events::receipt::ReceiptThread;
 use matrix_sdk::ruma::events::room::message::{AddMentions, RoomMessageEventContent};
 use matrix_sdk::ruma::{OwnedEventId, OwnedRoomId, OwnedTransactionId};
 
-use super::MatrixAdapter;
+use super::{MATRIX_CHANNEL, MatrixAdapter};
 use crate::actors::channels::core::DeliveryError;
+use crate::ids::{ConversationKey, IdError};
 
 /// A room, and the thread within it when the member wrote in one: a conversation.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -34,8 +35,8 @@ impl Conversation {
         }
     }
 
-    /// `Inbound::conversation_id`: `<room id>` or `<room id>/<thread root event id>`
-    /// (room ids hold no `/`).
+    /// The conversation's id on the Matrix channel: `<room id>` or
+    /// `<room id>/<thread root event id>` (room ids hold no `/`).
     pub(super) fn conversation_id(&self) -> String {
         match &self.thread_root {
             Some(root) => format!("{}/{root}", self.room_id),
@@ -43,6 +44,20 @@ impl Conversation {
         }
     }
 
+    /// The conversation this room (and thread) is.
+    pub(super) fn key(&self) -> Result<ConversationKey, IdError> {
+        ConversationKey::new(MATRIX_CHANNEL, &self.conversation_id())
+    }
+
+    /// The room (and thread) `conversation` is, if it is a Matrix one.
+    pub(super) fn of_key(conversation: &ConversationKey) -> Option<Self> {
+        if conversation.channel() != MATRIX_CHANNEL {
+            return None;
+        }
+        Self::parse(conversation.conversation_id())
+    }
+
+    /// A conversation id made by `conversation_id`.
     pub(super) fn parse(conversation_id: &str) -> Option<Self> {
         let (room, thread) = match conversation_id.split_once('/') {
             Some((room, thread)) => (room, Some(thread.parse().ok()?)),
@@ -174,7 +189,11 @@ mod tests {
     #[test]
     fn conversations_round_trip_through_their_ids() {
         for id in ["!abc:localhost", "!abc:localhost/$root:localhost"] {
-            assert_eq!(Conversation::parse(id).unwrap().conversation_id(), id);
+            let conversation = Conversation::parse(id).unwrap();
+            assert_eq!(conversation.conversation_id(), id);
+            let key = conversation.key().unwrap();
+            assert_eq!(key.to_string(), format!("matrix:{id}"));
+            assert_eq!(Conversation::of_key(&key), Some(conversation));
         }
         assert_eq!(Conversation::parse("alice"), None);
     }

@@ -6,6 +6,9 @@
 //! be taken away on expiry even after a restart. The queue decides who may answer and
 //! whether it is still open; this module only turns its verdict into Telegram's idiom.
 
+use std::fmt;
+use std::str::FromStr;
+
 use serde::{Deserialize, Serialize};
 use teloxide::payloads::{AnswerCallbackQuerySetters, EditMessageTextSetters, SendMessageSetters};
 use teloxide::requests::Requester;
@@ -19,10 +22,51 @@ use super::chat::{ChatTarget, event_id};
 use super::{TELEGRAM_CHANNEL, TelegramAdapter};
 use crate::actors::channels::core::prompts::{shown_key, shown_places};
 use crate::actors::channels::core::{AnswerOutcome, DeliveryError};
+use crate::ids::PromptId;
 use crate::ports::AnswerRefused;
-use crate::reminders::firing_of_prompt;
 
 const DATA_PREFIX: &str = "hc:";
+
+/// What a prompt's button carries as its callback data: which prompt (a confirmation, a
+/// fired reminder), and whether it is the first button (approve, Done), written
+/// `hc:<prompt id>:y|n`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct ButtonPress {
+    prompt_id: PromptId,
+    approve: bool,
+}
+
+/// Callback data that is not one of hearth's prompt buttons.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("callback data {0:?} is not a prompt's button")]
+struct NotAConfirmationButton(String);
+
+impl fmt::Display for ButtonPress {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let answer = if self.approve { "y" } else { "n" };
+        write!(formatter, "{DATA_PREFIX}{}:{answer}", self.prompt_id)
+    }
+}
+
+impl FromStr for ButtonPress {
+    type Err = NotAConfirmationButton;
+
+    fn from_str(data: &str) -> Result<Self, Self::Err> {
+        let not_ours = || NotAConfirmationButton(data.to_owned());
+        let rest = data.strip_prefix(DATA_PREFIX).ok_or_else(not_ours)?;
+        // The answer is what follows the last ':' (a prompt id ends with none).
+        let (id, answer) = rest.rsplit_once(':').ok_or_else(not_ours)?;
+        let approve = match answer {
+            "y" => true,
+            "n" => false,
+            _ => return Err(not_ours()),
+        };
+        Ok(ButtonPress {
+            prompt_id: id.parse().map_err(|_| not_ours())?,
+            approve,
+        })
+    }
+}
 
 /// Where a confirmation is shown, in `ChannelState` under `confirmation:<id>:<chat>`: one
 /// chat for the member's own confirmation, each parent's chat for an escalated one.
@@ -34,30 +78,22 @@ struct ShownConfirmation {
 }
 
 /// A confirmation's ✅ Confirm / ❌ Cancel; a fired reminder's ✅ Done / ⏰ Snooze.
-fn keyboard(confirmation_id: &str, snooze_minutes: u64) -> InlineKeyboardMarkup {
-    let (yes, no) = if firing_of_prompt(confirmation_id).is_some() {
-        (
+fn keyboard(prompt_id: &PromptId, snooze_minutes: u64) -> InlineKeyboardMarkup {
+    let (yes, no) = match prompt_id {
+        PromptId::Reminder(_) => (
             "✅ Done".to_string(),
             format!("⏰ Snooze {snooze_minutes} min"),
-        )
-    } else {
-        ("✅ Confirm".to_string(), "❌ Cancel".to_string())
+        ),
+        PromptId::Confirmation(_) => ("✅ Confirm".to_string(), "❌ Cancel".to_string()),
     };
-    InlineKeyboardMarkup::new([[
-        InlineKeyboardButton::callback(yes, format!("{DATA_PREFIX}{confirmation_id}:y")),
-        InlineKeyboardButton::callback(no, format!("{DATA_PREFIX}{confirmation_id}:n")),
-    ]])
-}
-
-/// The confirmation id and the answer a button press carries.
-fn parse_data(data: &str) -> Option<(&str, bool)> {
-    let rest = data.strip_prefix(DATA_PREFIX)?;
-    let (id, answer) = rest.rsplit_once(':')?;
-    match answer {
-        "y" => Some((id, true)),
-        "n" => Some((id, false)),
-        _ => None,
-    }
+    let button = |label: String, approve| {
+        let press = ButtonPress {
+            prompt_id: prompt_id.clone(),
+            approve,
+        };
+        InlineKeyboardButton::callback(label, press.to_string())
+    };
+    InlineKeyboardMarkup::new([[button(yes, true), button(no, false)]])
 }
 
 /// Show `prompt` with the two buttons and remember where it is; the message's event id.
@@ -65,12 +101,12 @@ pub(super) async fn send_prompt(
     adapter: &TelegramAdapter,
     target: ChatTarget,
     prompt: &str,
-    confirmation_id: &str,
+    prompt_id: &PromptId,
     reply_to: Option<MessageId>,
 ) -> Result<String, DeliveryError> {
     // Plain text: a prompt shows a tool's arguments as they are, markup included.
     let sent = message(adapter, target, prompt, reply_to)
-        .reply_markup(keyboard(confirmation_id, adapter.snooze_minutes))
+        .reply_markup(keyboard(prompt_id, adapter.snooze_minutes))
         .await
         .map_err(delivery_error)?;
     let shown = ShownConfirmation {
@@ -83,12 +119,12 @@ pub(super) async fn send_prompt(
         .state
         .put_state(
             TELEGRAM_CHANNEL,
-            &shown_key(confirmation_id, &target.chat_id.to_string()),
+            &shown_key(prompt_id, &target.chat_id.to_string()),
             &value,
         )
         .await
     {
-        tracing::warn!(confirmation = confirmation_id, %error, "where a confirmation is shown was not stored");
+        tracing::warn!(prompt = %prompt_id, %error, "where a prompt is shown was not stored");
     }
     Ok(event_id(target.chat_id, sent.id))
 }
@@ -98,17 +134,17 @@ pub(super) async fn send_prompt(
 pub(super) async fn close_prompt(
     adapter: &TelegramAdapter,
     target: ChatTarget,
-    confirmation_id: &str,
+    prompt_id: &PromptId,
     outcome: &str,
 ) -> Result<(), DeliveryError> {
-    let shown = shown_places(adapter.state.as_ref(), TELEGRAM_CHANNEL, confirmation_id).await?;
+    let shown = shown_places(adapter.state.as_ref(), TELEGRAM_CHANNEL, prompt_id).await?;
     // None left: closed already (a press and the expiry crossed), or never shown.
     for (key, value) in shown {
         if let Ok(shown) = serde_json::from_str::<ShownConfirmation>(&value) {
-            edit_closed(adapter, target, confirmation_id, &shown, outcome).await?;
+            edit_closed(adapter, target, prompt_id, &shown, outcome).await?;
         }
         if let Err(error) = adapter.state.delete_state(TELEGRAM_CHANNEL, &key).await {
-            tracing::warn!(confirmation = confirmation_id, %error, "closed confirmation not forgotten");
+            tracing::warn!(prompt = %prompt_id, %error, "closed prompt not forgotten");
         }
     }
     Ok(())
@@ -118,7 +154,7 @@ pub(super) async fn close_prompt(
 async fn edit_closed(
     adapter: &TelegramAdapter,
     target: ChatTarget,
-    confirmation_id: &str,
+    prompt_id: &PromptId,
     shown: &ShownConfirmation,
     outcome: &str,
 ) -> Result<(), DeliveryError> {
@@ -137,7 +173,7 @@ async fn edit_closed(
             if matches!(error, DeliveryError::Transient { .. }) {
                 return Err(error);
             }
-            tracing::warn!(chat = target.chat_id, confirmation = confirmation_id, %error,
+            tracing::warn!(chat = target.chat_id, prompt = %prompt_id, %error,
                 "confirmation message not updated");
         }
     }
@@ -146,8 +182,9 @@ async fn edit_closed(
 
 /// A press as an answer: the confirmation and whether it approves; `None` for data that is
 /// not a confirmation's (the press is told so).
-pub(super) fn answer_of(query: &CallbackQuery) -> Option<(&str, bool)> {
-    query.data.as_deref().and_then(parse_data)
+pub(super) fn answer_of(query: &CallbackQuery) -> Option<(PromptId, bool)> {
+    let press: ButtonPress = query.data.as_deref()?.parse().ok()?;
+    Some((press.prompt_id, press.approve))
 }
 
 /// Answer the press (Telegram shows a spinner on the button until then): a short notice
@@ -208,7 +245,8 @@ mod tests {
 
     #[test]
     fn callback_data_is_the_id_and_the_answer_only() {
-        let markup = keyboard("01234567-89ab-cdef-0123-456789abcdef", 10);
+        let id: PromptId = "01234567-89ab-cdef-0123-456789abcdef".parse().unwrap();
+        let markup = keyboard(&id, 10);
         let data: Vec<String> = markup.inline_keyboard[0]
             .iter()
             .map(|button| match &button.kind {
@@ -218,25 +256,37 @@ mod tests {
             .collect();
         // Telegram allows at most 64 bytes of callback data.
         assert!(data.iter().all(|data| data.len() <= 64), "{data:?}");
-        assert_eq!(
-            parse_data(&data[0]),
-            Some(("01234567-89ab-cdef-0123-456789abcdef", true))
-        );
-        assert_eq!(
-            parse_data(&data[1]),
-            Some(("01234567-89ab-cdef-0123-456789abcdef", false))
-        );
-        assert_eq!(parse_data("hc:abc:maybe"), None);
-        assert_eq!(parse_data("other"), None);
+        assert_eq!(data[0], "hc:01234567-89ab-cdef-0123-456789abcdef:y");
+        let press = |approve| ButtonPress {
+            prompt_id: id.clone(),
+            approve,
+        };
+        assert_eq!(data[0].parse(), Ok(press(true)));
+        assert_eq!(data[1].parse(), Ok(press(false)));
+        let not_buttons = [
+            "hc:abc:maybe",
+            "other",
+            "hc:a b:y",
+            "hc::y",
+            "hc:y",
+            "hc:reminder:1:y",
+            "hc:reminder:1.x:n",
+        ];
+        for not_ours in not_buttons {
+            assert_eq!(
+                not_ours.parse::<ButtonPress>(),
+                Err(NotAConfirmationButton(not_ours.into()))
+            );
+        }
     }
 
     #[test]
     fn a_fired_reminder_has_done_and_snooze_whose_data_names_the_occurrence() {
-        let firing = crate::ports::FiringId {
+        let firing = crate::ids::FiringId {
             schedule_id: i64::MAX,
             due_ms: i64::MAX,
         };
-        let prompt = crate::reminders::prompt_id(firing);
+        let prompt = PromptId::Reminder(firing);
         let markup = keyboard(&prompt, 15);
         let buttons = &markup.inline_keyboard[0];
         assert_eq!(buttons[0].text, "✅ Done");
@@ -245,11 +295,12 @@ mod tests {
             panic!("{:?}", buttons[1].kind);
         };
         assert!(data.len() <= 64, "{data}");
-        let (id, first) = parse_data(data).unwrap();
         assert_eq!(
-            (crate::reminders::firing_of_prompt(id), first),
-            (Some(firing), false)
+            data.parse(),
+            Ok(ButtonPress {
+                prompt_id: prompt,
+                approve: false
+            })
         );
-        assert_eq!(parse_data("other"), None);
     }
 }

@@ -1,7 +1,13 @@
 //! Where a Telegram message is: the chat and forum topic a conversation is, and a
 //! message's platform event id (`<chat>:<message>`).
 
+use std::fmt;
+use std::str::FromStr;
+
 use teloxide::types::{MessageId, ThreadId};
+
+use super::TELEGRAM_CHANNEL;
+use crate::ids::{ConversationKey, IdError};
 
 /// A chat, and the forum topic within it when there is one: a conversation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -23,7 +29,7 @@ impl ChatTarget {
         }
     }
 
-    /// `Inbound::conversation_id`: `<chat>` or `<chat>/<topic>`.
+    /// The conversation's id on the Telegram channel: `<chat>` or `<chat>/<topic>`.
     pub(super) fn conversation_id(&self) -> String {
         match self.thread_id {
             Some(thread) => format!("{}/{thread}", self.chat_id),
@@ -31,6 +37,20 @@ impl ChatTarget {
         }
     }
 
+    /// The conversation this chat (and topic) is.
+    pub(super) fn conversation(&self) -> Result<ConversationKey, IdError> {
+        ConversationKey::new(TELEGRAM_CHANNEL, &self.conversation_id())
+    }
+
+    /// The chat (and topic) `conversation` is, if it is a Telegram one.
+    pub(super) fn of_conversation(conversation: &ConversationKey) -> Option<Self> {
+        if conversation.channel() != TELEGRAM_CHANNEL {
+            return None;
+        }
+        Self::parse(conversation.conversation_id())
+    }
+
+    /// A conversation id made by `conversation_id`.
     pub(super) fn parse(conversation_id: &str) -> Option<Self> {
         let (chat, thread) = match conversation_id.split_once('/') {
             Some((chat, thread)) => (chat, Some(thread.parse().ok()?)),
@@ -47,15 +67,45 @@ impl ChatTarget {
     }
 }
 
-/// `Inbound::platform_event_id` of a Telegram message: `<chat>:<message>`.
-pub(super) fn event_id(chat_id: i64, message_id: MessageId) -> String {
-    format!("{chat_id}:{}", message_id.0)
+/// A Telegram message as a platform event: `Inbound::platform_event_id` and a reply's
+/// `reply_to_event`, written `<chat>:<message>` (a message id is unique within its chat).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct MessageEvent {
+    pub(super) chat_id: i64,
+    pub(super) message_id: MessageId,
 }
 
-/// The message id inside an event id made by `event_id`.
-pub(super) fn message_id_of_event(event_id: &str) -> Option<MessageId> {
-    let (_, message) = event_id.rsplit_once(':')?;
-    message.parse().ok().map(MessageId)
+/// An event id that is not a Telegram message's.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("event id {0:?} is not a telegram message's (`<chat>:<message>`)")]
+pub(super) struct NotAMessageEvent(String);
+
+impl fmt::Display for MessageEvent {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(formatter, "{}:{}", self.chat_id, self.message_id.0)
+    }
+}
+
+impl FromStr for MessageEvent {
+    type Err = NotAMessageEvent;
+
+    fn from_str(event_id: &str) -> Result<Self, Self::Err> {
+        let not_ours = || NotAMessageEvent(event_id.to_owned());
+        let (chat, message) = event_id.split_once(':').ok_or_else(not_ours)?;
+        Ok(MessageEvent {
+            chat_id: chat.parse().map_err(|_| not_ours())?,
+            message_id: MessageId(message.parse().map_err(|_| not_ours())?),
+        })
+    }
+}
+
+/// The event id of message `message_id` of chat `chat_id`.
+pub(super) fn event_id(chat_id: i64, message_id: MessageId) -> String {
+    MessageEvent {
+        chat_id,
+        message_id,
+    }
+    .to_string()
 }
 
 #[cfg(test)]
@@ -75,11 +125,25 @@ mod tests {
             },
         ] {
             assert_eq!(ChatTarget::parse(&target.conversation_id()), Some(target));
+            let conversation = target.conversation().unwrap();
+            assert_eq!(ChatTarget::of_conversation(&conversation), Some(target));
         }
-        assert_eq!(ChatTarget::parse("alice"), None);
         assert_eq!(
-            message_id_of_event(&event_id(-100123, MessageId(42))),
-            Some(MessageId(42))
+            ChatTarget::of_conversation(&"matrix:-100123".parse().unwrap()),
+            None
         );
+        assert_eq!(ChatTarget::parse("alice"), None);
+        let event = MessageEvent {
+            chat_id: -100123,
+            message_id: MessageId(42),
+        };
+        assert_eq!(event_id(-100123, MessageId(42)), "-100123:42");
+        assert_eq!(event.to_string().parse(), Ok(event));
+        for not_ours in ["-100123", "press:77", "-100123:42:1", "$event:matrix.org"] {
+            assert_eq!(
+                not_ours.parse::<MessageEvent>(),
+                Err(NotAMessageEvent(not_ours.into()))
+            );
+        }
     }
 }

@@ -48,9 +48,16 @@ fn read_message(message: Message) -> Incoming<Message, CallbackQuery> {
         return Incoming::Ignored;
     };
     let target = ChatTarget::of(&message);
+    let conversation = match target.conversation() {
+        Ok(conversation) => conversation,
+        Err(error) => {
+            tracing::warn!(chat = target.chat_id, %error, "telegram message from no conversation");
+            return Incoming::Ignored;
+        }
+    };
     Incoming::Message(IncomingMessage {
         sender: from.id.0.to_string(),
-        conversation_id: target.conversation_id(),
+        conversation,
         event_id: event_id(target.chat_id, message.id),
         text: message
             .text()
@@ -67,22 +74,21 @@ async fn read_press(
     adapter: &TelegramAdapter,
     query: CallbackQuery,
 ) -> Incoming<Message, CallbackQuery> {
-    let Some((confirmation_id, approve)) = buttons::answer_of(&query) else {
+    let Some((prompt, approve)) = buttons::answer_of(&query) else {
         buttons::not_mine(adapter, &query).await;
         return Incoming::Ignored;
     };
-    let confirmation_id = confirmation_id.to_string();
-    let conversation_id = query
+    let conversation = query
         .message
         .as_ref()
         .and_then(|message| message.regular_message())
-        .map(|message| ChatTarget::of(message).conversation_id());
+        .and_then(|message| ChatTarget::of(message).conversation().ok());
     Incoming::Answer(IncomingAnswer {
         sender: query.from.id.0.to_string(),
         // A press is delivered again under the same query id.
         event_id: format!("press:{}", query.id.0),
-        conversation_id,
-        confirmation_id,
+        conversation,
+        prompt,
         approve,
         source: query,
     })

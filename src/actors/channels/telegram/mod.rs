@@ -49,6 +49,7 @@ use super::core::{
 };
 use crate::config::{FamilyMember, TelegramMode};
 use crate::family::Family;
+use crate::ids::ConversationKey;
 use crate::metrics::Metrics;
 use crate::ports::{Attachment, ChannelState, QuotedMessage};
 use crate::readiness::Readiness;
@@ -190,8 +191,8 @@ impl PlatformAdapter for TelegramAdapter {
         buttons::acknowledge_press(self, press, outcome).await;
     }
 
-    fn typing_place(&self, conversation_id: &str) -> Option<String> {
-        ChatTarget::parse(conversation_id).map(|target| target.conversation_id())
+    fn typing_place(&self, conversation: &ConversationKey) -> Option<String> {
+        ChatTarget::of_conversation(conversation).map(|target| target.conversation_id())
     }
 
     /// Telegram's notice ends by itself: nothing is sent to stop it.

@@ -9,7 +9,7 @@ use teloxide::types::{MessageId, ParseMode};
 use teloxide::{ApiError, RequestError};
 
 use super::api::{delivery_error, message};
-use super::chat::{ChatTarget, event_id, message_id_of_event};
+use super::chat::{ChatTarget, MessageEvent, event_id};
 use super::{TELEGRAM_CHANNEL, TelegramAdapter, buttons};
 use crate::actors::channels::core::{DeliveryError, Platform};
 use crate::format::{
@@ -80,10 +80,10 @@ impl Platform for TelegramAdapter {
         _transaction_id: &str,
     ) -> Result<Option<String>, DeliveryError> {
         let message = &entry.message;
-        let Some(target) = ChatTarget::parse(&message.conversation_id) else {
+        let Some(target) = ChatTarget::of_conversation(&message.conversation) else {
             return Err(DeliveryError::Permanent(format!(
                 "{:?} is not a telegram chat",
-                message.conversation_id
+                message.conversation
             )));
         };
         // The first message answers the member's; the rest follow it.
@@ -92,21 +92,19 @@ impl Platform for TelegramAdapter {
                 message
                     .reply_to_event
                     .as_deref()
-                    .and_then(message_id_of_event)
+                    .and_then(|event| event.parse::<MessageEvent>().ok())
+                    .map(|event| event.message_id)
             })
             .flatten();
         match (part, &message.kind) {
             (Part::Html { html, plain }, _) => self.send_html(target, html, plain, reply_to).await,
-            (
-                Part::Prompt,
-                OutgoingKind::Prompt {
-                    confirmation_id, ..
-                },
-            ) => buttons::send_prompt(self, target, &message.text, confirmation_id, reply_to)
-                .await
-                .map(Some),
-            (Part::Close, OutgoingKind::Close { confirmation_id }) => {
-                buttons::close_prompt(self, target, confirmation_id, &message.text).await?;
+            (Part::Prompt, OutgoingKind::Prompt { prompt, .. }) => {
+                buttons::send_prompt(self, target, &message.text, prompt, reply_to)
+                    .await
+                    .map(Some)
+            }
+            (Part::Close, OutgoingKind::Close { prompt }) => {
+                buttons::close_prompt(self, target, prompt, &message.text).await?;
                 Ok(None)
             }
             _ => Err(DeliveryError::Permanent(
