@@ -235,6 +235,22 @@ pub struct FiringClaim {
     pub turn: Option<Inbound>,
 }
 
+impl FiringClaim {
+    /// Refuse a claim whose next occurrence is not after the one it fires: a schedule only
+    /// moves forward, so an occurrence claimed once is never due again, whatever became of
+    /// its firing's row.
+    pub fn check_forward(&self) -> Result<(), StorageError> {
+        match self.next_due_ms {
+            Some(next) if next <= self.id.due_ms => Err(StorageError::Invalid(format!(
+                "the next occurrence of schedule {} ({next} ms) is not after the one fired \
+                 ({} ms)",
+                self.id.schedule_id, self.id.due_ms
+            ))),
+            _ => Ok(()),
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Claimed {
     /// Fired now: the ids of its outbox rows, in the order of `FiringClaim::messages`.
@@ -287,7 +303,8 @@ pub trait Schedules: Send + Sync {
     /// At most `limit` active schedules due at or before `until_ms`, soonest first.
     async fn due(&self, until_ms: i64, limit: usize) -> Result<Vec<Schedule>, StorageError>;
 
-    /// Fire an occurrence, once: see `FiringClaim`.
+    /// Fire an occurrence, once: see `FiringClaim`. A claim whose next occurrence is not
+    /// after the one it fires is refused (`FiringClaim::check_forward`).
     async fn claim(&self, claim: &FiringClaim) -> Result<Claimed, StorageError>;
 
     /// Stop schedule `id` from firing again; `false` when it was not active.

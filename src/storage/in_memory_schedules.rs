@@ -119,6 +119,7 @@ impl Schedules for InMemoryStore {
     }
 
     async fn claim(&self, claim: &FiringClaim) -> Result<Claimed, StorageError> {
+        claim.check_forward()?;
         let mut state = self.lock();
         let Some(schedule) = state.schedules.schedules.get_mut(&claim.id.schedule_id) else {
             return Ok(Claimed::Taken);

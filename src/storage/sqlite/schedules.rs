@@ -203,6 +203,7 @@ impl Schedules for SqliteStore {
     }
 
     async fn claim(&self, claim: &FiringClaim) -> Result<Claimed, StorageError> {
+        claim.check_forward()?;
         let claim = claim.clone();
         self.writer
             .run_atomically(move |connection| {
