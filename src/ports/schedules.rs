@@ -93,7 +93,7 @@ pub struct NewSchedule {
     /// The occurrence whose snooze this one-off schedule is.
     pub snoozed_from: Option<FiringId>,
     /// The tool call that sets it: storing under a key used before stores nothing and
-    /// answers the schedule stored then.
+    /// answers the schedule stored then (while it is kept: see `Prunable::EndedSchedules`).
     pub once_key: Option<String>,
 }
 
@@ -237,8 +237,8 @@ pub struct FiringClaim {
 
 impl FiringClaim {
     /// Refuse a claim whose next occurrence is not after the one it fires: a schedule only
-    /// moves forward, so an occurrence claimed once is never due again, whatever became of
-    /// its firing's row.
+    /// moves forward, so an occurrence claimed once is never due again, even after
+    /// retention removed its firing (`Prunable::SettledFirings`).
     pub fn check_forward(&self) -> Result<(), StorageError> {
         match self.next_due_ms {
             Some(next) if next <= self.id.due_ms => Err(StorageError::Invalid(format!(
