@@ -1,8 +1,9 @@
 //! The background task that prunes what hearth keeps only for a while (config
 //! `retention`): history, telemetry and LLM-call records, finished inbox messages,
-//! delivered outbox rows, and downloaded attachments. Rows go in small batches with a
-//! pause between them, so pruning never holds the database writer for long; an attachment
-//! goes with its message's folder once that folder is old.
+//! delivered outbox rows, settled reminder occurrences and the schedules that ended with
+//! none left, and downloaded attachments. Rows go in small batches with a pause between
+//! them, so pruning never holds the database writer for long; an attachment goes with its
+//! message's folder once that folder is old.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -55,7 +56,11 @@ impl RetentionSettings {
         match what {
             Prunable::History | Prunable::FinishedPlans => self.history,
             Prunable::Telemetry | Prunable::LlmCalls => self.telemetry,
-            Prunable::FinishedInbox => self.finished_inbox,
+            // An occurrence that fired is the scheduler's counterpart of an answered
+            // message (a task's occurrence is one), kept as long.
+            Prunable::FinishedInbox | Prunable::SettledFirings | Prunable::EndedSchedules => {
+                self.finished_inbox
+            }
             Prunable::DeliveredOutbox => self.delivered_outbox,
         }
     }
@@ -163,8 +168,12 @@ async fn prune_attachments(folder: &PathBuf, cutoff: SystemTime) -> usize {
 mod tests {
     use super::*;
     use crate::clock::follow_tokio_clock;
+    use crate::ids::FiringId;
     use crate::llm::Role;
-    use crate::ports::{ConversationMemory, HistoryEntry};
+    use crate::ports::{
+        Claimed, ConversationMemory, FiringClaim, FiringState, FiringTiming, HistoryEntry,
+        NewSchedule, ScheduleKind, Schedules, Settled, Settlement,
+    };
     use crate::storage::in_memory::InMemoryStore;
 
     const HOUR: Duration = Duration::from_secs(3600);
@@ -240,6 +249,110 @@ mod tests {
         tokio::time::sleep(12 * HOUR).await;
         assert!(!message_folder.exists());
         assert_eq!(history(&store).await, ["new"]);
+        pruner.abort();
+    }
+
+    fn once_for_alice(text: &str, due_ms: i64) -> NewSchedule {
+        NewSchedule {
+            kind: ScheduleKind::Reminder,
+            member_id: "alice".parse().unwrap(),
+            set_by: "alice".parse().unwrap(),
+            text: text.into(),
+            profile_id: None,
+            conversation: "telegram:1001".parse().unwrap(),
+            zone: "Europe/Berlin".into(),
+            recurrence: None,
+            start_local: None,
+            first_due_ms: due_ms,
+            escalate_after_minutes: Some(30),
+            snoozed_from: None,
+            once_key: None,
+        }
+    }
+
+    /// Fire one-off `schedule` now, open, its escalation due in half an hour.
+    async fn fire_now(store: &InMemoryStore, schedule: i64, due_ms: i64) -> FiringId {
+        let id = FiringId {
+            schedule_id: schedule,
+            due_ms,
+        };
+        let claim = FiringClaim {
+            id,
+            next_due_ms: None,
+            fired_at_ms: now_ms(),
+            timing: FiringTiming::OnTime,
+            state: FiringState::Open,
+            escalate_at_ms: Some(now_ms() + millis(HOUR / 2)),
+            messages: Vec::new(),
+            turn: None,
+        };
+        let fired = store.claim(&claim).await.unwrap();
+        assert!(matches!(fired, Claimed::Fired { .. }), "{fired:?}");
+        id
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_settled_reminder_and_its_ended_schedule_go_at_the_first_round_past_the_window() {
+        let _clock = follow_tokio_clock();
+        let store = Arc::new(InMemoryStore::default());
+        let settings = RetentionSettings {
+            history: 30 * DAY,
+            telemetry: 30 * DAY,
+            finished_inbox: 7 * DAY,
+            delivered_outbox: 7 * DAY,
+            attachments: 30 * DAY,
+            attachment_dirs: Vec::new(),
+            interval: 6 * HOUR,
+        };
+        let now = now_ms();
+        let answered = store
+            .add(&once_for_alice("call grandma", now))
+            .await
+            .unwrap();
+        let ignored = store
+            .add(&once_for_alice("water plants", now))
+            .await
+            .unwrap();
+        let done = fire_now(&store, answered.id, now).await;
+        let open = fire_now(&store, ignored.id, now).await;
+        let settlement = Settlement {
+            id: done,
+            state: FiringState::Done,
+            settled_at_ms: now_ms(),
+            messages: Vec::new(),
+            snooze: None,
+        };
+        let settled = store.settle(&settlement).await.unwrap();
+        assert!(matches!(settled, Settled::Now { .. }), "{settled:?}");
+        let metrics = Arc::new(Metrics::default());
+        let pruner = spawn_pruner(store.clone(), settings, metrics.clone());
+
+        // Rounds run a minute after the start, then every six hours: the one at seven days
+        // and a minute is the first to find the answered occurrence older than a week.
+        tokio::time::sleep(7 * DAY).await;
+        assert!(store.firing(done).await.unwrap().is_some());
+        assert!(store.schedule(answered.id).await.unwrap().is_some());
+        tokio::time::sleep(2 * FIRST_RUN_AFTER).await;
+        assert_eq!(store.firing(done).await.unwrap(), None);
+        assert_eq!(store.schedule(answered.id).await.unwrap(), None);
+        assert_eq!(
+            metrics.value("hearth_pruned_total", &[("what", "reminder_firings")]),
+            1.0
+        );
+        assert_eq!(
+            metrics.value("hearth_pruned_total", &[("what", "schedules")]),
+            1.0
+        );
+
+        // The occurrence nobody answered stays open, its schedule with it, however long.
+        tokio::time::sleep(30 * DAY).await;
+        let waiting = store
+            .firing(open)
+            .await
+            .unwrap()
+            .expect("the open occurrence");
+        assert_eq!(waiting.state, FiringState::Open);
+        assert!(store.schedule(ignored.id).await.unwrap().is_some());
         pruner.abort();
     }
 }

@@ -380,7 +380,8 @@ pub struct RetentionConfig {
     pub telemetry_days: u64,
     /// Downloaded photos and documents.
     pub attachments_days: u64,
-    /// Answered and failed inbox messages.
+    /// Answered and failed inbox messages; also settled reminder occurrences and, once
+    /// none of theirs is left, schedules that finished or were cancelled.
     pub answered_inbox_days: u64,
     /// Delivered (and given-up) outbox rows.
     pub delivered_outbox_days: u64,

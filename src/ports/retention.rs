@@ -1,6 +1,7 @@
 //! Retention: what hearth keeps only for a while (history, telemetry, finished inbox rows,
-//! delivered outbox rows, finished plans) is deleted once old, in small batches, so pruning never holds
-//! the database for long.
+//! delivered outbox rows, finished plans, settled reminder occurrences and schedules that
+//! ended) is deleted once old, in small batches, so pruning never holds the database for
+//! long.
 
 use async_trait::async_trait;
 
@@ -23,16 +24,31 @@ pub enum Prunable {
     /// The intents engine's finished plans (completed, failed, canceled), by their last
     /// change; kept as long as history.
     FinishedPlans,
+    /// Settled occurrences of reminders and tasks (done, snoozed, closed: a task's turn or
+    /// one told as missed), by when they were settled, or fired when there was nothing to
+    /// answer. An open one stays however old: it still takes Done and Snooze, and its
+    /// escalation may still be due. A claim never needs the row: it moves its schedule on
+    /// from the occurrence it read, and a schedule never goes back to an earlier one.
+    SettledFirings,
+    /// Schedules that will never fire again (finished or cancelled), by their last change,
+    /// once none of their occurrences is left. A claim of one finds no active schedule, as
+    /// before, and an id is never given again. Their once keys go with them: a key names one
+    /// tool call of a turn, which the turn journal never runs a second time.
+    EndedSchedules,
 }
 
 impl Prunable {
-    pub const ALL: [Prunable; 6] = [
+    /// Every kind, in the order a round prunes them: a schedule's settled occurrences go
+    /// before the schedule they keep.
+    pub const ALL: [Prunable; 8] = [
         Prunable::History,
         Prunable::Telemetry,
         Prunable::LlmCalls,
         Prunable::FinishedInbox,
         Prunable::DeliveredOutbox,
         Prunable::FinishedPlans,
+        Prunable::SettledFirings,
+        Prunable::EndedSchedules,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -43,6 +59,8 @@ impl Prunable {
             Prunable::FinishedInbox => "inbox",
             Prunable::DeliveredOutbox => "outbox",
             Prunable::FinishedPlans => "plans",
+            Prunable::SettledFirings => "reminder_firings",
+            Prunable::EndedSchedules => "schedules",
         }
     }
 }

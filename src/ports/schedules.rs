@@ -90,7 +90,7 @@ pub struct NewSchedule {
     /// The occurrence whose snooze this one-off schedule is.
     pub snoozed_from: Option<FiringId>,
     /// The tool call that sets it: storing under a key used before stores nothing and
-    /// answers the schedule stored then.
+    /// answers the schedule stored then (while it is kept: see `Prunable::EndedSchedules`).
     pub once_key: Option<String>,
 }
 
@@ -204,6 +204,22 @@ pub struct FiringClaim {
     pub turn: Option<Inbound>,
 }
 
+impl FiringClaim {
+    /// Refuse a claim whose next occurrence is not after the one it fires: a schedule only
+    /// moves forward, so an occurrence claimed once is never due again, even after
+    /// retention removed its firing (`Prunable::SettledFirings`).
+    pub fn check_forward(&self) -> Result<(), StorageError> {
+        match self.next_due_ms {
+            Some(next) if next <= self.id.due_ms => Err(StorageError::Invalid(format!(
+                "the next occurrence of schedule {} ({next} ms) is not after the one fired \
+                 ({} ms)",
+                self.id.schedule_id, self.id.due_ms
+            ))),
+            _ => Ok(()),
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Claimed {
     /// Fired now: the ids of its outbox rows, in the order of `FiringClaim::messages`.
@@ -256,7 +272,8 @@ pub trait Schedules: Send + Sync {
     /// At most `limit` active schedules due at or before `until_ms`, soonest first.
     async fn due(&self, until_ms: i64, limit: usize) -> Result<Vec<Schedule>, StorageError>;
 
-    /// Fire an occurrence, once: see `FiringClaim`.
+    /// Fire an occurrence, once: see `FiringClaim`. A claim whose next occurrence is not
+    /// after the one it fires is refused (`FiringClaim::check_forward`).
     async fn claim(&self, claim: &FiringClaim) -> Result<Claimed, StorageError>;
 
     /// Stop schedule `id` from firing again; `false` when it was not active.

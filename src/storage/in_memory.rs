@@ -583,6 +583,12 @@ impl crate::ports::Retention for InMemoryStore {
             Prunable::FinishedPlans => {
                 left = batch - self.prune_finished_plans(before_ms, batch);
             }
+            Prunable::SettledFirings => {
+                left = batch - state.schedules.prune_settled_firings(before_ms, batch);
+            }
+            Prunable::EndedSchedules => {
+                left = batch - state.schedules.prune_ended_schedules(before_ms, batch);
+            }
         }
         Ok(batch - left)
     }

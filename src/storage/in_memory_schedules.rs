@@ -1,6 +1,6 @@
 //! The in-memory `Schedules`: the same behaviour as SQLite, in the `InMemoryStore`'s main
 //! mutex beside the inbox and the outbox, so a claim and what it stores are one change here
-//! too.
+//! too; and their retention: settled occurrences, then schedules that ended with none left.
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -19,6 +19,10 @@ pub(crate) struct ScheduleState {
     next_id: i64,
     firings: BTreeMap<FiringId, Firing>,
     once_keys: HashMap<String, i64>,
+    /// When each settled occurrence was settled (SQLite's `settled_at_ms`).
+    settled_at_ms: HashMap<FiringId, i64>,
+    /// When each schedule finished or was cancelled (SQLite's `updated_at_ms` then).
+    ended_at_ms: HashMap<i64, i64>,
 }
 
 impl ScheduleState {
@@ -68,6 +72,62 @@ impl ScheduleState {
             .collect();
         found.sort_by_key(|schedule| (schedule.next_due_ms, schedule.id));
         found
+    }
+
+    /// Forget at most `batch` settled occurrences whose last change was before
+    /// `before_ms`, oldest first; how many. Open ones stay.
+    pub(crate) fn prune_settled_firings(&mut self, before_ms: i64, batch: usize) -> usize {
+        let mut old: Vec<(i64, FiringId)> = self
+            .firings
+            .values()
+            .filter(|firing| firing.state != FiringState::Open)
+            .map(|firing| {
+                let changed = self.settled_at_ms.get(&firing.id).copied();
+                (changed.unwrap_or(firing.fired_at_ms), firing.id)
+            })
+            .filter(|(changed, _)| *changed < before_ms)
+            .collect();
+        old.sort();
+        old.truncate(batch);
+        for (_, id) in &old {
+            self.firings.remove(id);
+            self.settled_at_ms.remove(id);
+        }
+        old.len()
+    }
+
+    /// Forget at most `batch` schedules that ended before `before_ms` and have no
+    /// occurrence left, lowest id first, with their once keys; how many.
+    pub(crate) fn prune_ended_schedules(&mut self, before_ms: i64, batch: usize) -> usize {
+        let has_firings = |id: i64| {
+            let from = FiringId {
+                schedule_id: id,
+                due_ms: i64::MIN,
+            };
+            self.firings
+                .range(from..)
+                .next()
+                .is_some_and(|(firing, _)| firing.schedule_id == id)
+        };
+        let old: Vec<i64> = self
+            .schedules
+            .values()
+            .filter(|schedule| schedule.status != ScheduleStatus::Active)
+            .filter(|schedule| {
+                self.ended_at_ms
+                    .get(&schedule.id)
+                    .is_some_and(|at| *at < before_ms)
+            })
+            .map(|schedule| schedule.id)
+            .filter(|id| !has_firings(*id))
+            .take(batch)
+            .collect();
+        for id in &old {
+            self.schedules.remove(id);
+            self.ended_at_ms.remove(id);
+        }
+        self.once_keys.retain(|_, id| !old.contains(id));
+        old.len()
     }
 }
 
@@ -119,6 +179,7 @@ impl Schedules for InMemoryStore {
     }
 
     async fn claim(&self, claim: &FiringClaim) -> Result<Claimed, StorageError> {
+        claim.check_forward()?;
         let mut state = self.lock();
         let Some(schedule) = state.schedules.schedules.get_mut(&claim.id.schedule_id) else {
             return Ok(Claimed::Taken);
@@ -131,6 +192,10 @@ impl Schedules for InMemoryStore {
         schedule.next_due_ms = claim.next_due_ms;
         if claim.next_due_ms.is_none() {
             schedule.status = ScheduleStatus::Finished;
+            state
+                .schedules
+                .ended_at_ms
+                .insert(claim.id.schedule_id, claim.fired_at_ms);
         }
         state.schedules.firings.insert(
             claim.id,
@@ -157,6 +222,7 @@ impl Schedules for InMemoryStore {
             Some(schedule) if schedule.status == ScheduleStatus::Active => {
                 schedule.status = ScheduleStatus::Cancelled;
                 schedule.next_due_ms = None;
+                state.schedules.ended_at_ms.insert(id, now_ms());
                 Ok(true)
             }
             _ => Ok(false),
@@ -192,6 +258,10 @@ impl Schedules for InMemoryStore {
         match state.schedules.firings.get_mut(&settlement.id) {
             Some(firing) if firing.state == FiringState::Open => {
                 firing.state = settlement.state;
+                state
+                    .schedules
+                    .settled_at_ms
+                    .insert(settlement.id, settlement.settled_at_ms);
             }
             other => return Ok(Settled::NotOpen(other.map(|firing| firing.state))),
         }

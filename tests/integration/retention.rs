@@ -1,7 +1,8 @@
 //! Retention: what is kept only for a while (history, telemetry and LLM-call records,
 //! finished inbox messages with their settled confirmations, delivered outbox rows,
-//! downloaded attachments) is pruned once older than `retention`'s limits; everything
-//! younger stays.
+//! settled reminder occurrences and the schedules that ended with them, downloaded
+//! attachments) is pruned once older than `retention`'s limits; everything younger stays,
+//! and so does a reminder occurrence still open however old.
 
 use std::time::{Duration, Instant, SystemTime};
 
@@ -16,6 +17,35 @@ const DAY_MS: i64 = 24 * 3600 * 1000;
 
 async fn count(pool: &sqlx::SqlitePool, sql: &'static str) -> i64 {
     sqlx::query(sql).fetch_one(pool).await.unwrap().get(0)
+}
+
+/// A one-off reminder saying `text` that finished at `at`, its occurrence in `state`
+/// (settled then, unless open).
+async fn finished_reminder(pool: &sqlx::SqlitePool, text: &str, at: i64, state: &str) {
+    sqlx::query(
+        "INSERT INTO schedules (kind, member_id, set_by, text, channel, conversation_id, zone, \
+         status, created_at_ms, updated_at_ms) VALUES ('reminder', 'alice', 'alice', ?, \
+         'telegram', '1001', 'Europe/Berlin', 'finished', ?, ?)",
+    )
+    .bind(text)
+    .bind(at)
+    .bind(at)
+    .execute(pool)
+    .await
+    .unwrap();
+    let settled_at = (state != "open").then_some(at);
+    sqlx::query(
+        "INSERT INTO schedule_firings (schedule_id, due_ms, fired_at_ms, timing, state, \
+         settled_at_ms) SELECT id, ?, ?, 'on_time', ?, ? FROM schedules WHERE text = ?",
+    )
+    .bind(at)
+    .bind(at)
+    .bind(state)
+    .bind(settled_at)
+    .bind(text)
+    .execute(pool)
+    .await
+    .unwrap();
 }
 
 #[actix::test]
@@ -104,6 +134,7 @@ async fn old_rows_and_files_are_pruned_and_recent_ones_kept() {
         .execute(&pool)
         .await
         .unwrap();
+        finished_reminder(&pool, tag, at, "done").await;
         let folder = app.folder.path().join("attachments").join(&inbox_id);
         std::fs::create_dir_all(&folder).unwrap();
         std::fs::write(folder.join("photo.jpg"), b"jpeg").unwrap();
@@ -113,6 +144,8 @@ async fn old_rows_and_files_are_pruned_and_recent_ones_kept() {
             .set_modified(modified)
             .unwrap();
     }
+    // Nobody answered this one: it is still open, so it stays, its schedule with it.
+    finished_reminder(&pool, "open", now - 40 * DAY_MS, "open").await;
     // The pending confirmation of a message still waiting is never pruned.
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
@@ -130,6 +163,7 @@ async fn old_rows_and_files_are_pruned_and_recent_ones_kept() {
             )
             .await
             + count(&pool, "SELECT COUNT(*) FROM outbox WHERE text = 'old'").await
+            + count(&pool, "SELECT COUNT(*) FROM schedules WHERE text = 'old'").await
             + i64::from(app.folder.path().join("attachments/inbox-old").exists());
         if old == 0 {
             break;
@@ -147,6 +181,11 @@ async fn old_rows_and_files_are_pruned_and_recent_ones_kept() {
         "SELECT COUNT(*) FROM inbox WHERE id = 'inbox-new'",
         "SELECT COUNT(*) FROM pending_actions WHERE id = 'c-new'",
         "SELECT COUNT(*) FROM outbox WHERE text = 'new'",
+        "SELECT COUNT(*) FROM schedules WHERE text = 'new'",
+        "SELECT COUNT(*) FROM schedules WHERE text = 'open'",
+        // The old one's settled occurrence went before its schedule could.
+        "SELECT COUNT(*) FROM schedule_firings WHERE state = 'done'",
+        "SELECT COUNT(*) FROM schedule_firings WHERE state = 'open'",
     ] {
         assert_eq!(count(&pool, sql).await, 1, "{sql}");
     }
@@ -159,6 +198,10 @@ async fn old_rows_and_files_are_pruned_and_recent_ones_kept() {
     let (_, metrics) = app.get("/metrics").await;
     assert!(
         metrics.contains("hearth_pruned_total{what=\"history\"}"),
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains("hearth_pruned_total{what=\"reminder_firings\"}"),
         "{metrics}"
     );
     pool.close().await;

@@ -1,6 +1,7 @@
 //! `Retention` on SQLite: one small `DELETE` per batch on the writer, the oldest rows
 //! first; a finished inbox message takes its settled confirmations with it (they refer to
-//! it).
+//! it). A schedule that ended goes only once none of its occurrences is left, since they
+//! refer to it; settled occurrences go first in a round (`Prunable::ALL`).
 
 use async_trait::async_trait;
 
@@ -28,6 +29,16 @@ fn statements(what: Prunable) -> &'static [&'static str] {
         Prunable::FinishedPlans => &["DELETE FROM plan_executions WHERE plan_id IN \
             (SELECT plan_id FROM plan_executions WHERE status IN ('completed', 'failed', \
             'canceled') AND updated_at_ms < ? ORDER BY updated_at_ms LIMIT ?)"],
+        // A settled occurrence's last change is its settling; one closed when it fired
+        // (a task's turn, a missed one) was never settled.
+        Prunable::SettledFirings => &["DELETE FROM schedule_firings WHERE rowid IN \
+            (SELECT rowid FROM schedule_firings WHERE state <> 'open' \
+            AND COALESCE(settled_at_ms, fired_at_ms) < ? \
+            ORDER BY COALESCE(settled_at_ms, fired_at_ms) LIMIT ?)"],
+        Prunable::EndedSchedules => &["DELETE FROM schedules WHERE id IN (SELECT s.id \
+            FROM schedules s WHERE s.status IN ('finished', 'cancelled') AND s.updated_at_ms < ? \
+            AND NOT EXISTS (SELECT 1 FROM schedule_firings f WHERE f.schedule_id = s.id) \
+            ORDER BY s.id LIMIT ?)"],
     }
 }
 

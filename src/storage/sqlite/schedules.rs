@@ -205,6 +205,7 @@ impl Schedules for SqliteStore {
     }
 
     async fn claim(&self, claim: &FiringClaim) -> Result<Claimed, StorageError> {
+        claim.check_forward()?;
         let claim = claim.clone();
         self.writer
             .run_atomically(move |connection| {

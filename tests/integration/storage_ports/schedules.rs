@@ -5,7 +5,7 @@
 use hearth::ids::FiringId;
 use hearth::ports::{
     Claimed, FiringClaim, FiringState, FiringTiming, InboxStatus, NewSchedule, OutgoingMessage,
-    ScheduleKind, ScheduleStatus, Settled, Settlement,
+    ScheduleKind, ScheduleStatus, Settled, Settlement, StorageError,
 };
 use hearth::storage::Stores;
 
@@ -20,11 +20,18 @@ adapter_suite!(
     schedules_store_a_task_s_turn_with_its_firing,
     schedules_settle_an_open_occurrence_once,
     schedules_escalate_an_open_occurrence_once,
+    schedules_refuse_a_claim_that_does_not_move_forward,
 );
 
-const MINUTE: i64 = 60_000;
+pub(super) const MINUTE: i64 = 60_000;
 
-fn reminder(for_member: &str, set_by: &str, due_ms: i64, once_key: Option<&str>) -> NewSchedule {
+/// A daily reminder for `for_member`, first due at `due_ms`.
+pub(super) fn reminder(
+    for_member: &str,
+    set_by: &str,
+    due_ms: i64,
+    once_key: Option<&str>,
+) -> NewSchedule {
     NewSchedule {
         kind: ScheduleKind::Reminder,
         member_id: member(for_member),
@@ -42,7 +49,13 @@ fn reminder(for_member: &str, set_by: &str, due_ms: i64, once_key: Option<&str>)
     }
 }
 
-fn claim(id: FiringId, next_due_ms: Option<i64>, messages: Vec<OutgoingMessage>) -> FiringClaim {
+/// Occurrence `id` fired on time a second after it was due, open, its escalation due
+/// half an hour after it.
+pub(super) fn claim(
+    id: FiringId,
+    next_due_ms: Option<i64>,
+    messages: Vec<OutgoingMessage>,
+) -> FiringClaim {
     FiringClaim {
         id,
         next_due_ms,
@@ -55,14 +68,14 @@ fn claim(id: FiringId, next_due_ms: Option<i64>, messages: Vec<OutgoingMessage>)
     }
 }
 
-fn occurrence(schedule_id: i64, due_ms: i64) -> FiringId {
+pub(super) fn occurrence(schedule_id: i64, due_ms: i64) -> FiringId {
     FiringId {
         schedule_id,
         due_ms,
     }
 }
 
-async fn pending_texts(stores: &Stores) -> Vec<String> {
+pub(super) async fn pending_texts(stores: &Stores) -> Vec<String> {
     stores
         .outbox
         .undelivered("telegram")
@@ -481,4 +494,40 @@ async fn schedules_escalate_an_open_occurrence_once(stores: &Stores) {
         pending_texts(stores).await,
         ["Max's reminder was not acknowledged"]
     );
+}
+
+/// A claim whose next occurrence is not after the one it fires is refused with nothing
+/// stored: a schedule only moves forward, so an occurrence is never due a second time,
+/// whatever became of its firing's row.
+async fn schedules_refuse_a_claim_that_does_not_move_forward(stores: &Stores) {
+    let schedule = stores
+        .schedules
+        .add(&reminder("alice", "alice", T0, None))
+        .await
+        .unwrap();
+    let id = occurrence(schedule.id, T0);
+    for next in [T0, T0 - MINUTE] {
+        let refused = stores
+            .schedules
+            .claim(&claim(
+                id,
+                Some(next),
+                vec![outgoing("telegram", "alice-chat", "⏰ again")],
+            ))
+            .await;
+        let Err(StorageError::Invalid(reason)) = refused else {
+            panic!("a claim back to {next} was not refused: {refused:?}");
+        };
+        assert!(reason.contains(&next.to_string()), "{reason}");
+    }
+    assert_eq!(stores.schedules.firing(id).await.unwrap(), None);
+    assert!(pending_texts(stores).await.is_empty());
+    let unchanged = stores.schedules.schedule(schedule.id).await.unwrap();
+    assert_eq!(unchanged.unwrap().next_due_ms, Some(T0));
+    let fired = stores
+        .schedules
+        .claim(&claim(id, Some(T0 + MINUTE), vec![]))
+        .await
+        .unwrap();
+    assert_eq!(fired, Claimed::Fired { outbox_ids: vec![] });
 }

@@ -10,7 +10,7 @@ use actix_web::{HttpRequest, HttpResponse, web};
 use serde_json::{Map, Value, json};
 
 use super::methods::{self, Answer};
-use super::state::Shared;
+use super::state::{HeldFate, Hold, Shared};
 use super::types::{Call, TgError, UploadedFile, as_int};
 
 /// Parameters the Bot API types as integers, booleans or JSON; form and multipart values of
@@ -82,12 +82,11 @@ pub(super) async fn api(
         .holds
         .get_mut(&method.to_ascii_lowercase())
         .and_then(|queue| queue.pop_front());
-    if let Some(mut released) = hold {
-        // Received and left unanswered, as by a slow Telegram, until the test lets it go.
-        let mut stopped = shared.stopped.subscribe();
-        tokio::select! {
-            _ = released.wait_for(|released| *released) => {}
-            _ = stopped.wait_for(|stopped| *stopped) => return respond(Err(TgError::bad_gateway())),
+    if let Some(hold) = hold.as_ref().filter(|hold| !hold.done_first) {
+        // Received and left undone and unanswered, as by a slow Telegram, until the test
+        // lets it go or says it was lost.
+        if held(&shared, hold).await != HeldFate::Released {
+            return respond(Err(TgError::bad_gateway()));
         }
     }
     let fault = shared
@@ -112,7 +111,23 @@ pub(super) async fn api(
         Err(error) => error.to_json(),
     };
     shared.set_response(index, body);
+    if let Some(hold) = hold.as_ref().filter(|hold| hold.done_first) {
+        // Done, and the answer on its way back until the test lets it go.
+        held(&shared, hold).await;
+    }
     respond(outcome)
+}
+
+/// Wait for what the test says of a held call (`Lost` when the server stops first).
+async fn held(shared: &Shared, hold: &Hold) -> HeldFate {
+    let mut fate = hold.fate.clone();
+    let mut stopped = shared.stopped.subscribe();
+    tokio::select! {
+        decided = fate.wait_for(|fate| *fate != HeldFate::Waiting) => {
+            decided.map(|fate| *fate).unwrap_or(HeldFate::Released)
+        }
+        _ = stopped.wait_for(|stopped| *stopped) => HeldFate::Lost,
+    }
 }
 
 fn respond(outcome: Result<Answer, TgError>) -> HttpResponse {

@@ -4,7 +4,8 @@
 //! Like `llm_server`, it runs on its own thread with its own actix system and uses nothing from
 //! the test crate. Tests script it from the outside: they push inbound updates (built as real
 //! update JSON), inspect every call the bot made and the chats as they stand, and inject
-//! failures (`fail_next`) or a hanging long poll (`stall_get_updates`). Pushing lives in
+//! failures (`fail_next`), a hanging long poll (`stall_get_updates`) or a call held before
+//! it is done or before it is answered (`hold_next`, `hold_answer_of_next`). Pushing lives in
 //! `inbound.rs`, the Bot API methods in `http.rs` (routing, getUpdates), `methods.rs` and
 //! `media.rs`, Telegram's HTML parser in `html.rs`.
 //!
@@ -35,7 +36,7 @@ use actix_web::dev::ServerHandle;
 use actix_web::{App, HttpServer, web};
 use serde_json::{Value, json};
 
-use state::Shared;
+use state::{HeldFate, Hold, Shared};
 // Part of the API even where no test names them.
 #[allow(unused_imports)]
 pub use {
@@ -327,17 +328,31 @@ impl TelegramServer {
         self.shared.state().chat_faults.insert(chat_id, error);
     }
 
-    /// The next call of `method` is received (and recorded) but answered only once the
-    /// returned `HeldCall` is released or dropped.
+    /// The next call of `method` is received (and recorded) but neither done nor answered
+    /// until the returned `HeldCall` is released or dropped (or lost: never done).
     pub fn hold_next(&self, method: &str) -> HeldCall {
-        let (release, released) = tokio::sync::watch::channel(false);
+        self.hold(method, false)
+    }
+
+    /// The next call of `method` is done at once (a message is in its chat) but answered
+    /// only once the returned `HeldCall` is released or dropped: as if Telegram took it
+    /// and the answer was still on its way back.
+    pub fn hold_answer_of_next(&self, method: &str) -> HeldCall {
+        self.hold(method, true)
+    }
+
+    fn hold(&self, method: &str, done_first: bool) -> HeldCall {
+        let (fate, waiting) = tokio::sync::watch::channel(HeldFate::Waiting);
         let mut state = self.shared.state();
         state
             .holds
             .entry(method.to_ascii_lowercase())
             .or_default()
-            .push_back(released);
-        HeldCall { release }
+            .push_back(Hold {
+                done_first,
+                fate: waiting,
+            });
+        HeldCall { fate }
     }
 
     /// No call fails any more (faults queued by `fail_next` and `fail_in_chat` are dropped).
@@ -360,15 +375,33 @@ impl TelegramServer {
     }
 }
 
-/// A call the fake holds unanswered (`TelegramServer::hold_next`).
+/// A call the fake holds unanswered (`TelegramServer::hold_next`,
+/// `TelegramServer::hold_answer_of_next`).
 pub struct HeldCall {
-    release: tokio::sync::watch::Sender<bool>,
+    fate: tokio::sync::watch::Sender<HeldFate>,
 }
 
 impl HeldCall {
-    /// Answer the call now.
+    /// Answer the call now (doing it first, unless it was done already).
     pub fn release(&self) {
-        self.release.send_replace(true);
+        self.settle(HeldFate::Released);
+    }
+
+    /// Answer the call with a 502 now, and never do it if it was not done already: the
+    /// request was lost with its connection (its sender killed) before Telegram took it.
+    pub fn lose(&self) {
+        self.settle(HeldFate::Lost);
+    }
+
+    /// Only the first word counts.
+    fn settle(&self, fate: HeldFate) {
+        self.fate.send_if_modified(|now| {
+            let first = *now == HeldFate::Waiting;
+            if first {
+                *now = fate;
+            }
+            first
+        });
     }
 }
 

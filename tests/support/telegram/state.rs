@@ -11,6 +11,23 @@ use tokio::sync::{Notify, watch};
 
 use super::types::{Call, StoredMessage, TgChat, TgError};
 
+/// What a held call waits for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HeldFate {
+    Waiting,
+    /// Answered as it would have been.
+    Released,
+    /// Never done, answered 502: the connection went before Telegram took it.
+    Lost,
+}
+
+/// One held call of a method.
+pub struct Hold {
+    /// Done at once, only its answer held (`hold_answer_of_next`); otherwise neither.
+    pub done_first: bool,
+    pub fate: watch::Receiver<HeldFate>,
+}
+
 /// Telegram's `icon_color` for a topic created without one.
 const TOPIC_ICON_COLOR: u32 = 7_322_096;
 
@@ -262,8 +279,9 @@ pub(super) struct State {
     pub faults: HashMap<String, VecDeque<TgError>>,
     /// Chats every call about fails with this, until faults are cleared.
     pub chat_faults: HashMap<i64, TgError>,
-    /// Calls of a method held until released (`TelegramServer::hold_next`), by method.
-    pub holds: HashMap<String, VecDeque<watch::Receiver<bool>>>,
+    /// Calls of a method held until released (`TelegramServer::hold_next`,
+    /// `hold_answer_of_next`), by method.
+    pub holds: HashMap<String, VecDeque<Hold>>,
     pub stalls: VecDeque<Duration>,
     pub files: HashMap<String, StoredFile>,
     pub next_file: u64,
