@@ -34,6 +34,7 @@
 //! - [`family`], [`metrics`], [`readiness`]: the allow-list, Prometheus counters, `/readyz`.
 //! - [`redaction`]: the password of a url, never shown.
 //! - [`retention`]: the background pruning of what is kept only for a while.
+//! - [`backoff`]: how long every retry loop waits after failures in a row.
 //! - [`clock`]: the wall clock every expiry, retry and time-to-live reads; tests make it
 //!   follow tokio's paused clock.
 //!
@@ -44,6 +45,7 @@
 
 pub mod actors;
 pub mod app;
+pub mod backoff;
 pub mod clock;
 pub mod config;
 pub mod family;

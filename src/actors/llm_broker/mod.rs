@@ -19,6 +19,7 @@ use std::time::{Duration, Instant};
 use actix::{Actor, Context, Handler, ResponseFuture};
 use tokio::sync::Semaphore;
 
+use crate::backoff::Doubling;
 use crate::config::{LlmBackend, LlmRetryConfig};
 use crate::llm::{CallOrigin, ChatRequest, ChatResponse, GenerateChat, LlmError, LlmProvider};
 use crate::metrics::Metrics;
@@ -178,11 +179,11 @@ impl Shared {
 
     /// Exponential backoff with jitter, so many waiting turns do not retry in lockstep.
     fn backoff(&self, attempt: u32) -> Duration {
-        let exponential = self
-            .retry
-            .initial_backoff_ms
-            .saturating_mul(1u64 << (attempt - 1).min(16));
-        let capped = exponential.min(self.retry.max_backoff_ms);
+        let schedule = Doubling::new(
+            Duration::from_millis(self.retry.initial_backoff_ms),
+            Duration::from_millis(self.retry.max_backoff_ms),
+        );
+        let capped = u64::try_from(schedule.after(attempt).as_millis()).unwrap_or(u64::MAX);
         Duration::from_millis(capped / 2 + fastrand::u64(0..=capped / 2))
     }
 

@@ -9,6 +9,7 @@ use actix::fut::{ActorFutureExt, WrapFuture};
 use actix::{AsyncContext, Context};
 
 use super::{QueuedTurn, ReplyKind, RequestQueue};
+use crate::backoff::Doubling;
 use crate::ids::ConversationKey;
 use crate::ports::now_ms;
 use crate::turn::TurnError;
@@ -39,9 +40,11 @@ impl RequestQueue {
                 ctx,
             );
         }
-        let delay = Duration::from_secs(self.settings.retry_delay_seconds)
-            .saturating_mul(1 << (attempts - 1).min(16))
-            .min(MAX_RETRY_DELAY);
+        let delay = Doubling::new(
+            Duration::from_secs(self.settings.retry_delay_seconds),
+            MAX_RETRY_DELAY,
+        )
+        .after(attempts);
         let inbox = self.inbox.clone();
         let inbox_id = turn.inbound.id.clone();
         let error_text = error.to_string();

@@ -39,6 +39,8 @@ mod oversized;
 mod provider;
 #[cfg(feature = "mcp")]
 mod server;
+#[cfg(all(test, feature = "mcp"))]
+mod server_tests;
 #[cfg(feature = "mcp")]
 mod servers;
 #[cfg(feature = "mcp")]

@@ -27,11 +27,12 @@ use super::elicitation::CallTracker;
 use super::stdio::{MAX_MESSAGE_BYTES, StdioServer};
 use super::transport::{ConnectError, child_command, headers};
 use super::{McpOptions, ServerState};
+use crate::backoff::{Backoff, Doubling};
 use crate::config::{McpServerConfig, namespaced_tool_name};
 use crate::llm::ToolSpec;
 
-const INITIAL_BACKOFF: Duration = Duration::from_secs(1);
-const MAX_BACKOFF: Duration = Duration::from_secs(60);
+/// Reconnecting: 1 s doubling to 60 s.
+const RECONNECTS: Doubling = Doubling::new(Duration::from_secs(1), Duration::from_secs(60));
 /// A connection that lived this long was healthy: the next failure retries quickly again.
 const STABLE_CONNECTION: Duration = Duration::from_secs(60);
 /// How long a closing connection may take (rmcp closes stdin, waits, then SIGTERM, SIGKILL).
@@ -214,7 +215,9 @@ pub(super) async fn supervise(
     first_attempt: oneshot::Sender<()>,
 ) {
     let mut first_attempt = Some(first_attempt);
-    let mut delay = INITIAL_BACKOFF;
+    // Counts failures to connect and connections lost early; a connection that held for
+    // `STABLE_CONNECTION` starts the count again.
+    let mut backoff = Backoff::new(RECONNECTS);
     let mut failures = 0u32;
     loop {
         let attempt = tokio::select! {
@@ -230,8 +233,9 @@ pub(super) async fn supervise(
                     Ended::Stopped => break,
                     Ended::Lost(reason) => {
                         if since.elapsed() >= STABLE_CONNECTION {
-                            delay = INITIAL_BACKOFF;
+                            backoff.reset();
                         }
+                        let delay = backoff.next_wait();
                         tracing::warn!(server = %shared.id, reason = %reason, retry_in_s = delay.as_secs(), last_stderr = ?shared.last_stderr(), "mcp server connection lost; reconnecting");
                         shared.set_disconnected(format!(
                             "{reason}; reconnecting in {}s",
@@ -242,6 +246,7 @@ pub(super) async fn supervise(
             }
             Err(error) => {
                 failures += 1;
+                let delay = backoff.next_wait();
                 tracing::warn!(server = %shared.id, error = %error, attempt = failures, retry_in_s = delay.as_secs(), last_stderr = ?shared.last_stderr(), "mcp server unavailable; retrying");
                 shared.set_disconnected(format!(
                     "{error} (attempt {failures}, next in {}s)",
@@ -253,10 +258,9 @@ pub(super) async fn supervise(
             let _ = done.send(());
         }
         tokio::select! {
-            () = tokio::time::sleep(delay) => {}
+            () = tokio::time::sleep(backoff.failed()) => {}
             () = stopped(&mut stop) => break,
         }
-        delay = (delay * 2).min(MAX_BACKOFF);
     }
     if let Some(done) = first_attempt.take() {
         let _ = done.send(());

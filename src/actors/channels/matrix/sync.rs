@@ -24,6 +24,7 @@ use super::own_chats::OwnRooms;
 use super::session::{self, LoginError};
 use super::{MATRIX_CHANNEL, MatrixAdapter};
 use crate::actors::channels::core::EventReceived;
+use crate::backoff::{Backoff, Doubling};
 
 /// What the sync loop hands over.
 #[derive(Debug)]
@@ -52,7 +53,8 @@ const TOKEN_KEY: &str = "sync_token";
 const SYNC_TIMEOUT: Duration = Duration::from_secs(30);
 /// A sync that takes this much longer than its long-poll timeout is given up on.
 const WATCHDOG_GRACE: Duration = Duration::from_secs(30);
-const MAX_RETRY_DELAY: Duration = Duration::from_secs(60);
+/// A homeserver away: 1 s doubling to 60 s.
+const RETRIES: Doubling = Doubling::new(Duration::from_secs(1), Duration::from_secs(60));
 
 /// Whether events are handed over (not during the first sync) and whether one failed.
 #[derive(Default)]
@@ -74,7 +76,7 @@ pub(super) async fn run(adapter: Arc<MatrixAdapter>, channel: Channel) {
             None
         }
     };
-    let mut failures: u32 = 0;
+    let mut failures = Backoff::new(RETRIES);
     let mut own_rooms = OwnRooms::watch(&adapter.client);
     loop {
         let first = token.is_none();
@@ -95,8 +97,7 @@ pub(super) async fn run(adapter: Arc<MatrixAdapter>, channel: Channel) {
         let response = match synced {
             Ok(Ok(response)) => response,
             Ok(Err(error)) => {
-                let wait = retry_delay(failures);
-                failures = failures.saturating_add(1);
+                let wait = failures.failed();
                 adapter.metrics.error("matrix_sync");
                 let detail = format!("cannot sync: {error}; trying again in {}s", wait.as_secs());
                 adapter.readiness.set(MATRIX_CHANNEL, false, &detail);
@@ -115,7 +116,7 @@ pub(super) async fn run(adapter: Arc<MatrixAdapter>, channel: Channel) {
                 continue;
             }
         };
-        failures = 0;
+        failures.reset();
         if gate.failed.load(Ordering::SeqCst) {
             // Something was not stored: the same events again, after a pause.
             tracing::warn!("a matrix event was not handled; syncing from the same position");
@@ -151,23 +152,19 @@ fn ready_detail(adapter: &MatrixAdapter) -> String {
     }
 }
 
-fn retry_delay(failures: u32) -> Duration {
-    Duration::from_secs(1u64 << failures.min(6)).min(MAX_RETRY_DELAY)
-}
-
 /// Log in, again and again while the homeserver is away; a refusal is retried slowly
 /// (a password changed back, a server fixed) and readiness shows why.
 async fn log_in(adapter: &MatrixAdapter) {
-    let mut failures = 0;
+    let mut failures = Backoff::new(RETRIES);
     loop {
         match session::log_in(&adapter.client, &adapter.settings).await {
             Ok(()) => return,
             Err(error) => {
+                let next = failures.failed();
                 let wait = match error {
-                    LoginError::Unavailable(_) => retry_delay(failures),
-                    LoginError::Refused(_) | LoginError::Session { .. } => MAX_RETRY_DELAY * 5,
+                    LoginError::Unavailable(_) => next,
+                    LoginError::Refused(_) | LoginError::Session { .. } => RETRIES.max * 5,
                 };
-                failures += 1;
                 let detail = format!("{error}; trying again in {}s", wait.as_secs());
                 adapter.readiness.set(MATRIX_CHANNEL, false, &detail);
                 tracing::error!(%error, wait_s = wait.as_secs(), "matrix login failed");

@@ -13,13 +13,14 @@ use teloxide::{ApiError, RequestError};
 use super::TelegramAdapter;
 use super::chat::ChatTarget;
 use crate::actors::channels::core::DeliveryError;
+use crate::backoff::{Backoff, Doubling};
 
 /// Attempts of a quick Bot API call (acknowledging a button press) before hearth gives up
 /// on it; what the member must see goes through the outbox, which keeps trying.
 pub(super) const QUICK_ATTEMPTS: u32 = 6;
-/// The longest hearth waits between two attempts of a quick call, also when Telegram asks
-/// for longer.
-const MAX_BACKOFF: Duration = Duration::from_secs(30);
+/// The waits between two attempts of a quick call: 0.5 s doubling to 30 s, also when
+/// Telegram asks for longer.
+const QUICK_RETRIES: Doubling = Doubling::new(Duration::from_millis(500), Duration::from_secs(30));
 
 /// A failed Bot API call, as the channel core sees it (which caps the pause Telegram asks
 /// for).
@@ -68,17 +69,18 @@ pub(super) fn is_transient(error: &RequestError) -> bool {
     }
 }
 
-/// How long to wait before attempt `attempt + 1` after `error`: what Telegram asked for,
-/// else 0.5 s doubling to `MAX_BACKOFF`.
-pub(super) fn backoff(error: &RequestError, attempt: u32) -> Duration {
+/// One more failure of `failures`, with `error`: how long to wait, what Telegram asked
+/// for when it did, else the schedule's next wait; both within the schedule's cap.
+pub(super) fn wait_after(error: &RequestError, failures: &mut Backoff) -> Duration {
+    let next = failures.failed();
     match error {
-        RequestError::RetryAfter(seconds) => seconds.duration(),
-        _ => Duration::from_millis(500u64.saturating_mul(1 << attempt.min(10))).min(MAX_BACKOFF),
+        RequestError::RetryAfter(seconds) => failures.schedule().capped(seconds.duration()),
+        _ => next,
     }
 }
 
 /// Make a quick Bot API call, again after flood control's wait or a transient failure
-/// (waiting at most `MAX_BACKOFF`), up to `attempts` times.
+/// (waiting along `QUICK_RETRIES`), up to `attempts` times.
 pub(super) async fn with_retries<T, R, F>(
     what: &str,
     attempts: u32,
@@ -88,17 +90,70 @@ where
     F: FnMut() -> R,
     R: IntoFuture<Output = Result<T, RequestError>>,
 {
-    let mut attempt = 0;
+    let mut failures = Backoff::new(QUICK_RETRIES);
     loop {
         match request().into_future().await {
             Ok(value) => return Ok(value),
-            Err(error) if is_transient(&error) && attempt + 1 < attempts => {
-                let wait = backoff(&error, attempt).min(MAX_BACKOFF);
+            Err(error) if is_transient(&error) && failures.failures() + 1 < attempts => {
+                let wait = wait_after(&error, &mut failures);
                 tracing::info!(call = what, %error, wait_ms = wait.as_millis() as u64, "telegram call failed; trying again");
                 tokio::time::sleep(wait).await;
-                attempt += 1;
             }
             Err(error) => return Err(error),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::cell::Cell;
+
+    use teloxide::types::Seconds;
+    use tokio::time::Instant;
+
+    use super::*;
+
+    /// Calls `with_retries` whose attempts fail with `failures` in turn, then succeed; how
+    /// many attempts were made, what came of it and how long it took on the paused clock.
+    async fn attempts_of(
+        attempts: u32,
+        failures: Vec<RequestError>,
+    ) -> (u32, Result<(), RequestError>, Duration) {
+        let made = Cell::new(0u32);
+        let failures = std::cell::RefCell::new(failures.into_iter());
+        let started = Instant::now();
+        let result = with_retries("test", attempts, || {
+            made.set(made.get() + 1);
+            let outcome = failures.borrow_mut().next().map_or(Ok(()), Err);
+            std::future::ready(outcome)
+        })
+        .await;
+        (made.get(), result, started.elapsed())
+    }
+
+    fn bad_gateway() -> RequestError {
+        RequestError::Api(ApiError::Unknown("Bad Gateway".into()))
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_quick_call_waits_longer_after_each_failure_and_gives_up_after_its_attempts() {
+        let (made, result, took) = attempts_of(6, vec![bad_gateway(), bad_gateway()]).await;
+        assert_eq!((made, result.is_ok()), (3, true));
+        assert_eq!(took, Duration::from_millis(500 + 1000));
+        let (made, result, took) = attempts_of(4, (0..10).map(|_| bad_gateway()).collect()).await;
+        assert_eq!((made, result.is_err()), (4, true));
+        assert_eq!(took, Duration::from_millis(500 + 1000 + 2000));
+        // A failure that does not pass by waiting is not tried again.
+        let refused = RequestError::Api(ApiError::BotBlocked);
+        let (made, result, took) = attempts_of(6, vec![refused]).await;
+        assert_eq!((made, result.is_err(), took), (1, true, Duration::ZERO));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn flood_control_s_wait_is_honoured_up_to_the_cap() {
+        let asked = |seconds| RequestError::RetryAfter(Seconds::from_seconds(seconds));
+        let (made, result, took) = attempts_of(6, vec![asked(3), asked(3600)]).await;
+        assert_eq!((made, result.is_ok()), (3, true));
+        assert_eq!(took, Duration::from_secs(3 + 30));
     }
 }

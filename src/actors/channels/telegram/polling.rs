@@ -4,7 +4,7 @@
 //! order), and the offset after them is stored (`ChannelState`) once all are handled for
 //! good, so a restart starts where the last run stopped: nothing lost, and an update
 //! handled but not yet confirmed is recognised by its message's platform id (the inbox
-//! accepts it once). Network errors and Telegram's 5xx back off (1 s doubling to 60 s),
+//! accepts it once). Network errors and Telegram's 5xx back off (0.5 s doubling to 60 s),
 //! 429 waits as long as Telegram says, and a watchdog abandons a poll that outlives its
 //! timeout and starts a new one. Readiness says how polling is going.
 
@@ -16,13 +16,18 @@ use teloxide::payloads::GetUpdatesSetters;
 use teloxide::requests::Requester;
 use teloxide::types::{AllowedUpdate, BotCommand, Update};
 
-use super::api::{backoff, is_transient};
+use super::api::{is_transient, wait_after};
 use super::{TELEGRAM_CHANNEL, TelegramAdapter};
 use crate::actors::channels::core::EventReceived;
+use crate::backoff::{Backoff, Doubling};
 use crate::metrics::StageTimer;
 
 const OFFSET_KEY: &str = "update_offset";
-const MAX_RETRY_DELAY: Duration = Duration::from_secs(60);
+/// Waiting for Telegram to answer at all (`getMe`): 1 s doubling to 60 s.
+const RETRIES: Doubling = Doubling::new(Duration::from_secs(1), Duration::from_secs(60));
+/// A failed poll, or an update the channel could not store yet: 0.5 s doubling to 60 s (a
+/// refused token waits the whole 60 s at once).
+const POLL_RETRIES: Doubling = Doubling::new(Duration::from_millis(500), Duration::from_secs(60));
 /// How much longer than its own timeout a poll may take before the watchdog gives up on
 /// it: a third of the timeout, at least 2 s (10 s for the default 30 s poll).
 fn watchdog_grace(poll_timeout: Duration) -> Duration {
@@ -32,16 +37,16 @@ fn watchdog_grace(poll_timeout: Duration) -> Duration {
 /// `getMe` (the bot's @username, for `/cmd@username`) and the command menu, retried
 /// until Telegram answers: hearth is not ready on Telegram before.
 pub(super) async fn introduce_bot(adapter: &TelegramAdapter) {
-    let mut delay = Duration::from_secs(1);
+    let mut failures = Backoff::new(RETRIES);
     let me = loop {
         match adapter.bot.get_me().await {
             Ok(me) => break me,
             Err(error) => {
+                let delay = failures.failed();
                 let detail = format!("cannot reach the bot api: {error}");
                 adapter.readiness.set(TELEGRAM_CHANNEL, false, &detail);
                 tracing::warn!(%error, retry_s = delay.as_secs(), "telegram getMe failed");
                 tokio::time::sleep(delay).await;
-                delay = (delay * 2).min(MAX_RETRY_DELAY);
             }
         }
     };
@@ -110,7 +115,7 @@ pub(super) async fn poll_updates(adapter: Arc<TelegramAdapter>, channel: Channel
     };
     let timeout = adapter.settings.poll_timeout;
     let watchdog = timeout + watchdog_grace(timeout);
-    let mut failures: u32 = 0;
+    let mut failures = Backoff::new(POLL_RETRIES);
     loop {
         let request = adapter
             .bot
@@ -122,12 +127,12 @@ pub(super) async fn poll_updates(adapter: Arc<TelegramAdapter>, channel: Channel
             Ok(Ok(updates)) => updates,
             Ok(Err(error)) => {
                 let wait = if is_transient(&error) {
-                    backoff(&error, failures).min(MAX_RETRY_DELAY)
+                    wait_after(&error, &mut failures)
                 } else {
                     // A refused token or a conflict does not heal by itself quickly.
-                    MAX_RETRY_DELAY
+                    failures.failed();
+                    POLL_RETRIES.max
                 };
-                failures = failures.saturating_add(1);
                 adapter.metrics.error("telegram_poll");
                 let detail = format!(
                     "getUpdates failed: {error}; trying again in {}s",
@@ -156,7 +161,7 @@ pub(super) async fn poll_updates(adapter: Arc<TelegramAdapter>, channel: Channel
                 continue;
             }
         };
-        failures = 0;
+        failures.reset();
         adapter.readiness.set(TELEGRAM_CHANNEL, true, "polling");
         let Some(next) = updates
             .iter()
@@ -226,14 +231,13 @@ fn updates_by_chat(updates: Vec<teloxide::types::Update>) -> Vec<Vec<teloxide::t
 /// Give `update` to the channel until it is handled for good; `false` once the channel
 /// has stopped.
 async fn hand_over(channel: &Channel, update: Update) -> bool {
-    let mut delay = Duration::from_millis(500);
+    let mut failures = Backoff::new(POLL_RETRIES);
     loop {
         match channel.send(EventReceived(update.clone())).await {
             Ok(Ok(())) => return true,
             Ok(Err(_)) => {
                 // Storage trouble: the same update again in a moment, nothing skipped.
-                tokio::time::sleep(delay).await;
-                delay = (delay * 2).min(MAX_RETRY_DELAY);
+                tokio::time::sleep(failures.failed()).await;
             }
             Err(_) => return false,
         }
