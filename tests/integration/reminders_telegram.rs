@@ -9,7 +9,8 @@
 //! once when Telegram had not taken it, and a second copy of the same occurrence (the one
 //! exception of the outbox on Telegram) when Telegram had taken it but its answer was lost.
 //! A scheduled task runs as a turn of its profile, whose tool that asks first waits for the
-//! member.
+//! member. A child's reminder left unanswered is told to the parent's own chat once, after
+//! its `escalate_after_minutes`, and the child still answers it.
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -259,6 +260,91 @@ async fn a_parent_sets_one_for_a_child_and_a_child_cannot_for_a_sibling() {
     );
     assert_eq!(times_said(&telegram, 1003, "feed the cat"), 0);
     let _ = carol();
+    app.stop().await;
+}
+
+/// hearth on Telegram with `bob` a child.
+async fn start_with_a_child(
+    llm: &ScriptedLlmServer,
+    telegram: &TelegramServer,
+) -> crate::support::hearth_app::TestApp {
+    let folder = tempfile::tempdir().unwrap();
+    let path = crate::telegram_channel::write_telegram_config(
+        folder.path(),
+        llm,
+        telegram,
+        REMIND_PROFILE,
+    );
+    let text = std::fs::read_to_string(&path).unwrap().replace(
+        "{ id: bob, name: Bob, telegram_user_id: 1002 }",
+        "{ id: bob, name: Bob, telegram_user_id: 1002, role: child }",
+    );
+    std::fs::write(&path, text).unwrap();
+    crate::support::hearth_app::TestApp::start_from(
+        folder,
+        &path,
+        &[("TEST_TELEGRAM_TOKEN", TOKEN)],
+    )
+    .await
+}
+
+#[actix::test]
+async fn an_unanswered_child_s_reminder_is_told_to_the_parent_once_and_the_child_still_answers() {
+    let llm = ScriptedLlmServer::start();
+    let telegram = TelegramServer::start(TOKEN);
+    let app = start_with_a_child(&llm, &telegram).await;
+    // Telegram lets a bot write only to whoever started a chat with it.
+    telegram.push_private_text(&alice(), "/help");
+    bot_says(&telegram, 1001, "/cancel").await;
+    script_reminder(
+        &llm,
+        json!({"text": "take the medicine", "delay": "PT1S", "escalate_after_minutes": 1}),
+        "Set.",
+    );
+    telegram.push_private_text(&bob(), "/remind medicine in a second, tell mum if I forget");
+    let prompt = fired_in(&telegram, 1002, "take the medicine").await;
+    let fired_at = Instant::now();
+    let said = llm.tool_result_seen(1);
+    assert!(
+        said.contains("within 1 min, the parents are told"),
+        "{said}"
+    );
+    // Nobody answers: a minute later the parent's own chat hears of it, the child's not.
+    let told = telegram
+        .wait_for_message(
+            1001,
+            |message| {
+                message.from_bot
+                    && message
+                        .text
+                        .as_deref()
+                        .unwrap_or("")
+                        .contains("was not acknowledged within 1 min")
+            },
+            Duration::from_secs(90),
+        )
+        .await
+        .expect("the parent is told");
+    assert!(fired_at.elapsed() >= Duration::from_secs(55), "told early");
+    let text = told.text.as_deref().unwrap();
+    assert!(
+        text.starts_with("⚠️ Bob's reminder “take the medicine”"),
+        "{text}"
+    );
+    assert_eq!(times_said(&telegram, 1002, "was not acknowledged"), 0);
+    // Told once, however long it stays unanswered; the child's own answer still counts.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert_eq!(times_said(&telegram, 1001, "was not acknowledged"), 1);
+    assert_eq!(
+        press(&telegram, &bob(), &prompt, 0).await,
+        ("Done.".into(), false)
+    );
+    assert_eq!(
+        app.running
+            .metrics
+            .value("hearth_reminders_escalated_total", &[]),
+        1.0
+    );
     app.stop().await;
 }
 
