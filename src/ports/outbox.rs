@@ -32,6 +32,13 @@ pub enum OutgoingKind {
     },
 }
 
+/// One entry of a member's reminder list: the schedule's number and its line.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ListedReminder {
+    pub schedule_id: i64,
+    pub line: String,
+}
+
 /// A message to deliver.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OutgoingMessage {
