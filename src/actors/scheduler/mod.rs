@@ -36,9 +36,9 @@ use futures::future::join_all;
 
 use crate::actors::channels::DeliverStored;
 use crate::actors::request_queue::QueueStored;
-use crate::config::RemindersConfig;
+use crate::config::{FamilyMember, RemindersConfig};
 use crate::family::{Family, OwnChats};
-use crate::ids::FiringId;
+use crate::ids::{FiringId, MemberId};
 use crate::metrics::Metrics;
 use crate::ports::{Schedules, StorageError, TelemetrySink, now_ms};
 use crate::reminders::{
@@ -331,16 +331,20 @@ impl Handler<SettleReminder> for Scheduler {
     }
 }
 
+/// The family member a list or a cancel is asked for.
+fn family_member(deps: &SchedulerDeps, member_id: MemberId) -> Result<&FamilyMember, ListingError> {
+    deps.family
+        .member(member_id.as_str())
+        .ok_or(ListingError::NotAMember(member_id))
+}
+
 impl Handler<ListReminders> for Scheduler {
     type Result = ResponseFuture<Result<ReminderListing, ListingError>>;
 
     fn handle(&mut self, asked: ListReminders, _ctx: &mut Self::Context) -> Self::Result {
         let deps = self.deps.clone();
         Box::pin(async move {
-            let member = deps
-                .family
-                .member(asked.member_id.as_str())
-                .ok_or(ListingError::NotAMember(asked.member_id))?;
+            let member = family_member(&deps, asked.member_id)?;
             let now = crate::clock::now();
             Ok(listing::list(deps.schedules.as_ref(), &deps.family, member, now).await?)
         })
@@ -353,10 +357,7 @@ impl Handler<CancelReminder> for Scheduler {
     fn handle(&mut self, asked: CancelReminder, _ctx: &mut Self::Context) -> Self::Result {
         let deps = self.deps.clone();
         Box::pin(async move {
-            let member = deps
-                .family
-                .member(asked.member_id.as_str())
-                .ok_or(ListingError::NotAMember(asked.member_id))?;
+            let member = family_member(&deps, asked.member_id)?;
             let schedule =
                 listing::cancel(deps.schedules.as_ref(), member, asked.schedule_id).await?;
             tracing::info!(schedule = schedule.id, member = %member.id, "schedule cancelled from a list");

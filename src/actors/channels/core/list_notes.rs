@@ -7,6 +7,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::DeliveryError;
 use crate::ids::MemberId;
 use crate::ports::{ChannelState, OutgoingKind, OutgoingMessage, StorageError, now_ms};
 
@@ -142,6 +143,21 @@ pub(crate) async fn noted_list(
             Ok(None)
         }
     }
+}
+
+/// The noted list an edit of `list_event` is to show, for a platform delivering it: storage
+/// trouble is a delivery that may pass.
+pub(crate) async fn list_to_show(
+    state: &dyn ChannelState,
+    channel: &str,
+    list_event: &str,
+) -> Result<Option<NotedList>, DeliveryError> {
+    noted_list(state, channel, list_event)
+        .await
+        .map_err(|error| DeliveryError::Transient {
+            reason: format!("cannot read reminder list {list_event}: {error}"),
+            retry_after: None,
+        })
 }
 
 /// Forget the lists of `channel` noted before `before_ms`; how many were forgotten.

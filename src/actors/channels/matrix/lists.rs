@@ -13,7 +13,7 @@ use super::rooms::{Conversation, room, send_event, send_message};
 use super::{MATRIX_CHANNEL, MatrixAdapter};
 use crate::actors::channels::ChannelError;
 use crate::actors::channels::core::DeliveryError;
-use crate::actors::channels::core::list_notes::{NotedList, note_list, noted_list};
+use crate::actors::channels::core::list_notes::{NotedList, list_to_show, note_list, noted_list};
 use crate::ports::OutgoingMessage;
 
 /// The list as shown: its text, and how to cancel while an entry is open.
@@ -65,12 +65,7 @@ pub(super) async fn edit_list(
     list_event: &str,
     transaction_id: OwnedTransactionId,
 ) -> Result<(), DeliveryError> {
-    let list = noted_list(adapter.state.as_ref(), MATRIX_CHANNEL, list_event)
-        .await
-        .map_err(|error| DeliveryError::Transient {
-            reason: format!("cannot read reminder list {list_event}: {error}"),
-            retry_after: None,
-        })?;
+    let list = list_to_show(adapter.state.as_ref(), MATRIX_CHANNEL, list_event).await?;
     // Forgotten: nothing is left to show.
     let Some(list) = list else {
         return Ok(());

@@ -21,7 +21,7 @@ use super::buttons::answer_press;
 use super::chat::{ChatTarget, MessageEvent, event_id};
 use super::{TELEGRAM_CHANNEL, TelegramAdapter};
 use crate::actors::channels::core::DeliveryError;
-use crate::actors::channels::core::list_notes::{NotedList, note_list, noted_list};
+use crate::actors::channels::core::list_notes::{NotedList, list_to_show, note_list};
 use crate::ports::OutgoingMessage;
 
 const DATA_PREFIX: &str = "hr:";
@@ -116,12 +116,7 @@ pub(super) async fn edit_list(
         );
         return Ok(());
     };
-    let list = noted_list(adapter.state.as_ref(), TELEGRAM_CHANNEL, list_event)
-        .await
-        .map_err(|error| DeliveryError::Transient {
-            reason: format!("cannot read reminder list {list_event}: {error}"),
-            retry_after: None,
-        })?;
+    let list = list_to_show(adapter.state.as_ref(), TELEGRAM_CHANNEL, list_event).await?;
     // Forgotten: nothing is left to show.
     let Some(list) = list else {
         return Ok(());
