@@ -27,8 +27,8 @@
 //! - [`plugins`]: plugin manifests, the parameter resolver, calling plugins, `route_to_plugin`.
 //! - [`intents`]: the intents engine of `engine: intents` profiles.
 //! - [`scripts`]: the family's scripts (`scripts_dir`), their workflow state and toolset.
-//! - [`reminders`]: reminders and scheduled tasks: when, for whom, where, what they say, and
-//!   the tools; the scheduler actor fires them.
+//! - [`reminders`]: reminders and scheduled tasks: when, for whom, where, what they say, who
+//!   may see and cancel them, and the tools; the scheduler actor fires them.
 //! - [`ids`]: member, confirmation, conversation and prompt ids, each parsed once where it
 //!   comes in and written back in the form hearth stores and sends.
 //! - [`family`], [`metrics`], [`readiness`]: the allow-list, Prometheus counters, `/readyz`.

@@ -371,6 +371,8 @@ pub async fn start_with_models(
         own_chats,
         reminders: Some(ReminderAnswers {
             settle: scheduler.clone().recipient(),
+            list: scheduler.clone().recipient(),
+            cancel: scheduler.clone().recipient(),
             snooze_minutes: config.reminders.snooze_minutes,
         }),
     };

@@ -2,7 +2,7 @@
 //! member's reminders over HTTP, with the inbound key.
 //!
 //! The list holds what the member may see (their own and those they set; a parent's, the
-//! family's) with each next time in words and as an instant, and the member's fired
+//! family's: `reminders::listing`, the rules the tools and `/reminders` share) with each next time in words and as an instant, and the member's fired
 //! reminders waiting for Done or Snooze. Done and Snooze go to the scheduler like a button
 //! press: only the member a reminder is for may answer it; for anyone else it is as if it
 //! did not exist (`404`). A user id that is not a family member gets `204` and nothing else.
@@ -16,11 +16,10 @@ use serde_json::{Value, json};
 
 use super::HttpState;
 use super::auth::{Scope, refuse_outside_scope};
-use crate::config::FamilyRole;
 use crate::ids::{FiringId, HTTP_CHANNEL};
 use crate::local_time::{ZoneName, phrasing};
 use crate::ports::Schedule;
-use crate::reminders::{ReminderChoice, ReminderError, SettleReminder, stored_recurring};
+use crate::reminders::{ReminderChoice, ReminderError, SettleReminder, listing, stored_recurring};
 
 #[derive(Debug, Deserialize)]
 pub struct MemberQuery {
@@ -78,11 +77,7 @@ pub async fn get_reminders(
     let Some(member) = state.family.by_id(HTTP_CHANNEL, &query.user_id) else {
         return HttpResponse::NoContent().finish();
     };
-    let listed = if member.role == FamilyRole::Parent {
-        state.schedules.active_schedules().await
-    } else {
-        state.schedules.schedules_of(&member.id).await
-    };
+    let listed = listing::visible(state.schedules.as_ref(), member).await;
     let open = state.schedules.open_firings_of(&member.id).await;
     let (schedules, open) = match (listed, open) {
         (Ok(schedules), Ok(open)) => (schedules, open),

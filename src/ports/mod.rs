@@ -29,7 +29,7 @@ pub use inbox::{
     InboxStatus, QuotedMessage, TurnRecord,
 };
 pub use intent_records::IntentRecords;
-pub use outbox::{Outbox, OutboxEntry, OutgoingKind, OutgoingMessage};
+pub use outbox::{ListedReminder, Outbox, OutboxEntry, OutgoingKind, OutgoingMessage};
 pub use pending_actions::{
     AnswerPlace, AnswerRefused, AskedApproval, Decision, OpenConfirmation, PendingActions,
     PendingConfirmation,

@@ -1,5 +1,6 @@
 //! The durable outbox: every message hearth sends on a chat platform (a reply, a notice, a
-//! confirmation prompt or question, the edit that closes a prompt) is first a row "to
+//! confirmation prompt or question, the edit that closes a prompt, a member's reminder
+//! list and the edit marking one cancelled there) is first a row "to
 //! deliver", written in the same transaction as what caused it (a turn's answer, its
 //! suspension, its failure), and is marked delivered only once the platform accepted it.
 //! After a restart the undelivered rows go out again, in order per conversation.
@@ -30,6 +31,22 @@ pub enum OutgoingKind {
         #[serde(rename = "confirmation_id")]
         prompt: PromptId,
     },
+    /// `member_id`'s reminders (`/reminders`), each entry shown with a way to cancel it
+    /// (a button, a numbered reply), followed by the text (plain, what more there is).
+    ReminderList {
+        member_id: MemberId,
+        entries: Vec<ListedReminder>,
+    },
+    /// The list shown by platform event `list_event` changed (an entry cancelled): it is
+    /// edited to show it as the platform noted it last.
+    ReminderListChanged { list_event: String },
+}
+
+/// One entry of a reminder list: the schedule's number and its line.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ListedReminder {
+    pub schedule_id: i64,
+    pub line: String,
 }
 
 /// A message to deliver.

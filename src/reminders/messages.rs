@@ -1,11 +1,14 @@
 //! What the reminder tools and the channels ask of the scheduler, and what it answers. The
 //! scheduler actor (`actors::scheduler`) handles them; they live here, below it, so the
-//! tools and the channels name no actor.
+//! tools and the channels name no actor. Listing and cancelling for a channel's
+//! `/reminders` (`ListReminders`, `CancelReminder`) are answered by `listing.rs`, the
+//! same rules as the tools'.
 
 use std::time::Duration;
 
 use actix::Message;
 
+use super::listing::{ListingError, ReminderListing};
 use crate::ids::{FiringId, MemberId};
 use crate::ports::StorageError;
 
@@ -54,4 +57,27 @@ pub enum ReminderError {
     Storage(#[from] StorageError),
     #[error("the scheduler is not running")]
     Stopped,
+}
+
+/// `member_id` asks for their list (`/reminders`): what they may see, in their words.
+#[derive(Debug, Clone, Message)]
+#[rtype(result = "Result<ReminderListing, ListingError>")]
+pub struct ListReminders {
+    pub member_id: MemberId,
+}
+
+/// `member_id` cancels schedule `schedule_id` from their list (a button, a numbered
+/// reply), when they may.
+#[derive(Debug, Clone, Message)]
+#[rtype(result = "Result<ReminderCancelled, ListingError>")]
+pub struct CancelReminder {
+    pub member_id: MemberId,
+    pub schedule_id: i64,
+}
+
+/// The cancel counted: what to tell the member.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReminderCancelled {
+    pub schedule_id: i64,
+    pub text: String,
 }

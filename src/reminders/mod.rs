@@ -5,6 +5,8 @@
 //!   the member's zone, and how a stored recurrence goes on;
 //! - `places.rs`: for whom (a parent may set one for another member) and where it goes;
 //! - `texts.rs`: what a reminder, a missed one, an answered one and an escalation say;
+//! - `listing.rs`: what a member may see and cancel, their list's lines, cancelling one:
+//!   the rules the tools, the channels' `/reminders` and the HTTP API share;
 //! - `tools.rs`: the tools a profile enables (`schedule_reminder`, `list_reminders`,
 //!   `cancel_reminder`, `snooze_reminder`, `schedule_task`);
 //! - `messages.rs`: what the tools and the channels ask of the scheduler.
@@ -13,14 +15,17 @@
 //! `PromptId::Reminder`: the channels show it with Done and Snooze, and an answer to it
 //! goes to the scheduler instead of the request queue.
 
+pub mod listing;
 mod messages;
 mod places;
 mod texts;
 mod tools;
 mod when;
 
+pub use listing::{ListingError, NO_REMINDERS, ReminderListing};
 pub use messages::{
-    ReminderChoice, ReminderError, ReminderSettled, SchedulesChanged, SettleReminder,
+    CancelReminder, ListReminders, ReminderCancelled, ReminderChoice, ReminderError,
+    ReminderSettled, SchedulesChanged, SettleReminder,
 };
 pub use places::{PlaceError, delivery_place, find_member, target};
 pub use texts::{

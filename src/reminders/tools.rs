@@ -3,7 +3,8 @@
 //! times, ISO 8601 delays and recurrences in the member's own zone (the model never does
 //! date arithmetic), store what was asked once per tool call (the turn journal's key), and
 //! say back what was stored in the member's words and zone, so a wrong guess shows at once.
-//! A member lists and cancels only their own and those they set; a parent the family's.
+//! A member lists and cancels only their own and those they set; a parent the family's
+//! (`listing.rs`, whose rules the channels' `/reminders` shares).
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -13,13 +14,14 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use serde_json::{Value, json};
 
+use super::listing::{self, ListingError};
 use super::messages::{ReminderChoice, SchedulesChanged, SettleReminder};
 use super::places::{delivery_place, target};
-use super::texts::{MAX_TEXT_CHARS, schedule_line};
+use super::texts::MAX_TEXT_CHARS;
 use super::when::{Timing, WhenArguments};
-use crate::config::{FamilyMember, FamilyRole, RemindersConfig};
+use crate::config::{FamilyMember, RemindersConfig};
 use crate::family::{Family, OwnChats};
-use crate::ids::{ConversationKey, MemberId};
+use crate::ids::ConversationKey;
 use crate::llm::ToolSpec;
 use crate::local_time::{IsoDuration, ZoneName};
 use crate::ports::{NewSchedule, Schedule, ScheduleKind, Schedules};
@@ -375,42 +377,18 @@ impl RemindersToolset {
         ))
     }
 
-    /// A member's own and those they set; a parent's, the family's.
-    async fn visible(&self, tool: &str, member: &FamilyMember) -> Result<Vec<Schedule>, ToolError> {
-        let listed = if member.role == FamilyRole::Parent {
-            self.parts.schedules.active_schedules().await
-        } else {
-            self.parts.schedules.schedules_of(&member.id).await
-        };
-        listed.map_err(|error| failed(tool, error))
-    }
-
     async fn list_reminders(&self, context: &ToolContext) -> Result<String, ToolError> {
         let tool = LIST_REMINDERS;
         let member = self.asking(tool, context)?;
-        let now = self.now();
-        let schedules = self.visible(tool, member).await?;
-        let open = self
-            .parts
-            .schedules
-            .open_firings_of(&member.id)
-            .await
-            .map_err(|error| failed(tool, error))?;
-        if schedules.is_empty() && open.is_empty() {
-            return Ok("No reminders or scheduled tasks.".to_string());
-        }
-        let name_of = |id: &MemberId| self.parts.family.display_name(id);
-        let mut lines: Vec<String> = schedules
-            .iter()
-            .map(|schedule| schedule_line(schedule, &member.id, name_of, now))
-            .collect();
-        for firing in open {
-            lines.push(format!(
-                "#{} fired and waits to be marked done or snoozed",
-                firing.id.schedule_id
-            ));
-        }
-        Ok(lines.join("\n"))
+        let listed = listing::list(
+            self.parts.schedules.as_ref(),
+            &self.parts.family,
+            member,
+            self.now(),
+        )
+        .await
+        .map_err(|error| failed(tool, error))?;
+        Ok(listed.text())
     }
 
     async fn cancel_reminder(
@@ -421,45 +399,15 @@ impl RemindersToolset {
         let tool = CANCEL_REMINDER;
         let member = self.asking(tool, context)?;
         let id = schedule_number(tool, arguments)?;
-        let schedule = self.visible_schedule(tool, member, id).await?;
-        let cancelled = self
-            .parts
-            .schedules
-            .cancel(schedule.id)
-            .await
-            .map_err(|error| failed(tool, error))?;
-        if !cancelled {
-            return Err(invalid(tool, format!("#{id} is not active any more")));
+        match listing::cancel(self.parts.schedules.as_ref(), member, id).await {
+            Ok(schedule) => Ok(listing::cancelled_text(&schedule)),
+            Err(error @ ListingError::NotVisible(_)) => Err(invalid(
+                tool,
+                format!("{error}; list_reminders shows the numbers"),
+            )),
+            Err(error @ ListingError::NotActive(_)) => Err(invalid(tool, error)),
+            Err(error) => Err(failed(tool, error)),
         }
-        Ok(format!("Cancelled #{id}: “{}”.", schedule.text))
-    }
-
-    /// Schedule `id` when `member` may see it; as if it did not exist otherwise.
-    async fn visible_schedule(
-        &self,
-        tool: &str,
-        member: &FamilyMember,
-        id: i64,
-    ) -> Result<Schedule, ToolError> {
-        let schedule = self
-            .parts
-            .schedules
-            .schedule(id)
-            .await
-            .map_err(|error| failed(tool, error))?;
-        schedule
-            .filter(|schedule| {
-                member.role == FamilyRole::Parent
-                    || schedule.member_id == member.id
-                    || schedule.set_by == member.id
-            })
-            .filter(|schedule| schedule.next_due_ms.is_some())
-            .ok_or_else(|| {
-                invalid(
-                    tool,
-                    format!("no active reminder #{id} of yours; list_reminders shows the numbers"),
-                )
-            })
     }
 
     async fn snooze_reminder(

@@ -44,6 +44,8 @@ mod real_llm;
 mod reminders_http;
 mod reminders_matrix;
 mod reminders_telegram;
+mod reminders_telegram_kill;
+mod reminders_telegram_lists;
 mod restart;
 mod retention;
 mod storage_ports;

@@ -1,6 +1,8 @@
 //! Reminders on Matrix, against a real Synapse: a reminder set in an encrypted room fires
 //! there once with ✅ and ⏰ seeded as reactions; ⏰ from its member snoozes it (the prompt
-//! is edited to say until when, one snooze stored).
+//! is edited to say until when, one snooze stored). `!reminders` lists the member's
+//! reminders by number; a number in reply to that list cancels that one (the list edited
+//! to say so), and a number not on it is answered as such.
 
 use serde_json::json;
 
@@ -90,5 +92,99 @@ async fn a_reminder_fires_once_in_the_room_and_its_member_snoozes_it_with_a_reac
         })
         .count();
     assert_eq!(prompts, 1);
+    app.stop().await;
+}
+
+#[actix::test]
+async fn a_number_in_reply_to_the_reminder_list_cancels_that_reminder() {
+    let Some(server) = homeserver("matrix_reminder_list").await else {
+        return;
+    };
+    let llm = ScriptedLlmServer::start();
+    let folder = tempfile::tempdir().unwrap();
+    let path = write_matrix_config(folder.path(), &llm, &server, REMIND_PROFILE);
+    let app = TestApp::start_from(folder, &path, &matrix_env()).await;
+    let alice = MatrixMember::login(&server.synapse, &server.alice).await;
+    let room = room_with_hearth(&alice, &server, true, &[]).await;
+
+    llm.push_many([
+        Step::ToolCalls(vec![(
+            "schedule_reminder".into(),
+            json!({"text": "call grandma", "delay": "PT2H"}),
+        )]),
+        Step::Reply("I'll remind you.".into()),
+    ]);
+    alice
+        .send_text(&room, "!remind in 2 hours remind me to call grandma")
+        .await;
+    reply_from_hearth(&alice, &server, |message| {
+        message.body == "I'll remind you."
+    })
+    .await;
+    let schedules = app
+        .running
+        .stores
+        .schedules
+        .schedules_of(&"alice".parse().unwrap())
+        .await
+        .unwrap();
+    let id = schedules[0].id;
+
+    alice.send_text(&room, "!reminders").await;
+    let list = reply_from_hearth(&alice, &server, |message| {
+        message.body.contains("“call grandma”")
+    })
+    .await;
+    assert_eq!(list.room_id, room);
+    assert!(
+        list.body
+            .starts_with(&format!("#{id} “call grandma”: Today at "))
+            || list
+                .body
+                .starts_with(&format!("#{id} “call grandma”: Tomorrow")),
+        "{}",
+        list.body
+    );
+    assert!(
+        list.body.ends_with(&format!(
+            "reply to this message with its number (e.g. {id})."
+        )),
+        "{}",
+        list.body
+    );
+
+    // A number the list does not hold cancels nothing.
+    let stray = id + 41;
+    alice
+        .send_reply(&room, &list.event_id, &stray.to_string())
+        .await;
+    reply_from_hearth(&alice, &server, |message| {
+        message.body == format!("#{stray} is not on this list, which has #{id}.")
+    })
+    .await;
+
+    alice
+        .send_reply(&room, &list.event_id, &format!("cancel #{id}"))
+        .await;
+    reply_from_hearth(&alice, &server, |message| {
+        message.body == format!("Cancelled #{id}: “call grandma”.")
+    })
+    .await;
+    let edited = alice
+        .wait_for_message(&server.bot.user_id, |message| {
+            message.relates_to.as_ref() == Some(&list.event_id)
+                && message
+                    .new_body()
+                    .is_some_and(|body| body.contains("— ❌ cancelled"))
+        })
+        .await;
+    assert_eq!(edited.room_id, room);
+    let stored = app.running.stores.schedules.schedule(id).await.unwrap();
+    assert_eq!(
+        stored.map(|schedule| schedule.status),
+        Some(hearth::ports::ScheduleStatus::Cancelled)
+    );
+    // Nothing of it reached the model: two turns' worth of requests, the reminder's.
+    assert_eq!(llm.requests().len(), 2);
     app.stop().await;
 }

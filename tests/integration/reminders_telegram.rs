@@ -3,30 +3,22 @@
 //! with ✅ Done and ⏰ Snooze, which only its member may press, once; a parent sets one for
 //! a child (delivered to the child's own chat, saying who set it) while a child setting one
 //! for a sibling is refused; Telegram failing at the moment of firing delays it, never
-//! repeats it; and the real binary killed with SIGKILL just before a reminder is due fires
-//! it once after the restart, marked late. Killed while Telegram holds the reminder's
-//! sendMessage, it delivers after the restart what the firing stored, never a new firing:
-//! once when Telegram had not taken it, and a second copy of the same occurrence (the one
-//! exception of the outbox on Telegram) when Telegram had taken it but its answer was lost.
-//! A scheduled task runs as a turn of its profile, whose tool that asks first waits for the
+//! repeats it (the real binary killed meanwhile: `reminders_telegram_kill.rs`). A
+//! scheduled task runs as a turn of its profile, whose tool that asks first waits for the
 //! member. A child's reminder left unanswered is told to the parent's own chat once, after
 //! its `escalate_after_minutes`, and the child still answers it.
 
-use std::path::Path;
 use std::time::{Duration, Instant};
 
 use serde_json::json;
-use sqlx::Row;
 
-use crate::durable_delivery::{telegram_env, undelivered};
-use crate::support::hearth_app::HearthProcess;
 use crate::support::llm_server::{ScriptedLlmServer, Step};
 use crate::support::telegram::{StoredMessage, TelegramServer, TgError, TgUser};
 use crate::telegram_buttons::press;
 use crate::telegram_channel::{TOKEN, alice, bob, bot_says, start_on_telegram};
 use hearth::reminders::DONE_OUTCOME;
 
-const WAIT: Duration = Duration::from_secs(15);
+pub(crate) const WAIT: Duration = Duration::from_secs(15);
 
 /// Every reminder tool, as `enable_local_tools` lists them.
 pub const REMIND_TOOLS: &str =
@@ -44,7 +36,7 @@ fn carol() -> TgUser {
 }
 
 /// The model asks for a reminder with these arguments, then says `reply`.
-fn script_reminder(llm: &ScriptedLlmServer, arguments: serde_json::Value, reply: &str) {
+pub(crate) fn script_reminder(llm: &ScriptedLlmServer, arguments: serde_json::Value, reply: &str) {
     llm.push_many([
         Step::ToolCalls(vec![("schedule_reminder".into(), arguments)]),
         Step::Reply(reply.into()),
@@ -52,7 +44,7 @@ fn script_reminder(llm: &ScriptedLlmServer, arguments: serde_json::Value, reply:
 }
 
 /// The reminder saying `text` shown in `chat` with its buttons, once there.
-async fn fired_in(telegram: &TelegramServer, chat: i64, text: &str) -> StoredMessage {
+pub(crate) async fn fired_in(telegram: &TelegramServer, chat: i64, text: &str) -> StoredMessage {
     telegram
         .wait_for_message(
             chat,
@@ -68,7 +60,7 @@ async fn fired_in(telegram: &TelegramServer, chat: i64, text: &str) -> StoredMes
 }
 
 /// How many of the bot's messages in `chat` say `text`.
-fn times_said(telegram: &TelegramServer, chat: i64, text: &str) -> usize {
+pub(crate) fn times_said(telegram: &TelegramServer, chat: i64, text: &str) -> usize {
     telegram
         .bot_messages_in(chat)
         .iter()
@@ -378,206 +370,6 @@ async fn telegram_failing_when_it_fires_delays_the_reminder_and_never_repeats_it
     tokio::time::sleep(Duration::from_secs(2)).await;
     assert_eq!(times_said(&telegram, 1001, "take out the bins"), 1);
     app.stop().await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn killed_just_before_it_is_due_the_reminder_fires_once_after_restart_marked_late() {
-    let llm = ScriptedLlmServer::start();
-    let telegram = TelegramServer::start(TOKEN);
-    let folder = tempfile::tempdir().unwrap();
-    let config = crate::telegram_channel::write_telegram_config(
-        folder.path(),
-        &llm,
-        &telegram,
-        REMIND_PROFILE,
-    );
-    let env = telegram_env(&[]);
-    script_reminder(
-        &llm,
-        json!({"text": "call grandma", "delay": "PT3S"}),
-        "I'll remind you.",
-    );
-    let first = HearthProcess::spawn(&config, &env);
-    telegram.push_private_text(&alice(), "/remind call grandma in 3 seconds");
-    bot_says(&telegram, 1001, "I'll remind you.").await;
-    first.kill();
-    // Down across the moment it was due, and long enough that it is late.
-    tokio::time::sleep(Duration::from_secs(8)).await;
-    assert_eq!(times_said(&telegram, 1001, "call grandma"), 0);
-
-    let _second = HearthProcess::spawn(&config, &env);
-    let prompt = fired_in(&telegram, 1001, "call grandma").await;
-    let text = prompt.text.unwrap();
-    assert!(text.contains("late by"), "{text}");
-    assert!(text.contains("it was due today at"), "{text}");
-    tokio::time::sleep(Duration::from_secs(2)).await;
-    assert_eq!(times_said(&telegram, 1001, "call grandma"), 1);
-}
-
-/// What Telegram did with the reminder's sendMessage it held when hearth was killed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum HeldSend {
-    /// Lost with the connection: Telegram never took it.
-    Lost,
-    /// Taken (the message is in the chat); its answer was lost with the connection.
-    Taken,
-}
-
-/// A reminder that came due, sent while Telegram held its sendMessage, and hearth killed
-/// with SIGKILL meanwhile; then a second hearth on the same database.
-struct KilledWhileSending {
-    telegram: TelegramServer,
-    llm: ScriptedLlmServer,
-    folder: tempfile::TempDir,
-    _second: HearthProcess,
-    /// The reminder as its firing stored it.
-    stored: String,
-}
-
-/// The occurrences that fired, as (schedule, due ms), and each schedule's status.
-async fn fired_and_statuses(folder: &Path) -> (Vec<(i64, i64)>, Vec<String>) {
-    let url = format!("sqlite://{}", folder.join("hearth.db").display());
-    let pool = sqlx::SqlitePool::connect(&url).await.unwrap();
-    let firings = sqlx::query("SELECT schedule_id, due_ms FROM schedule_firings")
-        .fetch_all(&pool)
-        .await
-        .unwrap();
-    let statuses = sqlx::query("SELECT status FROM schedules")
-        .fetch_all(&pool)
-        .await
-        .unwrap();
-    pool.close().await;
-    (
-        firings
-            .iter()
-            .map(|row| (row.get("schedule_id"), row.get("due_ms")))
-            .collect(),
-        statuses.iter().map(|row| row.get("status")).collect(),
-    )
-}
-
-async fn kill_while_the_reminder_is_sent(fate: HeldSend) -> KilledWhileSending {
-    let llm = ScriptedLlmServer::start();
-    let telegram = TelegramServer::start(TOKEN);
-    let folder = tempfile::tempdir().unwrap();
-    let config = crate::telegram_channel::write_telegram_config(
-        folder.path(),
-        &llm,
-        &telegram,
-        REMIND_PROFILE,
-    );
-    let env = telegram_env(&[]);
-    script_reminder(
-        &llm,
-        json!({"text": "call grandma", "delay": "PT4S"}),
-        "I'll remind you.",
-    );
-    let first = HearthProcess::spawn(&config, &env);
-    telegram.push_private_text(&alice(), "/remind call grandma in 4 seconds");
-    bot_says(&telegram, 1001, "I'll remind you.").await;
-    let held = match fate {
-        HeldSend::Lost => telegram.hold_next("sendMessage"),
-        HeldSend::Taken => telegram.hold_answer_of_next("sendMessage"),
-    };
-    telegram
-        .wait_for_call(
-            "sendMessage",
-            |call| {
-                call.str("text")
-                    .is_some_and(|text| text.contains("call grandma"))
-            },
-            WAIT,
-        )
-        .await
-        .expect("the reminder is being sent");
-    // Fired: stored with its occurrence, to be noted delivered once Telegram answers.
-    let waiting = undelivered(folder.path()).await;
-    assert_eq!(waiting.len(), 1, "{waiting:?}");
-    let stored = waiting[0].1.clone();
-    assert!(stored.contains("call grandma"), "{stored}");
-    first.kill();
-    if fate == HeldSend::Lost {
-        held.lose();
-    }
-    drop(held);
-    telegram.settle().await;
-    let taken = usize::from(fate == HeldSend::Taken);
-    assert_eq!(times_said(&telegram, 1001, "call grandma"), taken);
-
-    let second = HearthProcess::spawn(&config, &env);
-    let deadline = Instant::now() + WAIT;
-    while !undelivered(folder.path()).await.is_empty() {
-        assert!(
-            Instant::now() < deadline,
-            "the reminder was never delivered"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    // Anything sent twice would be there by now.
-    tokio::time::sleep(Duration::from_secs(2)).await;
-    KilledWhileSending {
-        telegram,
-        llm,
-        folder,
-        _second: second,
-        stored,
-    }
-}
-
-/// The copies of the reminder in Alice's chat: each is what its firing stored, sent on
-/// time, and that occurrence is the only one that fired; the model was not asked again.
-async fn only_the_stored_occurrence(killed: &KilledWhileSending) -> Vec<StoredMessage> {
-    let copies: Vec<StoredMessage> = killed
-        .telegram
-        .bot_messages_in(1001)
-        .into_iter()
-        .filter(|message| {
-            message
-                .text
-                .as_deref()
-                .unwrap_or("")
-                .contains("call grandma")
-        })
-        .collect();
-    for copy in &copies {
-        assert_eq!(copy.text.as_deref(), Some(killed.stored.as_str()));
-        assert_eq!(copy.button_data().len(), 2, "Done and Snooze");
-    }
-    assert_eq!(killed.stored, "⏰ Reminder: call grandma", "fired on time");
-    let (fired, statuses) = fired_and_statuses(killed.folder.path()).await;
-    assert_eq!(fired.len(), 1, "one occurrence fired: {fired:?}");
-    assert_eq!(statuses, ["finished"]);
-    assert_eq!(killed.llm.requests().len(), 2, "the model was asked once");
-    copies
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn killed_while_telegram_holds_the_reminder_it_is_delivered_once_after_restart() {
-    let killed = kill_while_the_reminder_is_sent(HeldSend::Lost).await;
-    let copies = only_the_stored_occurrence(&killed).await;
-    assert_eq!(copies.len(), 1, "exactly once: {copies:?}");
-    assert_eq!(
-        press(&killed.telegram, &alice(), &copies[0], 0).await,
-        ("Done.".into(), false)
-    );
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn killed_before_telegram_s_answer_the_same_occurrence_is_sent_again_never_fired_again() {
-    let killed = kill_while_the_reminder_is_sent(HeldSend::Taken).await;
-    let copies = only_the_stored_occurrence(&killed).await;
-    // Telegram took it, hearth died before noting so, and Telegram cannot recognise a
-    // resend: the outbox's one documented exception. The copy is of the same occurrence.
-    assert_eq!(copies.len(), 2, "{copies:?}");
-    assert_eq!(copies[0].button_data(), copies[1].button_data());
-    assert_eq!(
-        press(&killed.telegram, &alice(), &copies[0], 0).await,
-        ("Done.".into(), false)
-    );
-    assert_eq!(
-        press(&killed.telegram, &alice(), &copies[1], 1).await,
-        ("This was already answered.".into(), true)
-    );
 }
 
 #[actix::test]

@@ -168,7 +168,7 @@ async fn slash_commands_reach_their_profile_and_help_lists_them() {
         .into_iter()
         .map(|(command, _)| command)
         .collect();
-    assert_eq!(menu, ["focus", "secure", "cancel", "help"]);
+    assert_eq!(menu, ["focus", "secure", "reminders", "cancel", "help"]);
 
     let group = TgChat::supergroup(-100777, "Family");
     llm.push(Step::Reply("Focused answer.".into()));

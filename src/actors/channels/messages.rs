@@ -22,4 +22,6 @@ pub enum ChannelError {
     QueueStopped,
     #[error(transparent)]
     Storage(#[from] crate::ports::StorageError),
+    #[error("reminders not read: {0}")]
+    Reminders(#[from] crate::reminders::ListingError),
 }

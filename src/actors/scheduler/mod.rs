@@ -11,7 +11,11 @@
 //! fires once across kill -9 and several hearths; what is missed while hearth is down fires
 //! at start-up, late within `reminders.grace_minutes` or told as missed.
 //!
-//! Done and Snooze (`SettleReminder`, `answers.rs`) settle a fired reminder once.
+//! Done and Snooze (`SettleReminder`, `answers.rs`) settle a fired reminder once. A
+//! channel's `/reminders` lists a member's schedules (`ListReminders`) and cancels one from
+//! that list (`CancelReminder`) here, by `reminders::listing`'s rules, the same as the
+//! tools': the scheduler holds the schedules the channels have no port for. A cancelled
+//! schedule needs no change to what is held: its claim finds it taken.
 
 mod answers;
 mod firing;
@@ -23,18 +27,24 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use actix::fut::{ActorFutureExt, WrapFuture};
-use actix::{Actor, AsyncContext, Context, Handler, Recipient, ResponseActFuture, SpawnHandle};
+use actix::{
+    Actor, AsyncContext, Context, Handler, Recipient, ResponseActFuture, ResponseFuture,
+    SpawnHandle,
+};
 use chrono::{DateTime, Utc};
 use futures::future::join_all;
 
 use crate::actors::channels::DeliverStored;
 use crate::actors::request_queue::QueueStored;
-use crate::config::RemindersConfig;
+use crate::config::{FamilyMember, RemindersConfig};
 use crate::family::{Family, OwnChats};
-use crate::ids::FiringId;
+use crate::ids::{FiringId, MemberId};
 use crate::metrics::Metrics;
 use crate::ports::{Schedules, StorageError, TelemetrySink, now_ms};
-use crate::reminders::{ReminderError, ReminderSettled, SchedulesChanged, SettleReminder};
+use crate::reminders::{
+    CancelReminder, ListReminders, ListingError, ReminderCancelled, ReminderError, ReminderListing,
+    ReminderSettled, SchedulesChanged, SettleReminder, listing,
+};
 
 /// Most due items held in memory; the rest are read when these are done.
 const HELD: usize = 1024;
@@ -318,5 +328,43 @@ impl Handler<SettleReminder> for Scheduler {
             }
             Ok(settled)
         }))
+    }
+}
+
+/// The family member a list or a cancel is asked for.
+fn family_member(deps: &SchedulerDeps, member_id: MemberId) -> Result<&FamilyMember, ListingError> {
+    deps.family
+        .member(member_id.as_str())
+        .ok_or(ListingError::NotAMember(member_id))
+}
+
+impl Handler<ListReminders> for Scheduler {
+    type Result = ResponseFuture<Result<ReminderListing, ListingError>>;
+
+    fn handle(&mut self, asked: ListReminders, _ctx: &mut Self::Context) -> Self::Result {
+        let deps = self.deps.clone();
+        Box::pin(async move {
+            let member = family_member(&deps, asked.member_id)?;
+            let now = crate::clock::now();
+            Ok(listing::list(deps.schedules.as_ref(), &deps.family, member, now).await?)
+        })
+    }
+}
+
+impl Handler<CancelReminder> for Scheduler {
+    type Result = ResponseFuture<Result<ReminderCancelled, ListingError>>;
+
+    fn handle(&mut self, asked: CancelReminder, _ctx: &mut Self::Context) -> Self::Result {
+        let deps = self.deps.clone();
+        Box::pin(async move {
+            let member = family_member(&deps, asked.member_id)?;
+            let schedule =
+                listing::cancel(deps.schedules.as_ref(), member, asked.schedule_id).await?;
+            tracing::info!(schedule = schedule.id, member = %member.id, "schedule cancelled from a list");
+            Ok(ReminderCancelled {
+                schedule_id: schedule.id,
+                text: listing::cancelled_text(&schedule),
+            })
+        })
     }
 }

@@ -3,7 +3,8 @@
 //! in order; a late one says so, a long-missed one is told and its recurrence goes on
 //! from now; a schedule added later joins the timer; more due at once than are held all
 //! fire; Done and Snooze settle once; an unacknowledged one is told to the parents once;
-//! a task's turn is stored and queued on its profile.
+//! a task's turn is stored and queued on its profile; a channel's list and cancel follow
+//! the tools' rules, and a cancelled reminder never fires.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -22,7 +23,10 @@ use crate::metrics::Metrics;
 use crate::ports::{
     FiringState, NewSchedule, OutgoingKind, ScheduleKind, Schedules, TracingTelemetry,
 };
-use crate::reminders::{ReminderChoice, ReminderError, SchedulesChanged, SettleReminder};
+use crate::reminders::{
+    CancelReminder, ListReminders, ListingError, ReminderChoice, ReminderError, SchedulesChanged,
+    SettleReminder,
+};
 use crate::storage::in_memory::InMemoryStore;
 
 const SECOND: Duration = Duration::from_secs(1);
@@ -429,4 +433,59 @@ async fn a_task_s_occurrence_is_a_turn_stored_and_queued_on_its_profile() {
         .unwrap();
     assert_eq!(unanswered.len(), 1);
     assert_eq!(unanswered[0].inbound, queued[0]);
+}
+
+#[actix::test]
+async fn a_channel_s_list_and_cancel_follow_the_tools_rules_and_a_cancelled_one_never_fires() {
+    tokio::time::pause();
+    let _clock = follow_tokio_clock();
+    let store = Arc::new(InMemoryStore::default());
+    let alice_s = store
+        .add(&reminder("alice", "call grandma", now_ms() + 3_000))
+        .await
+        .unwrap()
+        .id;
+    let max_s = store
+        .add(&reminder("max", "homework", now_ms() + 4_000))
+        .await
+        .unwrap()
+        .id;
+    let setup = start(&store);
+    let list = |member: &str| ListReminders {
+        member_id: member_id(member),
+    };
+    let max_list = setup.scheduler.send(list("max")).await.unwrap().unwrap();
+    let listed: Vec<i64> = max_list.schedules.iter().map(|s| s.schedule_id).collect();
+    assert_eq!(listed, [max_s]);
+    let alice_list = setup.scheduler.send(list("alice")).await.unwrap().unwrap();
+    assert_eq!(alice_list.schedules.len(), 2, "a parent lists the family's");
+
+    let cancel = |member: &str, schedule_id| CancelReminder {
+        member_id: member_id(member),
+        schedule_id,
+    };
+    // Max may not cancel his mother's: as if it did not exist.
+    let refused = setup.scheduler.send(cancel("max", alice_s)).await.unwrap();
+    assert!(matches!(refused, Err(ListingError::NotVisible(id)) if id == alice_s));
+    let cancelled = setup
+        .scheduler
+        .send(cancel("alice", alice_s))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        cancelled.text,
+        format!("Cancelled #{alice_s}: “call grandma”.")
+    );
+    let again = setup
+        .scheduler
+        .send(cancel("alice", alice_s))
+        .await
+        .unwrap();
+    assert!(matches!(again, Err(ListingError::NotActive(_))));
+    let stranger = setup.scheduler.send(cancel("lea", max_s)).await.unwrap();
+    assert!(matches!(stranger, Err(ListingError::NotAMember(_))));
+
+    tokio::time::sleep(5 * SECOND).await;
+    assert_eq!(setup.handed.texts(), ["⏰ Reminder: homework"]);
 }

@@ -112,6 +112,10 @@ impl PlatformAdapter for Loopback {
 
     async fn answer_handled(&self, _answer: &(), _outcome: AnswerOutcome) {}
 
+    async fn tell_answerer(&self, _answer: &(), _text: &str, _refused: bool) -> bool {
+        false
+    }
+
     fn typing_place(&self, _conversation: &ConversationKey) -> Option<String> {
         None
     }

@@ -1,8 +1,9 @@
 //! What a chat platform is to the channel core: a `PlatformAdapter` turns the platform's
 //! events into the platform-neutral `Incoming` the core handles (a message, an answer to a
-//! confirmation), loads a message's quote and downloads its files, acknowledges what the
-//! platform needs acknowledged, shows typing, receives events (polling, a webhook, a sync
-//! loop) and, as a `Platform`, delivers the parts of outgoing messages. Everything between
+//! confirmation, a cancel from a reminder list), loads a message's quote and downloads its
+//! files, acknowledges what the platform needs acknowledged, shows typing, receives events
+//! (polling, a webhook, a sync loop) and, as a `Platform`, delivers the parts of outgoing
+//! messages. Everything between
 //! (member lookup, commands, the "seen before" check, the queue, replies) is the core's.
 
 use std::sync::Arc;
@@ -58,11 +59,31 @@ pub(crate) struct IncomingAnswer<S> {
     pub(crate) source: S,
 }
 
+/// A cancel asked from a reminder list hearth showed (`/reminders`): a button under it, a
+/// numbered reply to it. The core decides whether it counts (the list's member, an entry
+/// on it, the rules of who may cancel what).
+#[derive(Debug)]
+pub(crate) struct IncomingCancel<S> {
+    pub(crate) sender: String,
+    /// The platform's id of the asking event (a button press, a reply).
+    pub(crate) event_id: String,
+    /// Where it was asked, when the platform says: where the list is, and where a reply
+    /// goes.
+    pub(crate) conversation: Option<ConversationKey>,
+    /// The platform event showing the list, when the platform says.
+    pub(crate) list_event: Option<String>,
+    /// The entry's number: its schedule's id.
+    pub(crate) schedule_id: i64,
+    /// The platform's event, to acknowledge.
+    pub(crate) source: S,
+}
+
 /// A platform event as the core handles it.
 #[derive(Debug)]
 pub(crate) enum Incoming<M, A> {
     Message(IncomingMessage<M>),
     Answer(IncomingAnswer<A>),
+    Cancel(IncomingCancel<A>),
     /// The platform answers on its own (a message it cannot decrypt): store and deliver.
     #[cfg_attr(not(feature = "matrix"), allow(dead_code))]
     Say(OutgoingMessage),
@@ -135,6 +156,11 @@ pub(crate) trait PlatformAdapter: Platform + Sized {
 
     /// Tell whoever answered what became of it (Telegram's reply to a button press).
     async fn answer_handled(&self, answer: &Self::AnswerSource, outcome: AnswerOutcome);
+
+    /// Tell whoever answered `text` (`refused`: nothing changed) in the platform's own way
+    /// of answering an answer (Telegram's reply to a button press): `true` once told;
+    /// `false` where the platform has none (Matrix), and the core says it in the chat.
+    async fn tell_answerer(&self, answer: &Self::AnswerSource, text: &str, refused: bool) -> bool;
 
     /// The place "typing…" is shown for `conversation` (a chat, a room).
     fn typing_place(&self, conversation: &ConversationKey) -> Option<String>;

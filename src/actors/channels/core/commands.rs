@@ -1,5 +1,6 @@
-//! A member's commands, parsed once for every platform, and what `/cancel` and an answer
-//! to a confirmation (a button, a reaction, a "yes") do. Each returns the messages to
+//! A member's commands, parsed once for every platform (`/reminders` only where reminders
+//! reach the channel), and what `/cancel` and an answer to a confirmation (a button, a
+//! reaction, a "yes") do. Each returns the messages to
 //! deliver; the platform only finds out who spoke, where, and shows the result.
 
 use actix::Addr;
@@ -20,6 +21,8 @@ pub(crate) enum Command {
     Help,
     /// `/cancel`.
     Cancel,
+    /// `/reminders`: the member's reminders, each with a way to cancel it.
+    Reminders,
     /// Another command (a profile's, which the queue routes): the message's text with the
     /// command written `/name` (lowercase, without `@bot`).
     Other(String),
@@ -29,11 +32,13 @@ pub(crate) enum Command {
 
 /// The command `text` starts with, if any: `/name` or `<alternate_prefix>name`, optionally
 /// `@addressee`; a command addressed to anyone but `bot_username` (once known) is not for
-/// us.
+/// us. `/reminders` is the channel's own only where `reminders` reach it; elsewhere it is
+/// another command, which the queue routes.
 pub(crate) fn parse_command(
     text: &str,
     alternate_prefix: Option<char>,
     bot_username: Option<&str>,
+    reminders: bool,
 ) -> Option<Command> {
     let text = text.trim_start();
     let word = text.split_whitespace().next()?;
@@ -53,6 +58,7 @@ pub(crate) fn parse_command(
     Some(match name.as_str() {
         "help" | "start" => Command::Help,
         "cancel" => Command::Cancel,
+        "reminders" if reminders => Command::Reminders,
         _ => {
             let rest = text[word.len()..].trim_start();
             Command::Other(format!("/{name} {rest}").trim_end().to_string())
@@ -160,35 +166,71 @@ mod tests {
     #[test]
     fn commands_for_this_bot_others_and_none() {
         let bot = Some("hearth_bot");
-        assert_eq!(parse_command("/help", None, bot), Some(Command::Help));
-        assert_eq!(parse_command("/START", None, bot), Some(Command::Help));
         assert_eq!(
-            parse_command("/Tools@Hearth_Bot list it", None, bot),
+            parse_command("/help", None, bot, false),
+            Some(Command::Help)
+        );
+        assert_eq!(
+            parse_command("/START", None, bot, false),
+            Some(Command::Help)
+        );
+        assert_eq!(
+            parse_command("/Tools@Hearth_Bot list it", None, bot, false),
             Some(Command::Other("/tools list it".into()))
         );
         assert_eq!(
-            parse_command("/tools@other_bot x", None, bot),
+            parse_command("/tools@other_bot x", None, bot, false),
             Some(Command::NotForUs)
         );
         assert_eq!(
-            parse_command("/cancel@x", None, None),
+            parse_command("/cancel@x", None, None, false),
             Some(Command::Cancel)
         );
-        assert_eq!(parse_command("hello /help", None, bot), None);
-        assert_eq!(parse_command("", None, None), None);
+        assert_eq!(parse_command("hello /help", None, bot, false), None);
+        assert_eq!(parse_command("", None, None, false), None);
     }
 
     #[test]
     fn the_alternate_prefix_counts_only_where_the_platform_has_one() {
         assert_eq!(
-            parse_command("!cancel", Some('!'), None),
+            parse_command("!cancel", Some('!'), None, false),
             Some(Command::Cancel)
         );
         assert_eq!(
-            parse_command("!Focus be brief", Some('!'), None),
+            parse_command("!Focus be brief", Some('!'), None, false),
             Some(Command::Other("/focus be brief".into()))
         );
-        assert_eq!(parse_command("!cancel", None, None), None);
-        assert_eq!(parse_command("wow!", Some('!'), None), None);
+        assert_eq!(parse_command("!cancel", None, None, false), None);
+        assert_eq!(parse_command("wow!", Some('!'), None, false), None);
+    }
+
+    #[test]
+    fn reminders_is_the_channel_s_own_only_where_reminders_reach_it() {
+        let bot = Some("hearth_bot");
+        for text in [
+            "/reminders",
+            "/REMINDERS",
+            "/Reminders@Hearth_Bot",
+            "/reminders all",
+        ] {
+            assert_eq!(
+                parse_command(text, None, bot, true),
+                Some(Command::Reminders),
+                "{text}"
+            );
+        }
+        assert_eq!(
+            parse_command("!reminders", Some('!'), None, true),
+            Some(Command::Reminders)
+        );
+        assert_eq!(
+            parse_command("/reminders@other_bot", None, bot, true),
+            Some(Command::NotForUs)
+        );
+        assert_eq!(
+            parse_command("/reminders", None, bot, false),
+            Some(Command::Other("/reminders".into()))
+        );
+        assert_eq!(parse_command("my reminders", None, bot, true), None);
     }
 }

@@ -1,7 +1,7 @@
 //! The inbound sequence, the same on every platform: who wrote (strangers get nothing),
-//! whether this platform event was handled before, the commands (`/help`, `/cancel`, a
-//! profile's), the files, `SubmitInbound` and what its outcome says to do; and an answer
-//! to a confirmation.
+//! whether this platform event was handled before, the commands (`/help`, `/cancel`,
+//! `/reminders`, a profile's), the files, `SubmitInbound` and what its outcome says to do;
+//! an answer to a confirmation; and a cancel from a reminder list (`reminder_lists.rs`).
 //!
 //! A platform delivers an event again when hearth stopped before confirming it (Telegram's
 //! offset, a Matrix sync position, a webhook call). A message is recognised by the inbox
@@ -17,7 +17,9 @@ use actix::Addr;
 
 use super::adapter::{AnswerOutcome, Incoming, IncomingAnswer, IncomingMessage, PlatformAdapter};
 use super::commands::{self, Command, parse_command};
+use super::list_notes;
 use super::reminder_answers::{self, ReminderAnswers};
+use super::reminder_lists;
 use super::texts::{BUSY_REPLY, help_text};
 use crate::actors::channels::ChannelError;
 use crate::actors::request_queue::{
@@ -66,6 +68,7 @@ impl<A: PlatformAdapter> ChannelCore<A> {
         match self.adapter.read(event).await? {
             Incoming::Message(message) => self.message(message).await,
             Incoming::Answer(answer) => self.answer(answer).await,
+            Incoming::Cancel(cancel) => self.cancel_from_list(cancel).await,
             Incoming::Say(message) => Ok(vec![FollowUp::Send(message)]),
             Incoming::Ignored => Ok(Vec::new()),
         }
@@ -89,7 +92,13 @@ impl<A: PlatformAdapter> ChannelCore<A> {
             ))]
         };
         let username = self.adapter.bot_username();
-        let command = parse_command(&message.text, A::ALTERNATE_PREFIX, username.as_deref());
+        let reminders = self.reminders.is_some();
+        let command = parse_command(
+            &message.text,
+            A::ALTERNATE_PREFIX,
+            username.as_deref(),
+            reminders,
+        );
         let text = match command {
             Some(Command::NotForUs) => return Ok(Vec::new()),
             Some(Command::Help) => {
@@ -98,8 +107,23 @@ impl<A: PlatformAdapter> ChannelCore<A> {
                     &commands.commands,
                     &commands.default_description,
                     A::ALTERNATE_PREFIX,
+                    reminders,
                 );
                 return Ok(self.handled(&message, say(help)).await);
+            }
+            Some(Command::Reminders) => {
+                // Parsed only where reminders reach the channel.
+                let Some(answers) = &self.reminders else {
+                    return Ok(Vec::new());
+                };
+                let list = reminder_lists::list_reply(
+                    answers,
+                    &member.id,
+                    &message.conversation,
+                    Some(message.event_id.clone()),
+                )
+                .await?;
+                return Ok(self.handled(&message, vec![FollowUp::Send(list)]).await);
             }
             Some(Command::Cancel) => {
                 let messages = commands::cancel(
@@ -238,7 +262,7 @@ impl<A: PlatformAdapter> ChannelCore<A> {
 
     /// Whether event `event_id` was handled before: a message accepted, or a command or
     /// answer noted.
-    async fn seen(&self, event_id: &str) -> Result<bool, StorageError> {
+    pub(super) async fn seen(&self, event_id: &str) -> Result<bool, StorageError> {
         let channel = self.channel();
         let key = handled_key(event_id);
         let (accepted, noted) = futures::try_join!(
@@ -260,7 +284,7 @@ impl<A: PlatformAdapter> ChannelCore<A> {
         follow_up
     }
 
-    async fn note_handled(&self, event_id: &str) {
+    pub(super) async fn note_handled(&self, event_id: &str) {
         let noted = self
             .state
             .put_state(
@@ -275,10 +299,12 @@ impl<A: PlatformAdapter> ChannelCore<A> {
         }
     }
 
-    /// Forget the handled events older than `handled_kept_for`; how many were forgotten.
+    /// Forget the handled events and the reminder lists older than `handled_kept_for`; how
+    /// many were forgotten.
     pub(crate) async fn prune_handled(&self) -> Result<usize, StorageError> {
         let kept_for = i64::try_from(self.handled_kept_for.as_millis()).unwrap_or(i64::MAX);
         let before = now_ms().saturating_sub(kept_for);
+        let lists = list_notes::forget_lists(self.state.as_ref(), self.channel(), before);
         let noted = self
             .state
             .list_state(self.channel(), HANDLED_PREFIX)
@@ -292,7 +318,7 @@ impl<A: PlatformAdapter> ChannelCore<A> {
             self.state.delete_state(self.channel(), &key).await?;
             forgotten += 1;
         }
-        Ok(forgotten)
+        Ok(forgotten + lists.await?)
     }
 }
 

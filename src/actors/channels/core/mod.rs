@@ -8,9 +8,10 @@
 //! - `messages.rs`: `EventReceived` and `StopChannel`;
 //! - `adapter.rs`: the `PlatformAdapter` trait and the neutral events;
 //! - `inbound.rs`: the inbound sequence: member lookup, the "seen before" check, commands,
-//!   files, `SubmitInbound` and its outcome; answers to confirmations;
-//! - `commands.rs`: commands parsed once (`/help`, `/cancel`, a profile's, another bot's),
-//!   what `/cancel` and an answer do;
+//!   files, `SubmitInbound` and its outcome; answers to confirmations; cancels from a
+//!   reminder list;
+//! - `commands.rs`: commands parsed once (`/help`, `/cancel`, `/reminders`, a profile's,
+//!   another bot's), what `/cancel` and an answer do;
 //! - `delivery.rs`: the durable outbox delivered in order per conversation, with retries,
 //!   a maximum age, and what was delivered noted, so a restart loses and repeats nothing;
 //! - `platform.rs`: the `Platform` trait (deliver one part) and its error, and the routes a
@@ -19,6 +20,9 @@
 //! - `prompts.rs`: where a confirmation's prompts are noted, so a close reaches each;
 //! - `reminder_answers.rs`: Done and Snooze on a fired reminder's prompt, sent to the
 //!   scheduler;
+//! - `reminder_lists.rs`: `/reminders`, the member's list from the scheduler with a way to
+//!   cancel each entry, and a cancel from one decided;
+//! - `list_notes.rs`: where a platform noted a list it shows, and how its entries ended;
 //! - `texts.rs`: `/help`, the busy reply, the words a settled prompt ends with;
 //! - `typing.rs`: "typing…" while a conversation's turns run;
 //! - `attachments.rs`: safe file names, the note for a file over the size limit, and the
@@ -39,10 +43,12 @@ pub mod attachments;
 pub(crate) mod commands;
 pub(crate) mod delivery;
 pub(crate) mod inbound;
+pub(crate) mod list_notes;
 pub(crate) mod messages;
 pub(crate) mod platform;
 pub(crate) mod prompts;
 pub(crate) mod reminder_answers;
+pub(crate) mod reminder_lists;
 pub(crate) mod tasks;
 pub(crate) mod texts;
 pub(crate) mod typing;
@@ -51,7 +57,7 @@ pub(crate) use actor::ChannelActor;
 pub use actor::ChannelDeps;
 pub use adapter::ProfileCommands;
 pub(crate) use adapter::{
-    AnswerOutcome, Incoming, IncomingAnswer, IncomingMessage, PlatformAdapter,
+    AnswerOutcome, Incoming, IncomingAnswer, IncomingCancel, IncomingMessage, PlatformAdapter,
 };
 pub use delivery::DeliverySettings;
 pub use messages::{EventReceived, StopChannel};

@@ -9,12 +9,18 @@ use super::adapter::AnswerOutcome;
 use crate::config::FamilyMember;
 use crate::ids::FiringId;
 use crate::ports::AnswerRefused;
-use crate::reminders::{ReminderChoice, ReminderError, SettleReminder};
+use crate::reminders::{
+    CancelReminder, ListReminders, ReminderChoice, ReminderError, SettleReminder,
+};
 
-/// Where the channels send answers to reminders, and how long a snooze is (the button says).
+/// Where the channels send what members say about reminders (the scheduler): answers to a
+/// fired one, `/reminders` and a cancel from its list (`reminder_lists.rs`); and how long a
+/// snooze is (the button says).
 #[derive(Clone)]
 pub struct ReminderAnswers {
     pub settle: Recipient<SettleReminder>,
+    pub list: Recipient<ListReminders>,
+    pub cancel: Recipient<CancelReminder>,
     pub snooze_minutes: u64,
 }
 

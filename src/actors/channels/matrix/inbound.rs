@@ -1,8 +1,8 @@
 //! Reading a Matrix event for the channel core: a message (its sender, room and thread,
 //! text with reply fallbacks removed, the message it replies to as its quote, an image or
 //! file downloaded within the size limit), an answer ("yes" / "no" in reply to a prompt,
-//! a ✅ / ❌ reaction on it); and what only Matrix has: invites, and messages this device
-//! cannot decrypt.
+//! a ✅ / ❌ reaction on it), a cancel (a number in reply to a reminder list); and what
+//! only Matrix has: invites, and messages this device cannot decrypt.
 
 use matrix_sdk::Room;
 use matrix_sdk::ruma::events::reaction::OriginalSyncReactionEvent;
@@ -16,12 +16,15 @@ use matrix_sdk::ruma::{OwnedEventId, OwnedUserId};
 
 use super::MatrixAdapter;
 use super::confirmations::{prompt_of, reaction_answer, yes_or_no};
+use super::lists::{is_list, list_number};
 use super::rooms::{Conversation, send_read_receipt};
 use super::sync::MatrixEvent;
 use crate::actors::channels::ChannelError;
 use crate::actors::channels::core::attachments::{StoreError, safe_file_name, too_large_note};
 use crate::actors::channels::core::commands;
-use crate::actors::channels::core::{AnswerOutcome, Incoming, IncomingAnswer, IncomingMessage};
+use crate::actors::channels::core::{
+    AnswerOutcome, Incoming, IncomingAnswer, IncomingCancel, IncomingMessage,
+};
 use crate::ports::{Attachment, AttachmentKind, QuotedMessage};
 
 pub(super) const UNDECRYPTABLE_REPLY: &str = "I can't read your last message: it was encrypted \
@@ -38,8 +41,8 @@ pub(crate) struct MatrixMessage {
     media: Option<Media>,
 }
 
-/// The event behind an answer: a reply saying yes or no (which gets a read receipt), or a
-/// reaction.
+/// The event behind an answer: a reply saying yes or no, or a number to a reminder list
+/// (which gets a read receipt), or a reaction.
 #[derive(Debug)]
 pub(crate) enum MatrixAnswer {
     Reply { room: Room, event_id: OwnedEventId },
@@ -151,6 +154,23 @@ async fn read_message(
             },
         }));
     }
+    // A number in reply to a reminder list cancels that entry.
+    if let Some(list_event) = &replied_to
+        && let Some(schedule_id) = list_number(&text)
+        && is_list(adapter, list_event.as_str()).await?
+    {
+        return Ok(Incoming::Cancel(IncomingCancel {
+            sender: event.sender.to_string(),
+            event_id: event.event_id.to_string(),
+            conversation: Conversation::room(room.room_id().to_owned()).key().ok(),
+            list_event: Some(list_event.to_string()),
+            schedule_id,
+            source: MatrixAnswer::Reply {
+                room,
+                event_id: event.event_id,
+            },
+        }));
+    }
     let Ok(key) = conversation.key() else {
         tracing::warn!(room = %room.room_id(), "matrix message from no conversation");
         return Ok(Incoming::Ignored);
@@ -197,11 +217,17 @@ pub(super) fn message_handled(message: &MatrixMessage) {
     send_read_receipt(message.room.clone(), message.event_id.clone());
 }
 
-/// An answer was handled: a reply saying yes or no gets its read receipt.
+/// An answer was handled: a reply (yes, no, a list's number) from a member gets its read
+/// receipt.
 pub(super) fn answer_handled(answer: &MatrixAnswer, outcome: AnswerOutcome) {
-    if let (MatrixAnswer::Reply { room, event_id }, false) =
-        (answer, outcome == AnswerOutcome::Stranger)
-    {
+    if outcome != AnswerOutcome::Stranger {
+        answer_read(answer);
+    }
+}
+
+/// A member's answer was read: a reply gets its read receipt (a reaction has none).
+pub(super) fn answer_read(answer: &MatrixAnswer) {
+    if let MatrixAnswer::Reply { room, event_id } = answer {
         send_read_receipt(room.clone(), event_id.clone());
     }
 }

@@ -20,9 +20,12 @@
 //!   get a read receipt (`rooms.rs`: conversations, sending, typing, receipts).
 //! - Confirmations (`confirmations.rs`) are prompts the bot seeds with ✅ and ❌
 //!   reactions; the outcome is edited into the prompt (`m.replace`).
+//! - `/reminders` (`lists.rs`) is the member's list, numbered; a number in reply to it
+//!   cancels that entry, answered in the room, and the list is edited to show it.
 
 mod confirmations;
 mod inbound;
+mod lists;
 mod media;
 mod outbound;
 mod own_chats;
@@ -175,6 +178,12 @@ impl PlatformAdapter for MatrixAdapter {
 
     async fn answer_handled(&self, answer: &MatrixAnswer, outcome: AnswerOutcome) {
         inbound::answer_handled(answer, outcome);
+    }
+
+    /// Matrix answers an answer only by a message: the core replies in the room.
+    async fn tell_answerer(&self, answer: &MatrixAnswer, _text: &str, _refused: bool) -> bool {
+        inbound::answer_read(answer);
+        false
     }
 
     /// A room: its threads share its typing notice.

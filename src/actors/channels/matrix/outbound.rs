@@ -1,14 +1,16 @@
 //! Sending to Matrix: the homeserver as the channel core's `Platform`. Replies are
 //! `m.notice` with the markdown rendered to HTML and a plain body (the text as written
 //! when the markdown shows nothing), threaded to the message they answer (and kept in its
-//! thread); prompts and their closing are `confirmations.rs`'s; every part carries a
-//! transaction id from its outbox row. Order, retries and the outbox are the core's.
+//! thread); prompts and their closing are `confirmations.rs`'s, reminder lists and their
+//! edits `lists.rs`'s; every part carries a transaction id from its outbox row. Order,
+//! retries and the outbox are the core's.
 
 use async_trait::async_trait;
 use matrix_sdk::ruma::OwnedTransactionId;
 use matrix_sdk::ruma::events::room::message::RoomMessageEventContent;
 
 use super::confirmations::{self, NO, SNOOZE, YES};
+use super::lists;
 use super::rooms::{Conversation, send_message};
 use super::{MATRIX_CHANNEL, MatrixAdapter};
 use crate::actors::channels::core::{DeliveryError, Platform};
@@ -25,6 +27,10 @@ pub(crate) enum Part {
     Reaction(&'static str),
     /// The edit (`m.replace`) that settles a prompt.
     Close,
+    /// A reminder list, numbered.
+    List,
+    /// The edit (`m.replace`) showing a reminder list as noted now.
+    ListEdit,
 }
 
 /// A reply in `markdown` as a notice.
@@ -57,6 +63,8 @@ impl Platform for MatrixAdapter {
                 vec![Part::Prompt, Part::Reaction(YES), Part::Reaction(second)]
             }
             OutgoingKind::Close { .. } => vec![Part::Close],
+            OutgoingKind::ReminderList { .. } => vec![Part::List],
+            OutgoingKind::ReminderListChanged { .. } => vec![Part::ListEdit],
         }
     }
 
@@ -103,6 +111,15 @@ impl Platform for MatrixAdapter {
             }
             (Part::Close, OutgoingKind::Close { prompt }) => {
                 confirmations::close_prompt(self, prompt, &message.text, transaction_id).await?;
+                Ok(None)
+            }
+            (Part::List, OutgoingKind::ReminderList { .. }) => {
+                lists::send_list(self, &conversation, message, reply_to, transaction_id)
+                    .await
+                    .map(Some)
+            }
+            (Part::ListEdit, OutgoingKind::ReminderListChanged { list_event }) => {
+                lists::edit_list(self, &conversation, list_event, transaction_id).await?;
                 Ok(None)
             }
             _ => Err(DeliveryError::Permanent(

@@ -63,10 +63,19 @@ pub(super) fn is_transient(error: &RequestError) -> bool {
         RequestError::RetryAfter(_)
         | RequestError::Network(_)
         | RequestError::InvalidJson { .. } => true,
-        // Bad gateways and the like come back as unknown API errors.
-        RequestError::Api(ApiError::Unknown(_)) => true,
+        // Bad gateways and the like come back as unknown API errors; so do refusals
+        // teloxide does not spell as Telegram does (an old button press's "query ID is
+        // invalid"), and a refusal does not pass by asking again.
+        RequestError::Api(ApiError::Unknown(description)) => !is_refusal(description),
         _ => false,
     }
+}
+
+/// Whether Telegram's error description is a 4xx refusal: the request itself is wrong.
+fn is_refusal(description: &str) -> bool {
+    ["Bad Request", "Unauthorized", "Forbidden", "Not Found"]
+        .iter()
+        .any(|refusal| description.starts_with(refusal))
 }
 
 /// One more failure of `failures`, with `error`: how long to wait, what Telegram asked
@@ -143,10 +152,17 @@ mod tests {
         let (made, result, took) = attempts_of(4, (0..10).map(|_| bad_gateway()).collect()).await;
         assert_eq!((made, result.is_err()), (4, true));
         assert_eq!(took, Duration::from_millis(500 + 1000 + 2000));
-        // A failure that does not pass by waiting is not tried again.
-        let refused = RequestError::Api(ApiError::BotBlocked);
-        let (made, result, took) = attempts_of(6, vec![refused]).await;
-        assert_eq!((made, result.is_err(), took), (1, true, Duration::ZERO));
+        // A failure that does not pass by waiting is not tried again, also one teloxide
+        // does not know by name (an old button press answered again).
+        let old_press =
+            "Bad Request: query is too old and response timeout expired or query ID is invalid";
+        for refused in [
+            RequestError::Api(ApiError::BotBlocked),
+            RequestError::Api(ApiError::Unknown(old_press.into())),
+        ] {
+            let (made, result, took) = attempts_of(6, vec![refused]).await;
+            assert_eq!((made, result.is_err(), took), (1, true, Duration::ZERO));
+        }
     }
 
     #[tokio::test(start_paused = true)]

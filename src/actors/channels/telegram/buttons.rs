@@ -220,7 +220,8 @@ pub(super) async fn not_mine(adapter: &TelegramAdapter, query: &CallbackQuery) {
     answer_press(adapter, query, "This button is not mine.", true).await;
 }
 
-async fn answer_press(
+/// Answer a press with `text`, as an alert when `show_alert`.
+pub(super) async fn answer_press(
     adapter: &TelegramAdapter,
     query: &CallbackQuery,
     text: &str,

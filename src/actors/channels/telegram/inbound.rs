@@ -1,6 +1,7 @@
 //! Reading a Telegram update for the channel core: a message (its sender, chat, text or
 //! caption, the message it replies to as its quote, photos and documents downloaded
-//! within the size limit) or a button press (an answer to a confirmation).
+//! within the size limit) or a button press (an answer to a prompt, or a cancel from a
+//! reminder list).
 
 use std::path::Path;
 
@@ -9,12 +10,12 @@ use teloxide::requests::Requester;
 use teloxide::types::{CallbackQuery, FileId, Message, Update, UpdateKind};
 
 use super::TelegramAdapter;
-use super::buttons;
 use super::chat::{ChatTarget, event_id};
+use super::{buttons, list_buttons};
 use crate::actors::channels::core::attachments::{
     StoreError, safe_file_name, store_limited, too_large_note,
 };
-use crate::actors::channels::core::{Incoming, IncomingAnswer, IncomingMessage};
+use crate::actors::channels::core::{Incoming, IncomingAnswer, IncomingCancel, IncomingMessage};
 use crate::ports::{Attachment, AttachmentKind, QuotedMessage};
 
 /// `update` as the channel core handles it: a message from a person, or a button press.
@@ -68,25 +69,37 @@ fn read_message(message: Message) -> Incoming<Message, CallbackQuery> {
     })
 }
 
-/// A button press: answers the confirmation in the chat (and topic) of the message whose
-/// button was pressed, where it is answered.
+/// A button press: answers the prompt, or cancels from the reminder list, in the chat (and
+/// topic) of the message whose button was pressed, where it is answered.
 async fn read_press(
     adapter: &TelegramAdapter,
     query: CallbackQuery,
 ) -> Incoming<Message, CallbackQuery> {
-    let Some((prompt, approve)) = buttons::answer_of(&query) else {
-        buttons::not_mine(adapter, &query).await;
-        return Incoming::Ignored;
-    };
     let conversation = query
         .message
         .as_ref()
         .and_then(|message| message.regular_message())
         .and_then(|message| ChatTarget::of(message).conversation().ok());
+    let sender = query.from.id.0.to_string();
+    // A press is delivered again under the same query id.
+    let event_id = format!("press:{}", query.id.0);
+    if let Some(schedule_id) = list_buttons::cancel_of(&query) {
+        return Incoming::Cancel(IncomingCancel {
+            sender,
+            event_id,
+            conversation,
+            list_event: list_buttons::list_of(&query),
+            schedule_id,
+            source: query,
+        });
+    }
+    let Some((prompt, approve)) = buttons::answer_of(&query) else {
+        buttons::not_mine(adapter, &query).await;
+        return Incoming::Ignored;
+    };
     Incoming::Answer(IncomingAnswer {
-        sender: query.from.id.0.to_string(),
-        // A press is delivered again under the same query id.
-        event_id: format!("press:{}", query.id.0),
+        sender,
+        event_id,
         conversation,
         prompt,
         approve,

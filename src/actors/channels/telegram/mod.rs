@@ -18,12 +18,16 @@
 //! - Confirmations (`buttons.rs`) are messages with ✅/❌ buttons whose callback data is
 //!   an opaque id; a press is answered with a short notice (an alert when refused);
 //!   closing removes the buttons.
+//! - `/reminders` (`list_buttons.rs`) is the member's list with a "❌ Cancel #N" button
+//!   for each entry; a press is answered with what happened, and the list is edited to
+//!   show it, that button gone.
 //! - `api.rs`: a Bot API call's failure as the core sees it, and retries of quick calls.
 
 mod api;
 mod buttons;
 mod chat;
 mod inbound;
+mod list_buttons;
 mod outbound;
 mod polling;
 mod webhook;
@@ -105,6 +109,8 @@ pub(crate) struct TelegramAdapter {
     username: OnceLock<String>,
     /// What a fired reminder's Snooze button says it puts the reminder off by.
     snooze_minutes: u64,
+    /// Whether `/reminders` is the channel's own (reminders reach it): in the menu.
+    lists_reminders: bool,
 }
 
 impl TelegramAdapter {
@@ -138,6 +144,7 @@ impl TelegramAdapter {
                 .reminders
                 .as_ref()
                 .map_or(10, |reminders| reminders.snooze_minutes),
+            lists_reminders: deps.reminders.is_some(),
         })
     }
 }
@@ -189,6 +196,11 @@ impl PlatformAdapter for TelegramAdapter {
 
     async fn answer_handled(&self, press: &CallbackQuery, outcome: AnswerOutcome) {
         buttons::acknowledge_press(self, press, outcome).await;
+    }
+
+    async fn tell_answerer(&self, press: &CallbackQuery, text: &str, refused: bool) -> bool {
+        list_buttons::tell_presser(self, press, text, refused).await;
+        true
     }
 
     fn typing_place(&self, conversation: &ConversationKey) -> Option<String> {

@@ -1,7 +1,8 @@
 //! Sending to Telegram: the Bot API as the channel core's `Platform`. Replies are the
 //! markdown as Telegram HTML split under the message limit (plain text when Telegram
 //! refuses the entities, and the text as written when the markdown shows nothing), prompts
-//! have buttons (`buttons.rs`); order, retries and the outbox are the core's.
+//! have buttons (`buttons.rs`), reminder lists their cancel buttons (`list_buttons.rs`);
+//! order, retries and the outbox are the core's.
 
 use async_trait::async_trait;
 use teloxide::payloads::SendMessageSetters;
@@ -10,7 +11,7 @@ use teloxide::{ApiError, RequestError};
 
 use super::api::{delivery_error, message};
 use super::chat::{ChatTarget, MessageEvent, event_id};
-use super::{TELEGRAM_CHANNEL, TelegramAdapter, buttons};
+use super::{TELEGRAM_CHANNEL, TelegramAdapter, buttons, list_buttons};
 use crate::actors::channels::core::{DeliveryError, Platform};
 use crate::format::{
     TELEGRAM_MESSAGE_LIMIT, escape_html, plain_text, shown_as_written, split_plain,
@@ -27,6 +28,10 @@ pub(crate) enum Part {
     Prompt,
     /// The edit that settles a confirmation's prompt.
     Close,
+    /// A reminder list with its cancel buttons.
+    List,
+    /// The edit showing a reminder list as noted now.
+    ListEdit,
 }
 
 /// The messages a reply in `markdown` is sent as.
@@ -69,6 +74,8 @@ impl Platform for TelegramAdapter {
             OutgoingKind::Reply => reply_parts(&entry.message.text),
             OutgoingKind::Prompt { .. } => vec![Part::Prompt],
             OutgoingKind::Close { .. } => vec![Part::Close],
+            OutgoingKind::ReminderList { .. } => vec![Part::List],
+            OutgoingKind::ReminderListChanged { .. } => vec![Part::ListEdit],
         }
     }
 
@@ -105,6 +112,15 @@ impl Platform for TelegramAdapter {
             }
             (Part::Close, OutgoingKind::Close { prompt }) => {
                 buttons::close_prompt(self, target, prompt, &message.text).await?;
+                Ok(None)
+            }
+            (Part::List, OutgoingKind::ReminderList { .. }) => {
+                list_buttons::send_list(self, target, message, reply_to)
+                    .await
+                    .map(Some)
+            }
+            (Part::ListEdit, OutgoingKind::ReminderListChanged { list_event }) => {
+                list_buttons::edit_list(self, list_event).await?;
                 Ok(None)
             }
             _ => Err(DeliveryError::Permanent(

@@ -61,6 +61,12 @@ pub(super) async fn introduce_bot(adapter: &TelegramAdapter) {
         .filter(|(command, _)| menu_command_is_valid(command))
         .map(|(command, description)| BotCommand::new(command, menu_description(description)))
         .collect();
+    if adapter.lists_reminders {
+        commands.push(BotCommand::new(
+            "reminders",
+            "Your reminders, to cancel one",
+        ));
+    }
     commands.push(BotCommand::new(
         "cancel",
         "Cancel what waits for your answer",
