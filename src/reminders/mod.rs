@@ -30,7 +30,7 @@ pub use messages::{
 pub use places::{PlaceError, delivery_place, find_member, target};
 pub use texts::{
     DONE_OUTCOME, LATE_AFTER, MAX_TEXT_CHARS, escalation_message, missed_message, reminder_message,
-    schedule_line, snoozed_outcome,
+    schedule_line, sent_late, snoozed_outcome,
 };
 pub use tools::{
     CANCEL_REMINDER, LIST_REMINDERS, REMINDER_TOOL_NAMES, RemindersParts, RemindersToolset,

@@ -36,6 +36,20 @@ pub fn reminder_message(
     }
 }
 
+/// A fired reminder's prompt, `text` as its firing stored it, going out at `now` although
+/// it was due at `due`: hearth was stopped between firing and sending it, or the platform
+/// was down. Said late when it is, unless its firing already said so.
+pub fn sent_late(
+    text: &str,
+    due: DateTime<Utc>,
+    fired_at: DateTime<Utc>,
+    now: DateTime<Utc>,
+) -> Option<String> {
+    let late = now - due;
+    (late > LATE_AFTER && fired_at - due <= LATE_AFTER)
+        .then(|| format!("{text}\n(sent {})", phrasing::say_lateness(late)))
+}
+
 /// An occurrence missed for longer than the grace: told once instead of sent.
 pub fn missed_message(
     schedule: &Schedule,
@@ -144,6 +158,24 @@ mod tests {
 
     fn berlin() -> ZoneName {
         ZoneName::parse("Europe/Berlin").unwrap()
+    }
+
+    #[test]
+    fn a_reminder_fired_on_time_but_sent_later_says_so_once() {
+        let due = Utc.with_ymd_and_hms(2026, 11, 26, 7, 0, 0).unwrap();
+        let stored = "⏰ Reminder: call grandma";
+        let seconds = chrono::TimeDelta::seconds;
+        assert_eq!(
+            sent_late(stored, due, due, due + seconds(12 * 60)).as_deref(),
+            Some("⏰ Reminder: call grandma\n(sent late by 12 min)")
+        );
+        // Sent within moments: as stored.
+        assert_eq!(sent_late(stored, due, due, due + seconds(3)), None);
+        // Fired late already: its text says so, once is enough.
+        assert_eq!(
+            sent_late(stored, due, due + seconds(60), due + seconds(600)),
+            None
+        );
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! Reminders on Telegram with the real binary killed with SIGKILL: just before a reminder
 //! is due, it fires once after the restart, marked late. Killed while Telegram holds the
-//! reminder's sendMessage, it delivers after the restart what the firing stored, never a new
-//! firing: once when Telegram had not taken it, and a second copy of the same occurrence
+//! reminder's sendMessage, it delivers after the restart what the firing stored, saying it
+//! is late, never a new firing: once when Telegram had not taken it, and a second copy of the same occurrence
 //! (the one exception of the outbox on Telegram) when Telegram had taken it but its answer
 //! was lost.
 
@@ -143,6 +143,8 @@ async fn kill_while_the_reminder_is_sent(fate: HeldSend) -> KilledWhileSending {
     let taken = usize::from(fate == HeldSend::Taken);
     assert_eq!(times_said(&telegram, 1001, "call grandma"), taken);
 
+    // Down long enough that what goes out after the restart is late.
+    tokio::time::sleep(Duration::from_secs(6)).await;
     let second = HearthProcess::spawn(&config, &env);
     let deadline = Instant::now() + WAIT;
     while !undelivered(folder.path()).await.is_empty() {
@@ -163,8 +165,9 @@ async fn kill_while_the_reminder_is_sent(fate: HeldSend) -> KilledWhileSending {
     }
 }
 
-/// The copies of the reminder in Alice's chat: each is what its firing stored, sent on
-/// time, and that occurrence is the only one that fired; the model was not asked again.
+/// The copies of the reminder in Alice's chat: each is what its firing stored (on time),
+/// the one sent after the restart saying it is late, and that occurrence is the only one
+/// that fired; the model was not asked again.
 async fn only_the_stored_occurrence(killed: &KilledWhileSending) -> Vec<StoredMessage> {
     let copies: Vec<StoredMessage> = killed
         .telegram
@@ -179,9 +182,18 @@ async fn only_the_stored_occurrence(killed: &KilledWhileSending) -> Vec<StoredMe
         })
         .collect();
     for copy in &copies {
-        assert_eq!(copy.text.as_deref(), Some(killed.stored.as_str()));
+        let text = copy.text.as_deref().unwrap_or("");
+        assert!(text.starts_with(&killed.stored), "{text}");
         assert_eq!(copy.button_data().len(), 2, "Done and Snooze");
     }
+    let after_restart = copies
+        .last()
+        .and_then(|copy| copy.text.as_deref())
+        .unwrap_or("");
+    assert!(
+        after_restart.starts_with(&format!("{}\n(sent late by ", killed.stored)),
+        "{after_restart}"
+    );
     assert_eq!(killed.stored, "⏰ Reminder: call grandma", "fired on time");
     let (fired, statuses) = fired_and_statuses(killed.folder.path()).await;
     assert_eq!(fired.len(), 1, "one occurrence fired: {fired:?}");
@@ -209,6 +221,11 @@ async fn killed_before_telegram_s_answer_the_same_occurrence_is_sent_again_never
     // resend: the outbox's one documented exception. The copy is of the same occurrence.
     assert_eq!(copies.len(), 2, "{copies:?}");
     assert_eq!(copies[0].button_data(), copies[1].button_data());
+    assert_eq!(
+        copies[0].text.as_deref(),
+        Some(killed.stored.as_str()),
+        "sent on time"
+    );
     assert_eq!(
         press(&killed.telegram, &alice(), &copies[0], 0).await,
         ("Done.".into(), false)

@@ -23,13 +23,15 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
 
+use chrono::{DateTime, Utc};
 use tokio::sync::mpsc;
 
 use super::platform::{DeliveryError, Platform};
 use super::tasks::ChannelTasks;
-use crate::ids::ConversationKey;
+use crate::ids::{ConversationKey, PromptId};
 use crate::metrics::{Metrics, StageTimer};
-use crate::ports::{Outbox, OutboxEntry, OutgoingMessage, StorageError, now_ms};
+use crate::ports::{Outbox, OutboxEntry, OutgoingKind, OutgoingMessage, StorageError, now_ms};
+use crate::reminders::sent_late;
 
 /// An idle conversation's worker ends after this.
 const IDLE_WORKER: Duration = Duration::from_secs(30);
@@ -243,7 +245,27 @@ async fn run_worker<P: Platform>(
     }
 }
 
+/// A fired reminder's prompt not yet shown, going out later than it was due: it says so
+/// (its firing stored it on time, before hearth stopped or the platform failed).
+fn said_late_when_it_is(mut entry: OutboxEntry) -> OutboxEntry {
+    if let OutgoingKind::Prompt {
+        prompt: PromptId::Reminder(firing),
+        ..
+    } = &entry.message.kind
+        && entry.parts_delivered == 0
+        && let (Some(due), Some(fired_at)) = (
+            DateTime::<Utc>::from_timestamp_millis(firing.due_ms),
+            DateTime::<Utc>::from_timestamp_millis(entry.created_at_ms),
+        )
+        && let Some(text) = sent_late(&entry.message.text, due, fired_at, crate::clock::now())
+    {
+        entry.message.text = text;
+    }
+    entry
+}
+
 async fn deliver_one<P: Platform>(shared: &Shared<P>, entry: OutboxEntry) {
+    let entry = said_late_when_it_is(entry);
     let channel = shared.platform.channel();
     let stored = entry.id > 0;
     let parts = shared.platform.parts(&entry);
