@@ -4,42 +4,72 @@
 //! reminders by number; a number in reply to that list cancels that one (the list edited
 //! to say so), and a number not on it is answered as such.
 
+use matrix_sdk::ruma::OwnedRoomId;
 use serde_json::json;
 
 use crate::reminders_telegram::REMIND_PROFILE;
 use crate::support::hearth_app::TestApp;
 use crate::support::llm_server::{ScriptedLlmServer, Step};
 use crate::support::matrix_family::{
-    homeserver, matrix_env, reply_from_hearth, room_with_hearth, write_matrix_config,
+    Homeserver, homeserver, matrix_env, reply_from_hearth, room_with_hearth, write_matrix_config,
 };
 use crate::support::matrix_member::MatrixMember;
 
-#[actix::test]
-async fn a_reminder_fires_once_in_the_room_and_its_member_snoozes_it_with_a_reaction() {
-    let Some(server) = homeserver("matrix_reminders").await else {
-        return;
-    };
+/// hearth on a real Synapse, Alice in an encrypted room with it, where she set a reminder
+/// to call grandma.
+struct Reminded {
+    server: Homeserver,
+    llm: ScriptedLlmServer,
+    app: TestApp,
+    alice: MatrixMember,
+    room: OwnedRoomId,
+}
+
+/// Alice asks for a reminder to call grandma in `delay` (ISO 8601) and is told it is set;
+/// `None` when no Synapse can run here.
+async fn alice_sets_a_reminder(test: &str, delay: &str) -> Option<Reminded> {
+    let server = homeserver(test).await?;
     let llm = ScriptedLlmServer::start();
     let folder = tempfile::tempdir().unwrap();
     let path = write_matrix_config(folder.path(), &llm, &server, REMIND_PROFILE);
     let app = TestApp::start_from(folder, &path, &matrix_env()).await;
     let alice = MatrixMember::login(&server.synapse, &server.alice).await;
     let room = room_with_hearth(&alice, &server, true, &[]).await;
-
     llm.push_many([
         Step::ToolCalls(vec![(
             "schedule_reminder".into(),
-            json!({"text": "call grandma", "delay": "PT2S"}),
+            json!({"text": "call grandma", "delay": delay}),
         )]),
         Step::Reply("I'll remind you.".into()),
     ]);
     alice
-        .send_text(&room, "!remind in 2 seconds remind me to call grandma")
+        .send_text(&room, "!remind remind me to call grandma")
         .await;
     reply_from_hearth(&alice, &server, |message| {
         message.body == "I'll remind you."
     })
     .await;
+    Some(Reminded {
+        server,
+        llm,
+        app,
+        alice,
+        room,
+    })
+}
+
+#[actix::test]
+async fn a_reminder_fires_once_in_the_room_and_its_member_snoozes_it_with_a_reaction() {
+    let Some(Reminded {
+        server,
+        app,
+        alice,
+        room,
+        llm: _llm,
+    }) = alice_sets_a_reminder("matrix_reminders", "PT2S").await
+    else {
+        return;
+    };
     let prompt = reply_from_hearth(&alice, &server, |message| {
         message.body.starts_with("⏰ Reminder: call grandma")
     })
@@ -97,30 +127,16 @@ async fn a_reminder_fires_once_in_the_room_and_its_member_snoozes_it_with_a_reac
 
 #[actix::test]
 async fn a_number_in_reply_to_the_reminder_list_cancels_that_reminder() {
-    let Some(server) = homeserver("matrix_reminder_list").await else {
+    let Some(Reminded {
+        server,
+        llm,
+        app,
+        alice,
+        room,
+    }) = alice_sets_a_reminder("matrix_reminder_list", "PT2H").await
+    else {
         return;
     };
-    let llm = ScriptedLlmServer::start();
-    let folder = tempfile::tempdir().unwrap();
-    let path = write_matrix_config(folder.path(), &llm, &server, REMIND_PROFILE);
-    let app = TestApp::start_from(folder, &path, &matrix_env()).await;
-    let alice = MatrixMember::login(&server.synapse, &server.alice).await;
-    let room = room_with_hearth(&alice, &server, true, &[]).await;
-
-    llm.push_many([
-        Step::ToolCalls(vec![(
-            "schedule_reminder".into(),
-            json!({"text": "call grandma", "delay": "PT2H"}),
-        )]),
-        Step::Reply("I'll remind you.".into()),
-    ]);
-    alice
-        .send_text(&room, "!remind in 2 hours remind me to call grandma")
-        .await;
-    reply_from_hearth(&alice, &server, |message| {
-        message.body == "I'll remind you."
-    })
-    .await;
     let schedules = app
         .running
         .stores
