@@ -108,6 +108,7 @@ pub trait ToolsProvider: Send + Sync {
         &self,
         _name: &str,
         _arguments: &serde_json::Value,
+        _context: &ToolContext,
     ) -> Option<String> {
         None
     }
@@ -122,8 +123,15 @@ pub trait ToolsProvider: Send + Sync {
         ApprovalSubject::Local(name.to_string())
     }
 
-    /// A tool's own way of showing a call to a person, for confirmation prompts.
-    fn render_call(&self, _name: &str, _arguments: &serde_json::Value) -> Option<String> {
+    /// A tool's own way of showing a call to a person, for confirmation prompts: it may
+    /// look up what the call would change (a calendar event as it is now) and say times in
+    /// `context`'s member's zone.
+    async fn render_call(
+        &self,
+        _name: &str,
+        _arguments: &serde_json::Value,
+        _context: &ToolContext,
+    ) -> Option<String> {
         None
     }
 
