@@ -46,6 +46,7 @@
 pub mod actors;
 pub mod app;
 pub mod backoff;
+pub mod calendar;
 pub mod clock;
 pub mod config;
 pub mod family;

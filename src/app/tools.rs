@@ -1,14 +1,17 @@
 //! Each profile's tools (seed 004's stack): its local tools, the plugins it routes to, its
 //! MCP servers' tools and delegation, composed, then wrapped by the confirmation layer.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use actix::Recipient;
 
 use crate::actors::delegation::{DELEGATE_TOOL, Delegate, DelegationTargetInfo, DelegationTool};
-use crate::config::ResolvedProfile;
+use crate::calendar::{CALENDAR_TOOL_NAMES, CalendarToolset, ProfileCalendars};
+use crate::config::{LoadedConfig, ResolvedProfile, Secret};
 use crate::local_time::ZoneName;
 use crate::plugins::{PluginRuntime, ROUTE_TO_PLUGIN, RouteToPluginTool};
+use crate::readiness::Readiness;
 use crate::reminders::{REMINDER_TOOL_NAMES, RemindersParts, RemindersToolset};
 use crate::scripts::{RUN_SCRIPT, SCRIPT_TOOL_NAMES, ScriptsToolset};
 #[cfg(feature = "mcp")]
@@ -20,6 +23,8 @@ use crate::tools::{
 /// What every profile's tools are made from.
 pub(super) struct ToolParts {
     pub local_tools: Arc<dyn ToolsProvider>,
+    /// Each profile's calendars, for the profiles that have any.
+    pub calendars: HashMap<String, Arc<ProfileCalendars>>,
     pub plugins: Arc<PluginRuntime>,
     #[cfg(feature = "mcp")]
     pub mcp: Arc<McpServers>,
@@ -105,6 +110,26 @@ pub(super) fn profile_tools(
             reminder_tools,
         )));
     }
+    let calendar_tools: Vec<String> = profile
+        .tools
+        .enable_local_tools
+        .iter()
+        .filter(|tool| CALENDAR_TOOL_NAMES.contains(&tool.as_str()))
+        .cloned()
+        .collect();
+    if let Some(calendars) = parts.calendars.get(&profile.id)
+        && !calendar_tools.is_empty()
+    {
+        let zone = ZoneName::from(profile.processing.timezone);
+        providers.push(Arc::new(FilteredToolsProvider::new(
+            Arc::new(CalendarToolset::new(
+                calendars.clone(),
+                parts.reminders.family.clone(),
+                zone,
+            )),
+            calendar_tools,
+        )));
+    }
     // `run_script` asks the member itself, every time, showing the final values; naming
     // it in `confirm_tools` too would ask twice.
     let tools = Arc::new(ConfirmingToolsProvider::new(
@@ -117,4 +142,28 @@ pub(super) fn profile_tools(
             .cloned(),
     ));
     (tools, routes_to_plugins)
+}
+
+/// The calendars of every profile that has a `calendar_config`, each with its password
+/// (validation made sure the variable is set) and reporting to readiness.
+pub(super) fn profile_calendars(
+    loaded: &LoadedConfig,
+    readiness: &Arc<Readiness>,
+) -> HashMap<String, Arc<ProfileCalendars>> {
+    loaded
+        .profiles
+        .iter()
+        .filter(|profile| !profile.processing.calendar.is_empty())
+        .map(|profile| {
+            let calendar = &profile.processing.calendar;
+            let password = calendar
+                .caldav
+                .as_ref()
+                .and_then(|caldav| loaded.secret(&caldav.password_env))
+                .map(Secret::new);
+            let calendars =
+                ProfileCalendars::new(&profile.id, calendar, password, readiness.clone());
+            (profile.id.clone(), Arc::new(calendars))
+        })
+        .collect()
 }
