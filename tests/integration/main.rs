@@ -4,6 +4,8 @@
 mod support;
 
 mod approvals;
+mod calendar;
+mod calendar_kill;
 mod cli;
 mod config_loading;
 mod confirmations;
