@@ -14,8 +14,9 @@ use crate::ports::UserProfiles;
 /// `route_to_plugin` by the plugins (`plugins::RouteToPluginTool`), the family-script
 /// tools by `scripts::ScriptsToolset` (`scripts::SCRIPT_TOOL_NAMES`), and
 /// `check_order_status` by an intents profile whose intents file has a `data_source`
-/// (`intents::OrderStatusTool`), and the reminder tools by `reminders::RemindersToolset`
-/// (`reminders::REMINDER_TOOL_NAMES`).
+/// (`intents::OrderStatusTool`), the reminder tools by `reminders::RemindersToolset`
+/// (`reminders::REMINDER_TOOL_NAMES`), and the note tools by `notes::NotesToolset`
+/// (`notes::NOTE_TOOL_NAMES`).
 pub const LOCAL_TOOL_NAMES: &[&str] = &[
     "profile_get",
     "profile_update",
@@ -32,6 +33,11 @@ pub const LOCAL_TOOL_NAMES: &[&str] = &[
     "cancel_reminder",
     "snooze_reminder",
     "schedule_task",
+    "add_or_update_note",
+    "get_note",
+    "search_notes",
+    "list_notes",
+    "delete_note",
 ];
 
 #[async_trait]

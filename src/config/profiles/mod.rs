@@ -89,6 +89,8 @@ pub struct ProcessingConfig {
     /// The intents registry of an `intents` profile (`config/intents.yaml` unless set),
     /// relative to the working directory like `plugins_dir`.
     pub intents_file: String,
+    /// Give the model the titles of the notes the member may read each turn (bounded).
+    pub include_notes_in_prompt: bool,
 }
 
 /// The merged `tools_config` of one profile.
@@ -134,6 +136,7 @@ struct ProcessingLayer {
     confirmation_timeout_seconds: Option<u64>,
     engine: Option<Engine>,
     intents_file: Option<String>,
+    include_notes_in_prompt: Option<bool>,
 }
 
 impl ProcessingLayer {
@@ -173,6 +176,9 @@ impl ProcessingLayer {
                 .intents_file
                 .clone()
                 .or_else(|| self.intents_file.clone()),
+            include_notes_in_prompt: upper
+                .include_notes_in_prompt
+                .or(self.include_notes_in_prompt),
         }
     }
 
@@ -201,6 +207,7 @@ impl ProcessingLayer {
             intents_file: self
                 .intents_file
                 .unwrap_or_else(|| DEFAULT_INTENTS_FILE.to_owned()),
+            include_notes_in_prompt: self.include_notes_in_prompt.unwrap_or(false),
         }
     }
 }
