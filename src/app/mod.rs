@@ -278,6 +278,8 @@ pub async fn start_with_models(
         delegation: delegation_context.address().recipient(),
         scripts,
         reminders,
+        notes: stores.notes.clone(),
+        family: family.clone(),
     };
     let intents_deps = crate::intents::IntentsDeps {
         broker: broker.clone().recipient(),

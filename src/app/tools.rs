@@ -9,8 +9,11 @@ use actix::Recipient;
 use crate::actors::delegation::{DELEGATE_TOOL, Delegate, DelegationTargetInfo, DelegationTool};
 use crate::calendar::{CALENDAR_TOOL_NAMES, CalendarToolset, ProfileCalendars};
 use crate::config::{LoadedConfig, ResolvedProfile, Secret};
+use crate::family::Family;
 use crate::local_time::ZoneName;
+use crate::notes::{NOTE_TOOL_NAMES, NotesToolset};
 use crate::plugins::{PluginRuntime, ROUTE_TO_PLUGIN, RouteToPluginTool};
+use crate::ports::Notes;
 use crate::readiness::Readiness;
 use crate::reminders::{REMINDER_TOOL_NAMES, RemindersParts, RemindersToolset};
 use crate::scripts::{RUN_SCRIPT, SCRIPT_TOOL_NAMES, ScriptsToolset};
@@ -34,6 +37,9 @@ pub(super) struct ToolParts {
     pub scripts: Option<Arc<ScriptsToolset>>,
     /// What the reminder tools of every profile share.
     pub reminders: RemindersParts,
+    /// The family's notes, and who the members are (their roles decide who deletes what).
+    pub notes: Arc<dyn Notes>,
+    pub family: Arc<Family>,
 }
 
 /// A profile's tools, and whether it routes to plugins (only such a profile completes a
@@ -128,6 +134,25 @@ pub(super) fn profile_tools(
                 zone,
             )),
             calendar_tools,
+        )));
+    }
+    // The notes provider is in the stack also when only the titles go in the prompt: its
+    // `turn_note` gives them, and the filter offers none of its tools the profile left out.
+    let note_tools: Vec<String> = profile
+        .tools
+        .enable_local_tools
+        .iter()
+        .filter(|tool| NOTE_TOOL_NAMES.contains(&tool.as_str()))
+        .cloned()
+        .collect();
+    if !note_tools.is_empty() || profile.processing.include_notes_in_prompt {
+        providers.push(Arc::new(FilteredToolsProvider::new(
+            Arc::new(NotesToolset::new(
+                parts.notes.clone(),
+                parts.family.clone(),
+                profile.processing.include_notes_in_prompt,
+            )),
+            note_tools,
         )));
     }
     // `run_script` asks the member itself, every time, showing the final values; naming

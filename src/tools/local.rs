@@ -17,6 +17,9 @@ use crate::ports::UserProfiles;
 /// (`intents::OrderStatusTool`), and the reminder tools by `reminders::RemindersToolset`
 /// (`reminders::REMINDER_TOOL_NAMES`), and the calendar tools by `calendar::CalendarToolset`
 /// (`calendar::CALENDAR_TOOL_NAMES`).
+/// (`intents::OrderStatusTool`), the reminder tools by `reminders::RemindersToolset`
+/// (`reminders::REMINDER_TOOL_NAMES`), and the note tools by `notes::NotesToolset`
+/// (`notes::NOTE_TOOL_NAMES`).
 pub const LOCAL_TOOL_NAMES: &[&str] = &[
     "profile_get",
     "profile_update",
@@ -37,6 +40,11 @@ pub const LOCAL_TOOL_NAMES: &[&str] = &[
     "add_calendar_event",
     "modify_calendar_event",
     "delete_calendar_event",
+    "add_or_update_note",
+    "get_note",
+    "search_notes",
+    "list_notes",
+    "delete_note",
 ];
 
 #[async_trait]

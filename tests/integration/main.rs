@@ -36,6 +36,8 @@ mod matrix_media;
 mod mcp_elicitation;
 mod mcp_pipeline;
 mod mcp_tools;
+mod notes_http;
+mod notes_telegram;
 mod one_hearth;
 mod paused;
 mod pipeline;

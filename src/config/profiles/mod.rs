@@ -93,6 +93,8 @@ pub struct ProcessingConfig {
     /// The calendars the calendar tools of this profile search and write.
     #[serde(rename = "calendar_config")]
     pub calendar: CalendarConfig,
+    /// Give the model the titles of the notes the member may read each turn (bounded).
+    pub include_notes_in_prompt: bool,
 }
 
 /// The merged `tools_config` of one profile.
@@ -139,6 +141,7 @@ struct ProcessingLayer {
     engine: Option<Engine>,
     intents_file: Option<String>,
     calendar_config: Option<CalendarLayer>,
+    include_notes_in_prompt: Option<bool>,
 }
 
 impl ProcessingLayer {
@@ -182,6 +185,9 @@ impl ProcessingLayer {
                 (Some(lower), Some(upper)) => Some(lower.overlaid_with(upper)),
                 (lower, upper) => upper.clone().or_else(|| lower.clone()),
             },
+            include_notes_in_prompt: upper
+                .include_notes_in_prompt
+                .or(self.include_notes_in_prompt),
         }
     }
 
@@ -211,6 +217,7 @@ impl ProcessingLayer {
                 .intents_file
                 .unwrap_or_else(|| DEFAULT_INTENTS_FILE.to_owned()),
             calendar: self.calendar_config.unwrap_or_default().finish(),
+            include_notes_in_prompt: self.include_notes_in_prompt.unwrap_or(false),
         }
     }
 }

@@ -75,9 +75,15 @@ fn the_example_file_loads_with_its_two_secrets() {
             "list_reminders",
             "cancel_reminder",
             "snooze_reminder",
-            "schedule_task"
+            "schedule_task",
+            "add_or_update_note",
+            "get_note",
+            "search_notes",
+            "list_notes",
+            "delete_note"
         ]
     );
+    assert!(!default.processing.include_notes_in_prompt);
     // Narrowing the tools kept the default confirmations.
     assert_eq!(focused.tools.confirm_tools, default.tools.confirm_tools);
     assert_eq!(
