@@ -80,7 +80,11 @@ fn the_example_file_loads_with_its_two_secrets() {
             "get_note",
             "search_notes",
             "list_notes",
-            "delete_note"
+            "delete_note",
+            "search_calendar_events",
+            "add_calendar_event",
+            "modify_calendar_event",
+            "delete_calendar_event"
         ]
     );
     assert!(!default.processing.include_notes_in_prompt);
