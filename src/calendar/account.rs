@@ -160,9 +160,7 @@ impl ProfileCalendars {
             .iter()
             .find_map(|calendar| {
                 let url = calendar.url.join(id.trim()).ok()?;
-                let inside = url.as_str().starts_with(calendar.url.as_str())
-                    && url.as_str().len() > calendar.url.as_str().len()
-                    && !url.path()[calendar.url.path().len()..].contains('/');
+                let inside = directly_inside(&calendar.url, &url);
                 inside.then(|| (calendar.clone(), url))
             })
             .ok_or_else(unknown)?;
@@ -300,6 +298,24 @@ fn calendar_name(text: &str) -> Option<String> {
         .filter(|name| !name.is_empty())
 }
 
+/// Whether `url` is a resource right inside the collection `calendar`: no other collection
+/// of the account, not by `..`, not by an encoded slash.
+fn directly_inside(calendar: &Url, url: &Url) -> bool {
+    let (Some(rest), true) = (
+        url.path().strip_prefix(calendar.path()),
+        url.origin() == calendar.origin() && url.query().is_none(),
+    ) else {
+        return false;
+    };
+    let rest = rest.to_ascii_lowercase();
+    !rest.is_empty()
+        && !rest.contains(['/', '\\'])
+        && !rest.contains("%2f")
+        && !rest.contains("%5c")
+        && rest != "."
+        && rest != ".."
+}
+
 /// The calendars `wanted` names among those listed (all of them when it names none).
 fn choose(
     listed: &[Collection],
@@ -351,4 +367,29 @@ pub enum CalendarProblem {
     UnknownEvent { id: String },
     #[error("{0}")]
     Server(CalDavError),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_a_resource_right_inside_a_calendar_is_its_event() {
+        let calendar = Url::parse("http://127.0.0.1:5232/alice/family/").unwrap();
+        let inside = |id: &str| directly_inside(&calendar, &calendar.join(id).unwrap());
+        assert!(inside("/alice/family/swim.ics"));
+        assert!(inside("swim.ics"));
+        for outside in [
+            "/alice/other/swim.ics",
+            "/alice/family/",
+            "/alice/family/sub/x.ics",
+            "/alice/family/../other/x.ics",
+            "/alice/family/a%2Fb.ics",
+            "/alice/family/a%5Cb.ics",
+            "http://elsewhere.example/alice/family/x.ics",
+            "/alice/family/x.ics?export",
+        ] {
+            assert!(!inside(outside), "{outside}");
+        }
+    }
 }

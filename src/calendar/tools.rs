@@ -38,6 +38,8 @@ pub const CALENDAR_TOOL_NAMES: &[&str] = &[
 
 /// At most this many occurrences are listed for one search.
 const MAX_LISTED: usize = 60;
+/// The longest `words` a search takes.
+const MAX_WORDS_CHARS: usize = 200;
 /// The longest range one search covers.
 const MAX_RANGE_DAYS: i64 = 366;
 
@@ -129,12 +131,16 @@ impl CalendarToolset {
                 })
                 .transpose()
         };
-        let words: Vec<String> = text(arguments, "words")
+        let words = text(arguments, "words")
             .map_err(|message| invalid(tool, message))?
-            .unwrap_or_default()
-            .split_whitespace()
-            .map(str::to_lowercase)
-            .collect();
+            .unwrap_or_default();
+        if words.chars().count() > MAX_WORDS_CHARS {
+            return Err(invalid(
+                tool,
+                format!("`words` is longer than {MAX_WORDS_CHARS} characters; search for fewer"),
+            ));
+        }
+        let words: Vec<String> = words.split_whitespace().map(str::to_lowercase).collect();
         let first = day("from")?.unwrap_or(today);
         let default_days = if words.is_empty() { 6 } else { 365 };
         let last = day("to")?.unwrap_or(first + TimeDelta::days(default_days));

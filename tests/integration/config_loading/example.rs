@@ -90,6 +90,21 @@ fn the_example_file_loads_with_its_two_secrets() {
     assert!(!default.processing.include_notes_in_prompt);
     // Narrowing the tools kept the default confirmations.
     assert_eq!(focused.tools.confirm_tools, default.tools.confirm_tools);
+    // A calendar is written only after the member approves the exact change.
+    for asking in [
+        "add_calendar_event",
+        "modify_calendar_event",
+        "delete_calendar_event",
+    ] {
+        assert!(
+            default
+                .tools
+                .confirm_tools
+                .iter()
+                .any(|tool| tool == asking),
+            "{asking}"
+        );
+    }
     assert_eq!(
         default.processing.delegation_security_level,
         DelegationLevel::Confirm
