@@ -50,20 +50,6 @@ pub struct CalendarToolset {
     profile_zone: ZoneName,
 }
 
-fn invalid(tool: &str, message: impl ToString) -> ToolError {
-    ToolError::InvalidArguments {
-        tool: tool.to_owned(),
-        message: message.to_string(),
-    }
-}
-
-fn failed(tool: &str, message: impl ToString) -> ToolError {
-    ToolError::Failed {
-        tool: tool.to_owned(),
-        message: message.to_string(),
-    }
-}
-
 /// An ETag as a write sends it: search shows it without its quotes.
 fn etag_from(version: &str) -> String {
     let version = version.trim();
@@ -122,20 +108,20 @@ impl CalendarToolset {
         let today = today_in(zone, now);
         let day = |name: &str| -> Result<Option<chrono::NaiveDate>, ToolError> {
             text(arguments, name)
-                .map_err(|message| invalid(tool, message))?
+                .map_err(|message| ToolError::invalid(tool, message))?
                 .filter(|text| !text.is_empty())
                 .map(|text| {
                     parse_local_day(text)
                         .map(|day| day.date_from(today))
-                        .map_err(|error| invalid(tool, format!("`{name}`: {error}")))
+                        .map_err(|error| ToolError::invalid(tool, format!("`{name}`: {error}")))
                 })
                 .transpose()
         };
         let words = text(arguments, "words")
-            .map_err(|message| invalid(tool, message))?
+            .map_err(|message| ToolError::invalid(tool, message))?
             .unwrap_or_default();
         if words.chars().count() > MAX_WORDS_CHARS {
-            return Err(invalid(
+            return Err(ToolError::invalid(
                 tool,
                 format!("`words` is longer than {MAX_WORDS_CHARS} characters; search for fewer"),
             ));
@@ -145,13 +131,13 @@ impl CalendarToolset {
         let default_days = if words.is_empty() { 6 } else { 365 };
         let last = day("to")?.unwrap_or(first + TimeDelta::days(default_days));
         if last < first {
-            return Err(invalid(
+            return Err(ToolError::invalid(
                 tool,
                 format!("`to` {last} is before `from` {first}"),
             ));
         }
         if (last - first).num_days() > MAX_RANGE_DAYS {
-            return Err(invalid(
+            return Err(ToolError::invalid(
                 tool,
                 format!("search at most {MAX_RANGE_DAYS} days at once"),
             ));
@@ -180,7 +166,7 @@ impl CalendarToolset {
         let mut lines = Vec::new();
         if searched.found.is_empty() {
             if !searched.problems.is_empty() && searched.problems.len() >= self.sources() {
-                return Err(failed(
+                return Err(ToolError::failed(
                     tool,
                     format!(
                         "the calendar could not be searched: {}",
@@ -222,7 +208,7 @@ impl CalendarToolset {
 
     fn writable(&self, tool: &str) -> Result<(), ToolError> {
         if self.calendars.read_only() {
-            return Err(failed(
+            return Err(ToolError::failed(
                 tool,
                 "this profile's calendars are read only (calendar_config.caldav.read_only, or only ical_urls); nothing was written",
             ));
@@ -239,24 +225,23 @@ impl CalendarToolset {
         let tool = ADD_CALENDAR_EVENT;
         self.writable(tool)?;
         let now = crate::clock::now();
-        let fields =
-            event_fields(arguments, None, zone, now).map_err(|message| invalid(tool, message))?;
+        let fields = event_fields(arguments, None, zone, now)
+            .map_err(|message| ToolError::invalid(tool, message))?;
         let calendar_name =
-            text(arguments, "calendar").map_err(|message| invalid(tool, message))?;
+            text(arguments, "calendar").map_err(|message| ToolError::invalid(tool, message))?;
         let calendar = self
             .calendars
             .target(calendar_name)
             .await
-            .map_err(|problem| failed(tool, problem))?;
+            .map_err(|problem| ToolError::failed(tool, problem))?;
         let uid = event_uid(context, &fields);
-        let url = calendar
-            .url
-            .join(&format!("{uid}.ics"))
-            .map_err(|error| failed(tool, format!("no address for the event: {error}")))?;
+        let url = calendar.url.join(&format!("{uid}.ics")).map_err(|error| {
+            ToolError::failed(tool, format!("no address for the event: {error}"))
+        })?;
         let client = self
             .calendars
             .client()
-            .map_err(|problem| failed(tool, problem))?;
+            .map_err(|problem| ToolError::failed(tool, problem))?;
         let written = client
             .put(&url, new_event_text(&uid, &fields, now), None)
             .await;
@@ -273,7 +258,7 @@ impl CalendarToolset {
                 "Already in {} (added before): {said}.",
                 calendar.name
             )),
-            Err(error) => Err(failed(tool, error)),
+            Err(error) => Err(ToolError::failed(tool, error)),
         }
     }
 
@@ -284,19 +269,19 @@ impl CalendarToolset {
         arguments: &Value,
     ) -> Result<(String, Resource, EventData), ToolError> {
         let id = text(arguments, "id")
-            .map_err(|message| invalid(tool, message))?
+            .map_err(|message| ToolError::invalid(tool, message))?
             .filter(|id| !id.is_empty())
             .ok_or_else(|| {
-                invalid(
+                ToolError::invalid(
                     tool,
                     "`id` must name the event as search_calendar_events shows it",
                 )
             })?;
         let version = text(arguments, "version")
-            .map_err(|message| invalid(tool, message))?
+            .map_err(|message| ToolError::invalid(tool, message))?
             .filter(|version| !version.is_empty())
             .ok_or_else(|| {
-                invalid(
+                ToolError::invalid(
                     tool,
                     "`version` must be the event's version as search_calendar_events shows it",
                 )
@@ -306,20 +291,22 @@ impl CalendarToolset {
                 .event(id)
                 .await
                 .map_err(|problem| match problem {
-                    CalendarProblem::UnknownEvent { .. } => invalid(tool, problem),
-                    other => failed(tool, other),
+                    CalendarProblem::UnknownEvent { .. } => ToolError::invalid(tool, problem),
+                    other => ToolError::failed(tool, other),
                 })?;
         if resource.etag.as_deref().map(etag_from) != Some(etag_from(version)) {
-            return Err(failed(
+            return Err(ToolError::failed(
                 tool,
                 CalDavError::Changed.to_string() + "; search again to see it as it is now",
             ));
         }
         let event = read_events(&resource.text)
-            .map_err(|reason| failed(tool, format!("the event cannot be read: {reason}")))?
+            .map_err(|reason| {
+                ToolError::failed(tool, format!("the event cannot be read: {reason}"))
+            })?
             .into_iter()
             .find(|event| event.recurrence_id.is_none())
-            .ok_or_else(|| failed(tool, "the calendar object holds no event"))?;
+            .ok_or_else(|| ToolError::failed(tool, "the calendar object holds no event"))?;
         Ok((calendar.name, resource, event))
     }
 
@@ -329,18 +316,18 @@ impl CalendarToolset {
         let now = crate::clock::now();
         let (calendar, resource, event) = self.current(tool, arguments).await?;
         let fields = event_fields(arguments, Some(&event), zone, now)
-            .map_err(|message| invalid(tool, message))?;
+            .map_err(|message| ToolError::invalid(tool, message))?;
         let text = changed_event_text(&resource.text, &fields, now)
-            .map_err(|reason| failed(tool, reason))?;
+            .map_err(|reason| ToolError::failed(tool, reason))?;
         let client = self
             .calendars
             .client()
-            .map_err(|problem| failed(tool, problem))?;
+            .map_err(|problem| ToolError::failed(tool, problem))?;
         let etag = resource.etag.as_deref().map(etag_from).unwrap_or_default();
         let written = client.put(&resource.url, text, Some(&etag)).await;
         self.calendars
             .note(&written.as_ref().map(|_| ()).map_err(Clone::clone));
-        written.map_err(|error| failed(tool, error))?;
+        written.map_err(|error| ToolError::failed(tool, error))?;
         Ok(format!(
             "Changed in {calendar}: {}.",
             say_event(&as_event(&event.uid, &fields), zone, now)
@@ -355,11 +342,11 @@ impl CalendarToolset {
         let client = self
             .calendars
             .client()
-            .map_err(|problem| failed(tool, problem))?;
+            .map_err(|problem| ToolError::failed(tool, problem))?;
         let etag = resource.etag.as_deref().map(etag_from).unwrap_or_default();
         let deleted = client.delete(&resource.url, &etag).await;
         self.calendars.note(&deleted);
-        deleted.map_err(|error| failed(tool, error))?;
+        deleted.map_err(|error| ToolError::failed(tool, error))?;
         Ok(format!(
             "Deleted from {calendar}: {}.",
             say_event(&event, zone, now)

@@ -49,30 +49,16 @@ pub struct NotesToolset {
     titles_in_prompt: bool,
 }
 
-fn invalid(tool: &str, message: impl ToString) -> ToolError {
-    ToolError::InvalidArguments {
-        tool: tool.to_string(),
-        message: message.to_string(),
-    }
-}
-
-fn failed(tool: &str, error: impl ToString) -> ToolError {
-    ToolError::Failed {
-        tool: tool.to_string(),
-        message: error.to_string(),
-    }
-}
-
 /// A storage refusal of the member's input is theirs to correct; anything else failed.
 fn storage(tool: &str, error: StorageError) -> ToolError {
     match error {
-        StorageError::Invalid(message) => invalid(tool, message),
-        other => failed(tool, other),
+        StorageError::Invalid(message) => ToolError::invalid(tool, message),
+        other => ToolError::failed(tool, other),
     }
 }
 
 fn bounds(tool: &str, error: BoundsError) -> ToolError {
-    invalid(tool, error)
+    ToolError::invalid(tool, error)
 }
 
 fn text_argument<'a>(
@@ -83,7 +69,7 @@ fn text_argument<'a>(
     match arguments.get(name) {
         None | Some(Value::Null) => Ok(None),
         Some(Value::String(text)) => Ok(Some(text.as_str())),
-        Some(other) => Err(invalid(
+        Some(other) => Err(ToolError::invalid(
             tool,
             format!("`{name}` must be a string, got {other}"),
         )),
@@ -92,7 +78,7 @@ fn text_argument<'a>(
 
 fn required_text<'a>(tool: &str, arguments: &'a Value, name: &str) -> Result<&'a str, ToolError> {
     text_argument(tool, arguments, name)?
-        .ok_or_else(|| invalid(tool, format!("`{name}` is missing")))
+        .ok_or_else(|| ToolError::invalid(tool, format!("`{name}` is missing")))
 }
 
 /// The note a call names: `id` (`12`, `"12"`, `"#12"`) or else `title`.
@@ -106,7 +92,7 @@ fn note_ref(tool: &str, arguments: &Value) -> Result<NoteRef, ToolError> {
                 _ => None,
             };
             return number.map(NoteRef::Id).ok_or_else(|| {
-                invalid(
+                ToolError::invalid(
                     tool,
                     format!("`id` must be a note's number as list_notes shows it, got {value}"),
                 )
@@ -117,7 +103,7 @@ fn note_ref(tool: &str, arguments: &Value) -> Result<NoteRef, ToolError> {
         Some(title) if !title.trim().is_empty() => Ok(NoteRef::Title(
             texts::checked_title(title).map_err(|error| bounds(tool, error))?,
         )),
-        _ => Err(invalid(
+        _ => Err(ToolError::invalid(
             tool,
             "give the note's `title` or its number as `id`",
         )),
@@ -149,7 +135,7 @@ impl NotesToolset {
         self.family
             .member(context.member_id.as_str())
             .ok_or_else(|| {
-                failed(
+                ToolError::failed(
                     tool,
                     format!("{} is not a family member", context.member_id),
                 )
@@ -206,7 +192,7 @@ impl NotesToolset {
             .map_err(|error| storage(tool, error))?
         {
             Some(note) => Ok(texts::note_text(&note, &self.family)),
-            None => Err(invalid(
+            None => Err(ToolError::invalid(
                 tool,
                 format!("{}; list_notes shows the titles", not_found(&which)),
             )),
@@ -248,14 +234,14 @@ impl NotesToolset {
             .await
             .map_err(|error| storage(tool, error))?
         else {
-            return Err(invalid(
+            return Err(ToolError::invalid(
                 tool,
                 format!("{}; list_notes shows the titles", not_found(&which)),
             ));
         };
         if !may_delete(member, &note) {
             tracing::info!(member = %member.id, note = note.id, "note delete refused");
-            return Err(failed(
+            return Err(ToolError::failed(
                 tool,
                 format!(
                     "only its author ({}) or a parent may delete the family note \"{}\"; \
@@ -276,7 +262,10 @@ impl NotesToolset {
                 tracing::info!(member = %member.id, note = deleted.id, "note deleted");
                 Ok(texts::deleted_text(&deleted))
             }
-            None => Err(invalid(tool, format!("{} any more", not_found(&which)))),
+            None => Err(ToolError::invalid(
+                tool,
+                format!("{} any more", not_found(&which)),
+            )),
         }
     }
 }

@@ -63,6 +63,24 @@ pub enum ToolError {
     ReplyDirectly(String),
 }
 
+impl ToolError {
+    /// The model's arguments to `tool` are wrong: `message` says which and how.
+    pub fn invalid(tool: &str, message: impl ToString) -> Self {
+        ToolError::InvalidArguments {
+            tool: tool.to_owned(),
+            message: message.to_string(),
+        }
+    }
+
+    /// `tool` could not do its work: `message` says why, in words for the model.
+    pub fn failed(tool: &str, message: impl ToString) -> Self {
+        ToolError::Failed {
+            tool: tool.to_owned(),
+            message: message.to_string(),
+        }
+    }
+}
+
 /// A tool call whose own work stopped at a confirmation: what to ask the member and
 /// what the tool needs to continue. The turn stores it, so it must be plain data.
 #[derive(Debug, Clone, PartialEq)]
