@@ -88,13 +88,7 @@ pub(super) fn profile_tools(
         )));
     }
     if let Some(scripts) = &parts.scripts {
-        let enabled: Vec<String> = profile
-            .tools
-            .enable_local_tools
-            .iter()
-            .filter(|tool| SCRIPT_TOOL_NAMES.contains(&tool.as_str()))
-            .cloned()
-            .collect();
+        let enabled = enabled_among(profile, SCRIPT_TOOL_NAMES);
         if !enabled.is_empty() {
             providers.push(Arc::new(FilteredToolsProvider::new(
                 scripts.clone(),
@@ -102,13 +96,7 @@ pub(super) fn profile_tools(
             )));
         }
     }
-    let reminder_tools: Vec<String> = profile
-        .tools
-        .enable_local_tools
-        .iter()
-        .filter(|tool| REMINDER_TOOL_NAMES.contains(&tool.as_str()))
-        .cloned()
-        .collect();
+    let reminder_tools = enabled_among(profile, REMINDER_TOOL_NAMES);
     if !reminder_tools.is_empty() {
         let zone = ZoneName::from(profile.processing.timezone);
         providers.push(Arc::new(FilteredToolsProvider::new(
@@ -116,13 +104,7 @@ pub(super) fn profile_tools(
             reminder_tools,
         )));
     }
-    let calendar_tools: Vec<String> = profile
-        .tools
-        .enable_local_tools
-        .iter()
-        .filter(|tool| CALENDAR_TOOL_NAMES.contains(&tool.as_str()))
-        .cloned()
-        .collect();
+    let calendar_tools = enabled_among(profile, CALENDAR_TOOL_NAMES);
     if let Some(calendars) = parts.calendars.get(&profile.id)
         && !calendar_tools.is_empty()
     {
@@ -138,13 +120,7 @@ pub(super) fn profile_tools(
     }
     // The notes provider is in the stack also when only the titles go in the prompt: its
     // `turn_note` gives them, and the filter offers none of its tools the profile left out.
-    let note_tools: Vec<String> = profile
-        .tools
-        .enable_local_tools
-        .iter()
-        .filter(|tool| NOTE_TOOL_NAMES.contains(&tool.as_str()))
-        .cloned()
-        .collect();
+    let note_tools = enabled_among(profile, NOTE_TOOL_NAMES);
     if !note_tools.is_empty() || profile.processing.include_notes_in_prompt {
         providers.push(Arc::new(FilteredToolsProvider::new(
             Arc::new(NotesToolset::new(
@@ -167,6 +143,17 @@ pub(super) fn profile_tools(
             .cloned(),
     ));
     (tools, routes_to_plugins)
+}
+
+/// The tools among `names` that the profile's `enable_local_tools` names.
+fn enabled_among(profile: &ResolvedProfile, names: &[&str]) -> Vec<String> {
+    profile
+        .tools
+        .enable_local_tools
+        .iter()
+        .filter(|tool| names.contains(&tool.as_str()))
+        .cloned()
+        .collect()
 }
 
 /// The calendars of every profile that has a `calendar_config`, each with its password
