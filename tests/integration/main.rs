@@ -37,6 +37,7 @@ mod mcp_elicitation;
 mod mcp_pipeline;
 mod mcp_tools;
 mod notes_http;
+mod notes_matrix;
 mod notes_telegram;
 mod one_hearth;
 mod paused;
