@@ -46,8 +46,13 @@ pub fn write_calendar_config(
 }
 
 async fn start(llm: &ScriptedLlmServer, radicale: &Radicale, password: &str) -> TestApp {
+    start_at(llm, &radicale.base_url(), password).await
+}
+
+/// hearth with its CalDAV `url` (the server, or one calendar collection).
+async fn start_at(llm: &ScriptedLlmServer, url: &str, password: &str) -> TestApp {
     let folder = tempfile::tempdir().unwrap();
-    let path = write_calendar_config(folder.path(), &llm.base_url(), &radicale.base_url(), true);
+    let path = write_calendar_config(folder.path(), &llm.base_url(), url, true);
     TestApp::start_from(folder, &path, &[("TEST_CALDAV_PASSWORD", password)]).await
 }
 
@@ -185,7 +190,9 @@ async fn a_weekly_event_from_another_client_keeps_its_hour_across_the_dst_change
     let family = radicale.make_calendar("family", "Family").await;
     radicale.put(&format!("{family}swim.ics"), SWIMMING).await;
     let llm = ScriptedLlmServer::start();
-    let app = start(&llm, &radicale, PASSWORD).await;
+    // The url names the calendar collection itself, not the server.
+    let collection = format!("{}{}", radicale.base_url(), family.trim_start_matches('/'));
+    let app = start_at(&llm, &collection, PASSWORD).await;
     let listed = search_spring(&app, &llm).await;
     for day in ["Thu 18 Mar", "Thu 25 Mar", "Thu 1 Apr", "Thu 8 Apr"] {
         assert!(
