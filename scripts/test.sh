@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs every test of hearth on a fresh machine: installs what the tests need
-# (a real local LLM server for the provider check), then the whole cargo suite.
+# (a real local LLM server for the provider check, the MCP servers, Synapse, Radicale),
+# then the whole cargo suite.
 # Extra arguments go to `cargo test` (e.g. a test-name filter).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -13,6 +14,7 @@ export HEARTH_REQUIRE_REAL_SERVERS=1
 bash scripts/install-test-llm.sh
 bash scripts/install-test-mcp.sh
 bash scripts/install-test-synapse.sh
+bash scripts/install-test-radicale.sh
 
 # Unit tests, the integration binary and doc tests; the benchmark is built by
 # clippy in .ci/run and run with `cargo bench`.

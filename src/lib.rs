@@ -19,7 +19,7 @@
 //! - [`turn`]: a running turn's messages, shared by processing, the intents engine, the queue
 //!   and delegation, and what a turn asks or tells its member through the queue.
 //! - [`ports`]: the storage-shaped ports (`Inbox`, `ConversationMemory`, `UserProfiles`,
-//!   `PendingActions`, `ChannelState`, `TelemetrySink`, `Schedules`, ...); [`storage`]: their SQLite and
+//!   `PendingActions`, `ChannelState`, `TelemetrySink`, `Schedules`, `Notes`, ...); [`storage`]: their SQLite and
 //!   in-memory adapters.
 //! - [`format`]: the model's markdown as Telegram HTML, Matrix HTML or plain text.
 //! - [`local_time`]: members' local dates, times, ISO 8601 delays and recurrences to instants
@@ -29,6 +29,8 @@
 //! - [`scripts`]: the family's scripts (`scripts_dir`), their workflow state and toolset.
 //! - [`reminders`]: reminders and scheduled tasks: when, for whom, where, what they say, who
 //!   may see and cancel them, and the tools; the scheduler actor fires them.
+//! - [`notes`]: the family's notes: who reads, changes and deletes which, the tools, and the
+//!   titles given to the model each turn.
 //! - [`ids`]: member, confirmation, conversation and prompt ids, each parsed once where it
 //!   comes in and written back in the form hearth stores and sends.
 //! - [`family`], [`metrics`], [`readiness`]: the allow-list, Prometheus counters, `/readyz`.
@@ -46,6 +48,7 @@
 pub mod actors;
 pub mod app;
 pub mod backoff;
+pub mod calendar;
 pub mod clock;
 pub mod config;
 pub mod family;
@@ -56,6 +59,7 @@ pub mod intents;
 pub mod llm;
 pub mod local_time;
 pub mod metrics;
+pub mod notes;
 pub mod plugins;
 pub mod ports;
 pub mod readiness;

@@ -14,6 +14,10 @@ use crate::redaction::redact_url_password;
 pub struct ComponentState {
     pub ready: bool,
     pub detail: String,
+    /// A part hearth answers without (a calendar server): shown, never making hearth
+    /// unready.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub degraded: bool,
 }
 
 #[derive(Default)]
@@ -77,7 +81,34 @@ impl Readiness {
         self.components
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .insert(component.to_string(), ComponentState { ready, detail });
+            .insert(
+                component.to_string(),
+                ComponentState {
+                    ready,
+                    detail,
+                    degraded: false,
+                },
+            );
+    }
+
+    /// A part hearth answers without: `problem` is what is wrong with it now (`None`: it
+    /// works). It stays ready either way; a problem shows as `degraded` with its detail.
+    pub fn set_degraded(&self, component: &str, problem: Option<&str>) {
+        let detail = match problem {
+            Some(problem) => self.redacted(problem),
+            None => "ok".to_owned(),
+        };
+        self.components
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(
+                component.to_string(),
+                ComponentState {
+                    ready: true,
+                    detail,
+                    degraded: problem.is_some(),
+                },
+            );
     }
 
     pub fn snapshot(&self) -> BTreeMap<String, ComponentState> {

@@ -267,8 +267,10 @@ pub async fn start_with_models(
             level: profile.processing.delegation_security_level,
         })
         .collect();
+    let calendars = tools::profile_calendars(loaded, &readiness);
     let parts = ToolParts {
         local_tools,
+        calendars,
         plugins: plugins.clone(),
         #[cfg(feature = "mcp")]
         mcp: mcp.clone(),
@@ -276,6 +278,8 @@ pub async fn start_with_models(
         delegation: delegation_context.address().recipient(),
         scripts,
         reminders,
+        notes: stores.notes.clone(),
+        family: family.clone(),
     };
     let intents_deps = crate::intents::IntentsDeps {
         broker: broker.clone().recipient(),

@@ -1,14 +1,20 @@
 //! Each profile's tools (seed 004's stack): its local tools, the plugins it routes to, its
 //! MCP servers' tools and delegation, composed, then wrapped by the confirmation layer.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use actix::Recipient;
 
 use crate::actors::delegation::{DELEGATE_TOOL, Delegate, DelegationTargetInfo, DelegationTool};
-use crate::config::ResolvedProfile;
+use crate::calendar::{CALENDAR_TOOL_NAMES, CalendarToolset, ProfileCalendars};
+use crate::config::{LoadedConfig, ResolvedProfile, Secret};
+use crate::family::Family;
 use crate::local_time::ZoneName;
+use crate::notes::{NOTE_TOOL_NAMES, NotesToolset};
 use crate::plugins::{PluginRuntime, ROUTE_TO_PLUGIN, RouteToPluginTool};
+use crate::ports::Notes;
+use crate::readiness::Readiness;
 use crate::reminders::{REMINDER_TOOL_NAMES, RemindersParts, RemindersToolset};
 use crate::scripts::{RUN_SCRIPT, SCRIPT_TOOL_NAMES, ScriptsToolset};
 #[cfg(feature = "mcp")]
@@ -20,6 +26,8 @@ use crate::tools::{
 /// What every profile's tools are made from.
 pub(super) struct ToolParts {
     pub local_tools: Arc<dyn ToolsProvider>,
+    /// Each profile's calendars, for the profiles that have any.
+    pub calendars: HashMap<String, Arc<ProfileCalendars>>,
     pub plugins: Arc<PluginRuntime>,
     #[cfg(feature = "mcp")]
     pub mcp: Arc<McpServers>,
@@ -29,6 +37,9 @@ pub(super) struct ToolParts {
     pub scripts: Option<Arc<ScriptsToolset>>,
     /// What the reminder tools of every profile share.
     pub reminders: RemindersParts,
+    /// The family's notes, and who the members are (their roles decide who deletes what).
+    pub notes: Arc<dyn Notes>,
+    pub family: Arc<Family>,
 }
 
 /// A profile's tools, and whether it routes to plugins (only such a profile completes a
@@ -77,13 +88,7 @@ pub(super) fn profile_tools(
         )));
     }
     if let Some(scripts) = &parts.scripts {
-        let enabled: Vec<String> = profile
-            .tools
-            .enable_local_tools
-            .iter()
-            .filter(|tool| SCRIPT_TOOL_NAMES.contains(&tool.as_str()))
-            .cloned()
-            .collect();
+        let enabled = enabled_among(profile, SCRIPT_TOOL_NAMES);
         if !enabled.is_empty() {
             providers.push(Arc::new(FilteredToolsProvider::new(
                 scripts.clone(),
@@ -91,18 +96,39 @@ pub(super) fn profile_tools(
             )));
         }
     }
-    let reminder_tools: Vec<String> = profile
-        .tools
-        .enable_local_tools
-        .iter()
-        .filter(|tool| REMINDER_TOOL_NAMES.contains(&tool.as_str()))
-        .cloned()
-        .collect();
+    let reminder_tools = enabled_among(profile, REMINDER_TOOL_NAMES);
     if !reminder_tools.is_empty() {
         let zone = ZoneName::from(profile.processing.timezone);
         providers.push(Arc::new(FilteredToolsProvider::new(
             Arc::new(RemindersToolset::new(parts.reminders.clone(), zone)),
             reminder_tools,
+        )));
+    }
+    let calendar_tools = enabled_among(profile, CALENDAR_TOOL_NAMES);
+    if let Some(calendars) = parts.calendars.get(&profile.id)
+        && !calendar_tools.is_empty()
+    {
+        let zone = ZoneName::from(profile.processing.timezone);
+        providers.push(Arc::new(FilteredToolsProvider::new(
+            Arc::new(CalendarToolset::new(
+                calendars.clone(),
+                parts.reminders.family.clone(),
+                zone,
+            )),
+            calendar_tools,
+        )));
+    }
+    // The notes provider is in the stack also when only the titles go in the prompt: its
+    // `turn_note` gives them, and the filter offers none of its tools the profile left out.
+    let note_tools = enabled_among(profile, NOTE_TOOL_NAMES);
+    if !note_tools.is_empty() || profile.processing.include_notes_in_prompt {
+        providers.push(Arc::new(FilteredToolsProvider::new(
+            Arc::new(NotesToolset::new(
+                parts.notes.clone(),
+                parts.family.clone(),
+                profile.processing.include_notes_in_prompt,
+            )),
+            note_tools,
         )));
     }
     // `run_script` asks the member itself, every time, showing the final values; naming
@@ -117,4 +143,39 @@ pub(super) fn profile_tools(
             .cloned(),
     ));
     (tools, routes_to_plugins)
+}
+
+/// The tools among `names` that the profile's `enable_local_tools` names.
+fn enabled_among(profile: &ResolvedProfile, names: &[&str]) -> Vec<String> {
+    profile
+        .tools
+        .enable_local_tools
+        .iter()
+        .filter(|tool| names.contains(&tool.as_str()))
+        .cloned()
+        .collect()
+}
+
+/// The calendars of every profile that has a `calendar_config`, each with its password
+/// (validation made sure the variable is set) and reporting to readiness.
+pub(super) fn profile_calendars(
+    loaded: &LoadedConfig,
+    readiness: &Arc<Readiness>,
+) -> HashMap<String, Arc<ProfileCalendars>> {
+    loaded
+        .profiles
+        .iter()
+        .filter(|profile| !profile.processing.calendar.is_empty())
+        .map(|profile| {
+            let calendar = &profile.processing.calendar;
+            let password = calendar
+                .caldav
+                .as_ref()
+                .and_then(|caldav| loaded.secret(&caldav.password_env))
+                .map(Secret::new);
+            let calendars =
+                ProfileCalendars::new(&profile.id, calendar, password, readiness.clone());
+            (profile.id.clone(), Arc::new(calendars))
+        })
+        .collect()
 }

@@ -115,6 +115,17 @@ pub(crate) fn collect_secrets(
         }
     }
 
+    // Every profile's calendar account is reached; the key is the profile's merged one.
+    for profile in profiles {
+        if let Some(caldav) = &profile.processing.calendar.caldav {
+            let key_path = format!(
+                "profile {}: processing_config.calendar_config.caldav.password_env",
+                profile.id
+            );
+            secrets.require(&key_path, &caldav.password_env, problems);
+        }
+    }
+
     for (server_id, server) in &config.mcp_servers {
         for (key, variables) in [
             ("env_from_env", &server.env_from_env),

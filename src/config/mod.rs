@@ -16,6 +16,7 @@
 //! - `mcp_names.rs`: how an MCP server's tools are named to the model, and so which server
 //!   ids can be configured;
 //! - `reminders.rs`: `reminders` and each member's `family[].timezone`;
+//! - `calendar.rs`: a profile's `calendar_config` (its CalDAV account and subscriptions);
 //! - `built_parts.rs`: config that needs a part this binary was built without;
 //! - `confirm_tools.rs`: how `confirm_tools` entries name tools, and how a call is matched;
 //! - `secret.rs`: the type that keeps a secret inside the configuration out of `Debug`;
@@ -24,6 +25,7 @@
 //! - `error.rs`: the error and problem types.
 
 mod built_parts;
+mod calendar;
 mod confirm_tools;
 mod env_secrets;
 mod error;
@@ -42,6 +44,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
+pub use calendar::{CaldavConfig, CalendarConfig, subscription_url};
 pub use confirm_tools::{ApprovalName, ApprovalSubject, describe_asking_tools};
 pub use error::{ConfigError, ConfigProblem};
 pub use mcp_names::{

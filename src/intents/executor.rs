@@ -203,8 +203,14 @@ impl IntentsEngine {
                                     return self.escalate(turn, plan, index, &message, said).await;
                                 }
                             }
-                            if let Some(prompt) =
-                                self.tools.confirmation_prompt(tool_name, &arguments).await
+                            if let Some(prompt) = self
+                                .tools
+                                .confirmation_prompt(
+                                    tool_name,
+                                    &arguments,
+                                    &self.tool_context(turn, None),
+                                )
+                                .await
                             {
                                 turn.rec.skipped(
                                     "tool_execute",
@@ -307,13 +313,27 @@ impl IntentsEngine {
         let arguments = json!(params);
         let call = self
             .tools
-            .render_call(&tool_name, &arguments)
+            .render_call(&tool_name, &arguments, &self.tool_context(turn, None))
+            .await
             .unwrap_or_else(|| render_call_for_people(&tool_name, &arguments));
         let prompt = format!(
             "{} asks a parent to approve this ({message}).\n{call}",
             turn.inbound.member_id
         );
         Ok(self.suspend(turn, &plan, &tool_name, arguments, prompt, parents))
+    }
+
+    /// Who a call of this plan is made for, and its idempotency key when it runs.
+    fn tool_context(&self, turn: &Interaction<'_>, idempotency_key: Option<String>) -> ToolContext {
+        ToolContext {
+            member_id: turn.inbound.member_id.clone(),
+            conversation_key: turn.inbound.conversation.clone(),
+            profile_id: self.profile.id.clone(),
+            question_timeout: Duration::from_secs(
+                self.profile.processing.confirmation_timeout_seconds,
+            ),
+            idempotency_key,
+        }
     }
 
     /// The parents who may approve what `member_id` asks (never the member themselves).
@@ -385,15 +405,7 @@ impl IntentsEngine {
             step.idempotency_key = Some(key.clone());
         }
         self.deps.plans.save_plan(plan).await?;
-        let context = ToolContext {
-            member_id: turn.inbound.member_id.clone(),
-            conversation_key: turn.inbound.conversation.clone(),
-            profile_id: self.profile.id.clone(),
-            question_timeout: Duration::from_secs(
-                self.profile.processing.confirmation_timeout_seconds,
-            ),
-            idempotency_key: Some(key.clone()),
-        };
+        let context = self.tool_context(turn, Some(key.clone()));
         let started = Instant::now();
         let result = self.tools.call(tool_name, arguments, &context).await;
         let elapsed_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);

@@ -177,6 +177,13 @@ impl IsoDuration {
     pub fn exact_length(&self) -> Option<TimeDelta> {
         (self.months == 0 && self.days == 0).then_some(self.exact)
     }
+
+    /// The length with a month as 30 days and a day as 24 hours: for how long something
+    /// lasts (a calendar event's DURATION), never for when something happens.
+    pub fn approximate_length(&self) -> TimeDelta {
+        TimeDelta::days(i64::from(self.months) * 30 + i64::try_from(self.days).unwrap_or(0))
+            + self.exact
+    }
 }
 
 impl fmt::Display for IsoDuration {

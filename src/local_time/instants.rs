@@ -126,6 +126,21 @@ impl fmt::Display for LocalDay {
     }
 }
 
+impl LocalDay {
+    /// The date this names, seen from `today`: a weekday is today or the next such day.
+    pub fn date_from(&self, today: NaiveDate) -> NaiveDate {
+        match self {
+            LocalDay::Date(date) => *date,
+            LocalDay::Today => today,
+            LocalDay::Tomorrow => next_day(today),
+            LocalDay::Next(weekday) => (0..7)
+                .filter_map(|offset| today.checked_add_days(Days::new(offset)))
+                .find(|date| date.weekday() == *weekday)
+                .unwrap_or(today),
+        }
+    }
+}
+
 pub(super) fn weekday_name(weekday: Weekday) -> &'static str {
     match weekday {
         Weekday::Mon => "monday",

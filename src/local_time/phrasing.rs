@@ -48,7 +48,8 @@ fn say_clock(instant: DateTime<Utc>, zone: ZoneName) -> String {
     }
 }
 
-fn today_in(zone: ZoneName, now: DateTime<Utc>) -> NaiveDate {
+/// The member's date now.
+pub fn today_in(zone: ZoneName, now: DateTime<Utc>) -> NaiveDate {
     now.with_timezone(&zone.tz()).date_naive()
 }
 

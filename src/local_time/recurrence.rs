@@ -138,6 +138,34 @@ pub(super) fn days_in_month(date: NaiveDate) -> u32 {
 }
 
 /// The canonical words, which [`Recurrence::parse`] reads back to the same value.
+impl Recurrence {
+    /// The same recurrence as an RFC 5545 RRULE value, for a calendar event. "Monthly on
+    /// the 31st" is that day or the month's last, as hearth reads it: `BYSETPOS=-1` over
+    /// the days from the 28th on.
+    pub fn to_rrule(&self) -> String {
+        let code = |day: &Weekday| day.to_string()[..2].to_ascii_uppercase();
+        match self {
+            Recurrence::Daily => "FREQ=DAILY".into(),
+            Recurrence::Weekdays => "FREQ=WEEKLY;BYDAY=MO,TU,WE,TH,FR".into(),
+            Recurrence::Weekly { days } => format!(
+                "FREQ=WEEKLY;BYDAY={}",
+                days.iter().map(code).collect::<Vec<_>>().join(",")
+            ),
+            Recurrence::Monthly { day } if *day <= 28 => {
+                format!("FREQ=MONTHLY;BYMONTHDAY={day}")
+            }
+            Recurrence::Monthly { day } => format!(
+                "FREQ=MONTHLY;BYMONTHDAY={};BYSETPOS=-1",
+                (28..=*day)
+                    .map(|d| d.to_string())
+                    .collect::<Vec<_>>()
+                    .join(",")
+            ),
+            Recurrence::Rrule(rule) => rule.to_string(),
+        }
+    }
+}
+
 impl fmt::Display for Recurrence {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {

@@ -1,10 +1,10 @@
 //! Tests of the simple recurrences: their words, and next occurrences across DST changes,
 //! month ends and leap days.
 
-use chrono::{DateTime, Utc, Weekday};
+use chrono::{DateTime, NaiveDate, TimeDelta, Utc, Weekday};
 
 use super::instants_tests::{utc, wall, zone};
-use super::{LocalTimeError, Recurrence, RecurringTime};
+use super::{LocalTimeError, Recurrence, RecurringTime, ZoneName, resolve_local};
 
 /// The first `count` occurrences from the start, each strictly after the one before.
 pub(super) fn occurrences(recurring: &RecurringTime, count: usize) -> Vec<String> {
@@ -321,5 +321,50 @@ fn the_next_occurrence_after_a_late_instant_skips_the_missed_ones() {
     for (after, expected) in cases {
         let next: Option<DateTime<Utc>> = daily.next_after(utc(after));
         assert_eq!(next, Some(utc(expected)), "after {after}");
+    }
+}
+
+#[test]
+fn each_recurrence_is_written_as_an_rrule_that_reads_back_the_same() {
+    for (written, rrule) in [
+        ("daily", "FREQ=DAILY"),
+        ("weekdays", "FREQ=WEEKLY;BYDAY=MO,TU,WE,TH,FR"),
+        ("weekly on thu", "FREQ=WEEKLY;BYDAY=TH"),
+        ("weekly on mon and fri", "FREQ=WEEKLY;BYDAY=MO,FR"),
+        ("monthly on 15", "FREQ=MONTHLY;BYMONTHDAY=15"),
+        (
+            "monthly on 30",
+            "FREQ=MONTHLY;BYMONTHDAY=28,29,30;BYSETPOS=-1",
+        ),
+        (
+            "FREQ=WEEKLY;INTERVAL=2;BYDAY=SA",
+            "FREQ=WEEKLY;INTERVAL=2;BYDAY=SA",
+        ),
+    ] {
+        let recurrence = Recurrence::parse(written).unwrap();
+        assert_eq!(recurrence.to_rrule(), rrule, "{written}");
+        assert!(Recurrence::parse(&recurrence.to_rrule()).is_ok(), "{rrule}");
+    }
+}
+
+#[test]
+fn monthly_on_the_30th_as_an_rrule_fires_on_the_days_hearth_fires_it() {
+    let zone = ZoneName::parse("Europe/Berlin").unwrap();
+    let start = NaiveDate::from_ymd_opt(2027, 1, 30)
+        .unwrap()
+        .and_hms_opt(9, 0, 0)
+        .unwrap();
+    let ours = RecurringTime::new(zone, start, Recurrence::Monthly { day: 30 }).unwrap();
+    let as_rrule = RecurringTime::new(
+        zone,
+        start,
+        Recurrence::parse(&Recurrence::Monthly { day: 30 }.to_rrule()).unwrap(),
+    )
+    .unwrap();
+    let mut after = resolve_local(zone, start).instant - TimeDelta::seconds(1);
+    for _ in 0..14 {
+        let next = ours.next_after(after).unwrap();
+        assert_eq!(as_rrule.next_after(after), Some(next));
+        after = next;
     }
 }

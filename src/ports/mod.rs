@@ -9,6 +9,7 @@ mod channel_state;
 mod conversation_memory;
 mod inbox;
 mod intent_records;
+mod notes;
 mod outbox;
 mod pending_actions;
 mod pending_plugin_calls;
@@ -29,6 +30,11 @@ pub use inbox::{
     InboxStatus, QuotedMessage, TurnRecord,
 };
 pub use intent_records::IntentRecords;
+pub(crate) use notes::note_title_key;
+pub use notes::{
+    MAX_SEARCH_WORDS, Note, NoteList, NoteRef, NoteVisibility, NoteWrite, Notes, Saved,
+    search_words,
+};
 pub use outbox::{ListedReminder, Outbox, OutboxEntry, OutgoingKind, OutgoingMessage};
 pub use pending_actions::{
     AnswerPlace, AnswerRefused, AskedApproval, Decision, OpenConfirmation, PendingActions,

@@ -91,13 +91,6 @@ fn text_argument<'a>(
     }
 }
 
-fn invalid(tool: &str, message: impl ToString) -> ToolError {
-    ToolError::InvalidArguments {
-        tool: tool.to_string(),
-        message: message.to_string(),
-    }
-}
-
 /// A schedule's number as the model gives it: `12`, `"12"` or `"#12"`.
 fn schedule_number(tool: &str, arguments: &Value) -> Result<i64, ToolError> {
     let number = match arguments.get("id") {
@@ -106,7 +99,7 @@ fn schedule_number(tool: &str, arguments: &Value) -> Result<i64, ToolError> {
         _ => None,
     };
     number.ok_or_else(|| {
-        invalid(
+        ToolError::invalid(
             tool,
             "`id` must be a reminder's number as list_reminders shows it, e.g. 12",
         )
@@ -116,10 +109,13 @@ fn schedule_number(tool: &str, arguments: &Value) -> Result<i64, ToolError> {
 fn checked_text<'a>(tool: &str, name: &str, text: Option<&'a str>) -> Result<&'a str, ToolError> {
     let text = text.map(str::trim).unwrap_or_default();
     if text.is_empty() {
-        return Err(invalid(tool, format!("`{name}` must say what it is about")));
+        return Err(ToolError::invalid(
+            tool,
+            format!("`{name}` must say what it is about"),
+        ));
     }
     if text.chars().count() > MAX_TEXT_CHARS {
-        return Err(invalid(
+        return Err(ToolError::invalid(
             tool,
             format!("`{name}` is longer than {MAX_TEXT_CHARS} characters; say it shorter"),
         ));
@@ -182,9 +178,9 @@ impl RemindersToolset {
             .schedules
             .count_active_for(&schedule.member_id)
             .await
-            .map_err(|error| failed(tool, error))?;
+            .map_err(|error| ToolError::failed(tool, error))?;
         if count >= self.parts.settings.max_per_member {
-            return Err(invalid(
+            return Err(ToolError::invalid(
                 tool,
                 format!(
                     "{} has {count} reminders and tasks already, the most one member may have; cancel some first",
@@ -197,7 +193,7 @@ impl RemindersToolset {
             .schedules
             .add(&schedule)
             .await
-            .map_err(|error| failed(tool, error))?;
+            .map_err(|error| ToolError::failed(tool, error))?;
         if let Some(next_due_ms) = stored.next_due_ms {
             self.parts.changes.do_send(SchedulesChanged {
                 schedule_id: stored.id,
@@ -220,7 +216,7 @@ impl RemindersToolset {
             time: text_argument(tool, arguments, "time")?,
             recurrence: text_argument(tool, arguments, "recurrence")?,
         };
-        Timing::plan(when, zone, now).map_err(|error| invalid(tool, error))
+        Timing::plan(when, zone, now).map_err(|error| ToolError::invalid(tool, error))
     }
 
     /// When `planned` fires (from the call's delay or local time, in its member's zone),
@@ -243,7 +239,7 @@ impl RemindersToolset {
             planned.member.id == planned.set_by.id,
             Self::asked_in(context),
         )
-        .map_err(|error| invalid(tool, error))?;
+        .map_err(|error| ToolError::invalid(tool, error))?;
         let (recurrence, start_local) = timing.stored_recurrence();
         let stored = self
             .store(
@@ -281,13 +277,13 @@ impl RemindersToolset {
             asking,
             text_argument(tool, arguments, "for_member")?,
         )
-        .map_err(|error| invalid(tool, error))?;
+        .map_err(|error| ToolError::invalid(tool, error))?;
         let escalate_after_minutes = match arguments.get("escalate_after_minutes") {
             None | Some(Value::Null) => None,
             Some(value) => match value.as_u64() {
                 Some(minutes) if (1..=1440).contains(&minutes) => Some(minutes as u32),
                 _ => {
-                    return Err(invalid(
+                    return Err(ToolError::invalid(
                         tool,
                         format!("`escalate_after_minutes` must be 1 to 1440, got {value}"),
                     ));
@@ -349,7 +345,7 @@ impl RemindersToolset {
             .unwrap_or(&context.profile_id);
         if !self.parts.profiles.contains(profile) {
             let known: Vec<&str> = self.parts.profiles.iter().map(String::as_str).collect();
-            return Err(invalid(
+            return Err(ToolError::invalid(
                 tool,
                 format!("no profile {profile:?}: name one of {}", known.join(", ")),
             ));
@@ -387,7 +383,7 @@ impl RemindersToolset {
             self.now(),
         )
         .await
-        .map_err(|error| failed(tool, error))?;
+        .map_err(|error| ToolError::failed(tool, error))?;
         Ok(listed.text())
     }
 
@@ -401,12 +397,12 @@ impl RemindersToolset {
         let id = schedule_number(tool, arguments)?;
         match listing::cancel(self.parts.schedules.as_ref(), member, id).await {
             Ok(schedule) => Ok(listing::cancelled_text(&schedule)),
-            Err(error @ ListingError::NotVisible(_)) => Err(invalid(
+            Err(error @ ListingError::NotVisible(_)) => Err(ToolError::invalid(
                 tool,
                 format!("{error}; list_reminders shows the numbers"),
             )),
-            Err(error @ ListingError::NotActive(_)) => Err(invalid(tool, error)),
-            Err(error) => Err(failed(tool, error)),
+            Err(error @ ListingError::NotActive(_)) => Err(ToolError::invalid(tool, error)),
+            Err(error) => Err(ToolError::failed(tool, error)),
         }
     }
 
@@ -421,14 +417,19 @@ impl RemindersToolset {
         let delay = match text_argument(tool, arguments, "delay")? {
             None => None,
             Some(text) => {
-                let delay = IsoDuration::parse(text).map_err(|error| invalid(tool, error))?;
+                let delay =
+                    IsoDuration::parse(text).map_err(|error| ToolError::invalid(tool, error))?;
                 let length = delay.exact_length().ok_or_else(|| {
-                    invalid(
+                    ToolError::invalid(
                         tool,
                         format!("snooze by hours or minutes (PT10M, PT2H), not {text}"),
                     )
                 })?;
-                Some(length.to_std().map_err(|error| invalid(tool, error))?)
+                Some(
+                    length
+                        .to_std()
+                        .map_err(|error| ToolError::invalid(tool, error))?,
+                )
             }
         };
         let open = self
@@ -436,9 +437,9 @@ impl RemindersToolset {
             .schedules
             .open_firings_of(&member.id)
             .await
-            .map_err(|error| failed(tool, error))?;
+            .map_err(|error| ToolError::failed(tool, error))?;
         let Some(firing) = open.into_iter().find(|firing| firing.id.schedule_id == id) else {
-            return Err(invalid(
+            return Err(ToolError::invalid(
                 tool,
                 format!(
                     "reminder #{id} has not gone off for you (or was answered already), so there is nothing to snooze"
@@ -454,16 +455,9 @@ impl RemindersToolset {
                 choice: ReminderChoice::Snooze(delay),
             })
             .await
-            .map_err(|_| failed(tool, "the scheduler is not running"))?
-            .map_err(|error| invalid(tool, error))?;
+            .map_err(|_| ToolError::failed(tool, "the scheduler is not running"))?
+            .map_err(|error| ToolError::invalid(tool, error))?;
         Ok(settled.text)
-    }
-}
-
-fn failed(tool: &str, error: impl ToString) -> ToolError {
-    ToolError::Failed {
-        tool: tool.to_string(),
-        message: error.to_string(),
     }
 }
 

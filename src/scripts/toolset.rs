@@ -60,13 +60,6 @@ pub struct ScriptsToolset {
     settings: ScriptsConfig,
 }
 
-fn failed(tool: &str, message: impl ToString) -> ToolError {
-    ToolError::Failed {
-        tool: tool.to_string(),
-        message: message.to_string(),
-    }
-}
-
 impl ScriptsToolset {
     pub fn new(
         catalog: Arc<ScriptCatalog>,
@@ -96,7 +89,7 @@ impl ScriptsToolset {
                 self.fresh_since_ms(),
             )
             .await
-            .map_err(|error| failed(tool, error))?;
+            .map_err(|error| ToolError::failed(tool, error))?;
         Ok(stored
             .and_then(|workflow| match serde_json::from_value(workflow.state) {
                 Ok(state) => Some(state),
@@ -114,7 +107,7 @@ impl ScriptsToolset {
         context: &ToolContext,
         state: &WorkflowState,
     ) -> Result<(), ToolError> {
-        let state = serde_json::to_value(state).map_err(|error| failed(tool, error))?;
+        let state = serde_json::to_value(state).map_err(|error| ToolError::failed(tool, error))?;
         self.workflows
             .put(&ScriptWorkflow {
                 conversation_key: context.conversation_key.clone(),
@@ -123,7 +116,7 @@ impl ScriptsToolset {
                 updated_at_ms: now_ms(),
             })
             .await
-            .map_err(|error| failed(tool, error))
+            .map_err(|error| ToolError::failed(tool, error))
     }
 
     /// The selected script, or the tool result saying none is.
@@ -360,7 +353,8 @@ impl ScriptsToolset {
             prompt,
             action: RUN_SCRIPT.to_string(),
             arguments: json!({"script": script.name, "parameters": values}),
-            state: serde_json::to_value(&awaiting).map_err(|error| failed(RUN_SCRIPT, error))?,
+            state: serde_json::to_value(&awaiting)
+                .map_err(|error| ToolError::failed(RUN_SCRIPT, error))?,
             expires_at_ms: now_ms().saturating_add(timeout_ms),
         })))
     }

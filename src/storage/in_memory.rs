@@ -51,6 +51,8 @@ pub struct InMemoryStore {
     pub(super) script_workflows: Mutex<super::in_memory_scripts::WorkflowState>,
     /// What the intents engine's ports keep (`in_memory_intents.rs`).
     pub(super) intents: Mutex<super::in_memory_intents::IntentsState>,
+    /// The family's notes (`in_memory_notes.rs`).
+    pub(super) notes: Mutex<super::in_memory_notes::NotesState>,
 }
 
 fn find_confirmation<'a>(

@@ -8,6 +8,7 @@
 
 pub mod in_memory;
 mod in_memory_intents;
+mod in_memory_notes;
 mod in_memory_outbox;
 mod in_memory_plugins;
 mod in_memory_schedules;
@@ -18,7 +19,7 @@ pub mod sqlite;
 use std::sync::Arc;
 
 use crate::ports::{
-    ChannelState, ConversationMemory, Inbox, IntentRecords, Outbox, PendingActions,
+    ChannelState, ConversationMemory, Inbox, IntentRecords, Notes, Outbox, PendingActions,
     PendingPluginCalls, PlanExecutions, RegisteredPlugins, Retention, Schedules, ScriptWorkflows,
     ShoppingLists, StorageError, TelemetrySink, TurnJournal, UserProfiles,
 };
@@ -52,6 +53,8 @@ pub struct Stores {
     pub intent_records: Arc<dyn IntentRecords>,
     /// Reminders and scheduled tasks, and their firings.
     pub schedules: Arc<dyn Schedules>,
+    /// The family's notes.
+    pub notes: Arc<dyn Notes>,
     /// The SQLite store itself, when the stores are SQLite (`hearth telemetry` reads it).
     pub sqlite: Option<Arc<sqlite::SqliteStore>>,
 }
@@ -76,6 +79,7 @@ impl Stores {
             plans: store.clone(),
             intent_records: store.clone(),
             schedules: store.clone(),
+            notes: store.clone(),
             sqlite: None,
             telemetry: store,
         }
@@ -99,6 +103,7 @@ impl Stores {
             plans: store.clone(),
             intent_records: store.clone(),
             schedules: store.clone(),
+            notes: store.clone(),
             sqlite: Some(store),
             telemetry,
         }

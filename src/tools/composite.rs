@@ -70,10 +70,11 @@ impl ToolsProvider for CompositeToolsProvider {
         &self,
         name: &str,
         arguments: &serde_json::Value,
+        context: &ToolContext,
     ) -> Option<String> {
         for provider in &self.providers {
             if provider.tools().await.iter().any(|tool| tool.name == name) {
-                return provider.confirmation_prompt(name, arguments).await;
+                return provider.confirmation_prompt(name, arguments, context).await;
             }
         }
         None
@@ -96,10 +97,18 @@ impl ToolsProvider for CompositeToolsProvider {
         ApprovalSubject::Unknown(name.to_string())
     }
 
-    fn render_call(&self, name: &str, arguments: &serde_json::Value) -> Option<String> {
-        self.providers
-            .iter()
-            .find_map(|provider| provider.render_call(name, arguments))
+    async fn render_call(
+        &self,
+        name: &str,
+        arguments: &serde_json::Value,
+        context: &ToolContext,
+    ) -> Option<String> {
+        for provider in &self.providers {
+            if let Some(rendered) = provider.render_call(name, arguments, context).await {
+                return Some(rendered);
+            }
+        }
+        None
     }
 
     async fn turn_note(&self, context: &ToolContext) -> Option<String> {

@@ -123,24 +123,33 @@ impl ToolsProvider for ConfirmingToolsProvider {
         &self,
         name: &str,
         arguments: &serde_json::Value,
+        context: &ToolContext,
     ) -> Option<String> {
         let subject = self.inner.approval_subject(name, arguments).await;
         if self.asks(&subject).await {
             return Some(
                 self.inner
-                    .render_call(name, arguments)
+                    .render_call(name, arguments, context)
+                    .await
                     .unwrap_or_else(|| render_call_for_people(name, arguments)),
             );
         }
-        self.inner.confirmation_prompt(name, arguments).await
+        self.inner
+            .confirmation_prompt(name, arguments, context)
+            .await
     }
 
     async fn approval_subject(&self, name: &str, arguments: &serde_json::Value) -> ApprovalSubject {
         self.inner.approval_subject(name, arguments).await
     }
 
-    fn render_call(&self, name: &str, arguments: &serde_json::Value) -> Option<String> {
-        self.inner.render_call(name, arguments)
+    async fn render_call(
+        &self,
+        name: &str,
+        arguments: &serde_json::Value,
+        context: &ToolContext,
+    ) -> Option<String> {
+        self.inner.render_call(name, arguments, context).await
     }
 
     async fn turn_note(&self, context: &ToolContext) -> Option<String> {

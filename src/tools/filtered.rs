@@ -64,11 +64,14 @@ impl ToolsProvider for FilteredToolsProvider {
         &self,
         name: &str,
         arguments: &serde_json::Value,
+        context: &ToolContext,
     ) -> Option<String> {
         if !self.allowed.contains(name) {
             return None;
         }
-        self.inner.confirmation_prompt(name, arguments).await
+        self.inner
+            .confirmation_prompt(name, arguments, context)
+            .await
     }
 
     async fn approval_subject(&self, name: &str, arguments: &serde_json::Value) -> ApprovalSubject {
@@ -78,8 +81,13 @@ impl ToolsProvider for FilteredToolsProvider {
         self.inner.approval_subject(name, arguments).await
     }
 
-    fn render_call(&self, name: &str, arguments: &serde_json::Value) -> Option<String> {
-        self.inner.render_call(name, arguments)
+    async fn render_call(
+        &self,
+        name: &str,
+        arguments: &serde_json::Value,
+        context: &ToolContext,
+    ) -> Option<String> {
+        self.inner.render_call(name, arguments, context).await
     }
 
     async fn turn_note(&self, context: &ToolContext) -> Option<String> {

@@ -15,7 +15,11 @@ use crate::ports::UserProfiles;
 /// tools by `scripts::ScriptsToolset` (`scripts::SCRIPT_TOOL_NAMES`), and
 /// `check_order_status` by an intents profile whose intents file has a `data_source`
 /// (`intents::OrderStatusTool`), and the reminder tools by `reminders::RemindersToolset`
-/// (`reminders::REMINDER_TOOL_NAMES`).
+/// (`reminders::REMINDER_TOOL_NAMES`), and the calendar tools by `calendar::CalendarToolset`
+/// (`calendar::CALENDAR_TOOL_NAMES`).
+/// (`intents::OrderStatusTool`), the reminder tools by `reminders::RemindersToolset`
+/// (`reminders::REMINDER_TOOL_NAMES`), and the note tools by `notes::NotesToolset`
+/// (`notes::NOTE_TOOL_NAMES`).
 pub const LOCAL_TOOL_NAMES: &[&str] = &[
     "profile_get",
     "profile_update",
@@ -32,6 +36,15 @@ pub const LOCAL_TOOL_NAMES: &[&str] = &[
     "cancel_reminder",
     "snooze_reminder",
     "schedule_task",
+    "search_calendar_events",
+    "add_calendar_event",
+    "modify_calendar_event",
+    "delete_calendar_event",
+    "add_or_update_note",
+    "get_note",
+    "search_notes",
+    "list_notes",
+    "delete_note",
 ];
 
 #[async_trait]

@@ -63,6 +63,24 @@ pub enum ToolError {
     ReplyDirectly(String),
 }
 
+impl ToolError {
+    /// The model's arguments to `tool` are wrong: `message` says which and how.
+    pub fn invalid(tool: &str, message: impl ToString) -> Self {
+        ToolError::InvalidArguments {
+            tool: tool.to_owned(),
+            message: message.to_string(),
+        }
+    }
+
+    /// `tool` could not do its work: `message` says why, in words for the model.
+    pub fn failed(tool: &str, message: impl ToString) -> Self {
+        ToolError::Failed {
+            tool: tool.to_owned(),
+            message: message.to_string(),
+        }
+    }
+}
+
 /// A tool call whose own work stopped at a confirmation: what to ask the member and
 /// what the tool needs to continue. The turn stores it, so it must be plain data.
 #[derive(Debug, Clone, PartialEq)]
@@ -108,6 +126,7 @@ pub trait ToolsProvider: Send + Sync {
         &self,
         _name: &str,
         _arguments: &serde_json::Value,
+        _context: &ToolContext,
     ) -> Option<String> {
         None
     }
@@ -122,8 +141,15 @@ pub trait ToolsProvider: Send + Sync {
         ApprovalSubject::Local(name.to_string())
     }
 
-    /// A tool's own way of showing a call to a person, for confirmation prompts.
-    fn render_call(&self, _name: &str, _arguments: &serde_json::Value) -> Option<String> {
+    /// A tool's own way of showing a call to a person, for confirmation prompts: it may
+    /// look up what the call would change (a calendar event as it is now) and say times in
+    /// `context`'s member's zone.
+    async fn render_call(
+        &self,
+        _name: &str,
+        _arguments: &serde_json::Value,
+        _context: &ToolContext,
+    ) -> Option<String> {
         None
     }
 

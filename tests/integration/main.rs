@@ -4,6 +4,8 @@
 mod support;
 
 mod approvals;
+mod calendar;
+mod calendar_kill;
 mod cli;
 mod config_loading;
 mod confirmations;
@@ -34,6 +36,9 @@ mod matrix_media;
 mod mcp_elicitation;
 mod mcp_pipeline;
 mod mcp_tools;
+mod notes_http;
+mod notes_matrix;
+mod notes_telegram;
 mod one_hearth;
 mod paused;
 mod pipeline;

@@ -281,6 +281,8 @@ impl TestApp {
 pub struct HearthProcess {
     child: Child,
     pub base_url: String,
+    /// Everything the process logged so far.
+    log: std::sync::Arc<std::sync::Mutex<String>>,
 }
 
 /// POST `body` to `url` with the test API key: the status and the JSON body (null when the
@@ -389,9 +391,16 @@ impl HearthProcess {
             .expect("hearth binary starts");
         let stderr = child.stderr.take().expect("stderr is piped");
         let (sender, receiver) = mpsc::channel();
+        let log = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+        let written = log.clone();
         std::thread::spawn(move || {
             let mut sent = false;
             for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                {
+                    let mut written = written.lock().unwrap();
+                    written.push_str(&line);
+                    written.push('\n');
+                }
                 if !sent && let Some(at) = line.find("address=") {
                     let address = line[at + "address=".len()..]
                         .split_whitespace()
@@ -415,7 +424,13 @@ impl HearthProcess {
         HearthProcess {
             child,
             base_url: format!("http://{address}"),
+            log,
         }
+    }
+
+    /// What the process has logged so far.
+    pub fn log(&self) -> String {
+        self.log.lock().unwrap().clone()
     }
 
     pub fn pid(&self) -> u32 {

@@ -201,6 +201,7 @@ impl ToolsProvider for DelegationTool {
         &self,
         name: &str,
         arguments: &serde_json::Value,
+        _context: &ToolContext,
     ) -> Option<String> {
         if name != DELEGATE_TOOL {
             return None;

@@ -107,7 +107,11 @@ impl TurnRunner {
                 // member approves the completed call, not the one they were asked about.
                 let asks = self
                     .tools
-                    .confirmation_prompt(ROUTE_TO_PLUGIN, &completion.as_route_arguments())
+                    .confirmation_prompt(
+                        ROUTE_TO_PLUGIN,
+                        &completion.as_route_arguments(),
+                        &context,
+                    )
                     .await
                     .is_some();
                 // Taken once: a second message cannot run the same call again.
@@ -372,7 +376,7 @@ impl TurnRunner {
                     (None, _) => {
                         if let Some(prompt) = self
                             .tools
-                            .confirmation_prompt(&call.name, &call.arguments)
+                            .confirmation_prompt(&call.name, &call.arguments, &tool_context)
                             .await
                         {
                             let (name, arguments) = (call.name.clone(), call.arguments.clone());

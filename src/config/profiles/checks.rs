@@ -71,6 +71,9 @@ impl<'a> LayerChecks<'a> {
                 "must name a file, found an empty string (leave it out for config/intents.yaml)",
             );
         }
+        if let Some(calendar) = &layer.calendar_config {
+            calendar.check(&format!("{path}.calendar_config"), problems);
+        }
         if layer.max_tool_iterations == Some(0) {
             problems.push(
                 format!("{path}.max_tool_iterations"),

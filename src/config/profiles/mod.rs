@@ -21,6 +21,7 @@ mod checks;
 
 use checks::{LayerChecks, check_default_model_exists, check_profile_ids, check_slash_commands};
 
+use super::calendar::{CalendarConfig, CalendarLayer};
 use super::confirm_tools::ApprovalName;
 use super::error::Problems;
 use super::load::{describe_serde_message, display_key_path};
@@ -89,6 +90,11 @@ pub struct ProcessingConfig {
     /// The intents registry of an `intents` profile (`config/intents.yaml` unless set),
     /// relative to the working directory like `plugins_dir`.
     pub intents_file: String,
+    /// The calendars the calendar tools of this profile search and write.
+    #[serde(rename = "calendar_config")]
+    pub calendar: CalendarConfig,
+    /// Give the model the titles of the notes the member may read each turn (bounded).
+    pub include_notes_in_prompt: bool,
 }
 
 /// The merged `tools_config` of one profile.
@@ -134,6 +140,8 @@ struct ProcessingLayer {
     confirmation_timeout_seconds: Option<u64>,
     engine: Option<Engine>,
     intents_file: Option<String>,
+    calendar_config: Option<CalendarLayer>,
+    include_notes_in_prompt: Option<bool>,
 }
 
 impl ProcessingLayer {
@@ -173,6 +181,13 @@ impl ProcessingLayer {
                 .intents_file
                 .clone()
                 .or_else(|| self.intents_file.clone()),
+            calendar_config: match (&self.calendar_config, &upper.calendar_config) {
+                (Some(lower), Some(upper)) => Some(lower.overlaid_with(upper)),
+                (lower, upper) => upper.clone().or_else(|| lower.clone()),
+            },
+            include_notes_in_prompt: upper
+                .include_notes_in_prompt
+                .or(self.include_notes_in_prompt),
         }
     }
 
@@ -201,6 +216,8 @@ impl ProcessingLayer {
             intents_file: self
                 .intents_file
                 .unwrap_or_else(|| DEFAULT_INTENTS_FILE.to_owned()),
+            calendar: self.calendar_config.unwrap_or_default().finish(),
+            include_notes_in_prompt: self.include_notes_in_prompt.unwrap_or(false),
         }
     }
 }

@@ -10,6 +10,7 @@ mod history_cache;
 mod inbox;
 mod intents;
 mod memory;
+mod notes;
 mod outbox;
 mod pending;
 mod pending_plugin_calls;

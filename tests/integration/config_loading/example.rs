@@ -75,11 +75,36 @@ fn the_example_file_loads_with_its_two_secrets() {
             "list_reminders",
             "cancel_reminder",
             "snooze_reminder",
-            "schedule_task"
+            "schedule_task",
+            "add_or_update_note",
+            "get_note",
+            "search_notes",
+            "list_notes",
+            "delete_note",
+            "search_calendar_events",
+            "add_calendar_event",
+            "modify_calendar_event",
+            "delete_calendar_event"
         ]
     );
+    assert!(!default.processing.include_notes_in_prompt);
     // Narrowing the tools kept the default confirmations.
     assert_eq!(focused.tools.confirm_tools, default.tools.confirm_tools);
+    // A calendar is written only after the member approves the exact change.
+    for asking in [
+        "add_calendar_event",
+        "modify_calendar_event",
+        "delete_calendar_event",
+    ] {
+        assert!(
+            default
+                .tools
+                .confirm_tools
+                .iter()
+                .any(|tool| tool == asking),
+            "{asking}"
+        );
+    }
     assert_eq!(
         default.processing.delegation_security_level,
         DelegationLevel::Confirm

@@ -16,20 +16,9 @@ mod secrets;
 mod shape;
 mod validation;
 
-pub(super) const KNOWN_LOCAL_TOOLS: &[&str] = &[
-    "profile_get",
-    "profile_update",
-    "delegate_to_service",
-    "route_to_plugin",
-    "check_order_status",
-    "add_or_update_note",
-    "modify_calendar_event",
-    "schedule_reminder",
-    "list_reminders",
-    "cancel_reminder",
-    "snooze_reminder",
-    "schedule_task",
-];
+/// The local tools this build knows: seed 004's examples (`add_or_update_note`,
+/// `modify_calendar_event`) are real tools.
+pub(super) const KNOWN_LOCAL_TOOLS: &[&str] = hearth::tools::LOCAL_TOOL_NAMES;
 
 /// Enough for a configuration to load: one LLM named `main` (no key) and the HTTP API without
 /// auth. Cases add their own sections after it.

@@ -101,6 +101,7 @@ mod channel_state;
 mod durability;
 mod inbox;
 mod memory;
+mod notes;
 mod outbox;
 mod pending_actions;
 mod pending_decisions;

@@ -1,0 +1,115 @@
+use chrono::{NaiveDate, TimeZone, Utc};
+
+use super::*;
+
+fn berlin() -> ZoneName {
+    ZoneName::parse("Europe/Berlin").unwrap()
+}
+
+fn wall(text: &str) -> NaiveDateTime {
+    NaiveDateTime::parse_from_str(text, "%Y-%m-%d %H:%M").unwrap()
+}
+
+const FROM_ANOTHER_CLIENT: &str = "BEGIN:VCALENDAR\r\nVERSION:2.0\r\nPRODID:-//Other//EN\r\nBEGIN:VEVENT\r\nUID:abc@other\r\nDTSTAMP:20261101T100000Z\r\nDTSTART;TZID=/mozilla.org/20050126_1/Europe/Berlin:20261015T170000\r\nDURATION:PT90M\r\nRRULE:FREQ=WEEKLY;BYDAY=TH\r\nEXDATE;TZID=Europe/Berlin:20261029T170000,20261105T170000\r\nSUMMARY:Swimming\r\nLOCATION:City pool\r\nX-OTHER-CLIENT:keep me\r\nSEQUENCE:3\r\nBEGIN:VALARM\r\nACTION:DISPLAY\r\nDESCRIPTION:Pack towels\r\nTRIGGER:-PT30M\r\nEND:VALARM\r\nEND:VEVENT\r\nBEGIN:VEVENT\r\nUID:abc@other\r\nRECURRENCE-ID;TZID=Europe/Berlin:20261022T170000\r\nDTSTART;TZID=Europe/Berlin:20261022T180000\r\nDTEND;TZID=Europe/Berlin:20261022T190000\r\nSUMMARY:Swimming (late)\r\nEND:VEVENT\r\nEND:VCALENDAR\r\n";
+
+#[test]
+fn another_clients_event_is_read_with_its_zone_duration_exdates_and_changed_occurrence() {
+    let events = read_events(FROM_ANOTHER_CLIENT).unwrap();
+    assert_eq!(events.len(), 2);
+    let main = &events[0];
+    assert_eq!(main.summary, "Swimming");
+    assert_eq!(main.location.as_deref(), Some("City pool"));
+    assert_eq!(
+        main.start,
+        EventTime::Zoned(wall("2026-10-15 17:00"), berlin())
+    );
+    assert_eq!(
+        main.end,
+        EventTime::Zoned(wall("2026-10-15 18:30"), berlin())
+    );
+    assert_eq!(main.rrule.as_deref(), Some("FREQ=WEEKLY;BYDAY=TH"));
+    assert_eq!(
+        main.exdates,
+        vec![
+            EventTime::Zoned(wall("2026-10-29 17:00"), berlin()),
+            EventTime::Zoned(wall("2026-11-05 17:00"), berlin())
+        ]
+    );
+    assert_eq!(
+        events[1].recurrence_id,
+        Some(EventTime::Zoned(wall("2026-10-22 17:00"), berlin()))
+    );
+}
+
+#[test]
+fn all_day_utc_and_floating_times_resolve_as_the_calendar_means_them() {
+    let text = "BEGIN:VCALENDAR\r\nBEGIN:VEVENT\r\nUID:a\r\nDTSTART;VALUE=DATE:20261224\r\nSUMMARY:Christmas Eve\r\nEND:VEVENT\r\nBEGIN:VEVENT\r\nUID:b\r\nDTSTART:20261201T140000Z\r\nDTEND:20261201T150000Z\r\nSUMMARY:Call\r\nEND:VEVENT\r\nBEGIN:VEVENT\r\nUID:c\r\nDTSTART:20261201T090000\r\nSUMMARY:Floating\r\nEND:VEVENT\r\nEND:VCALENDAR\r\n";
+    let events = read_events(text).unwrap();
+    let day = NaiveDate::from_ymd_opt(2026, 12, 24).unwrap();
+    assert_eq!(events[0].start, EventTime::Date(day));
+    assert_eq!(events[0].end, EventTime::Date(day.succ_opt().unwrap()));
+    assert_eq!(events[0].length(berlin()), TimeDelta::days(1));
+    assert_eq!(
+        events[1].start.instant(berlin()),
+        Utc.with_ymd_and_hms(2026, 12, 1, 14, 0, 0).unwrap()
+    );
+    // Floating: 09:00 on the member's clock.
+    assert_eq!(
+        events[2].start.instant(berlin()),
+        Utc.with_ymd_and_hms(2026, 12, 1, 8, 0, 0).unwrap()
+    );
+    assert_eq!(events[2].end, events[2].start);
+}
+
+#[test]
+fn what_is_not_icalendar_is_refused_in_words() {
+    let error = read_events("<html>").unwrap_err();
+    assert!(error.starts_with("not an iCalendar object"), "{error}");
+}
+
+fn fields() -> EventFields {
+    EventFields {
+        summary: "Dentist; Max, 2nd".into(),
+        location: None,
+        start: EventTime::Zoned(wall("2026-12-01 15:00"), berlin()),
+        end: EventTime::Zoned(wall("2026-12-01 16:00"), berlin()),
+        rrule: None,
+    }
+}
+
+#[test]
+fn a_new_event_reads_back_as_written() {
+    let now = Utc.with_ymd_and_hms(2026, 11, 26, 12, 0, 0).unwrap();
+    let text = new_event_text("hearth-1", &fields(), now);
+    let events = read_events(&text).unwrap();
+    assert_eq!(events.len(), 1);
+    assert_eq!(events[0].uid, "hearth-1");
+    assert_eq!(events[0].summary, "Dentist; Max, 2nd");
+    assert_eq!(events[0].start, fields().start);
+    assert_eq!(events[0].end, fields().end);
+    assert!(
+        text.contains("PRODID:-//hearth//family assistant//EN"),
+        "{text}"
+    );
+    assert_eq!(text.matches("PRODID").count(), 1, "{text}");
+    assert_eq!(text.matches("VERSION:2.0").count(), 1, "{text}");
+}
+
+#[test]
+fn a_change_keeps_what_another_client_stored_and_counts_the_sequence_up() {
+    let now = Utc.with_ymd_and_hms(2026, 11, 26, 12, 0, 0).unwrap();
+    let mut changed = fields();
+    changed.rrule = Some("FREQ=WEEKLY;BYDAY=TU".into());
+    let text = changed_event_text(FROM_ANOTHER_CLIENT, &changed, now).unwrap();
+    assert!(text.contains("X-OTHER-CLIENT:keep me"), "{text}");
+    assert!(text.contains("Pack towels"), "{text}");
+    assert!(text.contains("SEQUENCE:4"), "{text}");
+    assert!(!text.contains("DURATION"), "{text}");
+    let events = read_events(&text).unwrap();
+    assert_eq!(events[0].uid, "abc@other");
+    assert_eq!(events[0].summary, "Dentist; Max, 2nd");
+    assert_eq!(events[0].location, None);
+    assert_eq!(events[0].rrule.as_deref(), Some("FREQ=WEEKLY;BYDAY=TU"));
+    // The changed occurrence is still there, untouched.
+    assert_eq!(events[1].summary, "Swimming (late)");
+}
