@@ -69,11 +69,6 @@ async fn confirm(app: &TestApp, id: &Value, approve: bool) -> Value {
     response.json().await.unwrap()
 }
 
-/// The last tool result the model was sent.
-fn last_tool_result(llm: &ScriptedLlmServer) -> String {
-    llm.tool_result_seen(llm.requests().len() - 1)
-}
-
 /// `id` and `version` of the first event a search result lists.
 pub fn id_and_version(result: &str) -> (String, String) {
     let at = result
@@ -98,7 +93,7 @@ async fn search_spring(app: &TestApp, llm: &ScriptedLlmServer) -> String {
         Step::Reply("Here.".into()),
     ]);
     assert_eq!(app.ask("alice", "what's on in late March?").await, "Here.");
-    last_tool_result(llm)
+    llm.last_tool_result()
 }
 
 #[actix::test]
@@ -142,7 +137,7 @@ async fn swimming_is_asked_then_written_once_and_listed_in_local_time() {
         answered["reply"], "Swimming is in the calendar.",
         "{answered}"
     );
-    let added = last_tool_result(&llm);
+    let added = llm.last_tool_result();
     assert!(
         added.starts_with("Added to Family: Swimming, Thu 7 Jan"),
         "{added}"
@@ -173,7 +168,7 @@ async fn swimming_is_asked_then_written_once_and_listed_in_local_time() {
         app.ask("alice", "what's on this week?").await,
         "Swimming on Thursday."
     );
-    let listed = last_tool_result(&llm);
+    let listed = llm.last_tool_result();
     assert!(
         listed.contains("Thu 14 Jan, 17:00-18:00 (Europe/Berlin): Swimming (repeats) [Family]"),
         "{listed}"
@@ -294,9 +289,10 @@ async fn a_change_shows_before_and_after_and_is_written_only_when_approved() {
     let answered = confirm(&app, &asked["confirmation"]["id"], true).await;
     assert_eq!(answered["reply"], "Deleted.", "{answered}");
     assert!(
-        last_tool_result(&llm).starts_with("Deleted from Family: Swimming"),
+        llm.last_tool_result()
+            .starts_with("Deleted from Family: Swimming"),
         "{}",
-        last_tool_result(&llm)
+        llm.last_tool_result()
     );
     assert!(radicale.events(&family).await.is_empty());
     app.stop().await;
@@ -331,7 +327,7 @@ async fn a_change_made_elsewhere_meanwhile_is_reported_and_never_overwritten() {
     radicale.put(&href, &from_phone).await;
 
     confirm(&app, &asked["confirmation"]["id"], true).await;
-    let refused = last_tool_result(&llm);
+    let refused = llm.last_tool_result();
     assert!(
         refused.contains("changed in the calendar since it was read; nothing was overwritten"),
         "{refused}"
@@ -368,7 +364,7 @@ async fn a_calendar_server_that_is_down_is_told_plainly_and_hearth_goes_on() {
             app.ask("alice", "what's on?").await,
             "The calendar is down."
         );
-        last_tool_result(&llm)
+        llm.last_tool_result()
     };
     assert!(result.contains("cannot be reached"), "{result}");
     let (status, body) = app.get("/readyz?details=true").await;
@@ -411,7 +407,7 @@ async fn a_wrong_password_is_told_plainly_and_never_shown() {
     // The calendar cannot be read, so the prompt is hearth's plain one.
     assert_eq!(asked["status"], "confirmation_required", "{asked}");
     confirm(&app, &asked["confirmation"]["id"], true).await;
-    let result = last_tool_result(&llm);
+    let result = llm.last_tool_result();
     assert!(
         result.contains("refused the user name or password"),
         "{result}"
@@ -474,7 +470,7 @@ async fn a_childs_profile_sees_only_its_subscribed_calendar_and_writes_nothing()
         app.ask("alice", "/kids when are the holidays?").await,
         "Holidays."
     );
-    let listed = last_tool_result(&llm);
+    let listed = llm.last_tool_result();
     assert!(
         listed.contains("Mon 21 Dec - Fri 1 Jan (all day): Winter break [School holidays]"),
         "{listed}"
@@ -499,7 +495,7 @@ async fn a_childs_profile_sees_only_its_subscribed_calendar_and_writes_nothing()
         .send(json!({"user_id": "alice", "text": "/kids add my party"}))
         .await;
     confirm(&app, &asked["confirmation"]["id"], true).await;
-    let refused = last_tool_result(&llm);
+    let refused = llm.last_tool_result();
     assert!(refused.contains("read only"), "{refused}");
     assert_eq!(radicale.events(&family).await.len(), 1, "nothing written");
     app.stop().await;

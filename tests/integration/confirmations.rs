@@ -39,11 +39,6 @@ async fn confirm(app: &TestApp, body: Value) -> (u16, Value) {
     (status, response.json().await.unwrap_or(Value::Null))
 }
 
-/// The text of the last tool result the model received.
-fn last_tool_result(llm: &ScriptedLlmServer) -> String {
-    llm.tool_result_seen(llm.requests().len() - 1)
-}
-
 async fn ask_for_address(app: &TestApp, llm: &ScriptedLlmServer, address: &str) -> Value {
     script_profile_update(llm, address);
     let (status, body) = app
@@ -76,7 +71,7 @@ async fn an_approved_call_runs_exactly_the_arguments_shown() {
     assert_eq!(body["status"], "answered");
     assert_eq!(body["reply"], "Done.");
     assert_eq!(body["id"], asked["id"]);
-    assert_eq!(last_tool_result(&llm), "saved address = 2 Oak Road");
+    assert_eq!(llm.last_tool_result(), "saved address = 2 Oak Road");
 
     // The fact is stored: the next prompt carries it.
     app.ask("alice", "where do I live?").await;
@@ -112,7 +107,7 @@ async fn a_denied_call_is_not_run_and_the_model_is_told() {
         (200, json!("Done.")),
         "{body}"
     );
-    assert_eq!(last_tool_result(&llm), DECLINED_RESULT);
+    assert_eq!(llm.last_tool_result(), DECLINED_RESULT);
     app.ask("alice", "where do I live?").await;
     let system = llm.requests().last().unwrap().body["messages"][0]["content"].to_string();
     assert!(!system.contains("Pine"), "nothing was saved: {system}");
@@ -186,7 +181,7 @@ async fn a_restart_between_question_and_answer_loses_nothing() {
         .await;
     assert_eq!(status, 200, "{body}");
     assert_eq!(body["reply"], "Done.");
-    assert_eq!(last_tool_result(&llm), "saved address = 6 Birch Row");
+    assert_eq!(llm.last_tool_result(), "saved address = 6 Birch Row");
     assert_eq!(
         llm.request_count(),
         2,
@@ -325,7 +320,7 @@ async fn an_interrupted_approved_call_is_never_run_twice() {
         .await;
     assert_eq!(record["reply"], "I'm not sure it was saved; please check.");
     assert_eq!(
-        last_tool_result(&llm),
+        llm.last_tool_result(),
         hearth::actors::processing::UNKNOWN_OUTCOME_RESULT
     );
     let facts =

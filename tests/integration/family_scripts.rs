@@ -116,11 +116,6 @@ pub(crate) fn runs(scripts: &Path) -> Vec<Value> {
         .collect()
 }
 
-/// The tool result the model read in its last request.
-pub(crate) fn last_tool_result(llm: &ScriptedLlmServer) -> String {
-    llm.tool_result_seen(llm.requests().len() - 1)
-}
-
 /// Every tool result of the model's last request, in order.
 fn tool_results(llm: &ScriptedLlmServer) -> Vec<String> {
     let requests = llm.requests();
@@ -182,7 +177,7 @@ pub(crate) async fn approve_run(app: &TestApp, llm: &ScriptedLlmServer, asked: &
     llm.push(Step::Reply("Here is how it went.".into()));
     let body = confirm(app, asked, true).await;
     assert_eq!(body["reply"], "Here is how it went.", "{body}");
-    last_tool_result(llm)
+    llm.last_tool_result()
 }
 
 #[actix::test]
@@ -198,7 +193,7 @@ async fn a_member_finds_changes_approves_and_runs_a_script() {
         Step::Reply("I can run backup_photos. Shall I?".into()),
     ]);
     say(&app, "please back up the photos").await;
-    let found = last_tool_result(&llm);
+    let found = llm.last_tool_result();
     assert!(
         found.contains("- backup_photos: Back up the family photos"),
         "{found}"
@@ -225,7 +220,7 @@ async fn a_member_finds_changes_approves_and_runs_a_script() {
         system.contains("next step: ask_for_script_choice"),
         "{system}"
     );
-    let shown = last_tool_result(&llm);
+    let shown = llm.last_tool_result();
     assert!(
         shown.contains("- destination (enum of usb_drive | nas): usb_drive"),
         "{shown}"
@@ -413,7 +408,7 @@ async fn parameter_type_errors_are_named_and_a_change_invalidates_the_final_valu
     ]);
     say(&app, "water the garden").await;
     assert_eq!(
-        last_tool_result(&llm),
+        llm.last_tool_result(),
         "Saved. Still missing required parameters: minutes. Ask the member for them."
     );
     assert!(runs(&scripts).is_empty());
@@ -428,7 +423,7 @@ async fn a_denied_run_does_not_run_and_the_model_is_told() {
     llm.push(Step::Reply("Not run.".into()));
     let body = confirm(&app, &asked, false).await;
     assert_eq!(body["reply"], "Not run.");
-    assert_eq!(last_tool_result(&llm), RUN_DECLINED);
+    assert_eq!(llm.last_tool_result(), RUN_DECLINED);
     assert!(runs(&scripts).is_empty());
     app.stop().await;
 }
@@ -495,9 +490,10 @@ async fn a_workflow_left_alone_past_its_ttl_is_forgotten() {
         .to_string();
     assert!(!system.contains("Family script workflow"), "{system}");
     assert!(
-        last_tool_result(&llm).starts_with("refused: no script is selected yet"),
+        llm.last_tool_result()
+            .starts_with("refused: no script is selected yet"),
         "{}",
-        last_tool_result(&llm)
+        llm.last_tool_result()
     );
     assert!(runs(&scripts).is_empty());
     app.stop().await;
@@ -530,7 +526,7 @@ async fn a_restart_in_the_middle_continues_at_the_same_step() {
         "{system}"
     );
     assert!(system.contains("next step: present_parameters"), "{system}");
-    let shown = last_tool_result(&llm);
+    let shown = llm.last_tool_result();
     assert!(shown.starts_with("Parameters of backup_photos:"), "{shown}");
 
     // A restart while the approval is open: the answer still runs the values shown.

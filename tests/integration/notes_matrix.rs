@@ -12,22 +12,6 @@ use crate::support::matrix_family::{
 };
 use crate::support::matrix_member::MatrixMember;
 
-/// The tool results the model was sent in request `index`, in call order.
-fn tool_results(llm: &ScriptedLlmServer, index: usize) -> Vec<String> {
-    let messages = llm.requests()[index].body["messages"]
-        .as_array()
-        .cloned()
-        .unwrap_or_default();
-    let mut results: Vec<String> = messages
-        .iter()
-        .rev()
-        .take_while(|message| message["role"] == "tool")
-        .map(|message| message["content"].as_str().unwrap_or_default().to_string())
-        .collect();
-    results.reverse();
-    results
-}
-
 #[actix::test]
 async fn a_private_note_never_reaches_another_member_on_matrix() {
     let Some(server) = homeserver("matrix_notes").await else {
@@ -82,7 +66,7 @@ async fn a_private_note_never_reaches_another_member_on_matrix() {
     })
     .await;
     assert_eq!(reply.room_id, bobs_room);
-    let results = tool_results(&llm, bobs_turn + 1);
+    let results = llm.tool_results_seen(bobs_turn + 1);
     assert_eq!(results.len(), 3, "{results:?}");
     for result in &results {
         assert!(

@@ -9,22 +9,6 @@ use crate::support::llm_server::{ScriptedLlmServer, Step};
 use crate::support::telegram::TelegramServer;
 use crate::telegram_channel::{TOKEN, alice, bob, bot_says, start_on_telegram};
 
-/// The tool results of request `index`: the tool messages it ends with, in call order.
-fn tool_results(llm: &ScriptedLlmServer, index: usize) -> Vec<String> {
-    let messages = llm.requests()[index].body["messages"]
-        .as_array()
-        .cloned()
-        .unwrap_or_default();
-    let mut results: Vec<String> = messages
-        .iter()
-        .rev()
-        .take_while(|message| message["role"] == "tool")
-        .map(|message| message["content"].as_str().unwrap_or_default().to_string())
-        .collect();
-    results.reverse();
-    results
-}
-
 #[actix::test]
 async fn a_private_note_never_reaches_another_member_on_telegram() {
     let llm = ScriptedLlmServer::start();
@@ -57,7 +41,7 @@ async fn a_private_note_never_reaches_another_member_on_telegram() {
     );
     bot_says(&telegram, 1001, "Noted both.").await;
     assert_eq!(
-        tool_results(&llm, llm.request_count() - 1),
+        llm.tool_results_seen(llm.request_count() - 1),
         [
             "Saved the private note \"Alarm code\" (added). It is note #1.",
             "Saved the family note \"Wifi\" (added). It is note #2."
@@ -76,7 +60,7 @@ async fn a_private_note_never_reaches_another_member_on_telegram() {
     ]);
     telegram.push_private_text(&bob(), "/notes what is the alarm code?");
     bot_says(&telegram, 1002, "I found nothing like that.").await;
-    let results = tool_results(&llm, bobs_turn + 1);
+    let results = llm.tool_results_seen(bobs_turn + 1);
     assert_eq!(results.len(), 4, "{results:?}");
     for result in &results {
         assert!(!result.contains("then enter"), "{result}");

@@ -221,6 +221,28 @@ impl ScriptedLlmServer {
             .to_string()
     }
 
+    /// The last tool result the model was shown in its latest request.
+    pub fn last_tool_result(&self) -> String {
+        self.tool_result_seen(self.requests().len() - 1)
+    }
+
+    /// The tool results recorded request `index` ends with (the results of the calls of the
+    /// round before it), in call order.
+    pub fn tool_results_seen(&self, index: usize) -> Vec<String> {
+        let messages = self.requests()[index].body["messages"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        let mut results: Vec<String> = messages
+            .iter()
+            .rev()
+            .take_while(|message| message["role"] == "tool")
+            .map(|message| message["content"].as_str().unwrap_or_default().to_string())
+            .collect();
+        results.reverse();
+        results
+    }
+
     pub fn in_flight(&self) -> usize {
         self.shared.in_flight.load(Ordering::SeqCst)
     }
