@@ -179,10 +179,10 @@ impl ProfileCalendars {
         }
     }
 
-    /// Tells readiness how a write went.
-    pub fn note(&self, result: &Result<(), CalDavError>) {
-        match result {
-            Err(error @ (CalDavError::Unreachable { .. } | CalDavError::Unauthorized { .. })) => {
+    /// Tells readiness how a write went (`error`: why it failed).
+    pub fn note(&self, error: Option<&CalDavError>) {
+        match error {
+            Some(error @ (CalDavError::Unreachable { .. } | CalDavError::Unauthorized { .. })) => {
                 self.failed(error)
             }
             _ => self.healthy(),

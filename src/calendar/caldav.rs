@@ -131,31 +131,8 @@ impl CalDavClient {
             return Err(CalDavError::Unauthorized { host });
         }
         let headers = response.headers().clone();
-        let mut body = Vec::new();
-        loop {
-            match response.chunk().await {
-                Ok(Some(chunk)) => {
-                    if body.len() + chunk.len() > MAX_BODY_BYTES {
-                        return Err(CalDavError::Unreadable {
-                            host,
-                            reason: format!(
-                                "its answer to {what} is larger than {} MB",
-                                MAX_BODY_BYTES / (1024 * 1024)
-                            ),
-                        });
-                    }
-                    body.extend_from_slice(&chunk);
-                }
-                Ok(None) => break,
-                Err(error) => {
-                    return Err(CalDavError::Unreachable {
-                        host,
-                        reason: plain_reason(error),
-                    });
-                }
-            }
-        }
-        Ok((status, headers, String::from_utf8_lossy(&body).into_owned()))
+        let text = read_body(&mut response, &host, &format!("its answer to {what}")).await?;
+        Ok((status, headers, text))
     }
 
     async fn multistatus(
@@ -365,34 +342,53 @@ impl CalDavClient {
 /// within [`MAX_BODY_BYTES`].
 pub async fn fetch_subscription(url: &Url) -> Result<String, CalDavError> {
     let host = host_of(url);
-    let too_large = || CalDavError::Unreadable {
-        host: host.clone(),
-        reason: format!(
-            "the calendar is larger than {} MB",
-            MAX_BODY_BYTES / (1024 * 1024)
-        ),
-    };
-    let unreachable = |error: reqwest::Error| CalDavError::Unreachable {
-        host: host.clone(),
-        reason: plain_reason(error),
-    };
     let http = reqwest::Client::builder()
         .timeout(REQUEST_TIMEOUT)
         .build()
         .unwrap_or_default();
-    let mut response = http.get(url.clone()).send().await.map_err(unreachable)?;
+    let mut response =
+        http.get(url.clone())
+            .send()
+            .await
+            .map_err(|error| CalDavError::Unreachable {
+                host: host.clone(),
+                reason: plain_reason(error),
+            })?;
     let status = response.status();
     if !status.is_success() {
         return Err(CalDavError::Refused {
-            host: host.clone(),
+            host,
             status: status.as_u16(),
             what: "reading a subscribed calendar".into(),
         });
     }
+    read_body(&mut response, &host, "the calendar").await
+}
+
+/// A response's body as text, refused once it grows past [`MAX_BODY_BYTES`] (`subject` is
+/// what the error says is too large).
+async fn read_body(
+    response: &mut reqwest::Response,
+    host: &str,
+    subject: &str,
+) -> Result<String, CalDavError> {
     let mut body = Vec::new();
-    while let Some(chunk) = response.chunk().await.map_err(unreachable)? {
+    while let Some(chunk) = response
+        .chunk()
+        .await
+        .map_err(|error| CalDavError::Unreachable {
+            host: host.to_owned(),
+            reason: plain_reason(error),
+        })?
+    {
         if body.len() + chunk.len() > MAX_BODY_BYTES {
-            return Err(too_large());
+            return Err(CalDavError::Unreadable {
+                host: host.to_owned(),
+                reason: format!(
+                    "{subject} is larger than {} MB",
+                    MAX_BODY_BYTES / (1024 * 1024)
+                ),
+            });
         }
         body.extend_from_slice(&chunk);
     }

@@ -165,7 +165,9 @@ impl CalendarToolset {
         );
         let mut lines = Vec::new();
         if searched.found.is_empty() {
-            if !searched.problems.is_empty() && searched.problems.len() >= self.sources() {
+            if !searched.problems.is_empty()
+                && searched.problems.len() >= self.calendars.source_count()
+            {
                 return Err(ToolError::failed(
                     tool,
                     format!(
@@ -200,10 +202,6 @@ impl CalendarToolset {
             ));
         }
         Ok(lines.join("\n"))
-    }
-
-    fn sources(&self) -> usize {
-        self.calendars.source_count()
     }
 
     fn writable(&self, tool: &str) -> Result<(), ToolError> {
@@ -245,8 +243,7 @@ impl CalendarToolset {
         let written = client
             .put(&url, new_event_text(&uid, &fields, now), None)
             .await;
-        self.calendars
-            .note(&written.as_ref().map(|_| ()).map_err(Clone::clone));
+        self.calendars.note(written.as_ref().err());
         let said = say_event(&as_event(&uid, &fields), zone, now);
         match written {
             Ok(true) => {
@@ -325,8 +322,7 @@ impl CalendarToolset {
             .map_err(|problem| ToolError::failed(tool, problem))?;
         let etag = resource.etag.as_deref().map(etag_from).unwrap_or_default();
         let written = client.put(&resource.url, text, Some(&etag)).await;
-        self.calendars
-            .note(&written.as_ref().map(|_| ()).map_err(Clone::clone));
+        self.calendars.note(written.as_ref().err());
         written.map_err(|error| ToolError::failed(tool, error))?;
         Ok(format!(
             "Changed in {calendar}: {}.",
@@ -345,7 +341,7 @@ impl CalendarToolset {
             .map_err(|problem| ToolError::failed(tool, problem))?;
         let etag = resource.etag.as_deref().map(etag_from).unwrap_or_default();
         let deleted = client.delete(&resource.url, &etag).await;
-        self.calendars.note(&deleted);
+        self.calendars.note(deleted.as_ref().err());
         deleted.map_err(|error| ToolError::failed(tool, error))?;
         Ok(format!(
             "Deleted from {calendar}: {}.",
@@ -443,14 +439,9 @@ fn timing_properties() -> serde_json::Map<String, Value> {
 fn spec(
     name: &str,
     description: &str,
-    mut properties: serde_json::Map<String, Value>,
+    properties: serde_json::Map<String, Value>,
     required: &[&str],
 ) -> ToolSpec {
-    for key in properties.keys().cloned().collect::<Vec<_>>() {
-        if properties[&key].is_null() {
-            properties.remove(&key);
-        }
-    }
     ToolSpec {
         name: name.into(),
         description: description.into(),
