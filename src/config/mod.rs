@@ -59,10 +59,10 @@ pub use reminders::RemindersConfig;
 pub use secret::Secret;
 pub use serde_yaml::Mapping;
 pub use types::{
-    ChannelsConfig, DeliveryConfig, FamilyMember, FamilyRole, HearthConfig, HttpConfig, LlmBackend,
-    LlmModelConfig, LlmProviderKind, LlmRetryConfig, MatrixConfig, McpServerConfig,
-    ProfileSettingsConfig, QueueConfig, RetentionConfig, ScriptsConfig, ServiceProfileConfig,
-    TelegramConfig, TelegramMode,
+    ChannelsConfig, DeliveryConfig, FamilyMember, FamilyRole, HearthConfig, HttpConfig,
+    InvitesConfig, LlmBackend, LlmModelConfig, LlmProviderKind, LlmRetryConfig, MatrixConfig,
+    McpServerConfig, ProfileSettingsConfig, QueueConfig, RetentionConfig, ScriptsConfig,
+    ServiceProfileConfig, TelegramConfig, TelegramMode,
 };
 pub use yaml_file::{KeyPath, KeySegment, PluginFileProblem};
 

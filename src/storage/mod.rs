@@ -8,6 +8,7 @@
 
 pub mod in_memory;
 mod in_memory_intents;
+mod in_memory_members;
 mod in_memory_notes;
 mod in_memory_outbox;
 mod in_memory_plugins;
@@ -19,7 +20,7 @@ pub mod sqlite;
 use std::sync::Arc;
 
 use crate::ports::{
-    ChannelState, ConversationMemory, Inbox, IntentRecords, Notes, Outbox, PendingActions,
+    ChannelState, ConversationMemory, Inbox, IntentRecords, Members, Notes, Outbox, PendingActions,
     PendingPluginCalls, PlanExecutions, RegisteredPlugins, Retention, Schedules, ScriptWorkflows,
     ShoppingLists, StorageError, TelemetrySink, TurnJournal, UserProfiles,
 };
@@ -55,6 +56,8 @@ pub struct Stores {
     pub schedules: Arc<dyn Schedules>,
     /// The family's notes.
     pub notes: Arc<dyn Notes>,
+    /// The members who joined by invite, and their invite codes.
+    pub members: Arc<dyn Members>,
     /// The SQLite store itself, when the stores are SQLite (`hearth telemetry` reads it).
     pub sqlite: Option<Arc<sqlite::SqliteStore>>,
 }
@@ -80,6 +83,7 @@ impl Stores {
             intent_records: store.clone(),
             schedules: store.clone(),
             notes: store.clone(),
+            members: store.clone(),
             sqlite: None,
             telemetry: store,
         }
@@ -104,6 +108,7 @@ impl Stores {
             intent_records: store.clone(),
             schedules: store.clone(),
             notes: store.clone(),
+            members: store.clone(),
             sqlite: Some(store),
             telemetry,
         }
