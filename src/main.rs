@@ -6,6 +6,8 @@
 //! instance lock; `check-config` and `telemetry` open it read-only, beside a running
 //! hearth too. An error ends the command with its message and causes, never a backtrace.
 
+mod family_command;
+
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -58,6 +60,11 @@ enum Command {
     CheckConfig,
     /// Apply database migrations and exit (refused while a hearth runs on the database).
     Migrate,
+    /// The family members: list them, or change one who joined by invite.
+    Family {
+        #[command(subcommand)]
+        command: family_command::FamilyCommand,
+    },
     /// Print the stages the intents engine recorded for a conversation (`http:alice`,
     /// `telegram:<chat id>`), oldest first.
     Telemetry {
@@ -135,6 +142,10 @@ fn run_command(cli: Cli) -> anyhow::Result<()> {
             limit,
         } => in_actix_system(telemetry(loaded, conversation, limit)),
         Command::Chat { user } => in_actix_system(chat(loaded, user)),
+        Command::Family { command } => in_actix_system(async move {
+            let existing = existing_database(&loaded).await?;
+            family_command::family(loaded, command, existing).await
+        }),
     }
 }
 
@@ -309,9 +320,38 @@ async fn run(loaded: LoadedConfig) -> anyhow::Result<()> {
     )
     .await?;
     tracing::info!(config = %loaded.file.display(), "hearth is running; Ctrl-C to stop");
+    if running.membership.family().is_empty() {
+        print_first_parent_code(&loaded, &running).await?;
+    }
     shutdown_signal().await;
     tracing::info!("stopping");
     running.stop().await;
+    Ok(())
+}
+
+/// Set-up: nobody is a member yet, so the terminal gets a code making the first person to
+/// send it a parent.
+async fn print_first_parent_code(
+    loaded: &LoadedConfig,
+    running: &app::RunningApp,
+) -> anyhow::Result<()> {
+    let channels = &loaded.config.channels;
+    if !channels.telegram.enabled && !channels.matrix.enabled {
+        println!(
+            "hearth has no family yet. Add yourself under `family:` in {}, or turn on Telegram or Matrix there (channels.telegram.enabled, channels.matrix.enabled) and start hearth again for a code to join with.",
+            loaded.file.display()
+        );
+        return Ok(());
+    }
+    let issued = running
+        .membership
+        .first_parent_code(hearth::ports::now_ms())
+        .await
+        .context("no code for the first parent")?;
+    println!(
+        "hearth has no family yet. To become its first parent, send this to the bot on Telegram or Matrix (`!join` in Matrix clients that take `/`):\n\n    /join {}\n\nThe code works once, for 24 hours; the next start prints a new one while the family is empty.",
+        issued.code
+    );
     Ok(())
 }
 

@@ -27,18 +27,18 @@ use crate::actors::channels::core::ReminderAnswers;
 use crate::actors::channels::matrix::MatrixStartError;
 #[cfg(feature = "telegram")]
 use crate::actors::channels::telegram::TelegramStartError;
-use crate::actors::channels::{ChannelDeps, DeliverySettings, HttpChannel};
+use crate::actors::channels::{ChannelDeps, DeliverySettings, HttpChannel, MembershipParts};
 use crate::actors::delegation::{Delegation, DelegationTarget, DelegationTargetInfo};
 use crate::actors::llm_broker::{BrokerSettings, LlmBroker, ModelEntry};
 use crate::actors::processing::{ProcessingDeps, ProcessingService};
 use crate::actors::request_queue::{DeliverReply, DrainTurns, QueuePorts, RequestQueue, Router};
 use crate::actors::scheduler::{Scheduler, SchedulerDeps};
 use crate::config::LoadedConfig;
-use crate::family::Family;
+use crate::family::{Family, Membership};
 use crate::http::{self, ApiKeys, HttpState};
 use crate::metrics::Metrics;
 use crate::plugins::CatalogError;
-use crate::ports::StorageError;
+use crate::ports::{StorageError, now_ms};
 use crate::readiness::Readiness;
 use crate::reminders::RemindersParts;
 use crate::retention::{RetentionSettings, spawn_pruner};
@@ -76,6 +76,8 @@ pub struct RunningApp {
     pub stores: Stores,
     pub metrics: Arc<Metrics>,
     pub readiness: Arc<Readiness>,
+    /// The family, and changing it (invite codes).
+    pub membership: Arc<Membership>,
     pub http: Option<(ServerHandle, SocketAddr)>,
     /// Held while running on a database it opened itself; released by `stop` (last) or on
     /// drop.
@@ -188,6 +190,13 @@ pub async fn start_with_models(
     let metrics = Arc::new(Metrics::default());
     let readiness = Arc::new(Readiness::with_secrets(loaded.secrets.values()));
     let family = Arc::new(Family::with_metrics(&config.family, metrics.clone()));
+    let membership = Arc::new(Membership::new(
+        family.clone(),
+        stores.members.clone(),
+        config.invites.tell_strangers,
+    ));
+    // The members who joined in chat answer from the first message on.
+    membership.load(now_ms()).await?;
 
     let broker = LlmBroker::new(
         models,
@@ -240,7 +249,7 @@ pub async fn start_with_models(
     // The scheduler and the reminder tools each need the other: its context comes first,
     // the actor starts once the queue and the channels it hands work to exist.
     let scheduler_context = Context::<Scheduler>::new();
-    let own_chats = Arc::new(platforms::own_chats(loaded));
+    let own_chats = Arc::new(platforms::own_chats(&family.members()));
     let reminders = RemindersParts {
         schedules: stores.schedules.clone(),
         family: family.clone(),
@@ -372,7 +381,13 @@ pub async fn start_with_models(
         delivery: DeliverySettings {
             max_age: Duration::from_secs(config.delivery.max_age_hours.saturating_mul(3600)),
         },
-        own_chats,
+        own_chats: own_chats.clone(),
+        membership: Some(MembershipParts {
+            membership: membership.clone(),
+            own_chats,
+            outbox: stores.outbox.clone(),
+            channels: platform_contexts.stored_deliveries(),
+        }),
         reminders: Some(ReminderAnswers {
             settle: scheduler.clone().recipient(),
             list: scheduler.clone().recipient(),
@@ -444,6 +459,7 @@ pub async fn start_with_models(
         stores,
         metrics,
         readiness,
+        membership,
         http,
         instance_lock,
         owns_stores,

@@ -55,7 +55,7 @@ use crate::config::{FamilyMember, TelegramMode};
 use crate::family::Family;
 use crate::ids::ConversationKey;
 use crate::metrics::Metrics;
-use crate::ports::{Attachment, ChannelState, QuotedMessage};
+use crate::ports::{Attachment, ChannelState, PlatformUser, QuotedMessage};
 use crate::readiness::Readiness;
 use chat::ChatTarget;
 
@@ -162,12 +162,17 @@ impl PlatformAdapter for TelegramAdapter {
         "I can read text, photos and documents; that message had none.";
     const ALTERNATE_PREFIX: Option<char> = None;
 
-    fn member<'family>(
-        &self,
-        family: &'family Family,
-        sender: &str,
-    ) -> Option<&'family FamilyMember> {
+    fn member(&self, family: &Family, sender: &str) -> Option<FamilyMember> {
         family.by_telegram_id(sender.parse().ok()?)
+    }
+
+    fn platform_user(&self, sender: &str) -> Option<PlatformUser> {
+        sender.parse().ok().map(PlatformUser::Telegram)
+    }
+
+    /// A private chat's id is its user's id.
+    fn own_chat_of(&self, sender: &str, conversation: &ConversationKey) -> bool {
+        conversation.conversation_id() == sender
     }
 
     fn bot_username(&self) -> Option<String> {
