@@ -305,7 +305,7 @@ async fn doctor_logs_in_to_matrix_and_leaves_no_device_behind() {
     );
     assert_eq!(
         devices(&synapse, &bot.access_token).await,
-        [bot.device_id.clone()]
+        std::slice::from_ref(&bot.device_id)
     );
     assert!(
         !folder.path().join("matrix").exists(),
