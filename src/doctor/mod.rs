@@ -186,3 +186,31 @@ async fn within(
     not(feature = "mcp")
 ))]
 const NOT_BUILT: &str = "not built into this hearth";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_check_is_one_line_and_a_long_detail_stays_under_it() {
+        let report = Report {
+            checks: vec![
+                Check::ok("telegram", "@family_bot (getMe)"),
+                Check::failed(
+                    "config",
+                    "hearth.yaml: llms.main: one\nhearth.yaml: queue: two",
+                ),
+                Check::skipped("matrix", "skipped (disabled)"),
+            ],
+        };
+        assert_eq!(
+            report.to_string(),
+            "ok    telegram: @family_bot (getMe)\n\
+             FAIL  config: hearth.yaml: llms.main: one\n      hearth.yaml: queue: two\n\
+             -     matrix: skipped (disabled)\n"
+        );
+        assert_eq!(report.failures(), 1);
+        assert_eq!(counted(1, "tool"), "1 tool");
+        assert_eq!(counted(13, "tool"), "13 tools");
+    }
+}
