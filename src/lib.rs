@@ -10,6 +10,7 @@
 //! - [`config`]: the YAML configuration, environment overrides, profile merging, validation,
 //!   and the names it is written in (`confirm_tools` entries, MCP tool names, YAML files).
 //! - [`app`]: start-up wiring of every actor.
+//! - [`doctor`]: `hearth doctor`, every part the configuration names tried once.
 //! - [`actors`]: the actors and their messages (`request_queue`, `processing`,
 //!   `delegation`, `llm_broker`, `channels` with `telegram` and `matrix`, `scheduler`).
 //! - [`http`]: the actix-web routes.
@@ -51,6 +52,7 @@ pub mod backoff;
 pub mod calendar;
 pub mod clock;
 pub mod config;
+pub mod doctor;
 pub mod family;
 pub mod format;
 pub mod http;

@@ -1,10 +1,11 @@
 //! The `hearth` command: `run` (the bot), `chat` (the console channel, through the
 //! running hearth's HTTP API when one runs on the database), `check-config` (print the
-//! resolved profiles), `migrate` and `telemetry`.
+//! resolved profiles), `doctor` (try each part the configuration names), `migrate` and
+//! `telemetry`.
 //!
 //! Only `run`, standalone `chat` and `migrate` write the database, each holding its
-//! instance lock; `check-config` and `telemetry` open it read-only, beside a running
-//! hearth too. An error ends the command with its message and causes, never a backtrace.
+//! instance lock; `check-config`, `doctor` and `telemetry` open it read-only, beside a
+//! running hearth too. An error ends the command with its message and causes, never a backtrace.
 
 mod family_command;
 
@@ -58,6 +59,9 @@ enum Command {
     },
     /// Validate the configuration and print the resolved service profiles.
     CheckConfig,
+    /// Try the configuration, the database, each model, the chat platforms, the MCP servers,
+    /// the calendars and the family scripts once; one line each, ok or what to fix.
+    Doctor,
     /// Apply database migrations and exit (refused while a hearth runs on the database).
     Migrate,
     /// The family members: list them, or change one who joined by invite.
@@ -107,9 +111,15 @@ fn describe_error(error: &anyhow::Error) -> String {
 }
 
 fn run_command(cli: Cli) -> anyhow::Result<()> {
+    // The doctor's report is its output: only warnings beside it, unless asked for more,
+    // and not the MCP client's own errors about a server the report already names.
+    let level = match cli.command {
+        Command::Doctor => "warn,rmcp=off",
+        _ => "info",
+    };
     tracing_subscriber::fmt()
         .with_env_filter(
-            EnvFilter::try_from_env("HEARTH_LOG").unwrap_or_else(|_| EnvFilter::new("info")),
+            EnvFilter::try_from_env("HEARTH_LOG").unwrap_or_else(|_| EnvFilter::new(level)),
         )
         .with_writer(std::io::stderr)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
@@ -117,8 +127,13 @@ fn run_command(cli: Cli) -> anyhow::Result<()> {
     let options = LoadOptions {
         known_local_tools: LOCAL_TOOL_NAMES,
     };
+    if let Command::Doctor = cli.command {
+        // A configuration that does not load is one of the doctor's findings.
+        return in_actix_system(doctor(&cli.config, &options));
+    }
     let loaded = config::load(&cli.config, &options)?;
     match cli.command {
+        Command::Doctor => unreachable!("handled above"),
         Command::CheckConfig => in_actix_system(check_config(loaded)),
         Command::Migrate => in_actix_system(async move {
             // Never under a running hearth: its caches would not see what a migration changes.
@@ -257,6 +272,20 @@ async fn check_config(loaded: LoadedConfig) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// `hearth doctor`: the report on stdout; failing when any check failed.
+async fn doctor(file: &Path, options: &LoadOptions<'_>) -> anyhow::Result<()> {
+    let report = hearth::doctor::run(file, options).await;
+    print!("{report}");
+    let failures = report.failures();
+    if failures > 0 {
+        let checks = if failures == 1 { "check" } else { "checks" };
+        anyhow::bail!(
+            "{failures} {checks} failed: fix what the FAIL lines say, then run `hearth doctor` again"
+        );
+    }
+    Ok(())
+}
+
 /// Reads beside a running hearth (SQLite readers do not block its writer); takes no lock.
 async fn telemetry(
     loaded: LoadedConfig,
@@ -296,17 +325,9 @@ async fn telemetry(
 async fn existing_database(
     loaded: &LoadedConfig,
 ) -> anyhow::Result<Option<hearth::storage::Stores>> {
-    let url = &loaded.config.database_url;
-    let Some(path) = sqlite_database_file(url) else {
-        return Ok(None);
-    };
-    if !tokio::fs::try_exists(&path).await.unwrap_or(false) {
-        return Ok(None);
-    }
-    let stores = hearth::storage::open_read_only(url)
+    hearth::storage::open_existing_read_only(&loaded.config.database_url)
         .await
-        .context("the database cannot be read")?;
-    Ok(Some(stores))
+        .context("the database cannot be read")
 }
 
 async fn run(loaded: LoadedConfig) -> anyhow::Result<()> {

@@ -47,9 +47,16 @@ use crate::storage::{self, Stores};
 #[cfg(feature = "mcp")]
 use crate::tools::mcp::{ChatElicitation, MAX_ELICITATION_WAIT, McpOptions, McpServers};
 use crate::tools::{LocalToolsProvider, ToolsProvider};
+// What `hearth doctor` builds the same way as start-up does.
+pub(crate) use models::build_models;
 use platforms::PlatformContexts;
 pub use platforms::Platforms;
+#[cfg(feature = "matrix")]
+pub(crate) use platforms::matrix_settings;
+#[cfg(feature = "telegram")]
+pub(crate) use platforms::telegram_settings;
 use plugins::start_plugins;
+pub(crate) use tools::profile_calendars;
 use tools::{ToolParts, profile_tools};
 
 /// Channels that do not come from config: the console of `hearth chat`, and

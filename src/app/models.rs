@@ -12,7 +12,7 @@ use crate::llm::openai::OpenAiProvider;
 use crate::llm::{LlmProvider, ProviderSettings};
 
 /// One provider per named model of config `llms`, sharing one HTTP client.
-pub(super) fn build_models(
+pub(crate) fn build_models(
     loaded: &LoadedConfig,
 ) -> Result<HashMap<String, ModelEntry>, StartError> {
     let client = reqwest::Client::builder()

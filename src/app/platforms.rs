@@ -209,7 +209,7 @@ fn handled_kept_for(loaded: &LoadedConfig) -> Duration {
 /// The Telegram channel's settings from config, its secrets resolved (validation made
 /// sure they are there).
 #[cfg(feature = "telegram")]
-fn telegram_settings(loaded: &LoadedConfig) -> TelegramSettings {
+pub(crate) fn telegram_settings(loaded: &LoadedConfig) -> TelegramSettings {
     let telegram = &loaded.config.channels.telegram;
     TelegramSettings {
         token: secret_named_by(loaded, &telegram.token_env).unwrap_or_default(),
@@ -227,7 +227,7 @@ fn telegram_settings(loaded: &LoadedConfig) -> TelegramSettings {
 /// The Matrix channel's settings from config, its secrets resolved (validation made
 /// sure they are there).
 #[cfg(feature = "matrix")]
-fn matrix_settings(loaded: &LoadedConfig) -> MatrixSettings {
+pub(crate) fn matrix_settings(loaded: &LoadedConfig) -> MatrixSettings {
     let matrix = &loaded.config.channels.matrix;
     MatrixSettings {
         homeserver_url: matrix.homeserver_url.clone().unwrap_or_default(),

@@ -149,6 +149,19 @@ pub async fn open(database_url: &str, max_connections: u32) -> Result<Stores, St
     Ok(Stores::of_sqlite(Arc::new(store), telemetry))
 }
 
+/// `open_read_only` when the database file `database_url` names is there: `None` when it
+/// is not yet, or the url names no file. What the commands that read beside a running
+/// hearth open (`check-config`, `telemetry`, `doctor`): none of them creates a database.
+pub async fn open_existing_read_only(database_url: &str) -> Result<Option<Stores>, StorageError> {
+    let Some(path) = instance_lock::sqlite_database_file(database_url) else {
+        return Ok(None);
+    };
+    if !tokio::fs::try_exists(&path).await.unwrap_or(false) {
+        return Ok(None);
+    }
+    open_read_only(database_url).await.map(Some)
+}
+
 /// Open the existing database named by `database_url` to read it only (SQLite's read-only
 /// mode): no lock, no writer thread, no migrations, no file created; beside a running hearth
 /// too. Every write through the ports is refused, and telemetry only goes to the log. A

@@ -10,6 +10,7 @@ mod cli;
 mod config_loading;
 mod confirmations;
 mod delegation;
+mod doctor;
 mod durable_delivery;
 mod exactly_once;
 mod family_membership;

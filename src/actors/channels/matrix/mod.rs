@@ -22,7 +22,10 @@
 //!   reactions; the outcome is edited into the prompt (`m.replace`).
 //! - `/reminders` (`lists.rs`) is the member's list, numbered; a number in reply to it
 //!   cancels that entry, answered in the room, and the list is edited to show it.
+//! - `check.rs`: the login tried once beside a running bot, changing nothing it keeps
+//!   (`hearth doctor`).
 
+mod check;
 mod confirmations;
 mod inbound;
 mod lists;
@@ -42,6 +45,7 @@ use async_trait::async_trait;
 use futures::future::BoxFuture;
 use matrix_sdk::Client;
 
+pub use check::{LoginChecked, MatrixCheckError, MatrixLogin, check_login};
 pub use session::MatrixStartError;
 
 use super::ChannelError;
