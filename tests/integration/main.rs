@@ -31,6 +31,7 @@ mod intents_routing;
 mod intents_stopped;
 mod intents_telegram;
 mod llm_providers;
+mod local_model;
 mod matrix_channel;
 mod matrix_media;
 mod mcp_elicitation;
