@@ -16,6 +16,8 @@
 //! - [`http`]: the actix-web routes.
 //! - [`llm`]: wire-neutral chat types, the `LlmProvider` port and its providers, and
 //!   `GenerateChat`, the request every LLM call is made with.
+//! - [`local_model`]: the small local model (llama.cpp serving SmolLM2-135M) run as a child
+//!   process when no other model is configured or `--local-model` asks for it.
 //! - [`tools`]: the `ToolsProvider` port and its stack.
 //! - [`turn`]: a running turn's messages, shared by processing, the intents engine, the queue
 //!   and delegation, and what a turn asks or tells its member through the queue.
@@ -59,6 +61,7 @@ pub mod http;
 pub mod ids;
 pub mod intents;
 pub mod llm;
+pub mod local_model;
 pub mod local_time;
 pub mod metrics;
 pub mod notes;

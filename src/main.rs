@@ -49,13 +49,18 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Run the bot with the channels enabled in config (the HTTP API by default).
-    Run,
+    Run {
+        #[command(flatten)]
+        model: ModelChoice,
+    },
     /// Talk to the bot in this terminal as a family member: through the running hearth
     /// when one runs on the database, else by starting one in this terminal.
     Chat {
         /// The family member's id (config `family[].id`).
         #[arg(long)]
         user: MemberId,
+        #[command(flatten)]
+        model: ModelChoice,
     },
     /// Validate the configuration and print the resolved service profiles.
     CheckConfig,
@@ -79,6 +84,16 @@ enum Command {
         #[arg(long, default_value_t = 200)]
         limit: u32,
     },
+}
+
+/// Which model answers a hearth this command starts.
+#[derive(clap::Args)]
+struct ModelChoice {
+    /// Answer with a small local model (llama.cpp serving SmolLM2-135M, installed by
+    /// `bash scripts/install-local-llm.sh`) instead of the models of `llms`: no key or
+    /// account needed, meant for trying hearth out.
+    #[arg(long)]
+    local_model: bool,
 }
 
 fn main() -> ExitCode {
@@ -124,8 +139,13 @@ fn run_command(cli: Cli) -> anyhow::Result<()> {
         .with_writer(std::io::stderr)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
+    let local_model = match &cli.command {
+        Command::Run { model } | Command::Chat { model, .. } => model.local_model,
+        _ => false,
+    };
     let options = LoadOptions {
         known_local_tools: LOCAL_TOOL_NAMES,
+        local_model,
     };
     if let Command::Doctor = cli.command {
         // A configuration that does not load is one of the doctor's findings.
@@ -151,12 +171,12 @@ fn run_command(cli: Cli) -> anyhow::Result<()> {
             );
             Ok(())
         }),
-        Command::Run => in_actix_system(run(loaded)),
+        Command::Run { .. } => in_actix_system(run(loaded)),
         Command::Telemetry {
             conversation,
             limit,
         } => in_actix_system(telemetry(loaded, conversation, limit)),
-        Command::Chat { user } => in_actix_system(chat(loaded, user)),
+        Command::Chat { user, .. } => in_actix_system(chat(loaded, user)),
         Command::Family { command } => in_actix_system(async move {
             let existing = existing_database(&loaded).await?;
             family_command::family(loaded, command, existing).await
@@ -340,6 +360,7 @@ async fn run(loaded: LoadedConfig) -> anyhow::Result<()> {
         },
     )
     .await?;
+    tell_about_local_model(&running);
     tracing::info!(config = %loaded.file.display(), "hearth is running; Ctrl-C to stop");
     if running.membership.family().is_empty() {
         print_first_parent_code(&loaded, &running).await?;
@@ -374,6 +395,13 @@ async fn print_first_parent_code(
         issued.code
     );
     Ok(())
+}
+
+/// Says plainly, once, that a very small model answers and how to use a real one.
+fn tell_about_local_model(running: &app::RunningApp) {
+    if let Some(url) = running.local_model_url() {
+        eprintln!("\n{}\n", hearth::local_model::notice(&url));
+    }
 }
 
 async fn chat(loaded: LoadedConfig, user: MemberId) -> anyhow::Result<()> {
@@ -475,6 +503,7 @@ async fn chat_in_this_terminal(
         },
     )
     .await?;
+    tell_about_local_model(&running);
     let talked = hearth::actors::channels::run_console(running.queue.clone(), user, replies).await;
     running.stop().await;
     // The stores are this function's: closed (writes committed) before the lock goes.

@@ -4,7 +4,8 @@
 //! - `platforms.rs`: the chat platforms built into this binary (the only file here that
 //!   names one);
 //! - `tools.rs`: each profile's tools stack;
-//! - `models.rs`: the LLM providers;
+//! - `models.rs`: the LLM providers, and the small local model started when every profile
+//!   answers with it;
 //! - `plugins.rs`: the plugins' catalog and runtime, on the stores;
 //! - `intents.rs`: the intents engine of `engine: intents` profiles.
 
@@ -36,6 +37,7 @@ use crate::actors::scheduler::{Scheduler, SchedulerDeps};
 use crate::config::LoadedConfig;
 use crate::family::{Family, Membership};
 use crate::http::{self, ApiKeys, HttpState};
+use crate::local_model::{LocalModelError, LocalModelServer};
 use crate::metrics::Metrics;
 use crate::plugins::CatalogError;
 use crate::ports::{StorageError, now_ms};
@@ -93,6 +95,9 @@ pub struct RunningApp {
     owns_stores: bool,
     /// The retention task; it ends with the app.
     pruner: AbortOnDrop,
+    /// The small local model's server, when every profile answers with it; stopped by
+    /// `stop`, killed on drop.
+    local_model: Option<LocalModelServer>,
 }
 
 /// A task that ends when this is dropped.
@@ -132,6 +137,9 @@ impl RunningApp {
         #[cfg(feature = "mcp")]
         self.mcp.shutdown().await;
         self.pruner.0.abort();
+        if let Some(server) = &self.local_model {
+            server.stop().await;
+        }
         if self.owns_stores {
             self.stores.close().await;
         } else {
@@ -140,6 +148,11 @@ impl RunningApp {
         if let Some(lock) = &self.instance_lock {
             lock.release();
         }
+    }
+
+    /// The small local model's OpenAI root (`http://127.0.0.1:PORT/v1`), when it answers.
+    pub fn local_model_url(&self) -> Option<String> {
+        self.local_model.as_ref().map(LocalModelServer::base_url)
     }
 }
 
@@ -167,10 +180,18 @@ pub enum StartError {
     Scripts(#[from] crate::scripts::ManifestError),
     #[error("intents cannot be loaded:\n{0}")]
     Intents(#[from] crate::intents::IntentsFileError),
+    #[error(transparent)]
+    LocalModel(#[from] LocalModelError),
 }
 
+/// Starts hearth with the models config `llms` names; the small local model's server first,
+/// when every profile answers with it.
 pub async fn start(loaded: &LoadedConfig, options: StartOptions) -> Result<RunningApp, StartError> {
-    start_with_models(loaded, options, models::build_models(loaded)?).await
+    let local_model = models::start_local_model(loaded).await?;
+    let models = models::build_models(loaded, local_model.as_ref())?;
+    let mut running = start_with_models(loaded, options, models).await?;
+    running.local_model = local_model;
+    Ok(running)
 }
 
 /// `start` with these models instead of the providers config `llms` names: tests run the
@@ -471,6 +492,7 @@ pub async fn start_with_models(
         instance_lock,
         owns_stores,
         pruner: AbortOnDrop(pruner),
+        local_model: None,
     })
 }
 

@@ -22,7 +22,7 @@ pub(super) async fn check(loaded: &LoadedConfig) -> Vec<Check> {
                 .chain(profile.processing.llm_fallback_model.as_deref())
         })
         .collect();
-    let models = match crate::app::build_models(loaded) {
+    let models = match crate::app::build_models(loaded, None) {
         Ok(models) => models,
         Err(error) => return vec![Check::failed("models", error.to_string())],
     };
@@ -32,6 +32,10 @@ pub(super) async fn check(loaded: &LoadedConfig) -> Vec<Check> {
         let used = used.contains(name.as_str());
         async move {
             match entry {
+                // Started by `run` itself: here only whether it is installed.
+                Some(_) if used && name == crate::config::LOCAL_MODEL_LLM => {
+                    local_model_installed(loaded, &subject).await
+                }
                 Some(entry) if used => {
                     let look_at = format!(
                         "llms.{name}.base_url and that the server at {} runs",
@@ -104,5 +108,35 @@ fn what_to_fix(name: &str, config: &LlmModelConfig, error: &LlmError) -> String 
             "{error}; check that llms.{name}.provider is the api the server at {url} speaks"
         ),
         LlmError::UnknownModel(_) => error.to_string(),
+    }
+}
+
+/// Whether the small local model `run` would start is installed.
+async fn local_model_installed(loaded: &LoadedConfig, subject: &str) -> Check {
+    let Some(local) = &loaded.local_model else {
+        return Check::skipped(subject, "skipped (not used)");
+    };
+    let install = crate::local_model::LocalModelInstall::new(&local.install_dir);
+    let launcher = install.launcher();
+    if tokio::fs::metadata(&launcher)
+        .await
+        .is_ok_and(|found| found.is_file())
+    {
+        Check::ok(
+            subject,
+            format!(
+                "the small local model is installed ({})",
+                launcher.display()
+            ),
+        )
+    } else {
+        Check::failed(
+            subject,
+            format!(
+                "the small local model is not installed ({} is missing): run `bash {}`",
+                launcher.display(),
+                crate::local_model::INSTALL_SCRIPT
+            ),
+        )
     }
 }

@@ -35,6 +35,7 @@ mod intents_telegram;
 mod invites_matrix;
 mod invites_telegram;
 mod llm_providers;
+mod local_model;
 mod matrix_channel;
 mod matrix_media;
 mod mcp_elicitation;
