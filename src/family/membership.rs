@@ -234,7 +234,7 @@ impl Membership {
         let redeem = Redeem {
             code_hash: invites::code_hash(&code),
             user: user.clone(),
-            id_choices: self.id_choices(name.as_deref(), user),
+            reserved_ids: self.family.configured_ids(),
             name,
             at_ms: now_ms,
         };
@@ -268,42 +268,6 @@ impl Membership {
             },
             Redeemed::Linked(member) => Joined::Linked(member_of(&member)?),
         }))
-    }
-
-    /// The ids a new member may get: from their name, else their account.
-    fn id_choices(&self, name: Option<&str>, user: &PlatformUser) -> Vec<MemberId> {
-        let from_name: String = name
-            .unwrap_or_default()
-            .chars()
-            .filter_map(|c| match c {
-                c if c.is_alphanumeric() => Some(c.to_lowercase().next().unwrap_or(c)),
-                ' ' | '-' | '_' | '.' => Some('-'),
-                _ => None,
-            })
-            .collect::<String>()
-            .trim_matches('-')
-            .to_string();
-        let from_account = match user {
-            PlatformUser::Telegram(id) => format!("telegram-{id}"),
-            PlatformUser::Matrix(id) => id
-                .trim_start_matches('@')
-                .split(':')
-                .next()
-                .unwrap_or_default()
-                .to_lowercase(),
-        };
-        let mut bases = vec![from_name, from_account];
-        bases.retain(|base| !base.is_empty());
-        let mut choices = Vec::new();
-        for base in bases {
-            choices.push(base.clone());
-            choices.extend((2..10).map(|n| format!("{base}-{n}")));
-        }
-        choices
-            .into_iter()
-            .filter_map(|id| id.parse::<MemberId>().ok())
-            .filter(|id| !self.family.is_configured(id))
-            .collect()
     }
 
     /// The target of a change, or why not: `by` (`None`: whoever runs hearth, from its

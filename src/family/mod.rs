@@ -140,6 +140,14 @@ impl Family {
             .unwrap_or_else(|poisoned| poisoned.into_inner()) = roster;
     }
 
+    /// The ids the configuration gives.
+    pub fn configured_ids(&self) -> Vec<MemberId> {
+        self.configured
+            .iter()
+            .map(|member| member.id.clone())
+            .collect()
+    }
+
     /// Whether the configuration names `member_id` (its role and removal are the file's).
     pub fn is_configured(&self, member_id: &MemberId) -> bool {
         self.configured.iter().any(|member| member.id == *member_id)

@@ -77,12 +77,54 @@ pub struct NewInvite {
 pub struct Redeem {
     pub code_hash: String,
     pub user: PlatformUser,
-    /// The ids a new member may get, best first: the first no stored member has is taken
-    /// (the caller leaves out the ids of the configuration).
-    pub id_choices: Vec<MemberId>,
+    /// Ids a new member may not get (the configuration's members').
+    pub reserved_ids: Vec<MemberId>,
     /// The name to give a new member when the invite named none.
     pub name: Option<String>,
     pub at_ms: i64,
+}
+
+/// The ids a new member called `name` with account `user` may get, best first (the first
+/// no stored member has is taken): from their name, else their account, with `-2`...`-9`
+/// after either; none of `reserved`.
+pub fn member_id_choices(
+    name: Option<&str>,
+    user: &PlatformUser,
+    reserved: &[MemberId],
+) -> Vec<MemberId> {
+    let from_name: String = name
+        .unwrap_or_default()
+        .chars()
+        .filter_map(|c| match c {
+            c if c.is_alphanumeric() => Some(c.to_lowercase().next().unwrap_or(c)),
+            ' ' | '-' | '_' | '.' => Some('-'),
+            _ => None,
+        })
+        .collect::<String>()
+        .trim_matches('-')
+        .to_string();
+    let from_account = match user {
+        PlatformUser::Telegram(id) => format!("telegram-{id}"),
+        PlatformUser::Matrix(id) => id
+            .trim_start_matches('@')
+            .split(':')
+            .next()
+            .unwrap_or_default()
+            .to_lowercase(),
+    };
+    let mut choices = Vec::new();
+    for base in [from_name, from_account] {
+        if base.is_empty() {
+            continue;
+        }
+        choices.push(base.clone());
+        choices.extend((2..10).map(|n| format!("{base}-{n}")));
+    }
+    choices
+        .into_iter()
+        .filter_map(|id| id.parse::<MemberId>().ok())
+        .filter(|id| !reserved.contains(id))
+        .collect()
 }
 
 /// What a redeemed code did.
@@ -106,7 +148,7 @@ pub enum RedeemRefused {
     /// The platform user is a stored member already.
     #[error("this account belongs to a family member already")]
     AlreadyMember,
-    /// None of `id_choices` was free.
+    /// None of the ids `member_id_choices` gives was free.
     #[error("no free member id for the new member")]
     NoFreeId,
 }

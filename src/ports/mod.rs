@@ -33,6 +33,7 @@ pub use inbox::{
 pub use intent_records::IntentRecords;
 pub use members::{
     InvitePurpose, Members, NewInvite, PlatformUser, Redeem, RedeemRefused, Redeemed, StoredMember,
+    member_id_choices,
 };
 pub(crate) use notes::note_title_key;
 pub use notes::{

@@ -10,7 +10,7 @@ use super::in_memory::InMemoryStore;
 use crate::ids::MemberId;
 use crate::ports::{
     InvitePurpose, Members, NewInvite, PlatformUser, Redeem, RedeemRefused, Redeemed, StorageError,
-    StoredMember,
+    StoredMember, member_id_choices,
 };
 
 #[derive(Default)]
@@ -78,14 +78,16 @@ impl MembersState {
                 if owner.is_some() {
                     return Err(RedeemRefused::AlreadyMember);
                 }
-                let id = redeem
-                    .id_choices
+                let name = name.or_else(|| redeem.name.clone());
+                let choices =
+                    member_id_choices(name.as_deref(), &redeem.user, &redeem.reserved_ids);
+                let id = choices
                     .iter()
                     .find(|id| !self.members.contains_key(*id))
                     .ok_or(RedeemRefused::NoFreeId)?;
                 let member = StoredMember {
                     id: id.clone(),
-                    name: name.or_else(|| redeem.name.clone()),
+                    name,
                     role,
                     telegram_user_id: None,
                     matrix_user_id: None,

@@ -50,6 +50,9 @@ async fn a_parent_invites_a_child_who_joins_chats_and_is_removed() {
     let llm = ScriptedLlmServer::start();
     let telegram = TelegramServer::start(TOKEN);
     let app = start_on_telegram(&llm, &telegram, "", None, &[]).await;
+    // Bob has written to the bot before, so it can write to him.
+    telegram.push_private_text(&bob(), "/help");
+    bot_says(&telegram, 1002, "/cancel").await;
 
     // A stranger gets nothing, not even with a wrong code... only the answer to the code.
     telegram.push_private_text(&max(), "hello?");

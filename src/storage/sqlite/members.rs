@@ -10,7 +10,7 @@ use super::{SqliteStore, database_error, id_column};
 use crate::ids::{FamilyRole, MemberId};
 use crate::ports::{
     InvitePurpose, Members, NewInvite, PlatformUser, Redeem, RedeemRefused, Redeemed, StorageError,
-    StoredMember,
+    StoredMember, member_id_choices,
 };
 
 macro_rules! member_columns {
@@ -157,8 +157,10 @@ async fn redeem_in(
         if owner.is_some() {
             return Ok(Err(RedeemRefused::AlreadyMember));
         }
+        let name = name.or_else(|| redeem.name.clone());
+        let choices = member_id_choices(name.as_deref(), &redeem.user, &redeem.reserved_ids);
         let mut free = None;
-        for id in &redeem.id_choices {
+        for id in &choices {
             if member_by_id(connection, id.as_str()).await?.is_none() {
                 free = Some(id.clone());
                 break;
@@ -170,7 +172,7 @@ async fn redeem_in(
         let member = with_user(
             StoredMember {
                 id,
-                name: name.or_else(|| redeem.name.clone()),
+                name,
                 role,
                 telegram_user_id: None,
                 matrix_user_id: None,

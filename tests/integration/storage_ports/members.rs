@@ -35,11 +35,12 @@ fn join_invite(hash: &str, role: FamilyRole, name: Option<&str>, by: Option<&str
     }
 }
 
-fn redeem(hash: &str, user: PlatformUser, ids: &[&str], at_ms: i64) -> Redeem {
+/// `user` redeems code `hash`, calling themselves "Given".
+fn redeem(hash: &str, user: PlatformUser, at_ms: i64) -> Redeem {
     Redeem {
         code_hash: hash.to_string(),
         user,
-        id_choices: ids.iter().map(|id| member(id)).collect(),
+        reserved_ids: Vec::new(),
         name: Some("Given".to_string()),
         at_ms,
     }
@@ -59,15 +60,15 @@ async fn members_a_code_adds_one_member_once(stores: &Stores) {
         stores.members.open_invites_until(T0).await.unwrap(),
         Some(T0 + 24 * HOUR)
     );
-    let first = redeem("h1", PlatformUser::Telegram(42), &["max"], T0 + HOUR);
+    let first = redeem("h1", PlatformUser::Telegram(42), T0 + HOUR);
     match stores.members.redeem(&first).await.unwrap() {
         Ok(Redeemed::Joined {
             member: max,
             invited_by,
         }) => {
             assert_eq!(invited_by, Some(member("alice")));
+            // The invite's name wins over the one given at joining, and gives the id.
             assert_eq!(max.id, member("max"));
-            // The invite's name wins over the one given at joining.
             assert_eq!(max.name.as_deref(), Some("Max"));
             assert_eq!(max.role, FamilyRole::Child);
             assert_eq!(max.telegram_user_id, Some(42));
@@ -77,7 +78,7 @@ async fn members_a_code_adds_one_member_once(stores: &Stores) {
     }
     // Used: refused as any wrong code is, by anyone.
     for user in [PlatformUser::Telegram(42), PlatformUser::Telegram(43)] {
-        let again = redeem("h1", user, &["max2"], T0 + HOUR);
+        let again = redeem("h1", user, T0 + HOUR);
         assert_eq!(
             stores.members.redeem(&again).await.unwrap(),
             Err(RedeemRefused::NoSuchCode)
@@ -91,7 +92,7 @@ async fn members_a_code_adds_one_member_once(stores: &Stores) {
 async fn members_expired_and_unknown_codes_are_refused(stores: &Stores) {
     let invite = join_invite("h2", FamilyRole::Parent, None, None);
     stores.members.create_invite(&invite).await.unwrap();
-    let late = redeem("h2", PlatformUser::Telegram(7), &["bob"], T0 + 24 * HOUR);
+    let late = redeem("h2", PlatformUser::Telegram(7), T0 + 24 * HOUR);
     assert_eq!(
         stores.members.redeem(&late).await.unwrap(),
         Err(RedeemRefused::NoSuchCode)
@@ -104,25 +105,21 @@ async fn members_expired_and_unknown_codes_are_refused(stores: &Stores) {
             .unwrap(),
         None
     );
-    let unknown = redeem("nope", PlatformUser::Telegram(7), &["bob"], T0);
+    let unknown = redeem("nope", PlatformUser::Telegram(7), T0);
     assert_eq!(
         stores.members.redeem(&unknown).await.unwrap(),
         Err(RedeemRefused::NoSuchCode)
     );
     assert!(stores.members.stored_members().await.unwrap().is_empty());
-    // A code still valid works; the joiner's name is used when the invite gave none, and
-    // set-up's code names no inviter.
+    // A code still valid works; the joiner's name is used when the invite gave none (and
+    // so is their id), and set-up's code names no inviter.
     let bob = joined(
         stores,
-        &redeem(
-            "h2",
-            PlatformUser::Matrix("@bob:x".into()),
-            &["bob"],
-            T0 + 1,
-        ),
+        &redeem("h2", PlatformUser::Matrix("@bob:x".into()), T0 + 1),
     )
     .await;
     assert_eq!(bob.name.as_deref(), Some("Given"));
+    assert_eq!(bob.id, member("given"));
     assert_eq!(bob.role, FamilyRole::Parent);
     assert_eq!(bob.added_by, None);
     assert_eq!(bob.matrix_user_id.as_deref(), Some("@bob:x"));
@@ -141,7 +138,7 @@ async fn members_a_link_code_gives_a_member_another_account(stores: &Stores) {
     stores.members.create_invite(&link).await.unwrap();
     // A link code opens no room invites.
     assert_eq!(stores.members.open_invites_until(T0).await.unwrap(), None);
-    let linked = redeem("h3", PlatformUser::Matrix("@alice:x".into()), &[], T0 + 1);
+    let linked = redeem("h3", PlatformUser::Matrix("@alice:x".into()), T0 + 1);
     match stores.members.redeem(&linked).await.unwrap() {
         Ok(Redeemed::Linked(alice)) => {
             assert_eq!(alice.id, member("alice"));
@@ -156,7 +153,7 @@ async fn members_a_link_code_gives_a_member_another_account(stores: &Stores) {
         ..link.clone()
     };
     stores.members.create_invite(&telegram).await.unwrap();
-    let again = redeem("h4", PlatformUser::Telegram(1001), &[], T0 + 2);
+    let again = redeem("h4", PlatformUser::Telegram(1001), T0 + 2);
     let Ok(Redeemed::Linked(alice)) = stores.members.redeem(&again).await.unwrap() else {
         panic!("expected a link");
     };
@@ -169,22 +166,14 @@ async fn members_an_account_belongs_to_one_member(stores: &Stores) {
         let invite = join_invite(hash, FamilyRole::Child, None, Some("alice"));
         stores.members.create_invite(&invite).await.unwrap();
     }
-    joined(
-        stores,
-        &redeem("h5", PlatformUser::Telegram(9), &["max"], T0 + 1),
-    )
-    .await;
-    let twice = redeem("h6", PlatformUser::Telegram(9), &["moritz"], T0 + 2);
+    joined(stores, &redeem("h5", PlatformUser::Telegram(9), T0 + 1)).await;
+    let twice = redeem("h6", PlatformUser::Telegram(9), T0 + 2);
     assert_eq!(
         stores.members.redeem(&twice).await.unwrap(),
         Err(RedeemRefused::AlreadyMember)
     );
     // The refused code was not used.
-    joined(
-        stores,
-        &redeem("h6", PlatformUser::Telegram(10), &["moritz"], T0 + 3),
-    )
-    .await;
+    joined(stores, &redeem("h6", PlatformUser::Telegram(10), T0 + 3)).await;
     // Linking an account of one member to another is refused too.
     let link = NewInvite {
         purpose: InvitePurpose::Link {
@@ -195,7 +184,7 @@ async fn members_an_account_belongs_to_one_member(stores: &Stores) {
         ..join_invite("h7", FamilyRole::Child, None, Some("moritz"))
     };
     stores.members.create_invite(&link).await.unwrap();
-    let stolen = redeem("h7", PlatformUser::Telegram(9), &[], T0 + 4);
+    let stolen = redeem("h7", PlatformUser::Telegram(9), T0 + 4);
     assert_eq!(
         stores.members.redeem(&stolen).await.unwrap(),
         Err(RedeemRefused::AlreadyMember)
@@ -207,33 +196,25 @@ async fn members_take_the_first_free_id(stores: &Stores) {
         let invite = join_invite(hash, FamilyRole::Child, None, Some("alice"));
         stores.members.create_invite(&invite).await.unwrap();
     }
-    let first = joined(
-        stores,
-        &redeem("h8", PlatformUser::Telegram(1), &["max", "max-2"], T0),
-    )
-    .await;
-    let second = joined(
-        stores,
-        &redeem("h9", PlatformUser::Telegram(2), &["max", "max-2"], T0),
-    )
-    .await;
-    assert_eq!(first.id, member("max"));
-    assert_eq!(second.id, member("max-2"));
-    let none = redeem("h10", PlatformUser::Telegram(3), &["max", "max-2"], T0);
-    assert_eq!(
-        stores.members.redeem(&none).await.unwrap(),
-        Err(RedeemRefused::NoFreeId)
-    );
+    let named = |hash: &str, user: i64, name: &str, reserved: &[&str]| Redeem {
+        name: Some(name.to_string()),
+        reserved_ids: reserved.iter().map(|id| member(id)).collect(),
+        ..redeem(hash, PlatformUser::Telegram(user), T0)
+    };
+    // From the name; the next free one when it is taken or reserved.
+    let first = joined(stores, &named("h8", 1, "Max Müller", &[])).await;
+    let second = joined(stores, &named("h9", 2, "Max Müller", &[])).await;
+    assert_eq!(first.id, member("max-müller"));
+    assert_eq!(second.id, member("max-müller-2"));
+    // A name of nothing but signs: from the account.
+    let third = joined(stores, &named("h10", 3, "!!", &["telegram-3"])).await;
+    assert_eq!(third.id, member("telegram-3-2"));
 }
 
 async fn members_removed_with_their_open_codes(stores: &Stores) {
-    let invite = join_invite("h11", FamilyRole::Parent, None, None);
+    let invite = join_invite("h11", FamilyRole::Parent, Some("Bob"), None);
     stores.members.create_invite(&invite).await.unwrap();
-    let bob = joined(
-        stores,
-        &redeem("h11", PlatformUser::Telegram(5), &["bob"], T0),
-    )
-    .await;
+    let bob = joined(stores, &redeem("h11", PlatformUser::Telegram(5), T0)).await;
     let by_bob = join_invite("h12", FamilyRole::Child, None, Some("bob"));
     stores.members.create_invite(&by_bob).await.unwrap();
     let mut changed = bob.clone();
@@ -247,7 +228,7 @@ async fn members_removed_with_their_open_codes(stores: &Stores) {
     assert!(!stores.members.remove_member(&bob.id).await.unwrap());
     assert!(stores.members.stored_members().await.unwrap().is_empty());
     // The code bob asked for went with him.
-    let late = redeem("h12", PlatformUser::Telegram(6), &["max"], T0 + 1);
+    let late = redeem("h12", PlatformUser::Telegram(6), T0 + 1);
     assert_eq!(
         stores.members.redeem(&late).await.unwrap(),
         Err(RedeemRefused::NoSuchCode)
@@ -255,11 +236,7 @@ async fn members_removed_with_their_open_codes(stores: &Stores) {
     // The account is free again: a new code makes them a member anew.
     let anew = join_invite("h13", FamilyRole::Child, None, Some("alice"));
     stores.members.create_invite(&anew).await.unwrap();
-    joined(
-        stores,
-        &redeem("h13", PlatformUser::Telegram(5), &["bob"], T0 + 2),
-    )
-    .await;
+    joined(stores, &redeem("h13", PlatformUser::Telegram(5), T0 + 2)).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -270,17 +247,13 @@ async fn sqlite_keeps_members_and_used_codes_across_a_restart() {
         let stores = open_or_panic(&url).await;
         let invite = join_invite("h14", FamilyRole::Child, Some("Max"), Some("alice"));
         stores.members.create_invite(&invite).await.unwrap();
-        let max = joined(
-            &stores,
-            &redeem("h14", PlatformUser::Telegram(42), &["max"], T0),
-        )
-        .await;
+        let max = joined(&stores, &redeem("h14", PlatformUser::Telegram(42), T0)).await;
         stores.close().await;
         max
     };
     let stores = open_or_panic(&url).await;
     assert_eq!(stores.members.stored_members().await.unwrap(), vec![max]);
-    let again = redeem("h14", PlatformUser::Telegram(43), &["other"], T0 + 1);
+    let again = redeem("h14", PlatformUser::Telegram(43), T0 + 1);
     assert_eq!(
         stores.members.redeem(&again).await.unwrap(),
         Err(RedeemRefused::NoSuchCode)
