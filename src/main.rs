@@ -406,12 +406,25 @@ fn tell_about_local_model(running: &app::RunningApp) {
 
 async fn chat(loaded: LoadedConfig, user: MemberId) -> anyhow::Result<()> {
     if loaded.family_member(&user).is_none() {
-        let known: Vec<&str> = loaded.config.family.iter().map(|m| m.id.as_str()).collect();
-        anyhow::bail!(
-            "{user:?} is not a family member in {} (family ids: {})",
-            loaded.file.display(),
-            known.join(", ")
-        );
+        // Members who joined by invite are in the database.
+        let mut known: Vec<String> = loaded
+            .config
+            .family
+            .iter()
+            .map(|m| m.id.to_string())
+            .collect();
+        if let Some(stores) = existing_database(&loaded).await? {
+            let stored = stores.members.stored_members().await;
+            stores.close().await;
+            known.extend(stored?.into_iter().map(|member| member.id.to_string()));
+        }
+        if !known.iter().any(|id| id == user.as_str()) {
+            anyhow::bail!(
+                "{user:?} is not a family member in {} or the database (family ids: {})",
+                loaded.file.display(),
+                known.join(", ")
+            );
+        }
     }
     // A URL naming no database file is refused when it is opened: nothing to lock.
     let Some(database) = sqlite_database_file(&loaded.config.database_url) else {

@@ -18,6 +18,7 @@ mod family_scripts;
 mod family_scripts_examples;
 mod family_scripts_running;
 mod family_scripts_telegram;
+mod family_setup;
 mod http_api;
 mod intents;
 mod intents_cancel;
