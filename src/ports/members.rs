@@ -26,6 +26,25 @@ pub struct StoredMember {
     pub added_at_ms: i64,
 }
 
+impl StoredMember {
+    /// This member with `user` as their account on its platform.
+    pub fn with_account(mut self, user: &PlatformUser) -> StoredMember {
+        match user {
+            PlatformUser::Telegram(id) => self.telegram_user_id = Some(*id),
+            PlatformUser::Matrix(id) => self.matrix_user_id = Some(id.clone()),
+        }
+        self
+    }
+
+    /// Whether `user` is this member's account.
+    pub fn has_account(&self, user: &PlatformUser) -> bool {
+        match user {
+            PlatformUser::Telegram(id) => self.telegram_user_id == Some(*id),
+            PlatformUser::Matrix(id) => self.matrix_user_id.as_deref() == Some(id.as_str()),
+        }
+    }
+}
+
 /// Someone as a chat platform names them.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum PlatformUser {

@@ -9,8 +9,8 @@ use async_trait::async_trait;
 use super::in_memory::InMemoryStore;
 use crate::ids::MemberId;
 use crate::ports::{
-    InvitePurpose, Members, NewInvite, PlatformUser, Redeem, RedeemRefused, Redeemed, StorageError,
-    StoredMember, member_id_choices,
+    InvitePurpose, Members, NewInvite, Redeem, RedeemRefused, Redeemed, StorageError, StoredMember,
+    member_id_choices,
 };
 
 #[derive(Default)]
@@ -29,21 +29,6 @@ impl InMemoryStore {
     }
 }
 
-fn is_user(member: &StoredMember, user: &PlatformUser) -> bool {
-    match user {
-        PlatformUser::Telegram(id) => member.telegram_user_id == Some(*id),
-        PlatformUser::Matrix(id) => member.matrix_user_id.as_deref() == Some(id.as_str()),
-    }
-}
-
-fn with_user(mut member: StoredMember, user: &PlatformUser) -> StoredMember {
-    match user {
-        PlatformUser::Telegram(id) => member.telegram_user_id = Some(*id),
-        PlatformUser::Matrix(id) => member.matrix_user_id = Some(id.clone()),
-    }
-    member
-}
-
 impl MembersState {
     fn redeem(&mut self, redeem: &Redeem) -> Result<Redeemed, RedeemRefused> {
         let Some((invite, None)) = self.invites.get(&redeem.code_hash) else {
@@ -56,7 +41,7 @@ impl MembersState {
         let owner = self
             .members
             .values()
-            .find(|member| is_user(member, &redeem.user))
+            .find(|member| member.has_account(&redeem.user))
             .map(|member| member.id.clone());
         let redeemed = match invite.purpose {
             InvitePurpose::Link { member, role, name } => {
@@ -72,7 +57,7 @@ impl MembersState {
                     added_by: None,
                     added_at_ms: redeem.at_ms,
                 });
-                Redeemed::Linked(with_user(stored, &redeem.user))
+                Redeemed::Linked(stored.with_account(&redeem.user))
             }
             InvitePurpose::Join { role, name } => {
                 if owner.is_some() {
@@ -95,7 +80,7 @@ impl MembersState {
                     added_at_ms: redeem.at_ms,
                 };
                 Redeemed::Joined {
-                    member: with_user(member, &redeem.user),
+                    member: member.with_account(&redeem.user),
                     invited_by: invite.created_by.clone(),
                 }
             }

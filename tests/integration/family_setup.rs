@@ -8,16 +8,11 @@ use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
 
+use crate::invites_telegram::{code_in, code_said};
 use crate::support::hearth_app::test_env;
 use crate::support::llm_server::ScriptedLlmServer;
 use crate::support::telegram::{TelegramServer, TgUser};
 use crate::telegram_channel::{TOKEN, bot_says, write_telegram_config};
-
-fn code_in(text: &str) -> Option<String> {
-    text.split(|c: char| !(c.is_ascii_alphanumeric() || c == '-'))
-        .find(|word| word.len() == 9 && word.as_bytes()[4] == b'-')
-        .map(str::to_string)
-}
 
 fn family(config: &std::path::Path, args: &[&str]) -> (bool, String) {
     let output = Command::new(env!("CARGO_BIN_EXE_hearth"))
@@ -83,17 +78,7 @@ async fn set_up_makes_the_first_parent_and_the_command_line_changes_the_family()
     )
     .await;
     telegram.push_private_text(&grace, "/invite child Max");
-    bot_says(&telegram, 7007, "Invite code for Max as a child").await;
-    let invite = telegram
-        .bot_messages_in(7007)
-        .into_iter()
-        .filter_map(|message| message.text)
-        .find_map(|text| {
-            text.contains("Invite code for Max")
-                .then(|| code_in(&text))
-                .flatten()
-        })
-        .unwrap();
+    let invite = code_said(&telegram, 7007, "Invite code for Max as a child").await;
     let max = TgUser::new(7008, "Max");
     telegram.push_private_text(&max, &format!("/join {invite}"));
     bot_says(&telegram, 7008, "You joined as a child").await;

@@ -3,19 +3,13 @@
 //! a member who then chats and whose role counts, and the inviting parent is told in their
 //! own room.
 
+use crate::invites_telegram::code_in;
 use crate::support::hearth_app::TestApp;
 use crate::support::llm_server::{ScriptedLlmServer, Step};
 use crate::support::matrix_family::{
     homeserver, matrix_env, reply_from_hearth, room_with_hearth, write_matrix_config,
 };
 use crate::support::matrix_member::MatrixMember;
-
-fn code_in(text: &str) -> String {
-    text.split(|c: char| !(c.is_ascii_alphanumeric() || c == '-'))
-        .find(|word| word.len() == 9 && word.as_bytes()[4] == b'-')
-        .unwrap_or_else(|| panic!("no code in {text:?}"))
-        .to_string()
-}
 
 #[actix::test]
 async fn a_stranger_joins_by_invite_on_matrix_and_chats() {
@@ -34,7 +28,7 @@ async fn a_stranger_joins_by_invite_on_matrix_and_chats() {
         message.body.contains("Invite code for Mallory as a child")
     })
     .await;
-    let code = code_in(&invite.body);
+    let code = code_in(&invite.body).expect("a code");
 
     // A code is open: hearth accepts the stranger's room.
     let mallory = MatrixMember::login(&server.synapse, &server.stranger).await;

@@ -19,8 +19,15 @@ fn mallory() -> TgUser {
     TgUser::new(6666, "Mallory")
 }
 
+/// The invite code in `text` (`ABCD-EFGH`), if any.
+pub fn code_in(text: &str) -> Option<String> {
+    text.split(|c: char| !(c.is_ascii_alphanumeric() || c == '-'))
+        .find(|word| word.len() == 9 && word.as_bytes()[4] == b'-')
+        .map(str::to_string)
+}
+
 /// The code in the bot's last message in `chat` containing `needle`.
-async fn code_in(telegram: &TelegramServer, chat: i64, needle: &str) -> String {
+pub async fn code_said(telegram: &TelegramServer, chat: i64, needle: &str) -> String {
     bot_says(telegram, chat, needle).await;
     let text = telegram
         .bot_messages_in(chat)
@@ -28,10 +35,7 @@ async fn code_in(telegram: &TelegramServer, chat: i64, needle: &str) -> String {
         .rev()
         .find_map(|message| message.text.filter(|text| text.contains(needle)))
         .unwrap_or_default();
-    text.split(|c: char| !(c.is_ascii_alphanumeric() || c == '-'))
-        .find(|word| word.len() == 9 && word.as_bytes()[4] == b'-')
-        .unwrap_or_else(|| panic!("no code in {text:?}"))
-        .to_string()
+    code_in(&text).unwrap_or_else(|| panic!("no code in {text:?}"))
 }
 
 /// Nothing more from the bot in `chat` than the `before` messages, after a while.
@@ -61,7 +65,7 @@ async fn a_parent_invites_a_child_who_joins_chats_and_is_removed() {
     bot_says(&telegram, 3003, "That code is not valid").await;
 
     telegram.push_private_text(&alice(), "/invite child Max");
-    let code = code_in(&telegram, 1001, "Invite code for Max as a child").await;
+    let code = code_said(&telegram, 1001, "Invite code for Max as a child").await;
     bot_says(&telegram, 1001, &format!("/join {code}")).await;
 
     // Written in lower case with a space, as people type what they are told.
@@ -120,7 +124,7 @@ async fn wrong_codes_are_limited_and_members_stay_across_a_restart() {
     let telegram = TelegramServer::start(TOKEN);
     let app = start_on_telegram(&llm, &telegram, "", None, &[]).await;
     telegram.push_private_text(&bob(), "/invite parent Carol");
-    let code = code_in(&telegram, 1002, "Invite code for Carol as a parent").await;
+    let code = code_said(&telegram, 1002, "Invite code for Carol as a parent").await;
 
     // Five wrong codes an hour; then even the right one is refused.
     let carol = TgUser::new(5005, "Carol");
@@ -147,7 +151,7 @@ async fn wrong_codes_are_limited_and_members_stay_across_a_restart() {
     bot_says(&telegram, 5006, "Still here, Carol.").await;
     // A parent now: Carol may invite.
     telegram.push_private_text(&dave, "/invite");
-    code_in(&telegram, 5006, "Invite code for someone as a child").await;
+    code_said(&telegram, 5006, "Invite code for someone as a child").await;
     app.stop().await;
 }
 

@@ -97,15 +97,6 @@ async fn member_of_user(
         .map_err(database_error)
 }
 
-/// `member` with `user` as their account on its platform.
-fn with_user(mut member: StoredMember, user: &PlatformUser) -> StoredMember {
-    match user {
-        PlatformUser::Telegram(id) => member.telegram_user_id = Some(*id),
-        PlatformUser::Matrix(id) => member.matrix_user_id = Some(id.clone()),
-    }
-    member
-}
-
 async fn redeem_in(
     connection: &mut SqliteConnection,
     redeem: &Redeem,
@@ -150,7 +141,7 @@ async fn redeem_in(
             added_by: None,
             added_at_ms: redeem.at_ms,
         });
-        let member = with_user(member, &redeem.user);
+        let member = member.with_account(&redeem.user);
         insert_member(connection, &member).await?;
         Redeemed::Linked(member)
     } else {
@@ -169,18 +160,16 @@ async fn redeem_in(
         let Some(id) = free else {
             return Ok(Err(RedeemRefused::NoFreeId));
         };
-        let member = with_user(
-            StoredMember {
-                id,
-                name,
-                role,
-                telegram_user_id: None,
-                matrix_user_id: None,
-                added_by: created_by.clone(),
-                added_at_ms: redeem.at_ms,
-            },
-            &redeem.user,
-        );
+        let member = StoredMember {
+            id,
+            name,
+            role,
+            telegram_user_id: None,
+            matrix_user_id: None,
+            added_by: created_by.clone(),
+            added_at_ms: redeem.at_ms,
+        }
+        .with_account(&redeem.user);
         insert_member(connection, &member).await?;
         Redeemed::Joined {
             member,
