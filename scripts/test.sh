@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs every test of hearth on a fresh machine: installs what the tests need
-# (a real local LLM server for the provider check, the MCP servers, Synapse, Radicale),
+# (the small local model for the real-model tests, the MCP servers, Synapse, Radicale),
 # then the whole cargo suite.
 # Extra arguments go to `cargo test` (e.g. a test-name filter).
 set -euo pipefail
@@ -11,7 +11,7 @@ export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/hearth-target}"
 # Tests that need a real server fail instead of skipping when it is missing.
 export HEARTH_REQUIRE_REAL_SERVERS=1
 
-bash scripts/install-test-llm.sh
+bash scripts/install-local-llm.sh
 bash scripts/install-test-mcp.sh
 bash scripts/install-test-synapse.sh
 bash scripts/install-test-radicale.sh

@@ -10,11 +10,14 @@
 //! - [`config`]: the YAML configuration, environment overrides, profile merging, validation,
 //!   and the names it is written in (`confirm_tools` entries, MCP tool names, YAML files).
 //! - [`app`]: start-up wiring of every actor.
+//! - [`doctor`]: `hearth doctor`, every part the configuration names tried once.
 //! - [`actors`]: the actors and their messages (`request_queue`, `processing`,
 //!   `delegation`, `llm_broker`, `channels` with `telegram` and `matrix`, `scheduler`).
 //! - [`http`]: the actix-web routes.
 //! - [`llm`]: wire-neutral chat types, the `LlmProvider` port and its providers, and
 //!   `GenerateChat`, the request every LLM call is made with.
+//! - [`local_model`]: the small local model (llama.cpp serving SmolLM2-135M) run as a child
+//!   process when no other model is configured or `--local-model` asks for it.
 //! - [`tools`]: the `ToolsProvider` port and its stack.
 //! - [`turn`]: a running turn's messages, shared by processing, the intents engine, the queue
 //!   and delegation, and what a turn asks or tells its member through the queue.
@@ -51,12 +54,14 @@ pub mod backoff;
 pub mod calendar;
 pub mod clock;
 pub mod config;
+pub mod doctor;
 pub mod family;
 pub mod format;
 pub mod http;
 pub mod ids;
 pub mod intents;
 pub mod llm;
+pub mod local_model;
 pub mod local_time;
 pub mod metrics;
 pub mod notes;

@@ -1,10 +1,13 @@
 //! The `hearth` command: `run` (the bot), `chat` (the console channel, through the
 //! running hearth's HTTP API when one runs on the database), `check-config` (print the
-//! resolved profiles), `migrate` and `telemetry`.
+//! resolved profiles), `doctor` (try each part the configuration names), `migrate` and
+//! `telemetry`.
 //!
 //! Only `run`, standalone `chat` and `migrate` write the database, each holding its
-//! instance lock; `check-config` and `telemetry` open it read-only, beside a running
-//! hearth too. An error ends the command with its message and causes, never a backtrace.
+//! instance lock; `check-config`, `doctor` and `telemetry` open it read-only, beside a
+//! running hearth too. An error ends the command with its message and causes, never a backtrace.
+
+mod family_command;
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -46,18 +49,31 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Run the bot with the channels enabled in config (the HTTP API by default).
-    Run,
+    Run {
+        #[command(flatten)]
+        model: ModelChoice,
+    },
     /// Talk to the bot in this terminal as a family member: through the running hearth
     /// when one runs on the database, else by starting one in this terminal.
     Chat {
         /// The family member's id (config `family[].id`).
         #[arg(long)]
         user: MemberId,
+        #[command(flatten)]
+        model: ModelChoice,
     },
     /// Validate the configuration and print the resolved service profiles.
     CheckConfig,
+    /// Try the configuration, the database, each model, the chat platforms, the MCP servers,
+    /// the calendars and the family scripts once; one line each, ok or what to fix.
+    Doctor,
     /// Apply database migrations and exit (refused while a hearth runs on the database).
     Migrate,
+    /// The family members: list them, or change one who joined by invite.
+    Family {
+        #[command(subcommand)]
+        command: family_command::FamilyCommand,
+    },
     /// Print the stages the intents engine recorded for a conversation (`http:alice`,
     /// `telegram:<chat id>`), oldest first.
     Telemetry {
@@ -68,6 +84,16 @@ enum Command {
         #[arg(long, default_value_t = 200)]
         limit: u32,
     },
+}
+
+/// Which model answers a hearth this command starts.
+#[derive(clap::Args)]
+struct ModelChoice {
+    /// Answer with a small local model (llama.cpp serving SmolLM2-135M, installed by
+    /// `bash scripts/install-local-llm.sh`) instead of the models of `llms`: no key or
+    /// account needed, meant for trying hearth out.
+    #[arg(long)]
+    local_model: bool,
 }
 
 fn main() -> ExitCode {
@@ -100,18 +126,34 @@ fn describe_error(error: &anyhow::Error) -> String {
 }
 
 fn run_command(cli: Cli) -> anyhow::Result<()> {
+    // The doctor's report is its output: only warnings beside it, unless asked for more,
+    // and not the MCP client's own errors about a server the report already names.
+    let level = match cli.command {
+        Command::Doctor => "warn,rmcp=off",
+        _ => "info",
+    };
     tracing_subscriber::fmt()
         .with_env_filter(
-            EnvFilter::try_from_env("HEARTH_LOG").unwrap_or_else(|_| EnvFilter::new("info")),
+            EnvFilter::try_from_env("HEARTH_LOG").unwrap_or_else(|_| EnvFilter::new(level)),
         )
         .with_writer(std::io::stderr)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
+    let local_model = match &cli.command {
+        Command::Run { model } | Command::Chat { model, .. } => model.local_model,
+        _ => false,
+    };
     let options = LoadOptions {
         known_local_tools: LOCAL_TOOL_NAMES,
+        local_model,
     };
+    if let Command::Doctor = cli.command {
+        // A configuration that does not load is one of the doctor's findings.
+        return in_actix_system(doctor(&cli.config, &options));
+    }
     let loaded = config::load(&cli.config, &options)?;
     match cli.command {
+        Command::Doctor => unreachable!("handled above"),
         Command::CheckConfig => in_actix_system(check_config(loaded)),
         Command::Migrate => in_actix_system(async move {
             // Never under a running hearth: its caches would not see what a migration changes.
@@ -129,12 +171,16 @@ fn run_command(cli: Cli) -> anyhow::Result<()> {
             );
             Ok(())
         }),
-        Command::Run => in_actix_system(run(loaded)),
+        Command::Run { .. } => in_actix_system(run(loaded)),
         Command::Telemetry {
             conversation,
             limit,
         } => in_actix_system(telemetry(loaded, conversation, limit)),
-        Command::Chat { user } => in_actix_system(chat(loaded, user)),
+        Command::Chat { user, .. } => in_actix_system(chat(loaded, user)),
+        Command::Family { command } => in_actix_system(async move {
+            let existing = existing_database(&loaded).await?;
+            family_command::family(loaded, command, existing).await
+        }),
     }
 }
 
@@ -246,6 +292,20 @@ async fn check_config(loaded: LoadedConfig) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// `hearth doctor`: the report on stdout; failing when any check failed.
+async fn doctor(file: &Path, options: &LoadOptions<'_>) -> anyhow::Result<()> {
+    let report = hearth::doctor::run(file, options).await;
+    print!("{report}");
+    let failures = report.failures();
+    if failures > 0 {
+        let checks = if failures == 1 { "check" } else { "checks" };
+        anyhow::bail!(
+            "{failures} {checks} failed: fix what the FAIL lines say, then run `hearth doctor` again"
+        );
+    }
+    Ok(())
+}
+
 /// Reads beside a running hearth (SQLite readers do not block its writer); takes no lock.
 async fn telemetry(
     loaded: LoadedConfig,
@@ -285,17 +345,9 @@ async fn telemetry(
 async fn existing_database(
     loaded: &LoadedConfig,
 ) -> anyhow::Result<Option<hearth::storage::Stores>> {
-    let url = &loaded.config.database_url;
-    let Some(path) = sqlite_database_file(url) else {
-        return Ok(None);
-    };
-    if !tokio::fs::try_exists(&path).await.unwrap_or(false) {
-        return Ok(None);
-    }
-    let stores = hearth::storage::open_read_only(url)
+    hearth::storage::open_existing_read_only(&loaded.config.database_url)
         .await
-        .context("the database cannot be read")?;
-    Ok(Some(stores))
+        .context("the database cannot be read")
 }
 
 async fn run(loaded: LoadedConfig) -> anyhow::Result<()> {
@@ -308,21 +360,71 @@ async fn run(loaded: LoadedConfig) -> anyhow::Result<()> {
         },
     )
     .await?;
+    tell_about_local_model(&running);
     tracing::info!(config = %loaded.file.display(), "hearth is running; Ctrl-C to stop");
+    if running.membership.family().is_empty() {
+        print_first_parent_code(&loaded, &running).await?;
+    }
     shutdown_signal().await;
     tracing::info!("stopping");
     running.stop().await;
     Ok(())
 }
 
+/// Set-up: nobody is a member yet, so the terminal gets a code making the first person to
+/// send it a parent.
+async fn print_first_parent_code(
+    loaded: &LoadedConfig,
+    running: &app::RunningApp,
+) -> anyhow::Result<()> {
+    let channels = &loaded.config.channels;
+    if !channels.telegram.enabled && !channels.matrix.enabled {
+        println!(
+            "hearth has no family yet. Add yourself under `family:` in {}, or turn on Telegram or Matrix there (channels.telegram.enabled, channels.matrix.enabled) and start hearth again for a code to join with.",
+            loaded.file.display()
+        );
+        return Ok(());
+    }
+    let issued = running
+        .membership
+        .first_parent_code(hearth::ports::now_ms())
+        .await
+        .context("no code for the first parent")?;
+    println!(
+        "hearth has no family yet. To become its first parent, send this to the bot on Telegram or Matrix (`!join` in Matrix clients that take `/`):\n\n    /join {}\n\nThe code works once, for 24 hours; the next start prints a new one while the family is empty.",
+        issued.code
+    );
+    Ok(())
+}
+
+/// Says plainly, once, that a very small model answers and how to use a real one.
+fn tell_about_local_model(running: &app::RunningApp) {
+    if let Some(url) = running.local_model_url() {
+        eprintln!("\n{}\n", hearth::local_model::notice(&url));
+    }
+}
+
 async fn chat(loaded: LoadedConfig, user: MemberId) -> anyhow::Result<()> {
     if loaded.family_member(&user).is_none() {
-        let known: Vec<&str> = loaded.config.family.iter().map(|m| m.id.as_str()).collect();
-        anyhow::bail!(
-            "{user:?} is not a family member in {} (family ids: {})",
-            loaded.file.display(),
-            known.join(", ")
-        );
+        // Members who joined by invite are in the database.
+        let mut known: Vec<String> = loaded
+            .config
+            .family
+            .iter()
+            .map(|m| m.id.to_string())
+            .collect();
+        if let Some(stores) = existing_database(&loaded).await? {
+            let stored = stores.members.stored_members().await;
+            stores.close().await;
+            known.extend(stored?.into_iter().map(|member| member.id.to_string()));
+        }
+        if !known.iter().any(|id| id == user.as_str()) {
+            anyhow::bail!(
+                "{user:?} is not a family member in {} or the database (family ids: {})",
+                loaded.file.display(),
+                known.join(", ")
+            );
+        }
     }
     // A URL naming no database file is refused when it is opened: nothing to lock.
     let Some(database) = sqlite_database_file(&loaded.config.database_url) else {
@@ -414,6 +516,7 @@ async fn chat_in_this_terminal(
         },
     )
     .await?;
+    tell_about_local_model(&running);
     let talked = hearth::actors::channels::run_console(running.queue.clone(), user, replies).await;
     running.stop().await;
     // The stores are this function's: closed (writes committed) before the lock goes.

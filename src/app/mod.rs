@@ -4,7 +4,8 @@
 //! - `platforms.rs`: the chat platforms built into this binary (the only file here that
 //!   names one);
 //! - `tools.rs`: each profile's tools stack;
-//! - `models.rs`: the LLM providers;
+//! - `models.rs`: the LLM providers, and the small local model started when every profile
+//!   answers with it;
 //! - `plugins.rs`: the plugins' catalog and runtime, on the stores;
 //! - `intents.rs`: the intents engine of `engine: intents` profiles.
 
@@ -27,18 +28,19 @@ use crate::actors::channels::core::ReminderAnswers;
 use crate::actors::channels::matrix::MatrixStartError;
 #[cfg(feature = "telegram")]
 use crate::actors::channels::telegram::TelegramStartError;
-use crate::actors::channels::{ChannelDeps, DeliverySettings, HttpChannel};
+use crate::actors::channels::{ChannelDeps, DeliverySettings, HttpChannel, MembershipParts};
 use crate::actors::delegation::{Delegation, DelegationTarget, DelegationTargetInfo};
 use crate::actors::llm_broker::{BrokerSettings, LlmBroker, ModelEntry};
 use crate::actors::processing::{ProcessingDeps, ProcessingService};
 use crate::actors::request_queue::{DeliverReply, DrainTurns, QueuePorts, RequestQueue, Router};
 use crate::actors::scheduler::{Scheduler, SchedulerDeps};
 use crate::config::LoadedConfig;
-use crate::family::Family;
+use crate::family::{Family, Membership};
 use crate::http::{self, ApiKeys, HttpState};
+use crate::local_model::{LocalModelError, LocalModelServer};
 use crate::metrics::Metrics;
 use crate::plugins::CatalogError;
-use crate::ports::StorageError;
+use crate::ports::{StorageError, now_ms};
 use crate::readiness::Readiness;
 use crate::reminders::RemindersParts;
 use crate::retention::{RetentionSettings, spawn_pruner};
@@ -47,9 +49,16 @@ use crate::storage::{self, Stores};
 #[cfg(feature = "mcp")]
 use crate::tools::mcp::{ChatElicitation, MAX_ELICITATION_WAIT, McpOptions, McpServers};
 use crate::tools::{LocalToolsProvider, ToolsProvider};
+// What `hearth doctor` builds the same way as start-up does.
+pub(crate) use models::build_models;
 use platforms::PlatformContexts;
 pub use platforms::Platforms;
+#[cfg(feature = "matrix")]
+pub(crate) use platforms::matrix_settings;
+#[cfg(feature = "telegram")]
+pub(crate) use platforms::telegram_settings;
 use plugins::start_plugins;
+pub(crate) use tools::profile_calendars;
 use tools::{ToolParts, profile_tools};
 
 /// Channels that do not come from config: the console of `hearth chat`, and
@@ -76,6 +85,8 @@ pub struct RunningApp {
     pub stores: Stores,
     pub metrics: Arc<Metrics>,
     pub readiness: Arc<Readiness>,
+    /// The family, and changing it (invite codes).
+    pub membership: Arc<Membership>,
     pub http: Option<(ServerHandle, SocketAddr)>,
     /// Held while running on a database it opened itself; released by `stop` (last) or on
     /// drop.
@@ -84,6 +95,9 @@ pub struct RunningApp {
     owns_stores: bool,
     /// The retention task; it ends with the app.
     pruner: AbortOnDrop,
+    /// The small local model's server, when every profile answers with it; stopped by
+    /// `stop`, killed on drop.
+    local_model: Option<LocalModelServer>,
 }
 
 /// A task that ends when this is dropped.
@@ -123,6 +137,9 @@ impl RunningApp {
         #[cfg(feature = "mcp")]
         self.mcp.shutdown().await;
         self.pruner.0.abort();
+        if let Some(server) = &self.local_model {
+            server.stop().await;
+        }
         if self.owns_stores {
             self.stores.close().await;
         } else {
@@ -131,6 +148,11 @@ impl RunningApp {
         if let Some(lock) = &self.instance_lock {
             lock.release();
         }
+    }
+
+    /// The small local model's OpenAI root (`http://127.0.0.1:PORT/v1`), when it answers.
+    pub fn local_model_url(&self) -> Option<String> {
+        self.local_model.as_ref().map(LocalModelServer::base_url)
     }
 }
 
@@ -158,10 +180,18 @@ pub enum StartError {
     Scripts(#[from] crate::scripts::ManifestError),
     #[error("intents cannot be loaded:\n{0}")]
     Intents(#[from] crate::intents::IntentsFileError),
+    #[error(transparent)]
+    LocalModel(#[from] LocalModelError),
 }
 
+/// Starts hearth with the models config `llms` names; the small local model's server first,
+/// when every profile answers with it.
 pub async fn start(loaded: &LoadedConfig, options: StartOptions) -> Result<RunningApp, StartError> {
-    start_with_models(loaded, options, models::build_models(loaded)?).await
+    let local_model = models::start_local_model(loaded).await?;
+    let models = models::build_models(loaded, local_model.as_ref())?;
+    let mut running = start_with_models(loaded, options, models).await?;
+    running.local_model = local_model;
+    Ok(running)
 }
 
 /// `start` with these models instead of the providers config `llms` names: tests run the
@@ -188,6 +218,13 @@ pub async fn start_with_models(
     let metrics = Arc::new(Metrics::default());
     let readiness = Arc::new(Readiness::with_secrets(loaded.secrets.values()));
     let family = Arc::new(Family::with_metrics(&config.family, metrics.clone()));
+    let membership = Arc::new(Membership::new(
+        family.clone(),
+        stores.members.clone(),
+        config.invites.tell_strangers,
+    ));
+    // The members who joined in chat answer from the first message on.
+    membership.load(now_ms()).await?;
 
     let broker = LlmBroker::new(
         models,
@@ -240,7 +277,7 @@ pub async fn start_with_models(
     // The scheduler and the reminder tools each need the other: its context comes first,
     // the actor starts once the queue and the channels it hands work to exist.
     let scheduler_context = Context::<Scheduler>::new();
-    let own_chats = Arc::new(platforms::own_chats(loaded));
+    let own_chats = Arc::new(platforms::own_chats(&family.members()));
     let reminders = RemindersParts {
         schedules: stores.schedules.clone(),
         family: family.clone(),
@@ -372,7 +409,13 @@ pub async fn start_with_models(
         delivery: DeliverySettings {
             max_age: Duration::from_secs(config.delivery.max_age_hours.saturating_mul(3600)),
         },
-        own_chats,
+        own_chats: own_chats.clone(),
+        membership: Some(MembershipParts {
+            membership: membership.clone(),
+            own_chats,
+            outbox: stores.outbox.clone(),
+            channels: platform_contexts.stored_deliveries(),
+        }),
         reminders: Some(ReminderAnswers {
             settle: scheduler.clone().recipient(),
             list: scheduler.clone().recipient(),
@@ -444,10 +487,12 @@ pub async fn start_with_models(
         stores,
         metrics,
         readiness,
+        membership,
         http,
         instance_lock,
         owns_stores,
         pruner: AbortOnDrop(pruner),
+        local_model: None,
     })
 }
 

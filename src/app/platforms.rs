@@ -13,7 +13,7 @@ use actix::{AsyncContext, Context};
 use super::{ExtraChannels, StartError};
 use crate::actors::channels::core::StopChannel;
 use crate::actors::channels::{ChannelDeps, DeliverStored, PlatformRoutes};
-use crate::config::LoadedConfig;
+use crate::config::{FamilyMember, LoadedConfig};
 use crate::family::OwnChats;
 #[cfg(feature = "telegram")]
 use crate::ids::ConversationKey;
@@ -160,13 +160,13 @@ impl Platforms {
     }
 }
 
-/// Each member's own chats known from config, where a request escalated to them or a
-/// reminder set for them goes: their private chat on Telegram (whose id is their user id).
-/// Matrix adds its rooms as it finds them.
-pub(super) fn own_chats(loaded: &LoadedConfig) -> OwnChats {
+/// Each member's own chats known before any platform runs, where a request escalated to
+/// them or a reminder set for them goes: their private chat on Telegram (whose id is their
+/// user id). Matrix adds its rooms as it finds them.
+pub(super) fn own_chats(members: &[FamilyMember]) -> OwnChats {
     #[cfg(feature = "telegram")]
     {
-        OwnChats::new(loaded.config.family.iter().filter_map(|member| {
+        OwnChats::new(members.iter().filter_map(|member| {
             let user_id = member.telegram_user_id?;
             let chat = ConversationKey::new(TELEGRAM_CHANNEL, &user_id.to_string()).ok()?;
             Some((member.id.clone(), chat))
@@ -174,7 +174,7 @@ pub(super) fn own_chats(loaded: &LoadedConfig) -> OwnChats {
     }
     #[cfg(not(feature = "telegram"))]
     {
-        let _ = loaded;
+        let _ = members;
         OwnChats::default()
     }
 }
@@ -209,7 +209,7 @@ fn handled_kept_for(loaded: &LoadedConfig) -> Duration {
 /// The Telegram channel's settings from config, its secrets resolved (validation made
 /// sure they are there).
 #[cfg(feature = "telegram")]
-fn telegram_settings(loaded: &LoadedConfig) -> TelegramSettings {
+pub(crate) fn telegram_settings(loaded: &LoadedConfig) -> TelegramSettings {
     let telegram = &loaded.config.channels.telegram;
     TelegramSettings {
         token: secret_named_by(loaded, &telegram.token_env).unwrap_or_default(),
@@ -227,7 +227,7 @@ fn telegram_settings(loaded: &LoadedConfig) -> TelegramSettings {
 /// The Matrix channel's settings from config, its secrets resolved (validation made
 /// sure they are there).
 #[cfg(feature = "matrix")]
-fn matrix_settings(loaded: &LoadedConfig) -> MatrixSettings {
+pub(crate) fn matrix_settings(loaded: &LoadedConfig) -> MatrixSettings {
     let matrix = &loaded.config.channels.matrix;
     MatrixSettings {
         homeserver_url: matrix.homeserver_url.clone().unwrap_or_default(),

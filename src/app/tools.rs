@@ -158,7 +158,7 @@ fn enabled_among(profile: &ResolvedProfile, names: &[&str]) -> Vec<String> {
 
 /// The calendars of every profile that has a `calendar_config`, each with its password
 /// (validation made sure the variable is set) and reporting to readiness.
-pub(super) fn profile_calendars(
+pub(crate) fn profile_calendars(
     loaded: &LoadedConfig,
     readiness: &Arc<Readiness>,
 ) -> HashMap<String, Arc<ProfileCalendars>> {

@@ -33,6 +33,13 @@ pub struct Searched {
     pub not_expanded: Vec<NotExpanded>,
 }
 
+/// What `ProfileCalendars::check` reached: the calendars' names, and each failure.
+#[derive(Debug, Default)]
+pub struct Checked {
+    pub found: Vec<String>,
+    pub problems: Vec<String>,
+}
+
 struct CaldavAccount {
     client: CalDavClient,
     url: Url,
@@ -187,6 +194,29 @@ impl ProfileCalendars {
             }
             _ => self.healthy(),
         }
+    }
+
+    /// Each calendar reached once, as a search would reach it (the account's calendars found
+    /// by PROPFIND, each subscription's `.ics` read): the calendars found by name, and what
+    /// failed.
+    pub async fn check(&self) -> Checked {
+        let mut checked = Checked::default();
+        if self.caldav.is_some() {
+            match self.writable().await {
+                Ok(calendars) => checked
+                    .found
+                    .extend(calendars.into_iter().map(|calendar| calendar.name)),
+                Err(problem) => checked.problems.push(problem.to_string()),
+            }
+        }
+        for url in &self.subscriptions {
+            let name = url.host_str().unwrap_or("subscribed calendar").to_owned();
+            match fetch_subscription(url).await {
+                Ok(text) => checked.found.push(calendar_name(&text).unwrap_or(name)),
+                Err(error) => checked.problems.push(format!("{name}: {error}")),
+            }
+        }
+        checked
     }
 
     /// Every occurrence in `[from, to)` across the calendars, times read in `zone` where a

@@ -10,7 +10,7 @@
 //!   written over its old text so other clients' properties stay;
 //! - `expand.rs`: a recurring event's occurrences in a range, on its zone's wall clock;
 //! - `account.rs`: one profile's calendars, found once, searched together, each failure
-//!   told to readiness as degraded;
+//!   told to readiness as degraded, and each reached once for `hearth doctor`;
 //! - `timing.rs`: a tool's arguments read into an event; `phrasing.rs`: events in words;
 //! - `tools.rs`: the four tools and what their confirmation shows.
 
@@ -23,7 +23,7 @@ mod timing;
 mod tools;
 mod xml;
 
-pub use account::ProfileCalendars;
+pub use account::{Checked as CalendarsChecked, ProfileCalendars};
 pub use tools::{
     ADD_CALENDAR_EVENT, CALENDAR_TOOL_NAMES, CalendarToolset, DELETE_CALENDAR_EVENT,
     MODIFY_CALENDAR_EVENT, SEARCH_CALENDAR_EVENTS,

@@ -97,8 +97,8 @@ impl CalendarToolset {
     fn zone_of(&self, context: &ToolContext) -> ZoneName {
         self.family
             .member(context.member_id.as_str())
-            .and_then(|member| member.timezone.as_deref())
-            .and_then(|zone| ZoneName::parse(zone).ok())
+            .and_then(|member| member.timezone)
+            .and_then(|zone| ZoneName::parse(&zone).ok())
             .unwrap_or(self.profile_zone)
     }
 

@@ -42,7 +42,12 @@ pub(crate) fn collect_secrets(
             .get(name)
             .and_then(|llm| llm.api_key_env.as_deref())
         {
-            secrets.require(&format!("llms.{name}.api_key_env"), variable, problems);
+            secrets.require_or(
+                &format!("llms.{name}.api_key_env"),
+                variable,
+                " (or try hearth without any key: `run --local-model` answers with a small local model)",
+                problems,
+            );
         }
     }
 
@@ -197,6 +202,17 @@ impl SecretLookup<'_> {
     }
 
     fn require(&mut self, key_path: &str, variable: &str, problems: &mut Problems) {
+        self.require_or(key_path, variable, "", problems);
+    }
+
+    /// `require`, with `alternative` added to the problem of a variable that is not set.
+    fn require_or(
+        &mut self,
+        key_path: &str,
+        variable: &str,
+        alternative: &str,
+        problems: &mut Problems,
+    ) {
         if !is_variable_name(variable) {
             // Never echo it: what was written here may be the secret itself.
             problems.push(
@@ -206,7 +222,7 @@ impl SecretLookup<'_> {
         } else if !self.try_take(variable) {
             problems.push(
                 key_path,
-                format!("environment variable {variable} is unset or empty"),
+                format!("environment variable {variable} is unset or empty{alternative}"),
             );
         }
     }

@@ -18,6 +18,8 @@
 //! - `reminders.rs`: `reminders` and each member's `family[].timezone`;
 //! - `calendar.rs`: a profile's `calendar_config` (its CalDAV account and subscriptions);
 //! - `built_parts.rs`: config that needs a part this binary was built without;
+//! - `local_model.rs`: every profile pointed at the small local model (`--local-model`, or no
+//!   `llms` configured);
 //! - `confirm_tools.rs`: how `confirm_tools` entries name tools, and how a call is matched;
 //! - `secret.rs`: the type that keeps a secret inside the configuration out of `Debug`;
 //! - `yaml_file.rs`: the YAML files configuration names (plugins', intents files) read with
@@ -30,6 +32,7 @@ mod confirm_tools;
 mod env_secrets;
 mod error;
 mod load;
+mod local_model;
 mod mcp_names;
 mod profiles;
 mod reminders;
@@ -47,6 +50,7 @@ use serde::Serialize;
 pub use calendar::{CaldavConfig, CalendarConfig, subscription_url};
 pub use confirm_tools::{ApprovalName, ApprovalSubject, describe_asking_tools};
 pub use error::{ConfigError, ConfigProblem};
+pub use local_model::{LOCAL_MODEL_LLM, LocalModelUse};
 pub use mcp_names::{
     BadServerId, MAX_SERVER_ID_LEN, MAX_TOOL_NAME_LEN, TOOL_NAME_SEPARATOR, check_server_id,
     namespaced_tool_name, tool_server_id,
@@ -59,10 +63,10 @@ pub use reminders::RemindersConfig;
 pub use secret::Secret;
 pub use serde_yaml::Mapping;
 pub use types::{
-    ChannelsConfig, DeliveryConfig, FamilyMember, FamilyRole, HearthConfig, HttpConfig, LlmBackend,
-    LlmModelConfig, LlmProviderKind, LlmRetryConfig, MatrixConfig, McpServerConfig,
-    ProfileSettingsConfig, QueueConfig, RetentionConfig, ScriptsConfig, ServiceProfileConfig,
-    TelegramConfig, TelegramMode,
+    ChannelsConfig, DeliveryConfig, FamilyMember, FamilyRole, HearthConfig, HttpConfig,
+    InvitesConfig, LlmBackend, LlmModelConfig, LlmProviderKind, LlmRetryConfig, MatrixConfig,
+    McpServerConfig, ProfileSettingsConfig, QueueConfig, RetentionConfig, ScriptsConfig,
+    ServiceProfileConfig, TelegramConfig, TelegramMode,
 };
 pub use yaml_file::{KeyPath, KeySegment, PluginFileProblem};
 
@@ -81,6 +85,9 @@ pub struct LoadedConfig {
     pub secrets: BTreeMap<String, String>,
     /// The `confirm_tools` entries that name plugins, checked once the plugins are known.
     pub plugin_approval_names: Vec<PluginApprovalName>,
+    /// Set when the small local model answers every profile (its `llms` entry is
+    /// [`LOCAL_MODEL_LLM`]): where it is installed, and whether it was asked for.
+    pub local_model: Option<LocalModelUse>,
 }
 
 impl LoadedConfig {
@@ -159,6 +166,7 @@ impl fmt::Debug for LoadedConfig {
             .field("profiles", &self.profiles)
             .field("default_profile_id", &self.default_profile_id)
             .field("secrets", &self.secrets.keys().collect::<Vec<_>>())
+            .field("local_model", &self.local_model)
             .finish()
     }
 }
@@ -169,6 +177,9 @@ pub struct LoadOptions<'a> {
     /// Names of the local tools this build provides; `enable_local_tools` and the
     /// un-namespaced entries of `confirm_tools` must name one of them.
     pub known_local_tools: &'a [&'a str],
+    /// Every profile answers with the small local model (`--local-model`), whatever `llms`
+    /// says; without it, only a configuration with no `llms` does.
+    pub local_model: bool,
 }
 
 /// Reads the file, applies `HEARTH__A__B` overrides from the real process environment,
@@ -192,6 +203,7 @@ pub fn load_with_env(
     let mut config = raw.config;
 
     let mut problems = error::Problems::default();
+    let local_model = local_model::apply(&mut config, options.local_model, env, &mut problems);
     let resolution = profiles::resolve_profiles(&config, options.known_local_tools, &mut problems);
     validate::check_settings(&config, &mut problems);
     let secrets = env_secrets::collect_secrets(&config, &resolution.profiles, env, &mut problems);
@@ -218,6 +230,7 @@ pub fn load_with_env(
         default_profile_id: resolution.default_profile_id,
         secrets,
         plugin_approval_names: resolution.plugin_approval_names,
+        local_model,
     })
 }
 

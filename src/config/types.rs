@@ -38,6 +38,8 @@ pub struct HearthConfig {
     #[serde(deserialize_with = "null_as_default")]
     pub family: Vec<FamilyMember>,
     #[serde(deserialize_with = "null_as_default")]
+    pub invites: InvitesConfig,
+    #[serde(deserialize_with = "null_as_default")]
     pub channels: ChannelsConfig,
     #[serde(deserialize_with = "null_as_default")]
     pub delivery: DeliveryConfig,
@@ -75,6 +77,7 @@ impl Default for HearthConfig {
             delivery: DeliveryConfig::default(),
             retention: RetentionConfig::default(),
             reminders: Default::default(),
+            invites: InvitesConfig::default(),
             plugins_dir: "plugins".to_owned(),
             scripts_dir: "family_scripts".to_owned(),
             scripts: ScriptsConfig::default(),
@@ -314,6 +317,8 @@ fn default_llm_timeout_seconds() -> u64 {
     60
 }
 
+pub use crate::ids::FamilyRole;
+
 /// A person allowed to talk to the bot, with their identity on each channel.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -334,25 +339,13 @@ pub struct FamilyMember {
     pub timezone: Option<String>,
 }
 
-/// A family member's role: a `child` may be limited by intents and policy, and a
-/// `parent` answers what a child's request needs approved.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default, Serialize, Deserialize,
-)]
-#[serde(rename_all = "lowercase")]
-pub enum FamilyRole {
-    Child,
-    #[default]
-    Parent,
-}
-
-impl FamilyRole {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            FamilyRole::Child => "child",
-            FamilyRole::Parent => "parent",
-        }
-    }
+/// Joining the family by invite code (`/invite`, `/join` in chat).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct InvitesConfig {
+    /// A stranger writing to hearth in their own chat is told, once a day at most, to ask
+    /// the family for an invite code (off: strangers get nothing at all).
+    pub tell_strangers: bool,
 }
 
 /// How long the chat platforms' messages are tried before hearth gives up on them.

@@ -45,6 +45,20 @@ impl OwnChats {
             .unwrap_or_default()
     }
 
+    /// `chat` is `member_id`'s own too (a member who just joined in their private chat).
+    pub fn add(&self, member_id: &MemberId, chat: ConversationKey) {
+        let mut known = self.write();
+        let places = known.entry(member_id.clone()).or_default();
+        if !places.contains(&chat) {
+            places.push(chat);
+        }
+    }
+
+    /// `member_id` has no own chats any more (removed from the family).
+    pub fn forget(&self, member_id: &MemberId) {
+        self.write().remove(member_id);
+    }
+
     /// `channel` found its members' own chats anew: `(member, chat)` pairs replace what it
     /// had found before. A chat of another channel among them is not `channel`'s to say and
     /// is left out.

@@ -77,7 +77,7 @@ pub async fn get_reminders(
     let Some(member) = state.family.by_id(HTTP_CHANNEL, &query.user_id) else {
         return HttpResponse::NoContent().finish();
     };
-    let listed = listing::visible(state.schedules.as_ref(), member).await;
+    let listed = listing::visible(state.schedules.as_ref(), &member).await;
     let open = state.schedules.open_firings_of(&member.id).await;
     let (schedules, open) = match (listed, open) {
         (Ok(schedules), Ok(open)) => (schedules, open),

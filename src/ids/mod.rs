@@ -1,4 +1,5 @@
-//! The ids the core passes around instead of strings: a family member (`MemberId`), a
+//! The ids the core passes around instead of strings: a family member (`MemberId`) and
+//! their role (`FamilyRole`), a
 //! confirmation (`ConfirmationId`), a conversation (`ConversationKey`: a chat of a
 //! channel, or a delegated turn's sub-conversation under the conversation that delegated)
 //! and a prompt a member answers (`PromptId`: a confirmation, or a fired reminder's
@@ -48,6 +49,36 @@ pub enum IdError {
         "{0:?} cannot name a delegated conversation: it is empty or contains '/' or a control character"
     )]
     BadDelegationPart(String),
+}
+
+/// A family member's role: a `child` may be limited by intents and policy, and a
+/// `parent` answers what a child's request needs approved.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default, Serialize, Deserialize,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum FamilyRole {
+    Child,
+    #[default]
+    Parent,
+}
+
+impl FamilyRole {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FamilyRole::Child => "child",
+            FamilyRole::Parent => "parent",
+        }
+    }
+
+    /// `text` (`parent` or `child`, any case), if it names a role.
+    pub fn parse(text: &str) -> Option<Self> {
+        match text.trim().to_lowercase().as_str() {
+            "child" => Some(FamilyRole::Child),
+            "parent" => Some(FamilyRole::Parent),
+            _ => None,
+        }
+    }
 }
 
 /// Short enough to travel in a chat platform's button data (Telegram allows 64 bytes

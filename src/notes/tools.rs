@@ -127,11 +127,7 @@ impl NotesToolset {
         }
     }
 
-    fn asking<'a>(
-        &'a self,
-        tool: &str,
-        context: &ToolContext,
-    ) -> Result<&'a FamilyMember, ToolError> {
+    fn asking(&self, tool: &str, context: &ToolContext) -> Result<FamilyMember, ToolError> {
         self.family
             .member(context.member_id.as_str())
             .ok_or_else(|| {
@@ -239,7 +235,7 @@ impl NotesToolset {
                 format!("{}; list_notes shows the titles", not_found(&which)),
             ));
         };
-        if !may_delete(member, &note) {
+        if !may_delete(&member, &note) {
             tracing::info!(member = %member.id, note = note.id, "note delete refused");
             return Err(ToolError::failed(
                 tool,

@@ -9,6 +9,7 @@ mod channel_state;
 mod conversation_memory;
 mod inbox;
 mod intent_records;
+mod members;
 mod notes;
 mod outbox;
 mod pending_actions;
@@ -30,6 +31,10 @@ pub use inbox::{
     InboxStatus, QuotedMessage, TurnRecord,
 };
 pub use intent_records::IntentRecords;
+pub use members::{
+    InvitePurpose, Members, NewInvite, PlatformUser, Redeem, RedeemRefused, Redeemed, StoredMember,
+    member_id_choices,
+};
 pub(crate) use notes::note_title_key;
 pub use notes::{
     MAX_SEARCH_WORDS, Note, NoteList, NoteRef, NoteVisibility, NoteWrite, Notes, Saved,

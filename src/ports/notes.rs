@@ -123,7 +123,8 @@ pub trait Notes: Send + Sync {
     /// At most `limit` notes `reader` may read holding the words of `query` (their titles
     /// and contents, whole words, the last one also as the start of a word), best first: a
     /// title holding them before a content holding them. Notes holding every word come
-    /// first; only when none does, notes holding any. Refuses a query without words
+    /// first; only when none does, for three words or more, notes holding all but one;
+    /// only when none does either, notes holding any. Refuses a query without words
     /// (`search_words`).
     async fn search(
         &self,

@@ -197,7 +197,7 @@ mod tests {
     #[tokio::test]
     async fn a_child_lists_their_own_and_a_parent_the_family_s_each_in_their_words() {
         let (store, family, [grandma, homework, cat, piano]) = family_with_reminders().await;
-        let max = family.member("max").unwrap();
+        let max = &family.member("max").unwrap();
         let listed = list(&store, &family, max, now()).await.unwrap();
         let ids: Vec<i64> = listed.schedules.iter().map(|s| s.schedule_id).collect();
         assert_eq!(ids, [homework, cat]);
@@ -205,7 +205,7 @@ mod tests {
             listed.schedules[0].line,
             format!("#{homework} “homework”: Today at 10:00 (Europe/Berlin) (set by Alice)")
         );
-        let alice = family.member("alice").unwrap();
+        let alice = &family.member("alice").unwrap();
         let listed = list(&store, &family, alice, now()).await.unwrap();
         let ids: Vec<i64> = listed.schedules.iter().map(|s| s.schedule_id).collect();
         assert_eq!(ids, [grandma, homework, cat, piano]);
@@ -217,7 +217,7 @@ mod tests {
     async fn an_empty_list_says_so() {
         let store = InMemoryStore::default();
         let family = Family::new(&[member("max", FamilyRole::Child)]);
-        let max = family.member("max").unwrap();
+        let max = &family.member("max").unwrap();
         let listed = list(&store, &family, max, now()).await.unwrap();
         assert_eq!(listed, ReminderListing::default());
         assert_eq!(listed.text(), NO_REMINDERS);
@@ -226,7 +226,7 @@ mod tests {
     #[tokio::test]
     async fn a_child_cancels_only_what_they_may_see_and_a_parent_anything() {
         let (store, family, [grandma, homework, _, piano]) = family_with_reminders().await;
-        let max = family.member("max").unwrap();
+        let max = &family.member("max").unwrap();
         // Another's is as if it did not exist, and stays.
         let refused = cancel(&store, max, grandma).await.unwrap_err();
         assert_eq!(
@@ -256,7 +256,7 @@ mod tests {
             cancel(&store, max, homework).await.unwrap_err().to_string(),
             format!("#{homework} is not active any more")
         );
-        let alice = family.member("alice").unwrap();
+        let alice = &family.member("alice").unwrap();
         assert_eq!(cancel(&store, alice, piano).await.unwrap().id, piano);
         let left: Vec<i64> = visible(&store, alice)
             .await

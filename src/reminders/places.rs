@@ -21,13 +21,11 @@ pub enum PlaceError {
 }
 
 /// The family member `name` names: their id or their name, in any case.
-pub fn find_member<'family>(
-    family: &'family Family,
-    name: &str,
-) -> Result<&'family FamilyMember, PlaceError> {
+pub fn find_member(family: &Family, name: &str) -> Result<FamilyMember, PlaceError> {
     let wanted = name.trim();
-    family
-        .members()
+    let members = family.members();
+    members
+        .iter()
         .find(|member| {
             member.id.as_str().eq_ignore_ascii_case(wanted)
                 || member
@@ -35,20 +33,21 @@ pub fn find_member<'family>(
                     .as_deref()
                     .is_some_and(|known| known.eq_ignore_ascii_case(wanted))
         })
+        .cloned()
         .ok_or_else(|| {
-            let known: Vec<&str> = family.members().map(|member| member.id.as_str()).collect();
+            let known: Vec<&str> = members.iter().map(|member| member.id.as_str()).collect();
             PlaceError::UnknownMember(wanted.to_string(), known.join(", "))
         })
 }
 
 /// Who asks and for whom: the target, checked against the asking member's role.
-pub fn target<'family>(
-    family: &'family Family,
-    asking: &'family FamilyMember,
+pub fn target(
+    family: &Family,
+    asking: &FamilyMember,
     for_member: Option<&str>,
-) -> Result<&'family FamilyMember, PlaceError> {
+) -> Result<FamilyMember, PlaceError> {
     let Some(name) = for_member.map(str::trim).filter(|name| !name.is_empty()) else {
-        return Ok(asking);
+        return Ok(asking.clone());
     };
     let target = find_member(family, name)?;
     if target.id != asking.id && asking.role != FamilyRole::Parent {
@@ -137,8 +136,8 @@ mod tests {
     #[test]
     fn a_parent_may_set_one_for_another_member_and_a_child_may_not() {
         let family = family();
-        let alice = family.member("alice").unwrap();
-        let max = family.member("max").unwrap();
+        let alice = &family.member("alice").unwrap();
+        let max = &family.member("max").unwrap();
         assert_eq!(target(&family, alice, Some("MAX")).unwrap().id, "max");
         assert_eq!(target(&family, alice, None).unwrap().id, "alice");
         assert_eq!(target(&family, max, Some("max")).unwrap().id, "max");

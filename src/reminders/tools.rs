@@ -153,11 +153,7 @@ impl RemindersToolset {
             .unwrap_or(self.profile_zone)
     }
 
-    fn asking<'a>(
-        &'a self,
-        tool: &str,
-        context: &ToolContext,
-    ) -> Result<&'a FamilyMember, ToolError> {
+    fn asking(&self, tool: &str, context: &ToolContext) -> Result<FamilyMember, ToolError> {
         self.parts
             .family
             .member(context.member_id.as_str())
@@ -274,7 +270,7 @@ impl RemindersToolset {
         let text = checked_text(tool, "text", text_argument(tool, arguments, "text")?)?;
         let target = target(
             &self.parts.family,
-            asking,
+            &asking,
             text_argument(tool, arguments, "for_member")?,
         )
         .map_err(|error| ToolError::invalid(tool, error))?;
@@ -298,8 +294,8 @@ impl RemindersToolset {
                 context,
                 Planned {
                     kind: ScheduleKind::Reminder,
-                    member: target,
-                    set_by: asking,
+                    member: &target,
+                    set_by: &asking,
                     text,
                     profile_id: None,
                     escalate_after_minutes,
@@ -357,8 +353,8 @@ impl RemindersToolset {
                 context,
                 Planned {
                     kind: ScheduleKind::Task,
-                    member: asking,
-                    set_by: asking,
+                    member: &asking,
+                    set_by: &asking,
                     text: prompt,
                     profile_id: Some(profile),
                     escalate_after_minutes: None,
@@ -379,7 +375,7 @@ impl RemindersToolset {
         let listed = listing::list(
             self.parts.schedules.as_ref(),
             &self.parts.family,
-            member,
+            &member,
             self.now(),
         )
         .await
@@ -395,7 +391,7 @@ impl RemindersToolset {
         let tool = CANCEL_REMINDER;
         let member = self.asking(tool, context)?;
         let id = schedule_number(tool, arguments)?;
-        match listing::cancel(self.parts.schedules.as_ref(), member, id).await {
+        match listing::cancel(self.parts.schedules.as_ref(), &member, id).await {
             Ok(schedule) => Ok(listing::cancelled_text(&schedule)),
             Err(error @ ListingError::NotVisible(_)) => Err(ToolError::invalid(
                 tool,

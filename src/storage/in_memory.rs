@@ -53,6 +53,8 @@ pub struct InMemoryStore {
     pub(super) intents: Mutex<super::in_memory_intents::IntentsState>,
     /// The family's notes (`in_memory_notes.rs`).
     pub(super) notes: Mutex<super::in_memory_notes::NotesState>,
+    /// The members who joined by invite (`in_memory_members.rs`).
+    pub(super) members: Mutex<super::in_memory_members::MembersState>,
 }
 
 fn find_confirmation<'a>(

@@ -157,8 +157,8 @@ impl Notes for InMemoryStore {
     ) -> Result<Vec<Note>, StorageError> {
         let searched = search_words(query)?;
         let state = self.notes_state();
-        // (every word found, score, note)
-        let mut found: Vec<(bool, usize, &Note)> = state
+        // (how many of the words it holds, score, note)
+        let mut found: Vec<(usize, usize, &Note)> = state
             .notes
             .values()
             .filter(|note| readable(note, reader))
@@ -171,13 +171,19 @@ impl Notes for InMemoryStore {
                     .map(|(title, content)| title * TITLE_WEIGHT + content)
                     .collect();
                 let score: usize = each.iter().sum();
-                (score > 0).then(|| (each.iter().all(|hits| *hits > 0), score, note))
+                let held = each.iter().filter(|hits| **hits > 0).count();
+                (score > 0).then_some((held, score, note))
             })
             .collect();
-        // Every word first; only a search that finds no note holding them all, any.
-        if found.iter().any(|(all, _, _)| *all) {
-            found.retain(|(all, _, _)| *all);
-        }
+        // The tiers of the SQLite adapter: every word; for three or more, all but one; any.
+        let every = searched.len();
+        let most = found.iter().map(|(held, _, _)| *held).max().unwrap_or(0);
+        let wanted = if most == every || (every >= 3 && most == every - 1) {
+            most
+        } else {
+            1
+        };
+        found.retain(|(held, _, _)| *held >= wanted);
         found.sort_by(|(_, a_score, a), (_, b_score, b)| {
             b_score
                 .cmp(a_score)

@@ -8,6 +8,7 @@
 
 pub mod in_memory;
 mod in_memory_intents;
+mod in_memory_members;
 mod in_memory_notes;
 mod in_memory_outbox;
 mod in_memory_plugins;
@@ -19,7 +20,7 @@ pub mod sqlite;
 use std::sync::Arc;
 
 use crate::ports::{
-    ChannelState, ConversationMemory, Inbox, IntentRecords, Notes, Outbox, PendingActions,
+    ChannelState, ConversationMemory, Inbox, IntentRecords, Members, Notes, Outbox, PendingActions,
     PendingPluginCalls, PlanExecutions, RegisteredPlugins, Retention, Schedules, ScriptWorkflows,
     ShoppingLists, StorageError, TelemetrySink, TurnJournal, UserProfiles,
 };
@@ -55,6 +56,8 @@ pub struct Stores {
     pub schedules: Arc<dyn Schedules>,
     /// The family's notes.
     pub notes: Arc<dyn Notes>,
+    /// The members who joined by invite, and their invite codes.
+    pub members: Arc<dyn Members>,
     /// The SQLite store itself, when the stores are SQLite (`hearth telemetry` reads it).
     pub sqlite: Option<Arc<sqlite::SqliteStore>>,
 }
@@ -80,6 +83,7 @@ impl Stores {
             intent_records: store.clone(),
             schedules: store.clone(),
             notes: store.clone(),
+            members: store.clone(),
             sqlite: None,
             telemetry: store,
         }
@@ -104,6 +108,7 @@ impl Stores {
             intent_records: store.clone(),
             schedules: store.clone(),
             notes: store.clone(),
+            members: store.clone(),
             sqlite: Some(store),
             telemetry,
         }
@@ -142,6 +147,19 @@ pub async fn open(database_url: &str, max_connections: u32) -> Result<Stores, St
     store.migrate().await?;
     let telemetry = Arc::new(store.telemetry_writer());
     Ok(Stores::of_sqlite(Arc::new(store), telemetry))
+}
+
+/// `open_read_only` when the database file `database_url` names is there: `None` when it
+/// is not yet, or the url names no file. What the commands that read beside a running
+/// hearth open (`check-config`, `telemetry`, `doctor`): none of them creates a database.
+pub async fn open_existing_read_only(database_url: &str) -> Result<Option<Stores>, StorageError> {
+    let Some(path) = instance_lock::sqlite_database_file(database_url) else {
+        return Ok(None);
+    };
+    if !tokio::fs::try_exists(&path).await.unwrap_or(false) {
+        return Ok(None);
+    }
+    open_read_only(database_url).await.map(Some)
 }
 
 /// Open the existing database named by `database_url` to read it only (SQLite's read-only

@@ -253,6 +253,7 @@ fn one_key_for_two_scopes_is_refused_by_validation() {
         &env,
         &hearth::config::LoadOptions {
             known_local_tools: hearth::tools::LOCAL_TOOL_NAMES,
+            local_model: false,
         },
     )
     .unwrap_err()

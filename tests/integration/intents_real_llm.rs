@@ -20,7 +20,7 @@ use hearth::intents::{NOT_SURE_REPLY, SOMETHING_WRONG_REPLY, STAGES};
 use crate::intents::{example_intents, stage_names, stages};
 use crate::support::hearth_app::{TestApp, write_config};
 use crate::support::intents_profile::orders_profile;
-use crate::support::real_llm::{REAL_LLM_MODEL, RealLlmServer};
+use crate::support::real_llm::{REAL_LLM_MODEL, RealLlmServer, start_real_llm_or_skip};
 
 /// A turn takes a second or two on an idle machine; the rest of the suite may share the cores.
 const LLM_TIMEOUT_SECONDS: u64 = 120;
@@ -71,7 +71,7 @@ fn shipped_orders() -> serde_json::Map<String, Value> {
 #[actix::test]
 async fn real_llm_drives_the_intents_engine_to_a_legitimate_outcome() {
     let Some(server) =
-        RealLlmServer::start_or_skip("real_llm_drives_the_intents_engine_to_a_legitimate_outcome")
+        start_real_llm_or_skip("real_llm_drives_the_intents_engine_to_a_legitimate_outcome").await
     else {
         return;
     };

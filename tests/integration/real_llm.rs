@@ -1,5 +1,5 @@
 //! The OpenAI provider against a REAL llama.cpp server (xllamacpp serving SmolLM2-135M-Instruct,
-//! installed by `scripts/install-test-llm.sh`), not the scripted fake: proves the request hearth
+//! installed by `scripts/install-local-llm.sh`), not the scripted fake: proves the request hearth
 //! sends and the answer it decodes match what a real OpenAI-compatible backend speaks.
 //!
 //! The model is far too small to follow instructions or call tools reliably, so these tests
@@ -14,7 +14,7 @@ use hearth::llm::openai::OpenAiProvider;
 use hearth::llm::{ChatMessage, ChatRequest, ChatResponse, LlmProvider, ResponseFormat, ToolSpec};
 use serde_json::{Value, json};
 
-use crate::support::real_llm::{REAL_LLM_MODEL, RealLlmServer};
+use crate::support::real_llm::{REAL_LLM_MODEL, RealLlmServer, start_real_llm_or_skip};
 
 /// Generous: a request takes well under a second on an idle machine, but the whole test suite
 /// runs next to these servers on the same cores.
@@ -55,7 +55,7 @@ async fn chat(server: &RealLlmServer, request: &ChatRequest) -> ChatResponse {
 
 #[tokio::test]
 async fn real_llm_answers_a_plain_chat_with_usage() {
-    let Some(server) = RealLlmServer::start_or_skip("real_llm_answers_a_plain_chat_with_usage")
+    let Some(server) = start_real_llm_or_skip("real_llm_answers_a_plain_chat_with_usage").await
     else {
         return;
     };
@@ -81,7 +81,7 @@ async fn real_llm_answers_a_plain_chat_with_usage() {
 #[tokio::test]
 async fn real_llm_accepts_json_schema_output_and_tools() {
     let Some(server) =
-        RealLlmServer::start_or_skip("real_llm_accepts_json_schema_output_and_tools")
+        start_real_llm_or_skip("real_llm_accepts_json_schema_output_and_tools").await
     else {
         return;
     };

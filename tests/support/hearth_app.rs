@@ -118,6 +118,7 @@ pub fn load(path: &Path, env: &BTreeMap<String, String>) -> LoadedConfig {
         env,
         &LoadOptions {
             known_local_tools: LOCAL_TOOL_NAMES,
+            local_model: false,
         },
     )
     .unwrap_or_else(|error| panic!("test config does not load: {error}"))
@@ -277,6 +278,17 @@ impl TestApp {
     }
 }
 
+/// How a test runs `hearth run` beyond its config and environment.
+#[derive(Default)]
+pub struct RunOptions<'a> {
+    /// Arguments after `run` (`--local-model`).
+    pub args: &'a [&'a str],
+    /// Variables of the test's own environment hearth must not see.
+    pub unset: &'a [&'a str],
+    /// How long hearth may take until it listens; 30 s when `None`.
+    pub listen_within: Option<Duration>,
+}
+
 /// The real `hearth run` binary as a child process, killed on drop.
 pub struct HearthProcess {
     child: Child,
@@ -378,13 +390,29 @@ impl HearthProcess {
         config: &Path,
         env: &BTreeMap<String, String>,
     ) -> HearthProcess {
-        let mut child = Command::new(binary)
+        HearthProcess::spawn_run(binary, config, env, &RunOptions::default())
+    }
+
+    /// `hearth --config <config> run` with `options`, waiting until its HTTP API listens.
+    pub fn spawn_run(
+        binary: &Path,
+        config: &Path,
+        env: &BTreeMap<String, String>,
+        options: &RunOptions,
+    ) -> HearthProcess {
+        let mut command = Command::new(binary);
+        command
             .arg("--config")
             .arg(config)
             .arg("run")
+            .args(options.args)
             // The address line is an info log of hearth::app; keep it whatever else is filtered.
             .env("HEARTH_LOG", "info")
-            .envs(env)
+            .envs(env);
+        for variable in options.unset {
+            command.env_remove(variable);
+        }
+        let mut child = command
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .spawn()
@@ -414,11 +442,16 @@ impl HearthProcess {
                 }
             }
         });
-        let address = match receiver.recv_timeout(Duration::from_secs(30)) {
+        let listen_within = options.listen_within.unwrap_or(Duration::from_secs(30));
+        let address = match receiver.recv_timeout(listen_within) {
             Ok(address) => address,
             Err(_) => {
                 let _ = child.kill();
-                panic!("hearth did not report its http address within 30s");
+                let _ = child.wait();
+                panic!(
+                    "hearth did not report its http address within {listen_within:?}; its log:\n{}",
+                    log.lock().unwrap()
+                );
             }
         };
         HearthProcess {

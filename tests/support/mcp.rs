@@ -131,6 +131,7 @@ pub fn load_config(mcp_servers_yaml: &str, env: &[(&str, &str)]) -> LoadedConfig
         .collect();
     let options = LoadOptions {
         known_local_tools: LOCAL_TOOL_NAMES,
+        local_model: false,
     };
     load_with_env(&path, &env, &options).unwrap_or_else(|error| panic!("{error}"))
 }

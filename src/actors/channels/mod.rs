@@ -21,6 +21,6 @@ pub mod telegram;
 
 pub use console::{ConsoleChannel, run_console};
 pub use console_remote::{RemoteConsoleError, RemoteConsoleSettings, run_remote_console};
-pub use core::{ChannelDeps, DeliverySettings, PlatformRoutes};
+pub use core::{ChannelDeps, DeliverySettings, MembershipParts, PlatformRoutes};
 pub use http::{ForgetReply, HttpChannel, HttpSubmitError, SubmitHttpInbound};
 pub use messages::{ChannelError, DeliverStored};

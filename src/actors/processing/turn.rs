@@ -162,7 +162,7 @@ impl TurnRunner {
             .deps
             .family
             .member(inbound.member_id.as_str())
-            .and_then(|member| member.timezone.as_deref())
+            .and_then(|member| member.timezone)
             .and_then(|zone| zone.parse().ok())
             .unwrap_or(settings.timezone);
         let mut system = system_prompt(template, zone, now, &member_name, &facts);

@@ -187,6 +187,7 @@ pub(super) async fn escalate(
     let messages: Vec<OutgoingMessage> = deps
         .family
         .members()
+        .into_iter()
         .filter(|member| member.role == crate::config::FamilyRole::Parent)
         .filter(|member| member.id != schedule.member_id)
         .flat_map(|parent| deps.own_chats.of(&parent.id))

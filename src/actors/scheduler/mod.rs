@@ -332,7 +332,7 @@ impl Handler<SettleReminder> for Scheduler {
 }
 
 /// The family member a list or a cancel is asked for.
-fn family_member(deps: &SchedulerDeps, member_id: MemberId) -> Result<&FamilyMember, ListingError> {
+fn family_member(deps: &SchedulerDeps, member_id: MemberId) -> Result<FamilyMember, ListingError> {
     deps.family
         .member(member_id.as_str())
         .ok_or(ListingError::NotAMember(member_id))
@@ -346,7 +346,7 @@ impl Handler<ListReminders> for Scheduler {
         Box::pin(async move {
             let member = family_member(&deps, asked.member_id)?;
             let now = crate::clock::now();
-            Ok(listing::list(deps.schedules.as_ref(), &deps.family, member, now).await?)
+            Ok(listing::list(deps.schedules.as_ref(), &deps.family, &member, now).await?)
         })
     }
 }
@@ -359,7 +359,7 @@ impl Handler<CancelReminder> for Scheduler {
         Box::pin(async move {
             let member = family_member(&deps, asked.member_id)?;
             let schedule =
-                listing::cancel(deps.schedules.as_ref(), member, asked.schedule_id).await?;
+                listing::cancel(deps.schedules.as_ref(), &member, asked.schedule_id).await?;
             tracing::info!(schedule = schedule.id, member = %member.id, "schedule cancelled from a list");
             Ok(ReminderCancelled {
                 schedule_id: schedule.id,

@@ -9,6 +9,7 @@ mod channel_state;
 mod history_cache;
 mod inbox;
 mod intents;
+mod members;
 mod memory;
 mod notes;
 mod outbox;

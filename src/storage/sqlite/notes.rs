@@ -128,9 +128,29 @@ fn note_from_row(row: &SqliteRow) -> Result<Note, StorageError> {
     })
 }
 
-/// The FTS5 query of `words`: each a quoted string, the last also matching the start of a
-/// word; all of them (`any == false`) or any.
-fn fts_query(words: &[String], any: bool) -> String {
+/// How many of the searched words a note must hold, tier by tier: every one; then, for
+/// three words or more, all but one; then any.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Holding {
+    Every,
+    AllButOne,
+    Any,
+}
+
+/// The tiers a search of `words` goes through until one finds something. All-but-one comes
+/// before any word because it is both what a member means by a long query and far cheaper:
+/// an any-word query ranks nearly every note for common words.
+fn tiers(words: &[String]) -> &'static [Holding] {
+    match words.len() {
+        0 | 1 => &[Holding::Every],
+        2 => &[Holding::Every, Holding::Any],
+        _ => &[Holding::Every, Holding::AllButOne, Holding::Any],
+    }
+}
+
+/// The FTS5 query of `words` for a tier: each word a quoted string, the last also matching
+/// the start of a word.
+fn fts_query(words: &[String], holding: Holding) -> String {
     let last = words.len().saturating_sub(1);
     let terms: Vec<String> = words
         .iter()
@@ -141,7 +161,20 @@ fn fts_query(words: &[String], any: bool) -> String {
             if index == last { quoted + "*" } else { quoted }
         })
         .collect();
-    terms.join(if any { " OR " } else { " " })
+    match holding {
+        Holding::Every => terms.join(" "),
+        Holding::Any => terms.join(" OR "),
+        Holding::AllButOne => (0..terms.len())
+            .map(|left_out| {
+                let kept: Vec<&str> = (0..terms.len())
+                    .filter(|index| *index != left_out)
+                    .map(|index| terms[index].as_str())
+                    .collect();
+                format!("({})", kept.join(" "))
+            })
+            .collect::<Vec<_>>()
+            .join(" OR "),
+    }
 }
 
 /// The statement of `which` (one of `by_title`, `by_id`) bound to it and the reader.
@@ -231,15 +264,9 @@ impl Notes for SqliteStore {
     ) -> Result<Vec<Note>, StorageError> {
         let words = search_words(query)?;
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-        // Every word first; only a search of several words that finds nothing so, any.
-        let tries: &[bool] = if words.len() > 1 {
-            &[false, true]
-        } else {
-            &[false]
-        };
-        for any in tries {
+        for holding in tiers(&words) {
             let rows = sqlx::query(SEARCH)
-                .bind(fts_query(&words, *any))
+                .bind(fts_query(&words, *holding))
                 .bind(reader.as_str())
                 .bind(limit)
                 .fetch_all(&self.pool)
@@ -299,12 +326,20 @@ mod tests {
     fn words_become_quoted_strings_never_operators() {
         let words = search_words("wifi \"pass* NEAR( a OR -x title:").unwrap();
         assert_eq!(
-            fts_query(&words, false),
+            fts_query(&words, Holding::Every),
             "\"wifi\" \"pass\" \"near\" \"a\" \"or\" \"x\" \"title\"*"
         );
         assert_eq!(
-            fts_query(&search_words("garden plan").unwrap(), true),
+            fts_query(&search_words("garden plan").unwrap(), Holding::Any),
             "\"garden\" OR \"plan\"*"
+        );
+        assert_eq!(
+            fts_query(&search_words("roses by fence").unwrap(), Holding::AllButOne),
+            "(\"by\" \"fence\"*) OR (\"roses\" \"fence\"*) OR (\"roses\" \"by\")"
+        );
+        assert_eq!(
+            tiers(&search_words("garden plan").unwrap()),
+            [Holding::Every, Holding::Any]
         );
     }
 }

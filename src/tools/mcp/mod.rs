@@ -22,9 +22,12 @@
 //! - Elicitation: see `elicitation.rs` (hearth's side of the protocol) and `elicitation_chat.rs`
 //!   (the question asked in the member's chat); names: see `config/mcp_names.rs`, which
 //!   config validation and `confirm_tools` read too.
+//! - `check.rs`: one server reached once and closed (`hearth doctor`).
 //! - The client is the Cargo feature `mcp` (in the default build). Without it this module is
 //!   empty, and config with `mcp_servers` is refused.
 
+#[cfg(feature = "mcp")]
+mod check;
 #[cfg(feature = "mcp")]
 mod client;
 #[cfg(feature = "mcp")]
@@ -48,6 +51,8 @@ mod stdio;
 #[cfg(feature = "mcp")]
 mod transport;
 
+#[cfg(feature = "mcp")]
+pub use check::{CheckedServer, McpCheckError, check_server};
 #[cfg(feature = "mcp")]
 pub use elicitation::{
     ElicitationAnswer, ElicitationHandler, ElicitationRequest, MAX_ELICITATION_WAIT,

@@ -36,7 +36,7 @@ const RECONNECTS: Doubling = Doubling::new(Duration::from_secs(1), Duration::fro
 /// A connection that lived this long was healthy: the next failure retries quickly again.
 const STABLE_CONNECTION: Duration = Duration::from_secs(60);
 /// How long a closing connection may take (rmcp closes stdin, waits, then SIGTERM, SIGKILL).
-const CLOSE_GRACE: Duration = Duration::from_secs(10);
+pub(super) const CLOSE_GRACE: Duration = Duration::from_secs(10);
 /// How often an idle connection is checked, and how long a ping may take (at most the init
 /// timeout).
 const HEALTH_CHECK_INTERVAL: Duration = Duration::from_secs(30);
@@ -160,7 +160,7 @@ impl ServerShared {
         status.detail = detail;
     }
 
-    fn last_stderr(&self) -> Option<String> {
+    pub(super) fn last_stderr(&self) -> Option<String> {
         self.lock().last_stderr.clone()
     }
 
@@ -194,9 +194,9 @@ impl ServerShared {
 }
 
 /// A connection that finished `initialize` and its first `tools/list`.
-struct Connection {
-    running: RunningService<RoleClient, HearthClient>,
-    tools: Vec<Tool>,
+pub(super) struct Connection {
+    pub(super) running: RunningService<RoleClient, HearthClient>,
+    pub(super) tools: Vec<Tool>,
     pid: Option<u32>,
     /// `Status::changes` when the listing started.
     changes: u64,
@@ -404,7 +404,7 @@ async fn refresh_tools(shared: &ServerShared, peer: &Peer<RoleClient>) {
 
 /// Starts or reaches the server, runs `initialize` and the first `tools/list`, all within
 /// the init timeout (a child that misses it is killed when its transport is dropped).
-async fn connect(shared: &Arc<ServerShared>) -> Result<Connection, ConnectError> {
+pub(super) async fn connect(shared: &Arc<ServerShared>) -> Result<Connection, ConnectError> {
     let timeout = shared.options.init_timeout;
     tokio::time::timeout(timeout, async {
         let client = HearthClient::new(shared.clone());

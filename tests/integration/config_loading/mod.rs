@@ -60,6 +60,7 @@ pub(super) fn load_from(
         env,
         &LoadOptions {
             known_local_tools: KNOWN_LOCAL_TOOLS,
+            local_model: false,
         },
     )
 }

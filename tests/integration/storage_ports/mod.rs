@@ -100,6 +100,7 @@ mod approvals;
 mod channel_state;
 mod durability;
 mod inbox;
+mod members;
 mod memory;
 mod notes;
 mod outbox;

@@ -292,6 +292,13 @@ async fn notes_search_ranks_a_title_above_a_content(stores: &Stores) {
     let either = search(stores, "alice", "roses pie").await;
     assert_eq!(either.len(), 2, "{either:?}");
     assert!(either.contains(&"Recipes".to_string()) && either.contains(&"Garden plan".to_string()));
+    // Three words or more, none holding all: notes holding all but one, not any one.
+    assert_eq!(
+        search(stores, "alice", "roses fence pie").await,
+        ["Garden plan"]
+    );
+    let any = search(stores, "alice", "lawn roses pie").await;
+    assert_eq!(any.len(), 3, "{any:?}");
     assert!(search(stores, "alice", "tulips").await.is_empty());
     // The limit holds.
     let one = stores

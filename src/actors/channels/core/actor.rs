@@ -49,6 +49,8 @@ pub struct ChannelDeps {
     pub own_chats: Arc<OwnChats>,
     /// Where answers to fired reminders go; `None` when nothing schedules them.
     pub reminders: Option<ReminderAnswers>,
+    /// The family's commands; `None` where members are not changed in chat.
+    pub membership: Option<super::membership::MembershipParts>,
 }
 
 pub(crate) struct ChannelActor<A: PlatformAdapter> {
@@ -76,6 +78,7 @@ impl<A: PlatformAdapter> ChannelActor<A> {
             metrics,
             delivery,
             reminders,
+            membership,
             ..
         } = deps;
         let adapter = Arc::new(adapter);
@@ -89,6 +92,7 @@ impl<A: PlatformAdapter> ChannelActor<A> {
                 state,
                 handled_kept_for,
                 reminders,
+                membership,
             }),
             deliveries: Deliveries::new(adapter, outbox, metrics, delivery, tasks.clone()),
             typing: TypingTurns::default(),

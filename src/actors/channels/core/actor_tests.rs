@@ -71,12 +71,12 @@ impl PlatformAdapter for Loopback {
     const NOTHING_TO_READ: &'static str = "nothing to read";
     const ALTERNATE_PREFIX: Option<char> = None;
 
-    fn member<'family>(
-        &self,
-        family: &'family Family,
-        sender: &str,
-    ) -> Option<&'family FamilyMember> {
+    fn member(&self, family: &Family, sender: &str) -> Option<FamilyMember> {
         family.by_id(CHANNEL, sender)
+    }
+
+    fn platform_user(&self, _sender: &str) -> Option<crate::ports::PlatformUser> {
+        None
     }
 
     fn bot_username(&self) -> Option<String> {
@@ -93,6 +93,7 @@ impl PlatformAdapter for Loopback {
     ) -> Result<Incoming<(), ()>, ChannelError> {
         Ok(Incoming::Message(IncomingMessage {
             sender: sender.into(),
+            sender_name: None,
             conversation: ConversationKey::new(CHANNEL, &format!("{sender}-chat")).unwrap(),
             event_id: event_id.into(),
             text: text.into(),
@@ -151,6 +152,7 @@ fn channel(platform: Loopback, store: &Arc<InMemoryStore>) -> Addr<ChannelActor<
         },
         own_chats: Arc::default(),
         reminders: None,
+        membership: None,
     };
     ChannelActor::new(platform, deps, KEPT_FOR).start()
 }

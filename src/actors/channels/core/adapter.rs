@@ -19,7 +19,7 @@ use crate::actors::channels::ChannelError;
 use crate::config::FamilyMember;
 use crate::family::Family;
 use crate::ids::{ConversationKey, PromptId};
-use crate::ports::{AnswerRefused, Attachment, OutgoingMessage, QuotedMessage};
+use crate::ports::{AnswerRefused, Attachment, OutgoingMessage, PlatformUser, QuotedMessage};
 
 /// Each profile's slash commands (without the slash) and what the profile is for, and what
 /// the default profile is for: what `/help` lists (and Telegram's command menu).
@@ -34,6 +34,9 @@ pub struct ProfileCommands {
 pub(crate) struct IncomingMessage<S> {
     /// Who wrote it, as the platform names them (a Telegram user id, a Matrix user id).
     pub(crate) sender: String,
+    /// What the platform calls them (a Telegram first name), when it says: the name a new
+    /// member gets when neither their invite nor their `/join` gives one.
+    pub(crate) sender_name: Option<String>,
     /// Where it was written.
     pub(crate) conversation: ConversationKey,
     /// The platform's id of it, the same each time the platform delivers it.
@@ -124,11 +127,20 @@ pub(crate) trait PlatformAdapter: Platform + Sized {
     const ALTERNATE_PREFIX: Option<char>;
 
     /// The family member `sender` is, if any.
-    fn member<'family>(
-        &self,
-        family: &'family Family,
-        sender: &str,
-    ) -> Option<&'family FamilyMember>;
+    fn member(&self, family: &Family, sender: &str) -> Option<FamilyMember>;
+
+    /// `sender` as an account that can join the family, if it can.
+    fn platform_user(&self, sender: &str) -> Option<PlatformUser>;
+
+    /// Whether `conversation` is `sender`'s own chat with hearth (Telegram's private chat);
+    /// `false` where the platform finds those itself (Matrix).
+    fn own_chat_of(&self, _sender: &str, _conversation: &ConversationKey) -> bool {
+        false
+    }
+
+    /// The family's members changed (someone joined or linked an account): a platform that
+    /// keeps what it derives from them (Matrix's own rooms) finds it anew.
+    fn members_changed(&self) {}
 
     /// The bot's own name on the platform, once known: `/cmd@name` is for it and
     /// `/cmd@other` is not.

@@ -23,6 +23,9 @@ pub(crate) enum Command {
     Cancel,
     /// `/reminders`: the member's reminders, each with a way to cancel it.
     Reminders,
+    /// The family's own commands, where members can be changed in chat: `/invite`, `/join`,
+    /// `/link`, `/family`, each with the rest of the message.
+    Membership(MembershipCommand, String),
     /// Another command (a profile's, which the queue routes): the message's text with the
     /// command written `/name` (lowercase, without `@bot`).
     Other(String),
@@ -30,15 +33,26 @@ pub(crate) enum Command {
     NotForUs,
 }
 
+/// A command changing the family (`family::Membership`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum MembershipCommand {
+    Invite,
+    Join,
+    Link,
+    Family,
+}
+
 /// The command `text` starts with, if any: `/name` or `<alternate_prefix>name`, optionally
 /// `@addressee`; a command addressed to anyone but `bot_username` (once known) is not for
-/// us. `/reminders` is the channel's own only where `reminders` reach it; elsewhere it is
-/// another command, which the queue routes.
+/// us. `/reminders` is the channel's own only where `reminders` reach it, and `/invite`,
+/// `/join`, `/link` and `/family` only where `membership` is; elsewhere each is another
+/// command, which the queue routes.
 pub(crate) fn parse_command(
     text: &str,
     alternate_prefix: Option<char>,
     bot_username: Option<&str>,
     reminders: bool,
+    membership: bool,
 ) -> Option<Command> {
     let text = text.trim_start();
     let word = text.split_whitespace().next()?;
@@ -59,6 +73,15 @@ pub(crate) fn parse_command(
         "help" | "start" => Command::Help,
         "cancel" => Command::Cancel,
         "reminders" if reminders => Command::Reminders,
+        "invite" | "join" | "link" | "family" if membership => {
+            let which = match name.as_str() {
+                "invite" => MembershipCommand::Invite,
+                "join" => MembershipCommand::Join,
+                "link" => MembershipCommand::Link,
+                _ => MembershipCommand::Family,
+            };
+            Command::Membership(which, text[word.len()..].trim().to_string())
+        }
         _ => {
             let rest = text[word.len()..].trim_start();
             Command::Other(format!("/{name} {rest}").trim_end().to_string())
@@ -167,41 +190,41 @@ mod tests {
     fn commands_for_this_bot_others_and_none() {
         let bot = Some("hearth_bot");
         assert_eq!(
-            parse_command("/help", None, bot, false),
+            parse_command("/help", None, bot, false, false),
             Some(Command::Help)
         );
         assert_eq!(
-            parse_command("/START", None, bot, false),
+            parse_command("/START", None, bot, false, false),
             Some(Command::Help)
         );
         assert_eq!(
-            parse_command("/Tools@Hearth_Bot list it", None, bot, false),
+            parse_command("/Tools@Hearth_Bot list it", None, bot, false, false),
             Some(Command::Other("/tools list it".into()))
         );
         assert_eq!(
-            parse_command("/tools@other_bot x", None, bot, false),
+            parse_command("/tools@other_bot x", None, bot, false, false),
             Some(Command::NotForUs)
         );
         assert_eq!(
-            parse_command("/cancel@x", None, None, false),
+            parse_command("/cancel@x", None, None, false, false),
             Some(Command::Cancel)
         );
-        assert_eq!(parse_command("hello /help", None, bot, false), None);
-        assert_eq!(parse_command("", None, None, false), None);
+        assert_eq!(parse_command("hello /help", None, bot, false, false), None);
+        assert_eq!(parse_command("", None, None, false, false), None);
     }
 
     #[test]
     fn the_alternate_prefix_counts_only_where_the_platform_has_one() {
         assert_eq!(
-            parse_command("!cancel", Some('!'), None, false),
+            parse_command("!cancel", Some('!'), None, false, false),
             Some(Command::Cancel)
         );
         assert_eq!(
-            parse_command("!Focus be brief", Some('!'), None, false),
+            parse_command("!Focus be brief", Some('!'), None, false, false),
             Some(Command::Other("/focus be brief".into()))
         );
-        assert_eq!(parse_command("!cancel", None, None, false), None);
-        assert_eq!(parse_command("wow!", Some('!'), None, false), None);
+        assert_eq!(parse_command("!cancel", None, None, false, false), None);
+        assert_eq!(parse_command("wow!", Some('!'), None, false, false), None);
     }
 
     #[test]
@@ -214,23 +237,23 @@ mod tests {
             "/reminders all",
         ] {
             assert_eq!(
-                parse_command(text, None, bot, true),
+                parse_command(text, None, bot, true, false),
                 Some(Command::Reminders),
                 "{text}"
             );
         }
         assert_eq!(
-            parse_command("!reminders", Some('!'), None, true),
+            parse_command("!reminders", Some('!'), None, true, false),
             Some(Command::Reminders)
         );
         assert_eq!(
-            parse_command("/reminders@other_bot", None, bot, true),
+            parse_command("/reminders@other_bot", None, bot, true, false),
             Some(Command::NotForUs)
         );
         assert_eq!(
-            parse_command("/reminders", None, bot, false),
+            parse_command("/reminders", None, bot, false, false),
             Some(Command::Other("/reminders".into()))
         );
-        assert_eq!(parse_command("my reminders", None, bot, true), None);
+        assert_eq!(parse_command("my reminders", None, bot, true, false), None);
     }
 }

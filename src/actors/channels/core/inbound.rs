@@ -16,8 +16,9 @@ use std::time::Duration;
 use actix::Addr;
 
 use super::adapter::{AnswerOutcome, Incoming, IncomingAnswer, IncomingMessage, PlatformAdapter};
-use super::commands::{self, Command, parse_command};
+use super::commands::{self, Command, MembershipCommand, parse_command};
 use super::list_notes;
+use super::membership::{ASK_FOR_A_CODE, MembershipParts, help_lines};
 use super::reminder_answers::{self, ReminderAnswers};
 use super::reminder_lists;
 use super::texts::{BUSY_REPLY, help_text};
@@ -56,6 +57,9 @@ pub(crate) struct ChannelCore<A> {
     pub(crate) handled_kept_for: Duration,
     /// Where answers to fired reminders go.
     pub(crate) reminders: Option<ReminderAnswers>,
+    /// The family's commands (`/invite`, `/join`, `/link`, `/family`), where members can
+    /// be changed in chat.
+    pub(crate) membership: Option<MembershipParts>,
 }
 
 impl<A: PlatformAdapter> ChannelCore<A> {
@@ -78,8 +82,17 @@ impl<A: PlatformAdapter> ChannelCore<A> {
         &self,
         message: IncomingMessage<A::MessageSource>,
     ) -> Result<Vec<FollowUp>, ChannelError> {
+        let username = self.adapter.bot_username();
+        let reminders = self.reminders.is_some();
+        let command = parse_command(
+            &message.text,
+            A::ALTERNATE_PREFIX,
+            username.as_deref(),
+            reminders,
+            self.membership.is_some(),
+        );
         let Some(member) = self.adapter.member(&self.family, &message.sender) else {
-            return Ok(Vec::new());
+            return self.stranger_wrote(message, command).await;
         };
         if self.seen(&message.event_id).await? {
             return Ok(Vec::new());
@@ -91,24 +104,19 @@ impl<A: PlatformAdapter> ChannelCore<A> {
                 Some(message.event_id.clone()),
             ))]
         };
-        let username = self.adapter.bot_username();
-        let reminders = self.reminders.is_some();
-        let command = parse_command(
-            &message.text,
-            A::ALTERNATE_PREFIX,
-            username.as_deref(),
-            reminders,
-        );
         let text = match command {
             Some(Command::NotForUs) => return Ok(Vec::new()),
             Some(Command::Help) => {
                 let commands = self.adapter.profile_commands();
-                let help = help_text(
+                let mut help = help_text(
                     &commands.commands,
                     &commands.default_description,
                     A::ALTERNATE_PREFIX,
                     reminders,
                 );
+                if self.membership.is_some() {
+                    help.push_str(&help_lines(&member, A::ALTERNATE_PREFIX));
+                }
                 return Ok(self.handled(&message, say(help)).await);
             }
             Some(Command::Reminders) => {
@@ -134,6 +142,16 @@ impl<A: PlatformAdapter> ChannelCore<A> {
                 )
                 .await?;
                 let follow_up = messages.into_iter().map(FollowUp::Send).collect();
+                return Ok(self.handled(&message, follow_up).await);
+            }
+            Some(Command::Membership(which, rest)) => {
+                let Some(parts) = &self.membership else {
+                    return Ok(Vec::new());
+                };
+                let replies = parts
+                    .member_command(self.adapter.as_ref(), &member, &message, which, &rest)
+                    .await?;
+                let follow_up = replies.into_iter().map(FollowUp::Send).collect();
                 return Ok(self.handled(&message, follow_up).await);
             }
             Some(Command::Other(text)) => text,
@@ -176,6 +194,45 @@ impl<A: PlatformAdapter> ChannelCore<A> {
         Ok(follow_up)
     }
 
+    /// A message from someone who is no member: `/join` is read, and, when strangers are
+    /// told, the first other message of a day in their own chat is answered with how to
+    /// join; anything else gets nothing.
+    async fn stranger_wrote(
+        &self,
+        message: IncomingMessage<A::MessageSource>,
+        command: Option<Command>,
+    ) -> Result<Vec<FollowUp>, ChannelError> {
+        let (Some(parts), Some(user)) = (
+            &self.membership,
+            self.adapter.platform_user(&message.sender),
+        ) else {
+            return Ok(Vec::new());
+        };
+        if let Some(Command::Membership(MembershipCommand::Join, rest)) = command {
+            if self.seen(&message.event_id).await? {
+                return Ok(Vec::new());
+            }
+            let replies = parts
+                .join(self.adapter.as_ref(), &user, &message, &rest)
+                .await?;
+            let follow_up = replies.into_iter().map(FollowUp::Send).collect();
+            return Ok(self.handled(&message, follow_up).await);
+        }
+        if self
+            .adapter
+            .own_chat_of(&message.sender, &message.conversation)
+            && parts.membership.tell_stranger(&user, now_ms())
+        {
+            let reply = commands::say(
+                &message.conversation,
+                ASK_FOR_A_CODE,
+                Some(message.event_id.clone()),
+            );
+            return Ok(vec![FollowUp::Send(reply)]);
+        }
+        Ok(Vec::new())
+    }
+
     async fn answer(
         &self,
         answer: IncomingAnswer<A::AnswerSource>,
@@ -195,7 +252,7 @@ impl<A: PlatformAdapter> ChannelCore<A> {
             PromptId::Reminder(firing) => {
                 let outcome = reminder_answers::settle(
                     self.reminders.as_ref(),
-                    member,
+                    &member,
                     *firing,
                     answer.approve,
                 )
@@ -212,7 +269,7 @@ impl<A: PlatformAdapter> ChannelCore<A> {
             Some(conversation) => {
                 commands::answer(
                     &self.queue,
-                    member,
+                    &member,
                     conversation,
                     confirmation_id,
                     answer.approve,

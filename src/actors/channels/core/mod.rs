@@ -23,6 +23,8 @@
 //! - `reminder_lists.rs`: `/reminders`, the member's list from the scheduler with a way to
 //!   cancel each entry, and a cancel from one decided;
 //! - `list_notes.rs`: where a platform noted a list it shows, and how its entries ended;
+//! - `membership.rs`: `/invite`, `/join` (a stranger's one command), `/link` and `/family`,
+//!   and the parents told when someone joins;
 //! - `texts.rs`: `/help`, the busy reply, the words a settled prompt ends with;
 //! - `typing.rs`: "typing…" while a conversation's turns run;
 //! - `attachments.rs`: safe file names, the note for a file over the size limit, and the
@@ -44,6 +46,7 @@ pub(crate) mod commands;
 pub(crate) mod delivery;
 pub(crate) mod inbound;
 pub(crate) mod list_notes;
+pub(crate) mod membership;
 pub(crate) mod messages;
 pub(crate) mod platform;
 pub(crate) mod prompts;
@@ -60,6 +63,7 @@ pub(crate) use adapter::{
     AnswerOutcome, Incoming, IncomingAnswer, IncomingCancel, IncomingMessage, PlatformAdapter,
 };
 pub use delivery::DeliverySettings;
+pub use membership::MembershipParts;
 pub use messages::{EventReceived, StopChannel};
 pub use platform::PlatformRoutes;
 pub(crate) use platform::{DeliveryError, Platform};

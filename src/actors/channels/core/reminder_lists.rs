@@ -191,7 +191,7 @@ impl<A: PlatformAdapter> ChannelCore<A> {
         if self.seen(&cancel.event_id).await? {
             return Ok(Vec::new());
         }
-        let verdict = self.verdict(member, &cancel).await;
+        let verdict = self.verdict(&member, &cancel).await;
         let (text, refused, changed) = match &verdict {
             Verdict::Cancelled(text) => (text.as_str(), false, true),
             Verdict::Ended(text) => (text.as_str(), true, true),

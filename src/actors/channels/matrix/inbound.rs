@@ -177,6 +177,7 @@ async fn read_message(
     };
     Ok(Incoming::Message(IncomingMessage {
         sender: event.sender.to_string(),
+        sender_name: None,
         conversation: key,
         event_id: event.event_id.to_string(),
         text,
@@ -332,9 +333,14 @@ async fn fetch(adapter: &MatrixAdapter, inbox_id: &str, media: &Media) -> Attach
     attachment
 }
 
-/// An invite: joined when a family member sent it, refused otherwise.
+/// An invite: joined when a family member sent it, or anyone while a code adding a member
+/// is open (so they can send `/join CODE`); refused otherwise.
 fn handle_invite(adapter: &MatrixAdapter, room: Room, sender: OwnedUserId) {
-    let family = adapter.family.by_matrix_id(sender.as_str()).is_some();
+    let family = adapter.family.by_matrix_id(sender.as_str()).is_some()
+        || adapter
+            .membership
+            .as_ref()
+            .is_some_and(|membership| membership.invites_open(crate::ports::now_ms()));
     // Joining waits for the homeserver; the sync must not wait for it.
     tokio::spawn(async move {
         let mut delay = std::time::Duration::from_secs(1);

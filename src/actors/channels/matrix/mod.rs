@@ -22,7 +22,10 @@
 //!   reactions; the outcome is edited into the prompt (`m.replace`).
 //! - `/reminders` (`lists.rs`) is the member's list, numbered; a number in reply to it
 //!   cancels that entry, answered in the room, and the list is edited to show it.
+//! - `check.rs`: the login tried once beside a running bot, changing nothing it keeps
+//!   (`hearth doctor`).
 
+mod check;
 mod confirmations;
 mod inbound;
 mod lists;
@@ -42,6 +45,7 @@ use async_trait::async_trait;
 use futures::future::BoxFuture;
 use matrix_sdk::Client;
 
+pub use check::{LoginChecked, MatrixCheckError, MatrixLogin, check_login};
 pub use session::MatrixStartError;
 
 use super::ChannelError;
@@ -53,7 +57,7 @@ use crate::config::FamilyMember;
 use crate::family::Family;
 use crate::ids::ConversationKey;
 use crate::metrics::Metrics;
-use crate::ports::{Attachment, ChannelState, QuotedMessage};
+use crate::ports::{Attachment, ChannelState, PlatformUser, QuotedMessage};
 use crate::readiness::Readiness;
 use inbound::{MatrixAnswer, MatrixMessage};
 use rooms::Conversation;
@@ -99,6 +103,10 @@ pub(crate) struct MatrixAdapter {
     family: Arc<Family>,
     /// Where the rooms that are members' own chats are kept (`own_chats.rs`).
     own_chats: Arc<crate::family::OwnChats>,
+    /// Set when the family changed, so the own rooms are found again after the next sync.
+    own_rooms_changed: Arc<std::sync::atomic::AtomicBool>,
+    /// Whether a stranger's room invite may be accepted (a code adding a member is open).
+    membership: Option<Arc<crate::family::Membership>>,
     state: Arc<dyn ChannelState>,
     readiness: Arc<Readiness>,
     metrics: Arc<Metrics>,
@@ -120,6 +128,11 @@ impl MatrixAdapter {
             settings,
             family: deps.family.clone(),
             own_chats: deps.own_chats.clone(),
+            own_rooms_changed: Arc::default(),
+            membership: deps
+                .membership
+                .as_ref()
+                .map(|parts| parts.membership.clone()),
             state: deps.state.clone(),
             readiness: deps.readiness.clone(),
             metrics: deps.metrics.clone(),
@@ -141,12 +154,17 @@ impl PlatformAdapter for MatrixAdapter {
     /// Clients take `/` for their own commands.
     const ALTERNATE_PREFIX: Option<char> = Some('!');
 
-    fn member<'family>(
-        &self,
-        family: &'family Family,
-        sender: &str,
-    ) -> Option<&'family FamilyMember> {
+    fn member(&self, family: &Family, sender: &str) -> Option<FamilyMember> {
         family.by_matrix_id(sender)
+    }
+
+    fn platform_user(&self, sender: &str) -> Option<PlatformUser> {
+        Some(PlatformUser::Matrix(sender.to_string()))
+    }
+
+    fn members_changed(&self) {
+        self.own_rooms_changed
+            .store(true, std::sync::atomic::Ordering::SeqCst);
     }
 
     fn bot_username(&self) -> Option<String> {

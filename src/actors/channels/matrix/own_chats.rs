@@ -21,9 +21,10 @@ pub(super) struct OwnRooms {
 }
 
 impl OwnRooms {
-    /// Watch `client`'s membership events (hearth's own joins and leaves among them).
-    pub(super) fn watch(client: &Client) -> OwnRooms {
-        let members_changed = Arc::new(AtomicBool::new(true));
+    /// Watch `client`'s membership events (hearth's own joins and leaves among them);
+    /// `members_changed` is also set when the family changed (`MatrixAdapter`).
+    pub(super) fn watch(client: &Client, members_changed: Arc<AtomicBool>) -> OwnRooms {
+        members_changed.store(true, Ordering::SeqCst);
         let flag = members_changed.clone();
         client.add_event_handler(move |_: OriginalSyncRoomMemberEvent| {
             let flag = flag.clone();

