@@ -27,6 +27,26 @@ pub struct StoredMember {
 }
 
 impl StoredMember {
+    /// A new row: `id` with `name` and `role`, added by `added_by` at `at_ms`, with no
+    /// account yet (`with_account` gives one).
+    pub fn new(
+        id: MemberId,
+        name: Option<String>,
+        role: FamilyRole,
+        added_by: Option<MemberId>,
+        at_ms: i64,
+    ) -> StoredMember {
+        StoredMember {
+            id,
+            name,
+            role,
+            telegram_user_id: None,
+            matrix_user_id: None,
+            added_by,
+            added_at_ms: at_ms,
+        }
+    }
+
     /// This member with `user` as their account on its platform.
     pub fn with_account(mut self, user: &PlatformUser) -> StoredMember {
         match user {

@@ -48,15 +48,10 @@ impl MembersState {
                 if owner.as_ref().is_some_and(|owner| *owner != member) {
                     return Err(RedeemRefused::AlreadyMember);
                 }
-                let stored = self.members.get(&member).cloned().unwrap_or(StoredMember {
-                    id: member,
-                    name,
-                    role,
-                    telegram_user_id: None,
-                    matrix_user_id: None,
-                    added_by: None,
-                    added_at_ms: redeem.at_ms,
-                });
+                let stored =
+                    self.members.get(&member).cloned().unwrap_or_else(|| {
+                        StoredMember::new(member, name, role, None, redeem.at_ms)
+                    });
                 Redeemed::Linked(stored.with_account(&redeem.user))
             }
             InvitePurpose::Join { role, name } => {
@@ -70,15 +65,13 @@ impl MembersState {
                     .iter()
                     .find(|id| !self.members.contains_key(*id))
                     .ok_or(RedeemRefused::NoFreeId)?;
-                let member = StoredMember {
-                    id: id.clone(),
+                let member = StoredMember::new(
+                    id.clone(),
                     name,
                     role,
-                    telegram_user_id: None,
-                    matrix_user_id: None,
-                    added_by: invite.created_by.clone(),
-                    added_at_ms: redeem.at_ms,
-                };
+                    invite.created_by.clone(),
+                    redeem.at_ms,
+                );
                 Redeemed::Joined {
                     member: member.with_account(&redeem.user),
                     invited_by: invite.created_by.clone(),

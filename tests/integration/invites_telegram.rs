@@ -67,6 +67,8 @@ async fn a_parent_invites_a_child_who_joins_chats_and_is_removed() {
     telegram.push_private_text(&alice(), "/invite child Max");
     let code = code_said(&telegram, 1001, "Invite code for Max as a child").await;
     bot_says(&telegram, 1001, &format!("/join {code}")).await;
+    // A code just given is said to hold for the whole day, not an hour less.
+    bot_says(&telegram, 1001, "within 24 hours").await;
 
     // Written in lower case with a space, as people type what they are told.
     let typed = code.to_lowercase().replace('-', " ");

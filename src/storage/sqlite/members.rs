@@ -130,17 +130,15 @@ async fn redeem_in(
             return Ok(Err(RedeemRefused::AlreadyMember));
         }
         let existing = member_by_id(connection, &member_id).await?;
-        let member = existing.unwrap_or(StoredMember {
-            id: member_id
-                .parse()
-                .map_err(|error| StorageError::Corrupt(format!("invites.member_id: {error}")))?,
-            name,
-            role,
-            telegram_user_id: None,
-            matrix_user_id: None,
-            added_by: None,
-            added_at_ms: redeem.at_ms,
-        });
+        let member = match existing {
+            Some(member) => member,
+            None => {
+                let id = member_id.parse().map_err(|error| {
+                    StorageError::Corrupt(format!("invites.member_id: {error}"))
+                })?;
+                StoredMember::new(id, name, role, None, redeem.at_ms)
+            }
+        };
         let member = member.with_account(&redeem.user);
         insert_member(connection, &member).await?;
         Redeemed::Linked(member)
@@ -160,16 +158,8 @@ async fn redeem_in(
         let Some(id) = free else {
             return Ok(Err(RedeemRefused::NoFreeId));
         };
-        let member = StoredMember {
-            id,
-            name,
-            role,
-            telegram_user_id: None,
-            matrix_user_id: None,
-            added_by: created_by.clone(),
-            added_at_ms: redeem.at_ms,
-        }
-        .with_account(&redeem.user);
+        let member = StoredMember::new(id, name, role, created_by.clone(), redeem.at_ms)
+            .with_account(&redeem.user);
         insert_member(connection, &member).await?;
         Redeemed::Joined {
             member,

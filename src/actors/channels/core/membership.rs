@@ -60,7 +60,8 @@ pub(crate) fn help_lines(member: &FamilyMember, alternate_prefix: Option<char>) 
 }
 
 fn how_to_join(issued: &Issued, prefix: Option<char>) -> String {
-    let hours = (issued.expires_at_ms - now_ms()).max(0) / 3_600_000;
+    // Rounded up: a code issued a moment ago is valid for 24 hours, not 23.
+    let hours = ((issued.expires_at_ms - now_ms()).max(0) as u64).div_ceil(3_600_000);
     let matrix = prefix
         .map(|prefix| {
             format!(
