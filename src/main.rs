@@ -8,6 +8,7 @@
 //! running hearth too. An error ends the command with its message and causes, never a backtrace.
 
 mod family_command;
+mod web_command;
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -73,6 +74,18 @@ enum Command {
     Family {
         #[command(subcommand)]
         command: family_command::FamilyCommand,
+    },
+    /// Members' own API tokens: each speaks only as its member.
+    Token {
+        #[command(subcommand)]
+        command: web_command::TokenCommand,
+    },
+    /// Print a one-time link that signs a member in on the web page (a member without a
+    /// chat with hearth, or the first set-up).
+    WebLink {
+        /// The member's id.
+        #[arg(long)]
+        user: String,
     },
     /// Print the stages the intents engine recorded for a conversation (`http:alice`,
     /// `telegram:<chat id>`), oldest first.
@@ -177,6 +190,8 @@ fn run_command(cli: Cli) -> anyhow::Result<()> {
             limit,
         } => in_actix_system(telemetry(loaded, conversation, limit)),
         Command::Chat { user, .. } => in_actix_system(chat(loaded, user)),
+        Command::Token { command } => in_actix_system(web_command::token(loaded, command)),
+        Command::WebLink { user } => in_actix_system(web_command::web_link(loaded, user)),
         Command::Family { command } => in_actix_system(async move {
             let existing = existing_database(&loaded).await?;
             family_command::family(loaded, command, existing).await

@@ -15,7 +15,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::HttpState;
-use super::auth::{Scope, refuse_outside_scope};
+use super::auth::inbound_caller;
 use crate::ids::{FiringId, HTTP_CHANNEL};
 use crate::local_time::{ZoneName, phrasing};
 use crate::ports::Schedule;
@@ -23,13 +23,14 @@ use crate::reminders::{ReminderChoice, ReminderError, SettleReminder, listing, s
 
 #[derive(Debug, Deserialize)]
 pub struct MemberQuery {
-    user_id: String,
+    /// Left out with a member's own token.
+    user_id: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct AnswerBody {
-    user_id: String,
+    user_id: Option<String>,
     /// Snooze only: how long, 1 to 1440; `reminders.snooze_minutes` when left out.
     minutes: Option<u64>,
 }
@@ -71,10 +72,11 @@ pub async fn get_reminders(
     state: web::Data<HttpState>,
     query: web::Query<MemberQuery>,
 ) -> HttpResponse {
-    if let Some(refused) = refuse_outside_scope(state.keys.as_ref(), &request, Scope::Inbound) {
-        return refused;
-    }
-    let Some(member) = state.family.by_id(HTTP_CHANNEL, &query.user_id) else {
+    let user_id = match member_of_request(&state, &request, query.user_id.as_deref()).await {
+        Ok(user_id) => user_id,
+        Err(refused) => return refused,
+    };
+    let Some(member) = state.family.by_id(HTTP_CHANNEL, &user_id) else {
         return HttpResponse::NoContent().finish();
     };
     let listed = listing::visible(state.schedules.as_ref(), &member).await;
@@ -110,17 +112,30 @@ pub async fn get_reminders(
     }))
 }
 
+/// The member a request speaks as: its token's, or the one it names with the shared key.
+async fn member_of_request(
+    state: &HttpState,
+    request: &HttpRequest,
+    named: Option<&str>,
+) -> Result<String, HttpResponse> {
+    let caller = inbound_caller(state.keys.as_ref(), &state.identity, request).await?;
+    caller.member_named(named)?.ok_or_else(|| {
+        HttpResponse::BadRequest().json(json!({ "error": "field `user_id` is missing" }))
+    })
+}
+
 pub async fn post_answer(
     request: HttpRequest,
     state: web::Data<HttpState>,
     path: web::Path<(String, String)>,
     body: web::Json<AnswerBody>,
 ) -> HttpResponse {
-    if let Some(refused) = refuse_outside_scope(state.keys.as_ref(), &request, Scope::Inbound) {
-        return refused;
-    }
-    let (occurrence, answer) = path.into_inner();
     let body = body.into_inner();
+    let user_id = match member_of_request(&state, &request, body.user_id.as_deref()).await {
+        Ok(user_id) => user_id,
+        Err(refused) => return refused,
+    };
+    let (occurrence, answer) = path.into_inner();
     let choice = match (answer.as_str(), body.minutes) {
         ("done", None) => ReminderChoice::Done,
         ("done", Some(_)) => {
@@ -142,7 +157,7 @@ pub async fn post_answer(
             }));
         }
     };
-    let Some(member) = state.family.by_id(HTTP_CHANNEL, &body.user_id) else {
+    let Some(member) = state.family.by_id(HTTP_CHANNEL, &user_id) else {
         return HttpResponse::NoContent().finish();
     };
     let Ok(firing) = occurrence.parse::<FiringId>() else {

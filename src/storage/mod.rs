@@ -149,6 +149,23 @@ pub async fn open(database_url: &str, max_connections: u32) -> Result<Stores, St
     Ok(Stores::of_sqlite(Arc::new(store), telemetry))
 }
 
+/// The existing database of a running hearth, to write the rows no hearth caches
+/// (`WebAccess`) beside it: no lock, nothing created or migrated. Every other port of the
+/// stores returned must not be written while hearth runs.
+pub async fn open_beside_running(
+    database_url: &str,
+    max_connections: u32,
+) -> Result<Stores, StorageError> {
+    if !database_url.starts_with("sqlite:") {
+        return Err(refuse_other_databases(database_url));
+    }
+    let store = sqlite::SqliteStore::connect_beside_running(database_url, max_connections).await?;
+    Ok(Stores::of_sqlite(
+        Arc::new(store),
+        Arc::new(crate::ports::TracingTelemetry),
+    ))
+}
+
 /// `open_read_only` when the database file `database_url` names is there: `None` when it
 /// is not yet, or the url names no file. What the commands that read beside a running
 /// hearth open (`check-config`, `telemetry`, `doctor`): none of them creates a database.

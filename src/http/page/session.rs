@@ -1,0 +1,121 @@
+//! Who the page is shown to: the session a cookie opens (stored server-side, revocable),
+//! its member still in the family, and the CSRF token each of its forms carries. Before
+//! sign-in, a form carries the value of a `hearth_form` cookie instead (double submit): a
+//! `SameSite=Strict` cookie never comes with another site's post.
+
+use actix_web::cookie::{Cookie, SameSite, time};
+use actix_web::{HttpRequest, HttpResponse};
+use subtle::ConstantTimeEq;
+
+use super::super::HttpState;
+use crate::config::FamilyMember;
+use crate::identity::OpenedSession;
+use crate::ports::{WebSession, now_ms};
+use crate::secrets;
+
+pub const SESSION_COOKIE: &str = "hearth_session";
+pub const FORM_COOKIE: &str = "hearth_form";
+
+/// A signed-in member.
+#[derive(Debug, Clone)]
+pub struct SignedIn {
+    pub session: WebSession,
+    pub member: FamilyMember,
+}
+
+impl SignedIn {
+    /// Whether a form's `csrf` field is this session's token.
+    pub fn csrf_ok(&self, presented: &str) -> bool {
+        same_secret(&self.session.csrf_token, presented)
+    }
+
+    pub fn is_parent(&self) -> bool {
+        self.member.role == crate::ids::FamilyRole::Parent
+    }
+}
+
+pub fn same_secret(expected: &str, presented: &str) -> bool {
+    !expected.is_empty() && bool::from(expected.as_bytes().ct_eq(presented.as_bytes()))
+}
+
+/// The member signed in on `request`, if any: a session that exists, has not expired and
+/// whose member is still in the family (a removed member is signed out at once).
+pub async fn signed_in(
+    state: &HttpState,
+    request: &HttpRequest,
+) -> Result<Option<SignedIn>, HttpResponse> {
+    let Some(cookie) = request.cookie(SESSION_COOKIE) else {
+        return Ok(None);
+    };
+    let session = match state.identity.session(cookie.value(), now_ms()).await {
+        Ok(Some(session)) => session,
+        Ok(None) => return Ok(None),
+        Err(error) => {
+            tracing::error!(%error, "web session not read");
+            return Err(HttpResponse::ServiceUnavailable()
+                .content_type("text/plain; charset=utf-8")
+                .body("hearth cannot read its database just now; try again in a moment"));
+        }
+    };
+    Ok(state
+        .family
+        .member(session.member_id.as_str())
+        .map(|member| SignedIn { session, member }))
+}
+
+/// Whether cookies may go without `Secure`: the page is reached on a loopback address.
+fn is_loopback(request: &HttpRequest) -> bool {
+    let info = request.connection_info();
+    let host = info.host();
+    let host = match host.strip_prefix('[') {
+        Some(rest) => rest.split(']').next().unwrap_or(rest),
+        None => host.rsplit_once(':').map_or(host, |(host, _)| host),
+    };
+    host == "localhost"
+        || host
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|address| address.is_loopback())
+}
+
+fn cookie<'a>(request: &HttpRequest, name: &'a str, value: String) -> Cookie<'a> {
+    Cookie::build(name, value)
+        .path("/")
+        .http_only(true)
+        .same_site(SameSite::Strict)
+        .secure(!is_loopback(request))
+        .finish()
+}
+
+/// The cookie of a session just opened, for as long as the session lasts.
+pub fn session_cookie(request: &HttpRequest, opened: &OpenedSession) -> Cookie<'static> {
+    let seconds = (opened.session.expires_at_ms - opened.session.created_at_ms) / 1000;
+    let mut cookie = cookie(request, SESSION_COOKIE, opened.cookie.clone());
+    cookie.set_max_age(time::Duration::seconds(seconds));
+    cookie
+}
+
+/// The cookie that ends the session cookie in the browser.
+pub fn removed_session_cookie(request: &HttpRequest) -> Cookie<'static> {
+    let mut cookie = cookie(request, SESSION_COOKIE, String::new());
+    cookie.make_removal();
+    cookie
+}
+
+/// The pre-sign-in forms' token: the request's `hearth_form` cookie, or a new one to set.
+pub fn form_token(request: &HttpRequest) -> (String, Option<Cookie<'static>>) {
+    if let Some(existing) = request.cookie(FORM_COOKIE)
+        && existing.value().len() == 64
+    {
+        return (existing.value().to_string(), None);
+    }
+    let token = secrets::random_key("").unwrap_or_default();
+    let cookie = cookie(request, FORM_COOKIE, token.clone());
+    (token, Some(cookie))
+}
+
+/// Whether a pre-sign-in form's `form` field matches the browser's `hearth_form` cookie.
+pub fn form_token_ok(request: &HttpRequest, presented: &str) -> bool {
+    request
+        .cookie(FORM_COOKIE)
+        .is_some_and(|cookie| same_secret(cookie.value(), presented))
+}
