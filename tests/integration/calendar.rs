@@ -60,7 +60,7 @@ async fn confirm(app: &TestApp, id: &Value, approve: bool) -> Value {
     let response = app
         .client
         .post(format!("{}/inbound/confirm", app.base_url))
-        .header("X-API-Key", API_KEY)
+        .header("X-API-Key", app.member_token("alice").await)
         .json(&json!({"confirmation_id": id, "user_id": "alice", "approve": approve}))
         .send()
         .await

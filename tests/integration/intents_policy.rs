@@ -130,11 +130,8 @@ pub(crate) async fn answer(
     user: &str,
     approve: bool,
 ) -> (u16, Value) {
-    app.post_json(
-        "/inbound/confirm",
-        json!({"confirmation_id": asked["confirmation"]["id"], "user_id": user,
-               "approve": approve}),
-    )
+    app.confirm(json!({"confirmation_id": asked["confirmation"]["id"], "user_id": user,
+               "approve": approve}))
     .await
 }
 
@@ -407,11 +404,8 @@ policy:
     assert_eq!(status, 200, "{asked}");
     assert_eq!(asked["status"], "confirmation_required", "{asked}");
     let (status, body) = hearth
-        .post_json(
-            "/inbound/confirm",
-            json!({"confirmation_id": asked["confirmation"]["id"], "user_id": "alice",
-                   "approve": true}),
-        )
+        .confirm(json!({"confirmation_id": asked["confirmation"]["id"], "user_id": "alice",
+                   "approve": true}))
         .await;
     assert_eq!(status, 200, "{body}");
     let child = hearth
