@@ -31,8 +31,15 @@ pub enum TokenCommand {
     Revoke { id: String },
 }
 
-/// The database, with the lock when no hearth runs on it.
-async fn open(loaded: &LoadedConfig) -> anyhow::Result<(Stores, Option<InstanceLock>)> {
+/// The database: with the lock when no hearth runs on it, else beside the running one
+/// (and the address that one serves at, when it says).
+struct Opened {
+    stores: Stores,
+    _lock: Option<InstanceLock>,
+    running_at: Option<std::net::SocketAddr>,
+}
+
+async fn open(loaded: &LoadedConfig) -> anyhow::Result<Opened> {
     let config = &loaded.config;
     match InstanceLock::acquire_for_url(&config.database_url, false).await {
         Ok(lock) => {
@@ -40,16 +47,24 @@ async fn open(loaded: &LoadedConfig) -> anyhow::Result<(Stores, Option<InstanceL
                 hearth::storage::open(&config.database_url, config.database_max_connections)
                     .await
                     .context("the database cannot be opened")?;
-            Ok((stores, lock))
+            Ok(Opened {
+                stores,
+                _lock: lock,
+                running_at: None,
+            })
         }
-        Err(InstanceLockError::Held { .. }) => {
+        Err(InstanceLockError::Held { holder, .. }) => {
             let stores = hearth::storage::open_beside_running(
                 &config.database_url,
                 config.database_max_connections,
             )
             .await
             .context("the database of the running hearth cannot be opened")?;
-            Ok((stores, None))
+            Ok(Opened {
+                stores,
+                _lock: None,
+                running_at: holder.and_then(|holder| holder.http_address),
+            })
         }
         Err(error) => Err(error.into()),
     }
@@ -80,9 +95,9 @@ fn member_id(family: &Family, user: &str) -> anyhow::Result<hearth::ids::MemberI
 }
 
 pub async fn token(loaded: LoadedConfig, command: TokenCommand) -> anyhow::Result<()> {
-    let (stores, _lock) = open(&loaded).await?;
-    let result = token_with(&loaded, &stores, command).await;
-    stores.close().await;
+    let opened = open(&loaded).await?;
+    let result = token_with(&loaded, &opened.stores, command).await;
+    opened.stores.close().await;
     result
 }
 
@@ -140,13 +155,14 @@ async fn token_with(
 
 /// `hearth web-link --user NAME`: a one-time sign-in link.
 pub async fn web_link(loaded: LoadedConfig, user: String) -> anyhow::Result<()> {
-    let (stores, _lock) = open(&loaded).await?;
+    let opened = open(&loaded).await?;
+    let stores = &opened.stores;
     let result = async {
-        let family = family(&loaded, &stores).await?;
+        let family = family(&loaded, stores).await?;
         let member = member_id(&family, &user)?;
         let identity = Identity::new(stores.web_access.clone(), loaded.config.http.session_days);
         let secret = identity.new_sign_in_link(&member, now_ms()).await?;
-        let base = public_url(&loaded);
+        let base = public_url(&loaded, opened.running_at);
         eprintln!(
             "a sign-in link for {member}, working once within {} hours:",
             SIGN_IN_LINK_VALID_MS / 3_600_000
@@ -155,16 +171,18 @@ pub async fn web_link(loaded: LoadedConfig, user: String) -> anyhow::Result<()> 
         Ok(())
     }
     .await;
-    stores.close().await;
+    opened.stores.close().await;
     result
 }
 
-/// Where members open the page: `http.public_url`, else the bound address.
-pub fn public_url(loaded: &LoadedConfig) -> String {
+/// Where members open the page: `http.public_url`, else the address the running hearth
+/// serves at, else `http.bind`.
+pub fn public_url(loaded: &LoadedConfig, running_at: Option<std::net::SocketAddr>) -> String {
     let http = &loaded.config.http;
-    match &http.public_url {
-        Some(url) => url.trim_end_matches('/').to_string(),
-        None => format!("http://{}", http.bind),
+    match (&http.public_url, running_at) {
+        (Some(url), _) => url.trim_end_matches('/').to_string(),
+        (None, Some(address)) => format!("http://{address}"),
+        (None, None) => format!("http://{}", http.bind),
     }
 }
 

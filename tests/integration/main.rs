@@ -66,3 +66,4 @@ mod telegram_channel;
 mod telegram_fake_server;
 mod tools_stack;
 mod vision;
+mod web_page;
