@@ -1,7 +1,8 @@
 //! The family's web page, served at `/` by the same server as the API: signing in with a
 //! code from the member's own chat or a one-time link (`sign_in.rs`), the session and its
 //! CSRF token (`session.rs`), the member's web conversation (`chat.rs`), what waits for
-//! their approval on every channel (`waiting.rs`), their sessions (`settings.rs`), the
+//! their approval on every channel (`waiting.rs`), the family for parents: members, invites,
+//! roles (`family.rs`), their sessions (`settings.rs`), the
 //! frame every page shares (`layout.rs`), and the stylesheet and script hearth serves
 //! itself (`assets/`): no build step, nothing from another site, usable offline on a home
 //! network.
@@ -11,6 +12,7 @@
 //! inline script, framing and other origins on every answer.
 
 mod chat;
+mod family;
 mod layout;
 mod session;
 mod settings;
@@ -53,6 +55,9 @@ pub fn routes(config: &mut web::ServiceConfig) {
         .route("/chat/messages/{id}", web::get().to(chat::message_status))
         .route("/waiting", web::get().to(waiting::page))
         .route("/waiting/{id}", web::post().to(waiting::answer))
+        .route("/family", web::get().to(family::page))
+        .route("/family/invite", web::post().to(family::invite))
+        .route("/family/{member}/{change}", web::post().to(family::change))
         .route("/settings", web::get().to(settings::page))
         .route(
             "/settings/sessions/{id}/end",
