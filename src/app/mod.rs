@@ -479,6 +479,7 @@ pub async fn start_with_models(
 
     let pruner = spawn_pruner(
         stores.retention.clone(),
+        stores.web_access.clone(),
         RetentionSettings::from_config(&config.retention, platforms::attachment_dirs(loaded)),
         metrics.clone(),
     );

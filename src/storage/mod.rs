@@ -14,6 +14,7 @@ mod in_memory_outbox;
 mod in_memory_plugins;
 mod in_memory_schedules;
 mod in_memory_scripts;
+mod in_memory_web_access;
 pub mod instance_lock;
 pub mod sqlite;
 
@@ -22,7 +23,7 @@ use std::sync::Arc;
 use crate::ports::{
     ChannelState, ConversationMemory, Inbox, IntentRecords, Members, Notes, Outbox, PendingActions,
     PendingPluginCalls, PlanExecutions, RegisteredPlugins, Retention, Schedules, ScriptWorkflows,
-    ShoppingLists, StorageError, TelemetrySink, TurnJournal, UserProfiles,
+    ShoppingLists, StorageError, TelemetrySink, TurnJournal, UserProfiles, WebAccess,
 };
 
 /// The ports of one database, shared by every actor.
@@ -58,6 +59,8 @@ pub struct Stores {
     pub notes: Arc<dyn Notes>,
     /// The members who joined by invite, and their invite codes.
     pub members: Arc<dyn Members>,
+    /// How members sign in to the web page: codes, links, sessions and API tokens.
+    pub web_access: Arc<dyn WebAccess>,
     /// The SQLite store itself, when the stores are SQLite (`hearth telemetry` reads it).
     pub sqlite: Option<Arc<sqlite::SqliteStore>>,
 }
@@ -84,6 +87,7 @@ impl Stores {
             schedules: store.clone(),
             notes: store.clone(),
             members: store.clone(),
+            web_access: store.clone(),
             sqlite: None,
             telemetry: store,
         }
@@ -109,6 +113,7 @@ impl Stores {
             schedules: store.clone(),
             notes: store.clone(),
             members: store.clone(),
+            web_access: store.clone(),
             sqlite: Some(store),
             telemetry,
         }
