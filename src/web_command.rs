@@ -78,20 +78,17 @@ async fn family(loaded: &LoadedConfig, stores: &Stores) -> anyhow::Result<Family
 }
 
 fn member_id(family: &Family, user: &str) -> anyhow::Result<hearth::ids::MemberId> {
-    family
-        .member(user)
-        .map(|member| member.id)
-        .ok_or_else(|| {
-            let known: Vec<String> = family
-                .members()
-                .iter()
-                .map(|member| member.id.to_string())
-                .collect();
-            anyhow::anyhow!(
-                "--user {user:?} is no family member (members: {})",
-                known.join(", ")
-            )
-        })
+    family.member(user).map(|member| member.id).ok_or_else(|| {
+        let known: Vec<String> = family
+            .members()
+            .iter()
+            .map(|member| member.id.to_string())
+            .collect();
+        anyhow::anyhow!(
+            "--user {user:?} is no family member (members: {})",
+            known.join(", ")
+        )
+    })
 }
 
 pub async fn token(loaded: LoadedConfig, command: TokenCommand) -> anyhow::Result<()> {
@@ -132,9 +129,10 @@ async fn token_with(
                 println!("no tokens");
             }
             for token in tokens {
-                let made = chrono::DateTime::<chrono::Utc>::from_timestamp_millis(token.created_at_ms)
-                    .map(|at| at.format("%Y-%m-%d %H:%M UTC").to_string())
-                    .unwrap_or_default();
+                let made =
+                    chrono::DateTime::<chrono::Utc>::from_timestamp_millis(token.created_at_ms)
+                        .map(|at| at.format("%Y-%m-%d %H:%M UTC").to_string())
+                        .unwrap_or_default();
                 println!(
                     "{}  {}  {}  made {made}",
                     token.id,
@@ -185,4 +183,3 @@ pub fn public_url(loaded: &LoadedConfig, running_at: Option<std::net::SocketAddr
         (None, None) => format!("http://{}", http.bind),
     }
 }
-

@@ -36,8 +36,8 @@ use crate::actors::request_queue::{DeliverReply, DrainTurns, QueuePorts, Request
 use crate::actors::scheduler::{Scheduler, SchedulerDeps};
 use crate::config::LoadedConfig;
 use crate::family::{Family, Membership};
-use crate::identity::Identity;
 use crate::http::{self, ApiKeys, HttpState};
+use crate::identity::Identity;
 use crate::local_model::{LocalModelError, LocalModelServer};
 use crate::metrics::Metrics;
 use crate::plugins::CatalogError;
@@ -401,7 +401,7 @@ pub async fn start_with_models(
 
     let membership_parts = MembershipParts {
         membership: membership.clone(),
-        own_chats,
+        own_chats: own_chats.clone(),
         outbox: stores.outbox.clone(),
         channels: platform_contexts.stored_deliveries(),
     };

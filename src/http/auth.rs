@@ -122,6 +122,8 @@ pub enum InboundCaller {
 impl InboundCaller {
     /// The member a request naming `user_id` speaks as, or the `403` when a member's token
     /// names another member. `None` from a token means its own member.
+    // The refusal is the HTTP answer itself, made at most once per request.
+    #[allow(clippy::result_large_err)]
     pub fn member_named(&self, user_id: Option<&str>) -> Result<Option<String>, HttpResponse> {
         match (self, user_id) {
             (InboundCaller::Member(own), None) => Ok(Some(own.to_string())),

@@ -23,10 +23,10 @@ use actix_web::{App, HttpResponse, HttpServer, error, web};
 use crate::actors::channels::{HttpChannel, MembershipParts, PlatformRoutes};
 use crate::actors::request_queue::RequestQueue;
 use crate::family::Family;
+use crate::identity::Identity;
 use crate::llm::GenerateChat;
 use crate::metrics::Metrics;
 use crate::plugins::PluginRuntime;
-use crate::identity::Identity;
 use crate::ports::{ConversationMemory, Inbox, PendingActions, RegisteredPlugins, Schedules};
 use crate::readiness::Readiness;
 

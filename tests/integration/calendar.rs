@@ -7,7 +7,7 @@
 
 use serde_json::{Value, json};
 
-use crate::support::hearth_app::{API_KEY, TestApp, write_config};
+use crate::support::hearth_app::{TestApp, write_config};
 use crate::support::llm_server::{ScriptedLlmServer, Step};
 use crate::support::radicale::{PASSWORD, Radicale};
 

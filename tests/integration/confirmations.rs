@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::support::hearth_app::{API_KEY, HearthProcess, TestApp, test_env, write_config};
+use crate::support::hearth_app::{HearthProcess, TestApp, test_env, write_config};
 use crate::support::llm_server::{ScriptedLlmServer, Step};
 use hearth::actors::processing::DECLINED_RESULT;
 
@@ -32,7 +32,8 @@ async fn confirm(app: &TestApp, body: Value) -> (u16, Value) {
         .post(format!("{}/inbound/confirm", app.base_url))
         .header(
             "X-API-Key",
-            app.member_token(body["user_id"].as_str().unwrap_or("alice")).await,
+            app.member_token(body["user_id"].as_str().unwrap_or("alice"))
+                .await,
         )
         .json(&body)
         .send()

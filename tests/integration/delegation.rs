@@ -7,7 +7,7 @@
 
 use serde_json::{Value, json};
 
-use crate::support::hearth_app::{API_KEY, HearthProcess, TestApp, test_env, write_config};
+use crate::support::hearth_app::{HearthProcess, TestApp, test_env, write_config};
 use crate::support::llm_server::{ScriptedLlmServer, Step};
 use hearth::actors::processing::DECLINED_RESULT;
 

@@ -316,8 +316,10 @@ async fn an_approved_slash_command_whose_model_failed_starts_on_the_retry() {
         Step::Reply("Saved your new address.".into()),
     ]);
     let (status, body) = app
-        .confirm(json!({"confirmation_id": asked["confirmation"]["id"], "user_id": "alice",
-                   "approve": true}))
+        .confirm(
+            json!({"confirmation_id": asked["confirmation"]["id"], "user_id": "alice",
+                   "approve": true}),
+        )
         .await;
     assert!(status == 200 || status == 202, "{status}: {body}");
     let id = asked["id"].as_str().unwrap();

@@ -144,8 +144,10 @@ pub(crate) async fn say(app: &TestApp, text: &str) -> Value {
 
 async fn confirm(app: &TestApp, asked: &Value, approve: bool) -> Value {
     let (status, body) = app
-        .confirm(json!({"confirmation_id": asked["confirmation"]["id"], "user_id": "alice",
-                   "approve": approve}))
+        .confirm(
+            json!({"confirmation_id": asked["confirmation"]["id"], "user_id": "alice",
+                   "approve": approve}),
+        )
         .await;
     assert_eq!(status, 200, "{body}");
     body

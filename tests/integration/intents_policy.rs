@@ -130,8 +130,10 @@ pub(crate) async fn answer(
     user: &str,
     approve: bool,
 ) -> (u16, Value) {
-    app.confirm(json!({"confirmation_id": asked["confirmation"]["id"], "user_id": user,
-               "approve": approve}))
+    app.confirm(
+        json!({"confirmation_id": asked["confirmation"]["id"], "user_id": user,
+               "approve": approve}),
+    )
     .await
 }
 
@@ -404,8 +406,10 @@ policy:
     assert_eq!(status, 200, "{asked}");
     assert_eq!(asked["status"], "confirmation_required", "{asked}");
     let (status, body) = hearth
-        .confirm(json!({"confirmation_id": asked["confirmation"]["id"], "user_id": "alice",
-                   "approve": true}))
+        .confirm(
+            json!({"confirmation_id": asked["confirmation"]["id"], "user_id": "alice",
+                   "approve": true}),
+        )
         .await;
     assert_eq!(status, 200, "{body}");
     let child = hearth

@@ -244,7 +244,9 @@ async fn asked_anew_and_approved(folder: tempfile::TempDir, llm: &ScriptedLlmSer
         "{record}"
     );
     let (status, body) = app
-        .confirm(json!({"confirmation_id": confirmation["id"], "user_id": "alice", "approve": true}))
+        .confirm(
+            json!({"confirmation_id": confirmation["id"], "user_id": "alice", "approve": true}),
+        )
         .await;
     assert_eq!(status, 200, "{body}");
     assert_eq!(body["reply"], format!("{PRE}\n\n{POST}"));

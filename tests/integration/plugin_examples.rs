@@ -5,7 +5,7 @@
 use serde_json::{Value, json};
 
 use crate::support::buy_server::BuyServer;
-use crate::support::hearth_app::{API_KEY, TestApp};
+use crate::support::hearth_app::TestApp;
 use crate::support::llm_server::{ScriptedLlmServer, Step};
 
 #[actix::test]

@@ -85,7 +85,10 @@ async fn code_sent_to(telegram: &TelegramServer, chat: i64, after: usize) -> Str
                 .unwrap_or_else(|| panic!("no code in {text:?}"))
                 .to_string();
         }
-        assert!(std::time::Instant::now() < deadline, "no code sent to chat {chat}");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no code sent to chat {chat}"
+        );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
@@ -137,8 +140,8 @@ async fn sign_in(
         .context("a session cookie")?;
     assert_eq!(cookie.http_only(), Some(true), "{cookie:?}");
     assert_eq!(
-        cookie.same_site(),
-        Some(fantoccini::cookies::SameSite::Strict),
+        format!("{:?}", cookie.same_site()),
+        "Some(Strict)",
         "{cookie:?}"
     );
     Ok(cookie.value().to_string())
@@ -176,7 +179,10 @@ fn with_session(cookie: &str) -> reqwest::Client {
 /// The CSRF token on a page's forms.
 async fn csrf_of(client: &reqwest::Client, url: &str) -> String {
     let page = client.get(url).send().await.unwrap().text().await.unwrap();
-    let at = page.find("name=\"csrf\" value=\"").expect("a form with a csrf field") + 19;
+    let at = page
+        .find("name=\"csrf\" value=\"")
+        .expect("a form with a csrf field")
+        + 19;
     page[at..at + 64].to_string()
 }
 
@@ -201,11 +207,16 @@ async fn a_member_signs_in_with_a_code_from_their_chat_chats_and_approves() {
     wait_for_text(&browser, "#log", "echo: <script>window.hacked = 1</script>")
         .await
         .unwrap();
-    let member_line = browser.text_of("li.member").await.unwrap();
-    assert!(member_line.contains("<b>bold?</b>"), "{member_line}");
+    // The log is fetched again while the reply comes: read it until it holds the line.
+    wait_for_text(&browser, "li.member", "<b>bold?</b>")
+        .await
+        .unwrap();
     let hacked = browser
         .client()
-        .execute("return window.hacked === undefined && !document.querySelector('#log b');", vec![])
+        .execute(
+            "return window.hacked === undefined && !document.querySelector('#log b');",
+            vec![],
+        )
         .await
         .unwrap();
     assert_eq!(hacked, json!(true), "the message's markup ran or rendered");
@@ -218,14 +229,19 @@ async fn a_member_signs_in_with_a_code_from_their_chat_chats_and_approves() {
         )]),
         Step::Reply("Saved your address.".into()),
     ]);
-    browser.fill("#text", "I moved to 2 Oak Road").await.unwrap();
+    browser
+        .fill("#text", "I moved to 2 Oak Road")
+        .await
+        .unwrap();
     browser.click("#chat-form button").await.unwrap();
     browser.wait_for("#log .confirmation").await.unwrap();
     let card = wait_for_text(&browser, "#log .confirmation", "profile_update")
         .await
         .unwrap();
     assert!(card.contains("value: 2 Oak Road"), "{card}");
-    screenshots(&mut browser, "chat-confirmation").await.unwrap();
+    screenshots(&mut browser, "chat-confirmation")
+        .await
+        .unwrap();
     browser
         .click("#log .confirmation button[value='approve']")
         .await
@@ -259,7 +275,9 @@ async fn a_member_signs_in_with_a_code_from_their_chat_chats_and_approves() {
         .unwrap();
     assert_eq!(claimed.status().as_u16(), 403);
     browser.goto(&format!("{base}/waiting")).await.unwrap();
-    wait_for_text(&browser, "main", "9 Elm Street").await.unwrap();
+    wait_for_text(&browser, "main", "9 Elm Street")
+        .await
+        .unwrap();
     screenshots(&mut browser, "waiting").await.unwrap();
 
     // A form posted without its CSRF token (or with another) is refused, and sends nothing.
@@ -288,7 +306,11 @@ async fn a_member_signs_in_with_a_code_from_their_chat_chats_and_approves() {
         .await
         .unwrap();
     assert_eq!(forged_answer.status().as_u16(), 403);
-    assert_eq!(pending, family_pending_id(&base, &cookie).await, "still open");
+    assert_eq!(
+        pending,
+        family_pending_id(&base, &cookie).await,
+        "still open"
+    );
 
     // Every answer carries a policy that forbids inline script and framing.
     let csp = session
@@ -300,17 +322,17 @@ async fn a_member_signs_in_with_a_code_from_their_chat_chats_and_approves() {
         .get("content-security-policy")
         .map(|value| value.to_str().unwrap().to_string())
         .unwrap_or_default();
-    assert!(csp.contains("script-src 'self'") && !csp.contains("unsafe-inline"), "{csp}");
+    assert!(
+        csp.contains("script-src 'self'") && !csp.contains("unsafe-inline"),
+        "{csp}"
+    );
 
     browser.goto(&format!("{base}/settings")).await.unwrap();
     browser.wait_for("ul.sessions").await.unwrap();
     screenshots(&mut browser, "settings").await.unwrap();
 
     // Signed out from the settings: the old cookie opens nothing any more.
-    browser
-        .click("ul.sessions button")
-        .await
-        .unwrap();
+    browser.click("ul.sessions button").await.unwrap();
     browser.wait_for("select#member").await.unwrap();
     let after = session.get(format!("{base}/chat")).send().await.unwrap();
     assert_eq!(after.status().as_u16(), 303);
@@ -328,7 +350,10 @@ async fn a_member_signs_in_with_a_code_from_their_chat_chats_and_approves() {
             || metrics.contains("hearth_web_sign_ins_total{way=\"code\",outcome=\"signed_in\"} 1"),
         "{metrics}"
     );
-    assert!(!family.hearth.log().contains(&cookie), "a session is never logged");
+    assert!(
+        !family.hearth.log().contains(&cookie),
+        "a session is never logged"
+    );
     browser.close().await.unwrap();
 }
 
@@ -342,7 +367,10 @@ async fn family_pending_id(base: &str, cookie: &str) -> String {
         .text()
         .await
         .unwrap();
-    let at = page.find("action=\"/waiting/").expect("a confirmation waits") + 17;
+    let at = page
+        .find("action=\"/waiting/")
+        .expect("a confirmation waits")
+        + 17;
     page[at..].split('"').next().unwrap().to_string()
 }
 
@@ -361,13 +389,20 @@ async fn a_parent_approves_a_child_s_request_on_the_page() {
     family
         .telegram
         .push_private_text(&bob(), "/orders refund 25 on O-12345");
-    bot_says(&family.telegram, 1002, "I've asked a parent to approve this").await;
+    bot_says(
+        &family.telegram,
+        1002,
+        "I've asked a parent to approve this",
+    )
+    .await;
     browser.goto(&format!("{base}/waiting")).await.unwrap();
     let card = wait_for_text(&browser, "main", "Bob asks for your approval")
         .await
         .unwrap();
     assert!(card.contains("refunds over 20 need a parent"), "{card}");
-    screenshots(&mut browser, "waiting-escalation").await.unwrap();
+    screenshots(&mut browser, "waiting-escalation")
+        .await
+        .unwrap();
     browser
         .click(".confirmation button[value='approve']")
         .await
@@ -384,7 +419,10 @@ async fn a_parent_approves_a_child_s_request_on_the_page() {
     let link = web_link(&family.config, &family.env, "bob");
     browser.delete_cookie("hearth_session").await.unwrap();
     browser.goto(&link).await.unwrap();
-    browser.click("form[action='/sign-in/link'] button").await.unwrap();
+    browser
+        .click("form[action='/sign-in/link'] button")
+        .await
+        .unwrap();
     browser.wait_for("form#chat-form").await.unwrap();
     let bob_cookie = browser
         .cookie("hearth_session")
@@ -396,8 +434,13 @@ async fn a_parent_approves_a_child_s_request_on_the_page() {
     // The link worked once.
     browser.delete_cookie("hearth_session").await.unwrap();
     browser.goto(&link).await.unwrap();
-    browser.click("form[action='/sign-in/link'] button").await.unwrap();
-    wait_for_text(&browser, "main", "used already").await.unwrap();
+    browser
+        .click("form[action='/sign-in/link'] button")
+        .await
+        .unwrap();
+    wait_for_text(&browser, "main", "used already")
+        .await
+        .unwrap();
 
     // alice's things, asked for with bob's session: as if they did not exist.
     family.llm.push_many([
@@ -412,7 +455,11 @@ async fn a_parent_approves_a_child_s_request_on_the_page() {
     let sent = alice_session
         .post(format!("{base}/chat"))
         .header("Accept", "application/json")
-        .form(&[("csrf", csrf.as_str()), ("nonce", &"b".repeat(64)), ("text", "I moved")])
+        .form(&[
+            ("csrf", csrf.as_str()),
+            ("nonce", &"b".repeat(64)),
+            ("text", "I moved"),
+        ])
         .send()
         .await
         .unwrap();
@@ -506,13 +553,20 @@ async fn wait_for_pending(base: &str, cookie: &str) -> String {
         if let Some(at) = page.find("action=\"/waiting/") {
             return page[at + 17..].split('"').next().unwrap().to_string();
         }
-        assert!(std::time::Instant::now() < deadline, "nothing waits: {page}");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "nothing waits: {page}"
+        );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
 
 /// `hearth web-link --user member` of the real binary, beside the running hearth.
-fn web_link(config: &Path, env: &std::collections::BTreeMap<String, String>, member: &str) -> String {
+fn web_link(
+    config: &Path,
+    env: &std::collections::BTreeMap<String, String>,
+    member: &str,
+) -> String {
     let output = std::process::Command::new(env!("CARGO_BIN_EXE_hearth"))
         .arg("--config")
         .arg(config)

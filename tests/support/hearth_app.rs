@@ -284,7 +284,13 @@ impl TestApp {
     pub async fn confirm(&self, body: serde_json::Value) -> (u16, serde_json::Value) {
         let member = body["user_id"].as_str().expect("the answer names user_id");
         let token = self.member_token(member).await;
-        post_as(&self.client, &format!("{}/inbound/confirm", self.base_url), &token, &body).await
+        post_as(
+            &self.client,
+            &format!("{}/inbound/confirm", self.base_url),
+            &token,
+            &body,
+        )
+        .await
     }
 
     pub async fn get(&self, path: &str) -> (u16, String) {
@@ -359,11 +365,7 @@ pub async fn post_as(
 
 /// `hearth token create --user member` of the real binary on `config`: the token printed.
 /// It works beside the hearth running on that database.
-pub fn member_token_by_cli(
-    config: &Path,
-    env: &BTreeMap<String, String>,
-    member: &str,
-) -> String {
+pub fn member_token_by_cli(config: &Path, env: &BTreeMap<String, String>, member: &str) -> String {
     let output = Command::new(env!("CARGO_BIN_EXE_hearth"))
         .arg("--config")
         .arg(config)

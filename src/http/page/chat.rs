@@ -80,11 +80,11 @@ fn composer(signed_in: &SignedIn) -> Markup {
     // message.
     let nonce = secrets::random_key("").unwrap_or_default();
     html! {
-        form#chat-form method="post" action="/chat" {
+        form id="chat-form" method="post" action="/chat" {
             input type="hidden" name="csrf" value=(signed_in.session.csrf_token);
             input type="hidden" name="nonce" value=(nonce);
             label for="text" { "Your message" }
-            textarea#text name="text" rows="3" maxlength="16000" required {}
+            textarea id="text" name="text" rows="3" maxlength="16000" required {}
             button type="submit" { "Send" }
         }
     }
@@ -122,7 +122,7 @@ pub async fn page(
         html! {
             h1 { "Chat" }
             (notice(said))
-            section#log aria-live="polite" aria-label="Conversation" { (log) }
+            section id="log" aria-live="polite" aria-label="Conversation" { (log) }
             (composer(&signed_in))
         },
     )

@@ -30,7 +30,12 @@ async fn parent(
     }
 }
 
-fn family_page(state: &HttpState, signed_in: &SignedIn, said: Option<&str>, code: Option<&str>) -> HttpResponse {
+fn family_page(
+    state: &HttpState,
+    signed_in: &SignedIn,
+    said: Option<&str>,
+    code: Option<&str>,
+) -> HttpResponse {
     let family = state.family.clone();
     let mut members = family.members();
     members.sort_by_key(|member| family.display_name(&member.id).to_lowercase());
@@ -80,9 +85,9 @@ fn family_page(state: &HttpState, signed_in: &SignedIn, said: Option<&str>, code
         form method="post" action="/family/invite" {
             input type="hidden" name="csrf" value=(csrf);
             label for="invite-name" { "Their name (optional)" }
-            input#invite-name name="name" maxlength="64";
+            input id="invite-name" name="name" maxlength="64";
             label for="invite-role" { "Role" }
-            select#invite-role name="role" {
+            select id="invite-role" name="role" {
                 option value="child" { "child" }
                 option value="parent" { "parent" }
             }
@@ -121,7 +126,11 @@ pub async fn invite(
         return layout::forged_form(Some(&signed_in));
     }
     let Some(role) = FamilyRole::parse(&body.role) else {
-        return layout::problem(StatusCode::BAD_REQUEST, Some(&signed_in), "Pick parent or child.");
+        return layout::problem(
+            StatusCode::BAD_REQUEST,
+            Some(&signed_in),
+            "Pick parent or child.",
+        );
     };
     match membership
         .invite(&signed_in.member, role, body.name.clone(), now_ms())
@@ -172,19 +181,28 @@ pub async fn change(
     if state.family.member(&target).is_none() {
         return layout::not_found(Some(&signed_in));
     }
-    let changed = match (what.as_str(), body.role.as_deref().and_then(FamilyRole::parse)) {
+    let changed = match (
+        what.as_str(),
+        body.role.as_deref().and_then(FamilyRole::parse),
+    ) {
         ("role", Some(role)) => membership
             .set_role(Some(&signed_in.member), &target, role, now_ms())
             .await
-            .map(|change| change.map(|member| format!("{} is now a {}.", member.id, member.role.as_str()))),
+            .map(|change| {
+                change.map(|member| format!("{} is now a {}.", member.id, member.role.as_str()))
+            }),
         ("remove", _) => membership
             .remove(Some(&signed_in.member), &target, now_ms())
             .await
-            .map(|change| change.map(|member| format!("{} is no longer in the family.", member.id))),
+            .map(|change| {
+                change.map(|member| format!("{} is no longer in the family.", member.id))
+            }),
         _ => return layout::not_found(Some(&signed_in)),
     };
     match changed {
-        Ok(Change::Done(text) | Change::Refused(text)) => family_page(&state, &signed_in, Some(&text), None),
+        Ok(Change::Done(text) | Change::Refused(text)) => {
+            family_page(&state, &signed_in, Some(&text), None)
+        }
         Err(error) => {
             tracing::error!(%error, "family change not stored");
             layout::problem(

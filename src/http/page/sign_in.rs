@@ -32,7 +32,10 @@ pub async fn home(request: HttpRequest, state: web::Data<HttpState>) -> HttpResp
     }
 }
 
-fn with_form_cookie(mut response: HttpResponse, cookie: Option<actix_web::cookie::Cookie<'static>>) -> HttpResponse {
+fn with_form_cookie(
+    mut response: HttpResponse,
+    cookie: Option<actix_web::cookie::Cookie<'static>>,
+) -> HttpResponse {
     if let Some(cookie) = cookie {
         // The cookie was built here, so it always serialises into a header.
         let _ = response.add_cookie(&cookie);
@@ -104,7 +107,9 @@ pub async fn ask_code(
         return refuse("Pick your name from the list.");
     };
     let Some(tell) = &state.membership else {
-        return refuse("hearth has no chat to send a code to. Ask a parent for a sign-in link (hearth web-link --user NAME).");
+        return refuse(
+            "hearth has no chat to send a code to. Ask a parent for a sign-in link (hearth web-link --user NAME).",
+        );
     };
     if tell.own_chats.of(&member.id).is_empty() {
         count(&state, "code", "no_chat");
@@ -128,7 +133,9 @@ pub async fn ask_code(
         }
         Ok(AskedCode::TooMany) => {
             count(&state, "code", "too_many");
-            refuse("Three codes went to your chat in the last hour. Use the newest one, or wait an hour.")
+            refuse(
+                "Three codes went to your chat in the last hour. Use the newest one, or wait an hour.",
+            )
         }
         Err(error) => {
             tracing::error!(%error, "sign-in code not made");
@@ -202,7 +209,12 @@ pub async fn check_code(
     let way = state
         .membership
         .as_ref()
-        .and_then(|tell| tell.own_chats.of(&member.id).first().map(|chat| chat.channel().to_string()))
+        .and_then(|tell| {
+            tell.own_chats
+                .of(&member.id)
+                .first()
+                .map(|chat| chat.channel().to_string())
+        })
         .unwrap_or_else(|| "code".to_string());
     let refused = |text: String| {
         let mut response = layout::page(
@@ -230,13 +242,20 @@ pub async fn check_code(
             let (outcome, text) = match check {
                 SignInCheck::Wrong { tries_left } => (
                     "wrong",
-                    format!("That is not the code. {tries_left} more tries before it stops working."),
+                    format!(
+                        "That is not the code. {tries_left} more tries before it stops working."
+                    ),
                 ),
                 SignInCheck::Locked => (
                     "locked",
-                    format!("{MAX_WRONG_SIGN_IN_CODES} wrong tries: this code no longer works. Ask for a new one."),
+                    format!(
+                        "{MAX_WRONG_SIGN_IN_CODES} wrong tries: this code no longer works. Ask for a new one."
+                    ),
                 ),
-                SignInCheck::Expired => ("expired", "This code has expired. Ask for a new one.".to_string()),
+                SignInCheck::Expired => (
+                    "expired",
+                    "This code has expired. Ask for a new one.".to_string(),
+                ),
                 SignInCheck::NoCode | SignInCheck::Accepted => (
                     "no_code",
                     "No code is waiting for you. Ask for a new one.".to_string(),
@@ -291,7 +310,12 @@ pub async fn use_link(
         return layout::forged_form(None);
     }
     match state.identity.sign_in_with_link(&body.link, now_ms()).await {
-        Ok(Some(opened)) if state.family.member(opened.session.member_id.as_str()).is_some() => {
+        Ok(Some(opened))
+            if state
+                .family
+                .member(opened.session.member_id.as_str())
+                .is_some() =>
+        {
             count(&state, "link", "signed_in");
             tracing::info!(member = %opened.session.member_id, session = %opened.session.id, "signed in on the web page with a link");
             let mut response = see_other("/chat");

@@ -68,9 +68,9 @@ pub fn card(
     html! {
         article.confirmation aria-label={ "Confirmation " (confirmation.id) } {
             @if for_someone_else {
-                p.asked-by { strong { (state.family.display_name(&confirmation.member_id)) } " asks for your approval (on " (confirmation.conversation.channel()) ")." }
+                p.asked-by { strong { (state.family.display_name(&confirmation.member_id)) } " asks for your approval (on " (place_name(confirmation)) ")." }
             } @else {
-                p.asked-by { "You were asked on " (confirmation.conversation.channel()) "." }
+                p.asked-by { "You were asked on " (place_name(confirmation)) "." }
             }
             p.prompt { (confirmation.prompt) }
             details {
@@ -85,6 +85,17 @@ pub fn card(
                 button.secondary type="submit" name="answer" value="decline" { "Decline" }
             }
         }
+    }
+}
+
+/// Where a confirmation was asked, in words.
+fn place_name(confirmation: &PendingConfirmation) -> &'static str {
+    match confirmation.conversation.channel() {
+        "telegram" => "Telegram",
+        "matrix" => "Matrix",
+        "http" => "the web page or the API",
+        "console" => "the terminal",
+        _ => "another channel",
     }
 }
 
@@ -166,6 +177,9 @@ pub async fn answer(
     let Ok(confirmation_id) = path.parse::<ConfirmationId>() else {
         return layout::not_found(Some(&signed_in));
     };
+    // From the chat, the page comes back with the resumed turn's reply (as after a message).
+    let (reply_to, receiver) = tokio::sync::oneshot::channel();
+    let back_to_chat = body.back.as_deref() == Some("chat");
     let answered = state
         .queue
         .send(AnswerConfirmation {
@@ -173,16 +187,18 @@ pub async fn answer(
             member_id: signed_in.member.id.clone(),
             place: AnswerPlace::OwnCredential,
             approve,
-            reply_to: None,
+            reply_to: back_to_chat.then_some(reply_to),
         })
         .await;
     let text = match answered {
-        Ok(Ok(_)) => {
-            let back = match body.back.as_deref() {
-                Some("chat") => "/chat",
-                _ => "/waiting",
-            };
-            return see_other(&format!("{back}?answered={}", body.answer));
+        Ok(Ok(answered)) => {
+            if back_to_chat {
+                if answered.asked_by == signed_in.member.id {
+                    let _ = tokio::time::timeout(state.reply_timeout, receiver).await;
+                }
+                return see_other(&format!("/chat?answered={}", body.answer));
+            }
+            return see_other(&format!("/waiting?answered={}", body.answer));
         }
         // Another member's confirmation is as one that does not exist.
         Ok(Err(AnswerError::Refused(AnswerRefused::Unknown | AnswerRefused::NotYours))) => {
