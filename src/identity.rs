@@ -176,7 +176,9 @@ impl Identity {
         Ok(Some(self.open_session(&member_id, "link", now_ms).await?))
     }
 
-    async fn open_session(
+    /// A session for `member_id`, who proved who they are some other way (an invite or
+    /// `/link` code entered on the page, checked by `family::Membership`).
+    pub async fn open_session(
         &self,
         member_id: &MemberId,
         signed_in_with: &str,

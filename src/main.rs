@@ -393,9 +393,14 @@ async fn print_first_parent_code(
     running: &app::RunningApp,
 ) -> anyhow::Result<()> {
     let channels = &loaded.config.channels;
-    if !channels.telegram.enabled && !channels.matrix.enabled {
+    let chats = channels.telegram.enabled || channels.matrix.enabled;
+    let page = running
+        .http
+        .as_ref()
+        .map(|(_, address)| web_command::public_url(loaded, Some(*address)));
+    if !chats && page.is_none() {
         println!(
-            "hearth has no family yet. Add yourself under `family:` in {}, or turn on Telegram or Matrix there (channels.telegram.enabled, channels.matrix.enabled) and start hearth again for a code to join with.",
+            "hearth has no family yet. Add yourself under `family:` in {}, or turn on Telegram, Matrix or the web page there (channels.telegram.enabled, channels.matrix.enabled, http.enabled) and start hearth again for a code to join with.",
             loaded.file.display()
         );
         return Ok(());
@@ -405,9 +410,22 @@ async fn print_first_parent_code(
         .first_parent_code(hearth::ports::now_ms())
         .await
         .context("no code for the first parent")?;
+    let mut ways = Vec::new();
+    if let Some(page) = page {
+        ways.push(format!(
+            "open this link and enter your name:\n\n    {page}/join?code={}",
+            issued.code
+        ));
+    }
+    if chats {
+        ways.push(format!(
+            "send this to the bot on Telegram or Matrix (`!join` in Matrix clients that take `/`):\n\n    /join {}",
+            issued.code
+        ));
+    }
     println!(
-        "hearth has no family yet. To become its first parent, send this to the bot on Telegram or Matrix (`!join` in Matrix clients that take `/`):\n\n    /join {}\n\nThe code works once, for 24 hours; the next start prints a new one while the family is empty.",
-        issued.code
+        "hearth has no family yet. To become its first parent, {}\n\nThe code works once, for 24 hours; the next start prints a new one while the family is empty.",
+        ways.join("\n\nor ")
     );
     Ok(())
 }

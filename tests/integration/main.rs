@@ -66,4 +66,5 @@ mod telegram_channel;
 mod telegram_fake_server;
 mod tools_stack;
 mod vision;
+mod web_join;
 mod web_page;

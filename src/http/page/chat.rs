@@ -3,8 +3,9 @@
 //! the inbound API). The page is whole without script: a message posted waits for its
 //! reply (up to `http.reply_timeout_seconds`) and the page comes back with it. With
 //! `hearth.js`, a message is posted in the background and the log is fetched again while
-//! the message is worked on, so replies show as they come. Everything shown is escaped:
-//! what a member or the model wrote is text, never markup.
+//! the message is worked on, so replies show as they come; a question the turn asks (an
+//! MCP server's) is shown at once and the member's next message answers it. Everything
+//! shown is escaped: what a member or the model wrote is text, never markup.
 
 use actix_web::http::StatusCode;
 use actix_web::{HttpRequest, HttpResponse, web};
@@ -17,7 +18,7 @@ use super::layout::{self, Tab, notice, see_other};
 use super::session::{SignedIn, signed_in};
 use super::waiting;
 use crate::actors::channels::{ForgetReply, HttpSubmitError, SubmitHttpInbound};
-use crate::actors::request_queue::{SubmitError, Submitted};
+use crate::actors::request_queue::{ReplyKind, SubmitError, Submitted};
 use crate::http::HttpState;
 use crate::ids::ConversationKey;
 use crate::llm::Role;
@@ -227,18 +228,25 @@ pub async fn send(
             );
         }
     };
-    if wants_json(&request) {
-        // The script reads the log while the message is worked on.
-        state.channel.do_send(ForgetReply { inbox_id: waiter });
-        return HttpResponse::Accepted().json(json!({ "id": message }));
-    }
-    if tokio::time::timeout(state.reply_timeout, receiver)
-        .await
-        .is_err()
-    {
+    let first = tokio::time::timeout(state.reply_timeout, receiver).await;
+    if !matches!(first, Ok(Ok(_))) {
         state.channel.do_send(ForgetReply { inbox_id: waiter });
     }
-    see_other("/chat")
+    if !wants_json(&request) {
+        return see_other("/chat");
+    }
+    // The script shows a question at once (the member's next message answers it: it is
+    // kept nowhere else) and otherwise reads the log while the message is worked on.
+    let (kind, text) = match first {
+        Ok(Ok(reply)) => match reply.kind {
+            ReplyKind::Question => ("question", reply.text),
+            ReplyKind::Answer | ReplyKind::Failed => ("answered", String::new()),
+            ReplyKind::AskConfirmation { .. } => ("confirmation", String::new()),
+            _ => ("working", reply.text),
+        },
+        _ => ("working", String::new()),
+    };
+    HttpResponse::Accepted().json(json!({ "id": message, "kind": kind, "text": text }))
 }
 
 /// `GET /chat/messages/{id}`: whether one of the member's web messages is still worked on.

@@ -1,5 +1,6 @@
 //! The family's web page, served at `/` by the same server as the API: signing in with a
-//! code from the member's own chat or a one-time link (`sign_in.rs`), the session and its
+//! code from the member's own chat or a one-time link (`sign_in.rs`), joining with an
+//! invite code or signing in with a `/link` code (`join.rs`), the session and its
 //! CSRF token (`session.rs`), the member's web conversation (`chat.rs`), what waits for
 //! their approval on every channel (`waiting.rs`), the family for parents: members, invites,
 //! roles (`family.rs`), their sessions (`settings.rs`), the
@@ -13,6 +14,7 @@
 
 mod chat;
 mod family;
+mod join;
 mod layout;
 mod session;
 mod settings;
@@ -49,6 +51,8 @@ pub fn routes(config: &mut web::ServiceConfig) {
         .route("/sign-in/link/{secret}", web::get().to(sign_in::link_form))
         .route("/sign-in/link", web::post().to(sign_in::use_link))
         .route("/sign-out", web::post().to(sign_in::sign_out))
+        .route("/join", web::get().to(join::form))
+        .route("/join", web::post().to(join::join))
         .route("/chat", web::get().to(chat::page))
         .route("/chat", web::post().to(chat::send))
         .route("/chat/log", web::get().to(chat::log_fragment))

@@ -62,6 +62,7 @@ fn pick_name(state: &HttpState, form: &str, said: Option<&str>) -> Markup {
         p.hint { "hearth sends a six-digit code to your own chat with it on Telegram or Matrix. \
                   No chat with hearth yet? A parent can print you a sign-in link with \
                   " code { "hearth web-link --user NAME" } "." }
+        p { a href="/join" { "Have an invite code? Join the family." } }
     }
 }
 

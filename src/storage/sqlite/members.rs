@@ -90,6 +90,8 @@ async fn member_of_user(
         PlatformUser::Matrix(id) => {
             sqlx::query_scalar("SELECT id FROM members WHERE matrix_user_id = ?").bind(id.clone())
         }
+        // A visitor of the web page has no account any member could have.
+        PlatformUser::WebVisitor(_) => return Ok(None),
     };
     query
         .fetch_optional(&mut *connection)

@@ -71,7 +71,7 @@ fn how_to_join(issued: &Issued, prefix: Option<char>) -> String {
         })
         .unwrap_or_default();
     format!(
-        "`/join {}`{matrix}, to me on Telegram or Matrix, within {hours} hours. The code works once.",
+        "`/join {}`{matrix}, to me on Telegram or Matrix (or enter it under Join on my web page), within {hours} hours. The code works once.",
         issued.code
     )
 }
@@ -225,7 +225,7 @@ impl MembershipParts {
     }
 
     /// Tell the parents but `member` that `member` joined, each in their own chats.
-    async fn tell_parents(
+    pub async fn tell_parents(
         &self,
         member: &FamilyMember,
         invited_by: Option<&MemberId>,

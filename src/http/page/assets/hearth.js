@@ -51,6 +51,10 @@ document.addEventListener("DOMContentLoaded", () => {
     sent.className = "sending";
     sent.textContent = "Sent: " + text;
     log.appendChild(sent);
+    const waiting = document.createElement("p");
+    waiting.className = "sending";
+    waiting.textContent = "hearth is working on it…";
+    log.appendChild(waiting);
     try {
       const response = await fetch("/chat", {
         method: "POST",
@@ -63,6 +67,16 @@ document.addEventListener("DOMContentLoaded", () => {
         return;
       }
       const accepted = await response.json();
+      if (accepted.kind === "question") {
+        // The turn waits for the member's answer: their next message is it.
+        await refreshLog();
+        const question = document.createElement("p");
+        question.className = "question";
+        question.textContent = accepted.text;
+        log.appendChild(question);
+        form.elements.text.focus();
+        return;
+      }
       await follow(accepted.id);
     } catch (error) {
       sent.textContent = "Not sent: hearth could not be reached. Try again.";
