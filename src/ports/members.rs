@@ -222,6 +222,8 @@ pub trait Members: Send + Sync {
     /// Add or replace `member`'s row.
     async fn save_member(&self, member: &StoredMember) -> Result<(), StorageError>;
 
-    /// Remove `member`'s row and the unused codes they asked for; whether there was a row.
+    /// Remove `member`'s row and the unused codes they asked for, and end what proves them
+    /// on HTTP (`WebAccess`: sessions, sign-in links and codes gone, tokens revoked), in one
+    /// step; whether there was a row.
     async fn remove_member(&self, member: &MemberId) -> Result<bool, StorageError>;
 }

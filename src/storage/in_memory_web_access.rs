@@ -53,6 +53,23 @@ impl InMemoryStore {
     }
 }
 
+impl InMemoryStore {
+    /// A removed member's sessions, links and codes gone, their tokens revoked.
+    pub(super) fn forget_web_access_of(&self, member: &MemberId) {
+        let mut state = self.web_access_state();
+        state.codes.retain(|code| code.code.member_id != *member);
+        state.links.retain(|_, link| link.member_id != *member);
+        state
+            .sessions
+            .retain(|_, (_, session)| session.member_id != *member);
+        for token in state.tokens.values_mut() {
+            if token.token.member_id == *member {
+                token.revoked = true;
+            }
+        }
+    }
+}
+
 impl WebAccessState {
     fn seq(&mut self) -> u64 {
         self.next_seq += 1;
