@@ -567,37 +567,49 @@ async fn chat_through_running_hearth(
     address: SocketAddr,
 ) -> anyhow::Result<()> {
     let http = &loaded.config.http;
-    let variable = http.auth_api_key_env.clone();
-    // The key is read from the environment even when this configuration does not
-    // serve HTTP itself (validation then did not collect it).
-    let api_key = variable.as_deref().and_then(|variable| {
-        loaded
-            .secret(variable)
-            .map(str::to_string)
-            .or_else(|| std::env::var(variable).ok())
-    });
-    if http.auth_enabled && api_key.is_none() {
-        match &variable {
-            Some(variable) => anyhow::bail!(
-                "the running hearth at {address} needs its api key: set ${variable} \
-                 (http.auth_api_key_env in {})",
-                loaded.file.display()
-            ),
-            None => anyhow::bail!(
-                "the running hearth at {address} needs its api key: name its variable in \
-                 http.auth_api_key_env in {} and set it",
-                loaded.file.display()
-            ),
+    // The terminal speaks as its member with a token of theirs, made for this chat and
+    // revoked at its end: it may answer the member's confirmations, which the shared key
+    // may not.
+    let token = if http.auth_enabled {
+        let stores = hearth::storage::open_beside_running(
+            &loaded.config.database_url,
+            loaded.config.database_max_connections,
+        )
+        .await
+        .context("the database of the running hearth cannot be opened for a token of this chat")?;
+        let identity =
+            hearth::identity::Identity::new(stores.web_access.clone(), http.session_days);
+        let (key, token) = identity
+            .create_token(
+                &user,
+                Some("hearth chat in a terminal".to_string()),
+                hearth::ports::now_ms(),
+            )
+            .await
+            .context("no token for this chat")?;
+        Some((key, token.id, identity, stores))
+    } else {
+        None
+    };
+    let chatted = hearth::actors::channels::run_remote_console(
+        hearth::actors::channels::RemoteConsoleSettings {
+            address,
+            api_key: token.as_ref().map(|(key, ..)| key.clone()),
+            member_id: user,
+            request_timeout: Duration::from_secs(http.reply_timeout_seconds)
+                + Duration::from_secs(30),
+        },
+    )
+    .await;
+    if let Some((_, id, identity, stores)) = token {
+        if let Err(error) = identity.revoke_token(&id).await {
+            eprintln!(
+                "the token of this chat ({id}) was not revoked: {error}; `hearth token revoke {id}` does it"
+            );
         }
+        stores.close().await;
     }
-    hearth::actors::channels::run_remote_console(hearth::actors::channels::RemoteConsoleSettings {
-        address,
-        api_key,
-        api_key_variable: variable,
-        member_id: user,
-        request_timeout: Duration::from_secs(http.reply_timeout_seconds) + Duration::from_secs(30),
-    })
-    .await?;
+    chatted?;
     Ok(())
 }
 
