@@ -68,3 +68,4 @@ mod tools_stack;
 mod vision;
 mod web_join;
 mod web_page;
+mod web_sign_in;

@@ -21,14 +21,14 @@ const CONFIRM_PROFILE_UPDATE: (&str, &str) = (
 );
 
 /// A visitor of the page: keeps the cookies it is given, follows no redirect.
-struct Visitor {
+pub(crate) struct Visitor {
     client: reqwest::Client,
     base: String,
     cookies: std::sync::Mutex<Vec<(String, String)>>,
 }
 
 impl Visitor {
-    fn new(app: &TestApp) -> Visitor {
+    pub(crate) fn new(app: &TestApp) -> Visitor {
         Visitor {
             client: reqwest::Client::builder()
                 .redirect(reqwest::redirect::Policy::none())
@@ -62,7 +62,7 @@ impl Visitor {
         }
     }
 
-    async fn get(&self, path: &str) -> (u16, String, Option<String>) {
+    pub(crate) async fn get(&self, path: &str) -> (u16, String, Option<String>) {
         let response = self
             .client
             .get(format!("{}{path}", self.base))
@@ -82,7 +82,11 @@ impl Visitor {
         )
     }
 
-    async fn post(&self, path: &str, form: &[(&str, &str)]) -> (u16, String, Option<String>) {
+    pub(crate) async fn post(
+        &self,
+        path: &str,
+        form: &[(&str, &str)],
+    ) -> (u16, String, Option<String>) {
         let response = self
             .client
             .post(format!("{}{path}", self.base))
@@ -104,7 +108,7 @@ impl Visitor {
     }
 
     /// The value of the hidden field `name` on `page`.
-    fn field(page: &str, name: &str) -> String {
+    pub(crate) fn field(page: &str, name: &str) -> String {
         let marker = format!("name=\"{name}\" value=\"");
         let at = page
             .find(&marker)

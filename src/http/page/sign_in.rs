@@ -163,6 +163,8 @@ fn enter_code(state: &HttpState, member: &MemberId, form: &str, said: Option<&st
                 maxlength="12" required autofocus;
             button type="submit" { "Sign in" }
         }
+        p.hint { "No code after a minute? Telegram lets hearth write only to those who wrote to it \
+                  first: send hearth any message, then start again." }
         p { a href="/sign-in" { "Not you, or no code? Start again." } }
     }
 }
@@ -241,13 +243,13 @@ pub async fn check_code(
         }
         Ok(CodeSignIn::Refused(check)) => {
             let (outcome, text) = match check {
-                SignInCheck::Wrong { tries_left } => (
+                SignInCheck::Wrong { tries_left } if tries_left > 0 => (
                     "wrong",
                     format!(
                         "That is not the code. {tries_left} more tries before it stops working."
                     ),
                 ),
-                SignInCheck::Locked => (
+                SignInCheck::Wrong { .. } | SignInCheck::Locked => (
                     "locked",
                     format!(
                         "{MAX_WRONG_SIGN_IN_CODES} wrong tries: this code no longer works. Ask for a new one."
