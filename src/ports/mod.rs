@@ -59,7 +59,9 @@ pub use schedules::{
 pub use script_workflows::{ScriptWorkflow, ScriptWorkflows};
 pub use shopping_lists::{ShoppingItem, ShoppingLists};
 pub(crate) use shopping_lists::{check_shopping_quantity, shopping_key};
-pub use telemetry::{LlmCallRecord, TelemetryEvent, TelemetrySink, TracingTelemetry};
+pub use telemetry::{
+    DailyUsage, LlmCallRecord, TelemetryEvent, TelemetrySink, TracingTelemetry, UsageReport,
+};
 pub use turn_journal::TurnJournal;
 pub use user_profiles::{ProfileFacts, UserProfiles};
 pub use web_access::{MemberToken, NewSignInCode, SignInCheck, WebAccess, WebSession};

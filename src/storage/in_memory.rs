@@ -17,10 +17,10 @@ use crate::ports::{
 #[derive(Default)]
 pub(super) struct State {
     /// Inbox records in acceptance order.
-    inbox: Vec<InboxRecord>,
+    pub(super) inbox: Vec<InboxRecord>,
     messages: HashMap<ConversationKey, Vec<HistoryEntry>>,
     profiles: HashMap<MemberId, ProfileFacts>,
-    events: Vec<TelemetryEvent>,
+    pub(super) events: Vec<TelemetryEvent>,
     /// Confirmations in creation order, with their state.
     confirmations: Vec<StoredConfirmation>,
     /// (channel, key) → value.

@@ -14,6 +14,7 @@ mod in_memory_outbox;
 mod in_memory_plugins;
 mod in_memory_schedules;
 mod in_memory_scripts;
+mod in_memory_usage;
 mod in_memory_web_access;
 pub mod instance_lock;
 pub mod sqlite;
@@ -59,6 +60,8 @@ pub struct Stores {
     pub notes: Arc<dyn Notes>,
     /// The members who joined by invite, and their invite codes.
     pub members: Arc<dyn Members>,
+    /// What each member used per day (the family page).
+    pub usage: Arc<dyn crate::ports::UsageReport>,
     /// How members sign in to the web page: codes, links, sessions and API tokens.
     pub web_access: Arc<dyn WebAccess>,
     /// The SQLite store itself, when the stores are SQLite (`hearth telemetry` reads it).
@@ -88,6 +91,7 @@ impl Stores {
             notes: store.clone(),
             members: store.clone(),
             web_access: store.clone(),
+            usage: store.clone(),
             sqlite: None,
             telemetry: store,
         }
@@ -114,6 +118,7 @@ impl Stores {
             notes: store.clone(),
             members: store.clone(),
             web_access: store.clone(),
+            usage: store.clone(),
             sqlite: Some(store),
             telemetry,
         }
