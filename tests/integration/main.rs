@@ -67,3 +67,4 @@ mod telegram_fake_server;
 mod tools_stack;
 mod vision;
 mod web_page;
+mod web_pages;
