@@ -459,6 +459,8 @@ pub async fn start_with_models(
                 llm_names: config.llms.keys().cloned().collect(),
                 schedules: stores.schedules.clone(),
                 reminders: Some(scheduler.clone().recipient()),
+                cancel_reminder: Some(scheduler.clone().recipient()),
+                notes: stores.notes.clone(),
                 identity: Identity::new(stores.web_access.clone(), config.http.session_days),
                 memory: stores.memory.clone(),
                 membership: Some(membership_parts),

@@ -27,7 +27,9 @@ use crate::identity::Identity;
 use crate::llm::GenerateChat;
 use crate::metrics::Metrics;
 use crate::plugins::PluginRuntime;
-use crate::ports::{ConversationMemory, Inbox, PendingActions, RegisteredPlugins, Schedules};
+use crate::ports::{
+    ConversationMemory, Inbox, Notes, PendingActions, RegisteredPlugins, Schedules,
+};
 use crate::readiness::Readiness;
 
 pub use auth::{ApiKeys, Scope};
@@ -60,6 +62,11 @@ pub struct HttpState {
     pub schedules: Arc<dyn Schedules>,
     /// Done and Snooze go to the scheduler; `None` when it is not running.
     pub reminders: Option<Recipient<crate::reminders::SettleReminder>>,
+    /// A cancel from the page goes to the scheduler, as from a chat's list; `None` when it
+    /// is not running.
+    pub cancel_reminder: Option<Recipient<crate::reminders::CancelReminder>>,
+    /// The family's notes, each read as the signed-in member (the page's `/notes`).
+    pub notes: Arc<dyn Notes>,
     /// Sign-in codes and links, sessions, member tokens.
     pub identity: Identity,
     /// Read only: a member's web conversation, shown on the page.

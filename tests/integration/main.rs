@@ -68,4 +68,5 @@ mod tools_stack;
 mod vision;
 mod web_join;
 mod web_page;
+mod web_pages;
 mod web_sign_in;

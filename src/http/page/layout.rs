@@ -13,6 +13,8 @@ use super::session::SignedIn;
 pub enum Tab {
     Chat,
     Waiting,
+    Reminders,
+    Notes,
     Family,
     Settings,
     None,
@@ -37,6 +39,8 @@ pub fn page(title: &str, signed_in: Option<&SignedIn>, tab: Tab, body: Markup) -
                         nav aria-label="Pages" {
                             (nav_link("/chat", "Chat", tab == Tab::Chat))
                             (nav_link("/waiting", "Waiting for you", tab == Tab::Waiting))
+                            (nav_link("/reminders", "Reminders", tab == Tab::Reminders))
+                            (nav_link("/notes", "Notes", tab == Tab::Notes))
                             @if signed_in.is_parent() {
                                 (nav_link("/family", "Family", tab == Tab::Family))
                             }
@@ -107,6 +111,15 @@ pub fn forged_form(signed_in: Option<&SignedIn>) -> HttpResponse {
         signed_in,
         "This form has expired or did not come from this page. Reload the page and try again.",
     )
+}
+
+/// `text` with its first letter upper case: an error's text said as a sentence.
+pub fn upper_first(text: &str) -> String {
+    let mut chars = text.chars();
+    match chars.next() {
+        Some(first) => first.to_uppercase().chain(chars).collect(),
+        None => String::new(),
+    }
 }
 
 /// A short notice above a page's content.

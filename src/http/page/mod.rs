@@ -2,11 +2,12 @@
 //! code from the member's own chat or a one-time link (`sign_in.rs`), joining with an
 //! invite code or signing in with a `/link` code (`join.rs`), the session and its
 //! CSRF token (`session.rs`), the member's web conversation (`chat.rs`), what waits for
-//! their approval on every channel (`waiting.rs`), the family for parents: members, invites,
-//! roles (`family.rs`), their sessions (`settings.rs`), the
-//! frame every page shares (`layout.rs`), and the stylesheet and script hearth serves
-//! itself (`assets/`): no build step, nothing from another site, usable offline on a home
-//! network.
+//! their approval on every channel (`waiting.rs`), their reminders with Done, Snooze and
+//! Cancel (`reminders.rs`), the family's notes and their private ones (`notes.rs`), the
+//! family for parents: members, invites, roles (`family.rs`), their sessions
+//! (`settings.rs`), the frame every page shares (`layout.rs`), and the stylesheet and
+//! script hearth serves itself (`assets/`): no build step, nothing from another site,
+//! usable offline on a home network.
 //!
 //! Every page is rendered on the server with maud, which escapes what it is given: a
 //! message, a prompt or a tool's arguments are shown as text. `SECURITY_HEADERS` forbid
@@ -16,6 +17,8 @@ mod chat;
 mod family;
 mod join;
 mod layout;
+mod notes;
+mod reminders;
 mod session;
 mod settings;
 mod sign_in;
@@ -59,6 +62,23 @@ pub fn routes(config: &mut web::ServiceConfig) {
         .route("/chat/messages/{id}", web::get().to(chat::message_status))
         .route("/waiting", web::get().to(waiting::page))
         .route("/waiting/{id}", web::post().to(waiting::answer))
+        .route("/reminders", web::get().to(reminders::page))
+        .route(
+            "/reminders/{occurrence}/done",
+            web::post().to(reminders::done),
+        )
+        .route(
+            "/reminders/{occurrence}/snooze",
+            web::post().to(reminders::snooze),
+        )
+        .route(
+            "/reminders/{schedule}/cancel",
+            web::post().to(reminders::cancel),
+        )
+        .route("/notes", web::get().to(notes::page))
+        .route("/notes", web::post().to(notes::save))
+        .route("/notes/{id}", web::get().to(notes::note))
+        .route("/notes/{id}/delete", web::post().to(notes::delete))
         .route("/family", web::get().to(family::page))
         .route("/family/invite", web::post().to(family::invite))
         .route("/family/{member}/{change}", web::post().to(family::change))

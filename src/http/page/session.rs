@@ -10,6 +10,7 @@ use subtle::ConstantTimeEq;
 use super::super::HttpState;
 use crate::config::FamilyMember;
 use crate::identity::OpenedSession;
+use crate::local_time::ZoneName;
 use crate::ports::{WebSession, now_ms};
 use crate::secrets;
 
@@ -31,6 +32,15 @@ impl SignedIn {
 
     pub fn is_parent(&self) -> bool {
         self.member.role == crate::ids::FamilyRole::Parent
+    }
+
+    /// The member's own zone, where the page says a time; UTC when they have none.
+    pub fn zone(&self) -> ZoneName {
+        self.member
+            .timezone
+            .as_deref()
+            .and_then(|zone| ZoneName::parse(zone).ok())
+            .unwrap_or_else(|| chrono_tz::UTC.into())
     }
 }
 

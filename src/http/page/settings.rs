@@ -40,12 +40,7 @@ pub async fn page(
         }
     };
     let now = crate::clock::now();
-    let zone = signed_in
-        .member
-        .timezone
-        .as_deref()
-        .and_then(|zone| crate::local_time::ZoneName::parse(zone).ok())
-        .unwrap_or_else(|| chrono_tz::UTC.into());
+    let zone = signed_in.zone();
     let when = |ms: i64| {
         DateTime::<Utc>::from_timestamp_millis(ms)
             .map(|at| phrasing::say_instant(at, zone, now))

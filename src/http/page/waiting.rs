@@ -15,7 +15,7 @@ use super::session::{SignedIn, signed_in};
 use crate::actors::request_queue::{AnswerConfirmation, AnswerError};
 use crate::http::HttpState;
 use crate::ids::ConfirmationId;
-use crate::local_time::{ZoneName, phrasing};
+use crate::local_time::phrasing;
 use crate::ports::{AnswerPlace, AnswerRefused, PendingConfirmation, now_ms};
 
 /// The confirmations `signed_in` may answer now, oldest first.
@@ -42,15 +42,6 @@ pub async fn open_for(
         .collect())
 }
 
-fn member_zone(signed_in: &SignedIn) -> ZoneName {
-    signed_in
-        .member
-        .timezone
-        .as_deref()
-        .and_then(|zone| ZoneName::parse(zone).ok())
-        .unwrap_or_else(|| chrono_tz::UTC.into())
-}
-
 /// One confirmation with its Approve and Decline buttons; `back` is where the answer
 /// returns to (`chat` or `waiting`).
 pub fn card(
@@ -61,7 +52,7 @@ pub fn card(
 ) -> Markup {
     let now = crate::clock::now();
     let expires = DateTime::<Utc>::from_timestamp_millis(confirmation.expires_at_ms)
-        .map(|at| phrasing::say_instant(at, member_zone(signed_in), now))
+        .map(|at| phrasing::say_instant(at, signed_in.zone(), now))
         .unwrap_or_default();
     let for_someone_else = confirmation.member_id != signed_in.member.id;
     let arguments = serde_json::to_string_pretty(&confirmation.arguments).unwrap_or_default();
@@ -211,13 +202,9 @@ pub async fn answer(
         }
         Err(_) => "hearth is shutting down; try again in a moment.".to_string(),
     };
-    layout::problem(StatusCode::CONFLICT, Some(&signed_in), &upper_first(&text))
-}
-
-fn upper_first(text: &str) -> String {
-    let mut chars = text.chars();
-    match chars.next() {
-        Some(first) => first.to_uppercase().chain(chars).collect(),
-        None => String::new(),
-    }
+    layout::problem(
+        StatusCode::CONFLICT,
+        Some(&signed_in),
+        &layout::upper_first(&text),
+    )
 }
