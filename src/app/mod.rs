@@ -461,6 +461,7 @@ pub async fn start_with_models(
                 reminders: Some(scheduler.clone().recipient()),
                 cancel_reminder: Some(scheduler.clone().recipient()),
                 notes: stores.notes.clone(),
+                usage: stores.usage.clone(),
                 identity: Identity::new(stores.web_access.clone(), config.http.session_days),
                 memory: stores.memory.clone(),
                 membership: Some(membership_parts),

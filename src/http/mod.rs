@@ -67,6 +67,8 @@ pub struct HttpState {
     pub cancel_reminder: Option<Recipient<crate::reminders::CancelReminder>>,
     /// The family's notes, each read as the signed-in member (the page's `/notes`).
     pub notes: Arc<dyn Notes>,
+    /// Read only: what each member used per day (the family page).
+    pub usage: Arc<dyn crate::ports::UsageReport>,
     /// Sign-in codes and links, sessions, member tokens.
     pub identity: Identity,
     /// Read only: a member's web conversation, shown on the page.

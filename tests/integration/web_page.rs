@@ -415,6 +415,17 @@ async fn a_parent_approves_a_child_s_request_on_the_page() {
     )
     .await;
 
+    // The family page: members, and what each used (bob's message and its model call).
+    browser.goto(&format!("{base}/family")).await.unwrap();
+    let usage = wait_for_text(&browser, "table.usage", "Bob").await.unwrap();
+    assert!(usage.contains("Alice"), "{usage}");
+    screenshots(&mut browser, "family").await.unwrap();
+    for page in ["reminders", "notes"] {
+        browser.goto(&format!("{base}/{page}")).await.unwrap();
+        browser.wait_for("main h1").await.unwrap();
+        screenshots(&mut browser, page).await.unwrap();
+    }
+
     // bob signs in with a link printed by `hearth web-link` (beside the running hearth).
     let link = web_link(&family.config, &family.env, "bob");
     browser.delete_cookie("hearth_session").await.unwrap();

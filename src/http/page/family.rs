@@ -30,12 +30,53 @@ async fn parent(
     }
 }
 
-fn family_page(
+/// How many days of usage the page shows.
+const USAGE_DAYS: i64 = 14;
+
+/// What each member used per day, newest first, as a table.
+async fn usage_table(state: &HttpState) -> Markup {
+    let since = now_ms() - USAGE_DAYS * 24 * 60 * 60 * 1000;
+    let usage = match state.usage.daily_usage(since).await {
+        Ok(usage) => usage,
+        Err(error) => {
+            tracing::error!(%error, "usage not read");
+            return html! { p.notice { "Usage cannot be read just now." } };
+        }
+    };
+    html! {
+        @if usage.is_empty() {
+            p.hint { "Nobody has written to hearth in the last " (USAGE_DAYS) " days." }
+        } @else {
+            table.members.usage {
+                caption { "Use per member and day (UTC), the last " (USAGE_DAYS) " days" }
+                thead { tr {
+                    th scope="col" { "Day" } th scope="col" { "Member" } th scope="col" { "Messages" }
+                    th scope="col" { "Model calls" } th scope="col" { "Tokens in / out" } th scope="col" { "Cost (USD)" }
+                } }
+                tbody {
+                    @for day in &usage {
+                        tr {
+                            td { (day.day) }
+                            td { (state.family.display_name(&day.member_id)) }
+                            td { (day.turns) }
+                            td { (day.llm_calls) }
+                            td { (day.input_tokens) " / " (day.output_tokens) }
+                            td { (format!("{:.4}", day.cost_usd)) }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+async fn family_page(
     state: &HttpState,
     signed_in: &SignedIn,
     said: Option<&str>,
     code: Option<&str>,
 ) -> HttpResponse {
+    let usage = usage_table(state).await;
     let family = state.family.clone();
     let mut members = family.members();
     members.sort_by_key(|member| family.display_name(&member.id).to_lowercase());
@@ -81,6 +122,8 @@ fn family_page(
                 }
             }
         }
+        h2 { "Usage" }
+        (usage)
         h2 { "Invite someone" }
         form method="post" action="/family/invite" {
             input type="hidden" name="csrf" value=(csrf);
@@ -100,7 +143,7 @@ fn family_page(
 /// `GET /family`.
 pub async fn page(request: HttpRequest, state: web::Data<HttpState>) -> HttpResponse {
     match parent(&state, &request).await {
-        Ok((signed_in, _)) => family_page(&state, &signed_in, None, None),
+        Ok((signed_in, _)) => family_page(&state, &signed_in, None, None).await,
         Err(answer) => answer,
     }
 }
@@ -137,7 +180,7 @@ pub async fn invite(
         .await
     {
         Ok(Change::Done(issued)) => {
-            let mut response = family_page(&state, &signed_in, None, Some(&issued.code));
+            let mut response = family_page(&state, &signed_in, None, Some(&issued.code)).await;
             // The code is shown once: never kept by a cache or the browser's history.
             response.headers_mut().insert(
                 actix_web::http::header::CACHE_CONTROL,
@@ -145,7 +188,7 @@ pub async fn invite(
             );
             response
         }
-        Ok(Change::Refused(text)) => family_page(&state, &signed_in, Some(&text), None),
+        Ok(Change::Refused(text)) => family_page(&state, &signed_in, Some(&text), None).await,
         Err(error) => {
             tracing::error!(%error, "invite code not made");
             layout::problem(
@@ -201,7 +244,7 @@ pub async fn change(
     };
     match changed {
         Ok(Change::Done(text) | Change::Refused(text)) => {
-            family_page(&state, &signed_in, Some(&text), None)
+            family_page(&state, &signed_in, Some(&text), None).await
         }
         Err(error) => {
             tracing::error!(%error, "family change not stored");
