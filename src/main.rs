@@ -304,7 +304,50 @@ async fn check_config(loaded: LoadedConfig) -> anyhow::Result<()> {
             }
         }
     }
+    print_credentials(&loaded);
     Ok(())
+}
+
+/// What each credential of the HTTP server may do.
+fn print_credentials(loaded: &LoadedConfig) {
+    let http = &loaded.config.http;
+    if !http.enabled {
+        println!("http: off (no web page, no API)");
+        return;
+    }
+    println!("credentials (http on {}):", http.bind);
+    if !http.auth_enabled {
+        println!(
+            "  - http.auth_enabled is false: every API route is open to whoever reaches {}, as any member; the web page still signs each member in",
+            http.bind
+        );
+    }
+    let named = |variable: &Option<String>| {
+        variable
+            .as_deref()
+            .map_or("unset: closed".to_string(), |variable| {
+                format!("${variable}")
+            })
+    };
+    println!(
+        "  - the inbound key ({}): submits messages and reads replies as any member; answers no confirmation",
+        named(&http.auth_api_key_env)
+    );
+    println!(
+        "  - a member's token (hearth token create --user NAME): the inbound routes as that member only, their confirmations included"
+    );
+    println!(
+        "  - the web page: each member signed in with a code sent to their own chat, or a link of hearth web-link; sessions last {} days",
+        http.session_days
+    );
+    println!(
+        "  - the plugin key ({}): the plugin LLM API",
+        named(&http.plugin_api_key_env)
+    );
+    println!(
+        "  - the admin key ({}): registering plugins; /metrics and /readyz details when metrics_auth",
+        named(&http.admin_api_key_env)
+    );
 }
 
 /// `hearth doctor`: the report on stdout; failing when any check failed.
