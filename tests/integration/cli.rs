@@ -132,7 +132,10 @@ fn check_config_prints_the_resolved_profiles() {
         ),
         "{stdout}"
     );
-    assert!(stdout.contains("a member's token (hearth token create --user NAME)"), "{stdout}");
+    assert!(
+        stdout.contains("a member's token (hearth token create --user NAME)"),
+        "{stdout}"
+    );
     assert!(
         !stdout.contains(crate::support::hearth_app::API_KEY),
         "no secrets printed"

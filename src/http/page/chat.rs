@@ -15,7 +15,7 @@ use serde_json::json;
 use tokio::sync::oneshot;
 
 use super::layout::{self, Tab, notice, see_other};
-use super::session::{SignedIn, signed_in};
+use super::session::{self, SignedIn, signed_in};
 use super::waiting;
 use crate::actors::channels::{ForgetReply, HttpSubmitError, SubmitHttpInbound};
 use crate::actors::request_queue::{ReplyKind, SubmitError, Submitted};
@@ -102,10 +102,9 @@ pub async fn page(
     state: web::Data<HttpState>,
     query: web::Query<ChatQuery>,
 ) -> HttpResponse {
-    let signed_in = match signed_in(&state, &request).await {
-        Ok(Some(signed_in)) => signed_in,
-        Ok(None) => return see_other("/sign-in"),
-        Err(unavailable) => return unavailable,
+    let signed_in = match session::signed_in_page(&state, &request).await {
+        Ok(signed_in) => signed_in,
+        Err(answer) => return answer,
     };
     let log = match log(&state, &signed_in).await {
         Ok(log) => log,
@@ -165,14 +164,10 @@ pub async fn send(
     state: web::Data<HttpState>,
     body: web::Form<SendForm>,
 ) -> HttpResponse {
-    let signed_in = match signed_in(&state, &request).await {
-        Ok(Some(signed_in)) => signed_in,
-        Ok(None) => return see_other("/sign-in"),
-        Err(unavailable) => return unavailable,
+    let signed_in = match session::signed_in_form(&state, &request, &body.csrf).await {
+        Ok(signed_in) => signed_in,
+        Err(answer) => return answer,
     };
-    if !signed_in.csrf_ok(&body.csrf) {
-        return layout::forged_form(Some(&signed_in));
-    }
     let body = body.into_inner();
     let text = body.text.trim();
     if text.is_empty() || text.chars().count() > MAX_TEXT_CHARS {

@@ -49,11 +49,10 @@ pub async fn form(
     }
     let (token, cookie) = form_token(&request);
     let code = query.code.as_deref().unwrap_or_default();
-    let mut response = layout::page("Join", None, Tab::None, join_form(&token, code, None));
-    if let Some(cookie) = cookie {
-        let _ = response.add_cookie(&cookie);
-    }
-    response
+    session::with_form_cookie(
+        layout::page("Join", None, Tab::None, join_form(&token, code, None)),
+        cookie,
+    )
 }
 
 #[derive(Debug, Deserialize)]

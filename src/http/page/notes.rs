@@ -17,7 +17,7 @@ use maud::{Markup, html};
 use serde::Deserialize;
 
 use super::layout::{self, Tab, notice, see_other};
-use super::session::{SignedIn, signed_in};
+use super::session::{self, SignedIn};
 use crate::http::HttpState;
 use crate::local_time::phrasing;
 use crate::notes::{
@@ -118,10 +118,9 @@ pub async fn page(
     state: web::Data<HttpState>,
     query: web::Query<NotesQuery>,
 ) -> HttpResponse {
-    let signed_in = match signed_in(&state, &request).await {
-        Ok(Some(signed_in)) => signed_in,
-        Ok(None) => return see_other("/sign-in"),
-        Err(unavailable) => return unavailable,
+    let signed_in = match session::signed_in_page(&state, &request).await {
+        Ok(signed_in) => signed_in,
+        Err(answer) => return answer,
     };
     let said = query.deleted.as_deref().map(|_| "The note is deleted.");
     let searched = query.q.as_deref().unwrap_or_default().trim();
@@ -204,10 +203,9 @@ pub async fn note(
     path: web::Path<String>,
     query: web::Query<NoteQuery>,
 ) -> HttpResponse {
-    let signed_in = match signed_in(&state, &request).await {
-        Ok(Some(signed_in)) => signed_in,
-        Ok(None) => return see_other("/sign-in"),
-        Err(unavailable) => return unavailable,
+    let signed_in = match session::signed_in_page(&state, &request).await {
+        Ok(signed_in) => signed_in,
+        Err(answer) => return answer,
     };
     let note = match readable(&state, &signed_in, &path).await {
         Ok(note) => note,
@@ -311,14 +309,10 @@ pub async fn save(
     state: web::Data<HttpState>,
     body: web::Form<NoteForm>,
 ) -> HttpResponse {
-    let signed_in = match signed_in(&state, &request).await {
-        Ok(Some(signed_in)) => signed_in,
-        Ok(None) => return see_other("/sign-in"),
-        Err(unavailable) => return unavailable,
+    let signed_in = match session::signed_in_form(&state, &request, &body.csrf).await {
+        Ok(signed_in) => signed_in,
+        Err(answer) => return answer,
     };
-    if !signed_in.csrf_ok(&body.csrf) {
-        return layout::forged_form(Some(&signed_in));
-    }
     // A browser sends a text area's line breaks as CRLF; kept as the chat's would be.
     let content = body.content.replace("\r\n", "\n");
     let checked = checked_title(&body.title).and_then(|title| {
@@ -371,14 +365,10 @@ pub async fn delete(
     path: web::Path<String>,
     body: web::Form<DeleteForm>,
 ) -> HttpResponse {
-    let signed_in = match signed_in(&state, &request).await {
-        Ok(Some(signed_in)) => signed_in,
-        Ok(None) => return see_other("/sign-in"),
-        Err(unavailable) => return unavailable,
+    let signed_in = match session::signed_in_form(&state, &request, &body.csrf).await {
+        Ok(signed_in) => signed_in,
+        Err(answer) => return answer,
     };
-    if !signed_in.csrf_ok(&body.csrf) {
-        return layout::forged_form(Some(&signed_in));
-    }
     let note = match readable(&state, &signed_in, &path).await {
         Ok(note) => note,
         Err(answer) => return answer,

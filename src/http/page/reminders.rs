@@ -14,7 +14,7 @@ use maud::{Markup, html};
 use serde::Deserialize;
 
 use super::layout::{self, Tab, notice, see_other};
-use super::session::{SignedIn, signed_in};
+use super::session::{self, SignedIn, signed_in};
 use crate::http::HttpState;
 use crate::ids::FiringId;
 use crate::ports::Schedule;
@@ -35,10 +35,9 @@ pub async fn page(
     state: web::Data<HttpState>,
     query: web::Query<RemindersQuery>,
 ) -> HttpResponse {
-    let signed_in = match signed_in(&state, &request).await {
-        Ok(Some(signed_in)) => signed_in,
-        Ok(None) => return see_other("/sign-in"),
-        Err(unavailable) => return unavailable,
+    let signed_in = match session::signed_in_page(&state, &request).await {
+        Ok(signed_in) => signed_in,
+        Err(answer) => return answer,
     };
     let now = crate::clock::now();
     let listed = listing::visible(state.schedules.as_ref(), &signed_in.member).await;
@@ -236,14 +235,10 @@ pub async fn cancel(
     path: web::Path<String>,
     body: web::Form<ReminderForm>,
 ) -> HttpResponse {
-    let signed_in = match signed_in(&state, &request).await {
-        Ok(Some(signed_in)) => signed_in,
-        Ok(None) => return see_other("/sign-in"),
-        Err(unavailable) => return unavailable,
+    let signed_in = match session::signed_in_form(&state, &request, &body.csrf).await {
+        Ok(signed_in) => signed_in,
+        Err(answer) => return answer,
     };
-    if !signed_in.csrf_ok(&body.csrf) {
-        return layout::forged_form(Some(&signed_in));
-    }
     let Ok(schedule_id) = path.parse::<i64>() else {
         return layout::not_found(Some(&signed_in));
     };

@@ -73,6 +73,33 @@ pub async fn signed_in(
         .map(|member| SignedIn { session, member }))
 }
 
+/// The member a page is for, or the answer instead: `303` to sign-in when nobody is signed
+/// in, `503` when the session cannot be read.
+pub async fn signed_in_page(
+    state: &HttpState,
+    request: &HttpRequest,
+) -> Result<SignedIn, HttpResponse> {
+    signed_in(state, request).await?.ok_or_else(|| {
+        HttpResponse::SeeOther()
+            .insert_header((actix_web::http::header::LOCATION, "/sign-in"))
+            .finish()
+    })
+}
+
+/// `signed_in_page` for a form posted with `csrf`: a form without its session's token
+/// (another site's, an old page's) is refused with `403` and does nothing.
+pub async fn signed_in_form(
+    state: &HttpState,
+    request: &HttpRequest,
+    csrf: &str,
+) -> Result<SignedIn, HttpResponse> {
+    let signed_in = signed_in_page(state, request).await?;
+    if !signed_in.csrf_ok(csrf) {
+        return Err(super::layout::forged_form(Some(&signed_in)));
+    }
+    Ok(signed_in)
+}
+
 /// Whether cookies may go without `Secure`: the page is reached on a loopback address.
 fn is_loopback(request: &HttpRequest) -> bool {
     let info = request.connection_info();
@@ -121,6 +148,18 @@ pub fn form_token(request: &HttpRequest) -> (String, Option<Cookie<'static>>) {
     let token = secrets::random_key("").unwrap_or_default();
     let cookie = cookie(request, FORM_COOKIE, token.clone());
     (token, Some(cookie))
+}
+
+/// `response` with the form cookie `form_token` made, if it made one.
+pub fn with_form_cookie(
+    mut response: HttpResponse,
+    cookie: Option<Cookie<'static>>,
+) -> HttpResponse {
+    if let Some(cookie) = cookie {
+        // The cookie was built here, so it always serialises into a header.
+        let _ = response.add_cookie(&cookie);
+    }
+    response
 }
 
 /// Whether a pre-sign-in form's `form` field matches the browser's `hearth_form` cookie.

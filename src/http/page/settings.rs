@@ -7,7 +7,7 @@ use maud::html;
 use serde::Deserialize;
 
 use super::layout::{self, Tab, notice, see_other};
-use super::session::{removed_session_cookie, signed_in};
+use super::session::{self, removed_session_cookie};
 use crate::http::HttpState;
 use crate::local_time::phrasing;
 use crate::ports::now_ms;
@@ -23,10 +23,9 @@ pub async fn page(
     state: web::Data<HttpState>,
     query: web::Query<SettingsQuery>,
 ) -> HttpResponse {
-    let signed_in = match signed_in(&state, &request).await {
-        Ok(Some(signed_in)) => signed_in,
-        Ok(None) => return see_other("/sign-in"),
-        Err(unavailable) => return unavailable,
+    let signed_in = match session::signed_in_page(&state, &request).await {
+        Ok(signed_in) => signed_in,
+        Err(answer) => return answer,
     };
     let sessions = match state
         .identity
@@ -87,14 +86,10 @@ pub async fn end_session(
     path: web::Path<String>,
     body: web::Form<EndForm>,
 ) -> HttpResponse {
-    let signed_in = match signed_in(&state, &request).await {
-        Ok(Some(signed_in)) => signed_in,
-        Ok(None) => return see_other("/sign-in"),
-        Err(unavailable) => return unavailable,
+    let signed_in = match session::signed_in_form(&state, &request, &body.csrf).await {
+        Ok(signed_in) => signed_in,
+        Err(answer) => return answer,
     };
-    if !signed_in.csrf_ok(&body.csrf) {
-        return layout::forged_form(Some(&signed_in));
-    }
     match state
         .identity
         .end_session(&signed_in.member.id, &path)

@@ -32,17 +32,6 @@ pub async fn home(request: HttpRequest, state: web::Data<HttpState>) -> HttpResp
     }
 }
 
-fn with_form_cookie(
-    mut response: HttpResponse,
-    cookie: Option<actix_web::cookie::Cookie<'static>>,
-) -> HttpResponse {
-    if let Some(cookie) = cookie {
-        // The cookie was built here, so it always serialises into a header.
-        let _ = response.add_cookie(&cookie);
-    }
-    response
-}
-
 fn pick_name(state: &HttpState, form: &str, said: Option<&str>) -> Markup {
     let mut members = state.family.members();
     members.sort_by_key(|member| state.family.display_name(&member.id).to_lowercase());
@@ -72,7 +61,7 @@ pub async fn form(request: HttpRequest, state: web::Data<HttpState>) -> HttpResp
         return see_other("/chat");
     }
     let (token, cookie) = form_token(&request);
-    with_form_cookie(
+    session::with_form_cookie(
         layout::page("Sign in", None, Tab::None, pick_name(&state, &token, None)),
         cookie,
     )
@@ -179,7 +168,7 @@ pub async fn code_form(
         return see_other("/sign-in");
     };
     let (token, cookie) = form_token(&request);
-    with_form_cookie(
+    session::with_form_cookie(
         layout::page(
             "Sign in",
             None,
@@ -278,7 +267,7 @@ pub async fn check_code(
 /// page does not spend it).
 pub async fn link_form(request: HttpRequest, path: web::Path<String>) -> HttpResponse {
     let (token, cookie) = form_token(&request);
-    with_form_cookie(
+    session::with_form_cookie(
         layout::page(
             "Sign in",
             None,
@@ -355,14 +344,10 @@ pub async fn sign_out(
     state: web::Data<HttpState>,
     body: web::Form<SignOutForm>,
 ) -> HttpResponse {
-    let signed_in = match signed_in(&state, &request).await {
-        Ok(Some(signed_in)) => signed_in,
-        Ok(None) => return see_other("/sign-in"),
-        Err(unavailable) => return unavailable,
+    let signed_in = match session::signed_in_form(&state, &request, &body.csrf).await {
+        Ok(signed_in) => signed_in,
+        Err(answer) => return answer,
     };
-    if !signed_in.csrf_ok(&body.csrf) {
-        return layout::forged_form(Some(&signed_in));
-    }
     if let Err(error) = state
         .identity
         .end_session(&signed_in.member.id, &signed_in.session.id)

@@ -11,7 +11,7 @@ use maud::{Markup, html};
 use serde::Deserialize;
 
 use super::layout::{self, Tab, notice, see_other};
-use super::session::{SignedIn, signed_in};
+use super::session::{self, SignedIn};
 use crate::actors::request_queue::{AnswerConfirmation, AnswerError};
 use crate::http::HttpState;
 use crate::ids::ConfirmationId;
@@ -101,10 +101,9 @@ pub async fn page(
     state: web::Data<HttpState>,
     query: web::Query<WaitingQuery>,
 ) -> HttpResponse {
-    let signed_in = match signed_in(&state, &request).await {
-        Ok(Some(signed_in)) => signed_in,
-        Ok(None) => return see_other("/sign-in"),
-        Err(unavailable) => return unavailable,
+    let signed_in = match session::signed_in_page(&state, &request).await {
+        Ok(signed_in) => signed_in,
+        Err(answer) => return answer,
     };
     let open = match open_for(&state, &signed_in).await {
         Ok(open) => open,
@@ -146,14 +145,10 @@ pub async fn answer(
     path: web::Path<String>,
     body: web::Form<AnswerForm>,
 ) -> HttpResponse {
-    let signed_in = match signed_in(&state, &request).await {
-        Ok(Some(signed_in)) => signed_in,
-        Ok(None) => return see_other("/sign-in"),
-        Err(unavailable) => return unavailable,
+    let signed_in = match session::signed_in_form(&state, &request, &body.csrf).await {
+        Ok(signed_in) => signed_in,
+        Err(answer) => return answer,
     };
-    if !signed_in.csrf_ok(&body.csrf) {
-        return layout::forged_form(Some(&signed_in));
-    }
     let approve = match body.answer.as_str() {
         "approve" => true,
         "decline" => false,
