@@ -13,7 +13,9 @@
 //! - [`doctor`]: `hearth doctor`, every part the configuration names tried once.
 //! - [`actors`]: the actors and their messages (`request_queue`, `processing`,
 //!   `delegation`, `llm_broker`, `channels` with `telegram` and `matrix`, `scheduler`).
-//! - [`http`]: the actix-web routes.
+//! - [`http`]: the actix-web routes, and the family's web page (`http/page`).
+//! - [`identity`]: who a request on HTTP speaks as: sign-in codes and links, sessions,
+//!   member tokens; [`secrets`]: the secrets hearth makes and the hashes it keeps.
 //! - [`llm`]: wire-neutral chat types, the `LlmProvider` port and its providers, and
 //!   `GenerateChat`, the request every LLM call is made with.
 //! - [`local_model`]: the small local model (llama.cpp serving SmolLM2-135M) run as a child
@@ -58,6 +60,7 @@ pub mod doctor;
 pub mod family;
 pub mod format;
 pub mod http;
+pub mod identity;
 pub mod ids;
 pub mod intents;
 pub mod llm;
@@ -72,6 +75,7 @@ pub mod redaction;
 pub mod reminders;
 pub mod retention;
 pub mod scripts;
+pub mod secrets;
 pub mod storage;
 pub mod tools;
 pub mod turn;

@@ -8,6 +8,7 @@
 //! running hearth too. An error ends the command with its message and causes, never a backtrace.
 
 mod family_command;
+mod web_command;
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -73,6 +74,18 @@ enum Command {
     Family {
         #[command(subcommand)]
         command: family_command::FamilyCommand,
+    },
+    /// Members' own API tokens: each speaks only as its member.
+    Token {
+        #[command(subcommand)]
+        command: web_command::TokenCommand,
+    },
+    /// Print a one-time link that signs a member in on the web page (a member without a
+    /// chat with hearth, or the first set-up).
+    WebLink {
+        /// The member's id.
+        #[arg(long)]
+        user: String,
     },
     /// Print the stages the intents engine recorded for a conversation (`http:alice`,
     /// `telegram:<chat id>`), oldest first.
@@ -177,6 +190,8 @@ fn run_command(cli: Cli) -> anyhow::Result<()> {
             limit,
         } => in_actix_system(telemetry(loaded, conversation, limit)),
         Command::Chat { user, .. } => in_actix_system(chat(loaded, user)),
+        Command::Token { command } => in_actix_system(web_command::token(loaded, command)),
+        Command::WebLink { user } => in_actix_system(web_command::web_link(loaded, user)),
         Command::Family { command } => in_actix_system(async move {
             let existing = existing_database(&loaded).await?;
             family_command::family(loaded, command, existing).await
@@ -289,7 +304,50 @@ async fn check_config(loaded: LoadedConfig) -> anyhow::Result<()> {
             }
         }
     }
+    print_credentials(&loaded);
     Ok(())
+}
+
+/// What each credential of the HTTP server may do.
+fn print_credentials(loaded: &LoadedConfig) {
+    let http = &loaded.config.http;
+    if !http.enabled {
+        println!("http: off (no web page, no API)");
+        return;
+    }
+    println!("credentials (http on {}):", http.bind);
+    if !http.auth_enabled {
+        println!(
+            "  - http.auth_enabled is false: every API route is open to whoever reaches {}, as any member; the web page still signs each member in",
+            http.bind
+        );
+    }
+    let named = |variable: &Option<String>| {
+        variable
+            .as_deref()
+            .map_or("unset: closed".to_string(), |variable| {
+                format!("${variable}")
+            })
+    };
+    println!(
+        "  - the inbound key ({}): submits messages and reads replies as any member; answers no confirmation",
+        named(&http.auth_api_key_env)
+    );
+    println!(
+        "  - a member's token (hearth token create --user NAME): the inbound routes as that member only, their confirmations included"
+    );
+    println!(
+        "  - the web page: each member signed in with a code sent to their own chat, or a link of hearth web-link; sessions last {} days",
+        http.session_days
+    );
+    println!(
+        "  - the plugin key ({}): the plugin LLM API",
+        named(&http.plugin_api_key_env)
+    );
+    println!(
+        "  - the admin key ({}): registering plugins; /metrics and /readyz details when metrics_auth",
+        named(&http.admin_api_key_env)
+    );
 }
 
 /// `hearth doctor`: the report on stdout; failing when any check failed.
@@ -378,9 +436,14 @@ async fn print_first_parent_code(
     running: &app::RunningApp,
 ) -> anyhow::Result<()> {
     let channels = &loaded.config.channels;
-    if !channels.telegram.enabled && !channels.matrix.enabled {
+    let chats = channels.telegram.enabled || channels.matrix.enabled;
+    let page = running
+        .http
+        .as_ref()
+        .map(|(_, address)| web_command::public_url(loaded, Some(*address)));
+    if !chats && page.is_none() {
         println!(
-            "hearth has no family yet. Add yourself under `family:` in {}, or turn on Telegram or Matrix there (channels.telegram.enabled, channels.matrix.enabled) and start hearth again for a code to join with.",
+            "hearth has no family yet. Add yourself under `family:` in {}, or turn on Telegram, Matrix or the web page there (channels.telegram.enabled, channels.matrix.enabled, http.enabled) and start hearth again for a code to join with.",
             loaded.file.display()
         );
         return Ok(());
@@ -390,9 +453,22 @@ async fn print_first_parent_code(
         .first_parent_code(hearth::ports::now_ms())
         .await
         .context("no code for the first parent")?;
+    let mut ways = Vec::new();
+    if let Some(page) = page {
+        ways.push(format!(
+            "open this link and enter your name:\n\n    {page}/join?code={}",
+            issued.code
+        ));
+    }
+    if chats {
+        ways.push(format!(
+            "send this to the bot on Telegram or Matrix (`!join` in Matrix clients that take `/`):\n\n    /join {}",
+            issued.code
+        ));
+    }
     println!(
-        "hearth has no family yet. To become its first parent, send this to the bot on Telegram or Matrix (`!join` in Matrix clients that take `/`):\n\n    /join {}\n\nThe code works once, for 24 hours; the next start prints a new one while the family is empty.",
-        issued.code
+        "hearth has no family yet. To become its first parent, {}\n\nThe code works once, for 24 hours; the next start prints a new one while the family is empty.",
+        ways.join("\n\nor ")
     );
     Ok(())
 }
@@ -534,37 +610,49 @@ async fn chat_through_running_hearth(
     address: SocketAddr,
 ) -> anyhow::Result<()> {
     let http = &loaded.config.http;
-    let variable = http.auth_api_key_env.clone();
-    // The key is read from the environment even when this configuration does not
-    // serve HTTP itself (validation then did not collect it).
-    let api_key = variable.as_deref().and_then(|variable| {
-        loaded
-            .secret(variable)
-            .map(str::to_string)
-            .or_else(|| std::env::var(variable).ok())
-    });
-    if http.auth_enabled && api_key.is_none() {
-        match &variable {
-            Some(variable) => anyhow::bail!(
-                "the running hearth at {address} needs its api key: set ${variable} \
-                 (http.auth_api_key_env in {})",
-                loaded.file.display()
-            ),
-            None => anyhow::bail!(
-                "the running hearth at {address} needs its api key: name its variable in \
-                 http.auth_api_key_env in {} and set it",
-                loaded.file.display()
-            ),
+    // The terminal speaks as its member with a token of theirs, made for this chat and
+    // revoked at its end: it may answer the member's confirmations, which the shared key
+    // may not.
+    let token = if http.auth_enabled {
+        let stores = hearth::storage::open_beside_running(
+            &loaded.config.database_url,
+            loaded.config.database_max_connections,
+        )
+        .await
+        .context("the database of the running hearth cannot be opened for a token of this chat")?;
+        let identity =
+            hearth::identity::Identity::new(stores.web_access.clone(), http.session_days);
+        let (key, token) = identity
+            .create_token(
+                &user,
+                Some("hearth chat in a terminal".to_string()),
+                hearth::ports::now_ms(),
+            )
+            .await
+            .context("no token for this chat")?;
+        Some((key, token.id, identity, stores))
+    } else {
+        None
+    };
+    let chatted = hearth::actors::channels::run_remote_console(
+        hearth::actors::channels::RemoteConsoleSettings {
+            address,
+            api_key: token.as_ref().map(|(key, ..)| key.clone()),
+            member_id: user,
+            request_timeout: Duration::from_secs(http.reply_timeout_seconds)
+                + Duration::from_secs(30),
+        },
+    )
+    .await;
+    if let Some((_, id, identity, stores)) = token {
+        if let Err(error) = identity.revoke_token(&id).await {
+            eprintln!(
+                "the token of this chat ({id}) was not revoked: {error}; `hearth token revoke {id}` does it"
+            );
         }
+        stores.close().await;
     }
-    hearth::actors::channels::run_remote_console(hearth::actors::channels::RemoteConsoleSettings {
-        address,
-        api_key,
-        api_key_variable: variable,
-        member_id: user,
-        request_timeout: Duration::from_secs(http.reply_timeout_seconds) + Duration::from_secs(30),
-    })
-    .await?;
+    chatted?;
     Ok(())
 }
 

@@ -100,6 +100,11 @@ const HELP: &[(&str, &str, &str)] = &[
         "Messages from senders who are not family members, ignored, by channel.",
     ),
     (
+        "hearth_web_sign_ins_total",
+        "counter",
+        "Sign-in attempts on the web page, by way (code, link) and outcome.",
+    ),
+    (
         "hearth_pruned_total",
         "counter",
         "Rows and attachment folders deleted by retention, by what they were.",

@@ -1,16 +1,17 @@
 //! The background task that prunes what hearth keeps only for a while (config
 //! `retention`): history, telemetry and LLM-call records, finished inbox messages,
 //! delivered outbox rows, settled reminder occurrences and the schedules that ended with
-//! none left, and downloaded attachments. Rows go in small batches with a pause between
-//! them, so pruning never holds the database writer for long; an attachment goes with its
-//! message's folder once that folder is old.
+//! none left, downloaded attachments, and the web page's expired sign-in codes, links and
+//! sessions (a day after they expired). Rows go in small batches with a pause between
+//! them, so pruning never holds the database writer for long (the few web-access rows in
+//! one step); an attachment goes with its message's folder once that folder is old.
 
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use crate::metrics::Metrics;
-use crate::ports::{Prunable, Retention, now_ms};
+use crate::ports::{Prunable, Retention, WebAccess, now_ms};
 
 /// Rows deleted in one statement.
 const BATCH: usize = 500;
@@ -18,6 +19,10 @@ const BATCH: usize = 500;
 const BETWEEN_BATCHES: Duration = Duration::from_millis(20);
 /// The first pruning waits this long after start (or the interval, if shorter).
 const FIRST_RUN_AFTER: Duration = Duration::from_secs(60);
+/// How long expired sign-in codes, links and sessions stay: a code still counts for how
+/// often codes were sent to a member's chat after it expired, so it stays longer than any
+/// window the page counts them in.
+const WEB_ACCESS_KEPT_AFTER_EXPIRY: Duration = Duration::from_secs(24 * 3600);
 
 /// How long each kind of thing is kept, and how often pruning runs.
 #[derive(Debug, Clone)]
@@ -69,21 +74,23 @@ impl RetentionSettings {
 /// Prune every `settings.interval` until the runtime stops.
 pub fn spawn_pruner(
     retention: Arc<dyn Retention>,
+    web_access: Arc<dyn WebAccess>,
     settings: RetentionSettings,
     metrics: Arc<Metrics>,
 ) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
         tokio::time::sleep(FIRST_RUN_AFTER.min(settings.interval)).await;
         loop {
-            prune_once(retention.as_ref(), &settings, &metrics).await;
+            prune_once(retention.as_ref(), web_access.as_ref(), &settings, &metrics).await;
             tokio::time::sleep(settings.interval).await;
         }
     })
 }
 
-/// One round: every kind of row, then the attachments.
+/// One round: every kind of row, the web page's expired access, then the attachments.
 pub async fn prune_once(
     retention: &dyn Retention,
+    web_access: &dyn WebAccess,
     settings: &RetentionSettings,
     metrics: &Metrics,
 ) {
@@ -112,6 +119,26 @@ pub async fn prune_once(
                 pruned as f64,
             );
             tracing::info!(what = what.as_str(), pruned, "old rows pruned");
+        }
+    }
+    // A family's sessions and codes are few: one step, not batches.
+    let expired_before_ms = now_ms().saturating_sub(millis(WEB_ACCESS_KEPT_AFTER_EXPIRY));
+    match web_access.prune_expired(expired_before_ms).await {
+        Ok(0) => {}
+        Ok(pruned) => {
+            metrics.add(
+                "hearth_pruned_total",
+                &[("what", "web_access")],
+                pruned as f64,
+            );
+            tracing::info!(
+                what = "web_access",
+                pruned,
+                "expired sign-ins and sessions pruned"
+            );
+        }
+        Err(error) => {
+            tracing::warn!(what = "web_access", %error, "pruning failed; trying again next round");
         }
     }
     let cutoff = crate::clock::system_now()
@@ -172,7 +199,7 @@ mod tests {
     use crate::llm::Role;
     use crate::ports::{
         Claimed, ConversationMemory, FiringClaim, FiringState, FiringTiming, HistoryEntry,
-        NewSchedule, ScheduleKind, Schedules, Settled, Settlement,
+        NewSchedule, NewSignInCode, ScheduleKind, Schedules, Settled, Settlement, WebSession,
     };
     use crate::storage::in_memory::InMemoryStore;
 
@@ -225,7 +252,7 @@ mod tests {
         let message_folder = attachments.path().join("inbox-1");
         std::fs::create_dir(&message_folder).unwrap();
         let metrics = Arc::new(Metrics::default());
-        let pruner = spawn_pruner(store.clone(), settings, metrics.clone());
+        let pruner = spawn_pruner(store.clone(), store.clone(), settings, metrics.clone());
 
         // The first round waits a minute after the start.
         tokio::time::sleep(FIRST_RUN_AFTER - Duration::from_secs(1)).await;
@@ -325,7 +352,7 @@ mod tests {
         let settled = store.settle(&settlement).await.unwrap();
         assert!(matches!(settled, Settled::Now { .. }), "{settled:?}");
         let metrics = Arc::new(Metrics::default());
-        let pruner = spawn_pruner(store.clone(), settings, metrics.clone());
+        let pruner = spawn_pruner(store.clone(), store.clone(), settings, metrics.clone());
 
         // Rounds run a minute after the start, then every six hours: the one at seven days
         // and a minute is the first to find the answered occurrence older than a week.
@@ -353,6 +380,75 @@ mod tests {
             .expect("the open occurrence");
         assert_eq!(waiting.state, FiringState::Open);
         assert!(store.schedule(ignored.id).await.unwrap().is_some());
+        pruner.abort();
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn expired_sign_ins_and_sessions_go_a_day_after_they_expired() {
+        let _clock = follow_tokio_clock();
+        let store = Arc::new(InMemoryStore::default());
+        let settings = RetentionSettings {
+            history: 30 * DAY,
+            telemetry: 30 * DAY,
+            finished_inbox: 30 * DAY,
+            delivered_outbox: 30 * DAY,
+            attachments: 30 * DAY,
+            attachment_dirs: Vec::new(),
+            interval: 6 * HOUR,
+        };
+        let now = now_ms();
+        let alice: crate::ids::MemberId = "alice".parse().unwrap();
+        let session = WebSession {
+            id: "s1".into(),
+            member_id: alice.clone(),
+            csrf_token: "csrf".into(),
+            signed_in_with: "link".into(),
+            created_at_ms: now - 32 * millis(DAY),
+            expires_at_ms: now - 2 * millis(DAY),
+        };
+        store.create_session("c1", &session).await.unwrap();
+        // Expired twenty minutes ago: it still counts for how often codes were sent.
+        let code = NewSignInCode {
+            member_id: alice.clone(),
+            code_hash: "h1".into(),
+            created_at_ms: now - millis(HOUR / 2),
+            expires_at_ms: now - millis(HOUR / 3),
+        };
+        store.put_sign_in_code(&code).await.unwrap();
+        let hour_ago = now - millis(HOUR);
+        let metrics = Arc::new(Metrics::default());
+        let pruner = spawn_pruner(store.clone(), store.clone(), settings, metrics.clone());
+
+        // The first round takes the session expired two days ago, not the code.
+        tokio::time::sleep(FIRST_RUN_AFTER + Duration::from_secs(1)).await;
+        assert_eq!(
+            store.session("c1", session.created_at_ms).await.unwrap(),
+            None
+        );
+        assert_eq!(
+            store.sign_in_codes_since(&alice, hour_ago).await.unwrap(),
+            1
+        );
+        assert_eq!(
+            metrics.value("hearth_pruned_total", &[("what", "web_access")]),
+            1.0
+        );
+        // The round at eighteen hours keeps it; the one at a day, past its expiry's day,
+        // takes it.
+        tokio::time::sleep(18 * HOUR).await;
+        assert_eq!(
+            store.sign_in_codes_since(&alice, hour_ago).await.unwrap(),
+            1
+        );
+        tokio::time::sleep(6 * HOUR).await;
+        assert_eq!(
+            store.sign_in_codes_since(&alice, hour_ago).await.unwrap(),
+            0
+        );
+        assert_eq!(
+            metrics.value("hearth_pruned_total", &[("what", "web_access")]),
+            2.0
+        );
         pruner.abort();
     }
 }

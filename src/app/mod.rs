@@ -37,6 +37,7 @@ use crate::actors::scheduler::{Scheduler, SchedulerDeps};
 use crate::config::LoadedConfig;
 use crate::family::{Family, Membership};
 use crate::http::{self, ApiKeys, HttpState};
+use crate::identity::Identity;
 use crate::local_model::{LocalModelError, LocalModelServer};
 use crate::metrics::Metrics;
 use crate::plugins::CatalogError;
@@ -398,6 +399,12 @@ pub async fn start_with_models(
         queue: queue.clone().recipient(),
     }));
 
+    let membership_parts = MembershipParts {
+        membership: membership.clone(),
+        own_chats: own_chats.clone(),
+        outbox: stores.outbox.clone(),
+        channels: platform_contexts.stored_deliveries(),
+    };
     let channel_deps = ChannelDeps {
         family: family.clone(),
         queue: queue.clone(),
@@ -410,12 +417,7 @@ pub async fn start_with_models(
             max_age: Duration::from_secs(config.delivery.max_age_hours.saturating_mul(3600)),
         },
         own_chats: own_chats.clone(),
-        membership: Some(MembershipParts {
-            membership: membership.clone(),
-            own_chats,
-            outbox: stores.outbox.clone(),
-            channels: platform_contexts.stored_deliveries(),
-        }),
+        membership: Some(membership_parts.clone()),
         reminders: Some(ReminderAnswers {
             settle: scheduler.clone().recipient(),
             list: scheduler.clone().recipient(),
@@ -457,6 +459,12 @@ pub async fn start_with_models(
                 llm_names: config.llms.keys().cloned().collect(),
                 schedules: stores.schedules.clone(),
                 reminders: Some(scheduler.clone().recipient()),
+                cancel_reminder: Some(scheduler.clone().recipient()),
+                notes: stores.notes.clone(),
+                usage: stores.usage.clone(),
+                identity: Identity::new(stores.web_access.clone(), config.http.session_days),
+                memory: stores.memory.clone(),
+                membership: Some(membership_parts),
             };
             let (handle, address) =
                 http::serve(&config.http.bind, config.http.max_body_bytes, state)?;
@@ -474,6 +482,7 @@ pub async fn start_with_models(
 
     let pruner = spawn_pruner(
         stores.retention.clone(),
+        stores.web_access.clone(),
         RetentionSettings::from_config(&config.retention, platforms::attachment_dirs(loaded)),
         metrics.clone(),
     );

@@ -140,6 +140,11 @@ pub struct HttpConfig {
     pub metrics_auth: bool,
     pub max_body_bytes: usize,
     pub reply_timeout_seconds: u64,
+    /// How long a session of the web page lasts before its member signs in again.
+    pub session_days: u32,
+    /// The address members open the page at (`https://hearth.home.example`), for the links
+    /// `hearth web-link` and set-up print; unset: `http://<bind>`.
+    pub public_url: Option<String>,
 }
 
 impl Default for HttpConfig {
@@ -154,6 +159,8 @@ impl Default for HttpConfig {
             metrics_auth: false,
             max_body_bytes: 65_536,
             reply_timeout_seconds: 120,
+            session_days: 30,
+            public_url: None,
         }
     }
 }

@@ -168,6 +168,17 @@ fn check_http(config: &HearthConfig, problems: &mut Problems) {
         "http.reply_timeout_seconds",
         http.reply_timeout_seconds,
     );
+    at_least_one(problems, "http.session_days", u64::from(http.session_days));
+    if let Some(url) = &http.public_url
+        && !is_http_url(url)
+    {
+        problems.push(
+            "http.public_url",
+            format!(
+                "{url:?} is not an http(s) url (expected e.g. \"https://hearth.home.example\")"
+            ),
+        );
+    }
     if http.auth_enabled && http.auth_api_key_env.is_none() {
         problems.push(
             "http.auth_api_key_env",

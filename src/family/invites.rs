@@ -6,8 +6,6 @@
 
 use std::collections::HashMap;
 
-use sha2::{Digest, Sha256};
-
 /// Letters and digits that cannot be mistaken for one another (no 0/O, 1/I/L).
 const ALPHABET: &[u8] = b"ABCDEFGHJKMNPQRSTUVWXYZ23456789";
 pub const CODE_LENGTH: usize = 8;
@@ -19,20 +17,11 @@ const STRANGER_TOLD_EVERY_MS: i64 = 24 * 60 * 60 * 1000;
 /// Senders remembered by either limit; past it the oldest half is forgotten.
 const REMEMBERED: usize = 4096;
 
-#[derive(Debug, thiserror::Error)]
-#[error("the operating system gave no randomness for an invite code: {0}")]
-pub struct NoRandomness(String);
+pub use crate::secrets::NoRandomness;
 
 /// A new code, as shown: `ABCD-EFGH`.
 pub fn new_code() -> Result<String, NoRandomness> {
-    let mut bytes = [0u8; CODE_LENGTH];
-    getrandom::fill(&mut bytes).map_err(|error| NoRandomness(error.to_string()))?;
-    // 256 is not a multiple of the alphabet's 31 letters: the small bias costs well under a
-    // bit of the code's 40.
-    let letters: String = bytes
-        .iter()
-        .map(|byte| ALPHABET[usize::from(*byte) % ALPHABET.len()] as char)
-        .collect();
+    let letters = crate::secrets::random_text::<CODE_LENGTH>(ALPHABET)?;
     Ok(format!("{}-{}", &letters[..4], &letters[4..]))
 }
 
@@ -48,10 +37,7 @@ pub fn read_code(text: &str) -> Option<String> {
 
 /// What the database keeps of a code read by `read_code`.
 pub fn code_hash(code: &str) -> String {
-    Sha256::digest(code.as_bytes())
-        .iter()
-        .map(|byte| format!("{byte:02x}"))
-        .collect()
+    crate::secrets::sha256_hex(code.as_bytes())
 }
 
 /// Per platform user, the times of their wrong codes in the last hour, and when a stranger

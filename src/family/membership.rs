@@ -419,6 +419,7 @@ fn user_key(user: &PlatformUser) -> String {
     match user {
         PlatformUser::Telegram(id) => format!("telegram:{id}"),
         PlatformUser::Matrix(id) => format!("matrix:{id}"),
+        PlatformUser::WebVisitor(address) => format!("web:{address}"),
     }
 }
 

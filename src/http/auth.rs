@@ -10,6 +10,10 @@
 //! scope knows, is `401`; a key of another scope is `403`. Every configured key is compared,
 //! each in constant time, whatever matches first, so timing tells nothing about any key.
 //! With `http.auth_enabled: false` every route is open.
+//!
+//! A member's own token (`hearth token create`, `hearth_token_...`) opens the inbound routes
+//! too, but speaks only as its member (`InboundCaller::Member`). The shared inbound key may
+//! submit messages as any member and read their replies; it answers no confirmation.
 
 use actix_web::{HttpRequest, HttpResponse};
 use subtle::{Choice, ConstantTimeEq};
@@ -104,6 +108,74 @@ impl ApiKeys {
     }
 }
 
+/// Who a request to an inbound route speaks as.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum InboundCaller {
+    /// `http.auth_enabled: false`: the network is trusted, the body names the member.
+    Open,
+    /// The shared inbound key: any member's messages, never a confirmation.
+    SharedKey,
+    /// A member's own token: only as this member.
+    Member(crate::ids::MemberId),
+}
+
+impl InboundCaller {
+    /// The member a request naming `user_id` speaks as, or the `403` when a member's token
+    /// names another member. `None` from a token means its own member.
+    // The refusal is the HTTP answer itself, made at most once per request.
+    #[allow(clippy::result_large_err)]
+    pub fn member_named(&self, user_id: Option<&str>) -> Result<Option<String>, HttpResponse> {
+        match (self, user_id) {
+            (InboundCaller::Member(own), None) => Ok(Some(own.to_string())),
+            (InboundCaller::Member(own), Some(named)) if named == own.as_str() => {
+                Ok(Some(own.to_string()))
+            }
+            (InboundCaller::Member(own), Some(_)) => {
+                Err(HttpResponse::Forbidden().json(serde_json::json!({
+                    "error": format!("this token speaks only as {own}: leave user_id out or name {own}")
+                })))
+            }
+            (_, named) => Ok(named.map(str::to_string)),
+        }
+    }
+}
+
+/// Who `request` speaks as on an inbound route, or the `401`/`403` to answer.
+pub async fn inbound_caller(
+    keys: Option<&ApiKeys>,
+    identity: &crate::identity::Identity,
+    request: &HttpRequest,
+) -> Result<InboundCaller, HttpResponse> {
+    let Some(keys) = keys else {
+        return Ok(InboundCaller::Open);
+    };
+    if let Some(presented) = presented_key(request)
+        && presented.starts_with(crate::identity::TOKEN_PREFIX)
+    {
+        return match identity.token(presented).await {
+            Ok(Some(token)) => Ok(InboundCaller::Member(token.member_id)),
+            Ok(None) => Err(unauthenticated()),
+            Err(error) => {
+                tracing::error!(%error, "member token not read");
+                Err(HttpResponse::ServiceUnavailable()
+                    .json(serde_json::json!({"error": "storage unavailable, try again"})))
+            }
+        };
+    }
+    match refuse_outside_scope(Some(keys), request, Scope::Inbound) {
+        None => Ok(InboundCaller::SharedKey),
+        Some(refused) => Err(refused),
+    }
+}
+
+fn unauthenticated() -> HttpResponse {
+    HttpResponse::Unauthorized()
+        .insert_header(("WWW-Authenticate", "Bearer"))
+        .json(serde_json::json!({
+            "error": "missing or wrong API key (send X-API-Key or Authorization: Bearer)"
+        }))
+}
+
 fn presented_key(request: &HttpRequest) -> Option<&str> {
     let headers = request.headers();
     headers
@@ -128,13 +200,7 @@ pub fn refuse_outside_scope(
     let keys = keys?;
     match keys.access(request, scope) {
         Access::Granted => None,
-        Access::Unauthenticated => Some(
-            HttpResponse::Unauthorized()
-                .insert_header(("WWW-Authenticate", "Bearer"))
-                .json(serde_json::json!({
-                    "error": "missing or wrong API key (send X-API-Key or Authorization: Bearer)"
-                })),
-        ),
+        Access::Unauthenticated => Some(unauthenticated()),
         Access::WrongScope => Some(HttpResponse::Forbidden().json(serde_json::json!({
             "error": format!(
                 "this key does not open this route: it needs the key of {}",

@@ -19,7 +19,7 @@ use serde_json::json;
 use tokio::sync::oneshot;
 
 use super::HttpState;
-use super::auth::{Scope, refuse_outside_scope};
+use super::auth::{InboundCaller, inbound_caller};
 use crate::actors::channels::{ForgetReply, HttpSubmitError, SubmitHttpInbound};
 use crate::actors::request_queue::{
     AnswerConfirmation, AnswerError, DeliverReply, ReplyKind, SubmitError, Submitted,
@@ -50,7 +50,8 @@ fn check_caller_id(field: &str, value: &str) -> Result<(), String> {
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct InboundBody {
-    user_id: String,
+    /// The member; left out with a member's own token, which speaks as its member.
+    user_id: Option<String>,
     text: String,
     /// Separate conversations of one member; defaults to the member's id.
     session_id: Option<String>,
@@ -75,10 +76,16 @@ pub async fn post_inbound(
     state: web::Data<HttpState>,
     body: web::Json<InboundBody>,
 ) -> HttpResponse {
-    if let Some(refused) = refuse_outside_scope(state.keys.as_ref(), &request, Scope::Inbound) {
-        return refused;
-    }
+    let caller = match inbound_caller(state.keys.as_ref(), &state.identity, &request).await {
+        Ok(caller) => caller,
+        Err(refused) => return refused,
+    };
     let body = body.into_inner();
+    let user_id = match caller.member_named(body.user_id.as_deref()) {
+        Ok(Some(user_id)) => user_id,
+        Ok(None) => return bad_request("field `user_id` is missing".into()),
+        Err(refused) => return refused,
+    };
     if body.text.trim().is_empty() {
         return bad_request("field `text` is empty".into());
     }
@@ -100,7 +107,7 @@ pub async fn post_inbound(
     // The member's id as the family knows it: the caller's text is read no further.
     let Some(member_id) = state
         .family
-        .by_id(HTTP_CHANNEL, &body.user_id)
+        .by_id(HTTP_CHANNEL, &user_id)
         .map(|member| member.id.clone())
     else {
         return HttpResponse::NoContent().finish();
@@ -209,29 +216,50 @@ async fn wait_for_reply(
 #[serde(deny_unknown_fields)]
 pub struct ConfirmBody {
     confirmation_id: String,
-    user_id: String,
+    user_id: Option<String>,
     approve: bool,
 }
 
-/// `POST /inbound/confirm {confirmation_id, user_id, approve}`: answer a confirmation
-/// and get the resumed turn's next reply, like `POST /inbound`. A parent answering a
-/// child's escalated request gets `{confirmation_id, status: "approved" | "declined",
-/// asked_by, notice}` at once instead: the outcome goes to the child's conversation.
+/// `POST /inbound/confirm {confirmation_id, user_id?, approve}` with the member's own token:
+/// answer one of their confirmations, asked on any channel, and get the resumed turn's next
+/// reply, like `POST /inbound` (for one asked over HTTP; else it goes where it was asked).
+/// A parent answering a child's escalated request gets `{confirmation_id, status:
+/// "approved" | "declined", asked_by, notice}` at once instead: the outcome goes to the
+/// child's conversation. The shared inbound key answers nothing (`403`).
 pub async fn post_confirm(
     request: HttpRequest,
     state: web::Data<HttpState>,
     body: web::Json<ConfirmBody>,
 ) -> HttpResponse {
-    if let Some(refused) = refuse_outside_scope(state.keys.as_ref(), &request, Scope::Inbound) {
-        return refused;
-    }
+    let caller = match inbound_caller(state.keys.as_ref(), &state.identity, &request).await {
+        Ok(InboundCaller::SharedKey) => {
+            return HttpResponse::Forbidden().json(json!({
+                "error": "the shared inbound key answers no confirmation: a member answers with \
+                          their own token (hearth token create --user NAME), on the web page, \
+                          or where they were asked"
+            }));
+        }
+        Ok(caller) => caller,
+        Err(refused) => return refused,
+    };
     let body = body.into_inner();
+    let user_id = match caller.member_named(body.user_id.as_deref()) {
+        Ok(Some(user_id)) => user_id,
+        Ok(None) => return bad_request("field `user_id` is missing".into()),
+        Err(refused) => return refused,
+    };
     let Some(member_id) = state
         .family
-        .by_id(HTTP_CHANNEL, &body.user_id)
+        .by_id(HTTP_CHANNEL, &user_id)
         .map(|member| member.id.clone())
     else {
         return HttpResponse::NoContent().finish();
+    };
+    // A member's own token proves the member: their confirmations are answered from
+    // anywhere. Without auth, only those asked over HTTP.
+    let place = match caller {
+        InboundCaller::Member(_) => AnswerPlace::OwnCredential,
+        _ => AnswerPlace::Channel(HTTP_CHANNEL.into()),
     };
     let refused = |status: actix_web::http::StatusCode, refusal: AnswerRefused| {
         HttpResponse::build(status).json(json!({"error": refusal.to_string()}))
@@ -249,8 +277,7 @@ pub async fn post_confirm(
         .send(AnswerConfirmation {
             confirmation_id,
             member_id: member_id.clone(),
-            // Only confirmations asked over HTTP are answered here; others are not found.
-            place: AnswerPlace::Channel(HTTP_CHANNEL.into()),
+            place,
             approve: body.approve,
             reply_to: Some(reply_to),
         })
@@ -315,10 +342,16 @@ pub async fn get_inbound(
     path: web::Path<String>,
     query: web::Query<GetInboundQuery>,
 ) -> HttpResponse {
-    if let Some(refused) = refuse_outside_scope(state.keys.as_ref(), &request, Scope::Inbound) {
-        return refused;
-    }
-    let Some(member_id) = query.into_inner().user_id.filter(|id| !id.is_empty()) else {
+    let caller = match inbound_caller(state.keys.as_ref(), &state.identity, &request).await {
+        Ok(caller) => caller,
+        Err(refused) => return refused,
+    };
+    let named = query.into_inner().user_id.filter(|id| !id.is_empty());
+    let member_id = match caller.member_named(named.as_deref()) {
+        Ok(member_id) => member_id,
+        Err(refused) => return refused,
+    };
+    let Some(member_id) = member_id else {
         return bad_request(
             "query parameter `user_id` is missing: a message is read by the member who sent it \
              (GET /inbound/{id}?user_id=<member>)"

@@ -8,6 +8,7 @@
 mod auth;
 mod health;
 mod inbound;
+mod page;
 mod plugins;
 mod reminders;
 
@@ -19,13 +20,16 @@ use actix::{Addr, Recipient};
 use actix_web::dev::ServerHandle;
 use actix_web::{App, HttpResponse, HttpServer, error, web};
 
-use crate::actors::channels::{HttpChannel, PlatformRoutes};
+use crate::actors::channels::{HttpChannel, MembershipParts, PlatformRoutes};
 use crate::actors::request_queue::RequestQueue;
 use crate::family::Family;
+use crate::identity::Identity;
 use crate::llm::GenerateChat;
 use crate::metrics::Metrics;
 use crate::plugins::PluginRuntime;
-use crate::ports::{Inbox, PendingActions, RegisteredPlugins, Schedules};
+use crate::ports::{
+    ConversationMemory, Inbox, Notes, PendingActions, RegisteredPlugins, Schedules,
+};
 use crate::readiness::Readiness;
 
 pub use auth::{ApiKeys, Scope};
@@ -58,6 +62,19 @@ pub struct HttpState {
     pub schedules: Arc<dyn Schedules>,
     /// Done and Snooze go to the scheduler; `None` when it is not running.
     pub reminders: Option<Recipient<crate::reminders::SettleReminder>>,
+    /// A cancel from the page goes to the scheduler, as from a chat's list; `None` when it
+    /// is not running.
+    pub cancel_reminder: Option<Recipient<crate::reminders::CancelReminder>>,
+    /// The family's notes, each read as the signed-in member (the page's `/notes`).
+    pub notes: Arc<dyn Notes>,
+    /// Read only: what each member used per day (the family page).
+    pub usage: Arc<dyn crate::ports::UsageReport>,
+    /// Sign-in codes and links, sessions, member tokens.
+    pub identity: Identity,
+    /// Read only: a member's web conversation, shown on the page.
+    pub memory: Arc<dyn ConversationMemory>,
+    /// A member's own chats, where sign-in codes are sent; `None` without chat platforms.
+    pub membership: Option<MembershipParts>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -80,8 +97,15 @@ pub fn serve(
         for routes in &platform_routes {
             app = app.configure(|config| routes(config));
         }
-        app.app_data(state.clone())
+        let mut headers = actix_web::middleware::DefaultHeaders::new();
+        for header in page::SECURITY_HEADERS {
+            headers = headers.add(header);
+        }
+        app.wrap(headers)
+            .app_data(state.clone())
             .app_data(json_config(max_body_bytes))
+            .app_data(web::FormConfig::default().limit(max_body_bytes))
+            .configure(page::routes)
             .route("/inbound", web::post().to(inbound::post_inbound))
             .route("/inbound/confirm", web::post().to(inbound::post_confirm))
             .route("/inbound/{id}", web::get().to(inbound::get_inbound))

@@ -2,7 +2,8 @@
 //! member's reminders over HTTP, with the inbound key.
 //!
 //! The list holds what the member may see (their own and those they set; a parent's, the
-//! family's: `reminders::listing`, the rules the tools and `/reminders` share) with each next time in words and as an instant, and the member's fired
+//! family's: `reminders::listing`, the rules the tools, `/reminders` and the web page share)
+//! with each next time in words and as an instant, and the member's fired
 //! reminders waiting for Done or Snooze. Done and Snooze go to the scheduler like a button
 //! press: only the member a reminder is for may answer it; for anyone else it is as if it
 //! did not exist (`404`). A user id that is not a family member gets `204` and nothing else.
@@ -15,21 +16,23 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::HttpState;
-use super::auth::{Scope, refuse_outside_scope};
+use super::auth::inbound_caller;
 use crate::ids::{FiringId, HTTP_CHANNEL};
-use crate::local_time::{ZoneName, phrasing};
 use crate::ports::Schedule;
-use crate::reminders::{ReminderChoice, ReminderError, SettleReminder, listing, stored_recurring};
+use crate::reminders::{
+    ReminderChoice, ReminderError, SettleReminder, listing, next_in_words, recurrence_in_words,
+};
 
 #[derive(Debug, Deserialize)]
 pub struct MemberQuery {
-    user_id: String,
+    /// Left out with a member's own token.
+    user_id: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct AnswerBody {
-    user_id: String,
+    user_id: Option<String>,
     /// Snooze only: how long, 1 to 1440; `reminders.snooze_minutes` when left out.
     minutes: Option<u64>,
 }
@@ -41,17 +44,6 @@ fn instant_json(ms: i64) -> Value {
 }
 
 fn schedule_json(schedule: &Schedule, now: DateTime<Utc>) -> Value {
-    let zone = ZoneName::parse(&schedule.zone).unwrap_or_else(|_| chrono_tz::UTC.into());
-    let next_local = schedule
-        .next_due_ms
-        .and_then(DateTime::<Utc>::from_timestamp_millis)
-        .map(|next| phrasing::say_instant(next, zone, now));
-    let recurrence = stored_recurring(
-        &schedule.zone,
-        schedule.recurrence.as_deref(),
-        schedule.start_local.as_deref(),
-    )
-    .map(|recurring| phrasing::say_recurrence(&recurring));
     json!({
         "id": schedule.id,
         "kind": schedule.kind.as_str(),
@@ -61,8 +53,8 @@ fn schedule_json(schedule: &Schedule, now: DateTime<Utc>) -> Value {
         "profile": schedule.profile_id,
         "zone": schedule.zone,
         "next_due": schedule.next_due_ms.map_or(Value::Null, instant_json),
-        "next_due_local": next_local,
-        "recurrence": recurrence,
+        "next_due_local": next_in_words(schedule, now),
+        "recurrence": recurrence_in_words(schedule),
     })
 }
 
@@ -71,14 +63,16 @@ pub async fn get_reminders(
     state: web::Data<HttpState>,
     query: web::Query<MemberQuery>,
 ) -> HttpResponse {
-    if let Some(refused) = refuse_outside_scope(state.keys.as_ref(), &request, Scope::Inbound) {
-        return refused;
-    }
-    let Some(member) = state.family.by_id(HTTP_CHANNEL, &query.user_id) else {
+    let user_id = match member_of_request(&state, &request, query.user_id.as_deref()).await {
+        Ok(user_id) => user_id,
+        Err(refused) => return refused,
+    };
+    let Some(member) = state.family.by_id(HTTP_CHANNEL, &user_id) else {
         return HttpResponse::NoContent().finish();
     };
+    let now = crate::clock::now();
     let listed = listing::visible(state.schedules.as_ref(), &member).await;
-    let open = state.schedules.open_firings_of(&member.id).await;
+    let open = listing::waiting(state.schedules.as_ref(), &member.id, now).await;
     let (schedules, open) = match (listed, open) {
         (Ok(schedules), Ok(open)) => (schedules, open),
         (Err(error), _) | (_, Err(error)) => {
@@ -87,27 +81,35 @@ pub async fn get_reminders(
                 .json(json!({ "error": "the reminders could not be read; try again" }));
         }
     };
-    let now = crate::clock::now();
-    let mut waiting = Vec::new();
-    for firing in open {
-        let Ok(Some(schedule)) = state.schedules.schedule(firing.id.schedule_id).await else {
-            continue;
-        };
-        let zone = ZoneName::parse(&schedule.zone).unwrap_or_else(|_| chrono_tz::UTC.into());
-        let due = DateTime::<Utc>::from_timestamp_millis(firing.id.due_ms).unwrap_or(now);
-        waiting.push(json!({
-            "occurrence": firing.id.to_string(),
-            "reminder": schedule.id,
-            "text": schedule.text,
-            "due": instant_json(firing.id.due_ms),
-            "due_local": phrasing::say_instant(due, zone, now),
-            "fired_at": instant_json(firing.fired_at_ms),
-        }));
-    }
+    let waiting: Vec<Value> = open
+        .iter()
+        .map(|waiting| {
+            json!({
+                "occurrence": waiting.firing.id.to_string(),
+                "reminder": waiting.schedule.id,
+                "text": waiting.schedule.text,
+                "due": instant_json(waiting.firing.id.due_ms),
+                "due_local": waiting.due_in_words,
+                "fired_at": instant_json(waiting.firing.fired_at_ms),
+            })
+        })
+        .collect();
     HttpResponse::Ok().json(json!({
         "reminders": schedules.iter().map(|schedule| schedule_json(schedule, now)).collect::<Vec<_>>(),
         "waiting": waiting,
     }))
+}
+
+/// The member a request speaks as: its token's, or the one it names with the shared key.
+async fn member_of_request(
+    state: &HttpState,
+    request: &HttpRequest,
+    named: Option<&str>,
+) -> Result<String, HttpResponse> {
+    let caller = inbound_caller(state.keys.as_ref(), &state.identity, request).await?;
+    caller.member_named(named)?.ok_or_else(|| {
+        HttpResponse::BadRequest().json(json!({ "error": "field `user_id` is missing" }))
+    })
 }
 
 pub async fn post_answer(
@@ -116,11 +118,12 @@ pub async fn post_answer(
     path: web::Path<(String, String)>,
     body: web::Json<AnswerBody>,
 ) -> HttpResponse {
-    if let Some(refused) = refuse_outside_scope(state.keys.as_ref(), &request, Scope::Inbound) {
-        return refused;
-    }
-    let (occurrence, answer) = path.into_inner();
     let body = body.into_inner();
+    let user_id = match member_of_request(&state, &request, body.user_id.as_deref()).await {
+        Ok(user_id) => user_id,
+        Err(refused) => return refused,
+    };
+    let (occurrence, answer) = path.into_inner();
     let choice = match (answer.as_str(), body.minutes) {
         ("done", None) => ReminderChoice::Done,
         ("done", Some(_)) => {
@@ -142,7 +145,7 @@ pub async fn post_answer(
             }));
         }
     };
-    let Some(member) = state.family.by_id(HTTP_CHANNEL, &body.user_id) else {
+    let Some(member) = state.family.by_id(HTTP_CHANNEL, &user_id) else {
         return HttpResponse::NoContent().finish();
     };
     let Ok(firing) = occurrence.parse::<FiringId>() else {

@@ -123,6 +123,7 @@ impl IntentsEngine {
                 origin: CallOrigin {
                     profile_id: Some(self.profile.id.clone()),
                     conversation_key: Some(session_id),
+                    member_id: Some(inbound.member_id.clone()),
                 },
             },
             role: self

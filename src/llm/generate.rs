@@ -13,6 +13,8 @@ use crate::ids::ConversationKey;
 pub struct CallOrigin {
     pub profile_id: Option<String>,
     pub conversation_key: Option<ConversationKey>,
+    /// The family member whose message the call answers (usage per member).
+    pub member_id: Option<crate::ids::MemberId>,
 }
 
 /// Run one chat completion on the model named `llm_name` (a key of config `llms`),

@@ -450,6 +450,7 @@ impl PluginRuntime {
                 origin: CallOrigin {
                     profile_id: Some(context.profile_id.clone()),
                     conversation_key: Some(context.conversation_key.clone()),
+                    member_id: Some(context.member_id.clone()),
                 },
             })
             .await;

@@ -47,11 +47,13 @@ impl StoredMember {
         }
     }
 
-    /// This member with `user` as their account on its platform.
+    /// This member with `user` as their account on its platform (a visitor of the web
+    /// page has none: the member is as before).
     pub fn with_account(mut self, user: &PlatformUser) -> StoredMember {
         match user {
             PlatformUser::Telegram(id) => self.telegram_user_id = Some(*id),
             PlatformUser::Matrix(id) => self.matrix_user_id = Some(id.clone()),
+            PlatformUser::WebVisitor(_) => {}
         }
         self
     }
@@ -61,6 +63,7 @@ impl StoredMember {
         match user {
             PlatformUser::Telegram(id) => self.telegram_user_id == Some(*id),
             PlatformUser::Matrix(id) => self.matrix_user_id.as_deref() == Some(id.as_str()),
+            PlatformUser::WebVisitor(_) => false,
         }
     }
 }
@@ -70,6 +73,10 @@ impl StoredMember {
 pub enum PlatformUser {
     Telegram(i64),
     Matrix(String),
+    /// Someone entering a code on the web page, known by the address they came from (for
+    /// the wrong-code limit only): no account, so a code joins them without one, and a
+    /// `/link` code signs them in as its member.
+    WebVisitor(String),
 }
 
 impl PlatformUser {
@@ -77,6 +84,7 @@ impl PlatformUser {
         match self {
             PlatformUser::Telegram(_) => "telegram",
             PlatformUser::Matrix(_) => "matrix",
+            PlatformUser::WebVisitor(_) => "the web page",
         }
     }
 }
@@ -143,6 +151,7 @@ pub fn member_id_choices(
         .trim_matches('-')
         .to_string();
     let from_account = match user {
+        PlatformUser::WebVisitor(_) => "member".to_string(),
         PlatformUser::Telegram(id) => format!("telegram-{id}"),
         PlatformUser::Matrix(id) => id
             .trim_start_matches('@')
@@ -213,6 +222,8 @@ pub trait Members: Send + Sync {
     /// Add or replace `member`'s row.
     async fn save_member(&self, member: &StoredMember) -> Result<(), StorageError>;
 
-    /// Remove `member`'s row and the unused codes they asked for; whether there was a row.
+    /// Remove `member`'s row and the unused codes they asked for, and end what proves them
+    /// on HTTP (`WebAccess`: sessions, sign-in links and codes gone, tokens revoked), in one
+    /// step; whether there was a row.
     async fn remove_member(&self, member: &MemberId) -> Result<bool, StorageError>;
 }

@@ -23,6 +23,7 @@ mod shopping_lists;
 mod telemetry;
 mod turn_journal;
 mod user_profiles;
+mod web_access;
 
 pub use channel_state::ChannelState;
 pub use conversation_memory::{ConversationMemory, HistoryEntry};
@@ -58,9 +59,12 @@ pub use schedules::{
 pub use script_workflows::{ScriptWorkflow, ScriptWorkflows};
 pub use shopping_lists::{ShoppingItem, ShoppingLists};
 pub(crate) use shopping_lists::{check_shopping_quantity, shopping_key};
-pub use telemetry::{LlmCallRecord, TelemetryEvent, TelemetrySink, TracingTelemetry};
+pub use telemetry::{
+    DailyUsage, LlmCallRecord, TelemetryEvent, TelemetrySink, TracingTelemetry, UsageReport,
+};
 pub use turn_journal::TurnJournal;
 pub use user_profiles::{ProfileFacts, UserProfiles};
+pub use web_access::{MemberToken, NewSignInCode, SignInCheck, WebAccess, WebSession};
 
 /// Why a storage adapter failed. Adapters map their driver errors into this.
 #[derive(Debug, thiserror::Error)]

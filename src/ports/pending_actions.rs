@@ -200,6 +200,10 @@ pub enum AnswerPlace {
     /// Anywhere on this channel, whose answers carry no conversation (the HTTP API: any of
     /// the member's own HTTP conversations).
     Channel(String),
+    /// The member themselves, proven by their own credential rather than by a place: signed
+    /// in on the web page, or with their own API token. Their confirmations are answerable
+    /// from there wherever they were asked.
+    OwnCredential,
 }
 
 impl AnswerPlace {
@@ -208,6 +212,7 @@ impl AnswerPlace {
         match self {
             AnswerPlace::Conversation(here) => confirmation.conversation.is_within(here),
             AnswerPlace::Channel(channel) => confirmation.conversation.channel() == channel,
+            AnswerPlace::OwnCredential => true,
         }
     }
 }

@@ -7,6 +7,54 @@ use serde::Serialize;
 
 use crate::ids::ConversationKey;
 
+/// One member's use of hearth on one day (UTC): the messages they sent (each a turn) and
+/// the model calls made to answer them.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct DailyUsage {
+    /// `YYYY-MM-DD`, in UTC.
+    pub day: String,
+    pub member_id: crate::ids::MemberId,
+    pub turns: u64,
+    pub llm_calls: u64,
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    pub cost_usd: f64,
+}
+
+impl DailyUsage {
+    /// Nothing used yet by `member_id` on `day`.
+    pub fn none(day: String, member_id: crate::ids::MemberId) -> DailyUsage {
+        DailyUsage {
+            day,
+            member_id,
+            turns: 0,
+            llm_calls: 0,
+            input_tokens: 0,
+            output_tokens: 0,
+            cost_usd: 0.0,
+        }
+    }
+
+    /// `usage`, newest day first and members by id within a day.
+    pub fn in_order(usage: impl IntoIterator<Item = DailyUsage>) -> Vec<DailyUsage> {
+        let mut usage: Vec<DailyUsage> = usage.into_iter().collect();
+        usage.sort_by(|a, b| {
+            b.day
+                .cmp(&a.day)
+                .then_with(|| a.member_id.cmp(&b.member_id))
+        });
+        usage
+    }
+}
+
+/// What the family spent, read back from what the database keeps (the messages, and the
+/// `llm_calls` telemetry writes); kept as long as retention keeps those.
+#[async_trait::async_trait]
+pub trait UsageReport: Send + Sync {
+    /// Per day and member since `since_ms`, newest day first, members by id.
+    async fn daily_usage(&self, since_ms: i64) -> Result<Vec<DailyUsage>, super::StorageError>;
+}
+
 /// One LLM call attempt, as the broker saw it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct LlmCallRecord {
@@ -17,6 +65,8 @@ pub struct LlmCallRecord {
     pub wire: String,
     pub profile_id: Option<String>,
     pub conversation_key: Option<ConversationKey>,
+    /// Whose message the call answered; `None` for a plugin's own call.
+    pub member_id: Option<crate::ids::MemberId>,
     pub attempt: u32,
     /// `ok` or the error kind (`rate_limited`, `timeout`, ...).
     pub outcome: String,

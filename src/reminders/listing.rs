@@ -1,7 +1,8 @@
 //! What a member may see of the family's reminders and scheduled tasks, how they are
 //! listed, and cancelling one: the one place these rules live, called by the
 //! `list_reminders` and `cancel_reminder` tools, by the scheduler for the channels'
-//! `/reminders` and its cancel buttons or numbered replies, and by `GET /api/reminders`.
+//! `/reminders` and its cancel buttons or numbered replies, by `GET /api/reminders` and by
+//! the web page's `/reminders`.
 //!
 //! A member sees and cancels their own and those they set; a parent sees and cancels the
 //! family's. One a member may not see is as if it did not exist.
@@ -12,7 +13,8 @@ use super::texts::schedule_line;
 use crate::config::{FamilyMember, FamilyRole};
 use crate::family::Family;
 use crate::ids::MemberId;
-use crate::ports::{ListedReminder, Schedule, ScheduleStatus, Schedules, StorageError};
+use crate::local_time::{ZoneName, phrasing};
+use crate::ports::{Firing, ListedReminder, Schedule, ScheduleStatus, Schedules, StorageError};
 
 /// What a list with nothing in it says.
 pub const NO_REMINDERS: &str = "No reminders or scheduled tasks.";
@@ -105,6 +107,38 @@ pub async fn list(
             })
             .collect(),
     })
+}
+
+/// A fired reminder of a member's waiting for their Done or Snooze, with its schedule.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WaitingReminder {
+    pub firing: Firing,
+    pub schedule: Schedule,
+    /// When it was due, in words in the schedule's zone.
+    pub due_in_words: String,
+}
+
+/// `member_id`'s fired reminders waiting for Done or Snooze at `now`; one whose schedule is
+/// gone is left out.
+pub async fn waiting(
+    schedules: &dyn Schedules,
+    member_id: &MemberId,
+    now: DateTime<Utc>,
+) -> Result<Vec<WaitingReminder>, StorageError> {
+    let mut waiting = Vec::new();
+    for firing in schedules.open_firings_of(member_id).await? {
+        let Some(schedule) = schedules.schedule(firing.id.schedule_id).await? else {
+            continue;
+        };
+        let zone = ZoneName::parse(&schedule.zone).unwrap_or_else(|_| chrono_tz::UTC.into());
+        let due = DateTime::<Utc>::from_timestamp_millis(firing.id.due_ms).unwrap_or(now);
+        waiting.push(WaitingReminder {
+            due_in_words: phrasing::say_instant(due, zone, now),
+            firing,
+            schedule,
+        });
+    }
+    Ok(waiting)
 }
 
 /// Cancel schedule `id` for `member` when they may: the schedule as it was.

@@ -1,8 +1,8 @@
 //! What the reminder tools and the channels ask of the scheduler, and what it answers. The
 //! scheduler actor (`actors::scheduler`) handles them; they live here, below it, so the
 //! tools and the channels name no actor. Listing and cancelling for a channel's
-//! `/reminders` (`ListReminders`, `CancelReminder`) are answered by `listing.rs`, the
-//! same rules as the tools'.
+//! `/reminders` (`ListReminders`, `CancelReminder`; the web page's Cancel too) are
+//! answered by `listing.rs`, the same rules as the tools'.
 
 use std::time::Duration;
 

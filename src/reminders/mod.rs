@@ -6,7 +6,7 @@
 //! - `places.rs`: for whom (a parent may set one for another member) and where it goes;
 //! - `texts.rs`: what a reminder, a missed one, an answered one and an escalation say;
 //! - `listing.rs`: what a member may see and cancel, their list's lines, cancelling one:
-//!   the rules the tools, the channels' `/reminders` and the HTTP API share;
+//!   the rules the tools, the channels' `/reminders`, the HTTP API and the web page share;
 //! - `tools.rs`: the tools a profile enables (`schedule_reminder`, `list_reminders`,
 //!   `cancel_reminder`, `snooze_reminder`, `schedule_task`);
 //! - `messages.rs`: what the tools and the channels ask of the scheduler.
@@ -22,15 +22,16 @@ mod texts;
 mod tools;
 mod when;
 
-pub use listing::{ListingError, NO_REMINDERS, ReminderListing};
+pub use listing::{ListingError, NO_REMINDERS, ReminderListing, WaitingReminder};
 pub use messages::{
     CancelReminder, ListReminders, ReminderCancelled, ReminderChoice, ReminderError,
     ReminderSettled, SchedulesChanged, SettleReminder,
 };
 pub use places::{PlaceError, delivery_place, find_member, target};
 pub use texts::{
-    DONE_OUTCOME, LATE_AFTER, MAX_TEXT_CHARS, escalation_message, missed_message, reminder_message,
-    schedule_line, sent_late, snoozed_outcome,
+    DONE_OUTCOME, LATE_AFTER, MAX_TEXT_CHARS, NOT_DUE_AGAIN, escalation_message, kind_in_words,
+    missed_message, next_in_words, recurrence_in_words, reminder_message, schedule_line, sent_late,
+    snoozed_outcome, whose,
 };
 pub use tools::{
     CANCEL_REMINDER, LIST_REMINDERS, REMINDER_TOOL_NAMES, RemindersParts, RemindersToolset,

@@ -1,7 +1,8 @@
 //! What reminders say, in one place: the reminder itself (on time, late, set by someone
 //! else), the notice of one missed while hearth was down, what its prompt shows once
-//! answered, the parents' notice of one not acknowledged, and a schedule in a list. Every
-//! time is said in the zone the reminder was set in.
+//! answered, the parents' notice of one not acknowledged, and a schedule in a list, with
+//! its parts (when next, how it repeats, whose) as `GET /api/reminders` and the web page
+//! show them. Every time is said in the zone the reminder was set in.
 
 use chrono::{DateTime, TimeDelta, Utc};
 
@@ -103,6 +104,55 @@ pub fn escalation_message(
     )
 }
 
+/// What a schedule that fires no more says instead of its next time.
+pub const NOT_DUE_AGAIN: &str = "not due again";
+
+/// When `schedule` fires next, in words in its own zone; `None` once it fires no more.
+pub fn next_in_words(schedule: &Schedule, now: DateTime<Utc>) -> Option<String> {
+    let zone = ZoneName::parse(&schedule.zone).unwrap_or_else(|_| chrono_tz::UTC.into());
+    schedule
+        .next_due_ms
+        .and_then(DateTime::<Utc>::from_timestamp_millis)
+        .map(|next| phrasing::say_instant(next, zone, now))
+}
+
+/// How `schedule` repeats, in words (`every day at 07:30`); `None` for a one-off.
+pub fn recurrence_in_words(schedule: &Schedule) -> Option<String> {
+    super::when::stored_recurring(
+        &schedule.zone,
+        schedule.recurrence.as_deref(),
+        schedule.start_local.as_deref(),
+    )
+    .map(|recurring| phrasing::say_recurrence(&recurring))
+}
+
+/// For whom and by whom `schedule` is, when that is not `reader` (`for Lea, set by
+/// Alice`); `None` when it is the reader's own.
+pub fn whose(
+    schedule: &Schedule,
+    reader: &MemberId,
+    name_of: impl Fn(&MemberId) -> String,
+) -> Option<String> {
+    let mut who = Vec::new();
+    if schedule.member_id != *reader {
+        who.push(format!("for {}", name_of(&schedule.member_id)));
+    }
+    if schedule.set_by != schedule.member_id && schedule.set_by != *reader {
+        who.push(format!("set by {}", name_of(&schedule.set_by)));
+    }
+    (!who.is_empty()).then(|| who.join(", "))
+}
+
+/// What a task is said to be before its text (`task for homework: `); empty for a
+/// reminder.
+pub fn kind_in_words(schedule: &Schedule) -> String {
+    match (schedule.kind, &schedule.profile_id) {
+        (ScheduleKind::Reminder, _) => String::new(),
+        (ScheduleKind::Task, Some(profile)) => format!("task for {profile}: "),
+        (ScheduleKind::Task, None) => "task: ".to_string(),
+    }
+}
+
 /// One schedule as a line of a list: its number, what it is, when it fires next and how it
 /// repeats, for whom and by whom when that is not the reader.
 pub fn schedule_line(
@@ -111,42 +161,14 @@ pub fn schedule_line(
     name_of: impl Fn(&MemberId) -> String,
     now: DateTime<Utc>,
 ) -> String {
-    let zone = ZoneName::parse(&schedule.zone).unwrap_or_else(|_| chrono_tz::UTC.into());
-    let when = schedule
-        .next_due_ms
-        .and_then(DateTime::<Utc>::from_timestamp_millis)
-        .map_or_else(
-            || "not due again".to_string(),
-            |next| phrasing::say_instant(next, zone, now),
-        );
-    let repeats = super::when::stored_recurring(
-        &schedule.zone,
-        schedule.recurrence.as_deref(),
-        schedule.start_local.as_deref(),
-    )
-    .map_or(String::new(), |recurring| {
-        format!(", {}", phrasing::say_recurrence(&recurring))
-    });
-    let kind = match (schedule.kind, &schedule.profile_id) {
-        (ScheduleKind::Reminder, _) => String::new(),
-        (ScheduleKind::Task, Some(profile)) => format!("task for {profile}: "),
-        (ScheduleKind::Task, None) => "task: ".to_string(),
-    };
-    let mut who = Vec::new();
-    if schedule.member_id != *reader {
-        who.push(format!("for {}", name_of(&schedule.member_id)));
-    }
-    if schedule.set_by != schedule.member_id && schedule.set_by != *reader {
-        who.push(format!("set by {}", name_of(&schedule.set_by)));
-    }
-    let who = if who.is_empty() {
-        String::new()
-    } else {
-        format!(" ({})", who.join(", "))
-    };
+    let when = next_in_words(schedule, now).unwrap_or_else(|| NOT_DUE_AGAIN.to_string());
+    let repeats = recurrence_in_words(schedule).map_or(String::new(), |words| format!(", {words}"));
+    let who = whose(schedule, reader, name_of).map_or(String::new(), |who| format!(" ({who})"));
     format!(
-        "#{} {kind}“{}”: {when}{repeats}{who}",
-        schedule.id, schedule.text
+        "#{} {}“{}”: {when}{repeats}{who}",
+        schedule.id,
+        kind_in_words(schedule),
+        schedule.text
     )
 }
 

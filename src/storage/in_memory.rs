@@ -17,10 +17,10 @@ use crate::ports::{
 #[derive(Default)]
 pub(super) struct State {
     /// Inbox records in acceptance order.
-    inbox: Vec<InboxRecord>,
+    pub(super) inbox: Vec<InboxRecord>,
     messages: HashMap<ConversationKey, Vec<HistoryEntry>>,
     profiles: HashMap<MemberId, ProfileFacts>,
-    events: Vec<TelemetryEvent>,
+    pub(super) events: Vec<TelemetryEvent>,
     /// Confirmations in creation order, with their state.
     confirmations: Vec<StoredConfirmation>,
     /// (channel, key) → value.
@@ -55,6 +55,8 @@ pub struct InMemoryStore {
     pub(super) notes: Mutex<super::in_memory_notes::NotesState>,
     /// The members who joined by invite (`in_memory_members.rs`).
     pub(super) members: Mutex<super::in_memory_members::MembersState>,
+    /// Sign-in codes, links, web sessions and member tokens (`in_memory_web_access.rs`).
+    pub(super) web_access: Mutex<super::in_memory_web_access::WebAccessState>,
 }
 
 fn find_confirmation<'a>(

@@ -146,10 +146,15 @@ impl Members for InMemoryStore {
     }
 
     async fn remove_member(&self, member: &MemberId) -> Result<bool, StorageError> {
-        let mut state = self.members_state();
-        state.invites.retain(|_, (invite, used)| {
-            used.is_some() || invite.created_by.as_ref() != Some(member)
-        });
-        Ok(state.members.remove(member).is_some())
+        let removed = {
+            let mut state = self.members_state();
+            state.invites.retain(|_, (invite, used)| {
+                used.is_some() || invite.created_by.as_ref() != Some(member)
+            });
+            state.members.remove(member).is_some()
+        };
+        // Whatever proved them on HTTP goes with them (as the SQLite adapter does).
+        self.forget_web_access_of(member);
+        Ok(removed)
     }
 }

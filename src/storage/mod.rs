@@ -14,6 +14,8 @@ mod in_memory_outbox;
 mod in_memory_plugins;
 mod in_memory_schedules;
 mod in_memory_scripts;
+mod in_memory_usage;
+mod in_memory_web_access;
 pub mod instance_lock;
 pub mod sqlite;
 
@@ -22,7 +24,7 @@ use std::sync::Arc;
 use crate::ports::{
     ChannelState, ConversationMemory, Inbox, IntentRecords, Members, Notes, Outbox, PendingActions,
     PendingPluginCalls, PlanExecutions, RegisteredPlugins, Retention, Schedules, ScriptWorkflows,
-    ShoppingLists, StorageError, TelemetrySink, TurnJournal, UserProfiles,
+    ShoppingLists, StorageError, TelemetrySink, TurnJournal, UserProfiles, WebAccess,
 };
 
 /// The ports of one database, shared by every actor.
@@ -58,6 +60,10 @@ pub struct Stores {
     pub notes: Arc<dyn Notes>,
     /// The members who joined by invite, and their invite codes.
     pub members: Arc<dyn Members>,
+    /// What each member used per day (the family page).
+    pub usage: Arc<dyn crate::ports::UsageReport>,
+    /// How members sign in to the web page: codes, links, sessions and API tokens.
+    pub web_access: Arc<dyn WebAccess>,
     /// The SQLite store itself, when the stores are SQLite (`hearth telemetry` reads it).
     pub sqlite: Option<Arc<sqlite::SqliteStore>>,
 }
@@ -84,6 +90,8 @@ impl Stores {
             schedules: store.clone(),
             notes: store.clone(),
             members: store.clone(),
+            web_access: store.clone(),
+            usage: store.clone(),
             sqlite: None,
             telemetry: store,
         }
@@ -109,6 +117,8 @@ impl Stores {
             schedules: store.clone(),
             notes: store.clone(),
             members: store.clone(),
+            web_access: store.clone(),
+            usage: store.clone(),
             sqlite: Some(store),
             telemetry,
         }
@@ -147,6 +157,23 @@ pub async fn open(database_url: &str, max_connections: u32) -> Result<Stores, St
     store.migrate().await?;
     let telemetry = Arc::new(store.telemetry_writer());
     Ok(Stores::of_sqlite(Arc::new(store), telemetry))
+}
+
+/// The existing database of a running hearth, to write the rows no hearth caches
+/// (`WebAccess`) beside it: no lock, nothing created or migrated. Every other port of the
+/// stores returned must not be written while hearth runs.
+pub async fn open_beside_running(
+    database_url: &str,
+    max_connections: u32,
+) -> Result<Stores, StorageError> {
+    if !database_url.starts_with("sqlite:") {
+        return Err(refuse_other_databases(database_url));
+    }
+    let store = sqlite::SqliteStore::connect_beside_running(database_url, max_connections).await?;
+    Ok(Stores::of_sqlite(
+        Arc::new(store),
+        Arc::new(crate::ports::TracingTelemetry),
+    ))
 }
 
 /// `open_read_only` when the database file `database_url` names is there: `None` when it

@@ -93,10 +93,7 @@ async fn a_plugin_capability_in_confirm_tools_asks_before_the_plugin_runs() {
 
         plugin.push(PluginStep::Text("Order placed.".into()));
         let (_, answered) = app
-            .post_json(
-                "/inbound/confirm",
-                json!({"confirmation_id": asked["confirmation"]["id"], "user_id": "alice", "approve": true}),
-            )
+            .confirm(json!({"confirmation_id": asked["confirmation"]["id"], "user_id": "alice", "approve": true}))
             .await;
         assert_eq!(answered["reply"], "Ordered.", "{answered}");
         assert_eq!(plugin.calls().len(), 1);
@@ -182,10 +179,7 @@ async fn a_pending_call_whose_capability_asks_goes_through_the_model_and_asks() 
         .send(json!({"user_id": "alice", "text": "buy milk"}))
         .await;
     let (_, answered) = app
-        .post_json(
-            "/inbound/confirm",
-            json!({"confirmation_id": asked["confirmation"]["id"], "user_id": "alice", "approve": true}),
-        )
+        .confirm(json!({"confirmation_id": asked["confirmation"]["id"], "user_id": "alice", "approve": true}))
         .await;
     assert_eq!(answered["reply"], "How many?", "{answered}");
     // "3" completes a call nobody approved yet: the model is asked, and the call asks.

@@ -7,7 +7,7 @@
 
 use serde_json::{Value, json};
 
-use crate::support::hearth_app::{API_KEY, TestApp, write_config};
+use crate::support::hearth_app::{TestApp, write_config};
 use crate::support::llm_server::{ScriptedLlmServer, Step};
 use crate::support::radicale::{PASSWORD, Radicale};
 
@@ -60,7 +60,7 @@ async fn confirm(app: &TestApp, id: &Value, approve: bool) -> Value {
     let response = app
         .client
         .post(format!("{}/inbound/confirm", app.base_url))
-        .header("X-API-Key", API_KEY)
+        .header("X-API-Key", app.member_token("alice").await)
         .json(&json!({"confirmation_id": id, "user_id": "alice", "approve": approve}))
         .send()
         .await

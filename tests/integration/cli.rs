@@ -125,6 +125,17 @@ fn check_config_prints_the_resolved_profiles() {
         stdout.contains("delegation_security_level: confirm"),
         "{stdout}"
     );
+    // What each credential may do.
+    assert!(
+        stdout.contains(
+            "the inbound key ($TEST_HEARTH_API_KEY): submits messages and reads replies as any member; answers no confirmation"
+        ),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("a member's token (hearth token create --user NAME)"),
+        "{stdout}"
+    );
     assert!(
         !stdout.contains(crate::support::hearth_app::API_KEY),
         "no secrets printed"

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::support::hearth_app::{API_KEY, HearthProcess, TestApp, test_env, write_config};
+use crate::support::hearth_app::{HearthProcess, TestApp, test_env, write_config};
 use crate::support::llm_server::{ScriptedLlmServer, Step};
 use hearth::actors::processing::DECLINED_RESULT;
 
@@ -30,7 +30,11 @@ async fn confirm(app: &TestApp, body: Value) -> (u16, Value) {
     let response = app
         .client
         .post(format!("{}/inbound/confirm", app.base_url))
-        .header("X-API-Key", API_KEY)
+        .header(
+            "X-API-Key",
+            app.member_token(body["user_id"].as_str().unwrap_or("alice"))
+                .await,
+        )
         .json(&body)
         .send()
         .await
@@ -174,10 +178,7 @@ async fn a_restart_between_question_and_answer_loses_nothing() {
     let second = HearthProcess::spawn(&config, &env);
     let id = asked["confirmation"]["id"].clone();
     let (status, body) = second
-        .post_json(
-            "/inbound/confirm",
-            json!({"confirmation_id": id, "user_id": "alice", "approve": true}),
-        )
+        .confirm(json!({"confirmation_id": id, "user_id": "alice", "approve": true}))
         .await;
     assert_eq!(status, 200, "{body}");
     assert_eq!(body["reply"], "Done.");

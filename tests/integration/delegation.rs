@@ -7,7 +7,7 @@
 
 use serde_json::{Value, json};
 
-use crate::support::hearth_app::{API_KEY, HearthProcess, TestApp, test_env, write_config};
+use crate::support::hearth_app::{HearthProcess, TestApp, test_env, write_config};
 use crate::support::llm_server::{ScriptedLlmServer, Step};
 use hearth::actors::processing::DECLINED_RESULT;
 
@@ -106,7 +106,7 @@ async fn answer_confirmation(app: &TestApp, asked: &Value, approve: bool) -> Val
     let response = app
         .client
         .post(format!("{}/inbound/confirm", app.base_url))
-        .header("X-API-Key", API_KEY)
+        .header("X-API-Key", app.member_token("alice").await)
         .json(&json!({
             "confirmation_id": asked["confirmation"]["id"],
             "user_id": "alice",
@@ -316,7 +316,7 @@ async fn a_delegated_tool_asks_the_member_and_runs_once_approved() {
     let response = app
         .client
         .post(format!("{}/inbound/confirm", app.base_url))
-        .header("X-API-Key", API_KEY)
+        .header("X-API-Key", app.member_token("alice").await)
         .json(&json!({"confirmation_id": asked["confirmation"]["id"], "user_id": "alice", "approve": true}))
         .send()
         .await
@@ -444,7 +444,7 @@ async fn a_restart_between_a_delegated_question_and_its_answer_loses_nothing() {
     first.kill();
 
     let second = HearthProcess::spawn(&config, &env);
-    let (status, answered) = second.post_json("/inbound/confirm", json!({"confirmation_id": asked["confirmation"]["id"], "user_id": "alice", "approve": true}))
+    let (status, answered) = second.confirm(json!({"confirmation_id": asked["confirmation"]["id"], "user_id": "alice", "approve": true}))
     .await;
     assert_eq!(status, 200, "{answered}");
     assert_eq!(answered["reply"], "Your address is saved.");

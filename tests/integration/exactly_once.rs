@@ -316,8 +316,7 @@ async fn an_approved_slash_command_whose_model_failed_starts_on_the_retry() {
         Step::Reply("Saved your new address.".into()),
     ]);
     let (status, body) = app
-        .post_json(
-            "/inbound/confirm",
+        .confirm(
             json!({"confirmation_id": asked["confirmation"]["id"], "user_id": "alice",
                    "approve": true}),
         )

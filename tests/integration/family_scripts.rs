@@ -144,8 +144,7 @@ pub(crate) async fn say(app: &TestApp, text: &str) -> Value {
 
 async fn confirm(app: &TestApp, asked: &Value, approve: bool) -> Value {
     let (status, body) = app
-        .post_json(
-            "/inbound/confirm",
+        .confirm(
             json!({"confirmation_id": asked["confirmation"]["id"], "user_id": "alice",
                    "approve": approve}),
         )

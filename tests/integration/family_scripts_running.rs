@@ -153,10 +153,11 @@ async fn a_run_completed_before_hearth_is_killed_is_never_run_again() {
     let approve = json!({"confirmation_id": asked["confirmation"]["id"], "user_id": "alice",
                          "approve": true});
     let url = format!("{}/inbound/confirm", first.base_url);
+    let token = crate::support::hearth_app::member_token_by_cli(&config, &env, "alice");
     tokio::spawn(async move {
         let _ = reqwest::Client::new()
             .post(url)
-            .header("X-API-Key", API_KEY)
+            .header("X-API-Key", token)
             .json(&approve)
             .send()
             .await;

@@ -152,40 +152,44 @@ async fn each_key_opens_only_its_own_routes() {
         "type": "http", "url": "http://127.0.0.1:9/run",
         "capabilities": [{"id": "forecast", "description": "The forecast."}]
     });
-    // (method, path, body, the key that opens it)
-    let routes: Vec<(&str, &str, Value, Option<&str>)> = vec![
+    // A member's own token opens the inbound routes as that member; the shared key opens
+    // them too, except answering a confirmation.
+    let token = app.member_token("alice").await;
+    let member = token.as_str();
+    // (method, path, body, the keys that open it; none: open to all)
+    let routes: Vec<(&str, &str, Value, Vec<&str>)> = vec![
         (
             "POST",
             "/inbound",
             json!({"user_id": "alice", "text": "hi"}),
-            Some(API_KEY),
+            vec![API_KEY, member],
         ),
         (
             "POST",
             "/inbound/confirm",
             json!({"confirmation_id": "nope", "user_id": "alice", "approve": true}),
-            Some(API_KEY),
+            vec![member],
         ),
         (
             "GET",
             "/inbound/nope?user_id=alice",
             Value::Null,
-            Some(API_KEY),
+            vec![API_KEY, member],
         ),
         (
             "POST",
             "/api/plugins/llm/generate",
             json!({"messages": [{"role": "user", "content": "hi"}]}),
-            Some(PLUGIN_API_KEY),
+            vec![PLUGIN_API_KEY],
         ),
         (
             "POST",
             "/api/plugins/register",
             manifest,
-            Some(ADMIN_API_KEY),
+            vec![ADMIN_API_KEY],
         ),
-        ("GET", "/metrics", Value::Null, Some(ADMIN_API_KEY)),
-        ("GET", "/healthz", Value::Null, None),
+        ("GET", "/metrics", Value::Null, vec![ADMIN_API_KEY]),
+        ("GET", "/healthz", Value::Null, vec![]),
     ];
     let keys = [
         None,
@@ -193,8 +197,10 @@ async fn each_key_opens_only_its_own_routes() {
         Some(API_KEY),
         Some(PLUGIN_API_KEY),
         Some(ADMIN_API_KEY),
+        Some(member),
+        Some("hearth_token_0000"),
     ];
-    for (method, path, body, opener) in &routes {
+    for (method, path, body, openers) in &routes {
         for key in keys {
             let mut request = match *method {
                 "GET" => app.client.get(format!("{}{path}", app.base_url)),
@@ -207,11 +213,13 @@ async fn each_key_opens_only_its_own_routes() {
                 request = request.header("X-API-Key", key);
             }
             let status = request.send().await.unwrap().status().as_u16();
-            let expected_refusal = match (opener, key) {
-                (None, _) => None,
-                (Some(opener), Some(key)) if key == *opener => None,
-                (Some(_), None | Some("wrong-key")) => Some(401),
-                (Some(_), Some(_)) => Some(403),
+            // A member token is no key of the plugin or admin scopes: unknown there.
+            let known = [API_KEY, PLUGIN_API_KEY, ADMIN_API_KEY];
+            let expected_refusal = match key {
+                _ if openers.is_empty() => None,
+                Some(key) if openers.contains(&key) => None,
+                Some(key) if known.contains(&key) => Some(403),
+                _ => Some(401),
             };
             match expected_refusal {
                 Some(refusal) => assert_eq!(status, refusal, "{method} {path} with {key:?}"),

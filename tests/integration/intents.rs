@@ -552,8 +552,7 @@ async fn confirm_tools_asks_before_the_intent_s_tool_runs() {
             "Run check_order_status?\n• order_id: O-12345"
         );
         let (status, body) = app
-            .post_json(
-                "/inbound/confirm",
+            .confirm(
                 json!({"confirmation_id": asked["confirmation"]["id"], "user_id": "alice",
                        "approve": approve}),
             )

@@ -249,10 +249,10 @@ async fn a_parent_approving_over_http_leaves_the_outcome_to_the_child_s_chat() {
     };
     // The child may not answer it over HTTP either.
     let answer = |user: &str| json!({"confirmation_id": escalation.confirmation.id, "user_id": user, "approve": true});
-    let (status, body) = app.post_json("/inbound/confirm", answer("bob")).await;
+    let (status, body) = app.confirm(answer("bob")).await;
     assert_eq!(status, 403, "{body}");
     // The parent answers over HTTP: their call hears that it counted, not the outcome.
-    let (status, body) = app.post_json("/inbound/confirm", answer("alice")).await;
+    let (status, body) = app.confirm(answer("alice")).await;
     assert_eq!(status, 200, "{body}");
     assert_eq!(body["status"], "approved", "{body}");
     assert_eq!(body["asked_by"], "bob", "{body}");

@@ -130,8 +130,7 @@ pub(crate) async fn answer(
     user: &str,
     approve: bool,
 ) -> (u16, Value) {
-    app.post_json(
-        "/inbound/confirm",
+    app.confirm(
         json!({"confirmation_id": asked["confirmation"]["id"], "user_id": user,
                "approve": approve}),
     )
@@ -407,8 +406,7 @@ policy:
     assert_eq!(status, 200, "{asked}");
     assert_eq!(asked["status"], "confirmation_required", "{asked}");
     let (status, body) = hearth
-        .post_json(
-            "/inbound/confirm",
+        .confirm(
             json!({"confirmation_id": asked["confirmation"]["id"], "user_id": "alice",
                    "approve": true}),
         )

@@ -113,7 +113,7 @@ async fn an_escalation_survives_a_kill_and_a_parent_answers_after_the_restart() 
     let second = HearthProcess::spawn(&config, &env);
     let answer = json!({"confirmation_id": asked["confirmation"]["id"], "user_id": "alice",
                         "approve": true});
-    let (status, body) = second.post_json("/inbound/confirm", answer).await;
+    let (status, body) = second.confirm(answer).await;
     assert_eq!(status, 200, "{body}");
     assert_eq!(body["status"], "approved", "{body}");
     // The outcome is the child's, on their message.

@@ -73,8 +73,9 @@ async fn an_approved_call_whose_resumed_turn_failed_before_it_started_runs_once_
         );
         let body = json!({"confirmation_id": asked["confirmation"]["id"], "user_id": "alice",
                           "approve": true});
+        let token = app.member_token("alice").await;
         tokio::spawn(async move {
-            crate::support::hearth_app::post_with_key(&client, &url, &body).await
+            crate::support::hearth_app::post_as(&client, &url, &token, &body).await
         })
     };
     failed_once(&pool, &id).await;

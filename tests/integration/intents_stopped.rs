@@ -244,8 +244,7 @@ async fn asked_anew_and_approved(folder: tempfile::TempDir, llm: &ScriptedLlmSer
         "{record}"
     );
     let (status, body) = app
-        .post_json(
-            "/inbound/confirm",
+        .confirm(
             json!({"confirmation_id": confirmation["id"], "user_id": "alice", "approve": true}),
         )
         .await;

@@ -66,3 +66,7 @@ mod telegram_channel;
 mod telegram_fake_server;
 mod tools_stack;
 mod vision;
+mod web_join;
+mod web_page;
+mod web_pages;
+mod web_sign_in;

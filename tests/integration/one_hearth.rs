@@ -273,6 +273,19 @@ async fn a_confirmation_answered_yes_in_chat_resumes_the_running_hearths_turn() 
     assert!(stdout.contains("hearth> Done."), "{stdout}");
     assert_eq!(llm.request_count(), 2, "asked once, resumed once");
     assert_eq!(llm.tool_result_seen(1), "saved address = 6 Birch Row");
+    // The chat spoke with a token of alice's made for it, revoked at its end.
+    let tokens = run_to_end({
+        let mut command = hearth(&config, &[]);
+        command.args(["token", "list"]);
+        command
+    })
+    .await;
+    assert_eq!(
+        text(&tokens.stdout).trim(),
+        "no tokens",
+        "{}",
+        text(&tokens.stderr)
+    );
     drop(running);
 }
 

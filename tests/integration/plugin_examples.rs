@@ -5,7 +5,7 @@
 use serde_json::{Value, json};
 
 use crate::support::buy_server::BuyServer;
-use crate::support::hearth_app::{API_KEY, TestApp};
+use crate::support::hearth_app::TestApp;
 use crate::support::llm_server::{ScriptedLlmServer, Step};
 
 #[actix::test]
@@ -60,7 +60,7 @@ async fn buy_me_some_milk_with_the_example_plugin() {
     let answered: Value = app
         .client
         .post(format!("{}/inbound/confirm", app.base_url))
-        .header("X-API-Key", API_KEY)
+        .header("X-API-Key", app.member_token("alice").await)
         .json(&json!({"confirmation_id": asked["confirmation"]["id"], "user_id": "alice", "approve": true}))
         .send()
         .await

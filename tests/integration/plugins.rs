@@ -203,7 +203,7 @@ async fn flow_2b_uncertain_profile_values_are_confirmed_by_the_member_before_the
     let answered = app
         .client
         .post(format!("{}/inbound/confirm", app.base_url))
-        .header("X-API-Key", API_KEY)
+        .header("X-API-Key", app.member_token("alice").await)
         .json(&json!({"confirmation_id": asked["confirmation"]["id"], "user_id": "alice", "approve": true}))
         .send()
         .await

@@ -185,14 +185,14 @@ async fn a_confirmation_is_answered_only_where_it_was_asked() {
         .map(|(id, _)| id.to_string())
         .unwrap();
 
-    // The HTTP API key does not answer a confirmation asked on Telegram: not found.
+    // The shared HTTP key answers no confirmation, for anyone.
     let (status, body) = app
         .post_json(
             "/inbound/confirm",
             json!({"confirmation_id": confirmation_id, "user_id": "alice", "approve": true}),
         )
         .await;
-    assert_eq!(status, 404, "{body}");
+    assert_eq!(status, 403, "{body}");
 
     // Nor does alice's own press in another chat (the same button data on another message).
     let group = TgChat::group(-6002, "Family");

@@ -268,6 +268,31 @@ impl TestApp {
         record_when(&self.client, &self.base_url, id, member, status, limit).await
     }
 
+    /// A new API token of `member` (what `hearth token create` makes), from this app's stores.
+    pub async fn member_token(&self, member: &str) -> String {
+        let identity = hearth::identity::Identity::new(self.running.stores.web_access.clone(), 30);
+        let member = member.parse().expect("a member id");
+        identity
+            .create_token(&member, None, hearth::ports::now_ms())
+            .await
+            .expect("a member token is stored")
+            .0
+    }
+
+    /// `POST /inbound/confirm` with the token of the member `body` names (`user_id`): a
+    /// member answers their confirmation with their own token, never the shared key.
+    pub async fn confirm(&self, body: serde_json::Value) -> (u16, serde_json::Value) {
+        let member = body["user_id"].as_str().expect("the answer names user_id");
+        let token = self.member_token(member).await;
+        post_as(
+            &self.client,
+            &format!("{}/inbound/confirm", self.base_url),
+            &token,
+            &body,
+        )
+        .await
+    }
+
     pub async fn get(&self, path: &str) -> (u16, String) {
         get_with_key(&self.client, &format!("{}{path}", self.base_url)).await
     }
@@ -293,6 +318,9 @@ pub struct RunOptions<'a> {
 pub struct HearthProcess {
     child: Child,
     pub base_url: String,
+    /// Its configuration file and environment (for the CLI beside it).
+    config: PathBuf,
+    env: BTreeMap<String, String>,
     /// Everything the process logged so far.
     log: std::sync::Arc<std::sync::Mutex<String>>,
 }
@@ -314,6 +342,46 @@ pub async fn post_with_key(
     let status = response.status().as_u16();
     let body = response.json().await.unwrap_or(serde_json::Value::Null);
     (status, body)
+}
+
+/// POST `body` to `url` with `key` (a member's token): the status and the JSON body.
+pub async fn post_as(
+    client: &reqwest::Client,
+    url: &str,
+    key: &str,
+    body: &serde_json::Value,
+) -> (u16, serde_json::Value) {
+    let response = client
+        .post(url)
+        .header("X-API-Key", key)
+        .json(body)
+        .send()
+        .await
+        .unwrap_or_else(|error| panic!("POST {url} answers: {error}"));
+    let status = response.status().as_u16();
+    let body = response.json().await.unwrap_or(serde_json::Value::Null);
+    (status, body)
+}
+
+/// `hearth token create --user member` of the real binary on `config`: the token printed.
+/// It works beside the hearth running on that database.
+pub fn member_token_by_cli(config: &Path, env: &BTreeMap<String, String>, member: &str) -> String {
+    let output = Command::new(env!("CARGO_BIN_EXE_hearth"))
+        .arg("--config")
+        .arg(config)
+        .args(["token", "create", "--user", member])
+        .envs(env)
+        .output()
+        .expect("hearth token create runs");
+    assert!(
+        output.status.success(),
+        "hearth token create failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8(output.stdout)
+        .expect("a token is text")
+        .trim()
+        .to_string()
 }
 
 /// GET `url` with the test API key: the status and the body's text.
@@ -367,6 +435,20 @@ impl HearthProcess {
     ) -> serde_json::Value {
         let client = reqwest::Client::new();
         record_when(&client, &self.base_url, id, member, status, limit).await
+    }
+
+    /// `POST /inbound/confirm` with a token of the member `body` names, made by
+    /// `hearth token create` beside this process.
+    pub async fn confirm(&self, body: serde_json::Value) -> (u16, serde_json::Value) {
+        let member = body["user_id"].as_str().expect("the answer names user_id");
+        let token = member_token_by_cli(&self.config, &self.env, member);
+        post_as(
+            &reqwest::Client::new(),
+            &format!("{}/inbound/confirm", self.base_url),
+            &token,
+            &body,
+        )
+        .await
     }
 
     /// POST `body` to `path` of this process with the test API key: status and JSON body.
@@ -457,6 +539,8 @@ impl HearthProcess {
         HearthProcess {
             child,
             base_url: format!("http://{address}"),
+            config: config.to_path_buf(),
+            env: env.clone(),
             log,
         }
     }

@@ -22,10 +22,8 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 pub struct RemoteConsoleSettings {
     /// Where the running hearth listens (from its lock file).
     pub address: SocketAddr,
-    /// The API key, when the running hearth asks for one.
+    /// The member's token made for this chat, when the running hearth asks for a key.
     pub api_key: Option<String>,
-    /// The variable the key comes from, to name it when the key is refused.
-    pub api_key_variable: Option<String>,
     pub member_id: crate::ids::MemberId,
     /// Longer than the server waits for a reply (`http.reply_timeout_seconds`).
     pub request_timeout: Duration,
@@ -40,17 +38,10 @@ pub enum RemoteConsoleError {
     #[error("the running hearth at {address} does not answer: {reason}")]
     Unreachable { address: SocketAddr, reason: String },
     #[error(
-        "the running hearth at {address} refused the api key{}: set it to that hearth's key",
-        describe_variable(.variable.as_deref())
+        "the running hearth at {address} refused the member token made for this chat: \
+         it does not run on this configuration's database"
     )]
-    KeyRefused {
-        address: SocketAddr,
-        variable: Option<String>,
-    },
-}
-
-fn describe_variable(variable: Option<&str>) -> String {
-    variable.map_or(String::new(), |variable| format!(" from ${variable}"))
+    KeyRefused { address: SocketAddr },
 }
 
 /// A reachable address for `address`: a hearth bound to every interface is reached on
@@ -172,7 +163,6 @@ impl RemoteConsole {
         if status == 401 {
             return Err(RemoteConsoleError::KeyRefused {
                 address: self.settings.address,
-                variable: self.settings.api_key_variable.clone(),
             });
         }
         let body = response.json().await.unwrap_or(Value::Null);

@@ -264,6 +264,7 @@ impl Shared {
                 wire: entry.provider.wire().to_string(),
                 profile_id: origin.profile_id.clone(),
                 conversation_key: origin.conversation_key.clone(),
+                member_id: origin.member_id.clone(),
                 attempt,
                 outcome: outcome.to_string(),
                 input_tokens: usage.input_tokens,

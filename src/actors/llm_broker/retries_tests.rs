@@ -90,6 +90,7 @@ impl Broker {
         let origin = CallOrigin {
             profile_id: Some("family".into()),
             conversation_key: Some("http:alice".parse().unwrap()),
+            member_id: None,
         };
         self.shared
             .call_with_retries("main", &request, &origin)

@@ -449,6 +449,7 @@ impl TurnRunner {
                     origin: CallOrigin {
                         profile_id: Some(self.profile.id.clone()),
                         conversation_key: Some(conversation_key.clone()),
+                        member_id: Some(inbound.member_id.clone()),
                     },
                 })
                 .await

@@ -14,8 +14,9 @@
 //! Done and Snooze (`SettleReminder`, `answers.rs`) settle a fired reminder once. A
 //! channel's `/reminders` lists a member's schedules (`ListReminders`) and cancels one from
 //! that list (`CancelReminder`) here, by `reminders::listing`'s rules, the same as the
-//! tools': the scheduler holds the schedules the channels have no port for. A cancelled
-//! schedule needs no change to what is held: its claim finds it taken.
+//! tools': the scheduler holds the schedules the channels have no port for. The web page's
+//! Cancel comes here too. A cancelled schedule needs no change to what is held: its claim
+//! finds it taken.
 
 mod answers;
 mod firing;

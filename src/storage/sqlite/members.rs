@@ -90,6 +90,8 @@ async fn member_of_user(
         PlatformUser::Matrix(id) => {
             sqlx::query_scalar("SELECT id FROM members WHERE matrix_user_id = ?").bind(id.clone())
         }
+        // A visitor of the web page has no account any member could have.
+        PlatformUser::WebVisitor(_) => return Ok(None),
     };
     query
         .fetch_optional(&mut *connection)
@@ -263,6 +265,28 @@ impl Members for SqliteStore {
                         .execute(&mut *connection)
                         .await
                         .map_err(database_error)?;
+                    // Whatever proved this member on HTTP goes with them, so someone
+                    // given the same id later never inherits a session or a token.
+                    for forget in [
+                        "DELETE FROM web_sessions WHERE member_id = ?",
+                        "DELETE FROM sign_in_links WHERE member_id = ?",
+                        "DELETE FROM sign_in_codes WHERE member_id = ?",
+                    ] {
+                        sqlx::query(forget)
+                            .bind(&member)
+                            .execute(&mut *connection)
+                            .await
+                            .map_err(database_error)?;
+                    }
+                    sqlx::query(
+                        "UPDATE member_tokens SET revoked_at_ms = ? \
+                         WHERE member_id = ? AND revoked_at_ms IS NULL",
+                    )
+                    .bind(crate::ports::now_ms())
+                    .bind(&member)
+                    .execute(&mut *connection)
+                    .await
+                    .map_err(database_error)?;
                     let removed = sqlx::query("DELETE FROM members WHERE id = ?")
                         .bind(&member)
                         .execute(&mut *connection)

@@ -23,6 +23,8 @@ mod script_workflows;
 mod shopping_lists;
 mod telemetry;
 mod turn_journal;
+mod usage;
+mod web_access;
 mod writer;
 
 use std::str::FromStr;
@@ -127,6 +129,38 @@ impl SqliteStore {
         Ok(SqliteStore {
             pool,
             writer: writer::Writer::read_only(),
+            profiles: Default::default(),
+            history: Default::default(),
+        })
+    }
+
+    /// Open an existing database file beside the hearth running on it, to write only rows
+    /// no hearth caches (`WebAccess`: `hearth token`, `hearth web-link`): nothing is created
+    /// or migrated, and a schema that is not this binary's is refused, saying what to run.
+    pub async fn connect_beside_running(
+        database_url: &str,
+        max_connections: u32,
+    ) -> Result<Self, StorageError> {
+        let options = SqliteConnectOptions::from_str(database_url)
+            .map_err(|error| StorageError::unsupported_url(database_url, error.to_string()))?
+            .create_if_missing(false)
+            .busy_timeout(Duration::from_secs(10))
+            .foreign_keys(true);
+        let database = options.get_filename().display().to_string();
+        let pool = SqlitePoolOptions::new()
+            .max_connections(max_connections.max(1))
+            .acquire_timeout(Duration::from_secs(30))
+            .connect_with(options.clone())
+            .await
+            .map_err(database_error)?;
+        if let Err(error) = check_schema(&pool, &database).await {
+            pool.close().await;
+            return Err(error);
+        }
+        let writer = writer::Writer::start(options).await?;
+        Ok(SqliteStore {
+            pool,
+            writer,
             profiles: Default::default(),
             history: Default::default(),
         })

@@ -114,7 +114,7 @@ async fn insert_batch(
                 sqlx::query(
                     "INSERT INTO llm_calls (at_ms, llm_name, model, backend, wire, profile_id, \
                      conversation_key, attempt, outcome, input_tokens, output_tokens, latency_ms, \
-                     cost_usd) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                     cost_usd, member_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 )
                 .bind(call.at_ms)
                 .bind(&call.llm_name)
@@ -129,6 +129,7 @@ async fn insert_batch(
                 .bind(i64::try_from(call.output_tokens).unwrap_or(i64::MAX))
                 .bind(i64::try_from(call.latency_ms).unwrap_or(i64::MAX))
                 .bind(call.cost_usd)
+                .bind(call.member_id.as_ref().map(|member| member.as_str()))
                 .execute(&mut *connection)
                 .await?;
             }

@@ -5,7 +5,8 @@
 
 use hearth::ids::FamilyRole;
 use hearth::ports::{
-    InvitePurpose, NewInvite, PlatformUser, Redeem, RedeemRefused, Redeemed, StoredMember,
+    InvitePurpose, MemberToken, NewInvite, PlatformUser, Redeem, RedeemRefused, Redeemed,
+    StoredMember, WebSession,
 };
 use hearth::storage::Stores;
 
@@ -18,6 +19,8 @@ adapter_suite!(
     members_an_account_belongs_to_one_member,
     members_take_the_first_free_id,
     members_removed_with_their_open_codes,
+    members_removed_lose_their_sessions_and_tokens,
+    members_a_web_visitor_joins_without_an_account,
 );
 
 const HOUR: i64 = 3_600_000;
@@ -237,6 +240,81 @@ async fn members_removed_with_their_open_codes(stores: &Stores) {
     let anew = join_invite("h13", FamilyRole::Child, None, Some("alice"));
     stores.members.create_invite(&anew).await.unwrap();
     joined(stores, &redeem("h13", PlatformUser::Telegram(5), T0 + 2)).await;
+}
+
+async fn members_removed_lose_their_sessions_and_tokens(stores: &Stores) {
+    let invite = join_invite("h21", FamilyRole::Child, Some("Max"), None);
+    stores.members.create_invite(&invite).await.unwrap();
+    let max = joined(stores, &redeem("h21", PlatformUser::Telegram(8), T0)).await;
+    let session = WebSession {
+        id: "s1".into(),
+        member_id: max.id.clone(),
+        csrf_token: "c".into(),
+        signed_in_with: "telegram".into(),
+        created_at_ms: T0,
+        expires_at_ms: T0 + 24 * HOUR,
+    };
+    let access = &stores.web_access;
+    access.create_session("cookie-max", &session).await.unwrap();
+    let token = MemberToken {
+        id: "t1".into(),
+        member_id: max.id.clone(),
+        label: None,
+        created_at_ms: T0,
+    };
+    access.create_token("token-max", &token).await.unwrap();
+    access
+        .put_sign_in_link("link-max", &max.id, T0, T0 + HOUR)
+        .await
+        .unwrap();
+    // Someone else's stay.
+    let alice = member("alice");
+    access
+        .create_session(
+            "cookie-alice",
+            &WebSession {
+                id: "s2".into(),
+                member_id: alice.clone(),
+                ..session.clone()
+            },
+        )
+        .await
+        .unwrap();
+    assert!(stores.members.remove_member(&max.id).await.unwrap());
+    assert_eq!(access.session("cookie-max", T0 + 1).await.unwrap(), None);
+    assert_eq!(access.token("token-max").await.unwrap(), None);
+    assert_eq!(
+        access.use_sign_in_link("link-max", T0 + 1).await.unwrap(),
+        None
+    );
+    assert!(
+        access
+            .session("cookie-alice", T0 + 1)
+            .await
+            .unwrap()
+            .is_some()
+    );
+}
+
+async fn members_a_web_visitor_joins_without_an_account(stores: &Stores) {
+    let invite = join_invite("h31", FamilyRole::Child, None, Some("alice"));
+    stores.members.create_invite(&invite).await.unwrap();
+    let visitor = || PlatformUser::WebVisitor("127.0.0.1".into());
+    let mut first = redeem("h31", visitor(), T0);
+    first.name = Some("Max".into());
+    let max = joined(stores, &first).await;
+    assert_eq!(max.id.as_str(), "max");
+    assert_eq!(
+        (max.telegram_user_id, max.matrix_user_id.clone()),
+        (None, None)
+    );
+    // The same address is nobody's account: another code makes another member.
+    let second = join_invite("h32", FamilyRole::Child, None, Some("alice"));
+    stores.members.create_invite(&second).await.unwrap();
+    let mut again = redeem("h32", visitor(), T0 + 1);
+    again.name = Some("Max".into());
+    let other = joined(stores, &again).await;
+    assert_eq!(other.id.as_str(), "max-2");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

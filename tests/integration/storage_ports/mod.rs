@@ -115,6 +115,8 @@ mod script_workflows;
 mod shopping_lists;
 mod telemetry;
 mod turn_journal;
+mod usage;
+mod web_access;
 
 // ---------------------------------------------------------------------------
 // Fixtures

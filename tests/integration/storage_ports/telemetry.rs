@@ -21,6 +21,7 @@ pub(super) fn llm_call(at_ms: i64) -> LlmCallRecord {
         wire: "chat_completions".to_string(),
         profile_id: Some("family".to_string()),
         conversation_key: Some("http:kitchen".parse().unwrap()),
+        member_id: None,
         attempt: 2,
         outcome: "ok".to_string(),
         input_tokens: 1_234,

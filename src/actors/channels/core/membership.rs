@@ -71,7 +71,7 @@ fn how_to_join(issued: &Issued, prefix: Option<char>) -> String {
         })
         .unwrap_or_default();
     format!(
-        "`/join {}`{matrix}, to me on Telegram or Matrix, within {hours} hours. The code works once.",
+        "`/join {}`{matrix}, to me on Telegram or Matrix (or enter it under Join on my web page), within {hours} hours. The code works once.",
         issued.code
     )
 }
@@ -225,7 +225,7 @@ impl MembershipParts {
     }
 
     /// Tell the parents but `member` that `member` joined, each in their own chats.
-    async fn tell_parents(
+    pub async fn tell_parents(
         &self,
         member: &FamilyMember,
         invited_by: Option<&MemberId>,
@@ -245,25 +245,38 @@ impl MembershipParts {
             if parent.role != FamilyRole::Parent || parent.id == member.id {
                 continue;
             }
-            for place in self.own_chats.of(&parent.id) {
-                let Some(channel) = self.channels.get(place.channel()) else {
-                    continue;
-                };
-                let message = OutgoingMessage {
-                    conversation: place,
-                    inbox_id: None,
-                    text: text.clone(),
-                    kind: OutgoingKind::Reply,
-                    reply_to_event: None,
-                };
-                match self.outbox.enqueue(&message).await {
-                    Ok(outbox_id) => channel.do_send(DeliverStored { outbox_id, message }),
-                    Err(error) => {
-                        tracing::warn!(parent = %parent.id, %error, "parent not told of a new member")
-                    }
+            self.tell_member(&parent.id, &text).await;
+        }
+    }
+}
+
+impl MembershipParts {
+    /// Tell `member_id` `text` in each of their own chats, through the outbox (so it is
+    /// sent once, after a restart too); how many chats it was stored for.
+    pub async fn tell_member(&self, member_id: &MemberId, text: &str) -> usize {
+        let mut told = 0;
+        for place in self.own_chats.of(member_id) {
+            let Some(channel) = self.channels.get(place.channel()) else {
+                continue;
+            };
+            let message = OutgoingMessage {
+                conversation: place,
+                inbox_id: None,
+                text: text.to_string(),
+                kind: OutgoingKind::Reply,
+                reply_to_event: None,
+            };
+            match self.outbox.enqueue(&message).await {
+                Ok(outbox_id) => {
+                    channel.do_send(DeliverStored { outbox_id, message });
+                    told += 1;
+                }
+                Err(error) => {
+                    tracing::warn!(member = %member_id, %error, "member not told in their own chat")
                 }
             }
         }
+        told
     }
 }
 

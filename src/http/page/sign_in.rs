@@ -1,0 +1,361 @@
+//! Signing in: the member picks their name, hearth sends a six-digit code to their own
+//! Telegram chat or Matrix room (through the outbox, like any message), and the code typed
+//! here opens a session; or a one-time link of `hearth web-link` opens one. Every attempt
+//! is counted in `hearth_web_sign_ins_total` by way and outcome; a code, a link and a
+//! cookie are never logged.
+
+use actix_web::http::StatusCode;
+use actix_web::{HttpRequest, HttpResponse, web};
+use maud::{Markup, html};
+use serde::Deserialize;
+
+use super::layout::{self, Tab, notice, see_other};
+use super::session::{self, form_token, form_token_ok, signed_in};
+use crate::http::HttpState;
+use crate::identity::{AskedCode, CodeSignIn, MAX_WRONG_SIGN_IN_CODES};
+use crate::ids::MemberId;
+use crate::ports::{SignInCheck, now_ms};
+
+fn count(state: &HttpState, way: &str, outcome: &str) {
+    state.metrics.increment(
+        "hearth_web_sign_ins_total",
+        &[("way", way), ("outcome", outcome)],
+    );
+}
+
+/// `GET /`: the chat of a signed-in member, else signing in.
+pub async fn home(request: HttpRequest, state: web::Data<HttpState>) -> HttpResponse {
+    match signed_in(&state, &request).await {
+        Ok(Some(_)) => see_other("/chat"),
+        Ok(None) => see_other("/sign-in"),
+        Err(unavailable) => unavailable,
+    }
+}
+
+fn pick_name(state: &HttpState, form: &str, said: Option<&str>) -> Markup {
+    let mut members = state.family.members();
+    members.sort_by_key(|member| state.family.display_name(&member.id).to_lowercase());
+    html! {
+        h1 { "Sign in" }
+        (notice(said))
+        form method="post" action="/sign-in" {
+            input type="hidden" name="form" value=(form);
+            label for="member" { "Who are you?" }
+            select id="member" name="member" required {
+                @for member in &members {
+                    option value=(member.id) { (state.family.display_name(&member.id)) }
+                }
+            }
+            button type="submit" { "Send me a code" }
+        }
+        p.hint { "hearth sends a six-digit code to your own chat with it on Telegram or Matrix. \
+                  No chat with hearth yet? A parent can print you a sign-in link with \
+                  " code { "hearth web-link --user NAME" } "." }
+        p { a href="/join" { "Have an invite code? Join the family." } }
+    }
+}
+
+/// `GET /sign-in`: pick your name.
+pub async fn form(request: HttpRequest, state: web::Data<HttpState>) -> HttpResponse {
+    if let Ok(Some(_)) = signed_in(&state, &request).await {
+        return see_other("/chat");
+    }
+    let (token, cookie) = form_token(&request);
+    session::with_form_cookie(
+        layout::page("Sign in", None, Tab::None, pick_name(&state, &token, None)),
+        cookie,
+    )
+}
+
+#[derive(Debug, Deserialize)]
+pub struct AskCodeForm {
+    member: String,
+    form: String,
+}
+
+/// `POST /sign-in`: send a code to the member's own chat.
+pub async fn ask_code(
+    request: HttpRequest,
+    state: web::Data<HttpState>,
+    body: web::Form<AskCodeForm>,
+) -> HttpResponse {
+    if !form_token_ok(&request, &body.form) {
+        return layout::forged_form(None);
+    }
+    let refuse = |text: &str| {
+        let mut response = layout::page(
+            "Sign in",
+            None,
+            Tab::None,
+            pick_name(&state, &body.form, Some(text)),
+        );
+        *response.status_mut() = StatusCode::BAD_REQUEST;
+        response
+    };
+    let Some(member) = state.family.member(&body.member) else {
+        count(&state, "code", "unknown_member");
+        return refuse("Pick your name from the list.");
+    };
+    let Some(tell) = &state.membership else {
+        return refuse(
+            "hearth has no chat to send a code to. Ask a parent for a sign-in link (hearth web-link --user NAME).",
+        );
+    };
+    if tell.own_chats.of(&member.id).is_empty() {
+        count(&state, "code", "no_chat");
+        return refuse(&format!(
+            "hearth knows no chat of its own with {}: write to hearth once on Telegram or Matrix, or ask a parent for a sign-in link (hearth web-link --user {}).",
+            state.family.display_name(&member.id),
+            member.id
+        ));
+    }
+    match state.identity.ask_sign_in_code(&member.id, now_ms()).await {
+        Ok(AskedCode::Issued { code, .. }) => {
+            let text = format!(
+                "Your code to sign in to hearth's web page: {code}\nIt works for 10 minutes, once. If you did not ask for it, ignore this message: nobody can sign in without it."
+            );
+            if tell.tell_member(&member.id, &text).await == 0 {
+                count(&state, "code", "not_sent");
+                return refuse("The code could not be sent just now; try again in a moment.");
+            }
+            count(&state, "code", "sent");
+            see_other(&format!("/sign-in/code?member={}", member.id))
+        }
+        Ok(AskedCode::TooMany) => {
+            count(&state, "code", "too_many");
+            refuse(
+                "Three codes went to your chat in the last hour. Use the newest one, or wait an hour.",
+            )
+        }
+        Err(error) => {
+            tracing::error!(%error, "sign-in code not made");
+            refuse("hearth could not make a code just now; try again in a moment.")
+        }
+    }
+}
+
+#[derive(Debug, Deserialize)]
+pub struct CodeQuery {
+    member: String,
+}
+
+fn enter_code(state: &HttpState, member: &MemberId, form: &str, said: Option<&str>) -> Markup {
+    html! {
+        h1 { "Sign in" }
+        (notice(said))
+        p { "hearth sent a code to " (state.family.display_name(member)) "'s own chat." }
+        form method="post" action="/sign-in/code" {
+            input type="hidden" name="form" value=(form);
+            input type="hidden" name="member" value=(member);
+            label for="code" { "The six-digit code" }
+            input id="code" name="code" inputmode="numeric" autocomplete="one-time-code"
+                maxlength="12" required autofocus;
+            button type="submit" { "Sign in" }
+        }
+        p.hint { "No code after a minute? Telegram lets hearth write only to those who wrote to it \
+                  first: send hearth any message, then start again." }
+        p { a href="/sign-in" { "Not you, or no code? Start again." } }
+    }
+}
+
+/// `GET /sign-in/code?member=`: type the code.
+pub async fn code_form(
+    request: HttpRequest,
+    state: web::Data<HttpState>,
+    query: web::Query<CodeQuery>,
+) -> HttpResponse {
+    let Some(member) = state.family.member(&query.member) else {
+        return see_other("/sign-in");
+    };
+    let (token, cookie) = form_token(&request);
+    session::with_form_cookie(
+        layout::page(
+            "Sign in",
+            None,
+            Tab::None,
+            enter_code(&state, &member.id, &token, None),
+        ),
+        cookie,
+    )
+}
+
+#[derive(Debug, Deserialize)]
+pub struct CodeForm {
+    member: String,
+    code: String,
+    form: String,
+}
+
+/// `POST /sign-in/code`: the code typed; a session when it is right.
+pub async fn check_code(
+    request: HttpRequest,
+    state: web::Data<HttpState>,
+    body: web::Form<CodeForm>,
+) -> HttpResponse {
+    if !form_token_ok(&request, &body.form) {
+        return layout::forged_form(None);
+    }
+    let Some(member) = state.family.member(&body.member) else {
+        return see_other("/sign-in");
+    };
+    let way = state
+        .membership
+        .as_ref()
+        .and_then(|tell| {
+            tell.own_chats
+                .of(&member.id)
+                .first()
+                .map(|chat| chat.channel().to_string())
+        })
+        .unwrap_or_else(|| "code".to_string());
+    let refused = |text: String| {
+        let mut response = layout::page(
+            "Sign in",
+            None,
+            Tab::None,
+            enter_code(&state, &member.id, &body.form, Some(&text)),
+        );
+        *response.status_mut() = StatusCode::UNAUTHORIZED;
+        response
+    };
+    match state
+        .identity
+        .sign_in_with_code(&member.id, &body.code, &way, now_ms())
+        .await
+    {
+        Ok(CodeSignIn::Opened(opened)) => {
+            count(&state, "code", "signed_in");
+            tracing::info!(member = %member.id, session = %opened.session.id, "signed in on the web page");
+            let mut response = see_other("/chat");
+            let _ = response.add_cookie(&session::session_cookie(&request, &opened));
+            response
+        }
+        Ok(CodeSignIn::Refused(check)) => {
+            let (outcome, text) = match check {
+                SignInCheck::Wrong { tries_left } if tries_left > 0 => (
+                    "wrong",
+                    format!(
+                        "That is not the code. {tries_left} more tries before it stops working."
+                    ),
+                ),
+                SignInCheck::Wrong { .. } | SignInCheck::Locked => (
+                    "locked",
+                    format!(
+                        "{MAX_WRONG_SIGN_IN_CODES} wrong tries: this code no longer works. Ask for a new one."
+                    ),
+                ),
+                SignInCheck::Expired => (
+                    "expired",
+                    "This code has expired. Ask for a new one.".to_string(),
+                ),
+                SignInCheck::NoCode | SignInCheck::Accepted => (
+                    "no_code",
+                    "No code is waiting for you. Ask for a new one.".to_string(),
+                ),
+            };
+            count(&state, "code", outcome);
+            refused(text)
+        }
+        Err(error) => {
+            tracing::error!(%error, "sign-in code not checked");
+            refused("hearth could not check the code just now; try again in a moment.".into())
+        }
+    }
+}
+
+/// `GET /sign-in/link/{secret}`: a button that uses the link (a link preview fetching the
+/// page does not spend it).
+pub async fn link_form(request: HttpRequest, path: web::Path<String>) -> HttpResponse {
+    let (token, cookie) = form_token(&request);
+    session::with_form_cookie(
+        layout::page(
+            "Sign in",
+            None,
+            Tab::None,
+            html! {
+                h1 { "Sign in" }
+                form method="post" action="/sign-in/link" {
+                    input type="hidden" name="form" value=(token);
+                    input type="hidden" name="link" value=(path.as_str());
+                    button type="submit" { "Sign in with this link" }
+                }
+                p.hint { "The link works once." }
+            },
+        ),
+        cookie,
+    )
+}
+
+#[derive(Debug, Deserialize)]
+pub struct LinkForm {
+    link: String,
+    form: String,
+}
+
+/// `POST /sign-in/link`: spend the link, open a session.
+pub async fn use_link(
+    request: HttpRequest,
+    state: web::Data<HttpState>,
+    body: web::Form<LinkForm>,
+) -> HttpResponse {
+    if !form_token_ok(&request, &body.form) {
+        return layout::forged_form(None);
+    }
+    match state.identity.sign_in_with_link(&body.link, now_ms()).await {
+        Ok(Some(opened))
+            if state
+                .family
+                .member(opened.session.member_id.as_str())
+                .is_some() =>
+        {
+            count(&state, "link", "signed_in");
+            tracing::info!(member = %opened.session.member_id, session = %opened.session.id, "signed in on the web page with a link");
+            let mut response = see_other("/chat");
+            let _ = response.add_cookie(&session::session_cookie(&request, &opened));
+            response
+        }
+        Ok(_) => {
+            count(&state, "link", "refused");
+            layout::problem(
+                StatusCode::UNAUTHORIZED,
+                None,
+                "This sign-in link was used already, has expired, or is not one. Ask for a new one.",
+            )
+        }
+        Err(error) => {
+            tracing::error!(%error, "sign-in link not checked");
+            layout::problem(
+                StatusCode::SERVICE_UNAVAILABLE,
+                None,
+                "hearth could not check the link just now; try again in a moment.",
+            )
+        }
+    }
+}
+
+#[derive(Debug, Deserialize)]
+pub struct SignOutForm {
+    csrf: String,
+}
+
+/// `POST /sign-out`: end this session, here and in the database.
+pub async fn sign_out(
+    request: HttpRequest,
+    state: web::Data<HttpState>,
+    body: web::Form<SignOutForm>,
+) -> HttpResponse {
+    let signed_in = match session::signed_in_form(&state, &request, &body.csrf).await {
+        Ok(signed_in) => signed_in,
+        Err(answer) => return answer,
+    };
+    if let Err(error) = state
+        .identity
+        .end_session(&signed_in.member.id, &signed_in.session.id)
+        .await
+    {
+        tracing::error!(%error, "web session not ended");
+    }
+    let mut response = see_other("/sign-in");
+    let _ = response.add_cookie(&session::removed_session_cookie(&request));
+    response
+}

@@ -1,0 +1,53 @@
+//! `UsageReport` in memory: the same sums as the SQLite adapter, over the stored messages
+//! and the recorded model calls.
+
+use std::collections::BTreeMap;
+
+use async_trait::async_trait;
+use chrono::DateTime;
+
+use super::in_memory::InMemoryStore;
+use crate::ids::MemberId;
+use crate::ports::{DailyUsage, StorageError, TelemetryEvent, UsageReport};
+
+fn day_of(ms: i64) -> String {
+    DateTime::from_timestamp_millis(ms)
+        .map(|at| at.format("%Y-%m-%d").to_string())
+        .unwrap_or_default()
+}
+
+#[async_trait]
+impl UsageReport for InMemoryStore {
+    async fn daily_usage(&self, since_ms: i64) -> Result<Vec<DailyUsage>, StorageError> {
+        let state = self.lock();
+        let mut days: BTreeMap<(String, String), DailyUsage> = BTreeMap::new();
+        for record in &state.inbox {
+            if record.inbound.received_at_ms >= since_ms {
+                let day = day_of(record.inbound.received_at_ms);
+                entry(&mut days, day, &record.inbound.member_id).turns += 1;
+            }
+        }
+        for event in &state.events {
+            if let TelemetryEvent::LlmCall(call) = event
+                && call.at_ms >= since_ms
+                && let Some(member) = &call.member_id
+            {
+                let usage = entry(&mut days, day_of(call.at_ms), member);
+                usage.llm_calls += 1;
+                usage.input_tokens += call.input_tokens;
+                usage.output_tokens += call.output_tokens;
+                usage.cost_usd += call.cost_usd;
+            }
+        }
+        Ok(DailyUsage::in_order(days.into_values()))
+    }
+}
+
+fn entry<'a>(
+    days: &'a mut BTreeMap<(String, String), DailyUsage>,
+    day: String,
+    member: &MemberId,
+) -> &'a mut DailyUsage {
+    days.entry((day.clone(), member.to_string()))
+        .or_insert_with(|| DailyUsage::none(day, member.clone()))
+}

@@ -1,0 +1,206 @@
+//! Signing in on the web page, attacked (form posts over loopback against the app with
+//! the fake Telegram Bot API): a wrong code counts down and locks the code after five; at
+//! most three codes an hour go to a member's chat; a member without a chat with hearth gets
+//! no code; a code is a member's own. And member tokens from the command line: one speaks
+//! only as its member, and stops at once when revoked.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::Command;
+
+use serde_json::json;
+
+use crate::support::hearth_app::{HearthProcess, test_env, wait_for_readyz, write_config};
+use crate::support::llm_server::ScriptedLlmServer;
+use crate::support::telegram::TelegramServer;
+use crate::telegram_channel::{TOKEN, alice, bot_says, start_on_telegram};
+use crate::web_join::Visitor;
+
+/// The codes the bot sent to `chat`, oldest first.
+fn codes_in(telegram: &TelegramServer, chat: i64) -> Vec<String> {
+    telegram
+        .bot_messages_in(chat)
+        .into_iter()
+        .filter_map(|message| message.text)
+        .filter(|text| text.contains("sign in to hearth's web page"))
+        .filter_map(|text| {
+            text.split(|c: char| !c.is_ascii_digit())
+                .find(|part| part.len() == 6)
+                .map(str::to_string)
+        })
+        .collect()
+}
+
+async fn ask_code(visitor: &Visitor, member: &str) -> (u16, String, Option<String>) {
+    let (_, page, _) = visitor.get("/sign-in").await;
+    let form = Visitor::field(&page, "form");
+    visitor
+        .post("/sign-in", &[("form", &form), ("member", member)])
+        .await
+}
+
+async fn enter_code(visitor: &Visitor, member: &str, code: &str) -> (u16, String, Option<String>) {
+    let (_, page, _) = visitor.get(&format!("/sign-in/code?member={member}")).await;
+    let form = Visitor::field(&page, "form");
+    visitor
+        .post(
+            "/sign-in/code",
+            &[("form", &form), ("member", member), ("code", code)],
+        )
+        .await
+}
+
+#[actix::test]
+async fn wrong_codes_lock_the_code_and_codes_are_rationed() {
+    let llm = ScriptedLlmServer::start();
+    let telegram = TelegramServer::start(TOKEN);
+    let app = start_on_telegram(&llm, &telegram, "", None, &[]).await;
+    telegram.push_private_text(&alice(), "hello");
+    bot_says(&telegram, 1001, "echo: hello").await;
+
+    let visitor = Visitor::new(&app);
+    let (status, _, location) = ask_code(&visitor, "alice").await;
+    assert_eq!(
+        (status, location.as_deref()),
+        (303, Some("/sign-in/code?member=alice"))
+    );
+    bot_says(&telegram, 1001, "sign in to hearth's web page").await;
+    let code = codes_in(&telegram, 1001).pop().unwrap();
+    // bob's sign-in with alice's code: bob has no code waiting, and alice's stays good.
+    assert!(
+        enter_code(&visitor, "bob", &code)
+            .await
+            .1
+            .contains("No code is waiting")
+    );
+    let wrong = if code == "000000" { "111111" } else { "000000" };
+    for left in (1..5).rev() {
+        let (status, page, _) = enter_code(&visitor, "alice", wrong).await;
+        assert_eq!(status, 401);
+        assert!(page.contains(&format!("{left} more tries")), "{page}");
+    }
+    let (_, page, _) = enter_code(&visitor, "alice", wrong).await;
+    assert!(page.contains("5 wrong tries"), "{page}");
+    // Locked: the right code opens nothing now.
+    let (status, page, _) = enter_code(&visitor, "alice", &code).await;
+    assert_eq!(status, 401);
+    assert!(page.contains("no longer works"), "{page}");
+    assert!(visitor.get("/chat").await.2.as_deref() == Some("/sign-in"));
+
+    // A new code works (the second of the hour), once.
+    ask_code(&visitor, "alice").await;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while codes_in(&telegram, 1001).len() < 2 {
+        assert!(std::time::Instant::now() < deadline, "no second code");
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    let code = codes_in(&telegram, 1001).pop().unwrap();
+    let (status, _, location) = enter_code(&visitor, "alice", &code).await;
+    assert_eq!((status, location.as_deref()), (303, Some("/chat")));
+    assert_eq!(visitor.get("/chat").await.0, 200);
+    let again = Visitor::new(&app);
+    assert!(
+        enter_code(&again, "alice", &code)
+            .await
+            .1
+            .contains("No code is waiting")
+    );
+
+    // The third code of the hour is the last.
+    assert_eq!(ask_code(&again, "alice").await.0, 303);
+    let (status, page, _) = ask_code(&again, "alice").await;
+    assert_eq!(status, 400);
+    assert!(page.contains("Three codes went to your chat"), "{page}");
+
+    // Each member's codes go to their own chat only, and are rationed per member.
+    telegram.push_private_text(&crate::telegram_channel::bob(), "hello");
+    bot_says(&telegram, 1002, "echo: hello").await;
+    assert_eq!(ask_code(&again, "bob").await.0, 303);
+    bot_says(&telegram, 1002, "sign in to hearth's web page").await;
+    assert_eq!(codes_in(&telegram, 1001).len(), 3);
+    // A name that is nobody's.
+    assert_eq!(ask_code(&again, "mallory").await.0, 400);
+    app.stop().await;
+}
+
+fn token_command(
+    config: &Path,
+    env: &BTreeMap<String, String>,
+    args: &[&str],
+) -> (bool, String, String) {
+    let output = Command::new(env!("CARGO_BIN_EXE_hearth"))
+        .arg("--config")
+        .arg(config)
+        .arg("token")
+        .args(args)
+        .envs(env)
+        .output()
+        .unwrap();
+    (
+        output.status.success(),
+        String::from_utf8_lossy(&output.stdout).trim().to_string(),
+        String::from_utf8_lossy(&output.stderr).to_string(),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_member_token_speaks_only_as_its_member_until_revoked() {
+    let llm = ScriptedLlmServer::start();
+    let folder = tempfile::tempdir().unwrap();
+    let config = write_config(folder.path(), &llm.base_url());
+    let env = test_env(&[]);
+    let hearth = HearthProcess::spawn(&config, &env);
+    let client = reqwest::Client::new();
+    wait_for_readyz(&client, &hearth.base_url).await;
+
+    let (made, key, said) = token_command(
+        &config,
+        &env,
+        &["create", "--user", "alice", "--label", "kitchen tablet"],
+    );
+    assert!(made, "{said}");
+    assert!(key.starts_with("hearth_token_"), "{key}");
+    let send = |body: serde_json::Value, key: String| {
+        let (client, url) = (client.clone(), format!("{}/inbound", hearth.base_url));
+        async move {
+            let response = client
+                .post(url)
+                .header("Authorization", format!("Bearer {key}"))
+                .json(&body)
+                .send()
+                .await
+                .unwrap();
+            let status = response.status().as_u16();
+            (
+                status,
+                response
+                    .json::<serde_json::Value>()
+                    .await
+                    .unwrap_or_default(),
+            )
+        }
+    };
+    let (status, body) = send(json!({"text": "hi from the kitchen"}), key.clone()).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["reply"], "echo: hi from the kitchen");
+    let (status, _) = send(json!({"user_id": "bob", "text": "as bob"}), key.clone()).await;
+    assert_eq!(status, 403);
+
+    let (listed, list, _) = token_command(&config, &env, &["list"]);
+    assert!(listed);
+    assert!(list.contains("alice  kitchen tablet"), "{list}");
+    assert!(!list.contains(&key), "a token is never shown again: {list}");
+    let id = list.split_whitespace().next().unwrap().to_string();
+    let (revoked, _, said) = token_command(&config, &env, &["revoke", &id]);
+    assert!(revoked, "{said}");
+    let (status, _) = send(json!({"text": "still there?"}), key.clone()).await;
+    assert_eq!(status, 401);
+    let (again, _, said) = token_command(&config, &env, &["revoke", &id]);
+    assert!(!again && said.contains("no token"), "{said}");
+    let (made, _, said) = token_command(&config, &env, &["create", "--user", "mallory"]);
+    assert!(
+        !made && said.contains("--user \"mallory\" is no family member (members: alice, bob)"),
+        "{said}"
+    );
+    assert!(!hearth.log().contains(&key), "a token is never logged");
+}
