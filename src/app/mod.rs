@@ -279,6 +279,9 @@ pub async fn start_with_models(
     // the actor starts once the queue and the channels it hands work to exist.
     let scheduler_context = Context::<Scheduler>::new();
     let own_chats = Arc::new(platforms::own_chats(&family.members()));
+    for (member, channel) in membership.preferred_channels().await? {
+        own_chats.set_preferred(&member, Some(&channel));
+    }
     let reminders = RemindersParts {
         schedules: stores.schedules.clone(),
         family: family.clone(),

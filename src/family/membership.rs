@@ -314,6 +314,49 @@ impl Membership {
         })
     }
 
+    /// `member`'s own settings (checked by the caller): their time zone and preferred
+    /// channel, kept in their row (a member of the configuration gets one for them); the
+    /// member as the roster has them now.
+    pub async fn save_settings(
+        &self,
+        member: &FamilyMember,
+        timezone: Option<String>,
+        preferred_channel: Option<String>,
+        now_ms: i64,
+    ) -> Result<FamilyMember, StorageError> {
+        let stored = self.store.stored_members().await?;
+        let mut row = stored
+            .into_iter()
+            .find(|row| row.id == member.id)
+            .unwrap_or_else(|| {
+                StoredMember::new(
+                    member.id.clone(),
+                    member.name.clone(),
+                    member.role,
+                    None,
+                    now_ms,
+                )
+            });
+        row.timezone = timezone;
+        row.preferred_channel = preferred_channel;
+        self.store.save_member(&row).await?;
+        self.load(now_ms).await?;
+        self.family
+            .member(member.id.as_str())
+            .ok_or_else(|| StorageError::Corrupt(format!("member {} not readable", member.id)))
+    }
+
+    /// The preferred channel each member chose, for `OwnChats` at start.
+    pub async fn preferred_channels(&self) -> Result<Vec<(MemberId, String)>, StorageError> {
+        Ok(self
+            .store
+            .stored_members()
+            .await?
+            .into_iter()
+            .filter_map(|row| Some((row.id, row.preferred_channel?)))
+            .collect())
+    }
+
     /// `by` (`None`: the command line) gives `target` `role`.
     pub async fn set_role(
         &self,

@@ -4,6 +4,8 @@
 //! wins where both name a member, its values over the stored ones, and a stored account
 //! another member of the configuration has is not theirs. A change in chat replaces the
 //! roster at once (`set_stored`), so a removed member is a stranger from the next message.
+//! A member's own time zone chosen on the web page is the one exception: it wins over the
+//! configuration's (`family[].timezone`), being the later choice.
 //!
 //! Channel actors ask here before anything is accepted. A stranger gets no answer
 //! and is logged once per channel and sender, so a noisy stranger cannot flood the log;
@@ -68,6 +70,8 @@ impl Roster {
                 Some(member) => {
                     member.telegram_user_id = member.telegram_user_id.or(telegram);
                     member.matrix_user_id = member.matrix_user_id.clone().or(matrix);
+                    // The member's own choice on the page is later than the file's.
+                    member.timezone = row.timezone.clone().or(member.timezone.take());
                 }
                 None => {
                     members.insert(
@@ -78,7 +82,7 @@ impl Roster {
                             telegram_user_id: telegram,
                             matrix_user_id: matrix,
                             role: row.role,
-                            timezone: None,
+                            timezone: row.timezone.clone(),
                         },
                     );
                 }

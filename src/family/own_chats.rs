@@ -13,6 +13,8 @@ use crate::ids::{ConversationKey, MemberId};
 pub struct OwnChats {
     /// Member → their own chats, in the order found.
     chats: RwLock<BTreeMap<MemberId, Vec<ConversationKey>>>,
+    /// Member → the channel whose own chat they prefer (their setting on the web page).
+    preferred: RwLock<BTreeMap<MemberId, String>>,
 }
 
 impl OwnChats {
@@ -35,14 +37,47 @@ impl OwnChats {
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    /// `member_id`'s own chats, in the order found.
+    /// `member_id`'s own chats: the one of their preferred channel first, then in the
+    /// order found.
     pub fn of(&self, member_id: &MemberId) -> Vec<ConversationKey> {
-        self.chats
+        let mut chats = self
+            .chats
             .read()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
             .get(member_id)
             .cloned()
-            .unwrap_or_default()
+            .unwrap_or_default();
+        if let Some(channel) = self
+            .preferred
+            .read()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .get(member_id)
+        {
+            // A stable sort: the preferred channel's chats first, each side in found order.
+            chats.sort_by_key(|chat| chat.channel() != channel);
+        }
+        chats
+    }
+
+    /// The channel `member_id` prefers, if any.
+    pub fn preferred(&self, member_id: &MemberId) -> Option<String> {
+        self.preferred
+            .read()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .get(member_id)
+            .cloned()
+    }
+
+    /// `member_id` prefers their own chat on `channel` (`None`: no preference).
+    pub fn set_preferred(&self, member_id: &MemberId, channel: Option<&str>) {
+        let mut preferred = self
+            .preferred
+            .write()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        match channel {
+            Some(channel) => preferred.insert(member_id.clone(), channel.to_string()),
+            None => preferred.remove(member_id),
+        };
     }
 
     /// `chat` is `member_id`'s own too (a member who just joined in their private chat).
@@ -112,5 +147,23 @@ mod tests {
         );
         assert!(own.of(&member("max")).is_empty());
         assert!(own.of(&member("nobody")).is_empty());
+    }
+
+    #[test]
+    fn a_preferred_channel_s_chat_comes_first() {
+        let own = OwnChats::new([
+            (member("alice"), place("telegram", "1001")),
+            (member("alice"), place("matrix", "!a")),
+        ]);
+        own.set_preferred(&member("alice"), Some("matrix"));
+        assert_eq!(
+            own.of(&member("alice")),
+            [place("matrix", "!a"), place("telegram", "1001")]
+        );
+        // Found anew, the preference still holds; and it can be dropped.
+        own.replace_channel("matrix", vec![(member("alice"), place("matrix", "!b"))]);
+        assert_eq!(own.of(&member("alice"))[0], place("matrix", "!b"));
+        own.set_preferred(&member("alice"), None);
+        assert_eq!(own.of(&member("alice"))[0], place("telegram", "1001"));
     }
 }

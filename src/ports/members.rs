@@ -24,6 +24,11 @@ pub struct StoredMember {
     /// Who invited them; `None` for the first parent of set-up.
     pub added_by: Option<MemberId>,
     pub added_at_ms: i64,
+    /// Their own choice on the web page: their IANA time zone (over the configuration's).
+    pub timezone: Option<String>,
+    /// Their own choice on the web page: the channel (`telegram`, `matrix`) whose own chat
+    /// hearth prefers for what goes to their own chat.
+    pub preferred_channel: Option<String>,
 }
 
 impl StoredMember {
@@ -44,6 +49,8 @@ impl StoredMember {
             matrix_user_id: None,
             added_by,
             added_at_ms: at_ms,
+            timezone: None,
+            preferred_channel: None,
         }
     }
 

@@ -2,7 +2,8 @@
 //! the fake Telegram Bot API): a wrong code counts down and locks the code after five; at
 //! most three codes an hour go to a member's chat; a member without a chat with hearth gets
 //! no code; a code is a member's own. And member tokens from the command line: one speaks
-//! only as its member, and stops at once when revoked.
+//! only as its member, and stops at once when revoked. A member's own time zone and
+//! preferred channel, set on the settings page, checked and kept.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -10,7 +11,7 @@ use std::process::Command;
 
 use serde_json::json;
 
-use crate::support::hearth_app::{HearthProcess, test_env, wait_for_readyz, write_config};
+use crate::support::hearth_app::{HearthProcess, TestApp, test_env, wait_for_readyz, write_config};
 use crate::support::llm_server::ScriptedLlmServer;
 use crate::support::telegram::TelegramServer;
 use crate::telegram_channel::{TOKEN, alice, bot_says, start_on_telegram};
@@ -203,4 +204,106 @@ async fn a_member_token_speaks_only_as_its_member_until_revoked() {
         "{said}"
     );
     assert!(!hearth.log().contains(&key), "a token is never logged");
+}
+
+/// `member` signed in through a one-time link made in the app's stores.
+async fn signed_in_by_link(app: &TestApp, member: &str) -> Visitor {
+    let identity = hearth::identity::Identity::new(app.running.stores.web_access.clone(), 30);
+    let secret = identity
+        .new_sign_in_link(&member.parse().unwrap(), hearth::ports::now_ms())
+        .await
+        .unwrap();
+    let visitor = Visitor::new(app);
+    let (_, page, _) = visitor.get(&format!("/sign-in/link/{secret}")).await;
+    let form = Visitor::field(&page, "form");
+    let (status, _, location) = visitor
+        .post("/sign-in/link", &[("form", &form), ("link", &secret)])
+        .await;
+    assert_eq!((status, location.as_deref()), (303, Some("/chat")));
+    visitor
+}
+
+#[actix::test]
+async fn a_member_s_time_zone_and_preferred_channel_are_theirs_to_set_and_kept() {
+    let llm = ScriptedLlmServer::start();
+    let telegram = TelegramServer::start(TOKEN);
+    let app = start_on_telegram(&llm, &telegram, "", None, &[]).await;
+    let alice_page = signed_in_by_link(&app, "alice").await;
+    let (_, page, _) = alice_page.get("/settings").await;
+    let csrf = Visitor::field(&page, "csrf");
+    let save = |timezone: &'static str, channel: &'static str| {
+        let (visitor, csrf) = (&alice_page, csrf.clone());
+        async move {
+            visitor
+                .post(
+                    "/settings",
+                    &[
+                        ("csrf", &csrf),
+                        ("timezone", timezone),
+                        ("preferred_channel", channel),
+                    ],
+                )
+                .await
+        }
+    };
+    let (status, page, _) = save("Mars/Olympus", "").await;
+    assert_eq!(status, 400);
+    assert!(
+        page.contains("Not saved:") && page.contains("Mars/Olympus"),
+        "{page}"
+    );
+    let (status, page, _) = save("America/New_York", "matrix").await;
+    assert_eq!(status, 400);
+    assert!(
+        page.contains("no own chat with hearth on &quot;matrix&quot;"),
+        "{page}"
+    );
+    let family = app.running.membership.family().clone();
+    assert_eq!(
+        family.member("alice").unwrap().timezone,
+        None,
+        "nothing saved"
+    );
+    // Without the form's token nothing is saved either.
+    let (status, _, _) = alice_page
+        .post(
+            "/settings",
+            &[
+                ("csrf", "nope"),
+                ("timezone", "Asia/Tokyo"),
+                ("preferred_channel", ""),
+            ],
+        )
+        .await;
+    assert_eq!(status, 403);
+
+    let (status, _, location) = save("America/New_York", "telegram").await;
+    assert_eq!(
+        (status, location.as_deref()),
+        (303, Some("/settings?saved=1"))
+    );
+    assert_eq!(
+        family.member("alice").unwrap().timezone.as_deref(),
+        Some("America/New_York")
+    );
+    assert_eq!(family.member("bob").unwrap().timezone, None, "only hers");
+    let folder = app.stop().await;
+
+    // Kept across a restart: the zone the roster has, the channel the page shows chosen.
+    let app = start_on_telegram(&llm, &telegram, "", Some(folder), &[]).await;
+    let family = app.running.membership.family().clone();
+    assert_eq!(
+        family.member("alice").unwrap().timezone.as_deref(),
+        Some("America/New_York")
+    );
+    let (_, page, _) = signed_in_by_link(&app, "alice")
+        .await
+        .get("/settings")
+        .await;
+    assert!(
+        page.contains("<option value=\"telegram\" selected>"),
+        "{page}"
+    );
+    assert!(page.contains("value=\"America/New_York\""), "{page}");
+    app.stop().await;
 }

@@ -83,6 +83,7 @@ pub fn routes(config: &mut web::ServiceConfig) {
         .route("/family/invite", web::post().to(family::invite))
         .route("/family/{member}/{change}", web::post().to(family::change))
         .route("/settings", web::get().to(settings::page))
+        .route("/settings", web::post().to(settings::save))
         .route(
             "/settings/sessions/{id}/end",
             web::post().to(settings::end_session),

@@ -1,5 +1,5 @@
 //! Signing in: the member picks their name, hearth sends a six-digit code to their own
-//! Telegram chat or Matrix room (through the outbox, like any message), and the code typed
+//! Telegram chat or Matrix room, the preferred one (through the outbox, like any message), and the code typed
 //! here opens a session; or a one-time link of `hearth web-link` opens one. Every attempt
 //! is counted in `hearth_web_sign_ins_total` by way and outcome; a code, a link and a
 //! cookie are never logged.
@@ -114,7 +114,7 @@ pub async fn ask_code(
             let text = format!(
                 "Your code to sign in to hearth's web page: {code}\nIt works for 10 minutes, once. If you did not ask for it, ignore this message: nobody can sign in without it."
             );
-            if tell.tell_member(&member.id, &text).await == 0 {
+            if !tell.tell_member_once(&member.id, &text).await {
                 count(&state, "code", "not_sent");
                 return refuse("The code could not be sent just now; try again in a moment.");
             }

@@ -15,7 +15,8 @@ use crate::ports::{
 
 macro_rules! member_columns {
     () => {
-        "id, name, role, telegram_user_id, matrix_user_id, added_by, added_at_ms"
+        "id, name, role, telegram_user_id, matrix_user_id, added_by, added_at_ms, timezone, \
+         preferred_channel"
     };
 }
 const MEMBER_BY_ID: &str = concat!("SELECT ", member_columns!(), " FROM members WHERE id = ?");
@@ -23,7 +24,7 @@ const EVERY_MEMBER: &str = concat!("SELECT ", member_columns!(), " FROM members 
 const SAVE_MEMBER: &str = concat!(
     "INSERT OR REPLACE INTO members (",
     member_columns!(),
-    ") VALUES (?, ?, ?, ?, ?, ?, ?)"
+    ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
 );
 
 fn role_column(row: &SqliteRow, table: &str) -> Result<FamilyRole, StorageError> {
@@ -45,6 +46,8 @@ fn member_from_row(row: &SqliteRow) -> Result<StoredMember, StorageError> {
             .transpose()
             .map_err(|error| StorageError::Corrupt(format!("members.added_by: {error}")))?,
         added_at_ms: row.get("added_at_ms"),
+        timezone: row.get("timezone"),
+        preferred_channel: row.get("preferred_channel"),
     })
 }
 
@@ -72,6 +75,8 @@ async fn insert_member(
         .bind(&member.matrix_user_id)
         .bind(member.added_by.as_ref().map(MemberId::as_str))
         .bind(member.added_at_ms)
+        .bind(&member.timezone)
+        .bind(&member.preferred_channel)
         .execute(&mut *connection)
         .await
         .map_err(database_error)?;

@@ -17,7 +17,7 @@ use super::commands::{MembershipCommand, say};
 use crate::actors::channels::{ChannelError, DeliverStored};
 use crate::config::FamilyMember;
 use crate::family::{Change, Issued, Joined, Membership, MembershipError, OwnChats, display};
-use crate::ids::{FamilyRole, MemberId};
+use crate::ids::{ConversationKey, FamilyRole, MemberId};
 use crate::ports::{Outbox, OutgoingKind, OutgoingMessage, PlatformUser, now_ms};
 
 /// What the family's commands need besides the channel itself.
@@ -256,27 +256,45 @@ impl MembershipParts {
     pub async fn tell_member(&self, member_id: &MemberId, text: &str) -> usize {
         let mut told = 0;
         for place in self.own_chats.of(member_id) {
-            let Some(channel) = self.channels.get(place.channel()) else {
-                continue;
-            };
-            let message = OutgoingMessage {
-                conversation: place,
-                inbox_id: None,
-                text: text.to_string(),
-                kind: OutgoingKind::Reply,
-                reply_to_event: None,
-            };
-            match self.outbox.enqueue(&message).await {
-                Ok(outbox_id) => {
-                    channel.do_send(DeliverStored { outbox_id, message });
-                    told += 1;
-                }
-                Err(error) => {
-                    tracing::warn!(member = %member_id, %error, "member not told in their own chat")
-                }
+            if self.tell_in(member_id, place, text).await {
+                told += 1;
             }
         }
         told
+    }
+
+    /// Tell `member_id` `text` in one own chat only, their preferred one first (a sign-in
+    /// code goes to one place); whether it was stored for one.
+    pub async fn tell_member_once(&self, member_id: &MemberId, text: &str) -> bool {
+        for place in self.own_chats.of(member_id) {
+            if self.tell_in(member_id, place, text).await {
+                return true;
+            }
+        }
+        false
+    }
+
+    async fn tell_in(&self, member_id: &MemberId, place: ConversationKey, text: &str) -> bool {
+        let Some(channel) = self.channels.get(place.channel()) else {
+            return false;
+        };
+        let message = OutgoingMessage {
+            conversation: place,
+            inbox_id: None,
+            text: text.to_string(),
+            kind: OutgoingKind::Reply,
+            reply_to_event: None,
+        };
+        match self.outbox.enqueue(&message).await {
+            Ok(outbox_id) => {
+                channel.do_send(DeliverStored { outbox_id, message });
+                true
+            }
+            Err(error) => {
+                tracing::warn!(member = %member_id, %error, "member not told in their own chat");
+                false
+            }
+        }
     }
 }
 
