@@ -63,23 +63,8 @@ impl Visitor {
     }
 
     pub(crate) async fn get(&self, path: &str) -> (u16, String, Option<String>) {
-        let response = self
-            .client
-            .get(format!("{}{path}", self.base))
-            .header("cookie", self.cookie_header())
-            .send()
+        self.send(self.client.get(format!("{}{path}", self.base)))
             .await
-            .unwrap();
-        self.keep_cookies(&response);
-        let location = response
-            .headers()
-            .get("location")
-            .map(|value| value.to_str().unwrap().to_string());
-        (
-            response.status().as_u16(),
-            response.text().await.unwrap(),
-            location,
-        )
     }
 
     pub(crate) async fn post(
@@ -87,11 +72,14 @@ impl Visitor {
         path: &str,
         form: &[(&str, &str)],
     ) -> (u16, String, Option<String>) {
-        let response = self
-            .client
-            .post(format!("{}{path}", self.base))
+        self.send(self.client.post(format!("{}{path}", self.base)).form(form))
+            .await
+    }
+
+    /// Send `request` with the cookies kept, keep those it sets: status, body, location.
+    async fn send(&self, request: reqwest::RequestBuilder) -> (u16, String, Option<String>) {
+        let response = request
             .header("cookie", self.cookie_header())
-            .form(form)
             .send()
             .await
             .unwrap();

@@ -332,16 +332,7 @@ pub async fn post_with_key(
     url: &str,
     body: &serde_json::Value,
 ) -> (u16, serde_json::Value) {
-    let response = client
-        .post(url)
-        .header("X-API-Key", API_KEY)
-        .json(body)
-        .send()
-        .await
-        .unwrap_or_else(|error| panic!("POST {url} answers: {error}"));
-    let status = response.status().as_u16();
-    let body = response.json().await.unwrap_or(serde_json::Value::Null);
-    (status, body)
+    post_as(client, url, API_KEY, body).await
 }
 
 /// POST `body` to `url` with `key` (a member's token): the status and the JSON body.
