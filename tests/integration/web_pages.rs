@@ -319,12 +319,29 @@ async fn done_on_a_fired_reminder_settles_it_once() {
     assert_eq!(forged.status, 403, "{}", forged.body);
     assert!(alice.page("/reminders").await.contains("/done\""));
 
-    let done = alice
-        .post(&format!("/reminders/{occurrence}/done"), &[])
+    // A snooze of a length the page does not take changes nothing.
+    let too_long = alice
+        .post(
+            &format!("/reminders/{occurrence}/snooze"),
+            &[("minutes", "5000")],
+        )
+        .await;
+    assert_eq!(too_long.status, 400, "{}", too_long.body);
+    assert!(
+        too_long.body.contains("Snooze for 1 to 1440 minutes"),
+        "{}",
+        too_long.body
+    );
+    assert!(alice.page("/reminders").await.contains("/done\""));
+    let snoozed = alice
+        .post(
+            &format!("/reminders/{occurrence}/snooze"),
+            &[("minutes", "30")],
+        )
         .await;
     assert_eq!(
-        (done.status, done.location.as_str()),
-        (303, "/reminders?answered=done")
+        (snoozed.status, snoozed.location.as_str()),
+        (303, "/reminders?answered=snooze")
     );
     for answer in ["done", "snooze"] {
         let again = alice
@@ -337,8 +354,8 @@ async fn done_on_a_fired_reminder_settles_it_once() {
             again.body
         );
     }
-    let page = alice.page("/reminders?answered=done").await;
-    assert!(page.contains("Marked done."), "{page}");
+    let page = alice.page("/reminders?answered=snooze").await;
+    assert!(page.contains("Snoozed"), "{page}");
     assert!(!page.contains("/done\""), "{page}");
     app.stop().await;
 }

@@ -94,6 +94,15 @@ pub async fn page(
     )
 }
 
+/// How long Snooze may put a reminder off, as offered (minutes, words); 1 to 1440 is taken.
+const SNOOZE_CHOICES: [(u64, &str); 4] = [
+    (10, "10 minutes"),
+    (30, "30 minutes"),
+    (60, "an hour"),
+    (180, "3 hours"),
+];
+const MAX_SNOOZE_MINUTES: u64 = 1440;
+
 /// A fired reminder with its Done and Snooze buttons.
 fn waiting_card(signed_in: &SignedIn, waiting: &WaitingReminder) -> Markup {
     let occurrence = waiting.firing.id.to_string();
@@ -109,6 +118,13 @@ fn waiting_card(signed_in: &SignedIn, waiting: &WaitingReminder) -> Markup {
                 }
                 form method="post" action={ "/reminders/" (occurrence) "/snooze" } {
                     input type="hidden" name="csrf" value=(csrf);
+                    label.visually-hidden for={ "snooze-" (occurrence) } { "Snooze for" }
+                    select id={ "snooze-" (occurrence) } name="minutes" {
+                        option value="" { "the usual time" }
+                        @for (minutes, words) in SNOOZE_CHOICES {
+                            option value=(minutes) { (words) }
+                        }
+                    }
                     button.secondary type="submit" { "Snooze" }
                 }
             }
@@ -166,14 +182,39 @@ pub async fn done(
     .await
 }
 
-/// `POST /reminders/{occurrence}/snooze`: for `reminders.snooze_minutes`.
+#[derive(Debug, Deserialize)]
+pub struct SnoozeForm {
+    #[serde(default)]
+    csrf: String,
+    /// Empty or left out: `reminders.snooze_minutes`.
+    #[serde(default)]
+    minutes: String,
+}
+
+/// `POST /reminders/{occurrence}/snooze`: for `minutes` (1 to 1440), or
+/// `reminders.snooze_minutes`.
 pub async fn snooze(
     request: HttpRequest,
     state: web::Data<HttpState>,
     path: web::Path<String>,
-    body: web::Form<ReminderForm>,
+    body: web::Form<SnoozeForm>,
 ) -> HttpResponse {
-    let choice = ReminderChoice::Snooze(None);
+    let minutes = match body.minutes.trim() {
+        "" => None,
+        text => match text.parse::<u64>() {
+            Ok(minutes) if (1..=MAX_SNOOZE_MINUTES).contains(&minutes) => Some(minutes),
+            _ => {
+                let signed_in = session::signed_in_page(&state, &request).await.ok();
+                return layout::problem(
+                    actix_web::http::StatusCode::BAD_REQUEST,
+                    signed_in.as_ref(),
+                    &format!("Snooze for 1 to {MAX_SNOOZE_MINUTES} minutes, not {text:?}."),
+                );
+            }
+        },
+    };
+    let choice =
+        ReminderChoice::Snooze(minutes.map(|minutes| std::time::Duration::from_secs(minutes * 60)));
     settle(&request, &state, &path, &body.csrf, choice, "snooze").await
 }
 
