@@ -168,6 +168,21 @@ pub async fn inbound_caller(
     }
 }
 
+/// The member an inbound request speaks as: its token's, or the one it names (`named`,
+/// the body's or the query's `user_id`) with the shared key; else the answer to give.
+pub async fn inbound_member(
+    keys: &Option<ApiKeys>,
+    identity: &crate::identity::Identity,
+    request: &HttpRequest,
+    named: Option<&str>,
+) -> Result<String, HttpResponse> {
+    let caller = inbound_caller(keys.as_ref(), identity, request).await?;
+    caller.member_named(named)?.ok_or_else(|| {
+        HttpResponse::BadRequest()
+            .json(serde_json::json!({ "error": "field `user_id` is missing" }))
+    })
+}
+
 fn unauthenticated() -> HttpResponse {
     HttpResponse::Unauthorized()
         .insert_header(("WWW-Authenticate", "Bearer"))

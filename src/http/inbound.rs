@@ -19,7 +19,7 @@ use serde_json::json;
 use tokio::sync::oneshot;
 
 use super::HttpState;
-use super::auth::{InboundCaller, inbound_caller};
+use super::auth::{InboundCaller, inbound_caller, inbound_member};
 use crate::actors::channels::{ForgetReply, HttpSubmitError, SubmitHttpInbound};
 use crate::actors::request_queue::{
     AnswerConfirmation, AnswerError, DeliverReply, ReplyKind, SubmitError, Submitted,
@@ -76,16 +76,12 @@ pub async fn post_inbound(
     state: web::Data<HttpState>,
     body: web::Json<InboundBody>,
 ) -> HttpResponse {
-    let caller = match inbound_caller(state.keys.as_ref(), &state.identity, &request).await {
-        Ok(caller) => caller,
+    let named = body.user_id.as_deref();
+    let user_id = match inbound_member(&state.keys, &state.identity, &request, named).await {
+        Ok(user_id) => user_id,
         Err(refused) => return refused,
     };
     let body = body.into_inner();
-    let user_id = match caller.member_named(body.user_id.as_deref()) {
-        Ok(Some(user_id)) => user_id,
-        Ok(None) => return bad_request("field `user_id` is missing".into()),
-        Err(refused) => return refused,
-    };
     if body.text.trim().is_empty() {
         return bad_request("field `text` is empty".into());
     }

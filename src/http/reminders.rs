@@ -16,7 +16,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::HttpState;
-use super::auth::inbound_caller;
+use super::auth::inbound_member;
 use crate::ids::{FiringId, HTTP_CHANNEL};
 use crate::ports::Schedule;
 use crate::reminders::{
@@ -63,7 +63,14 @@ pub async fn get_reminders(
     state: web::Data<HttpState>,
     query: web::Query<MemberQuery>,
 ) -> HttpResponse {
-    let user_id = match member_of_request(&state, &request, query.user_id.as_deref()).await {
+    let user_id = match inbound_member(
+        &state.keys,
+        &state.identity,
+        &request,
+        query.user_id.as_deref(),
+    )
+    .await
+    {
         Ok(user_id) => user_id,
         Err(refused) => return refused,
     };
@@ -100,18 +107,6 @@ pub async fn get_reminders(
     }))
 }
 
-/// The member a request speaks as: its token's, or the one it names with the shared key.
-async fn member_of_request(
-    state: &HttpState,
-    request: &HttpRequest,
-    named: Option<&str>,
-) -> Result<String, HttpResponse> {
-    let caller = inbound_caller(state.keys.as_ref(), &state.identity, request).await?;
-    caller.member_named(named)?.ok_or_else(|| {
-        HttpResponse::BadRequest().json(json!({ "error": "field `user_id` is missing" }))
-    })
-}
-
 pub async fn post_answer(
     request: HttpRequest,
     state: web::Data<HttpState>,
@@ -119,7 +114,14 @@ pub async fn post_answer(
     body: web::Json<AnswerBody>,
 ) -> HttpResponse {
     let body = body.into_inner();
-    let user_id = match member_of_request(&state, &request, body.user_id.as_deref()).await {
+    let user_id = match inbound_member(
+        &state.keys,
+        &state.identity,
+        &request,
+        body.user_id.as_deref(),
+    )
+    .await
+    {
         Ok(user_id) => user_id,
         Err(refused) => return refused,
     };

@@ -2,8 +2,8 @@
 //! conversation like any other: slash commands, confirmations and questions work as on
 //! the inbound API). The page is whole without script: a message posted waits for its
 //! reply (up to `http.reply_timeout_seconds`) and the page comes back with it. With
-//! `hearth.js`, a message is posted in the background and the log is fetched again while
-//! the message is worked on, so replies show as they come; a question the turn asks (an
+//! `hearth.js`, a message is posted in the background, its status followed while it is
+//! worked on, and the log fetched again once it is answered or waits for the member; a question the turn asks (an
 //! MCP server's) is shown at once and the member's next message answers it. Everything
 //! shown is escaped: what a member or the model wrote is text, never markup.
 

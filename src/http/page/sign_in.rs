@@ -12,7 +12,7 @@ use serde::Deserialize;
 use super::layout::{self, Tab, notice, see_other};
 use super::session::{self, form_token, form_token_ok, signed_in};
 use crate::http::HttpState;
-use crate::identity::{AskedCode, CodeSignIn, MAX_WRONG_SIGN_IN_CODES};
+use crate::identity::{AskedCode, CodeSignIn, MAX_WRONG_SIGN_IN_CODES, SIGN_IN_CODE_VALID_MS};
 use crate::ids::MemberId;
 use crate::ports::{SignInCheck, now_ms};
 
@@ -111,8 +111,9 @@ pub async fn ask_code(
     }
     match state.identity.ask_sign_in_code(&member.id, now_ms()).await {
         Ok(AskedCode::Issued { code, .. }) => {
+            let minutes = SIGN_IN_CODE_VALID_MS / 60_000;
             let text = format!(
-                "Your code to sign in to hearth's web page: {code}\nIt works for 10 minutes, once. If you did not ask for it, ignore this message: nobody can sign in without it."
+                "Your code to sign in to hearth's web page: {code}\nIt works for {minutes} minutes, once. If you did not ask for it, ignore this message: nobody can sign in without it."
             );
             if !tell.tell_member_once(&member.id, &text).await {
                 count(&state, "code", "not_sent");

@@ -1,6 +1,6 @@
-// hearth's web page: posts a chat message in the background and reads the conversation
-// again while hearth works on it, so replies show as they come. Every page works without
-// this script; it only saves the wait for a whole page.
+// hearth's web page: posts a chat message in the background, follows it while hearth
+// works on it and reads the conversation again once it is answered or waits for the
+// member. Every page works without this script; it only saves the wait for a whole page.
 "use strict";
 
 function sleep(ms) {
@@ -15,9 +15,10 @@ async function refreshLog() {
   }
 }
 
+// The log changes only when the message is answered or waits for the member (history is
+// written with the answer), so only the message's status is asked for meanwhile.
 async function follow(id) {
   for (let round = 0; round < 600; round += 1) {
-    await refreshLog();
     const response = await fetch("/chat/messages/" + encodeURIComponent(id), {
       credentials: "same-origin",
       headers: { Accept: "application/json" },
