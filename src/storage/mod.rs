@@ -17,6 +17,8 @@ mod in_memory_scripts;
 mod in_memory_usage;
 mod in_memory_web_access;
 pub mod instance_lock;
+pub mod postgres;
+mod rows;
 pub mod sqlite;
 
 use std::sync::Arc;

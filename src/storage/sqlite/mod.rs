@@ -30,12 +30,10 @@ mod writer;
 use std::str::FromStr;
 use std::time::Duration;
 
-use sqlx::sqlite::{
-    SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteRow, SqliteSynchronous,
-};
-use sqlx::{Row, SqlitePool};
+use sqlx::SqlitePool;
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
 
-use crate::ids::{ConversationKey, IdError};
+pub(super) use super::rows::{conversation_from_row, id_column};
 use crate::ports::StorageError;
 
 pub use intents::StoredStage;
@@ -282,28 +280,4 @@ async fn checkpoint_wal_periodically(pool: SqlitePool) {
 
 pub(crate) fn database_error(error: sqlx::Error) -> StorageError {
     StorageError::Database(error.to_string())
-}
-
-/// The conversation of a row of `table`, from its `channel` and `conversation_id` columns,
-/// read by the key's one parser: a row it refuses is unreadable.
-pub(super) fn conversation_from_row(
-    row: &SqliteRow,
-    table: &str,
-) -> Result<ConversationKey, StorageError> {
-    let (channel, conversation_id): (String, String) =
-        (row.get("channel"), row.get("conversation_id"));
-    ConversationKey::new(&channel, &conversation_id)
-        .map_err(|error| StorageError::Corrupt(format!("{table}: {error}")))
-}
-
-/// An id stored in `table.column`, read by its one parser: a value it refuses is
-/// unreadable.
-pub(super) fn id_column<T: FromStr<Err = IdError>>(
-    row: &SqliteRow,
-    table: &str,
-    column: &str,
-) -> Result<T, StorageError> {
-    row.get::<String, _>(column)
-        .parse()
-        .map_err(|error| StorageError::Corrupt(format!("{table}.{column}: {error}")))
 }

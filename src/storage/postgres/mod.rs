@@ -1,0 +1,76 @@
+//! The PostgreSQL adapter: every port on one database shared by any number of hearth
+//! processes (workers). Nothing read is cached: another worker may have written it since.
+//! Each write is one statement or one transaction on a pooled connection, so what SQLite
+//! does in triggers (history written when a turn is answered, the journal cleared when a
+//! turn ends, the notes' search index) happens here in the same transaction, or in a
+//! generated column.
+//!
+//! Migrations (`migrations/postgres`) run under sqlx's advisory lock, so workers starting
+//! together apply each migration once.
+
+mod inbox;
+mod memory;
+mod outbox;
+mod turn_journal;
+
+use std::str::FromStr;
+use std::time::Duration;
+
+use sqlx::PgPool;
+use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
+
+pub(super) use super::rows::{conversation_from_row, id_column};
+use crate::ports::StorageError;
+
+static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/postgres");
+
+/// How long a statement may run before PostgreSQL cancels it: a stuck lock fails the
+/// write, to be retried, instead of holding a turn forever.
+const STATEMENT_TIMEOUT: &str = "30s";
+
+/// Implements every storage port of `ports/` on one PostgreSQL database.
+#[derive(Clone)]
+pub struct PostgresStore {
+    pool: PgPool,
+}
+
+impl PostgresStore {
+    /// Connect to the database `database_url` names (it must exist).
+    pub async fn connect(database_url: &str, max_connections: u32) -> Result<Self, StorageError> {
+        let options = PgConnectOptions::from_str(database_url)
+            .map_err(|error| StorageError::unsupported_url(database_url, error.to_string()))?
+            .application_name("hearth")
+            .options([("statement_timeout", STATEMENT_TIMEOUT)]);
+        let pool = PgPoolOptions::new()
+            .max_connections(max_connections.max(2))
+            .acquire_timeout(Duration::from_secs(30))
+            .connect_with(options)
+            .await
+            .map_err(|error| connect_error(database_url, error))?;
+        Ok(PostgresStore { pool })
+    }
+
+    /// Apply the migrations this hearth knows and the database lacks.
+    pub async fn migrate(&self) -> Result<(), StorageError> {
+        MIGRATOR
+            .run(&self.pool)
+            .await
+            .map_err(|error| StorageError::Migration(error.to_string()))
+    }
+
+    pub async fn close(&self) {
+        self.pool.close().await;
+    }
+}
+
+/// A failed connection, said with the url's password left out.
+fn connect_error(database_url: &str, error: sqlx::Error) -> StorageError {
+    StorageError::Database(format!(
+        "cannot connect to {}: {error}",
+        crate::redaction::redact_url_password(database_url)
+    ))
+}
+
+pub(crate) fn database_error(error: sqlx::Error) -> StorageError {
+    StorageError::Database(error.to_string())
+}
