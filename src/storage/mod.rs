@@ -68,6 +68,8 @@ pub struct Stores {
     pub web_access: Arc<dyn WebAccess>,
     /// The SQLite store itself, when the stores are SQLite (`hearth telemetry` reads it).
     pub sqlite: Option<Arc<sqlite::SqliteStore>>,
+    /// The PostgreSQL store itself, when the stores are PostgreSQL.
+    pub postgres: Option<Arc<postgres::PostgresStore>>,
 }
 
 impl Stores {
@@ -95,6 +97,7 @@ impl Stores {
             web_access: store.clone(),
             usage: store.clone(),
             sqlite: None,
+            postgres: None,
             telemetry: store,
         }
     }
@@ -122,7 +125,39 @@ impl Stores {
             web_access: store.clone(),
             usage: store.clone(),
             sqlite: Some(store),
+            postgres: None,
             telemetry,
+        }
+    }
+
+    /// Every port of one PostgreSQL store.
+    // PORTING: the ports not yet on PostgreSQL still come from `fallback`; each is
+    // replaced by `store` as its adapter lands, and `fallback` goes with the last.
+    fn of_postgres(store: Arc<postgres::PostgresStore>) -> Self {
+        let fallback = Arc::new(in_memory::InMemoryStore::default());
+        Stores {
+            inbox: store.clone(),
+            memory: store.clone(),
+            profiles: fallback.clone(),
+            pending: fallback.clone(),
+            channel_state: fallback.clone(),
+            shopping_lists: fallback.clone(),
+            pending_plugin_calls: fallback.clone(),
+            registered_plugins: fallback.clone(),
+            script_workflows: fallback.clone(),
+            turn_journal: store.clone(),
+            outbox: store.clone(),
+            retention: fallback.clone(),
+            plans: fallback.clone(),
+            intent_records: fallback.clone(),
+            schedules: fallback.clone(),
+            notes: fallback.clone(),
+            members: fallback.clone(),
+            web_access: fallback.clone(),
+            usage: fallback.clone(),
+            sqlite: None,
+            telemetry: fallback,
+            postgres: Some(store),
         }
     }
 
@@ -133,7 +168,15 @@ impl Stores {
         if let Some(store) = &self.sqlite {
             store.close().await;
         }
+        if let Some(store) = &self.postgres {
+            store.close().await;
+        }
     }
+}
+
+/// Whether `database_url` names a PostgreSQL database.
+pub fn is_postgres_url(database_url: &str) -> bool {
+    database_url.starts_with("postgres:") || database_url.starts_with("postgresql:")
 }
 
 /// Why the migrations of `database_url` are refused here: only SQLite is built.
@@ -152,6 +195,11 @@ fn refuse_other_databases(database_url: &str) -> StorageError {
 /// Migrations change the file under a running hearth's caches: call this only while
 /// holding the database's instance lock.
 pub async fn open(database_url: &str, max_connections: u32) -> Result<Stores, StorageError> {
+    if is_postgres_url(database_url) {
+        let store = postgres::PostgresStore::connect(database_url, max_connections).await?;
+        store.migrate().await?;
+        return Ok(Stores::of_postgres(Arc::new(store)));
+    }
     if !database_url.starts_with("sqlite:") {
         return Err(refuse_other_databases(database_url));
     }

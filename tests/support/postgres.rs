@@ -67,7 +67,10 @@ fn running_as_root() -> bool {
 fn as_cluster_owner(program: &Path, args: &[&str]) -> Command {
     if running_as_root() {
         let mut command = Command::new("runuser");
-        command.args(["-u", "postgres", "--"]).arg(program).args(args);
+        command
+            .args(["-u", "postgres", "--"])
+            .arg(program)
+            .args(args);
         command
     } else {
         let mut command = Command::new(program);

@@ -52,12 +52,25 @@ pub(super) async fn open_or_panic(url: &str) -> Stores {
     }
 }
 
+/// A fresh database on the test process's PostgreSQL cluster.
+pub(super) async fn open_postgres() -> Adapter {
+    let Some(server) = crate::support::postgres::PostgresServer::shared() else {
+        // Not installed and not required: the check runs on the in-memory store instead.
+        return open_in_memory().await;
+    };
+    let url = server.fresh_database().await;
+    Adapter {
+        stores: open_or_panic(&url).await,
+        _folder: None,
+    }
+}
+
 /// Every adapter the suite runs against, `name => opener`, handed to `$then!`: the one
 /// place that lists them.
 macro_rules! adapters {
     ($then:ident!($($args:tt)*)) => {
         $then! {
-            [in_memory => open_in_memory, sqlite => open_sqlite] $($args)*
+            [in_memory => open_in_memory, sqlite => open_sqlite, postgres => open_postgres] $($args)*
         }
     };
 }
