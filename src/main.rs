@@ -7,6 +7,7 @@
 //! instance lock; `check-config`, `doctor` and `telemetry` open it read-only, beside a
 //! running hearth too. An error ends the command with its message and causes, never a backtrace.
 
+mod copy_store_command;
 mod family_command;
 mod web_command;
 
@@ -87,6 +88,16 @@ enum Command {
         #[arg(long)]
         user: String,
     },
+    /// Copy a SQLite database into an empty PostgreSQL database (no hearth may run on
+    /// either meanwhile); every table's row count is checked before the copy is kept.
+    CopyStore {
+        /// The SQLite database to copy, e.g. sqlite://data/hearth.db.
+        #[arg(long)]
+        from: String,
+        /// The empty PostgreSQL database, e.g. postgres://hearth@localhost/hearth.
+        #[arg(long)]
+        to: String,
+    },
     /// Print the stages the intents engine recorded for a conversation (`http:alice`,
     /// `telegram:<chat id>`), oldest first.
     Telemetry {
@@ -160,13 +171,17 @@ fn run_command(cli: Cli) -> anyhow::Result<()> {
         known_local_tools: LOCAL_TOOL_NAMES,
         local_model,
     };
+    if let Command::CopyStore { from, to } = cli.command {
+        // Both databases are named on the command line: no configuration is needed.
+        return in_actix_system(copy_store_command::copy(from, to));
+    }
     if let Command::Doctor = cli.command {
         // A configuration that does not load is one of the doctor's findings.
         return in_actix_system(doctor(&cli.config, &options));
     }
     let loaded = config::load(&cli.config, &options)?;
     match cli.command {
-        Command::Doctor => unreachable!("handled above"),
+        Command::Doctor | Command::CopyStore { .. } => unreachable!("handled above"),
         Command::CheckConfig => in_actix_system(check_config(loaded)),
         Command::Migrate => in_actix_system(async move {
             // Never under a running hearth: its caches would not see what a migration changes.

@@ -6,6 +6,7 @@
 //! and closes the database; `instance_lock` keeps a second process off a database file in
 //! use.
 
+pub mod copy;
 pub mod in_memory;
 mod in_memory_intents;
 mod in_memory_members;

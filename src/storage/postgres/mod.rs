@@ -58,6 +58,11 @@ impl PostgresStore {
             .map_err(|error| StorageError::Migration(error.to_string()))
     }
 
+    /// The pool, for `hearth copy-store` to fill every table in one transaction.
+    pub(crate) fn pool_for_copy(&self) -> &PgPool {
+        &self.pool
+    }
+
     pub async fn close(&self) {
         self.pool.close().await;
     }

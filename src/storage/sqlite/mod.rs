@@ -203,6 +203,11 @@ impl SqliteStore {
             .await
     }
 
+    /// The readers' pool, for `hearth copy-store` to read every table.
+    pub(crate) fn reader(&self) -> &SqlitePool {
+        &self.pool
+    }
+
     /// A telemetry sink writing `llm_calls` and `telemetry_events` in batches.
     pub fn telemetry_writer(&self) -> SqliteTelemetryWriter {
         SqliteTelemetryWriter::spawn(self.writer.clone())
