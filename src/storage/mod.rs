@@ -8,6 +8,7 @@
 
 pub mod copy;
 pub mod in_memory;
+mod in_memory_coordination;
 mod in_memory_intents;
 mod in_memory_members;
 mod in_memory_notes;
@@ -25,9 +26,10 @@ pub mod sqlite;
 use std::sync::Arc;
 
 use crate::ports::{
-    ChannelState, ConversationMemory, Inbox, IntentRecords, Members, Notes, Outbox, PendingActions,
-    PendingPluginCalls, PlanExecutions, RegisteredPlugins, Retention, Schedules, ScriptWorkflows,
-    ShoppingLists, StorageError, TelemetrySink, TurnJournal, UserProfiles, WebAccess,
+    ChannelState, ConversationMemory, Coordination, Inbox, IntentRecords, Members, Notes, Outbox,
+    PendingActions, PendingPluginCalls, PlanExecutions, RegisteredPlugins, Retention, Schedules,
+    ScriptWorkflows, ShoppingLists, StorageError, TelemetrySink, TurnJournal, UserProfiles,
+    WebAccess,
 };
 
 /// The ports of one database, shared by every actor.
@@ -67,6 +69,9 @@ pub struct Stores {
     pub usage: Arc<dyn crate::ports::UsageReport>,
     /// How members sign in to the web page: codes, links, sessions and API tokens.
     pub web_access: Arc<dyn WebAccess>,
+    /// Which workers are alive and which leases each holds (several on PostgreSQL; on
+    /// SQLite and in memory, this process alone).
+    pub coordination: Arc<dyn Coordination>,
     /// The SQLite store itself, when the stores are SQLite (`hearth telemetry` reads it).
     pub sqlite: Option<Arc<sqlite::SqliteStore>>,
     /// The PostgreSQL store itself, when the stores are PostgreSQL.
@@ -97,6 +102,7 @@ impl Stores {
             members: store.clone(),
             web_access: store.clone(),
             usage: store.clone(),
+            coordination: Arc::new(in_memory_coordination::InMemoryCoordination::default()),
             sqlite: None,
             postgres: None,
             telemetry: store,
@@ -125,6 +131,7 @@ impl Stores {
             members: store.clone(),
             web_access: store.clone(),
             usage: store.clone(),
+            coordination: Arc::new(in_memory_coordination::InMemoryCoordination::default()),
             sqlite: Some(store),
             postgres: None,
             telemetry,
@@ -156,6 +163,7 @@ impl Stores {
             members: fallback.clone(),
             web_access: fallback.clone(),
             usage: fallback.clone(),
+            coordination: store.clone(),
             sqlite: None,
             telemetry: fallback,
             postgres: Some(store),

@@ -8,6 +8,7 @@
 //! Migrations (`migrations/postgres`) run under sqlx's advisory lock, so workers starting
 //! together apply each migration once.
 
+mod coordination;
 mod inbox;
 mod memory;
 mod outbox;

@@ -111,6 +111,7 @@ pub(super) async fn every_adapter() -> Vec<(&'static str, Adapter)> {
 
 mod approvals;
 mod channel_state;
+mod coordination;
 mod durability;
 mod inbox;
 mod members;
