@@ -1,0 +1,274 @@
+//! hearth on PostgreSQL with the real binary: a conversation answered and remembered; a
+//! second hearth on the same database refused while the first one beats, naming it; the
+//! first killed with kill -9 and its accepted message answered once by the next; and a
+//! family moved from SQLite with `hearth copy-store`, its conversation going on there.
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::support::hearth_app::{HearthProcess, post_with_key, test_env, write_config};
+use crate::support::llm_server::{ScriptedLlmServer, Step};
+use crate::support::postgres::PostgresServer;
+
+/// The test config of `folder`, on `database_url` instead of its SQLite file.
+fn config_on(folder: &Path, llm: &str, database_url: &str) -> std::path::PathBuf {
+    let path = write_config(folder, llm);
+    let text = std::fs::read_to_string(&path).unwrap();
+    let text = text
+        .lines()
+        .map(|line| {
+            if line.starts_with("database_url:") {
+                format!("database_url: \"{database_url}\"")
+            } else {
+                line.to_string()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+async fn post(base_url: &str, body: &Value) -> (u16, Value) {
+    post_with_key(
+        &reqwest::Client::new(),
+        &format!("{base_url}/inbound"),
+        body,
+    )
+    .await
+}
+
+/// The texts of the chat messages the model was sent in its last request.
+fn last_request_texts(llm: &ScriptedLlmServer) -> Vec<String> {
+    let requests = llm.requests();
+    let last = requests.last().expect("the model was asked");
+    last.body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|message| message["role"] != "system")
+        .map(|message| message["content"].as_str().unwrap_or_default().to_string())
+        .collect()
+}
+
+/// `hearth run` that must refuse to start: its exit status and what it said.
+fn run_refused(config: &Path, env: &std::collections::BTreeMap<String, String>) -> (bool, String) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_hearth"))
+        .arg("--config")
+        .arg(config)
+        .arg("run")
+        .envs(env)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(40);
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            let output = child.wait_with_output().unwrap();
+            return (
+                status.success(),
+                String::from_utf8_lossy(&output.stderr).into_owned(),
+            );
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("a second hearth on the database kept running");
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_hearth_holds_a_postgres_database_and_a_killed_one_is_replaced() {
+    let Some(server) = PostgresServer::shared() else {
+        return;
+    };
+    let database_url = server.fresh_database().await;
+    let llm = ScriptedLlmServer::start();
+    llm.set_recording(true);
+    let folder = tempfile::tempdir().unwrap();
+    let config = config_on(folder.path(), &llm.base_url(), &database_url);
+    let env = test_env(&[]);
+
+    let first = HearthProcess::spawn(&config, &env);
+    let (status, body) = post(
+        &first.base_url,
+        &json!({"user_id": "alice", "text": "the boat is blue", "message_id": "m1"}),
+    )
+    .await;
+    assert_eq!(
+        (status, body["reply"].as_str()),
+        (200, Some("echo: the boat is blue"))
+    );
+
+    // The first one beats: a second is refused at once, and told who holds the database.
+    let started = Instant::now();
+    let (succeeded, said) = run_refused(&config, &env);
+    assert!(!succeeded, "{said}");
+    assert!(
+        said.contains("in use by another hearth") && said.contains(&format!("pid {}", first.pid())),
+        "{said}"
+    );
+    assert!(started.elapsed() < Duration::from_secs(20), "{said}");
+
+    // A message reaches the model, then the first hearth is killed outright.
+    llm.push(Step::Hang);
+    let pending = {
+        let url = first.base_url.clone();
+        tokio::spawn(async move {
+            post(
+                &url,
+                &json!({"user_id": "alice", "text": "and the sail?", "message_id": "m2"}),
+            )
+            .await
+        })
+    };
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while llm.request_count() < 2 {
+        assert!(
+            Instant::now() < deadline,
+            "the message never reached the model"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    first.kill();
+    let _ = pending.await;
+
+    // The next one waits out the killed one's lease, then answers the message once, with
+    // the conversation remembered.
+    let second = HearthProcess::spawn_run(
+        Path::new(env!("CARGO_BIN_EXE_hearth")),
+        &config,
+        &env,
+        &crate::support::hearth_app::RunOptions {
+            listen_within: Some(Duration::from_secs(40)),
+            ..Default::default()
+        },
+    );
+    let answered = second
+        .record_when("m2", "alice", "answered", Duration::from_secs(20))
+        .await;
+    assert_eq!(answered["reply"], "echo: and the sail?");
+    assert_eq!(
+        last_request_texts(&llm),
+        [
+            "the boat is blue",
+            "echo: the boat is blue",
+            "and the sail?"
+        ]
+    );
+    let (status, again) = post(
+        &second.base_url,
+        &json!({"user_id": "alice", "text": "and the sail?", "message_id": "m2"}),
+    )
+    .await;
+    assert_eq!((status, again["status"].as_str()), (200, Some("answered")));
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(
+        llm.request_count(),
+        3,
+        "one hung call, one after the restart"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_family_moves_from_sqlite_to_postgres_with_copy_store() {
+    let Some(server) = PostgresServer::shared() else {
+        return;
+    };
+    let llm = ScriptedLlmServer::start();
+    llm.set_recording(true);
+    let folder = tempfile::tempdir().unwrap();
+    let sqlite_config = write_config(folder.path(), &llm.base_url());
+    let sqlite_url = format!("sqlite://{}", folder.path().join("hearth.db").display());
+    let env = test_env(&[]);
+
+    let on_sqlite = HearthProcess::spawn(&sqlite_config, &env);
+    for (id, text) in [("s1", "the boat is blue"), ("s2", "the sail is red")] {
+        let (status, _) = post(
+            &on_sqlite.base_url,
+            &json!({"user_id": "alice", "text": text, "message_id": id}),
+        )
+        .await;
+        assert_eq!(status, 200);
+    }
+
+    // Refused while a hearth runs on the SQLite file.
+    let database_url = server.fresh_database().await;
+    let copy = |from: &str, to: &str| {
+        Command::new(env!("CARGO_BIN_EXE_hearth"))
+            .args(["copy-store", "--from", from, "--to", to])
+            .output()
+            .unwrap()
+    };
+    let refused = copy(&sqlite_url, &database_url);
+    assert!(!refused.status.success());
+    assert!(
+        String::from_utf8_lossy(&refused.stderr).contains("in use by another hearth"),
+        "{}",
+        String::from_utf8_lossy(&refused.stderr)
+    );
+    on_sqlite.terminate();
+    let mut on_sqlite = on_sqlite;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while on_sqlite.exited().is_none() {
+        assert!(Instant::now() < deadline, "hearth did not stop");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+
+    let copied = copy(&sqlite_url, &database_url);
+    let said = String::from_utf8_lossy(&copied.stderr).into_owned();
+    assert!(copied.status.success(), "{said}");
+    assert!(
+        said.contains("inbox: 2 rows") && said.contains("messages: 4 rows"),
+        "{said}"
+    );
+
+    // A second copy into the same database is refused: it is no longer empty.
+    let again = copy(&sqlite_url, &database_url);
+    let said = String::from_utf8_lossy(&again.stderr).into_owned();
+    assert!(!again.status.success());
+    assert!(
+        said.contains("not empty") && said.contains("rows"),
+        "{said}"
+    );
+
+    // The conversation goes on on PostgreSQL, remembered; a replayed id stays answered.
+    let pg_folder = tempfile::tempdir().unwrap();
+    let pg_config = config_on(pg_folder.path(), &llm.base_url(), &database_url);
+    let on_postgres = HearthProcess::spawn(&pg_config, &env);
+    let (status, replayed) = post(
+        &on_postgres.base_url,
+        &json!({"user_id": "alice", "text": "the sail is red", "message_id": "s2"}),
+    )
+    .await;
+    assert_eq!(
+        (status, replayed["status"].as_str()),
+        (200, Some("answered"))
+    );
+    let requests_before = llm.request_count();
+    let (status, body) = post(
+        &on_postgres.base_url,
+        &json!({"user_id": "alice", "text": "what colours?", "message_id": "p1"}),
+    )
+    .await;
+    assert_eq!(
+        (status, body["reply"].as_str()),
+        (200, Some("echo: what colours?"))
+    );
+    assert_eq!(llm.request_count(), requests_before + 1);
+    assert_eq!(
+        last_request_texts(&llm),
+        [
+            "the boat is blue",
+            "echo: the boat is blue",
+            "the sail is red",
+            "echo: the sail is red",
+            "what colours?"
+        ]
+    );
+}
