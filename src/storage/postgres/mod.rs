@@ -11,7 +11,11 @@
 mod inbox;
 mod memory;
 mod outbox;
+mod retention;
+mod telemetry;
 mod turn_journal;
+mod usage;
+mod web_access;
 
 use std::str::FromStr;
 use std::time::Duration;
@@ -21,6 +25,7 @@ use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 
 pub(super) use super::rows::{conversation_from_row, id_column};
 use crate::ports::StorageError;
+pub use telemetry::PostgresTelemetryWriter;
 
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/postgres");
 
