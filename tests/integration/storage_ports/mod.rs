@@ -121,6 +121,7 @@ mod pending_actions;
 mod pending_decisions;
 mod plans;
 mod plugin_ports;
+mod postgres_only;
 mod profiles;
 mod retention;
 mod schedules;
