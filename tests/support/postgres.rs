@@ -135,6 +135,8 @@ impl PostgresServer {
             .unwrap()
             .port();
         let test_process = std::process::id().to_string();
+        // Never waited for: the watch outlives the test process, to stop the server after it.
+        #[allow(clippy::zombie_processes)]
         as_cluster_owner(
             Path::new("/bin/sh"),
             &[

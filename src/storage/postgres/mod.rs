@@ -12,7 +12,11 @@ mod coordination;
 mod inbox;
 mod memory;
 mod outbox;
+mod retention;
+mod telemetry;
 mod turn_journal;
+mod usage;
+mod web_access;
 
 use std::str::FromStr;
 use std::time::Duration;
@@ -22,6 +26,7 @@ use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 
 pub(super) use super::rows::{conversation_from_row, id_column};
 use crate::ports::StorageError;
+pub use telemetry::PostgresTelemetryWriter;
 
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/postgres");
 

@@ -3,7 +3,8 @@
 //! and one entry there). Each check is an async fn over `Stores`, in the file of its port;
 //! `adapter_suite!` at the top of that file turns its checks into one test per check and
 //! adapter (`storage_ports::<port>::<adapter>::<check>`). What only SQLite has (its
-//! telemetry tables, durability, urls) is tested beside, on SQLite alone. The fixtures
+//! telemetry tables, durability, urls) is tested beside, on SQLite alone, and what only
+//! PostgreSQL has (urls, workers sharing one database) in `postgres_only`. The fixtures
 //! every port's checks share are here.
 
 use std::path::Path;
@@ -122,6 +123,7 @@ mod pending_actions;
 mod pending_decisions;
 mod plans;
 mod plugin_ports;
+mod postgres_only;
 mod profiles;
 mod retention;
 mod schedules;

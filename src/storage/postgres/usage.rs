@@ -1,0 +1,65 @@
+//! `UsageReport` on PostgreSQL: the members' messages per day (UTC) from `inbox`, and the
+//! model calls made for them with their tokens and cost from `llm_calls`, grouped in SQL.
+
+use std::collections::BTreeMap;
+
+use async_trait::async_trait;
+use sqlx::Row;
+
+use super::{PostgresStore, database_error};
+use crate::ids::MemberId;
+use crate::ports::{DailyUsage, StorageError, UsageReport};
+
+#[async_trait]
+impl UsageReport for PostgresStore {
+    async fn daily_usage(&self, since_ms: i64) -> Result<Vec<DailyUsage>, StorageError> {
+        let turns = sqlx::query(
+            "SELECT to_char(to_timestamp(received_at_ms / 1000) AT TIME ZONE 'UTC', \
+             'YYYY-MM-DD') AS day, member_id, COUNT(*) AS turns \
+             FROM inbox WHERE received_at_ms >= $1 GROUP BY day, member_id",
+        )
+        .bind(since_ms)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(database_error)?;
+        // SUM of a BIGINT is a NUMERIC on PostgreSQL: read back as BIGINT.
+        let calls = sqlx::query(
+            "SELECT to_char(to_timestamp(at_ms / 1000) AT TIME ZONE 'UTC', 'YYYY-MM-DD') \
+             AS day, member_id, COUNT(*) AS calls, \
+             SUM(input_tokens)::bigint AS input_tokens, \
+             SUM(output_tokens)::bigint AS output_tokens, SUM(cost_usd) AS cost_usd \
+             FROM llm_calls WHERE at_ms >= $1 AND member_id IS NOT NULL \
+             GROUP BY day, member_id",
+        )
+        .bind(since_ms)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(database_error)?;
+        let mut days: BTreeMap<(String, String), DailyUsage> = BTreeMap::new();
+        let count = |value: i64| u64::try_from(value).unwrap_or(0);
+        for row in turns {
+            entry(&mut days, row.get("day"), row.get("member_id"))?.turns = count(row.get("turns"));
+        }
+        for row in calls {
+            let usage = entry(&mut days, row.get("day"), row.get("member_id"))?;
+            usage.llm_calls = count(row.get("calls"));
+            usage.input_tokens = count(row.get("input_tokens"));
+            usage.output_tokens = count(row.get("output_tokens"));
+            usage.cost_usd = row.get("cost_usd");
+        }
+        Ok(DailyUsage::in_order(days.into_values()))
+    }
+}
+
+fn entry(
+    days: &mut BTreeMap<(String, String), DailyUsage>,
+    day: String,
+    member: String,
+) -> Result<&mut DailyUsage, StorageError> {
+    let member_id: MemberId = member
+        .parse()
+        .map_err(|error| StorageError::Corrupt(format!("member id {member:?}: {error}")))?;
+    Ok(days
+        .entry((day.clone(), member))
+        .or_insert_with(|| DailyUsage::none(day, member_id)))
+}
