@@ -9,8 +9,12 @@
 //! together apply each migration once.
 
 mod inbox;
+mod intents;
+mod members;
 mod memory;
+mod notes;
 mod outbox;
+mod schedules;
 mod turn_journal;
 
 use std::str::FromStr;
