@@ -10,9 +10,13 @@
 
 mod coordination;
 mod inbox;
+mod intents;
+mod members;
 mod memory;
+mod notes;
 mod outbox;
 mod retention;
+mod schedules;
 mod telemetry;
 mod turn_journal;
 mod usage;
