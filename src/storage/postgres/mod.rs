@@ -8,9 +8,16 @@
 //! Migrations (`migrations/postgres`) run under sqlx's advisory lock, so workers starting
 //! together apply each migration once.
 
+mod channel_state;
 mod inbox;
 mod memory;
 mod outbox;
+mod pending;
+mod pending_plugin_calls;
+mod profiles;
+mod registered_plugins;
+mod script_workflows;
+mod shopping_lists;
 mod turn_journal;
 
 use std::str::FromStr;
