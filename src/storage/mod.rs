@@ -139,20 +139,17 @@ impl Stores {
     }
 
     /// Every port of one PostgreSQL store.
-    // PORTING: the ports not yet on PostgreSQL still come from `fallback`; each is
-    // replaced by `store` as its adapter lands, and `fallback` goes with the last.
     fn of_postgres(store: Arc<postgres::PostgresStore>) -> Self {
-        let fallback = Arc::new(in_memory::InMemoryStore::default());
         Stores {
             inbox: store.clone(),
             memory: store.clone(),
-            profiles: fallback.clone(),
-            pending: fallback.clone(),
-            channel_state: fallback.clone(),
-            shopping_lists: fallback.clone(),
-            pending_plugin_calls: fallback.clone(),
-            registered_plugins: fallback.clone(),
-            script_workflows: fallback.clone(),
+            profiles: store.clone(),
+            pending: store.clone(),
+            channel_state: store.clone(),
+            shopping_lists: store.clone(),
+            pending_plugin_calls: store.clone(),
+            registered_plugins: store.clone(),
+            script_workflows: store.clone(),
             turn_journal: store.clone(),
             outbox: store.clone(),
             retention: store.clone(),

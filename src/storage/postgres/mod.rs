@@ -8,6 +8,7 @@
 //! Migrations (`migrations/postgres`) run under sqlx's advisory lock, so workers starting
 //! together apply each migration once.
 
+mod channel_state;
 mod coordination;
 mod inbox;
 mod intents;
@@ -15,6 +16,12 @@ mod members;
 mod memory;
 mod notes;
 mod outbox;
+mod pending;
+mod pending_plugin_calls;
+mod profiles;
+mod registered_plugins;
+mod script_workflows;
+mod shopping_lists;
 mod retention;
 mod schedules;
 mod telemetry;
