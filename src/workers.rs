@@ -109,10 +109,12 @@ impl Worker {
             .await
     }
 
-    /// Become the one worker on the database. A holder that no longer beats (killed) is
-    /// waited for until its lease runs out; one that beats is said.
+    /// Become the one worker on the database. A holder whose heartbeat moves on within
+    /// two beats is alive and named; one whose heartbeat stands still (killed) is waited
+    /// for until its lease runs out.
     pub async fn hold_database(&self) -> Result<(), WorkerError> {
         let give_up_at = now_ms().saturating_add(lease_ms() * 2);
+        let mut first_seen: Option<(String, i64)> = None;
         loop {
             if self.take(DATABASE_LEASE).await? {
                 return Ok(());
@@ -122,19 +124,29 @@ impl Worker {
             let holder = live
                 .iter()
                 .find(|worker| worker.leases.iter().any(|lease| lease == DATABASE_LEASE));
-            let beating = holder.is_some_and(|worker| {
-                now - worker.seen_at_ms
-                    < i64::try_from(HEARTBEAT_EVERY.as_millis() * 3).unwrap_or(0)
-            });
-            if beating || now >= give_up_at {
+            let beat_since = match (holder, &first_seen) {
+                (Some(worker), Some((id, seen))) => {
+                    *id == worker.presence.worker_id && worker.seen_at_ms > *seen
+                }
+                _ => false,
+            };
+            if beat_since || now >= give_up_at {
                 return Err(WorkerError::DatabaseInUse {
                     holder: holder
                         .map(describe)
                         .unwrap_or_else(|| "a worker that stopped beating".into()),
                 });
             }
-            tracing::info!("waiting for the lease of a hearth that stopped to run out");
-            tokio::time::sleep(HEARTBEAT_EVERY / 2).await;
+            if first_seen.is_none()
+                && let Some(worker) = holder
+            {
+                first_seen = Some((worker.presence.worker_id.clone(), worker.seen_at_ms));
+                tracing::info!(
+                    holder = %describe(worker),
+                    "the database is held; waiting to see whether its holder still beats"
+                );
+            }
+            tokio::time::sleep(HEARTBEAT_EVERY + HEARTBEAT_EVERY / 2).await;
         }
     }
 
