@@ -15,9 +15,7 @@ async fn alice_adds_an_event_with_the_calendar_page_in_a_browser() {
     let Some(radicale) = Radicale::start() else {
         return;
     };
-    let Some(mut browser) =
-        Browser::start_or_skip("alice_adds_an_event_with_the_calendar_page_in_a_browser").await
-    else {
+    let Some(mut browser) = Browser::start_or_skip("web_calendar_add").await else {
         return;
     };
     let family = radicale.make_calendar("family", "Family").await;
