@@ -309,6 +309,7 @@ pub async fn start_with_models(
         })
         .collect();
     let calendars = tools::profile_calendars(loaded, &readiness);
+    let default_calendars = calendars.get(&loaded.default_profile_id).cloned();
     let parts = ToolParts {
         local_tools,
         calendars,
@@ -333,8 +334,14 @@ pub async fn start_with_models(
         tell: queue_context.address().recipient(),
     };
     let mut services = HashMap::new();
+    let mut default_intents = None;
     for profile in &loaded.profiles {
         let intents_profile = intents::load_intents(profile, &stores).await?;
+        if profile.id == loaded.default_profile_id {
+            default_intents = intents_profile
+                .as_ref()
+                .map(|intents| intents.registry.clone());
+        }
         let own_tools = intents_profile
             .as_ref()
             .and_then(|intents| intents.own_tools.clone());
@@ -429,6 +436,23 @@ pub async fn start_with_models(
         }),
     };
     let platforms = platform_contexts.start(loaded, channel_deps).await?;
+    let default_zone = loaded
+        .profile(&loaded.default_profile_id)
+        .map(|profile| crate::local_time::ZoneName::from(profile.processing.timezone))
+        .unwrap_or_else(|| chrono_tz::UTC.into());
+    let web_toolset = default_calendars.clone().map(|calendars| {
+        Arc::new(crate::calendar::CalendarToolset::new(
+            calendars,
+            family.clone(),
+            default_zone,
+        ))
+    });
+    let web_calendar = http::WebCalendar::of_default_profile(
+        loaded,
+        default_calendars,
+        web_toolset,
+        default_intents,
+    );
     let http = match http_context {
         Some(context) => {
             let channel = context.address();
@@ -468,6 +492,7 @@ pub async fn start_with_models(
                 identity: Identity::new(stores.web_access.clone(), config.http.session_days),
                 memory: stores.memory.clone(),
                 membership: Some(membership_parts),
+                calendar: Arc::new(web_calendar),
             };
             let (handle, address) =
                 http::serve(&config.http.bind, config.http.max_body_bytes, state)?;

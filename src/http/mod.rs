@@ -33,6 +33,7 @@ use crate::ports::{
 use crate::readiness::Readiness;
 
 pub use auth::{ApiKeys, Scope};
+pub use page::WebCalendar;
 
 /// Everything a route needs, shared by every HTTP worker.
 pub struct HttpState {
@@ -75,6 +76,8 @@ pub struct HttpState {
     pub memory: Arc<dyn ConversationMemory>,
     /// A member's own chats, where sign-in codes are sent; `None` without chat platforms.
     pub membership: Option<MembershipParts>,
+    /// The calendars of the profile a web message goes to, and its rules (`/calendar`).
+    pub calendar: Arc<WebCalendar>,
 }
 
 #[derive(Debug, thiserror::Error)]

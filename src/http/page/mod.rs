@@ -3,7 +3,9 @@
 //! invite code or signing in with a `/link` code (`join.rs`), the session and its
 //! CSRF token (`session.rs`), the member's web conversation (`chat.rs`), what waits for
 //! their approval on every channel (`waiting.rs`), their reminders with Done, Snooze and
-//! Cancel (`reminders.rs`), the family's notes and their private ones (`notes.rs`), the
+//! Cancel (`reminders.rs`), the coming events of the profile's calendars with forms to
+//! add, change and delete one through the calendar tools' code (`calendar.rs`, its forms
+//! and who may post them in `calendar_forms.rs`), the family's notes and their private ones (`notes.rs`), the
 //! family for parents: members, invites, roles (`family.rs`), their sessions
 //! (`settings.rs`), the frame every page shares (`layout.rs`), and the stylesheet and
 //! script hearth serves itself (`assets/`): no build step, nothing from another site,
@@ -13,6 +15,8 @@
 //! message, a prompt or a tool's arguments are shown as text. `SECURITY_HEADERS` forbid
 //! inline script, framing and other origins on every answer.
 
+mod calendar;
+mod calendar_forms;
 mod chat;
 mod family;
 mod join;
@@ -25,6 +29,8 @@ mod sign_in;
 mod waiting;
 
 use actix_web::{HttpResponse, web};
+
+pub use calendar_forms::WebCalendar;
 
 /// Sent with every answer of the server (the API's JSON included).
 pub const SECURITY_HEADERS: [(&str, &str); 4] = [
@@ -75,6 +81,12 @@ pub fn routes(config: &mut web::ServiceConfig) {
             "/reminders/{schedule}/cancel",
             web::post().to(reminders::cancel),
         )
+        .route("/calendar", web::get().to(calendar::page))
+        .route("/calendar", web::post().to(calendar::add))
+        .route("/calendar/event", web::get().to(calendar::edit_form))
+        .route("/calendar/event", web::post().to(calendar::edit))
+        .route("/calendar/delete", web::get().to(calendar::delete_form))
+        .route("/calendar/delete", web::post().to(calendar::delete))
         .route("/notes", web::get().to(notes::page))
         .route("/notes", web::post().to(notes::save))
         .route("/notes/{id}", web::get().to(notes::note))
