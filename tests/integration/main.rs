@@ -69,4 +69,5 @@ mod vision;
 mod web_join;
 mod web_page;
 mod web_pages;
+mod web_pages_forms;
 mod web_sign_in;
