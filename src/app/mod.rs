@@ -39,11 +39,12 @@ use crate::family::{Family, Membership};
 use crate::http::{self, ApiKeys, HttpState};
 use crate::identity::Identity;
 use crate::local_model::{LocalModelError, LocalModelServer};
+use crate::local_time::ZoneName;
 use crate::metrics::Metrics;
 use crate::plugins::CatalogError;
 use crate::ports::{StorageError, now_ms};
 use crate::readiness::Readiness;
-use crate::reminders::RemindersParts;
+use crate::reminders::{RemindersParts, RemindersToolset};
 use crate::retention::{RetentionSettings, spawn_pruner};
 use crate::storage::instance_lock::{InstanceLock, InstanceLockError};
 use crate::storage::{self, Stores};
@@ -282,7 +283,7 @@ pub async fn start_with_models(
     for (member, channel) in membership.preferred_channels().await? {
         own_chats.set_preferred(&member, Some(&channel));
     }
-    let reminders = RemindersParts {
+    let reminders_parts = RemindersParts {
         schedules: stores.schedules.clone(),
         family: family.clone(),
         own_chats: own_chats.clone(),
@@ -319,7 +320,7 @@ pub async fn start_with_models(
         delegation_targets,
         delegation: delegation_context.address().recipient(),
         scripts,
-        reminders,
+        reminders: reminders_parts.clone(),
         notes: stores.notes.clone(),
         family: family.clone(),
     };
@@ -487,8 +488,17 @@ pub async fn start_with_models(
                 schedules: stores.schedules.clone(),
                 reminders: Some(scheduler.clone().recipient()),
                 cancel_reminder: Some(scheduler.clone().recipient()),
+                // Members without a zone of their own are in the default profile's.
+                reminder_forms: Some(Arc::new(RemindersToolset::new(
+                    reminders_parts.clone(),
+                    loaded
+                        .profile(&loaded.default_profile_id)
+                        .map(|profile| ZoneName::from(profile.processing.timezone))
+                        .unwrap_or_else(|| chrono_tz::UTC.into()),
+                ))),
                 notes: stores.notes.clone(),
                 usage: stores.usage.clone(),
+                script_workflows: stores.script_workflows.clone(),
                 identity: Identity::new(stores.web_access.clone(), config.http.session_days),
                 memory: stores.memory.clone(),
                 membership: Some(membership_parts),

@@ -16,7 +16,7 @@ use crate::support::hearth_app::{TestApp, write_config};
 use crate::support::llm_server::{ScriptedLlmServer, Step};
 
 /// hearth with the reminder and note tools; alice a parent, bob a child.
-async fn start(llm: &ScriptedLlmServer) -> TestApp {
+pub(crate) async fn start(llm: &ScriptedLlmServer) -> TestApp {
     let folder = tempfile::tempdir().unwrap();
     let path = write_config(folder.path(), &llm.base_url());
     let text = std::fs::read_to_string(&path)
@@ -169,7 +169,7 @@ impl Member {
 }
 
 /// `member` asks in the chat; the model schedules `arguments` and answers.
-async fn schedule(
+pub(crate) async fn schedule(
     app: &TestApp,
     llm: &ScriptedLlmServer,
     member: &str,

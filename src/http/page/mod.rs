@@ -3,10 +3,12 @@
 //! invite code or signing in with a `/link` code (`join.rs`), the session and its
 //! CSRF token (`session.rs`), the member's web conversation (`chat.rs`), what waits for
 //! their approval on every channel (`waiting.rs`), their reminders with Done, Snooze and
-//! Cancel (`reminders.rs`), the coming events of the profile's calendars with forms to
-//! add, change and delete one through the calendar tools' code (`calendar.rs`, its forms
-//! and who may post them in `calendar_forms.rs`), the family's notes and their private ones (`notes.rs`), the
-//! family for parents: members, invites, roles (`family.rs`), their sessions
+//! Cancel (`reminders.rs`), added and changed with forms (`reminder_forms.rs`), the coming
+//! events of the profile's calendars with forms to add, change and delete one through the
+//! calendar tools' code (`calendar.rs`, its forms and who may post them in
+//! `calendar_forms.rs`), the family's notes and their private ones (`notes.rs`), the
+//! family for parents: members, invites, roles (`family.rs`) and what hearth did: intent
+//! decisions and family script runs (`family_activity.rs`), their sessions
 //! (`settings.rs`), the frame every page shares (`layout.rs`), and the stylesheet and
 //! script hearth serves itself (`assets/`): no build step, nothing from another site,
 //! usable offline on a home network.
@@ -19,9 +21,11 @@ mod calendar;
 mod calendar_forms;
 mod chat;
 mod family;
+mod family_activity;
 mod join;
 mod layout;
 mod notes;
+mod reminder_forms;
 mod reminders;
 mod session;
 mod settings;
@@ -69,6 +73,16 @@ pub fn routes(config: &mut web::ServiceConfig) {
         .route("/waiting", web::get().to(waiting::page))
         .route("/waiting/{id}", web::post().to(waiting::answer))
         .route("/reminders", web::get().to(reminders::page))
+        .route("/reminders/new", web::get().to(reminder_forms::new_form))
+        .route("/reminders/new", web::post().to(reminder_forms::add))
+        .route(
+            "/reminders/{schedule}/edit",
+            web::get().to(reminder_forms::edit_form),
+        )
+        .route(
+            "/reminders/{schedule}/edit",
+            web::post().to(reminder_forms::edit),
+        )
         .route(
             "/reminders/{occurrence}/done",
             web::post().to(reminders::done),
@@ -91,7 +105,12 @@ pub fn routes(config: &mut web::ServiceConfig) {
         .route("/notes", web::post().to(notes::save))
         .route("/notes/{id}", web::get().to(notes::note))
         .route("/notes/{id}/delete", web::post().to(notes::delete))
+        .route(
+            "/notes/{id}/visibility",
+            web::post().to(notes::set_visibility),
+        )
         .route("/family", web::get().to(family::page))
+        .route("/family/activity", web::get().to(family_activity::page))
         .route("/family/invite", web::post().to(family::invite))
         .route("/family/{member}/{change}", web::post().to(family::change))
         .route("/settings", web::get().to(settings::page))
