@@ -14,10 +14,12 @@
 //! inline script, framing and other origins on every answer.
 
 mod chat;
+mod chat_stream;
 mod family;
 mod join;
 mod layout;
 mod notes;
+mod question;
 mod reminders;
 mod session;
 mod settings;
@@ -58,6 +60,7 @@ pub fn routes(config: &mut web::ServiceConfig) {
         .route("/join", web::post().to(join::join))
         .route("/chat", web::get().to(chat::page))
         .route("/chat", web::post().to(chat::send))
+        .route("/chat/answer", web::post().to(question::answer))
         .route("/chat/log", web::get().to(chat::log_fragment))
         .route("/chat/messages/{id}", web::get().to(chat::message_status))
         .route("/waiting", web::get().to(waiting::page))
