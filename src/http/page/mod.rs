@@ -1,7 +1,9 @@
 //! The family's web page, served at `/` by the same server as the API: signing in with a
 //! code from the member's own chat or a one-time link (`sign_in.rs`), joining with an
 //! invite code or signing in with a `/link` code (`join.rs`), the session and its
-//! CSRF token (`session.rs`), the member's web conversation (`chat.rs`), what waits for
+//! CSRF token (`session.rs`), the member's web conversation (`chat.rs`) with its reply
+//! streamed as it is written (`chat_stream.rs`) and a turn's question as a form
+//! (`question.rs`), what waits for
 //! their approval on every channel (`waiting.rs`), their reminders with Done, Snooze and
 //! Cancel (`reminders.rs`), added and changed with forms (`reminder_forms.rs`), the coming
 //! events of the profile's calendars with forms to add, change and delete one through the
@@ -20,11 +22,13 @@
 mod calendar;
 mod calendar_forms;
 mod chat;
+mod chat_stream;
 mod family;
 mod family_activity;
 mod join;
 mod layout;
 mod notes;
+mod question;
 mod reminder_forms;
 mod reminders;
 mod session;
@@ -68,6 +72,7 @@ pub fn routes(config: &mut web::ServiceConfig) {
         .route("/join", web::post().to(join::join))
         .route("/chat", web::get().to(chat::page))
         .route("/chat", web::post().to(chat::send))
+        .route("/chat/answer", web::post().to(question::answer))
         .route("/chat/log", web::get().to(chat::log_fragment))
         .route("/chat/messages/{id}", web::get().to(chat::message_status))
         .route("/waiting", web::get().to(waiting::page))
