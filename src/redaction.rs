@@ -1,4 +1,5 @@
-//! What hearth never shows of a value it prints: the password in a URL. A database url set
+//! What hearth never shows of a value it prints: the password in a URL, alone or within a
+//! text (a script's error output on the family page). A database url set
 //! through the environment may carry one, and it must reach no log line, error, `Debug`
 //! output or `/readyz` detail; configuration, storage errors and readiness all print urls
 //! through this.
@@ -36,8 +37,45 @@ pub fn redact_url_password(url: &str) -> String {
     format!("{scheme}://{authority}{tail}")
 }
 
+/// `text` with the password of every url in it replaced by `***` (a url: a word holding
+/// `://`); what a script wrote, or a value it was given, shown on a page.
+pub fn redact_urls_in(text: &str) -> String {
+    if !text.contains("://") {
+        return text.to_owned();
+    }
+    let mut shown = String::with_capacity(text.len());
+    let mut word = String::new();
+    let flush = |word: &mut String, shown: &mut String| {
+        if word.contains("://") {
+            shown.push_str(&redact_url_password(word));
+        } else {
+            shown.push_str(word);
+        }
+        word.clear();
+    };
+    for c in text.chars() {
+        if c.is_whitespace() || c == '"' || c == '\'' || c == '<' || c == '>' {
+            flush(&mut word, &mut shown);
+            shown.push(c);
+        } else {
+            word.push(c);
+        }
+    }
+    flush(&mut word, &mut shown);
+    shown
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn urls_within_a_text_lose_their_passwords_and_the_rest_stays() {
+        assert_eq!(
+            super::redact_urls_in("failed: postgres://app:hunter2@db/x refused\nok"),
+            "failed: postgres://app:***@db/x refused\nok"
+        );
+        assert_eq!(super::redact_urls_in("no url here"), "no url here");
+    }
+
     use super::*;
 
     #[test]

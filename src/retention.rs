@@ -59,7 +59,7 @@ impl RetentionSettings {
 
     fn kept_for(&self, what: Prunable) -> Duration {
         match what {
-            Prunable::History | Prunable::FinishedPlans => self.history,
+            Prunable::History | Prunable::FinishedPlans | Prunable::ScriptRuns => self.history,
             Prunable::Telemetry | Prunable::LlmCalls => self.telemetry,
             // An occurrence that fired is the scheduler's counterpart of an answered
             // message (a task's occurrence is one), kept as long.

@@ -39,11 +39,12 @@ use crate::family::{Family, Membership};
 use crate::http::{self, ApiKeys, HttpState};
 use crate::identity::Identity;
 use crate::local_model::{LocalModelError, LocalModelServer};
+use crate::local_time::ZoneName;
 use crate::metrics::Metrics;
 use crate::plugins::CatalogError;
 use crate::ports::{StorageError, now_ms};
 use crate::readiness::Readiness;
-use crate::reminders::RemindersParts;
+use crate::reminders::{RemindersParts, RemindersToolset};
 use crate::retention::{RetentionSettings, spawn_pruner};
 use crate::storage::instance_lock::{InstanceLock, InstanceLockError};
 use crate::storage::{self, Stores};
@@ -298,7 +299,7 @@ pub async fn start_with_models(
     for (member, channel) in membership.preferred_channels().await? {
         own_chats.set_preferred(&member, Some(&channel));
     }
-    let reminders = RemindersParts {
+    let reminders_parts = RemindersParts {
         schedules: stores.schedules.clone(),
         family: family.clone(),
         own_chats: own_chats.clone(),
@@ -325,6 +326,7 @@ pub async fn start_with_models(
         })
         .collect();
     let calendars = tools::profile_calendars(loaded, &readiness);
+    let default_calendars = calendars.get(&loaded.default_profile_id).cloned();
     let parts = ToolParts {
         local_tools,
         calendars,
@@ -334,7 +336,7 @@ pub async fn start_with_models(
         delegation_targets,
         delegation: delegation_context.address().recipient(),
         scripts,
-        reminders,
+        reminders: reminders_parts.clone(),
         notes: stores.notes.clone(),
         family: family.clone(),
     };
@@ -349,8 +351,14 @@ pub async fn start_with_models(
         tell: queue_context.address().recipient(),
     };
     let mut services = HashMap::new();
+    let mut default_intents = None;
     for profile in &loaded.profiles {
         let intents_profile = intents::load_intents(profile, &stores).await?;
+        if profile.id == loaded.default_profile_id {
+            default_intents = intents_profile
+                .as_ref()
+                .map(|intents| intents.registry.clone());
+        }
         let own_tools = intents_profile
             .as_ref()
             .and_then(|intents| intents.own_tools.clone());
@@ -445,6 +453,23 @@ pub async fn start_with_models(
         }),
     };
     let platforms = platform_contexts.start(loaded, channel_deps).await?;
+    let default_zone = loaded
+        .profile(&loaded.default_profile_id)
+        .map(|profile| crate::local_time::ZoneName::from(profile.processing.timezone))
+        .unwrap_or_else(|| chrono_tz::UTC.into());
+    let web_toolset = default_calendars.clone().map(|calendars| {
+        Arc::new(crate::calendar::CalendarToolset::new(
+            calendars,
+            family.clone(),
+            default_zone,
+        ))
+    });
+    let web_calendar = http::WebCalendar::of_default_profile(
+        loaded,
+        default_calendars,
+        web_toolset,
+        default_intents,
+    );
     let http = match http_context {
         Some(context) => {
             let channel = context.address();
@@ -479,11 +504,21 @@ pub async fn start_with_models(
                 schedules: stores.schedules.clone(),
                 reminders: Some(scheduler.clone().recipient()),
                 cancel_reminder: Some(scheduler.clone().recipient()),
+                // Members without a zone of their own are in the default profile's.
+                reminder_forms: Some(Arc::new(RemindersToolset::new(
+                    reminders_parts.clone(),
+                    loaded
+                        .profile(&loaded.default_profile_id)
+                        .map(|profile| ZoneName::from(profile.processing.timezone))
+                        .unwrap_or_else(|| chrono_tz::UTC.into()),
+                ))),
                 notes: stores.notes.clone(),
                 usage: stores.usage.clone(),
+                script_workflows: stores.script_workflows.clone(),
                 identity: Identity::new(stores.web_access.clone(), config.http.session_days),
                 memory: stores.memory.clone(),
                 membership: Some(membership_parts),
+                calendar: Arc::new(web_calendar),
             };
             let (handle, address) =
                 http::serve(&config.http.bind, config.http.max_body_bytes, state)?;

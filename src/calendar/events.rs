@@ -92,6 +92,7 @@ pub struct EventData {
     pub uid: String,
     pub summary: String,
     pub location: Option<String>,
+    pub description: Option<String>,
     pub start: EventTime,
     /// Exclusive, as in iCalendar: an all-day event of one day ends the next day.
     pub end: EventTime,
@@ -158,6 +159,10 @@ fn read_event(event: &Event) -> Option<EventData> {
             .get_location()
             .map(str::to_owned)
             .filter(|l| !l.is_empty()),
+        description: event
+            .get_description()
+            .map(str::to_owned)
+            .filter(|d| !d.is_empty()),
         start,
         end,
         rrule: event.property_value("RRULE").map(str::to_owned),
@@ -206,6 +211,7 @@ fn shifted(time: &EventTime, by: TimeDelta) -> EventTime {
 pub struct EventFields {
     pub summary: String,
     pub location: Option<String>,
+    pub description: Option<String>,
     pub start: EventTime,
     pub end: EventTime,
     pub rrule: Option<String>,
@@ -263,6 +269,14 @@ fn apply(event: &mut Event, fields: &EventFields) {
         }
         None => {
             event.remove_property("LOCATION");
+        }
+    }
+    match &fields.description {
+        Some(description) => {
+            event.description(description);
+        }
+        None => {
+            event.remove_property("DESCRIPTION");
         }
     }
     event.starts(fields.start.to_ical());

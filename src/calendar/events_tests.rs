@@ -71,6 +71,7 @@ fn fields() -> EventFields {
     EventFields {
         summary: "Dentist; Max, 2nd".into(),
         location: None,
+        description: None,
         start: EventTime::Zoned(wall("2026-12-01 15:00"), berlin()),
         end: EventTime::Zoned(wall("2026-12-01 16:00"), berlin()),
         rrule: None,

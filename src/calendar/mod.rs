@@ -23,8 +23,12 @@ mod timing;
 mod tools;
 mod xml;
 
-pub use account::{Checked as CalendarsChecked, ProfileCalendars};
+pub use account::{Checked as CalendarsChecked, Found, ProfileCalendars, Searched};
+pub use events::{EventData, EventTime, wall_clock};
+pub use expand::Occurrence;
+pub use phrasing::{say_event, say_occurrence};
 pub use tools::{
     ADD_CALENDAR_EVENT, CALENDAR_TOOL_NAMES, CalendarToolset, DELETE_CALENDAR_EVENT,
-    MODIFY_CALENDAR_EVENT, SEARCH_CALENDAR_EVENTS,
+    MODIFY_CALENDAR_EVENT, SEARCH_CALENDAR_EVENTS, is_changed_elsewhere, shown_version,
+    tool_error_text,
 };

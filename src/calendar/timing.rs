@@ -11,6 +11,8 @@ use crate::local_time::phrasing::today_in;
 use crate::local_time::{IsoDuration, Recurrence, ZoneName, parse_local_day, parse_local_time};
 
 pub const MAX_TITLE_CHARS: usize = 200;
+/// The longest description an event is given.
+pub const MAX_DESCRIPTION_CHARS: usize = 2_000;
 /// The longest event: a year.
 const MAX_LENGTH: TimeDelta = TimeDelta::days(366);
 const DEFAULT_LENGTH: TimeDelta = TimeDelta::hours(1);
@@ -78,6 +80,16 @@ pub fn event_fields(
         }
         Some(location) => Some(location.to_owned()),
         None => base.and_then(|base| base.location.clone()),
+    };
+    let description = match text(arguments, "description")? {
+        Some("") => None,
+        Some(description) if description.chars().count() > MAX_DESCRIPTION_CHARS => {
+            return Err(format!(
+                "`description` is longer than {MAX_DESCRIPTION_CHARS} characters; say it shorter"
+            ));
+        }
+        Some(description) => Some(description.to_owned()),
+        None => base.and_then(|base| base.description.clone()),
     };
     let rrule = match text(arguments, "recurrence")? {
         Some(written) if written.is_empty() || written.eq_ignore_ascii_case("none") => None,
@@ -189,6 +201,7 @@ pub fn event_fields(
     Ok(EventFields {
         summary,
         location,
+        description,
         start,
         end,
         rrule,
@@ -211,6 +224,7 @@ pub fn as_event(uid: &str, fields: &EventFields) -> EventData {
         uid: uid.to_owned(),
         summary: fields.summary.clone(),
         location: fields.location.clone(),
+        description: fields.description.clone(),
         start: fields.start.clone(),
         end: fields.end.clone(),
         rrule: fields.rrule.clone(),

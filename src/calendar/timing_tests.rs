@@ -111,6 +111,7 @@ fn a_change_keeps_what_it_does_not_name() {
         &EventFields {
             summary: "Swimming".into(),
             location: Some("Pool".into()),
+            description: Some("Bring goggles".into()),
             start: EventTime::Zoned(wall("2026-12-03 17:00"), berlin()),
             end: EventTime::Zoned(wall("2026-12-03 18:30"), berlin()),
             rrule: Some("FREQ=WEEKLY;BYDAY=TH".into()),
@@ -123,6 +124,7 @@ fn a_change_keeps_what_it_does_not_name() {
         (base.start.clone(), base.end.clone())
     );
     assert_eq!(retitled.location.as_deref(), Some("Pool"));
+    assert_eq!(retitled.description.as_deref(), Some("Bring goggles"));
     assert_eq!(retitled.rrule, base.rrule);
 
     let later = event_fields(

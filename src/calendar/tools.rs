@@ -18,6 +18,7 @@ use super::events::{EventData, EventFields, changed_event_text, new_event_text, 
 use super::phrasing::{say_event, say_occurrence};
 use super::timing::{as_event, event_fields, text};
 use crate::family::Family;
+use crate::ids::MemberId;
 use crate::llm::ToolSpec;
 use crate::local_time::phrasing::today_in;
 use crate::local_time::{ZoneName, parse_local_day, resolve_local};
@@ -60,7 +61,8 @@ fn etag_from(version: &str) -> String {
     }
 }
 
-fn shown_version(etag: &str) -> &str {
+/// An ETag as search shows it (and a page's form carries it): without its quotes.
+pub fn shown_version(etag: &str) -> &str {
     etag.trim_matches('"')
 }
 
@@ -93,13 +95,30 @@ impl CalendarToolset {
         }
     }
 
-    /// The member's own zone, else the profile's.
-    fn zone_of(&self, context: &ToolContext) -> ZoneName {
+    /// The member's own zone (their settings' over `family[].timezone`), else the
+    /// profile's: where their days and times are read and said.
+    pub fn zone_for(&self, member_id: &MemberId) -> ZoneName {
         self.family
-            .member(context.member_id.as_str())
+            .member(member_id.as_str())
             .and_then(|member| member.timezone)
             .and_then(|zone| ZoneName::parse(&zone).ok())
             .unwrap_or(self.profile_zone)
+    }
+
+    fn zone_of(&self, context: &ToolContext) -> ZoneName {
+        self.zone_for(&context.member_id)
+    }
+
+    /// The event `id` names, checked to be in `version` as a write would check it: its
+    /// calendar's name and the event, for showing it before a change.
+    pub async fn event_at(
+        &self,
+        id: &str,
+        version: &str,
+    ) -> Result<(String, EventData), ToolError> {
+        let arguments = json!({"id": id, "version": version});
+        let (calendar, _, event) = self.current(MODIFY_CALENDAR_EVENT, &arguments).await?;
+        Ok((calendar, event))
     }
 
     async fn search(&self, arguments: &Value, zone: ZoneName) -> Result<String, ToolError> {
@@ -391,13 +410,20 @@ impl CalendarToolset {
     }
 }
 
-fn tool_error_text(error: &ToolError) -> String {
+/// What a tool's error says, without the tool's name: the words a member reads.
+pub fn tool_error_text(error: &ToolError) -> String {
     match error {
         ToolError::Failed { message, .. } | ToolError::InvalidArguments { message, .. } => {
             message.clone()
         }
         other => other.to_string(),
     }
+}
+
+/// Whether a write failed because the event changed elsewhere since it was shown.
+pub fn is_changed_elsewhere(error: &ToolError) -> bool {
+    matches!(error, ToolError::Failed { message, .. }
+        if message.starts_with(&CalDavError::Changed.to_string()))
 }
 
 /// One search hit with what a write needs to name it.
@@ -432,6 +458,10 @@ fn timing_properties() -> serde_json::Map<String, Value> {
     properties.insert(
         "location".into(),
         json!({"type": "string", "description": "Optional place."}),
+    );
+    properties.insert(
+        "description".into(),
+        json!({"type": "string", "description": "Optional notes on the event; empty removes them."}),
     );
     properties
 }

@@ -128,7 +128,12 @@ pub async fn post_inbound(
     let (reply_to, receiver) = oneshot::channel();
     let submitted = state
         .channel
-        .send(SubmitHttpInbound { inbound, reply_to })
+        .send(SubmitHttpInbound {
+            inbound,
+            reply_to,
+            listener: None,
+            only_answer: false,
+        })
         .await;
     let reported_id = match submitted {
         Ok(Ok(Submitted::Accepted)) => inbox_id.clone(),

@@ -33,6 +33,7 @@ use crate::ports::{
 use crate::readiness::Readiness;
 
 pub use auth::{ApiKeys, Scope};
+pub use page::WebCalendar;
 
 /// Everything a route needs, shared by every HTTP worker.
 pub struct HttpState {
@@ -65,8 +66,13 @@ pub struct HttpState {
     /// A cancel from the page goes to the scheduler, as from a chat's list; `None` when it
     /// is not running.
     pub cancel_reminder: Option<Recipient<crate::reminders::CancelReminder>>,
+    /// The page's reminder forms: added and edited through the `schedule_reminder` tool's
+    /// code; `None` when the scheduler is not running.
+    pub reminder_forms: Option<Arc<crate::reminders::RemindersToolset>>,
     /// The family's notes, each read as the signed-in member (the page's `/notes`).
     pub notes: Arc<dyn Notes>,
+    /// Read only: the family script runs that ended (the family page's activity).
+    pub script_workflows: Arc<dyn crate::ports::ScriptWorkflows>,
     /// Read only: what each member used per day (the family page).
     pub usage: Arc<dyn crate::ports::UsageReport>,
     /// Sign-in codes and links, sessions, member tokens.
@@ -75,6 +81,8 @@ pub struct HttpState {
     pub memory: Arc<dyn ConversationMemory>,
     /// A member's own chats, where sign-in codes are sent; `None` without chat platforms.
     pub membership: Option<MembershipParts>,
+    /// The calendars of the profile a web message goes to, and its rules (`/calendar`).
+    pub calendar: Arc<WebCalendar>,
 }
 
 #[derive(Debug, thiserror::Error)]

@@ -140,6 +140,7 @@ pub async fn post_generate(
                 ..ChatRequest::default()
             },
             origin: CallOrigin::default(),
+            listener: None,
         })
         .await;
     match generated {

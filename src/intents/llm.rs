@@ -40,6 +40,7 @@ impl ModelAccess {
                     ..ChatRequest::default()
                 },
                 origin: self.origin.clone(),
+                listener: None,
             })
             .await
             .map_err(|error| AskError::Mailbox(error.to_string()))??;

@@ -99,6 +99,7 @@ impl StageRecorder {
                 "timestamp": timestamp,
                 "session_id": self.session_id,
                 "interaction_id": self.interaction_id,
+                "profile_id": self.profile_id,
                 "stage": stage,
                 "level": level.as_str(),
                 "payload": payload,

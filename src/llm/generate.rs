@@ -5,7 +5,7 @@
 
 use actix::Message;
 
-use super::{ChatRequest, ChatResponse, LlmError};
+use super::{ChatRequest, ChatResponse, LlmError, TextListener};
 use crate::ids::ConversationKey;
 
 /// Where a call comes from, for telemetry and cost attribution.
@@ -26,4 +26,7 @@ pub struct GenerateChat {
     pub fallback_llm_name: Option<String>,
     pub request: ChatRequest,
     pub origin: CallOrigin,
+    /// Who hears the answer's text while the model writes it (the member's web page);
+    /// `None` asks the model for a whole answer. Only text crosses, never the request.
+    pub listener: Option<TextListener>,
 }

@@ -9,6 +9,7 @@ pub mod anthropic;
 mod generate;
 pub mod openai;
 pub mod scripted;
+pub mod streaming;
 
 use std::borrow::Cow;
 use std::fmt;
@@ -18,6 +19,7 @@ use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
 pub use generate::{CallOrigin, GenerateChat};
+pub use streaming::{StreamEvent, TextListener};
 
 /// Who said a message in a chat exchange.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -293,6 +295,17 @@ pub trait LlmProvider: Send + Sync {
     /// Short name of the wire format, for logs (`openai`, `anthropic`, `scripted`).
     fn wire(&self) -> &'static str;
     async fn chat(&self, request: &ChatRequest) -> Result<ChatResponse, LlmError>;
+
+    /// The same answer as `chat`, its text told to `listener` while the model writes it.
+    /// A wire format that cannot stream answers whole and tells nothing.
+    async fn chat_streaming(
+        &self,
+        request: &ChatRequest,
+        listener: &TextListener,
+    ) -> Result<ChatResponse, LlmError> {
+        let _ = listener;
+        self.chat(request).await
+    }
 }
 
 /// Parse an HTTP `Retry-After` header given in seconds (the HTTP-date form is rare for APIs).
@@ -303,7 +316,7 @@ pub fn parse_retry_after(value: Option<&str>) -> Option<Duration> {
 
 /// The most of an error body kept in `LlmError::Status`: enough to read the vendor's message,
 /// not so much that a proxy's HTML error page floods the logs.
-const ERROR_BODY_LIMIT: usize = 500;
+pub(crate) const ERROR_BODY_LIMIT: usize = 500;
 
 /// POST `body` as JSON with a per-call `timeout` and decode a 2xx answer as `T`.
 ///

@@ -6,9 +6,10 @@ use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::streaming::{OpenAiChunks, post_stream};
 use super::{
     ChatMessage, ChatRequest, ChatResponse, ImageContent, LlmError, LlmProvider, ProviderSettings,
-    Role, ToolCall, Usage, join_url, post_json,
+    Role, TextListener, ToolCall, Usage, join_url, post_json,
 };
 
 /// An `LlmProvider` speaking the OpenAI chat-completions API.
@@ -48,6 +49,16 @@ impl OpenAiProvider {
                 }),
             max_tokens: request.max_tokens.or(self.settings.max_tokens),
             temperature: request.temperature,
+            stream: false,
+            stream_options: None,
+        }
+    }
+
+    fn http(&self) -> reqwest::RequestBuilder {
+        let http = self.client.post(&self.url);
+        match &self.settings.api_key {
+            Some(key) => http.bearer_auth(key),
+            None => http,
         }
     }
 }
@@ -59,14 +70,35 @@ impl LlmProvider for OpenAiProvider {
     }
 
     async fn chat(&self, request: &ChatRequest) -> Result<ChatResponse, LlmError> {
-        let mut http = self.client.post(&self.url);
-        if let Some(key) = &self.settings.api_key {
-            http = http.bearer_auth(key);
-        }
         let answer: WireResponse =
-            post_json(http, &self.body(request), self.settings.timeout).await?;
+            post_json(self.http(), &self.body(request), self.settings.timeout).await?;
         answer.into_response(&self.settings.model)
     }
+
+    async fn chat_streaming(
+        &self,
+        request: &ChatRequest,
+        listener: &TextListener,
+    ) -> Result<ChatResponse, LlmError> {
+        let mut body = self.body(request);
+        body.stream = true;
+        // Usage comes in a last chunk only when asked for; cost and metrics need it.
+        body.stream_options = Some(WireStreamOptions {
+            include_usage: true,
+        });
+        let mut chunks = OpenAiChunks::default();
+        post_stream(self.http(), &body, self.settings.timeout, |event| {
+            listener.text(&chunks.push(&event.data)?);
+            Ok(())
+        })
+        .await?;
+        chunks.finish(&self.settings.model)
+    }
+}
+
+#[derive(Serialize)]
+struct WireStreamOptions {
+    include_usage: bool,
 }
 
 #[derive(Serialize)]
@@ -82,6 +114,10 @@ struct WireRequest<'a> {
     max_tokens: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     temperature: Option<f32>,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    stream: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    stream_options: Option<WireStreamOptions>,
 }
 
 #[derive(Serialize)]
@@ -306,7 +342,7 @@ impl WireResponse {
 
 /// Turn the wire's arguments into an object. A model that writes broken JSON should get to see
 /// its mistake in the tool result rather than fail the whole turn, so the text is kept as `_raw`.
-fn parse_arguments(arguments: Value) -> Value {
+pub(super) fn parse_arguments(arguments: Value) -> Value {
     match arguments {
         Value::String(text) if text.trim().is_empty() => Value::Object(Default::default()),
         Value::String(text) => match serde_json::from_str(&text) {

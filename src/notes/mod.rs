@@ -19,5 +19,5 @@ pub use texts::{
 };
 pub use tools::{
     ADD_OR_UPDATE_NOTE, DELETE_NOTE, GET_NOTE, LIST_NOTES, NOTE_TOOL_NAMES, NotesToolset,
-    SEARCH_NOTES, may_delete,
+    SEARCH_NOTES, may_delete, may_set_visibility,
 };

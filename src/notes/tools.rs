@@ -41,6 +41,16 @@ pub fn may_delete(member: &FamilyMember, note: &Note) -> bool {
         || (note.visibility == NoteVisibility::Family && member.role == FamilyRole::Parent)
 }
 
+/// Whether `member` may make `note` `to` (family or private): only its author, and a family
+/// note someone else last wrote stays the family's (making it private would take their
+/// words from them).
+pub fn may_set_visibility(member: &FamilyMember, note: &Note, to: NoteVisibility) -> bool {
+    note.author == member.id
+        && (to == NoteVisibility::Family
+            || note.visibility == NoteVisibility::Private
+            || note.updated_by == member.id)
+}
+
 /// One profile's note tools.
 pub struct NotesToolset {
     notes: Arc<dyn Notes>,

@@ -452,6 +452,7 @@ impl PluginRuntime {
                     conversation_key: Some(context.conversation_key.clone()),
                     member_id: Some(context.member_id.clone()),
                 },
+                listener: None,
             })
             .await;
         match generated {

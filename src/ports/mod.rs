@@ -55,14 +55,15 @@ pub use plan_executions::{
 pub use registered_plugins::{RegisteredPlugin, RegisteredPlugins};
 pub use retention::{Prunable, Retention};
 pub use schedules::{
-    Claimed, Firing, FiringClaim, FiringState, FiringTiming, NewSchedule, Schedule, ScheduleKind,
-    ScheduleStatus, Schedules, Settled, Settlement,
+    Claimed, Firing, FiringClaim, FiringState, FiringTiming, NewSchedule, Schedule, ScheduleEdit,
+    ScheduleKind, ScheduleStatus, Schedules, Settled, Settlement,
 };
-pub use script_workflows::{ScriptWorkflow, ScriptWorkflows};
+pub use script_workflows::{ScriptRun, ScriptRunOutcome, ScriptWorkflow, ScriptWorkflows};
 pub use shopping_lists::{ShoppingItem, ShoppingLists};
 pub(crate) use shopping_lists::{check_shopping_quantity, shopping_key};
 pub use telemetry::{
-    DailyUsage, LlmCallRecord, TelemetryEvent, TelemetrySink, TracingTelemetry, UsageReport,
+    DailyUsage, LlmCallRecord, StageEvent, StagedConversation, TelemetryEvent, TelemetrySink,
+    TracingTelemetry, UsageReport,
 };
 pub use turn_journal::TurnJournal;
 pub use user_profiles::{ProfileFacts, UserProfiles};

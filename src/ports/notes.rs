@@ -137,6 +137,18 @@ pub trait Notes: Send + Sync {
     /// are.
     async fn list(&self, reader: &MemberId, limit: usize) -> Result<NoteList, StorageError>;
 
+    /// Make note `id` of `author` (theirs alone: another member's note is as if it did not
+    /// exist) `visibility`, at `at_ms`; the note as changed, or `None`. Refuses
+    /// (`StorageError::Invalid`, naming the title) when a note of that title and visibility
+    /// is there already: the family's, or the author's own private one.
+    async fn set_visibility(
+        &self,
+        author: &MemberId,
+        id: i64,
+        visibility: NoteVisibility,
+        at_ms: i64,
+    ) -> Result<Option<Note>, StorageError>;
+
     /// Delete the note `which` names, if `reader` may read it; the note deleted.
     async fn delete(
         &self,

@@ -1,6 +1,6 @@
 //! Retention: what hearth keeps only for a while (history, telemetry, finished inbox rows,
 //! delivered outbox rows, finished plans, settled reminder occurrences and schedules that
-//! ended) is deleted once old, in small batches, so pruning never holds the database for
+//! ended, family script runs) is deleted once old, in small batches, so pruning never holds the database for
 //! long.
 
 use async_trait::async_trait;
@@ -35,12 +35,14 @@ pub enum Prunable {
     /// before, and an id is never given again. Their once keys go with them: a key names one
     /// tool call of a turn, which the turn journal never runs a second time.
     EndedSchedules,
+    /// Family script runs that ended, by when they ended; kept as long as history.
+    ScriptRuns,
 }
 
 impl Prunable {
     /// Every kind, in the order a round prunes them: a schedule's settled occurrences go
     /// before the schedule they keep.
-    pub const ALL: [Prunable; 8] = [
+    pub const ALL: [Prunable; 9] = [
         Prunable::History,
         Prunable::Telemetry,
         Prunable::LlmCalls,
@@ -49,6 +51,7 @@ impl Prunable {
         Prunable::FinishedPlans,
         Prunable::SettledFirings,
         Prunable::EndedSchedules,
+        Prunable::ScriptRuns,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -61,6 +64,7 @@ impl Prunable {
             Prunable::FinishedPlans => "plans",
             Prunable::SettledFirings => "reminder_firings",
             Prunable::EndedSchedules => "schedules",
+            Prunable::ScriptRuns => "script_runs",
         }
     }
 }

@@ -220,6 +220,20 @@ impl FiringClaim {
     }
 }
 
+/// A member's change of an active schedule's words and time (the web page's edit), based on
+/// the occurrence they saw: applied only while the schedule is active and still next due
+/// then, so an occurrence that fired or a cancel meanwhile is never overwritten.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScheduleEdit {
+    pub id: i64,
+    /// The `next_due_ms` the change was based on.
+    pub seen_next_due_ms: i64,
+    pub text: String,
+    pub recurrence: Option<String>,
+    pub start_local: Option<String>,
+    pub next_due_ms: i64,
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Claimed {
     /// Fired now: the ids of its outbox rows, in the order of `FiringClaim::messages`.
@@ -278,6 +292,11 @@ pub trait Schedules: Send + Sync {
 
     /// Stop schedule `id` from firing again; `false` when it was not active.
     async fn cancel(&self, id: i64) -> Result<bool, StorageError>;
+
+    /// Apply `edit` when its schedule is active and still next due at
+    /// `edit.seen_next_due_ms`: the schedule as changed; `None` (nothing changed) when it
+    /// fired, moved, ended or was cancelled meanwhile.
+    async fn edit(&self, edit: &ScheduleEdit) -> Result<Option<Schedule>, StorageError>;
 
     async fn firing(&self, id: FiringId) -> Result<Option<Firing>, StorageError>;
 

@@ -4,6 +4,10 @@
 //!
 //! One workflow per (conversation, member): each step replaces it. A workflow not
 //! updated since a given moment (`scripts.state_ttl_hours`) is never handed out again.
+//!
+//! Runs that ended are kept too (`ScriptRun`: the script, who, the values, how it ended),
+//! once per run, for the parents' family page, until retention prunes them
+//! (`Prunable::ScriptRuns`).
 
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
@@ -20,6 +24,63 @@ pub struct ScriptWorkflow {
     /// The workflow state, a JSON object.
     pub state: serde_json::Value,
     pub updated_at_ms: i64,
+}
+
+/// How a run ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ScriptRunOutcome {
+    /// It ran and exited with 0.
+    Done,
+    /// It ran and failed (an exit code, a signal, its timeout), or could not start.
+    Failed,
+    /// The member said no.
+    Declined,
+    /// Nobody answered in time.
+    Expired,
+    /// hearth stopped while it ran: whether it completed is unknown.
+    Unknown,
+}
+
+impl ScriptRunOutcome {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ScriptRunOutcome::Done => "done",
+            ScriptRunOutcome::Failed => "failed",
+            ScriptRunOutcome::Declined => "declined",
+            ScriptRunOutcome::Expired => "expired",
+            ScriptRunOutcome::Unknown => "unknown",
+        }
+    }
+
+    pub fn parse(text: &str) -> Result<Self, StorageError> {
+        match text {
+            "done" => Ok(ScriptRunOutcome::Done),
+            "failed" => Ok(ScriptRunOutcome::Failed),
+            "declined" => Ok(ScriptRunOutcome::Declined),
+            "expired" => Ok(ScriptRunOutcome::Expired),
+            "unknown" => Ok(ScriptRunOutcome::Unknown),
+            other => Err(StorageError::Corrupt(format!(
+                "script run outcome {other:?}"
+            ))),
+        }
+    }
+}
+
+/// One run that ended.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ScriptRun {
+    /// The run's tool call (its idempotency key): a run is recorded once.
+    pub run_key: String,
+    pub conversation_key: ConversationKey,
+    /// Who ran it.
+    pub member_id: MemberId,
+    pub script: String,
+    /// The values it was approved with (a JSON object).
+    pub values: serde_json::Value,
+    pub outcome: ScriptRunOutcome,
+    /// A failure's error: the exit code and the end of its error output.
+    pub error: Option<String>,
+    pub at_ms: i64,
 }
 
 #[async_trait]
@@ -42,4 +103,9 @@ pub trait ScriptWorkflows: Send + Sync {
     ) -> Result<bool, StorageError>;
     /// Housekeeping: remove every workflow last updated before `fresh_since_ms`; how many.
     async fn expire_stale(&self, fresh_since_ms: i64) -> Result<u64, StorageError>;
+
+    /// Keep `run`; `false` (nothing stored) when a run of its `run_key` is kept already.
+    async fn record_run(&self, run: &ScriptRun) -> Result<bool, StorageError>;
+    /// At most `limit` kept runs, newest first.
+    async fn recent_runs(&self, limit: usize) -> Result<Vec<ScriptRun>, StorageError>;
 }

@@ -47,12 +47,42 @@ impl DailyUsage {
     }
 }
 
-/// What the family spent, read back from what the database keeps (the messages, and the
-/// `llm_calls` telemetry writes); kept as long as retention keeps those.
+/// One stage the intents engine recorded (`TelemetryEvent::Stage`), read back.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StageEvent {
+    pub at_ms: i64,
+    pub conversation_key: ConversationKey,
+    pub stage: String,
+    pub payload: serde_json::Value,
+}
+
+/// A conversation the intents engine recorded stages of, and when it last did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StagedConversation {
+    pub conversation_key: ConversationKey,
+    pub last_at_ms: i64,
+}
+
+/// What the family spent and what the intents engine decided, read back from what the
+/// database keeps (the messages, and the `llm_calls` and stages telemetry writes); kept as
+/// long as retention keeps those.
 #[async_trait::async_trait]
 pub trait UsageReport: Send + Sync {
     /// Per day and member since `since_ms`, newest day first, members by id.
     async fn daily_usage(&self, since_ms: i64) -> Result<Vec<DailyUsage>, super::StorageError>;
+
+    /// At most `limit` conversations with recorded stages, the most recent first.
+    async fn staged_conversations(
+        &self,
+        limit: usize,
+    ) -> Result<Vec<StagedConversation>, super::StorageError>;
+
+    /// At most `limit` of the newest stages of `conversation_key`, oldest first.
+    async fn stages_of(
+        &self,
+        conversation_key: &ConversationKey,
+        limit: usize,
+    ) -> Result<Vec<StageEvent>, super::StorageError>;
 }
 
 /// One LLM call attempt, as the broker saw it.

@@ -9,12 +9,15 @@
 //!   the rules the tools, the channels' `/reminders`, the HTTP API and the web page share;
 //! - `tools.rs`: the tools a profile enables (`schedule_reminder`, `list_reminders`,
 //!   `cancel_reminder`, `snooze_reminder`, `schedule_task`);
+//! - `editing.rs`: a reminder added or edited from a form (the web page) through the tool's
+//!   code, once per form;
 //! - `messages.rs`: what the tools and the channels ask of the scheduler.
 //!
 //! A fired reminder is shown as a prompt (`OutgoingKind::Prompt`) whose id is
 //! `PromptId::Reminder`: the channels show it with Done and Snooze, and an answer to it
 //! goes to the scheduler instead of the request queue.
 
+mod editing;
 pub mod listing;
 mod messages;
 mod places;
@@ -22,6 +25,7 @@ mod texts;
 mod tools;
 mod when;
 
+pub use editing::{FormError, ReminderFields};
 pub use listing::{ListingError, NO_REMINDERS, ReminderListing, WaitingReminder};
 pub use messages::{
     CancelReminder, ListReminders, ReminderCancelled, ReminderChoice, ReminderError,

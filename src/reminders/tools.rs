@@ -72,11 +72,11 @@ struct Planned<'a> {
 
 /// One profile's reminder tools: members without a zone of their own are in the profile's.
 pub struct RemindersToolset {
-    parts: RemindersParts,
+    pub(super) parts: RemindersParts,
     profile_zone: ZoneName,
 }
 
-fn text_argument<'a>(
+pub(super) fn text_argument<'a>(
     tool: &str,
     arguments: &'a Value,
     name: &str,
@@ -106,7 +106,11 @@ fn schedule_number(tool: &str, arguments: &Value) -> Result<i64, ToolError> {
     })
 }
 
-fn checked_text<'a>(tool: &str, name: &str, text: Option<&'a str>) -> Result<&'a str, ToolError> {
+pub(super) fn checked_text<'a>(
+    tool: &str,
+    name: &str,
+    text: Option<&'a str>,
+) -> Result<&'a str, ToolError> {
     let text = text.map(str::trim).unwrap_or_default();
     if text.is_empty() {
         return Err(ToolError::invalid(
@@ -140,12 +144,12 @@ impl RemindersToolset {
         }
     }
 
-    fn now(&self) -> DateTime<Utc> {
+    pub(super) fn now(&self) -> DateTime<Utc> {
         crate::clock::now()
     }
 
     /// The member's own zone, else the profile's.
-    fn zone_of(&self, member: &FamilyMember) -> ZoneName {
+    pub(super) fn zone_of(&self, member: &FamilyMember) -> ZoneName {
         member
             .timezone
             .as_deref()
@@ -199,7 +203,7 @@ impl RemindersToolset {
         Ok(stored)
     }
 
-    fn planned(
+    pub(super) fn planned(
         &self,
         tool: &str,
         arguments: &Value,
@@ -260,7 +264,7 @@ impl RemindersToolset {
         Ok((stored, timing, place, now))
     }
 
-    async fn schedule_reminder(
+    pub(super) async fn schedule_reminder(
         &self,
         arguments: &Value,
         context: &ToolContext,

@@ -17,11 +17,13 @@ use serde_json::{Map, Value, json};
 
 use super::manifest::{Script, ScriptCatalog};
 use super::parameters::{check_changes, final_values, plain};
-use super::runner::{RunLimits, run_script};
+use super::runner::{ExecutionResult, RunLimits, run_script};
 use super::workflow::{NextAction, WorkflowState, values_line};
 use crate::config::ScriptsConfig;
 use crate::llm::ToolSpec;
-use crate::ports::{Decision, ScriptWorkflow, ScriptWorkflows, now_ms};
+use crate::ports::{
+    Decision, ScriptRun, ScriptRunOutcome, ScriptWorkflow, ScriptWorkflows, now_ms,
+};
 use crate::tools::{ToolContext, ToolError, ToolSuspension, ToolsProvider};
 
 pub const LIST_SCRIPTS: &str = "list_available_scripts";
@@ -368,11 +370,15 @@ impl ScriptsToolset {
         let awaiting: AwaitingRun = serde_json::from_value(work.clone())
             .map_err(|_| ToolError::NotResumable(RUN_SCRIPT.into()))?;
         let mut state = self.load(RUN_SCRIPT, context).await?;
-        match decision {
-            Some(Decision::Approved) => {}
-            Some(Decision::Denied) => return Ok(RUN_DECLINED.into()),
-            Some(Decision::Expired) => return Ok(RUN_EXPIRED.into()),
-            None => return Ok(RUN_UNKNOWN.into()),
+        let ended = match decision {
+            Some(Decision::Approved) => None,
+            Some(Decision::Denied) => Some((ScriptRunOutcome::Declined, RUN_DECLINED)),
+            Some(Decision::Expired) => Some((ScriptRunOutcome::Expired, RUN_EXPIRED)),
+            None => Some((ScriptRunOutcome::Unknown, RUN_UNKNOWN)),
+        };
+        if let Some((outcome, text)) = ended {
+            self.record_run(context, &awaiting, outcome, None).await;
+            return Ok(text.into());
         }
         // Approved: but only the values that are still the workflow's final ones.
         if state.selected.as_deref() != Some(awaiting.script.as_str())
@@ -406,6 +412,12 @@ impl ScriptsToolset {
             context.idempotency_key.as_deref(),
         )
         .await;
+        let (outcome, error) = match &result {
+            Ok(result) if result.succeeded() => (ScriptRunOutcome::Done, None),
+            Ok(result) => (ScriptRunOutcome::Failed, Some(failure(result))),
+            Err(error) => (ScriptRunOutcome::Failed, Some(error.to_string())),
+        };
+        self.record_run(context, &awaiting, outcome, error).await;
         let text = match result {
             Ok(result) => {
                 let text = result.describe();
@@ -424,6 +436,55 @@ impl ScriptsToolset {
         };
         self.save(RUN_SCRIPT, context, &state).await?;
         Ok(text)
+    }
+}
+
+/// What a failed run's error says on the family page: how it ended and the end of its error
+/// output, at most `FAILURE_CHARS`.
+fn failure(result: &ExecutionResult) -> String {
+    let ended = if result.timed_out {
+        format!("stopped at its timeout after {} ms", result.duration_ms)
+    } else {
+        match result.exit_code {
+            Some(code) => format!("exit code {code}"),
+            None => "ended by a signal".to_string(),
+        }
+    };
+    let errors = result.errors.trim();
+    if errors.is_empty() {
+        return ended;
+    }
+    let skip = errors.chars().count().saturating_sub(FAILURE_CHARS);
+    format!("{ended}: {}", errors.chars().skip(skip).collect::<String>())
+}
+
+const FAILURE_CHARS: usize = 500;
+
+impl ScriptsToolset {
+    /// Keep a run that ended, once per its tool call; a run is never failed for it.
+    async fn record_run(
+        &self,
+        context: &ToolContext,
+        awaiting: &AwaitingRun,
+        outcome: ScriptRunOutcome,
+        error: Option<String>,
+    ) {
+        let at_ms = now_ms();
+        let run = ScriptRun {
+            run_key: context.idempotency_key.clone().unwrap_or_else(|| {
+                format!("{}/{}/{at_ms}", context.conversation_key, context.member_id)
+            }),
+            conversation_key: context.conversation_key.clone(),
+            member_id: context.member_id.clone(),
+            script: awaiting.script.clone(),
+            values: Value::Object(awaiting.parameters.clone()),
+            outcome,
+            error,
+            at_ms,
+        };
+        if let Err(error) = self.workflows.record_run(&run).await {
+            tracing::warn!(%error, script = %run.script, "script run not recorded");
+        }
     }
 }
 

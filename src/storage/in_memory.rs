@@ -49,6 +49,8 @@ pub struct InMemoryStore {
     pub(super) plugins: Mutex<super::in_memory_plugins::PluginState>,
     /// The members' script workflows (`in_memory_scripts.rs`).
     pub(super) script_workflows: Mutex<super::in_memory_scripts::WorkflowState>,
+    /// The script runs that ended, oldest first (`in_memory_scripts.rs`).
+    pub(super) script_runs: Mutex<Vec<crate::ports::ScriptRun>>,
     /// What the intents engine's ports keep (`in_memory_intents.rs`).
     pub(super) intents: Mutex<super::in_memory_intents::IntentsState>,
     /// The family's notes (`in_memory_notes.rs`).
@@ -594,6 +596,9 @@ impl crate::ports::Retention for InMemoryStore {
             }
             Prunable::EndedSchedules => {
                 left = batch - state.schedules.prune_ended_schedules(before_ms, batch);
+            }
+            Prunable::ScriptRuns => {
+                left = batch - self.prune_script_runs(before_ms, batch);
             }
         }
         Ok(batch - left)

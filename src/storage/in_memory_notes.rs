@@ -221,4 +221,34 @@ impl Notes for InMemoryStore {
             .find(which, reader)?
             .and_then(|id| state.notes.remove(&id)))
     }
+
+    async fn set_visibility(
+        &self,
+        author: &MemberId,
+        id: i64,
+        visibility: NoteVisibility,
+        at_ms: i64,
+    ) -> Result<Option<Note>, StorageError> {
+        let mut state = self.notes_state();
+        let Some(this) = state.notes.get(&id).filter(|note| note.author == *author) else {
+            return Ok(None);
+        };
+        let key = title_key(this);
+        if let Some(other) = state.notes.values().find(|other| {
+            other.id != id
+                && other.visibility == visibility
+                && title_key(other) == key
+                && (visibility == NoteVisibility::Family || other.author == *author)
+        }) {
+            return Err(StorageError::Invalid(format!(
+                "a {} note titled {:?} is there already",
+                visibility.as_str(),
+                other.title
+            )));
+        }
+        let note = state.notes.get_mut(&id).expect("found above");
+        note.visibility = visibility;
+        note.updated_at_ms = at_ms;
+        Ok(Some(note.clone()))
+    }
 }

@@ -10,7 +10,7 @@ use super::in_memory::{InMemoryStore, State};
 use crate::ids::{FiringId, MemberId};
 use crate::ports::{
     Claimed, Firing, FiringClaim, FiringState, NewSchedule, OutgoingMessage, Schedule,
-    ScheduleStatus, Schedules, Settled, Settlement, StorageError, now_ms,
+    ScheduleEdit, ScheduleStatus, Schedules, Settled, Settlement, StorageError, now_ms,
 };
 
 #[derive(Default)]
@@ -226,6 +226,23 @@ impl Schedules for InMemoryStore {
                 Ok(true)
             }
             _ => Ok(false),
+        }
+    }
+
+    async fn edit(&self, edit: &ScheduleEdit) -> Result<Option<Schedule>, StorageError> {
+        let mut state = self.lock();
+        match state.schedules.schedules.get_mut(&edit.id) {
+            Some(schedule)
+                if schedule.status == ScheduleStatus::Active
+                    && schedule.next_due_ms == Some(edit.seen_next_due_ms) =>
+            {
+                schedule.text = edit.text.clone();
+                schedule.recurrence = edit.recurrence.clone();
+                schedule.start_local = edit.start_local.clone();
+                schedule.next_due_ms = Some(edit.next_due_ms);
+                Ok(Some(schedule.clone()))
+            }
+            _ => Ok(None),
         }
     }
 

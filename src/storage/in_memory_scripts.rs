@@ -8,7 +8,7 @@ use async_trait::async_trait;
 
 use super::in_memory::InMemoryStore;
 use crate::ids::{ConversationKey, MemberId};
-use crate::ports::{ScriptWorkflow, ScriptWorkflows, StorageError};
+use crate::ports::{ScriptRun, ScriptWorkflow, ScriptWorkflows, StorageError};
 
 /// (conversation key, member id) → that member's workflow there.
 pub(super) type WorkflowState = BTreeMap<(String, String), ScriptWorkflow>;
@@ -19,6 +19,27 @@ impl InMemoryStore {
         self.script_workflows
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+impl InMemoryStore {
+    fn runs(&self) -> MutexGuard<'_, Vec<ScriptRun>> {
+        self.script_runs
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Retention: at most `batch` of the runs that ended before `before_ms`, oldest first.
+    pub(super) fn prune_script_runs(&self, before_ms: i64, batch: usize) -> usize {
+        let mut runs = self.runs();
+        runs.sort_by_key(|run| run.at_ms);
+        let old = runs
+            .iter()
+            .take(batch)
+            .take_while(|run| run.at_ms < before_ms)
+            .count();
+        runs.drain(..old);
+        old
     }
 }
 
@@ -70,5 +91,30 @@ impl ScriptWorkflows for InMemoryStore {
         let before = workflows.len();
         workflows.retain(|_, workflow| workflow.updated_at_ms >= fresh_since_ms);
         Ok(u64::try_from(before - workflows.len()).unwrap_or(u64::MAX))
+    }
+
+    async fn record_run(&self, run: &ScriptRun) -> Result<bool, StorageError> {
+        if !run.values.is_object() {
+            return Err(StorageError::Invalid(
+                "a script run's values must be a json object".into(),
+            ));
+        }
+        let mut runs = self.runs();
+        if runs.iter().any(|kept| kept.run_key == run.run_key) {
+            return Ok(false);
+        }
+        runs.push(run.clone());
+        Ok(true)
+    }
+
+    async fn recent_runs(&self, limit: usize) -> Result<Vec<ScriptRun>, StorageError> {
+        let runs = self.runs();
+        let mut newest: Vec<(usize, &ScriptRun)> = runs.iter().enumerate().collect();
+        newest.sort_by(|(a_at, a), (b_at, b)| b.at_ms.cmp(&a.at_ms).then(b_at.cmp(a_at)));
+        Ok(newest
+            .into_iter()
+            .take(limit)
+            .map(|(_, run)| run.clone())
+            .collect())
     }
 }

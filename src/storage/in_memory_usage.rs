@@ -7,8 +7,11 @@ use async_trait::async_trait;
 use chrono::DateTime;
 
 use super::in_memory::InMemoryStore;
+use crate::ids::ConversationKey;
 use crate::ids::MemberId;
-use crate::ports::{DailyUsage, StorageError, TelemetryEvent, UsageReport};
+use crate::ports::{
+    DailyUsage, StageEvent, StagedConversation, StorageError, TelemetryEvent, UsageReport,
+};
 
 fn day_of(ms: i64) -> String {
     DateTime::from_timestamp_millis(ms)
@@ -18,6 +21,65 @@ fn day_of(ms: i64) -> String {
 
 #[async_trait]
 impl UsageReport for InMemoryStore {
+    async fn staged_conversations(
+        &self,
+        limit: usize,
+    ) -> Result<Vec<StagedConversation>, StorageError> {
+        let state = self.lock();
+        let mut last: BTreeMap<String, (i64, usize, ConversationKey)> = BTreeMap::new();
+        for (order, event) in state.events.iter().enumerate() {
+            if let TelemetryEvent::Stage {
+                at_ms,
+                conversation_key,
+                ..
+            } = event
+            {
+                last.insert(
+                    conversation_key.to_string(),
+                    (*at_ms, order, conversation_key.clone()),
+                );
+            }
+        }
+        let mut conversations: Vec<(i64, usize, ConversationKey)> = last.into_values().collect();
+        conversations.sort_by_key(|newest| std::cmp::Reverse((newest.0, newest.1)));
+        Ok(conversations
+            .into_iter()
+            .take(limit)
+            .map(|(last_at_ms, _, conversation_key)| StagedConversation {
+                conversation_key,
+                last_at_ms,
+            })
+            .collect())
+    }
+
+    async fn stages_of(
+        &self,
+        conversation_key: &ConversationKey,
+        limit: usize,
+    ) -> Result<Vec<StageEvent>, StorageError> {
+        let state = self.lock();
+        let stages: Vec<StageEvent> = state
+            .events
+            .iter()
+            .filter_map(|event| match event {
+                TelemetryEvent::Stage {
+                    at_ms,
+                    conversation_key: key,
+                    stage,
+                    payload,
+                } if key == conversation_key => Some(StageEvent {
+                    at_ms: *at_ms,
+                    conversation_key: key.clone(),
+                    stage: stage.clone(),
+                    payload: payload.clone(),
+                }),
+                _ => None,
+            })
+            .collect();
+        let skip = stages.len().saturating_sub(limit);
+        Ok(stages.into_iter().skip(skip).collect())
+    }
+
     async fn daily_usage(&self, since_ms: i64) -> Result<Vec<DailyUsage>, StorageError> {
         let state = self.lock();
         let mut days: BTreeMap<(String, String), DailyUsage> = BTreeMap::new();

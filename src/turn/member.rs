@@ -18,7 +18,48 @@ pub struct AskMember {
     pub member_id: MemberId,
     pub conversation_key: ConversationKey,
     pub question: String,
+    /// The fields the answer fills, for a channel that can show a form (the web page);
+    /// the answer still comes back as text, read by the same rules as a typed one.
+    pub form: Option<QuestionForm>,
     pub answer_to: tokio::sync::oneshot::Sender<String>,
+}
+
+/// A question's form: what is asked, and one field per value.
+#[derive(Debug, Clone, PartialEq)]
+pub struct QuestionForm {
+    pub intro: String,
+    pub fields: Vec<FormField>,
+}
+
+/// One value a question asks for. Its answer is written `name: value` (`FormField::line`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct FormField {
+    pub name: String,
+    pub title: String,
+    pub description: Option<String>,
+    pub required: bool,
+    pub kind: FieldKind,
+    /// The value shown at first, as it would be typed.
+    pub default: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum FieldKind {
+    /// Text; `input` is the HTML input type fitting its format (`text`, `date`, `email`, `url`).
+    Text {
+        input: &'static str,
+    },
+    Number {
+        integer: bool,
+        minimum: Option<f64>,
+        maximum: Option<f64>,
+    },
+    Boolean,
+    /// One of `options` (value, label), or several when `multiple`.
+    Choice {
+        options: Vec<(String, String)>,
+        multiple: bool,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -13,7 +13,7 @@
 mod member;
 mod run;
 
-pub use member::{AskError, AskMember, TellMember, Told};
+pub use member::{AskError, AskMember, FieldKind, FormField, QuestionForm, TellMember, Told};
 pub use run::{
     ProcessTurn, ResumeTurn, SLASH_COMMAND_DECLINED, SLASH_COMMAND_EXPIRED, TurnError, TurnOutcome,
     TurnResult,

@@ -19,6 +19,9 @@ pub struct ProcessTurn {
     /// member's answer: one the profile cannot place is handed back (`TurnResult::NotPlaced`)
     /// for the profile it would otherwise have gone to.
     pub follows_plan: bool,
+    /// Who hears the reply's text while the model writes it (the member's web page), in
+    /// memory only: a retry or a restart answers without it.
+    pub listener: Option<crate::llm::TextListener>,
 }
 
 /// Resume a turn suspended on `confirmation`, with the member's decision; `None`

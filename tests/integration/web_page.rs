@@ -221,6 +221,28 @@ async fn a_member_signs_in_with_a_code_from_their_chat_chats_and_approves() {
         .unwrap();
     assert_eq!(hacked, json!(true), "the message's markup ran or rendered");
 
+    // The reply streams in as the model writes it: a part shows before the whole.
+    family.llm.set_stream_pause(Duration::from_millis(300));
+    family
+        .llm
+        .push(Step::Reply("one two three four five six".into()));
+    browser.fill("#text", "count for me").await.unwrap();
+    browser.click("#chat-form button").await.unwrap();
+    let partial = wait_for_text(&browser, "#log .streaming", "one")
+        .await
+        .unwrap();
+    assert!(!partial.contains("six"), "not streamed: {partial:?}");
+    wait_for_text(&browser, "#log ol.messages", "one two three four five six")
+        .await
+        .unwrap();
+    let asked = family.llm.requests();
+    let asked = asked.last().unwrap();
+    assert_eq!(
+        asked.body["stream"], true,
+        "the page's turn asks for a stream"
+    );
+    family.llm.set_stream_pause(Duration::ZERO);
+
     // A tool call that asks: the page shows the exact call with buttons; Approve runs it.
     family.llm.push_many([
         Step::ToolCalls(vec![(

@@ -16,7 +16,7 @@ use crate::support::hearth_app::{TestApp, write_config};
 use crate::support::llm_server::{ScriptedLlmServer, Step};
 
 /// hearth with the reminder and note tools; alice a parent, bob a child.
-async fn start(llm: &ScriptedLlmServer) -> TestApp {
+pub(crate) async fn start(llm: &ScriptedLlmServer) -> TestApp {
     let folder = tempfile::tempdir().unwrap();
     let path = write_config(folder.path(), &llm.base_url());
     let text = std::fs::read_to_string(&path)
@@ -47,7 +47,7 @@ fn cookie_set(response: &reqwest::Response, name: &str) -> String {
 }
 
 /// The value of the first field `name` on a page.
-fn field(page: &str, name: &str) -> String {
+pub(crate) fn field(page: &str, name: &str) -> String {
     let marker = format!("name=\"{name}\" value=\"");
     let at = page
         .find(&marker)
@@ -58,17 +58,17 @@ fn field(page: &str, name: &str) -> String {
 
 /// A signed-in member's browser, without the browser: the session cookie on every request,
 /// no redirect followed.
-struct Member {
+pub(crate) struct Member {
     client: reqwest::Client,
     base: String,
-    csrf: String,
+    pub(crate) csrf: String,
 }
 
 /// An answer: status, `Location`, body.
-struct Answer {
-    status: u16,
-    location: String,
-    body: String,
+pub(crate) struct Answer {
+    pub(crate) status: u16,
+    pub(crate) location: String,
+    pub(crate) body: String,
 }
 
 async fn answer(response: reqwest::Response) -> Answer {
@@ -87,7 +87,7 @@ async fn answer(response: reqwest::Response) -> Answer {
 
 impl Member {
     /// Sign `member` in with a one-time link, as the page's link form does.
-    async fn sign_in(app: &TestApp, member: &str) -> Member {
+    pub(crate) async fn sign_in(app: &TestApp, member: &str) -> Member {
         let identity = hearth::identity::Identity::new(app.running.stores.web_access.clone(), 30);
         let secret = identity
             .new_sign_in_link(&member.parse().unwrap(), hearth::ports::now_ms())
@@ -130,7 +130,7 @@ impl Member {
         member
     }
 
-    async fn get(&self, path: &str) -> Answer {
+    pub(crate) async fn get(&self, path: &str) -> Answer {
         answer(
             self.client
                 .get(format!("{}{path}", self.base))
@@ -142,20 +142,20 @@ impl Member {
     }
 
     /// A page that must answer 200.
-    async fn page(&self, path: &str) -> String {
+    pub(crate) async fn page(&self, path: &str) -> String {
         let shown = self.get(path).await;
         assert_eq!(shown.status, 200, "{path}: {}", shown.body);
         shown.body
     }
 
     /// Post `form` with this session's CSRF token.
-    async fn post(&self, path: &str, form: &[(&str, &str)]) -> Answer {
+    pub(crate) async fn post(&self, path: &str, form: &[(&str, &str)]) -> Answer {
         let mut form = form.to_vec();
         form.push(("csrf", &self.csrf));
         self.post_without_token(path, &form).await
     }
 
-    async fn post_without_token(&self, path: &str, form: &[(&str, &str)]) -> Answer {
+    pub(crate) async fn post_without_token(&self, path: &str, form: &[(&str, &str)]) -> Answer {
         answer(
             self.client
                 .post(format!("{}{path}", self.base))
@@ -169,7 +169,7 @@ impl Member {
 }
 
 /// `member` asks in the chat; the model schedules `arguments` and answers.
-async fn schedule(
+pub(crate) async fn schedule(
     app: &TestApp,
     llm: &ScriptedLlmServer,
     member: &str,

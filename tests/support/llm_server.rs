@@ -24,6 +24,9 @@ use actix_web::http::StatusCode;
 use actix_web::{App, HttpRequest, HttpResponse, HttpServer, web};
 use serde_json::{Value, json};
 
+#[path = "llm_stream.rs"]
+mod llm_stream;
+
 /// What the server does with one incoming request.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Step {
@@ -177,6 +180,15 @@ impl ScriptedLlmServer {
         self.shared.script().steps.extend(steps);
     }
 
+    /// The pause before each event of a streamed (`"stream": true`) answer.
+    pub fn set_stream_pause(&self, pause: Duration) {
+        *self
+            .shared
+            .stream_pause
+            .lock()
+            .unwrap_or_else(|p| p.into_inner()) = pause;
+    }
+
     /// What to do when the script is empty (initially `Step::Echo`).
     pub fn set_default(&self, step: Step) {
         self.shared.script().default = step;
@@ -286,6 +298,8 @@ struct Shared {
     max_concurrent: AtomicUsize,
     next_id: AtomicU64,
     stopped: tokio::sync::watch::Sender<bool>,
+    /// The pause before each event of a streamed answer.
+    stream_pause: Mutex<Duration>,
 }
 
 impl Default for Shared {
@@ -302,6 +316,7 @@ impl Default for Shared {
             max_concurrent: AtomicUsize::new(0),
             next_id: AtomicU64::new(1),
             stopped: tokio::sync::watch::Sender::new(false),
+            stream_pause: Mutex::new(Duration::ZERO),
         }
     }
 }
@@ -441,6 +456,8 @@ async fn serve(wire: Wire, request: &HttpRequest, body: &[u8], shared: &Shared) 
     let _in_flight = InFlight::enter(shared);
     let body: Value = serde_json::from_slice(body).unwrap_or(Value::Null);
     let asked = Asked::of(&body);
+    let streamed = (wire == Wire::OpenAi && body["stream"] == true)
+        .then(|| body["stream_options"]["include_usage"] == true);
     if shared.recording.load(Ordering::Relaxed) {
         let headers = request
             .headers()
@@ -473,9 +490,42 @@ async fn serve(wire: Wire, request: &HttpRequest, body: &[u8], shared: &Shared) 
                 *inner
             }
             Step::Echo => Step::Reply(format!("echo: {}", asked.last_user)),
-            other => break respond(wire, other, &asked, shared),
+            other => {
+                break match streamed {
+                    Some(usage) => stream(other, &asked, usage, shared),
+                    None => respond(wire, other, &asked, shared),
+                };
+            }
         };
     }
+}
+
+/// A streamed OpenAI answer; an error is answered whole, as before any stream starts.
+fn stream(step: Step, asked: &Asked, usage: bool, shared: &Shared) -> HttpResponse {
+    let id = shared.next_id.fetch_add(1, Ordering::Relaxed);
+    let (chunks, output) = match step {
+        Step::Reply(text) => (
+            llm_stream::text_chunks(id, &asked.model, &text),
+            words(&text),
+        ),
+        Step::ToolCalls(calls) => {
+            let output = calls
+                .iter()
+                .map(|(name, args)| words(name) + words(&args.to_string()))
+                .sum();
+            (
+                llm_stream::tool_call_chunks(id, &asked.model, &calls),
+                output,
+            )
+        }
+        other => return respond(Wire::OpenAi, other, asked, shared),
+    };
+    let pause = *shared
+        .stream_pause
+        .lock()
+        .unwrap_or_else(|p| p.into_inner());
+    let usage = usage.then(|| openai_usage(asked.input_words, output));
+    llm_stream::respond(chunks, usage, pause)
 }
 
 fn respond(wire: Wire, step: Step, asked: &Asked, shared: &Shared) -> HttpResponse {

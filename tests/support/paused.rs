@@ -203,7 +203,15 @@ impl PausedHearth {
             extras: Default::default(),
         };
         let id = inbound.id.clone();
-        let submitted = self.running.queue.send(SubmitInbound { inbound }).await;
+        let submitted = self
+            .running
+            .queue
+            .send(SubmitInbound {
+                inbound,
+                listener: None,
+                only_answer: false,
+            })
+            .await;
         assert!(
             matches!(submitted, Ok(Ok(Submitted::Accepted))),
             "{submitted:?}"

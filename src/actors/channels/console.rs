@@ -102,7 +102,11 @@ pub async fn run_console(
                     received_at_ms: now_ms(),
                     extras: Default::default(),
                 };
-                match queue.send(SubmitInbound { inbound }).await {
+                match queue.send(SubmitInbound {
+                inbound,
+                listener: None,
+                only_answer: false,
+            }).await {
                     Ok(Ok(Submitted::Accepted | Submitted::AnsweredQuestion { .. })) => waiting += 1,
                     Ok(Ok(Submitted::Duplicate(_))) => {}
                     Ok(Err(SubmitError::Busy { .. })) => {

@@ -22,6 +22,10 @@ use crate::ports::Inbound;
 pub struct SubmitHttpInbound {
     pub inbound: Inbound,
     pub reply_to: oneshot::Sender<DeliverReply>,
+    /// Who hears the reply's text as the model writes it (the web page's stream).
+    pub listener: Option<crate::llm::TextListener>,
+    /// Only an answer to an open question (`SubmitInbound::only_answer`).
+    pub only_answer: bool,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -70,6 +74,8 @@ impl Handler<SubmitHttpInbound> for HttpChannel {
         self.waiters.insert(inbox_id.clone(), message.reply_to);
         let submitted = self.queue.send(SubmitInbound {
             inbound: message.inbound,
+            listener: message.listener,
+            only_answer: message.only_answer,
         });
         Box::pin(submitted.into_actor(self).map(move |result, act, _ctx| {
             let result = match result {

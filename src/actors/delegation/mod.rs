@@ -248,6 +248,7 @@ impl SubTurn {
                         text,
                         slash_command: None,
                         follows_plan: false,
+                        listener: None,
                     })
                     .await
             }

@@ -5,8 +5,10 @@
 //! with a timeout, falls back to a profile's fallback model, and records tokens,
 //! latency and cost of every attempt. A model without `vision` never gets image
 //! parts: they are replaced by a note per request, so a seeing primary can fall
-//! back to a blind model. Calls run on the tokio runtime, so the
-//! actor itself never waits.
+//! back to a blind model. A call with a listener streams: every attempt first tells the
+//! listener to start over, so what a retry or the fallback writes replaces what an
+//! attempt that failed half-way wrote; the answer returned is the same either way. Calls
+//! run on the tokio runtime, so the actor itself never waits.
 
 #[cfg(test)]
 mod retries_tests;
@@ -21,7 +23,9 @@ use tokio::sync::Semaphore;
 
 use crate::backoff::Doubling;
 use crate::config::{LlmBackend, LlmRetryConfig};
-use crate::llm::{CallOrigin, ChatRequest, ChatResponse, GenerateChat, LlmError, LlmProvider};
+use crate::llm::{
+    CallOrigin, ChatRequest, ChatResponse, GenerateChat, LlmError, LlmProvider, TextListener,
+};
 use crate::metrics::Metrics;
 use crate::ports::{LlmCallRecord, TelemetryEvent, TelemetrySink, now_ms};
 
@@ -110,9 +114,7 @@ impl Handler<GenerateChat> for LlmBroker {
 
 impl Shared {
     async fn generate(&self, message: GenerateChat) -> Result<ChatResponse, LlmError> {
-        let primary = self
-            .call_with_retries(&message.llm_name, &message.request, &message.origin)
-            .await;
+        let primary = self.call_with_retries(&message.llm_name, &message).await;
         match (primary, &message.fallback_llm_name) {
             (Err(error), Some(fallback)) if *fallback != message.llm_name => {
                 tracing::warn!(
@@ -121,8 +123,7 @@ impl Shared {
                     %error,
                     "llm failed, trying the fallback model"
                 );
-                self.call_with_retries(fallback, &message.request, &message.origin)
-                    .await
+                self.call_with_retries(fallback, &message).await
             }
             (result, _) => result,
         }
@@ -131,9 +132,9 @@ impl Shared {
     async fn call_with_retries(
         &self,
         llm_name: &str,
-        request: &ChatRequest,
-        origin: &CallOrigin,
+        message: &GenerateChat,
     ) -> Result<ChatResponse, LlmError> {
+        let (request, origin) = (&message.request, &message.origin);
         let entry = self
             .models
             .get(llm_name)
@@ -153,7 +154,13 @@ impl Shared {
         let mut attempt = 1;
         loop {
             let result = self
-                .call_once(llm_name, entry, request, origin, attempt)
+                .call_once(
+                    llm_name,
+                    entry,
+                    request,
+                    (origin, message.listener.as_ref()),
+                    attempt,
+                )
                 .await;
             let error = match result {
                 Ok(response) => return Ok(response),
@@ -192,7 +199,7 @@ impl Shared {
         llm_name: &str,
         entry: &ModelEntry,
         request: &ChatRequest,
-        origin: &CallOrigin,
+        (origin, listener): (&CallOrigin, Option<&TextListener>),
         attempt: u32,
     ) -> Result<ChatResponse, LlmError> {
         let (semaphore, backend) = match entry.backend {
@@ -220,7 +227,16 @@ impl Shared {
         };
         let started = Instant::now();
         // The provider has its own HTTP timeout; this bounds everything else too.
-        let result = match tokio::time::timeout(entry.timeout, entry.provider.chat(request)).await {
+        let answer = async {
+            match listener {
+                Some(listener) => {
+                    listener.restart();
+                    entry.provider.chat_streaming(request, listener).await
+                }
+                None => entry.provider.chat(request).await,
+            }
+        };
+        let result = match tokio::time::timeout(entry.timeout, answer).await {
             Ok(result) => result,
             Err(_) => Err(LlmError::Timeout(entry.timeout)),
         };

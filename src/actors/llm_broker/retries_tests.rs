@@ -92,9 +92,14 @@ impl Broker {
             conversation_key: Some("http:alice".parse().unwrap()),
             member_id: None,
         };
-        self.shared
-            .call_with_retries("main", &request, &origin)
-            .await
+        let message = GenerateChat {
+            llm_name: "main".into(),
+            fallback_llm_name: None,
+            request,
+            origin,
+            listener: None,
+        };
+        self.shared.call_with_retries("main", &message).await
     }
 
     /// Each attempt's number, outcome and when it ended, in ms after `start_ms`.

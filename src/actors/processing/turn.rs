@@ -17,7 +17,8 @@ use super::journal::{FAST_PATH_CALL, INTERRUPTED_CALL_RESULT, Journal, Recovered
 use super::prompt::{DEFAULT_SYSTEM_PROMPT, starting_with_user, system_prompt, user_message_text};
 use crate::config::ResolvedProfile;
 use crate::llm::{
-    CallOrigin, ChatMessage, ChatRequest, GenerateChat, IMAGES_NOT_SHOWN, Role, ToolCall,
+    CallOrigin, ChatMessage, ChatRequest, GenerateChat, IMAGES_NOT_SHOWN, Role, TextListener,
+    ToolCall,
 };
 use crate::metrics::StageTimer;
 use crate::plugins::ROUTE_TO_PLUGIN;
@@ -95,8 +96,9 @@ impl TurnRunner {
         let inbound = &message.inbound;
         let conversation_key = inbound.conversation.clone();
         let journal = Journal::for_turn(&self.deps.journal, inbound);
+        let listener = message.listener.as_ref();
         if let Some(saved) = journal.load().await? {
-            return self.go_on(inbound, saved, &journal).await;
+            return self.go_on(inbound, saved, &journal, listener).await;
         }
         if message.slash_command.is_none()
             && let Some(plugins) = &self.deps.plugins
@@ -226,14 +228,14 @@ impl TurnRunner {
                 None,
             );
         }
-        self.drive(inbound, state, None, &journal).await
+        self.drive(inbound, state, None, &journal, listener).await
     }
 
     pub(super) async fn resume(&self, message: ResumeTurn) -> Result<TurnOutcome, TurnError> {
         // A journal entry is newer than the confirmation: the resumed turn got that far.
         let journal = Journal::for_turn(&self.deps.journal, &message.inbound);
         if let Some(saved) = journal.load().await? {
-            return self.go_on(&message.inbound, saved, &journal).await;
+            return self.go_on(&message.inbound, saved, &journal, None).await;
         }
         let mut state: TurnState = serde_json::from_value(message.confirmation.turn_state.clone())
             .map_err(|error| TurnError::BadTurnState(error.to_string()))?;
@@ -257,10 +259,18 @@ impl TurnRunner {
                     },
                 });
             }
-            return self.drive(&message.inbound, state, None, &journal).await;
+            return self
+                .drive(&message.inbound, state, None, &journal, None)
+                .await;
         }
-        self.drive(&message.inbound, state, Some(message.decision), &journal)
-            .await
+        self.drive(
+            &message.inbound,
+            state,
+            Some(message.decision),
+            &journal,
+            None,
+        )
+        .await
     }
 
     /// Go on with a turn found in the journal (hearth stopped, or the last attempt failed).
@@ -269,6 +279,7 @@ impl TurnRunner {
         inbound: &Inbound,
         saved: TurnState,
         journal: &Journal,
+        listener: Option<&TextListener>,
     ) -> Result<TurnOutcome, TurnError> {
         tracing::info!("going on with a journaled turn");
         match recover(saved) {
@@ -284,7 +295,7 @@ impl TurnRunner {
                     state.messages.push(result);
                 }
                 self.restore_images(inbound, &mut state).await;
-                self.drive(inbound, state, None, journal).await
+                self.drive(inbound, state, None, journal, listener).await
             }
         }
     }
@@ -336,12 +347,14 @@ impl TurnRunner {
     /// Run pending tool calls and LLM rounds until the model answers in words or a
     /// call needs confirmation. `decision` answers the first pending call (or the
     /// question its own work asked). Every step that matters is saved in `journal`.
+    /// `listener` hears each round's text as the model writes it (a preview only).
     async fn drive(
         &self,
         inbound: &Inbound,
         mut state: TurnState,
         mut decision: Option<Option<Decision>>,
         journal: &Journal,
+        listener: Option<&TextListener>,
     ) -> Result<TurnOutcome, TurnError> {
         let settings = &self.profile.processing;
         let conversation_key = inbound.conversation.clone();
@@ -451,6 +464,8 @@ impl TurnRunner {
                         conversation_key: Some(conversation_key.clone()),
                         member_id: Some(inbound.member_id.clone()),
                     },
+                    // Streamed only while someone listens: a page gone mid-turn costs nothing.
+                    listener: listener.filter(|listener| listener.is_open()).cloned(),
                 })
                 .await
                 .map_err(|error| TurnError::Mailbox(error.to_string()))??;

@@ -41,6 +41,7 @@ impl RequestQueue {
                     decision,
                     reply_to,
                 }),
+                listener: Default::default(),
             },
         );
     }

@@ -12,6 +12,12 @@ use crate::ports::{Inbound, InboxRecord, OutgoingKind, OutgoingMessage, StorageE
 #[rtype(result = "Result<Submitted, SubmitError>")]
 pub struct SubmitInbound {
     pub inbound: Inbound,
+    /// Who hears the reply's text as the model writes it, kept in memory with the queued
+    /// turn; for the answer to a question, who hears the rest of the asking turn.
+    pub listener: Option<crate::llm::TextListener>,
+    /// The message is only an answer to the question its sender is asked (a form's):
+    /// with none open, it is refused (`SubmitError::NoOpenQuestion`), never a new turn.
+    pub only_answer: bool,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -30,6 +36,8 @@ pub enum Submitted {
 pub enum SubmitError {
     #[error("busy: {backlog} messages are waiting, try again shortly")]
     Busy { backlog: usize },
+    #[error("no question is waiting for this member's answer in this conversation")]
+    NoOpenQuestion,
     #[error(transparent)]
     Storage(#[from] StorageError),
 }

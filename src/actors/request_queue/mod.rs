@@ -38,6 +38,7 @@ pub use messages::{
     AnswerConfirmation, AnswerError, Answered, CANCELLED_OUTCOME, CancelPending, Cancelled,
     DeliverReply, EXPIRED_OUTCOME, QueueStored, ReplyKind, SubmitError, SubmitInbound, Submitted,
 };
+pub use questions::{AskedQuestion, ShowQuestion};
 pub use retries::{DELAYED_REPLY, FAILED_REPLY};
 pub use routing::Router;
 pub use suspending::ASKED_A_PARENT;
@@ -47,6 +48,7 @@ use crate::actors::processing::ProcessingService;
 use crate::config::QueueConfig;
 use crate::family::OwnChats;
 use crate::ids::{ConfirmationId, ConversationKey, MemberId};
+use crate::llm::TextListener;
 use crate::metrics::{Metrics, StageTimer};
 use crate::ports::{
     Acceptance, Decision, Inbound, Inbox, Outbox, PendingActions, PendingConfirmation,
@@ -60,6 +62,8 @@ struct QueuedTurn {
     attempts: u32,
     /// Set when the turn continues after its confirmation was answered.
     resume: Option<Resume>,
+    /// Who hears its text as the model writes it; nobody unless its sender listens.
+    listener: TextListener,
 }
 
 impl QueuedTurn {
@@ -68,6 +72,7 @@ impl QueuedTurn {
             inbound,
             attempts,
             resume: None,
+            listener: TextListener::default(),
         }
     }
 }
@@ -239,6 +244,7 @@ impl RequestQueue {
             text: text.to_string(),
             slash_command,
             follows_plan: false,
+            listener: Some(turn.listener.clone()),
         };
         let resume = turn
             .resume
@@ -253,6 +259,7 @@ impl RequestQueue {
                     .as_mut()
                     .and_then(|resume| resume.reply_to.take()),
                 deliver_as: None,
+                listener: turn.listener.clone(),
             },
         );
         let pending = self.pending.clone();
@@ -467,12 +474,17 @@ impl Handler<SubmitInbound> for RequestQueue {
 
     fn handle(&mut self, message: SubmitInbound, _ctx: &mut Self::Context) -> Self::Result {
         let channel = message.inbound.conversation.channel().to_owned();
-        if let Some(inbox_id) = self.answer_open_question(&message.inbound) {
+        if let Some(inbox_id) =
+            self.answer_open_question(&message.inbound, message.listener.as_ref())
+        {
             self.metrics.increment(
                 "hearth_inbound_total",
                 &[("channel", &channel), ("outcome", "answered_question")],
             );
             return Box::pin(fut::ready(Ok(Submitted::AnsweredQuestion { inbox_id })));
+        }
+        if message.only_answer {
+            return Box::pin(fut::ready(Err(SubmitError::NoOpenQuestion)));
         }
         let backlog = self.backlog();
         if backlog >= self.settings.max_backlog {
@@ -484,6 +496,7 @@ impl Handler<SubmitInbound> for RequestQueue {
         }
         self.reserved += 1;
         let inbox = self.inbox.clone();
+        let listener = message.listener;
         Box::pin(
             async move {
                 let _stage = StageTimer::start("accept");
@@ -496,7 +509,11 @@ impl Handler<SubmitInbound> for RequestQueue {
                 let result = match accepted {
                     Ok(Acceptance::New) => {
                         let key = inbound.conversation.clone();
-                        act.lanes.push(&key, QueuedTurn::new(inbound, 0));
+                        let mut turn = QueuedTurn::new(inbound, 0);
+                        if let Some(listener) = listener {
+                            turn.listener = listener;
+                        }
+                        act.lanes.push(&key, turn);
                         Ok(Submitted::Accepted)
                     }
                     Ok(Acceptance::Duplicate(record)) => Ok(Submitted::Duplicate(record)),

@@ -10,8 +10,9 @@ use tokio::sync::oneshot;
 
 use super::{DeliverReply, ReplyKind, RequestQueue};
 use crate::ids::{ConversationKey, MemberId};
+use crate::llm::TextListener;
 use crate::ports::Inbound;
-use crate::turn::{AskError, AskMember};
+use crate::turn::{AskError, AskMember, QuestionForm};
 
 /// The turn running in a conversation, and where its replies go.
 pub(super) struct RunningTurn {
@@ -21,10 +22,15 @@ pub(super) struct RunningTurn {
     /// The member's answer to the turn's last question (its inbox id and platform event
     /// id): later replies answer that message.
     pub(super) deliver_as: Option<(String, Option<String>)>,
+    /// Who hears the turn's text as the model writes it (maybe nobody, until an answer
+    /// to its question brings a listener).
+    pub(super) listener: TextListener,
 }
 
 pub(super) struct OpenQuestion {
     answer_to: oneshot::Sender<String>,
+    /// What was asked, for a page that shows it again (`ShowQuestion`).
+    shown: AskedQuestion,
     /// The message whose turn asked.
     inbox_id: String,
 }
@@ -32,7 +38,11 @@ pub(super) struct OpenQuestion {
 impl RequestQueue {
     /// When `inbound` is the answer to a question its sender was asked: hand it over and
     /// return the inbox id of the turn that asked.
-    pub(super) fn answer_open_question(&mut self, inbound: &Inbound) -> Option<String> {
+    pub(super) fn answer_open_question(
+        &mut self,
+        inbound: &Inbound,
+        listener: Option<&TextListener>,
+    ) -> Option<String> {
         let key = inbound.conversation.clone();
         let question = self
             .questions
@@ -41,6 +51,9 @@ impl RequestQueue {
         question.answer_to.send(inbound.text.clone()).ok()?;
         if let Some(running) = self.running.get_mut(&key) {
             running.deliver_as = Some((inbound.id.clone(), inbound.platform_event_id.clone()));
+            if let Some(listener) = listener {
+                running.listener.redirect(listener);
+            }
         }
         tracing::info!(inbox_id = %question.inbox_id, conversation = %key, "question answered");
         Some(question.inbox_id)
@@ -91,10 +104,40 @@ impl Handler<AskMember> for RequestQueue {
             slot,
             OpenQuestion {
                 answer_to: message.answer_to,
+                shown: AskedQuestion {
+                    text: message.question.clone(),
+                    form: message.form,
+                },
                 inbox_id: inbound.id.clone(),
             },
         );
         self.deliver_queued(&inbound, message.question, ReplyKind::Question, ctx);
         Ok(())
+    }
+}
+
+/// The question `member_id` is asked in `conversation_key` now, if any: for a page that
+/// shows it (with its form) again each time it is loaded.
+#[derive(Debug, actix::Message)]
+#[rtype(result = "Option<AskedQuestion>")]
+pub struct ShowQuestion {
+    pub conversation_key: ConversationKey,
+    pub member_id: MemberId,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct AskedQuestion {
+    pub text: String,
+    pub form: Option<QuestionForm>,
+}
+
+impl Handler<ShowQuestion> for RequestQueue {
+    type Result = Option<AskedQuestion>;
+
+    fn handle(&mut self, message: ShowQuestion, _ctx: &mut Context<Self>) -> Self::Result {
+        self.questions
+            .get(&(message.conversation_key, message.member_id))
+            .filter(|open| !open.answer_to.is_closed())
+            .map(|open| open.shown.clone())
     }
 }

@@ -2,10 +2,11 @@
 //! conversation like any other: slash commands, confirmations and questions work as on
 //! the inbound API). The page is whole without script: a message posted waits for its
 //! reply (up to `http.reply_timeout_seconds`) and the page comes back with it. With
-//! `hearth.js`, a message is posted in the background, its status followed while it is
-//! worked on, and the log fetched again once it is answered or waits for the member; a question the turn asks (an
-//! MCP server's) is shown at once and the member's next message answers it. Everything
-//! shown is escaped: what a member or the model wrote is text, never markup.
+//! `hearth.js`, a message is posted in the background and its reply streams into the page
+//! as the model writes it (`chat_stream.rs`); the log is read again once the turn is
+//! answered or waits for the member. A question the turn asks (an MCP server's) is shown
+//! in the log with its form (`question.rs`); the member's next message answers it too.
+//! Everything shown is escaped: what a member or the model wrote is text, never markup.
 
 use actix_web::http::StatusCode;
 use actix_web::{HttpRequest, HttpResponse, web};
@@ -14,7 +15,9 @@ use serde::Deserialize;
 use serde_json::json;
 use tokio::sync::oneshot;
 
+use super::chat_stream;
 use super::layout::{self, Tab, notice, see_other};
+use super::question;
 use super::session::{self, SignedIn, signed_in};
 use super::waiting;
 use crate::actors::channels::{ForgetReply, HttpSubmitError, SubmitHttpInbound};
@@ -32,7 +35,7 @@ const LOG_ENTRIES: usize = 100;
 const LOG_DAYS_MS: i64 = 30 * 24 * 60 * 60 * 1000;
 const MAX_TEXT_CHARS: usize = 16_000;
 
-fn conversation_of(signed_in: &SignedIn) -> Option<ConversationKey> {
+pub(super) fn conversation_of(signed_in: &SignedIn) -> Option<ConversationKey> {
     ConversationKey::http_session(&signed_in.member.id, Some(WEB_SESSION)).ok()
 }
 
@@ -58,8 +61,9 @@ async fn log(state: &HttpState, signed_in: &SignedIn) -> Result<Markup, HttpResp
         .into_iter()
         .filter(|confirmation| confirmation.conversation == conversation)
         .collect();
+    let asked = question::open_in(state, signed_in, &conversation).await;
     Ok(html! {
-        @if entries.is_empty() && waiting.is_empty() {
+        @if entries.is_empty() && waiting.is_empty() && asked.is_none() {
             p.hint { "Write to hearth below. Slash commands work here as in chat: " code { "/help" } "." }
         }
         ol.messages {
@@ -72,6 +76,9 @@ async fn log(state: &HttpState, signed_in: &SignedIn) -> Result<Markup, HttpResp
         }
         @for confirmation in &waiting {
             (waiting::card(state, signed_in, confirmation, "chat"))
+        }
+        @if let Some(asked) = &asked {
+            (question::card(signed_in, asked))
         }
     })
 }
@@ -177,33 +184,74 @@ pub async fn send(
             &format!("A message is 1 to {MAX_TEXT_CHARS} characters."),
         );
     }
-    let nonce_ok = body.nonce.len() == 64 && body.nonce.bytes().all(|b| b.is_ascii_hexdigit());
-    let Some(conversation) = conversation_of(&signed_in).filter(|_| nonce_ok) else {
-        return layout::forged_form(Some(&signed_in));
+    deliver(
+        &request,
+        &state,
+        &signed_in,
+        text.to_string(),
+        &body.nonce,
+        false,
+    )
+    .await
+}
+
+/// Submit `text` as the member's message in their web conversation (`only_answer`: as
+/// the answer to the question they are asked, or not at all), and answer with the
+/// streamed reply, the JSON the script used to follow, or the page again once it came.
+pub(super) async fn deliver(
+    request: &HttpRequest,
+    state: &HttpState,
+    signed_in: &SignedIn,
+    text: String,
+    nonce: &str,
+    only_answer: bool,
+) -> HttpResponse {
+    let nonce_ok = nonce.len() == 64 && nonce.bytes().all(|b| b.is_ascii_hexdigit());
+    let Some(conversation) = conversation_of(signed_in).filter(|_| nonce_ok) else {
+        return layout::forged_form(Some(signed_in));
     };
     let inbound = Inbound {
         id: Inbound::new_id(),
         conversation,
-        platform_event_id: Some(format!("{}/web-{}", signed_in.member.id, body.nonce)),
+        platform_event_id: Some(format!("{}/web-{nonce}", signed_in.member.id)),
         member_id: signed_in.member.id.clone(),
-        text: text.to_string(),
+        text,
         received_at_ms: now_ms(),
         extras: Default::default(),
     };
     let inbox_id = inbound.id.clone();
     let (reply_to, receiver) = oneshot::channel();
+    let (listener, events) = if chat_stream::wants_stream(request) {
+        let (listener, events) = chat_stream::listener();
+        (Some(listener), Some(events))
+    } else {
+        (None, None)
+    };
     let submitted = state
         .channel
-        .send(SubmitHttpInbound { inbound, reply_to })
+        .send(SubmitHttpInbound {
+            inbound,
+            reply_to,
+            listener,
+            only_answer,
+        })
         .await;
     let (waiter, message) = match submitted {
         Ok(Ok(Submitted::Accepted)) => (inbox_id.clone(), inbox_id),
         Ok(Ok(Submitted::AnsweredQuestion { inbox_id: asking })) => (inbox_id, asking),
         Ok(Ok(Submitted::Duplicate(record))) => (inbox_id, record.inbound.id),
+        Ok(Err(HttpSubmitError::Queue(SubmitError::NoOpenQuestion))) => {
+            return layout::problem(
+                StatusCode::CONFLICT,
+                Some(signed_in),
+                "That question is no longer open (answered already, cancelled or expired). \
+                 Go back to the chat to see where things stand.",
+            );
+        }
         Ok(Err(HttpSubmitError::Queue(SubmitError::Busy { .. }))) => {
             return layout::problem(
                 StatusCode::SERVICE_UNAVAILABLE,
-                Some(&signed_in),
+                Some(signed_in),
                 "hearth is busy; send your message again in a few seconds.",
             );
         }
@@ -211,23 +259,33 @@ pub async fn send(
             tracing::error!(%error, "web message not stored");
             return layout::problem(
                 StatusCode::SERVICE_UNAVAILABLE,
-                Some(&signed_in),
+                Some(signed_in),
                 "Your message could not be stored; send it again.",
             );
         }
         Err(_) => {
             return layout::problem(
                 StatusCode::SERVICE_UNAVAILABLE,
-                Some(&signed_in),
+                Some(signed_in),
                 "hearth is shutting down; send your message again in a moment.",
             );
         }
     };
+    if let Some(events) = events {
+        return chat_stream::respond(
+            state.channel.clone(),
+            message,
+            waiter,
+            events,
+            receiver,
+            state.reply_timeout,
+        );
+    }
     let first = tokio::time::timeout(state.reply_timeout, receiver).await;
     if !matches!(first, Ok(Ok(_))) {
         state.channel.do_send(ForgetReply { inbox_id: waiter });
     }
-    if !wants_json(&request) {
+    if !wants_json(request) {
         return see_other("/chat");
     }
     // The script shows a question at once (the member's next message answers it: it is

@@ -16,7 +16,7 @@ use crate::ids::FamilyRole;
 use crate::ports::now_ms;
 
 /// The signed-in parent and the family's rules, or the answer to give instead.
-async fn parent(
+pub(super) async fn parent(
     state: &HttpState,
     request: &HttpRequest,
 ) -> Result<(SignedIn, std::sync::Arc<Membership>), HttpResponse> {
@@ -83,6 +83,7 @@ async fn family_page(
     let csrf = &signed_in.session.csrf_token;
     let body: Markup = html! {
         h1 { "Family" }
+        p { a href="/family/activity" { "What hearth did: intent decisions and family script runs" } }
         (notice(said))
         @if let Some(code) = code {
             p.notice role="status" {

@@ -14,6 +14,7 @@ pub enum Tab {
     Chat,
     Waiting,
     Reminders,
+    Calendar,
     Notes,
     Family,
     Settings,
@@ -40,6 +41,7 @@ pub fn page(title: &str, signed_in: Option<&SignedIn>, tab: Tab, body: Markup) -
                             (nav_link("/chat", "Chat", tab == Tab::Chat))
                             (nav_link("/waiting", "Waiting for you", tab == Tab::Waiting))
                             (nav_link("/reminders", "Reminders", tab == Tab::Reminders))
+                            (nav_link("/calendar", "Calendar", tab == Tab::Calendar))
                             (nav_link("/notes", "Notes", tab == Tab::Notes))
                             @if signed_in.is_parent() {
                                 (nav_link("/family", "Family", tab == Tab::Family))

@@ -22,7 +22,7 @@ use crate::http::HttpState;
 use crate::local_time::phrasing;
 use crate::notes::{
     LIST_LIMIT, MAX_CONTENT_CHARS, MAX_QUERY_CHARS, MAX_TITLE_CHARS, SEARCH_LIMIT, checked_content,
-    checked_query, checked_title, may_delete, snippet, visibility,
+    checked_query, checked_title, may_delete, may_set_visibility, snippet, visibility,
 };
 use crate::ports::{Note, NoteRef, NoteVisibility, NoteWrite, Saved, StorageError, search_words};
 
@@ -214,6 +214,8 @@ pub async fn note(
     let said = match query.saved.as_deref() {
         Some("added") => Some("Saved: a new note."),
         Some("updated") => Some("Saved: the note is updated."),
+        Some("private") => Some("Now private: only you read it."),
+        Some("family") => Some("Now the family's: every member reads it."),
         _ => None,
     };
     let family = &state.family;
@@ -237,6 +239,7 @@ pub async fn note(
                 ", " (when(&signed_in, note.updated_at_ms)) "."
             }
             div.note-content { (note.content) }
+            (visibility_form(&signed_in, &note))
             @if may_delete(&signed_in.member, &note) {
                 form method="post" action={ "/notes/" (note.id) "/delete" } {
                     input type="hidden" name="csrf" value=(signed_in.session.csrf_token);
@@ -396,6 +399,88 @@ pub async fn delete(
             see_other("/notes?deleted=1")
         }
         Ok(None) => layout::not_found(Some(&signed_in)),
+        Err(error) => storage_problem(&signed_in, error),
+    }
+}
+
+/// The other visibility, and how its button says it.
+fn other_visibility(note: &Note) -> (NoteVisibility, &'static str) {
+    match note.visibility {
+        NoteVisibility::Family => (NoteVisibility::Private, "Make it private"),
+        NoteVisibility::Private => (NoteVisibility::Family, "Share it with the family"),
+    }
+}
+
+/// The button that turns a note private or the family's, where the member may.
+fn visibility_form(signed_in: &SignedIn, note: &Note) -> Markup {
+    let (to, label) = other_visibility(note);
+    html! {
+        @if may_set_visibility(&signed_in.member, note, to) {
+            form method="post" action={ "/notes/" (note.id) "/visibility" } {
+                input type="hidden" name="csrf" value=(signed_in.session.csrf_token);
+                input type="hidden" name="visibility" value=(to.as_str());
+                button.secondary type="submit" { (label) }
+            }
+        }
+    }
+}
+
+/// `POST /notes/{id}/visibility`: a note of the member's own made `visibility`, by
+/// `notes::may_set_visibility`'s rules.
+pub async fn set_visibility(
+    request: HttpRequest,
+    state: web::Data<HttpState>,
+    path: web::Path<String>,
+    body: web::Form<NoteForm>,
+) -> HttpResponse {
+    let signed_in = match session::signed_in_form(&state, &request, &body.csrf).await {
+        Ok(signed_in) => signed_in,
+        Err(answer) => return answer,
+    };
+    let note = match readable(&state, &signed_in, &path).await {
+        Ok(note) => note,
+        Err(answer) => return answer,
+    };
+    let to = match visibility(&body.visibility) {
+        Ok(to) => to,
+        Err(error) => {
+            return layout::problem(
+                StatusCode::BAD_REQUEST,
+                Some(&signed_in),
+                &format!("{}.", layout::upper_first(&error.to_string())),
+            );
+        }
+    };
+    if !may_set_visibility(&signed_in.member, &note, to) {
+        tracing::info!(member = %signed_in.member.id, note = note.id, "note visibility change refused");
+        return layout::problem(
+            StatusCode::FORBIDDEN,
+            Some(&signed_in),
+            &format!(
+                "Only its author ({}) may change who reads “{}”, and a family note someone else last changed stays the family's; nothing was changed.",
+                state.family.display_name(&note.author),
+                note.title
+            ),
+        );
+    }
+    match state
+        .notes
+        .set_visibility(&signed_in.member.id, note.id, to, crate::clock::now_ms())
+        .await
+    {
+        Ok(Some(changed)) => {
+            tracing::info!(member = %signed_in.member.id, note = changed.id, visibility = to.as_str(), "note visibility changed on the web page");
+            see_other(&format!("/notes/{}?saved={}", changed.id, to.as_str()))
+        }
+        Ok(None) => layout::not_found(Some(&signed_in)),
+        Err(StorageError::Invalid(why)) => layout::problem(
+            StatusCode::CONFLICT,
+            Some(&signed_in),
+            &format!(
+                "{}; rename one of them first. Nothing was changed.",
+                layout::upper_first(&why)
+            ),
+        ),
         Err(error) => storage_problem(&signed_in, error),
     }
 }

@@ -6,7 +6,7 @@
 //! (`CancelReminder`, decided by `listing::cancel`), as from a chat's list. What is not the
 //! member's to answer or cancel is as if it did not exist (`404`).
 //!
-//! Reminders are added in the chat (the `schedule_reminder` tool), not here.
+//! Adding and changing one is `reminder_forms.rs`'s.
 
 use actix_web::http::StatusCode;
 use actix_web::{HttpRequest, HttpResponse, web};
@@ -17,7 +17,7 @@ use super::layout::{self, Tab, notice, see_other};
 use super::session::{self, SignedIn, signed_in};
 use crate::http::HttpState;
 use crate::ids::FiringId;
-use crate::ports::Schedule;
+use crate::ports::{Schedule, ScheduleKind};
 use crate::reminders::{
     CancelReminder, ListingError, NO_REMINDERS, NOT_DUE_AGAIN, ReminderChoice, ReminderError,
     SettleReminder, WaitingReminder, kind_in_words, listing, next_in_words, recurrence_in_words,
@@ -57,6 +57,8 @@ pub async fn page(
         Some("done") => Some("Marked done."),
         Some("snooze") => Some("Snoozed: it comes again later, as the list below says."),
         Some("cancelled") => Some("Cancelled: it will not come again."),
+        Some("added") => Some("Added: the list below shows when it comes."),
+        Some("changed") => Some("Changed: the list below shows when it comes now."),
         _ => None,
     };
     let heading = if signed_in.is_parent() {
@@ -88,7 +90,8 @@ pub async fn page(
                     }
                 }
             }
-            p.hint { "To add one, ask hearth in the " a href="/chat" { "chat" }
+            p { a.button href="/reminders/new" { "Add a reminder" } }
+            p.hint { "Or ask hearth in the " a href="/chat" { "chat" }
                 ", for example: remind me to water the plants at 6 pm." }
         },
     )
@@ -149,6 +152,9 @@ fn schedule_item(
             br;
             span.when { (when) @if let Some(repeats) = recurrence_in_words(schedule) { ", " (repeats) } }
             @if let Some(whose) = whose { " " span.hint { "(" (whose) ")" } }
+            @if schedule.kind == ScheduleKind::Reminder {
+                " " a href={ "/reminders/" (schedule.id) "/edit" } aria-label={ "Change “" (schedule.text) "”" } { "Change" }
+            }
             form.inline method="post" action={ "/reminders/" (schedule.id) "/cancel" } {
                 input type="hidden" name="csrf" value=(signed_in.session.csrf_token);
                 button.secondary type="submit" aria-label={ "Cancel “" (schedule.text) "”" } { "Cancel" }

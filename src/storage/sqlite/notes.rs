@@ -297,6 +297,55 @@ impl Notes for SqliteStore {
         })
     }
 
+    async fn set_visibility(
+        &self,
+        author: &MemberId,
+        id: i64,
+        visibility: NoteVisibility,
+        at_ms: i64,
+    ) -> Result<Option<Note>, StorageError> {
+        let author = author.clone();
+        // Two statements (the title's place checked, then the change): one savepoint.
+        self.writer
+            .run_atomically(move |connection| {
+                Box::pin(async move {
+                    let taken: Option<String> = sqlx::query_scalar(
+                        "SELECT other.title FROM notes AS this JOIN notes AS other \
+                         ON other.title_key = this.title_key AND other.id != this.id \
+                         AND other.visibility = ?1 \
+                         AND (?1 = 'family' OR other.author = this.author) \
+                         WHERE this.id = ?2 AND this.author = ?3",
+                    )
+                    .bind(visibility.as_str())
+                    .bind(id)
+                    .bind(author.as_str())
+                    .fetch_optional(&mut *connection)
+                    .await
+                    .map_err(database_error)?;
+                    if let Some(title) = taken {
+                        return Err(StorageError::Invalid(format!(
+                            "a {} note titled {title:?} is there already",
+                            visibility.as_str()
+                        )));
+                    }
+                    let row = sqlx::query(concat!(
+                        "UPDATE notes SET visibility = ?, updated_at_ms = ? \
+                         WHERE id = ? AND author = ? RETURNING ",
+                        columns!()
+                    ))
+                    .bind(visibility.as_str())
+                    .bind(at_ms)
+                    .bind(id)
+                    .bind(author.as_str())
+                    .fetch_optional(&mut *connection)
+                    .await
+                    .map_err(database_error)?;
+                    row.as_ref().map(note_from_row).transpose()
+                })
+            })
+            .await
+    }
+
     async fn delete(
         &self,
         reader: &MemberId,

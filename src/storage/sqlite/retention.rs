@@ -39,6 +39,8 @@ fn statements(what: Prunable) -> &'static [&'static str] {
             FROM schedules s WHERE s.status IN ('finished', 'cancelled') AND s.updated_at_ms < ? \
             AND NOT EXISTS (SELECT 1 FROM schedule_firings f WHERE f.schedule_id = s.id) \
             ORDER BY s.id LIMIT ?)"],
+        Prunable::ScriptRuns => &["DELETE FROM script_runs WHERE id IN \
+            (SELECT id FROM script_runs WHERE at_ms < ? ORDER BY at_ms, id LIMIT ?)"],
     }
 }
 

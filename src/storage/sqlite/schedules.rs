@@ -13,7 +13,8 @@ use super::{SqliteStore, conversation_from_row, database_error, id_column};
 use crate::ids::{FiringId, MemberId};
 use crate::ports::{
     Claimed, Firing, FiringClaim, FiringState, FiringTiming, NewSchedule, OutgoingMessage,
-    Schedule, ScheduleKind, ScheduleStatus, Schedules, Settled, Settlement, StorageError, now_ms,
+    Schedule, ScheduleEdit, ScheduleKind, ScheduleStatus, Schedules, Settled, Settlement,
+    StorageError, now_ms,
 };
 
 macro_rules! select_schedule {
@@ -270,6 +271,41 @@ impl Schedules for SqliteStore {
                     .await
                     .map_err(database_error)?;
                     Ok(done.rows_affected() == 1)
+                })
+            })
+            .await
+    }
+
+    async fn edit(&self, edit: &ScheduleEdit) -> Result<Option<Schedule>, StorageError> {
+        let edit = edit.clone();
+        self.writer
+            .run(move |connection| {
+                Box::pin(async move {
+                    // One statement: a claim or a cancel in between makes it change nothing.
+                    let row = sqlx::query(select_schedule!("WHERE id = ?")).bind(edit.id);
+                    let done = sqlx::query(
+                        "UPDATE schedules SET text = ?, recurrence = ?, start_local = ?, \
+                         next_due_ms = ?, version = version + 1, updated_at_ms = ? \
+                         WHERE id = ? AND status = 'active' AND next_due_ms = ?",
+                    )
+                    .bind(&edit.text)
+                    .bind(&edit.recurrence)
+                    .bind(&edit.start_local)
+                    .bind(edit.next_due_ms)
+                    .bind(now_ms())
+                    .bind(edit.id)
+                    .bind(edit.seen_next_due_ms)
+                    .execute(&mut *connection)
+                    .await
+                    .map_err(database_error)?;
+                    if done.rows_affected() != 1 {
+                        return Ok(None);
+                    }
+                    let row = row
+                        .fetch_optional(&mut *connection)
+                        .await
+                        .map_err(database_error)?;
+                    row.as_ref().map(schedule_from_row).transpose()
                 })
             })
             .await

@@ -1,11 +1,12 @@
-//! `ScriptWorkflows` on SQLite: table `script_workflows`, keyed by conversation and member.
+//! `ScriptWorkflows` on SQLite: table `script_workflows`, keyed by conversation and member,
+//! and `script_runs`, the runs that ended, once per run key.
 
 use async_trait::async_trait;
 use sqlx::Row;
 
 use super::{SqliteStore, database_error};
 use crate::ids::{ConversationKey, MemberId};
-use crate::ports::{ScriptWorkflow, ScriptWorkflows, StorageError};
+use crate::ports::{ScriptRun, ScriptRunOutcome, ScriptWorkflow, ScriptWorkflows, StorageError};
 
 #[async_trait]
 impl ScriptWorkflows for SqliteStore {
@@ -93,5 +94,71 @@ impl ScriptWorkflows for SqliteStore {
                 })
             })
             .await
+    }
+
+    async fn record_run(&self, run: &ScriptRun) -> Result<bool, StorageError> {
+        if !run.values.is_object() {
+            return Err(StorageError::Invalid(
+                "a script run's values must be a json object".into(),
+            ));
+        }
+        let run = run.clone();
+        self.writer
+            .run(move |connection| {
+                Box::pin(async move {
+                    sqlx::query(
+                        "INSERT OR IGNORE INTO script_runs (run_key, conversation_key, \
+                         member_id, script, run_values, outcome, error, at_ms) \
+                         VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    )
+                    .bind(&run.run_key)
+                    .bind(run.conversation_key.as_str())
+                    .bind(run.member_id.as_str())
+                    .bind(&run.script)
+                    .bind(run.values.to_string())
+                    .bind(run.outcome.as_str())
+                    .bind(&run.error)
+                    .bind(run.at_ms)
+                    .execute(&mut *connection)
+                    .await
+                    .map(|done| done.rows_affected() == 1)
+                    .map_err(database_error)
+                })
+            })
+            .await
+    }
+
+    async fn recent_runs(&self, limit: usize) -> Result<Vec<ScriptRun>, StorageError> {
+        let rows = sqlx::query(
+            "SELECT run_key, conversation_key, member_id, script, run_values, outcome, error, \
+             at_ms FROM script_runs ORDER BY at_ms DESC, id DESC LIMIT ?",
+        )
+        .bind(i64::try_from(limit).unwrap_or(i64::MAX))
+        .fetch_all(&self.pool)
+        .await
+        .map_err(database_error)?;
+        rows.iter()
+            .map(|row| {
+                let conversation: String = row.get("conversation_key");
+                let member: String = row.get("member_id");
+                let values: String = row.get("run_values");
+                Ok(ScriptRun {
+                    run_key: row.get("run_key"),
+                    conversation_key: conversation.parse().map_err(|_| {
+                        StorageError::Corrupt(format!("script run conversation {conversation:?}"))
+                    })?,
+                    member_id: member.parse().map_err(|_| {
+                        StorageError::Corrupt(format!("script run member {member:?}"))
+                    })?,
+                    script: row.get("script"),
+                    values: serde_json::from_str(&values).map_err(|_| {
+                        StorageError::Corrupt(format!("script run values {values:?}"))
+                    })?,
+                    outcome: ScriptRunOutcome::parse(&row.get::<String, _>("outcome"))?,
+                    error: row.get("error"),
+                    at_ms: row.get("at_ms"),
+                })
+            })
+            .collect()
     }
 }

@@ -1,5 +1,6 @@
 //! `UsageReport` on SQLite: the members' messages per day from `inbox`, and the model calls
-//! made for them with their tokens and cost from `llm_calls`, grouped in SQL.
+//! made for them with their tokens and cost from `llm_calls`, grouped in SQL; the intents
+//! engine's stages from `telemetry_events`.
 
 use std::collections::BTreeMap;
 
@@ -7,11 +8,67 @@ use async_trait::async_trait;
 use sqlx::Row;
 
 use super::{SqliteStore, database_error};
+use crate::ids::ConversationKey;
 use crate::ids::MemberId;
-use crate::ports::{DailyUsage, StorageError, UsageReport};
+use crate::ports::{DailyUsage, StageEvent, StagedConversation, StorageError, UsageReport};
+
+fn conversation_of(text: String) -> Result<ConversationKey, StorageError> {
+    text.parse()
+        .map_err(|_| StorageError::Corrupt(format!("telemetry conversation {text:?}")))
+}
 
 #[async_trait]
 impl UsageReport for SqliteStore {
+    async fn staged_conversations(
+        &self,
+        limit: usize,
+    ) -> Result<Vec<StagedConversation>, StorageError> {
+        let rows = sqlx::query(
+            "SELECT conversation_key, MAX(at_ms) AS last_at_ms, MAX(id) AS last_id \
+             FROM telemetry_events GROUP BY conversation_key \
+             ORDER BY last_at_ms DESC, last_id DESC LIMIT ?",
+        )
+        .bind(i64::try_from(limit).unwrap_or(i64::MAX))
+        .fetch_all(&self.pool)
+        .await
+        .map_err(database_error)?;
+        rows.into_iter()
+            .map(|row| {
+                Ok(StagedConversation {
+                    conversation_key: conversation_of(row.get("conversation_key"))?,
+                    last_at_ms: row.get("last_at_ms"),
+                })
+            })
+            .collect()
+    }
+
+    async fn stages_of(
+        &self,
+        conversation_key: &ConversationKey,
+        limit: usize,
+    ) -> Result<Vec<StageEvent>, StorageError> {
+        let rows = sqlx::query(
+            "SELECT at_ms, stage, payload FROM (SELECT id, at_ms, stage, payload \
+             FROM telemetry_events WHERE conversation_key = ? ORDER BY id DESC LIMIT ?) \
+             ORDER BY id",
+        )
+        .bind(conversation_key.as_str())
+        .bind(i64::try_from(limit).unwrap_or(i64::MAX))
+        .fetch_all(&self.pool)
+        .await
+        .map_err(database_error)?;
+        Ok(rows
+            .into_iter()
+            .map(|row| StageEvent {
+                at_ms: row.get("at_ms"),
+                conversation_key: conversation_key.clone(),
+                stage: row.get("stage"),
+                payload: serde_json::from_str(&row.get::<String, _>("payload"))
+                    .unwrap_or(serde_json::Value::Null),
+            })
+            .collect())
+    }
+
     async fn daily_usage(&self, since_ms: i64) -> Result<Vec<DailyUsage>, StorageError> {
         let turns = sqlx::query(
             "SELECT date(received_at_ms / 1000, 'unixepoch') AS day, member_id, COUNT(*) AS turns \

@@ -11,7 +11,7 @@ use actix::Recipient;
 use async_trait::async_trait;
 use tokio::sync::oneshot;
 
-use super::elicitation_form::{FormReply, read_reply, render_question};
+use super::elicitation_form::{FormReply, question_form, read_reply, render_question};
 use super::{ElicitationAnswer, ElicitationHandler, ElicitationRequest};
 use crate::turn::AskMember;
 
@@ -43,7 +43,9 @@ impl ElicitationHandler for ChatElicitation {
         let wait = context.question_timeout.min(self.wait);
         let schema = &request.requested_schema;
         let question = render_question(server, &request.message, schema);
+        let intro = format!("{server} asks: {}", request.message);
         let mut asking = question.clone();
+        let mut form = question_form(intro.clone(), schema);
         for _ in 0..MAX_ATTEMPTS {
             let (answer_to, answer) = oneshot::channel();
             let asked = self
@@ -52,6 +54,7 @@ impl ElicitationHandler for ChatElicitation {
                     member_id: context.member_id.clone(),
                     conversation_key: context.conversation_key.clone(),
                     question: asking,
+                    form: Some(form.clone()),
                     answer_to,
                 })
                 .await;
@@ -81,6 +84,7 @@ impl ElicitationHandler for ChatElicitation {
                 Ok(FormReply::Cancel) => return ElicitationAnswer::Cancel,
                 Err(problems) => {
                     asking = format!("That didn't fit: {problems}.\n\n{question}");
+                    form.intro = format!("That didn't fit: {problems}.\n\n{intro}");
                 }
             }
         }

@@ -8,6 +8,8 @@
 
 use serde_json::{Map, Value};
 
+use crate::turn::{FieldKind, FormField, QuestionForm};
+
 /// What a member types to answer nothing (MCP "decline") or to stop (MCP "cancel").
 const DECLINE_WORDS: &[&str] = &["skip", "decline", "no thanks"];
 const CANCEL_WORDS: &[&str] = &["cancel", "/cancel", "stop"];
@@ -263,6 +265,50 @@ fn plain(value: &Value) -> String {
         Value::Array(items) => items.iter().map(plain).collect::<Vec<_>>().join(", "),
         other => other.to_string(),
     }
+}
+
+/// The question as a form: `intro` above one field per value the schema asks for, each
+/// answered as its `name: value` line, so the answer is read by `read_reply` like a typed one.
+pub fn question_form(intro: String, schema: &Value) -> QuestionForm {
+    let fields = fields(schema)
+        .iter()
+        .map(|field| {
+            let number = |key| field.schema.get(key).and_then(Value::as_f64);
+            let kind = match (field.kind(), field.choices()) {
+                (kind, Some(options)) => FieldKind::Choice {
+                    options,
+                    multiple: kind == "array",
+                },
+                ("boolean", None) => FieldKind::Boolean,
+                (kind @ ("integer" | "number"), None) => FieldKind::Number {
+                    integer: kind == "integer",
+                    minimum: number("minimum"),
+                    maximum: number("maximum"),
+                },
+                _ => FieldKind::Text {
+                    input: match field.schema.get("format").and_then(Value::as_str) {
+                        Some("date") => "date",
+                        Some("email") => "email",
+                        Some("uri") => "url",
+                        _ => "text",
+                    },
+                },
+            };
+            FormField {
+                name: field.name.to_owned(),
+                title: field.title().to_owned(),
+                description: field
+                    .schema
+                    .get("description")
+                    .and_then(Value::as_str)
+                    .map(str::to_owned),
+                required: field.required,
+                kind,
+                default: field.schema.get("default").map(plain),
+            }
+        })
+        .collect();
+    QuestionForm { intro, fields }
 }
 
 /// The question as chat text: who asks, what, the fields and how to answer.

@@ -119,6 +119,7 @@ mod members;
 mod memory;
 mod notes;
 mod outbox;
+mod page_changes;
 mod pending_actions;
 mod pending_decisions;
 mod plans;

@@ -179,7 +179,11 @@ impl<A: PlatformAdapter> ChannelCore<A> {
         };
         let submitted = self
             .queue
-            .send(SubmitInbound { inbound })
+            .send(SubmitInbound {
+                inbound,
+                listener: None,
+                only_answer: false,
+            })
             .await
             .map_err(|_| ChannelError::QueueStopped)?;
         let follow_up = match submitted {
@@ -189,6 +193,8 @@ impl<A: PlatformAdapter> ChannelCore<A> {
             Ok(Submitted::Duplicate(_)) => Vec::new(),
             Err(SubmitError::Busy { .. }) => say(BUSY_REPLY.to_string()),
             Err(SubmitError::Storage(error)) => return Err(ChannelError::Storage(error)),
+            // Never asked for here: a chat message always counts.
+            Err(SubmitError::NoOpenQuestion) => Vec::new(),
         };
         self.adapter.message_handled(&message.source);
         Ok(follow_up)
