@@ -7,7 +7,7 @@ use std::str::FromStr;
 use sqlx::{ColumnIndex, Decode, Row, Type};
 
 use crate::ids::{ConversationKey, IdError};
-use crate::ports::{HistoryEntry, StorageError};
+use crate::ports::{HistoryEntry, ScriptRun, ScriptRunOutcome, StorageError};
 
 /// The conversation of a row of `table`, from its `channel` and `conversation_id` columns,
 /// read by the key's one parser: a row it refuses is unreadable.
@@ -70,4 +70,33 @@ pub(crate) fn entries_json(
         .collect::<Result<_, serde_json::Error>>()
         .map_err(|error| StorageError::Corrupt(error.to_string()))?;
     Ok(serde_json::Value::Array(rows).to_string())
+}
+
+/// A family script run as `script_runs` keeps it, on either adapter.
+pub(crate) fn script_run_from_row<R>(row: &R) -> Result<ScriptRun, StorageError>
+where
+    R: Row,
+    for<'a> &'a str: ColumnIndex<R>,
+    for<'r> String: Decode<'r, R::Database> + Type<R::Database>,
+    for<'r> Option<String>: Decode<'r, R::Database> + Type<R::Database>,
+    for<'r> i64: Decode<'r, R::Database> + Type<R::Database>,
+{
+    let conversation: String = row.get("conversation_key");
+    let member: String = row.get("member_id");
+    let values: String = row.get("run_values");
+    Ok(ScriptRun {
+        run_key: row.get("run_key"),
+        conversation_key: conversation.parse().map_err(|_| {
+            StorageError::Corrupt(format!("script run conversation {conversation:?}"))
+        })?,
+        member_id: member
+            .parse()
+            .map_err(|_| StorageError::Corrupt(format!("script run member {member:?}")))?,
+        script: row.get("script"),
+        values: serde_json::from_str(&values)
+            .map_err(|_| StorageError::Corrupt(format!("script run values {values:?}")))?,
+        outcome: ScriptRunOutcome::parse(&row.get::<String, _>("outcome"))?,
+        error: row.get("error"),
+        at_ms: row.get("at_ms"),
+    })
 }

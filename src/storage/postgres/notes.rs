@@ -223,6 +223,51 @@ impl PostgresStore {
 
 #[async_trait]
 impl Notes for PostgresStore {
+    async fn set_visibility(
+        &self,
+        author: &MemberId,
+        id: i64,
+        visibility: NoteVisibility,
+        at_ms: i64,
+    ) -> Result<Option<Note>, StorageError> {
+        // The note is locked while its title's place in the other visibility is checked,
+        // and the unique indexes refuse a note of that title added meanwhile elsewhere.
+        let mut transaction = self.pool.begin().await.map_err(database_error)?;
+        let taken: Option<String> = sqlx::query_scalar(
+            "SELECT other.title FROM notes AS this JOIN notes AS other \
+             ON other.title_key = this.title_key AND other.id <> this.id \
+             AND other.visibility = $1 AND ($1 = 'family' OR other.author = this.author) \
+             WHERE this.id = $2 AND this.author = $3",
+        )
+        .bind(visibility.as_str())
+        .bind(id)
+        .bind(author.as_str())
+        .fetch_optional(&mut *transaction)
+        .await
+        .map_err(database_error)?;
+        if let Some(title) = taken {
+            return Err(StorageError::Invalid(format!(
+                "a {} note titled {title:?} is there already",
+                visibility.as_str()
+            )));
+        }
+        let row = sqlx::query(concat!(
+            "UPDATE notes SET visibility = $1, updated_at_ms = $2 \
+             WHERE id = $3 AND author = $4 RETURNING ",
+            columns!()
+        ))
+        .bind(visibility.as_str())
+        .bind(at_ms)
+        .bind(id)
+        .bind(author.as_str())
+        .fetch_optional(&mut *transaction)
+        .await
+        .map_err(database_error)?;
+        let note = row.as_ref().map(note_from_row).transpose()?;
+        transaction.commit().await.map_err(database_error)?;
+        Ok(note)
+    }
+
     async fn save(&self, write: &NoteWrite) -> Result<Saved, StorageError> {
         let title_key = note_title_key(&write.title)?;
         let title = write.title.trim();

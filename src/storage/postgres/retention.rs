@@ -52,6 +52,10 @@ fn statement(what: Prunable) -> &'static str {
              AND COALESCE(settled_at_ms, fired_at_ms) < $1 \
              ORDER BY COALESCE(settled_at_ms, fired_at_ms) LIMIT $2)"
         }
+        Prunable::ScriptRuns => {
+            "DELETE FROM script_runs WHERE id IN \
+             (SELECT id FROM script_runs WHERE at_ms < $1 ORDER BY at_ms, id LIMIT $2)"
+        }
         Prunable::EndedSchedules => {
             "DELETE FROM schedules WHERE id IN (SELECT s.id FROM schedules s \
              WHERE s.status IN ('finished', 'cancelled') AND s.updated_at_ms < $1 \

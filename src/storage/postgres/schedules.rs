@@ -16,7 +16,8 @@ use super::{PostgresStore, conversation_from_row, database_error, id_column};
 use crate::ids::{FiringId, MemberId};
 use crate::ports::{
     Claimed, Firing, FiringClaim, FiringState, FiringTiming, NewSchedule, OutgoingMessage,
-    Schedule, ScheduleKind, ScheduleStatus, Schedules, Settled, Settlement, StorageError, now_ms,
+    Schedule, ScheduleEdit, ScheduleKind, ScheduleStatus, Schedules, Settled, Settlement,
+    StorageError, now_ms,
 };
 
 macro_rules! select_schedule {
@@ -187,6 +188,30 @@ impl PostgresStore {
 
 #[async_trait]
 impl Schedules for PostgresStore {
+    async fn edit(&self, edit: &ScheduleEdit) -> Result<Option<Schedule>, StorageError> {
+        // One statement: a claim or a cancel by any worker in between makes it change
+        // nothing, and the row it returns is the one it wrote.
+        let row = sqlx::query(
+            "UPDATE schedules SET text = $1, recurrence = $2, start_local = $3, \
+             next_due_ms = $4, version = version + 1, updated_at_ms = $5 \
+             WHERE id = $6 AND status = 'active' AND next_due_ms = $7 \
+             RETURNING id, kind, member_id, set_by, text, profile_id, channel, conversation_id, \
+             zone, recurrence, start_local, next_due_ms, status, escalate_after_minutes, \
+             snoozed_from, created_at_ms",
+        )
+        .bind(&edit.text)
+        .bind(&edit.recurrence)
+        .bind(&edit.start_local)
+        .bind(edit.next_due_ms)
+        .bind(now_ms())
+        .bind(edit.id)
+        .bind(edit.seen_next_due_ms)
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(database_error)?;
+        row.as_ref().map(schedule_from_row).transpose()
+    }
+
     async fn add(&self, schedule: &NewSchedule) -> Result<Schedule, StorageError> {
         let mut connection = self.pool.acquire().await.map_err(database_error)?;
         let id = insert_schedule(&mut connection, schedule).await?;

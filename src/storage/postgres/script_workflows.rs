@@ -6,10 +6,49 @@ use sqlx::Row;
 
 use super::{PostgresStore, database_error};
 use crate::ids::{ConversationKey, MemberId};
+use crate::ports::ScriptRun;
 use crate::ports::{ScriptWorkflow, ScriptWorkflows, StorageError};
+use crate::storage::rows::script_run_from_row;
 
 #[async_trait]
 impl ScriptWorkflows for PostgresStore {
+    async fn record_run(&self, run: &ScriptRun) -> Result<bool, StorageError> {
+        if !run.values.is_object() {
+            return Err(StorageError::Invalid(
+                "a script run's values must be a json object".into(),
+            ));
+        }
+        sqlx::query(
+            "INSERT INTO script_runs (run_key, conversation_key, member_id, script, \
+             run_values, outcome, error, at_ms) VALUES ($1, $2, $3, $4, $5, $6, $7, $8) \
+             ON CONFLICT (run_key) DO NOTHING",
+        )
+        .bind(&run.run_key)
+        .bind(run.conversation_key.as_str())
+        .bind(run.member_id.as_str())
+        .bind(&run.script)
+        .bind(run.values.to_string())
+        .bind(run.outcome.as_str())
+        .bind(&run.error)
+        .bind(run.at_ms)
+        .execute(&self.pool)
+        .await
+        .map(|done| done.rows_affected() == 1)
+        .map_err(database_error)
+    }
+
+    async fn recent_runs(&self, limit: usize) -> Result<Vec<ScriptRun>, StorageError> {
+        let rows = sqlx::query(
+            "SELECT run_key, conversation_key, member_id, script, run_values, outcome, error, \
+             at_ms FROM script_runs ORDER BY at_ms DESC, id DESC LIMIT $1",
+        )
+        .bind(i64::try_from(limit).unwrap_or(i64::MAX))
+        .fetch_all(&self.pool)
+        .await
+        .map_err(database_error)?;
+        rows.iter().map(script_run_from_row).collect()
+    }
+
     async fn put(&self, workflow: &ScriptWorkflow) -> Result<(), StorageError> {
         if !workflow.state.is_object() {
             return Err(StorageError::Invalid(

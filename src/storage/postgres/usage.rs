@@ -7,11 +7,64 @@ use async_trait::async_trait;
 use sqlx::Row;
 
 use super::{PostgresStore, database_error};
-use crate::ids::MemberId;
-use crate::ports::{DailyUsage, StorageError, UsageReport};
+use crate::ids::{ConversationKey, MemberId};
+use crate::ports::{DailyUsage, StageEvent, StagedConversation, StorageError, UsageReport};
 
 #[async_trait]
 impl UsageReport for PostgresStore {
+    async fn staged_conversations(
+        &self,
+        limit: usize,
+    ) -> Result<Vec<StagedConversation>, StorageError> {
+        let rows = sqlx::query(
+            "SELECT conversation_key, MAX(at_ms) AS last_at_ms, MAX(id) AS last_id \
+             FROM telemetry_events GROUP BY conversation_key \
+             ORDER BY last_at_ms DESC, last_id DESC LIMIT $1",
+        )
+        .bind(i64::try_from(limit).unwrap_or(i64::MAX))
+        .fetch_all(&self.pool)
+        .await
+        .map_err(database_error)?;
+        rows.into_iter()
+            .map(|row| {
+                let key: String = row.get("conversation_key");
+                Ok(StagedConversation {
+                    conversation_key: key.parse().map_err(|_| {
+                        StorageError::Corrupt(format!("telemetry conversation {key:?}"))
+                    })?,
+                    last_at_ms: row.get("last_at_ms"),
+                })
+            })
+            .collect()
+    }
+
+    async fn stages_of(
+        &self,
+        conversation_key: &ConversationKey,
+        limit: usize,
+    ) -> Result<Vec<StageEvent>, StorageError> {
+        let rows = sqlx::query(
+            "SELECT at_ms, stage, payload FROM (SELECT id, at_ms, stage, payload \
+             FROM telemetry_events WHERE conversation_key = $1 ORDER BY id DESC LIMIT $2) \
+             AS newest ORDER BY id",
+        )
+        .bind(conversation_key.as_str())
+        .bind(i64::try_from(limit).unwrap_or(i64::MAX))
+        .fetch_all(&self.pool)
+        .await
+        .map_err(database_error)?;
+        Ok(rows
+            .into_iter()
+            .map(|row| StageEvent {
+                at_ms: row.get("at_ms"),
+                conversation_key: conversation_key.clone(),
+                stage: row.get("stage"),
+                payload: serde_json::from_str(&row.get::<String, _>("payload"))
+                    .unwrap_or(serde_json::Value::Null),
+            })
+            .collect())
+    }
+
     async fn daily_usage(&self, since_ms: i64) -> Result<Vec<DailyUsage>, StorageError> {
         let turns = sqlx::query(
             "SELECT to_char(to_timestamp(received_at_ms / 1000) AT TIME ZONE 'UTC', \

@@ -2,8 +2,6 @@
 //! them reported together, one per line; databases hearth cannot use, an intents profile
 //! without its file and an MCP server id tool names cannot give back are refused.
 
-use hearth::redaction::redact_url_password;
-
 use super::{MINIMAL, assert_problem, load_error, load_text};
 
 /// One validation rule: file text, key path, fragment of the message.
