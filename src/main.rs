@@ -269,7 +269,16 @@ async fn check_config(loaded: LoadedConfig) -> anyhow::Result<()> {
     let catalog = hearth::plugins::PluginCatalog::from_config_off_the_runtime(&loaded.config)
         .await
         .map_err(|error| anyhow::anyhow!("plugins cannot be loaded:\n{error}"))?;
-    if let Some(stores) = existing_database(&loaded).await? {
+    // A PostgreSQL server that is down does not make the configuration wrong: the plugins
+    // registered in it are left out, said so.
+    let existing = match existing_database(&loaded).await {
+        Err(error) if hearth::storage::is_postgres_url(&loaded.config.database_url) => {
+            eprintln!("registered plugins not listed: {error:#}");
+            None
+        }
+        other => other?,
+    };
+    if let Some(stores) = existing {
         hearth::plugins::restore_registered(&catalog, stores.registered_plugins.as_ref()).await;
     }
     println!("plugins: {}", catalog.plugin_ids().join(", "));
@@ -391,10 +400,8 @@ async fn telemetry(
             redact_url_password(&loaded.config.database_url)
         );
     };
-    let Some(store) = stores.sqlite else {
-        anyhow::bail!("telemetry is read from a sqlite database only");
-    };
-    let events = store.stage_events(&conversation, limit).await?;
+    let limit = usize::try_from(limit).unwrap_or(usize::MAX);
+    let events = stores.usage.stages_of(&conversation, limit).await?;
     if events.is_empty() {
         eprintln!("no stage events for conversation {conversation:?}");
     }

@@ -94,12 +94,26 @@ impl Worker {
             .clone()
     }
 
-    /// Said with the next heartbeat: where this worker's HTTP API listens.
+    /// Where this worker's HTTP API listens: said at once with a beat of its own, so
+    /// the commands beside it (`hearth web-link`) find it from the start.
     pub fn record_http_address(&self, address: std::net::SocketAddr) {
-        self.presence
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-            .http_address = Some(address.to_string());
+        let presence = {
+            let mut presence = self
+                .presence
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner());
+            presence.http_address = Some(address.to_string());
+            presence.clone()
+        };
+        let coordination = self.coordination.clone();
+        tokio::spawn(async move {
+            if let Err(error) = coordination
+                .heartbeat(&presence, now_ms(), lease_ms())
+                .await
+            {
+                tracing::warn!(%error, "heartbeat failed");
+            }
+        });
     }
 
     /// Take the lease `name` (or extend it); whether this worker holds it.

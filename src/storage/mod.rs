@@ -21,6 +21,7 @@ mod in_memory_web_access;
 pub mod instance_lock;
 pub mod postgres;
 mod rows;
+mod schema;
 pub mod sqlite;
 
 use std::sync::Arc;
@@ -140,6 +141,14 @@ impl Stores {
 
     /// Every port of one PostgreSQL store.
     fn of_postgres(store: Arc<postgres::PostgresStore>) -> Self {
+        let telemetry = Arc::new(store.telemetry_writer());
+        Self::of_postgres_with(store, telemetry)
+    }
+
+    fn of_postgres_with(
+        store: Arc<postgres::PostgresStore>,
+        telemetry: Arc<dyn crate::ports::TelemetrySink>,
+    ) -> Self {
         Stores {
             inbox: store.clone(),
             memory: store.clone(),
@@ -162,7 +171,7 @@ impl Stores {
             usage: store.clone(),
             coordination: store.clone(),
             sqlite: None,
-            telemetry: Arc::new(store.telemetry_writer()),
+            telemetry,
             postgres: Some(store),
         }
     }
@@ -185,16 +194,12 @@ pub fn is_postgres_url(database_url: &str) -> bool {
     database_url.starts_with("postgres:") || database_url.starts_with("postgresql:")
 }
 
-/// Why the migrations of `database_url` are refused here: only SQLite is built.
+/// Why `database_url` is refused: it names neither SQLite nor PostgreSQL.
 fn refuse_other_databases(database_url: &str) -> StorageError {
-    if database_url.starts_with("postgres:") || database_url.starts_with("postgresql:") {
-        StorageError::unsupported_url(
-            database_url,
-            "PostgreSQL is not supported yet; use a sqlite:// url",
-        )
-    } else {
-        StorageError::unsupported_url(database_url, "expected sqlite://path/to/file.db")
-    }
+    StorageError::unsupported_url(
+        database_url,
+        "expected sqlite://path/to/file.db or postgres://user@host/database",
+    )
 }
 
 /// Open the database named by `database_url`, apply migrations, and return its ports.
@@ -222,6 +227,14 @@ pub async fn open_beside_running(
     database_url: &str,
     max_connections: u32,
 ) -> Result<Stores, StorageError> {
+    if is_postgres_url(database_url) {
+        let store =
+            postgres::PostgresStore::connect_beside_running(database_url, max_connections).await?;
+        return Ok(Stores::of_postgres_with(
+            Arc::new(store),
+            Arc::new(crate::ports::TracingTelemetry),
+        ));
+    }
     if !database_url.starts_with("sqlite:") {
         return Err(refuse_other_databases(database_url));
     }
@@ -236,6 +249,10 @@ pub async fn open_beside_running(
 /// is not yet, or the url names no file. What the commands that read beside a running
 /// hearth open (`check-config`, `telemetry`, `doctor`): none of them creates a database.
 pub async fn open_existing_read_only(database_url: &str) -> Result<Option<Stores>, StorageError> {
+    // A PostgreSQL database is made by its administrator, never by hearth: it is there.
+    if is_postgres_url(database_url) {
+        return open_read_only(database_url).await.map(Some);
+    }
     let Some(path) = instance_lock::sqlite_database_file(database_url) else {
         return Ok(None);
     };
@@ -250,6 +267,13 @@ pub async fn open_existing_read_only(database_url: &str) -> Result<Option<Stores
 /// too. Every write through the ports is refused, and telemetry only goes to the log. A
 /// database whose schema is older than this binary's is refused with what to run.
 pub async fn open_read_only(database_url: &str) -> Result<Stores, StorageError> {
+    if is_postgres_url(database_url) {
+        let store = postgres::PostgresStore::connect_read_only(database_url).await?;
+        return Ok(Stores::of_postgres_with(
+            Arc::new(store),
+            Arc::new(crate::ports::TracingTelemetry),
+        ));
+    }
     if !database_url.starts_with("sqlite:") {
         return Err(refuse_other_databases(database_url));
     }

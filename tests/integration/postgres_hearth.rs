@@ -286,3 +286,106 @@ async fn a_family_moves_from_sqlite_to_postgres_with_copy_store() {
         ]
     );
 }
+
+/// `hearth <args>` of the real binary with `config`: whether it succeeded, and what it
+/// printed on stdout and stderr together.
+fn command(
+    config: &Path,
+    env: &std::collections::BTreeMap<String, String>,
+    args: &[&str],
+) -> (bool, String) {
+    let output = Command::new(env!("CARGO_BIN_EXE_hearth"))
+        .arg("--config")
+        .arg(config)
+        .args(args)
+        .envs(env)
+        .output()
+        .unwrap();
+    (
+        output.status.success(),
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        ),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_commands_beside_a_running_worker_read_and_write_postgres() {
+    let Some(server) = PostgresServer::shared() else {
+        return;
+    };
+    let database_url = server.fresh_database().await;
+    let llm = ScriptedLlmServer::start();
+    let folder = tempfile::tempdir().unwrap();
+    let config = config_on(folder.path(), &llm.base_url(), &database_url);
+    let env = test_env(&[]);
+
+    // Before any migration: the read-only commands say what to run, and never migrate.
+    let (succeeded, said) = command(&config, &env, &["doctor"]);
+    assert!(!succeeded, "{said}");
+    assert!(said.contains("run `hearth migrate` first"), "{said}");
+    let (succeeded, said) = command(&config, &env, &["migrate"]);
+    assert!(succeeded, "{said}");
+
+    let running = HearthProcess::spawn(&config, &env);
+    let (status, _) = post(
+        &running.base_url,
+        &json!({"user_id": "alice", "text": "hello", "message_id": "c1"}),
+    )
+    .await;
+    assert_eq!(status, 200);
+
+    let (_, said) = command(&config, &env, &["doctor"]);
+    assert!(said.contains("(schema up to date)"), "{said}");
+    assert!(
+        !said.contains("password") && !said.contains("hunter2"),
+        "{said}"
+    );
+    let (succeeded, said) = command(&config, &env, &["check-config"]);
+    assert!(succeeded, "{said}");
+    let (succeeded, said) = command(
+        &config,
+        &env,
+        &["telemetry", "--conversation", "http:alice"],
+    );
+    assert!(succeeded, "{said}");
+    // A link signs alice in on the running worker: written beside it, read by it.
+    let (succeeded, link) = command(&config, &env, &["web-link", "--user", "alice"]);
+    assert!(succeeded, "{link}");
+    // Printed with the address the running worker serves at.
+    let link = link
+        .lines()
+        .find(|line| line.contains("/sign-in/link/"))
+        .unwrap();
+    assert!(link.starts_with(&running.base_url), "{link}");
+    let secret = link.rsplit('/').next().unwrap().to_string();
+    let plain = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    let shown = plain
+        .get(format!("{}/sign-in/link/{secret}", running.base_url))
+        .send()
+        .await
+        .unwrap();
+    let form_cookie = crate::web_pages::cookie_set(&shown, "hearth_form");
+    let form = crate::web_pages::field(&shown.text().await.unwrap(), "form");
+    let signed_in = plain
+        .post(format!("{}/sign-in/link", running.base_url))
+        .header("cookie", format!("hearth_form={form_cookie}"))
+        .form(&[("form", form.as_str()), ("link", secret.as_str())])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(signed_in.status().as_u16(), 303, "{link}");
+    // A change to the family waits for the workers to stop, naming the one running.
+    let (succeeded, said) = command(&config, &env, &["family", "set-role", "bob", "parent"]);
+    assert!(!succeeded, "{said}");
+    assert!(
+        said.contains("needs the database to itself")
+            && said.contains(&format!("pid {}", running.pid())),
+        "{said}"
+    );
+}

@@ -67,6 +67,66 @@ impl PostgresStore {
         Ok(PostgresStore { pool })
     }
 
+    /// Connect to read only (every transaction read-only, so a write through a port is
+    /// refused by PostgreSQL), refusing a schema that is not this binary's.
+    pub async fn connect_read_only(database_url: &str) -> Result<Self, StorageError> {
+        let options = PgConnectOptions::from_str(database_url)
+            .map_err(|error| StorageError::unsupported_url(database_url, error.to_string()))?
+            .application_name("hearth (read-only)")
+            .options([
+                ("statement_timeout", STATEMENT_TIMEOUT),
+                ("default_transaction_read_only", "on"),
+            ]);
+        // One try first: a server that is not there is said at once, where the pool
+        // would keep trying until its timeout (which suits `hearth run` waiting for its
+        // database to start, not a command someone waits on).
+        let probe = sqlx::ConnectOptions::connect(&options)
+            .await
+            .map_err(|error| connect_error(database_url, error))?;
+        let _ = sqlx::Connection::close(probe).await;
+        let pool = PgPoolOptions::new()
+            .max_connections(2)
+            .acquire_timeout(Duration::from_secs(10))
+            .connect_with(options)
+            .await
+            .map_err(|error| connect_error(database_url, error))?;
+        Self::checked(pool, database_url).await
+    }
+
+    /// Connect beside running workers, to write rows no worker caches (`WebAccess`):
+    /// nothing migrated, a schema that is not this binary's refused.
+    pub async fn connect_beside_running(
+        database_url: &str,
+        max_connections: u32,
+    ) -> Result<Self, StorageError> {
+        let store = Self::connect(database_url, max_connections).await?;
+        Self::checked(store.pool, database_url).await
+    }
+
+    async fn checked(pool: PgPool, database_url: &str) -> Result<Self, StorageError> {
+        let recorded: Result<Vec<(i64, bool)>, sqlx::Error> =
+            sqlx::query_as("SELECT version, success FROM _sqlx_migrations ORDER BY version")
+                .fetch_all(&pool)
+                .await;
+        let recorded = match recorded {
+            Ok(recorded) => recorded,
+            // undefined_table: nothing was ever applied.
+            Err(sqlx::Error::Database(error)) if error.code().as_deref() == Some("42P01") => {
+                Vec::new()
+            }
+            Err(error) => {
+                pool.close().await;
+                return Err(database_error(error));
+            }
+        };
+        let database = crate::redaction::redact_url_password(database_url);
+        if let Err(error) = super::schema::check_recorded(&recorded, &MIGRATOR, &database) {
+            pool.close().await;
+            return Err(error);
+        }
+        Ok(PostgresStore { pool })
+    }
+
     /// Apply the migrations this hearth knows and the database lacks.
     pub async fn migrate(&self) -> Result<(), StorageError> {
         MIGRATOR

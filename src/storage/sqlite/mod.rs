@@ -36,7 +36,6 @@ use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, S
 pub(super) use super::rows::{conversation_from_row, id_column};
 use crate::ports::StorageError;
 
-pub use intents::StoredStage;
 pub use telemetry::SqliteTelemetryWriter;
 
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/sqlite");
@@ -230,38 +229,7 @@ async fn check_schema(pool: &SqlitePool, database: &str) -> Result<(), StorageEr
             }
             Err(error) => return Err(database_error(error)),
         };
-    let known: Vec<i64> = MIGRATOR
-        .iter()
-        .filter(|migration| migration.migration_type.is_up_migration())
-        .map(|migration| migration.version)
-        .collect();
-    let latest = known.last().copied().unwrap_or(0);
-    let applied = recorded.last().map(|(version, _)| *version).unwrap_or(0);
-    if let Some((version, _)) = recorded.iter().find(|(_, success)| !success) {
-        return Err(StorageError::Database(format!(
-            "the database {database} has migration {version} half applied; \
-             run `hearth migrate` to finish it"
-        )));
-    }
-    if let Some((version, _)) = recorded
-        .iter()
-        .find(|(version, _)| !known.contains(version))
-    {
-        return Err(StorageError::Database(format!(
-            "the database {database} has migration {version}, which this hearth does not \
-             know (it knows up to {latest}): it was migrated by a newer hearth; use that one"
-        )));
-    }
-    if let Some(missing) = known
-        .iter()
-        .find(|version| !recorded.iter().any(|(applied, _)| applied == *version))
-    {
-        return Err(StorageError::Database(format!(
-            "the database {database} is at schema version {applied}, older than this \
-             hearth's {latest} (migration {missing} is missing): run `hearth migrate` first"
-        )));
-    }
-    Ok(())
+    super::schema::check_recorded(&recorded, &MIGRATOR, database)
 }
 
 /// Copy the write-ahead log into the database file every second, from a reader
