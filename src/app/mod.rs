@@ -98,7 +98,7 @@ pub struct RunningApp {
     owns_stores: bool,
     /// This process among the database's workers, when it opened the stores itself;
     /// `stop` hands its leases back.
-    worker: Option<Worker>,
+    worker: Option<Arc<Worker>>,
     /// The retention task; it ends with the app.
     pruner: AbortOnDrop,
     /// The small local model's server, when every profile answers with it; stopped by
@@ -231,7 +231,7 @@ pub async fn start_with_models(
     let worker = if owns_stores {
         let worker = Worker::join(stores.coordination.clone(), readiness.clone()).await?;
         worker.hold_database().await?;
-        Some(worker)
+        Some(Arc::new(worker))
     } else {
         None
     };
