@@ -3,9 +3,11 @@
 //! `/readyz` which workers are alive and what each holds, and hands every lease back when
 //! it stops. A worker killed outright loses its leases when `LEASE_TIME` runs out.
 //!
-//! Until the queue shares conversations between workers, one worker runs on a database:
-//! it holds the `database` lease (`Worker::hold_database`). On SQLite the instance lock
-//! already keeps a second process away, and this lease, in memory, is always free.
+//! The queue shares conversations between the workers of a PostgreSQL database
+//! (`request_queue/leases.rs`); Telegram's polling and Matrix's sync are not shared yet, so
+//! with either one worker runs on a database: it holds the `database` lease
+//! (`Worker::hold_database`). On SQLite the instance lock already keeps a second process
+//! away, and this lease, in memory, is always free.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -37,7 +39,8 @@ pub enum WorkerError {
     Storage(#[from] StorageError),
     #[error(
         "the database is in use by another hearth ({holder}): stop that process first; \
-         several hearth workers on one database are not supported yet"
+         several hearth workers share a PostgreSQL database only without telegram and \
+         matrix for now"
     )]
     DatabaseInUse { holder: String },
 }
