@@ -52,6 +52,15 @@ pub async fn family(
     let stores = hearth::storage::open(&config.database_url, config.database_max_connections)
         .await
         .context("the database cannot be opened")?;
+    // PostgreSQL has no lock file: the workers' heartbeats say whether one runs.
+    let running = stores.coordination.live_workers(now_ms()).await?;
+    if let Some(worker) = running.first() {
+        stores.close().await;
+        anyhow::bail!(
+            "a change to the family needs the database to itself: {} runs on it; stop              hearth, or send /family in chat",
+            hearth::workers::describe(worker)
+        );
+    }
     let membership = Membership::new(
         Arc::new(Family::new(&config.family)),
         stores.members.clone(),

@@ -79,3 +79,4 @@ pub mod secrets;
 pub mod storage;
 pub mod tools;
 pub mod turn;
+pub mod workers;

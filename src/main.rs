@@ -7,6 +7,7 @@
 //! instance lock; `check-config`, `doctor` and `telemetry` open it read-only, beside a
 //! running hearth too. An error ends the command with its message and causes, never a backtrace.
 
+mod copy_store_command;
 mod family_command;
 mod web_command;
 
@@ -87,6 +88,16 @@ enum Command {
         #[arg(long)]
         user: String,
     },
+    /// Copy a SQLite database into an empty PostgreSQL database (no hearth may run on
+    /// either meanwhile); every table's row count is checked before the copy is kept.
+    CopyStore {
+        /// The SQLite database to copy, e.g. sqlite://data/hearth.db.
+        #[arg(long)]
+        from: String,
+        /// The empty PostgreSQL database, e.g. postgres://hearth@localhost/hearth.
+        #[arg(long)]
+        to: String,
+    },
     /// Print the stages the intents engine recorded for a conversation (`http:alice`,
     /// `telegram:<chat id>`), oldest first.
     Telemetry {
@@ -160,13 +171,17 @@ fn run_command(cli: Cli) -> anyhow::Result<()> {
         known_local_tools: LOCAL_TOOL_NAMES,
         local_model,
     };
+    if let Command::CopyStore { from, to } = cli.command {
+        // Both databases are named on the command line: no configuration is needed.
+        return in_actix_system(copy_store_command::copy(from, to));
+    }
     if let Command::Doctor = cli.command {
         // A configuration that does not load is one of the doctor's findings.
         return in_actix_system(doctor(&cli.config, &options));
     }
     let loaded = config::load(&cli.config, &options)?;
     match cli.command {
-        Command::Doctor => unreachable!("handled above"),
+        Command::Doctor | Command::CopyStore { .. } => unreachable!("handled above"),
         Command::CheckConfig => in_actix_system(check_config(loaded)),
         Command::Migrate => in_actix_system(async move {
             // Never under a running hearth: its caches would not see what a migration changes.
@@ -254,7 +269,16 @@ async fn check_config(loaded: LoadedConfig) -> anyhow::Result<()> {
     let catalog = hearth::plugins::PluginCatalog::from_config_off_the_runtime(&loaded.config)
         .await
         .map_err(|error| anyhow::anyhow!("plugins cannot be loaded:\n{error}"))?;
-    if let Some(stores) = existing_database(&loaded).await? {
+    // A PostgreSQL server that is down does not make the configuration wrong: the plugins
+    // registered in it are left out, said so.
+    let existing = match existing_database(&loaded).await {
+        Err(error) if hearth::storage::is_postgres_url(&loaded.config.database_url) => {
+            eprintln!("registered plugins not listed: {error:#}");
+            None
+        }
+        other => other?,
+    };
+    if let Some(stores) = existing {
         hearth::plugins::restore_registered(&catalog, stores.registered_plugins.as_ref()).await;
     }
     println!("plugins: {}", catalog.plugin_ids().join(", "));
@@ -376,10 +400,8 @@ async fn telemetry(
             redact_url_password(&loaded.config.database_url)
         );
     };
-    let Some(store) = stores.sqlite else {
-        anyhow::bail!("telemetry is read from a sqlite database only");
-    };
-    let events = store.stage_events(&conversation, limit).await?;
+    let limit = usize::try_from(limit).unwrap_or(usize::MAX);
+    let events = stores.usage.stages_of(&conversation, limit).await?;
     if events.is_empty() {
         eprintln!("no stage events for conversation {conversation:?}");
     }

@@ -47,10 +47,18 @@ async fn open(loaded: &LoadedConfig) -> anyhow::Result<Opened> {
                 hearth::storage::open(&config.database_url, config.database_max_connections)
                     .await
                     .context("the database cannot be opened")?;
+            // PostgreSQL has no lock file naming the running hearth: its workers say
+            // where they serve with their heartbeats.
+            let running_at = stores
+                .coordination
+                .live_workers(now_ms())
+                .await?
+                .into_iter()
+                .find_map(|worker| worker.presence.http_address?.parse().ok());
             Ok(Opened {
                 stores,
                 _lock: lock,
-                running_at: None,
+                running_at,
             })
         }
         Err(InstanceLockError::Held { holder, .. }) => {

@@ -51,6 +51,7 @@ use crate::storage::{self, Stores};
 #[cfg(feature = "mcp")]
 use crate::tools::mcp::{ChatElicitation, MAX_ELICITATION_WAIT, McpOptions, McpServers};
 use crate::tools::{LocalToolsProvider, ToolsProvider};
+use crate::workers::{Worker, WorkerError};
 // What `hearth doctor` builds the same way as start-up does.
 pub(crate) use models::build_models;
 use platforms::PlatformContexts;
@@ -95,6 +96,9 @@ pub struct RunningApp {
     instance_lock: Option<InstanceLock>,
     /// Whether `stores` were opened here (not given in `StartOptions`): `stop` closes them.
     owns_stores: bool,
+    /// This process among the database's workers, when it opened the stores itself;
+    /// `stop` hands its leases back.
+    worker: Option<Worker>,
     /// The retention task; it ends with the app.
     pruner: AbortOnDrop,
     /// The small local model's server, when every profile answers with it; stopped by
@@ -142,6 +146,9 @@ impl RunningApp {
         if let Some(server) = &self.local_model {
             server.stop().await;
         }
+        if let Some(worker) = &self.worker {
+            worker.leave().await;
+        }
         if self.owns_stores {
             self.stores.close().await;
         } else {
@@ -164,6 +171,8 @@ pub enum StartError {
     Storage(#[from] StorageError),
     #[error(transparent)]
     InstanceLock(#[from] InstanceLockError),
+    #[error(transparent)]
+    Worker(#[from] WorkerError),
     #[error(transparent)]
     Bind(#[from] http::BindError),
     #[error("cannot build the http client for llms: {0}")]
@@ -219,6 +228,13 @@ pub async fn start_with_models(
     };
     let metrics = Arc::new(Metrics::default());
     let readiness = Arc::new(Readiness::with_secrets(loaded.secrets.values()));
+    let worker = if owns_stores {
+        let worker = Worker::join(stores.coordination.clone(), readiness.clone()).await?;
+        worker.hold_database().await?;
+        Some(worker)
+    } else {
+        None
+    };
     let family = Arc::new(Family::with_metrics(&config.family, metrics.clone()));
     let membership = Arc::new(Membership::new(
         family.clone(),
@@ -506,6 +522,9 @@ pub async fn start_with_models(
             };
             let (handle, address) =
                 http::serve(&config.http.bind, config.http.max_body_bytes, state)?;
+            if let Some(worker) = &worker {
+                worker.record_http_address(address);
+            }
             if let Some(lock) = &mut instance_lock
                 && let Err(error) = lock.record_http_address(address).await
             {
@@ -538,6 +557,7 @@ pub async fn start_with_models(
         http,
         instance_lock,
         owns_stores,
+        worker,
         pruner: AbortOnDrop(pruner),
         local_model: None,
     })

@@ -45,20 +45,11 @@ fn check_database(config: &HearthConfig, problems: &mut Problems) {
         .split_once(':')
         .map(|(scheme, _)| scheme);
     match scheme {
-        Some("sqlite") => {}
-        // Start-up refuses it (the storage adapter is SQLite only), so check-config does too.
-        Some("postgres" | "postgresql") => problems.push(
-            "database_url",
-            format!(
-                "{} names PostgreSQL, which is not supported yet; use a sqlite:// url, \
-                 e.g. \"sqlite://data/hearth.db\"",
-                crate::redaction::redact_url_password(url)
-            ),
-        ),
+        Some("sqlite" | "postgres" | "postgresql") => {}
         _ => problems.push(
             "database_url",
             format!(
-                "unsupported database url (scheme {:?}; expected \"sqlite://...\")",
+                "unsupported database url (scheme {:?}; expected \"sqlite://...\" or \"postgres://...\")",
                 scheme.unwrap_or("")
             ),
         ),

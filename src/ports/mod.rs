@@ -7,6 +7,7 @@
 
 mod channel_state;
 mod conversation_memory;
+mod coordination;
 mod inbox;
 mod intent_records;
 mod members;
@@ -27,6 +28,7 @@ mod web_access;
 
 pub use channel_state::ChannelState;
 pub use conversation_memory::{ConversationMemory, HistoryEntry};
+pub use coordination::{Coordination, LiveWorker, WorkerPresence};
 pub use inbox::{
     Acceptance, Attachment, AttachmentKind, Inbound, InboundExtras, Inbox, InboxRecord,
     InboxStatus, QuotedMessage, TurnRecord,

@@ -6,7 +6,9 @@
 //! and closes the database; `instance_lock` keeps a second process off a database file in
 //! use.
 
+pub mod copy;
 pub mod in_memory;
+mod in_memory_coordination;
 mod in_memory_intents;
 mod in_memory_members;
 mod in_memory_notes;
@@ -17,14 +19,18 @@ mod in_memory_scripts;
 mod in_memory_usage;
 mod in_memory_web_access;
 pub mod instance_lock;
+pub mod postgres;
+mod rows;
+mod schema;
 pub mod sqlite;
 
 use std::sync::Arc;
 
 use crate::ports::{
-    ChannelState, ConversationMemory, Inbox, IntentRecords, Members, Notes, Outbox, PendingActions,
-    PendingPluginCalls, PlanExecutions, RegisteredPlugins, Retention, Schedules, ScriptWorkflows,
-    ShoppingLists, StorageError, TelemetrySink, TurnJournal, UserProfiles, WebAccess,
+    ChannelState, ConversationMemory, Coordination, Inbox, IntentRecords, Members, Notes, Outbox,
+    PendingActions, PendingPluginCalls, PlanExecutions, RegisteredPlugins, Retention, Schedules,
+    ScriptWorkflows, ShoppingLists, StorageError, TelemetrySink, TurnJournal, UserProfiles,
+    WebAccess,
 };
 
 /// The ports of one database, shared by every actor.
@@ -64,8 +70,13 @@ pub struct Stores {
     pub usage: Arc<dyn crate::ports::UsageReport>,
     /// How members sign in to the web page: codes, links, sessions and API tokens.
     pub web_access: Arc<dyn WebAccess>,
+    /// Which workers are alive and which leases each holds (several on PostgreSQL; on
+    /// SQLite and in memory, this process alone).
+    pub coordination: Arc<dyn Coordination>,
     /// The SQLite store itself, when the stores are SQLite (`hearth telemetry` reads it).
     pub sqlite: Option<Arc<sqlite::SqliteStore>>,
+    /// The PostgreSQL store itself, when the stores are PostgreSQL.
+    pub postgres: Option<Arc<postgres::PostgresStore>>,
 }
 
 impl Stores {
@@ -92,7 +103,9 @@ impl Stores {
             members: store.clone(),
             web_access: store.clone(),
             usage: store.clone(),
+            coordination: Arc::new(in_memory_coordination::InMemoryCoordination::default()),
             sqlite: None,
+            postgres: None,
             telemetry: store,
         }
     }
@@ -119,8 +132,47 @@ impl Stores {
             members: store.clone(),
             web_access: store.clone(),
             usage: store.clone(),
+            coordination: Arc::new(in_memory_coordination::InMemoryCoordination::default()),
             sqlite: Some(store),
+            postgres: None,
             telemetry,
+        }
+    }
+
+    /// Every port of one PostgreSQL store.
+    fn of_postgres(store: Arc<postgres::PostgresStore>) -> Self {
+        let telemetry = Arc::new(store.telemetry_writer());
+        Self::of_postgres_with(store, telemetry)
+    }
+
+    fn of_postgres_with(
+        store: Arc<postgres::PostgresStore>,
+        telemetry: Arc<dyn crate::ports::TelemetrySink>,
+    ) -> Self {
+        Stores {
+            inbox: store.clone(),
+            memory: store.clone(),
+            profiles: store.clone(),
+            pending: store.clone(),
+            channel_state: store.clone(),
+            shopping_lists: store.clone(),
+            pending_plugin_calls: store.clone(),
+            registered_plugins: store.clone(),
+            script_workflows: store.clone(),
+            turn_journal: store.clone(),
+            outbox: store.clone(),
+            retention: store.clone(),
+            plans: store.clone(),
+            intent_records: store.clone(),
+            schedules: store.clone(),
+            notes: store.clone(),
+            members: store.clone(),
+            web_access: store.clone(),
+            usage: store.clone(),
+            coordination: store.clone(),
+            sqlite: None,
+            telemetry,
+            postgres: Some(store),
         }
     }
 
@@ -131,25 +183,34 @@ impl Stores {
         if let Some(store) = &self.sqlite {
             store.close().await;
         }
+        if let Some(store) = &self.postgres {
+            store.close().await;
+        }
     }
 }
 
-/// Why the migrations of `database_url` are refused here: only SQLite is built.
+/// Whether `database_url` names a PostgreSQL database.
+pub fn is_postgres_url(database_url: &str) -> bool {
+    database_url.starts_with("postgres:") || database_url.starts_with("postgresql:")
+}
+
+/// Why `database_url` is refused: it names neither SQLite nor PostgreSQL.
 fn refuse_other_databases(database_url: &str) -> StorageError {
-    if database_url.starts_with("postgres:") || database_url.starts_with("postgresql:") {
-        StorageError::unsupported_url(
-            database_url,
-            "PostgreSQL is not supported yet; use a sqlite:// url",
-        )
-    } else {
-        StorageError::unsupported_url(database_url, "expected sqlite://path/to/file.db")
-    }
+    StorageError::unsupported_url(
+        database_url,
+        "expected sqlite://path/to/file.db or postgres://user@host/database",
+    )
 }
 
 /// Open the database named by `database_url`, apply migrations, and return its ports.
 /// Migrations change the file under a running hearth's caches: call this only while
 /// holding the database's instance lock.
 pub async fn open(database_url: &str, max_connections: u32) -> Result<Stores, StorageError> {
+    if is_postgres_url(database_url) {
+        let store = postgres::PostgresStore::connect(database_url, max_connections).await?;
+        store.migrate().await?;
+        return Ok(Stores::of_postgres(Arc::new(store)));
+    }
     if !database_url.starts_with("sqlite:") {
         return Err(refuse_other_databases(database_url));
     }
@@ -166,6 +227,14 @@ pub async fn open_beside_running(
     database_url: &str,
     max_connections: u32,
 ) -> Result<Stores, StorageError> {
+    if is_postgres_url(database_url) {
+        let store =
+            postgres::PostgresStore::connect_beside_running(database_url, max_connections).await?;
+        return Ok(Stores::of_postgres_with(
+            Arc::new(store),
+            Arc::new(crate::ports::TracingTelemetry),
+        ));
+    }
     if !database_url.starts_with("sqlite:") {
         return Err(refuse_other_databases(database_url));
     }
@@ -180,6 +249,10 @@ pub async fn open_beside_running(
 /// is not yet, or the url names no file. What the commands that read beside a running
 /// hearth open (`check-config`, `telemetry`, `doctor`): none of them creates a database.
 pub async fn open_existing_read_only(database_url: &str) -> Result<Option<Stores>, StorageError> {
+    // A PostgreSQL database is made by its administrator, never by hearth: it is there.
+    if is_postgres_url(database_url) {
+        return open_read_only(database_url).await.map(Some);
+    }
     let Some(path) = instance_lock::sqlite_database_file(database_url) else {
         return Ok(None);
     };
@@ -194,6 +267,13 @@ pub async fn open_existing_read_only(database_url: &str) -> Result<Option<Stores
 /// too. Every write through the ports is refused, and telemetry only goes to the log. A
 /// database whose schema is older than this binary's is refused with what to run.
 pub async fn open_read_only(database_url: &str) -> Result<Stores, StorageError> {
+    if is_postgres_url(database_url) {
+        let store = postgres::PostgresStore::connect_read_only(database_url).await?;
+        return Ok(Stores::of_postgres_with(
+            Arc::new(store),
+            Arc::new(crate::ports::TracingTelemetry),
+        ));
+    }
     if !database_url.starts_with("sqlite:") {
         return Err(refuse_other_databases(database_url));
     }

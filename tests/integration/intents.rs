@@ -111,9 +111,10 @@ pub(crate) fn successful_calls(events: &[Value]) -> usize {
 /// The stage events stored for a conversation, flushed first.
 pub(crate) async fn stages(app: &TestApp, conversation: &str) -> Vec<Value> {
     app.running.stores.telemetry.flush().await;
-    let store = app.running.stores.sqlite.as_ref().expect("sqlite stores");
-    store
-        .stage_events(&conversation.parse().unwrap(), 1000)
+    app.running
+        .stores
+        .usage
+        .stages_of(&conversation.parse().unwrap(), 1000)
         .await
         .unwrap()
         .into_iter()

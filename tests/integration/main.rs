@@ -51,6 +51,7 @@ mod pipeline;
 mod plugin_examples;
 mod plugin_kinds;
 mod plugins;
+mod postgres_hearth;
 mod real_llm;
 mod reminders_http;
 mod reminders_matrix;

@@ -34,7 +34,7 @@ pub(crate) async fn start(llm: &ScriptedLlmServer) -> TestApp {
 }
 
 /// The value of cookie `name` among a response's `Set-Cookie` headers.
-fn cookie_set(response: &reqwest::Response, name: &str) -> String {
+pub(crate) fn cookie_set(response: &reqwest::Response, name: &str) -> String {
     response
         .headers()
         .get_all(SET_COOKIE)

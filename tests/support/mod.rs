@@ -12,6 +12,7 @@ pub mod mcp;
 pub mod measure;
 pub mod paused;
 pub mod plugin_server;
+pub mod postgres;
 pub mod radicale;
 pub mod real_llm;
 pub mod seed;

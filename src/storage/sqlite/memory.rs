@@ -8,37 +8,7 @@ use super::{SqliteStore, database_error};
 use crate::ids::ConversationKey;
 use crate::llm::Role;
 use crate::ports::{ConversationMemory, HistoryEntry, StorageError};
-
-/// History entries as one JSON array: what the `inbox_answered_writes_history` trigger
-/// and `append` insert from, each in a single statement.
-pub(super) fn entries_json(
-    conversation_key: &str,
-    entries: &[HistoryEntry],
-) -> Result<String, StorageError> {
-    let rows: Vec<serde_json::Value> = entries
-        .iter()
-        .map(|entry| {
-            let tool_calls = if entry.tool_calls.is_empty() {
-                None
-            } else {
-                Some(serde_json::to_string(&entry.tool_calls)?)
-            };
-            Ok(serde_json::json!({
-                "conversation_key": conversation_key,
-                "inbox_id": entry.inbox_id,
-                "profile_id": entry.profile_id,
-                "role": entry.role.as_str(),
-                "content": entry.content,
-                "tool_calls": tool_calls,
-                "tool_call_id": entry.tool_call_id,
-                "is_chat_text": i64::from(entry.is_chat_text()),
-                "created_at_ms": entry.created_at_ms,
-            }))
-        })
-        .collect::<Result<_, serde_json::Error>>()
-        .map_err(|error| StorageError::Corrupt(error.to_string()))?;
-    Ok(serde_json::Value::Array(rows).to_string())
-}
+pub(super) use crate::storage::rows::entries_json;
 
 impl SqliteStore {
     /// The newest `limit` chat-text entries at or after `since_ms`, oldest first.

@@ -30,15 +30,12 @@ mod writer;
 use std::str::FromStr;
 use std::time::Duration;
 
-use sqlx::sqlite::{
-    SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteRow, SqliteSynchronous,
-};
-use sqlx::{Row, SqlitePool};
+use sqlx::SqlitePool;
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
 
-use crate::ids::{ConversationKey, IdError};
+pub(super) use super::rows::{conversation_from_row, id_column};
 use crate::ports::StorageError;
 
-pub use intents::StoredStage;
 pub use telemetry::SqliteTelemetryWriter;
 
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/sqlite");
@@ -205,6 +202,11 @@ impl SqliteStore {
             .await
     }
 
+    /// The readers' pool, for `hearth copy-store` to read every table.
+    pub(crate) fn reader(&self) -> &SqlitePool {
+        &self.pool
+    }
+
     /// A telemetry sink writing `llm_calls` and `telemetry_events` in batches.
     pub fn telemetry_writer(&self) -> SqliteTelemetryWriter {
         SqliteTelemetryWriter::spawn(self.writer.clone())
@@ -227,38 +229,7 @@ async fn check_schema(pool: &SqlitePool, database: &str) -> Result<(), StorageEr
             }
             Err(error) => return Err(database_error(error)),
         };
-    let known: Vec<i64> = MIGRATOR
-        .iter()
-        .filter(|migration| migration.migration_type.is_up_migration())
-        .map(|migration| migration.version)
-        .collect();
-    let latest = known.last().copied().unwrap_or(0);
-    let applied = recorded.last().map(|(version, _)| *version).unwrap_or(0);
-    if let Some((version, _)) = recorded.iter().find(|(_, success)| !success) {
-        return Err(StorageError::Database(format!(
-            "the database {database} has migration {version} half applied; \
-             run `hearth migrate` to finish it"
-        )));
-    }
-    if let Some((version, _)) = recorded
-        .iter()
-        .find(|(version, _)| !known.contains(version))
-    {
-        return Err(StorageError::Database(format!(
-            "the database {database} has migration {version}, which this hearth does not \
-             know (it knows up to {latest}): it was migrated by a newer hearth; use that one"
-        )));
-    }
-    if let Some(missing) = known
-        .iter()
-        .find(|version| !recorded.iter().any(|(applied, _)| applied == *version))
-    {
-        return Err(StorageError::Database(format!(
-            "the database {database} is at schema version {applied}, older than this \
-             hearth's {latest} (migration {missing} is missing): run `hearth migrate` first"
-        )));
-    }
-    Ok(())
+    super::schema::check_recorded(&recorded, &MIGRATOR, database)
 }
 
 /// Copy the write-ahead log into the database file every second, from a reader
@@ -282,28 +253,4 @@ async fn checkpoint_wal_periodically(pool: SqlitePool) {
 
 pub(crate) fn database_error(error: sqlx::Error) -> StorageError {
     StorageError::Database(error.to_string())
-}
-
-/// The conversation of a row of `table`, from its `channel` and `conversation_id` columns,
-/// read by the key's one parser: a row it refuses is unreadable.
-pub(super) fn conversation_from_row(
-    row: &SqliteRow,
-    table: &str,
-) -> Result<ConversationKey, StorageError> {
-    let (channel, conversation_id): (String, String) =
-        (row.get("channel"), row.get("conversation_id"));
-    ConversationKey::new(&channel, &conversation_id)
-        .map_err(|error| StorageError::Corrupt(format!("{table}: {error}")))
-}
-
-/// An id stored in `table.column`, read by its one parser: a value it refuses is
-/// unreadable.
-pub(super) fn id_column<T: FromStr<Err = IdError>>(
-    row: &SqliteRow,
-    table: &str,
-    column: &str,
-) -> Result<T, StorageError> {
-    row.get::<String, _>(column)
-        .parse()
-        .map_err(|error| StorageError::Corrupt(format!("{table}.{column}: {error}")))
 }

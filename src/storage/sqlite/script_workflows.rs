@@ -6,7 +6,8 @@ use sqlx::Row;
 
 use super::{SqliteStore, database_error};
 use crate::ids::{ConversationKey, MemberId};
-use crate::ports::{ScriptRun, ScriptRunOutcome, ScriptWorkflow, ScriptWorkflows, StorageError};
+use crate::ports::{ScriptRun, ScriptWorkflow, ScriptWorkflows, StorageError};
+use crate::storage::rows::script_run_from_row;
 
 #[async_trait]
 impl ScriptWorkflows for SqliteStore {
@@ -137,28 +138,6 @@ impl ScriptWorkflows for SqliteStore {
         .fetch_all(&self.pool)
         .await
         .map_err(database_error)?;
-        rows.iter()
-            .map(|row| {
-                let conversation: String = row.get("conversation_key");
-                let member: String = row.get("member_id");
-                let values: String = row.get("run_values");
-                Ok(ScriptRun {
-                    run_key: row.get("run_key"),
-                    conversation_key: conversation.parse().map_err(|_| {
-                        StorageError::Corrupt(format!("script run conversation {conversation:?}"))
-                    })?,
-                    member_id: member.parse().map_err(|_| {
-                        StorageError::Corrupt(format!("script run member {member:?}"))
-                    })?,
-                    script: row.get("script"),
-                    values: serde_json::from_str(&values).map_err(|_| {
-                        StorageError::Corrupt(format!("script run values {values:?}"))
-                    })?,
-                    outcome: ScriptRunOutcome::parse(&row.get::<String, _>("outcome"))?,
-                    error: row.get("error"),
-                    at_ms: row.get("at_ms"),
-                })
-            })
-            .collect()
+        rows.iter().map(script_run_from_row).collect()
     }
 }

@@ -2,9 +2,7 @@
 //! them reported together, one per line; databases hearth cannot use, an intents profile
 //! without its file and an MCP server id tool names cannot give back are refused.
 
-use hearth::redaction::redact_url_password;
-
-use super::{MINIMAL, assert_problem, load_error};
+use super::{MINIMAL, assert_problem, load_error, load_text};
 
 /// One validation rule: file text, key path, fragment of the message.
 type ValidationCase = (
@@ -309,20 +307,13 @@ default_service_profile_id: z
 }
 
 #[test]
-fn a_postgresql_database_is_refused_until_it_is_supported() {
+fn a_postgresql_database_is_accepted() {
     for url in [
         "postgres://hearth:hunter2@db:5432/hearth",
         "postgresql://hearth:hunter2@db/hearth",
     ] {
-        let (message, file) = load_error(MINIMAL, &[("HEARTH__DATABASE_URL", url)]);
-        assert_problem(
-            &message,
-            &file,
-            "database_url",
-            "names PostgreSQL, which is not supported yet; use a sqlite:// url",
-        );
-        assert!(message.contains(&redact_url_password(url)), "{message}");
-        assert!(!message.contains("hunter2"), "{message}");
+        let loaded = load_text(MINIMAL, &[("HEARTH__DATABASE_URL", url)]);
+        assert_eq!(loaded.config.database_url, url);
     }
 }
 

@@ -1,6 +1,7 @@
 //! SQLite only: what was stored is there after the database is opened again (messages,
 //! suspended turns, plugin storage), a missing folder is created, and database urls hearth
-//! cannot use are refused by name, never with their password.
+//! cannot use are refused by name, never with their password (PostgreSQL's urls open
+//! PostgreSQL: `postgres_only`).
 
 use hearth::llm::Role;
 use hearth::ports::{AnswerRefused, Decision, InboxStatus, RegisteredPlugin, StorageError};
@@ -314,8 +315,7 @@ pub(super) fn expect_unsupported(result: Result<Stores, StorageError>, url: &str
 #[tokio::test]
 async fn unsupported_database_urls_are_refused_by_name() {
     for url in [
-        "postgres://hearth:secret@localhost:5432/hearth",
-        "postgresql://localhost/hearth",
+        "mysql://hearth:secret@localhost:3306/hearth",
         "mysql://x",
         "hearth.db",
         "sqlite::memory:",

@@ -3,7 +3,8 @@
 //! and one entry there). Each check is an async fn over `Stores`, in the file of its port;
 //! `adapter_suite!` at the top of that file turns its checks into one test per check and
 //! adapter (`storage_ports::<port>::<adapter>::<check>`). What only SQLite has (its
-//! telemetry tables, durability, urls) is tested beside, on SQLite alone. The fixtures
+//! telemetry tables, durability, urls) is tested beside, on SQLite alone, and what only
+//! PostgreSQL has (urls, workers sharing one database) in `postgres_only`. The fixtures
 //! every port's checks share are here.
 
 use std::path::Path;
@@ -52,12 +53,25 @@ pub(super) async fn open_or_panic(url: &str) -> Stores {
     }
 }
 
+/// A fresh database on the test process's PostgreSQL cluster.
+pub(super) async fn open_postgres() -> Adapter {
+    let Some(server) = crate::support::postgres::PostgresServer::shared() else {
+        // Not installed and not required: the check runs on the in-memory store instead.
+        return open_in_memory().await;
+    };
+    let url = server.fresh_database().await;
+    Adapter {
+        stores: open_or_panic(&url).await,
+        _folder: None,
+    }
+}
+
 /// Every adapter the suite runs against, `name => opener`, handed to `$then!`: the one
 /// place that lists them.
 macro_rules! adapters {
     ($then:ident!($($args:tt)*)) => {
         $then! {
-            [in_memory => open_in_memory, sqlite => open_sqlite] $($args)*
+            [in_memory => open_in_memory, sqlite => open_sqlite, postgres => open_postgres] $($args)*
         }
     };
 }
@@ -98,6 +112,7 @@ pub(super) async fn every_adapter() -> Vec<(&'static str, Adapter)> {
 
 mod approvals;
 mod channel_state;
+mod coordination;
 mod durability;
 mod inbox;
 mod members;
@@ -109,6 +124,7 @@ mod pending_actions;
 mod pending_decisions;
 mod plans;
 mod plugin_ports;
+mod postgres_only;
 mod profiles;
 mod retention;
 mod schedules;

@@ -1,0 +1,69 @@
+//! Several hearth processes (workers) on one database: which are alive, and which holds
+//! each lease. A lease is a name (`telegram`, the one worker that long-polls Telegram;
+//! `conversation:<key>`, the one worker running that conversation's turns) held by one
+//! worker until it expires; the holder renews all of its leases with its heartbeat, so a
+//! worker that dies (kill -9 included) loses them within one lease time, and a worker
+//! that stops gracefully hands them back at once (`leave`).
+//!
+//! Times are the workers' own clocks (`clock::now_ms`), so workers on several machines
+//! need synchronised clocks, as the schedules already do. On SQLite, one process owns the
+//! database (the instance lock), so its leases live in that process's memory.
+
+use async_trait::async_trait;
+
+use super::StorageError;
+
+/// What a worker says about itself with each heartbeat.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WorkerPresence {
+    /// Unique per process start.
+    pub worker_id: String,
+    pub pid: u32,
+    pub host: String,
+    /// Where its HTTP API listens, once it does.
+    pub http_address: Option<String>,
+    pub started_at_ms: i64,
+}
+
+/// A worker seen alive, with the leases it holds (sorted).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LiveWorker {
+    pub presence: WorkerPresence,
+    pub seen_at_ms: i64,
+    pub leases: Vec<String>,
+}
+
+#[async_trait]
+pub trait Coordination: Send + Sync {
+    /// `worker` is alive at `now_ms`: it is listed until `now_ms + ttl_ms`, and every lease
+    /// it still holds is kept until then too.
+    async fn heartbeat(
+        &self,
+        worker: &WorkerPresence,
+        now_ms: i64,
+        ttl_ms: i64,
+    ) -> Result<(), StorageError>;
+
+    /// Take the lease `name` for `worker_id` until `now_ms + ttl_ms`, when nobody holds it,
+    /// its holder's time ran out, or `worker_id` holds it already (then it is extended);
+    /// whether `worker_id` holds it now. Of workers racing for one lease, one wins.
+    async fn take_lease(
+        &self,
+        name: &str,
+        worker_id: &str,
+        now_ms: i64,
+        ttl_ms: i64,
+    ) -> Result<bool, StorageError>;
+
+    /// Hand the lease `name` back, when `worker_id` holds it.
+    async fn release_lease(&self, name: &str, worker_id: &str) -> Result<(), StorageError>;
+
+    /// A graceful stop: every lease of `worker_id` handed back and the worker unlisted.
+    async fn leave(&self, worker_id: &str) -> Result<(), StorageError>;
+
+    /// The worker holding `name` at `now_ms`, if any.
+    async fn lease_holder(&self, name: &str, now_ms: i64) -> Result<Option<String>, StorageError>;
+
+    /// The workers alive at `now_ms`, oldest first, each with the leases it holds then.
+    async fn live_workers(&self, now_ms: i64) -> Result<Vec<LiveWorker>, StorageError>;
+}

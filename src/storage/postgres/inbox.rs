@@ -1,0 +1,232 @@
+//! `Inbox` on PostgreSQL: table `inbox`, and `messages` for the turn written on
+//! completion, in the transaction that marks it answered.
+
+use async_trait::async_trait;
+use sqlx::postgres::PgRow;
+use sqlx::{PgConnection, Row};
+
+use super::memory::insert_entries;
+use super::outbox::insert_if_any;
+use super::{PostgresStore, conversation_from_row, database_error, id_column};
+use crate::ports::{
+    Acceptance, Inbound, Inbox, InboxRecord, InboxStatus, OutgoingMessage, StorageError,
+    TurnRecord, now_ms,
+};
+
+/// The columns of an `InboxRecord`, spelled once for every query that reads one.
+macro_rules! select_record {
+    ($tail:literal) => {
+        concat!(
+            "SELECT id, channel, conversation_id, member_id, text, platform_event_id, extras, ",
+            "received_at_ms, status, attempts, next_attempt_at_ms, reply, error FROM inbox ",
+            $tail
+        )
+    };
+}
+
+fn record_from_row(row: &PgRow) -> Result<InboxRecord, StorageError> {
+    let status: String = row.get("status");
+    let attempts: i64 = row.get("attempts");
+    Ok(InboxRecord {
+        inbound: Inbound {
+            id: row.get("id"),
+            conversation: conversation_from_row(row, "inbox")?,
+            member_id: id_column(row, "inbox", "member_id")?,
+            text: row.get("text"),
+            platform_event_id: row.get("platform_event_id"),
+            received_at_ms: row.get("received_at_ms"),
+            extras: match row.get::<Option<String>, _>("extras") {
+                Some(json) => serde_json::from_str(&json)
+                    .map_err(|error| StorageError::Corrupt(format!("inbox extras: {error}")))?,
+                None => Default::default(),
+            },
+        },
+        status: InboxStatus::parse(&status)?,
+        attempts: u32::try_from(attempts).unwrap_or(0),
+        next_attempt_at_ms: row.get("next_attempt_at_ms"),
+        reply: row.get("reply"),
+        error: row.get("error"),
+    })
+}
+
+fn not_waiting(inbox_id: &str) -> StorageError {
+    StorageError::Corrupt(format!(
+        "inbox message {inbox_id:?} is unknown or not waiting for an answer"
+    ))
+}
+
+/// Store `inbound` as accepted unless its id or its platform event was accepted before;
+/// whether it was stored. A scheduled task's turn is stored so, in the transaction that
+/// fires it.
+pub(super) async fn insert_inbound(
+    connection: &mut PgConnection,
+    inbound: &Inbound,
+) -> Result<bool, StorageError> {
+    let extras = (!inbound.extras.is_empty())
+        .then(|| serde_json::to_string(&inbound.extras))
+        .transpose()
+        .map_err(|error| StorageError::Corrupt(format!("inbox extras: {error}")))?;
+    let inserted = sqlx::query(
+        "INSERT INTO inbox (id, channel, conversation_id, member_id, text, \
+         platform_event_id, extras, received_at_ms, updated_at_ms) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT DO NOTHING",
+    )
+    .bind(&inbound.id)
+    .bind(inbound.conversation.channel())
+    .bind(inbound.conversation.conversation_id())
+    .bind(inbound.member_id.as_str())
+    .bind(&inbound.text)
+    .bind(&inbound.platform_event_id)
+    .bind(&extras)
+    .bind(inbound.received_at_ms)
+    .bind(now_ms())
+    .execute(&mut *connection)
+    .await
+    .map_err(database_error)?;
+    Ok(inserted.rows_affected() == 1)
+}
+
+/// End the turn of `inbox_id` (`status` 'answered' or 'failed'), clearing its journal, in
+/// the caller's transaction; refused when it was not waiting for an answer.
+async fn end_turn(
+    connection: &mut PgConnection,
+    inbox_id: &str,
+    status: &str,
+    reply: &str,
+    error: Option<&str>,
+) -> Result<(), StorageError> {
+    let updated = sqlx::query(
+        "UPDATE inbox SET status = $1, reply = $2, error = $3, updated_at_ms = $4 \
+         WHERE id = $5 AND status IN ('accepted', 'suspended')",
+    )
+    .bind(status)
+    .bind(reply)
+    .bind(error)
+    .bind(now_ms())
+    .bind(inbox_id)
+    .execute(&mut *connection)
+    .await
+    .map_err(database_error)?;
+    // Ended already (or unknown): writing the history again would duplicate it.
+    if updated.rows_affected() != 1 {
+        return Err(not_waiting(inbox_id));
+    }
+    super::turn_journal::clear(connection, inbox_id).await
+}
+
+#[async_trait]
+impl Inbox for PostgresStore {
+    async fn accept(&self, inbound: &Inbound) -> Result<Acceptance, StorageError> {
+        let mut connection = self.pool.acquire().await.map_err(database_error)?;
+        if insert_inbound(&mut connection, inbound).await? {
+            return Ok(Acceptance::New);
+        }
+        let existing = sqlx::query(select_record!(
+            "WHERE id = $1 OR (channel = $2 AND platform_event_id IS NOT NULL \
+             AND platform_event_id = $3) ORDER BY seq LIMIT 1"
+        ))
+        .bind(&inbound.id)
+        .bind(inbound.conversation.channel())
+        .bind(&inbound.platform_event_id)
+        .fetch_one(&mut *connection)
+        .await
+        .map_err(database_error)?;
+        Ok(Acceptance::Duplicate(Box::new(record_from_row(&existing)?)))
+    }
+
+    async fn unanswered(&self) -> Result<Vec<InboxRecord>, StorageError> {
+        let rows = sqlx::query(select_record!("WHERE status = 'accepted' ORDER BY seq"))
+            .fetch_all(&self.pool)
+            .await
+            .map_err(database_error)?;
+        rows.iter().map(record_from_row).collect()
+    }
+
+    async fn complete(
+        &self,
+        inbox_id: &str,
+        turn: &TurnRecord,
+    ) -> Result<Option<i64>, StorageError> {
+        // The answer, its history and the reply's delivery commit together or not at all.
+        let mut transaction = self.pool.begin().await.map_err(database_error)?;
+        end_turn(&mut transaction, inbox_id, "answered", &turn.reply, None).await?;
+        insert_entries(
+            &mut transaction,
+            turn.conversation_key.as_str(),
+            Some(inbox_id),
+            &turn.messages,
+        )
+        .await?;
+        let queued = insert_if_any(&mut transaction, turn.outgoing.as_ref()).await?;
+        transaction.commit().await.map_err(database_error)?;
+        Ok(queued)
+    }
+
+    async fn record_failure(
+        &self,
+        inbox_id: &str,
+        error: &str,
+        next_attempt_at_ms: i64,
+    ) -> Result<u32, StorageError> {
+        let attempts: Option<i64> = sqlx::query_scalar(
+            "UPDATE inbox SET attempts = attempts + 1, error = $1, \
+             next_attempt_at_ms = $2, updated_at_ms = $3 \
+             WHERE id = $4 AND status IN ('accepted', 'suspended') RETURNING attempts",
+        )
+        .bind(error)
+        .bind(next_attempt_at_ms)
+        .bind(now_ms())
+        .bind(inbox_id)
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(database_error)?;
+        let attempts = attempts.ok_or_else(|| not_waiting(inbox_id))?;
+        Ok(u32::try_from(attempts).unwrap_or(u32::MAX))
+    }
+
+    async fn give_up(
+        &self,
+        inbox_id: &str,
+        error: &str,
+        reply: &str,
+        outgoing: Option<&OutgoingMessage>,
+    ) -> Result<Option<i64>, StorageError> {
+        let mut transaction = self.pool.begin().await.map_err(database_error)?;
+        end_turn(&mut transaction, inbox_id, "failed", reply, Some(error)).await?;
+        let queued = insert_if_any(&mut transaction, outgoing).await?;
+        transaction.commit().await.map_err(database_error)?;
+        Ok(queued)
+    }
+
+    async fn get(&self, inbox_id: &str) -> Result<Option<InboxRecord>, StorageError> {
+        let row = sqlx::query(select_record!("WHERE id = $1"))
+            .bind(inbox_id)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(database_error)?;
+        row.as_ref().map(record_from_row).transpose()
+    }
+
+    async fn knows_event(
+        &self,
+        channel: &str,
+        platform_event_id: &str,
+    ) -> Result<bool, StorageError> {
+        let known =
+            sqlx::query("SELECT 1 FROM inbox WHERE channel = $1 AND platform_event_id = $2")
+                .bind(channel)
+                .bind(platform_event_id)
+                .fetch_optional(&self.pool)
+                .await
+                .map_err(database_error)?;
+        Ok(known.is_some())
+    }
+
+    async fn ping(&self) -> Result<(), StorageError> {
+        sqlx::query("SELECT 1")
+            .execute(&self.pool)
+            .await
+            .map(|_| ())
+            .map_err(database_error)
+    }
+}

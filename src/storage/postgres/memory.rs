@@ -1,0 +1,95 @@
+//! `ConversationMemory` on PostgreSQL: table `messages`, read fresh every time (another
+//! worker may have answered in the conversation since).
+
+use async_trait::async_trait;
+use sqlx::{PgConnection, Row};
+
+use super::{PostgresStore, database_error};
+use crate::ids::ConversationKey;
+use crate::llm::Role;
+use crate::ports::{ConversationMemory, HistoryEntry, StorageError};
+use crate::storage::rows::entries_json;
+
+/// Store `entries` in order, in one statement (whole or not at all), on the caller's
+/// connection; `inbox_id`, when given, files each under that message.
+pub(super) async fn insert_entries(
+    connection: &mut PgConnection,
+    conversation_key: &str,
+    inbox_id: Option<&str>,
+    entries: &[HistoryEntry],
+) -> Result<(), StorageError> {
+    if entries.is_empty() {
+        return Ok(());
+    }
+    let rows = entries_json(conversation_key, entries)?;
+    sqlx::query(
+        "INSERT INTO messages (conversation_key, inbox_id, profile_id, role, content, \
+         tool_calls, tool_call_id, is_chat_text, created_at_ms) \
+         SELECT entry->>'conversation_key', COALESCE($2, entry->>'inbox_id'), \
+         entry->>'profile_id', entry->>'role', entry->>'content', entry->>'tool_calls', \
+         entry->>'tool_call_id', (entry->>'is_chat_text')::integer <> 0, \
+         (entry->>'created_at_ms')::bigint \
+         FROM jsonb_array_elements($1::jsonb) WITH ORDINALITY AS entries (entry, position) \
+         ORDER BY position",
+    )
+    .bind(&rows)
+    .bind(inbox_id)
+    .execute(&mut *connection)
+    .await
+    .map(|_| ())
+    .map_err(database_error)
+}
+
+#[async_trait]
+impl ConversationMemory for PostgresStore {
+    async fn recent(
+        &self,
+        conversation_key: &ConversationKey,
+        limit: usize,
+        since_ms: i64,
+    ) -> Result<Vec<HistoryEntry>, StorageError> {
+        let rows = sqlx::query(
+            "SELECT role, content, profile_id, inbox_id, tool_calls, tool_call_id, created_at_ms \
+             FROM messages WHERE conversation_key = $1 AND is_chat_text AND created_at_ms >= $2 \
+             ORDER BY id DESC LIMIT $3",
+        )
+        .bind(conversation_key.as_str())
+        .bind(since_ms)
+        .bind(i64::try_from(limit).unwrap_or(i64::MAX))
+        .fetch_all(&self.pool)
+        .await
+        .map_err(database_error)?;
+        let mut entries = rows
+            .iter()
+            .map(|row| {
+                let role: String = row.get("role");
+                let tool_calls: Option<String> = row.get("tool_calls");
+                Ok(HistoryEntry {
+                    role: Role::parse(&role)
+                        .ok_or_else(|| StorageError::Corrupt(format!("message role {role:?}")))?,
+                    content: row.get("content"),
+                    profile_id: row.get("profile_id"),
+                    inbox_id: row.get("inbox_id"),
+                    tool_calls: match tool_calls {
+                        Some(text) => serde_json::from_str(&text)
+                            .map_err(|error| StorageError::Corrupt(error.to_string()))?,
+                        None => Vec::new(),
+                    },
+                    tool_call_id: row.get("tool_call_id"),
+                    created_at_ms: row.get("created_at_ms"),
+                })
+            })
+            .collect::<Result<Vec<_>, StorageError>>()?;
+        entries.reverse();
+        Ok(entries)
+    }
+
+    async fn append(
+        &self,
+        conversation_key: &ConversationKey,
+        entries: &[HistoryEntry],
+    ) -> Result<(), StorageError> {
+        let mut connection = self.pool.acquire().await.map_err(database_error)?;
+        insert_entries(&mut connection, conversation_key.as_str(), None, entries).await
+    }
+}

@@ -1,0 +1,158 @@
+//! The PostgreSQL adapter: every port on one database shared by any number of hearth
+//! processes (workers). Nothing read is cached: another worker may have written it since.
+//! Each write is one statement or one transaction on a pooled connection, so what SQLite
+//! does in triggers (history written when a turn is answered, the journal cleared when a
+//! turn ends, the notes' search index) happens here in the same transaction, or in a
+//! generated column.
+//!
+//! Migrations (`migrations/postgres`) run under sqlx's advisory lock, so workers starting
+//! together apply each migration once.
+
+mod channel_state;
+mod coordination;
+mod inbox;
+mod intents;
+mod members;
+mod memory;
+mod notes;
+mod outbox;
+mod pending;
+mod pending_plugin_calls;
+mod profiles;
+mod registered_plugins;
+mod retention;
+mod schedules;
+mod script_workflows;
+mod shopping_lists;
+mod telemetry;
+mod turn_journal;
+mod usage;
+mod web_access;
+
+use std::str::FromStr;
+use std::time::Duration;
+
+use sqlx::PgPool;
+use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
+
+pub(super) use super::rows::{conversation_from_row, id_column};
+use crate::ports::StorageError;
+pub use telemetry::PostgresTelemetryWriter;
+
+static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/postgres");
+
+/// How long a statement may run before PostgreSQL cancels it: a stuck lock fails the
+/// write, to be retried, instead of holding a turn forever.
+const STATEMENT_TIMEOUT: &str = "30s";
+
+/// Implements every storage port of `ports/` on one PostgreSQL database.
+#[derive(Clone)]
+pub struct PostgresStore {
+    pool: PgPool,
+}
+
+impl PostgresStore {
+    /// Connect to the database `database_url` names (it must exist).
+    pub async fn connect(database_url: &str, max_connections: u32) -> Result<Self, StorageError> {
+        let options = PgConnectOptions::from_str(database_url)
+            .map_err(|error| StorageError::unsupported_url(database_url, error.to_string()))?
+            .application_name("hearth")
+            .options([("statement_timeout", STATEMENT_TIMEOUT)]);
+        let pool = PgPoolOptions::new()
+            .max_connections(max_connections.max(2))
+            .acquire_timeout(Duration::from_secs(30))
+            .connect_with(options)
+            .await
+            .map_err(|error| connect_error(database_url, error))?;
+        Ok(PostgresStore { pool })
+    }
+
+    /// Connect to read only (every transaction read-only, so a write through a port is
+    /// refused by PostgreSQL), refusing a schema that is not this binary's.
+    pub async fn connect_read_only(database_url: &str) -> Result<Self, StorageError> {
+        let options = PgConnectOptions::from_str(database_url)
+            .map_err(|error| StorageError::unsupported_url(database_url, error.to_string()))?
+            .application_name("hearth (read-only)")
+            .options([
+                ("statement_timeout", STATEMENT_TIMEOUT),
+                ("default_transaction_read_only", "on"),
+            ]);
+        // One try first: a server that is not there is said at once, where the pool
+        // would keep trying until its timeout (which suits `hearth run` waiting for its
+        // database to start, not a command someone waits on).
+        let probe = sqlx::ConnectOptions::connect(&options)
+            .await
+            .map_err(|error| connect_error(database_url, error))?;
+        let _ = sqlx::Connection::close(probe).await;
+        let pool = PgPoolOptions::new()
+            .max_connections(2)
+            .acquire_timeout(Duration::from_secs(10))
+            .connect_with(options)
+            .await
+            .map_err(|error| connect_error(database_url, error))?;
+        Self::checked(pool, database_url).await
+    }
+
+    /// Connect beside running workers, to write rows no worker caches (`WebAccess`):
+    /// nothing migrated, a schema that is not this binary's refused.
+    pub async fn connect_beside_running(
+        database_url: &str,
+        max_connections: u32,
+    ) -> Result<Self, StorageError> {
+        let store = Self::connect(database_url, max_connections).await?;
+        Self::checked(store.pool, database_url).await
+    }
+
+    async fn checked(pool: PgPool, database_url: &str) -> Result<Self, StorageError> {
+        let recorded: Result<Vec<(i64, bool)>, sqlx::Error> =
+            sqlx::query_as("SELECT version, success FROM _sqlx_migrations ORDER BY version")
+                .fetch_all(&pool)
+                .await;
+        let recorded = match recorded {
+            Ok(recorded) => recorded,
+            // undefined_table: nothing was ever applied.
+            Err(sqlx::Error::Database(error)) if error.code().as_deref() == Some("42P01") => {
+                Vec::new()
+            }
+            Err(error) => {
+                pool.close().await;
+                return Err(database_error(error));
+            }
+        };
+        let database = crate::redaction::redact_url_password(database_url);
+        if let Err(error) = super::schema::check_recorded(&recorded, &MIGRATOR, &database) {
+            pool.close().await;
+            return Err(error);
+        }
+        Ok(PostgresStore { pool })
+    }
+
+    /// Apply the migrations this hearth knows and the database lacks.
+    pub async fn migrate(&self) -> Result<(), StorageError> {
+        MIGRATOR
+            .run(&self.pool)
+            .await
+            .map_err(|error| StorageError::Migration(error.to_string()))
+    }
+
+    /// The pool, for `hearth copy-store` to fill every table in one transaction.
+    pub(crate) fn pool_for_copy(&self) -> &PgPool {
+        &self.pool
+    }
+
+    pub async fn close(&self) {
+        self.pool.close().await;
+    }
+}
+
+/// A failed connection, said with the url's password left out.
+fn connect_error(database_url: &str, error: sqlx::Error) -> StorageError {
+    StorageError::Database(format!(
+        "cannot connect to {}: {error}",
+        crate::redaction::redact_url_password(database_url)
+    ))
+}
+
+pub(crate) fn database_error(error: sqlx::Error) -> StorageError {
+    StorageError::Database(error.to_string())
+}

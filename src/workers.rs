@@ -1,0 +1,245 @@
+//! This process as one worker of its database (`ports::Coordination`): it beats every
+//! `HEARTBEAT_EVERY`, which lists it and keeps its leases for `LEASE_TIME`, tells
+//! `/readyz` which workers are alive and what each holds, and hands every lease back when
+//! it stops. A worker killed outright loses its leases when `LEASE_TIME` runs out.
+//!
+//! Until the queue shares conversations between workers, one worker runs on a database:
+//! it holds the `database` lease (`Worker::hold_database`). On SQLite the instance lock
+//! already keeps a second process away, and this lease, in memory, is always free.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use crate::clock::now_ms;
+use crate::ports::{Coordination, LiveWorker, StorageError, WorkerPresence};
+use crate::readiness::Readiness;
+
+/// How long a lease lasts without a heartbeat: a dead worker's leases move on after it.
+pub const LEASE_TIME: Duration = Duration::from_secs(10);
+/// How often a worker beats: several beats fit in one lease time, so a slow database
+/// answer or two never lose a living worker its leases.
+pub const HEARTBEAT_EVERY: Duration = Duration::from_secs(2);
+
+/// The lease of the one worker running on a database.
+pub const DATABASE_LEASE: &str = "database";
+
+fn lease_ms() -> i64 {
+    i64::try_from(LEASE_TIME.as_millis()).unwrap_or(i64::MAX)
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum WorkerError {
+    #[error(transparent)]
+    Storage(#[from] StorageError),
+    #[error(
+        "the database is in use by another hearth ({holder}): stop that process first; \
+         several hearth workers on one database are not supported yet"
+    )]
+    DatabaseInUse { holder: String },
+}
+
+/// This process's place among the workers; leaves (hands its leases back) on `leave`,
+/// and stops beating when dropped.
+pub struct Worker {
+    presence: Arc<Mutex<WorkerPresence>>,
+    coordination: Arc<dyn Coordination>,
+    beating: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for Worker {
+    fn drop(&mut self) {
+        self.beating.abort();
+    }
+}
+
+impl Worker {
+    /// Join the workers of the database: listed at once, then beating every
+    /// `HEARTBEAT_EVERY`; `/readyz` shows the workers under `workers`.
+    pub async fn join(
+        coordination: Arc<dyn Coordination>,
+        readiness: Arc<Readiness>,
+    ) -> Result<Worker, StorageError> {
+        let host = tokio::fs::read_to_string("/proc/sys/kernel/hostname")
+            .await
+            .map(|name| name.trim().to_string())
+            .unwrap_or_else(|_| "unknown".into());
+        let presence = WorkerPresence {
+            worker_id: uuid::Uuid::now_v7().to_string(),
+            pid: std::process::id(),
+            host,
+            http_address: None,
+            started_at_ms: now_ms(),
+        };
+        coordination
+            .heartbeat(&presence, now_ms(), lease_ms())
+            .await?;
+        tracing::info!(worker_id = %presence.worker_id, "joined the database's workers");
+        let presence = Arc::new(Mutex::new(presence));
+        let beating = tokio::spawn(beat(presence.clone(), coordination.clone(), readiness));
+        Ok(Worker {
+            presence,
+            coordination,
+            beating,
+        })
+    }
+
+    pub fn worker_id(&self) -> String {
+        self.presence().worker_id
+    }
+
+    fn presence(&self) -> WorkerPresence {
+        self.presence
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .clone()
+    }
+
+    /// Where this worker's HTTP API listens: said at once with a beat of its own, so
+    /// the commands beside it (`hearth web-link`) find it from the start.
+    pub fn record_http_address(&self, address: std::net::SocketAddr) {
+        let presence = {
+            let mut presence = self
+                .presence
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner());
+            presence.http_address = Some(address.to_string());
+            presence.clone()
+        };
+        let coordination = self.coordination.clone();
+        tokio::spawn(async move {
+            if let Err(error) = coordination
+                .heartbeat(&presence, now_ms(), lease_ms())
+                .await
+            {
+                tracing::warn!(%error, "heartbeat failed");
+            }
+        });
+    }
+
+    /// Take the lease `name` (or extend it); whether this worker holds it.
+    pub async fn take(&self, name: &str) -> Result<bool, StorageError> {
+        self.coordination
+            .take_lease(name, &self.worker_id(), now_ms(), lease_ms())
+            .await
+    }
+
+    /// Become the one worker on the database. A holder whose heartbeat moves on within
+    /// two beats is alive and named; one whose heartbeat stands still (killed) is waited
+    /// for until its lease runs out.
+    pub async fn hold_database(&self) -> Result<(), WorkerError> {
+        let give_up_at = now_ms().saturating_add(lease_ms() * 2);
+        let mut first_seen: Option<(String, i64)> = None;
+        loop {
+            if self.take(DATABASE_LEASE).await? {
+                return Ok(());
+            }
+            let now = now_ms();
+            let live = self.coordination.live_workers(now).await?;
+            let holder = live
+                .iter()
+                .find(|worker| worker.leases.iter().any(|lease| lease == DATABASE_LEASE));
+            let beat_since = match (holder, &first_seen) {
+                (Some(worker), Some((id, seen))) => {
+                    *id == worker.presence.worker_id && worker.seen_at_ms > *seen
+                }
+                _ => false,
+            };
+            if beat_since || now >= give_up_at {
+                return Err(WorkerError::DatabaseInUse {
+                    holder: holder
+                        .map(describe)
+                        .unwrap_or_else(|| "a worker that stopped beating".into()),
+                });
+            }
+            if first_seen.is_none()
+                && let Some(worker) = holder
+            {
+                first_seen = Some((worker.presence.worker_id.clone(), worker.seen_at_ms));
+                tracing::info!(
+                    holder = %describe(worker),
+                    "the database is held; waiting to see whether its holder still beats"
+                );
+            }
+            tokio::time::sleep(HEARTBEAT_EVERY + HEARTBEAT_EVERY / 2).await;
+        }
+    }
+
+    /// A graceful stop: no more beats, every lease handed back, unlisted.
+    pub async fn leave(&self) {
+        self.beating.abort();
+        let worker_id = self.worker_id();
+        match self.coordination.leave(&worker_id).await {
+            Ok(()) => tracing::info!(%worker_id, "left the database's workers"),
+            Err(error) => {
+                tracing::warn!(%worker_id, %error, "leases not handed back; they run out")
+            }
+        }
+    }
+}
+
+/// One worker in words: id, process, address, leases.
+pub fn describe(worker: &LiveWorker) -> String {
+    let presence = &worker.presence;
+    let mut text = format!(
+        "worker {} (pid {} on {}",
+        presence.worker_id, presence.pid, presence.host
+    );
+    if let Some(address) = &presence.http_address {
+        text.push_str(&format!(", http api at {address}"));
+    }
+    text.push(')');
+    let conversations = worker
+        .leases
+        .iter()
+        .filter(|lease| lease.starts_with("conversation:"))
+        .count();
+    let mut holds: Vec<String> = worker
+        .leases
+        .iter()
+        .filter(|lease| !lease.starts_with("conversation:"))
+        .cloned()
+        .collect();
+    if conversations > 0 {
+        holds.push(format!("{conversations} conversations"));
+    }
+    if !holds.is_empty() {
+        text.push_str(&format!(" holds {}", holds.join(", ")));
+    }
+    text
+}
+
+async fn beat(
+    presence: Arc<Mutex<WorkerPresence>>,
+    coordination: Arc<dyn Coordination>,
+    readiness: Arc<Readiness>,
+) {
+    let mut ticks = tokio::time::interval(HEARTBEAT_EVERY);
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        ticks.tick().await;
+        let current = presence
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .clone();
+        let now = now_ms();
+        let beaten = coordination.heartbeat(&current, now, lease_ms()).await;
+        let listed = match beaten {
+            Ok(()) => coordination.live_workers(now).await,
+            Err(error) => Err(error),
+        };
+        match listed {
+            Ok(live) => {
+                let words: Vec<String> = live.iter().map(describe).collect();
+                readiness.set("workers", true, &words.join("; "));
+            }
+            Err(error) => {
+                tracing::warn!(%error, "heartbeat failed");
+                readiness.set(
+                    "workers",
+                    false,
+                    &format!("heartbeat failed; leases run out unless it recovers: {error}"),
+                );
+            }
+        }
+    }
+}

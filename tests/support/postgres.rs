@@ -1,0 +1,208 @@
+//! A real PostgreSQL on 127.0.0.1 for the storage suite and the several-workers tests: one
+//! scratch cluster per test process, started on first use, and a fresh database per test.
+//!
+//! `scripts/install-test-postgres.sh` installs Debian's `postgresql`; its server binaries
+//! are found under `/usr/lib/postgresql/<version>/bin`. The cluster lives in a temporary
+//! folder with trust authentication on loopback only. PostgreSQL refuses to run as root,
+//! so as root the cluster belongs to the `postgres` user (`runuser`). A small shell watch
+//! stops the server and removes its folder when the test process is gone, however it ends.
+//! With `HEARTH_REQUIRE_REAL_SERVERS=1` a missing install fails the test, otherwise the test
+//! skips.
+
+// Not every includer uses the whole API.
+#![allow(dead_code)]
+
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, Instant};
+
+use sqlx::Connection;
+
+use super::real_llm::require_real_servers;
+
+/// The role every test connects as (the cluster's superuser, trusted on loopback).
+const ROLE: &str = "hearth";
+
+/// Stops the server and removes its folder once the test process (`$1`) is gone.
+const WATCH: &str = r#"
+"$2/postgres" -D "$3/data" -k "$3" -h 127.0.0.1 -p "$4" \
+    -c fsync=off -c synchronous_commit=off -c full_page_writes=off \
+    -c max_connections=400 -c shared_buffers=64MB >"$3/server.log" 2>&1 &
+server=$!
+while [ -d "/proc/$1" ] && kill -0 "$server" 2>/dev/null; do sleep 1; done
+kill -INT "$server" 2>/dev/null
+wait "$server"
+rm -rf "$3"
+"#;
+
+pub struct PostgresServer {
+    port: u16,
+    folder: PathBuf,
+}
+
+static SERVER: OnceLock<Option<PostgresServer>> = OnceLock::new();
+static DATABASES: AtomicU32 = AtomicU32::new(0);
+
+fn server_binaries() -> Option<PathBuf> {
+    let mut folders: Vec<PathBuf> = std::fs::read_dir("/usr/lib/postgresql")
+        .ok()?
+        .filter_map(|entry| entry.ok().map(|entry| entry.path().join("bin")))
+        .filter(|folder| folder.join("initdb").exists() && folder.join("postgres").exists())
+        .collect();
+    folders.sort();
+    folders.pop()
+}
+
+fn running_as_root() -> bool {
+    Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|output| String::from_utf8_lossy(&output.stdout).trim() == "0")
+}
+
+/// `program` with `args`, as the `postgres` user when the tests run as root.
+fn as_cluster_owner(program: &Path, args: &[&str]) -> Command {
+    if running_as_root() {
+        let mut command = Command::new("runuser");
+        command
+            .args(["-u", "postgres", "--"])
+            .arg(program)
+            .args(args);
+        command
+    } else {
+        let mut command = Command::new(program);
+        command.args(args);
+        command
+    }
+}
+
+impl PostgresServer {
+    /// The process's cluster, started on first use; `None` (the test skips) when
+    /// PostgreSQL is not installed and real servers are not required.
+    pub fn shared() -> Option<&'static PostgresServer> {
+        SERVER.get_or_init(PostgresServer::start).as_ref()
+    }
+
+    fn start() -> Option<PostgresServer> {
+        let Some(binaries) = server_binaries() else {
+            assert!(
+                !require_real_servers(),
+                "PostgreSQL is not installed: run scripts/install-test-postgres.sh"
+            );
+            eprintln!("skipped: PostgreSQL is not installed (scripts/install-test-postgres.sh)");
+            return None;
+        };
+        // Not a TempDir: the watch removes it after the server stops, which outlives us.
+        let folder = tempfile::Builder::new()
+            .prefix("hearth-postgres-")
+            .tempdir()
+            .unwrap()
+            .keep();
+        if running_as_root() {
+            let status = Command::new("chown")
+                .arg("postgres")
+                .arg(&folder)
+                .status()
+                .unwrap();
+            assert!(status.success(), "chown postgres {}", folder.display());
+        }
+        let data = folder.join("data");
+        let output = as_cluster_owner(
+            &binaries.join("initdb"),
+            &[
+                "-D",
+                data.to_str().unwrap(),
+                "-U",
+                ROLE,
+                "--auth=trust",
+                "--encoding=UTF8",
+                "--locale=C",
+            ],
+        )
+        .output()
+        .expect("initdb runs");
+        assert!(
+            output.status.success(),
+            "initdb failed: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        let port = TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let test_process = std::process::id().to_string();
+        // Never waited for: the watch outlives the test process, to stop the server after it.
+        #[allow(clippy::zombie_processes)]
+        as_cluster_owner(
+            Path::new("/bin/sh"),
+            &[
+                "-c",
+                WATCH,
+                "postgres-watch",
+                &test_process,
+                binaries.to_str().unwrap(),
+                folder.to_str().unwrap(),
+                &port.to_string(),
+            ],
+        )
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("postgres starts");
+        let server = PostgresServer { port, folder };
+        server.wait_listening();
+        Some(server)
+    }
+
+    fn wait_listening(&self) {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while TcpStream::connect(("127.0.0.1", self.port)).is_err() {
+            assert!(
+                Instant::now() < deadline,
+                "postgres never listened: {}",
+                self.log()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.folder.join("server.log")).unwrap_or_default()
+    }
+
+    pub fn url(&self, database: &str) -> String {
+        format!("postgres://{ROLE}@127.0.0.1:{}/{database}", self.port)
+    }
+
+    /// A new, empty database of its own; its URL.
+    pub async fn fresh_database(&self) -> String {
+        let name = format!(
+            "hearth_test_{}_{}",
+            std::process::id(),
+            DATABASES.fetch_add(1, Ordering::Relaxed)
+        );
+        // The server may still be finishing its start-up when it first listens.
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let mut admin = loop {
+            match sqlx::PgConnection::connect(&self.url("postgres")).await {
+                Ok(connection) => break connection,
+                Err(error) if Instant::now() < deadline => {
+                    let _ = error;
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+                Err(error) => panic!("postgres refuses connections: {error}\n{}", self.log()),
+            }
+        };
+        sqlx::raw_sql(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}")))
+            .execute(&mut admin)
+            .await
+            .unwrap();
+        admin.close().await.unwrap();
+        self.url(&name)
+    }
+}
