@@ -6,6 +6,7 @@
 //! `GenerateChat` (`generate.rs`).
 
 pub mod anthropic;
+mod anthropic_stream;
 mod generate;
 pub mod openai;
 pub mod scripted;
@@ -339,7 +340,7 @@ pub(crate) async fn post_json<T: serde::de::DeserializeOwned>(
     let bytes = response
         .bytes()
         .await
-        .map_err(|err| transport_error(&err, timeout))?;
+        .map_err(|err| body_error(&err, timeout))?;
     serde_json::from_slice(&bytes).map_err(|err| {
         let text = String::from_utf8_lossy(&bytes);
         LlmError::Decode(format!(
@@ -388,6 +389,15 @@ fn transport_error(err: &reqwest::Error, timeout: Duration) -> LlmError {
     } else {
         // Connect failures and connections dropped mid-answer alike: both are worth a retry.
         LlmError::Connect(message)
+    }
+}
+
+/// A failure while reading an answer's body. reqwest calls a body cut short a decode
+/// error, but it is a connection dropped mid-answer: worth a retry, unlike an unreadable one.
+fn body_error(err: &reqwest::Error, timeout: Duration) -> LlmError {
+    match transport_error(err, timeout) {
+        LlmError::Decode(message) => LlmError::Connect(message),
+        other => other,
     }
 }
 

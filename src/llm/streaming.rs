@@ -175,7 +175,7 @@ pub(crate) async fn post_stream(
     while let Some(chunk) = response
         .chunk()
         .await
-        .map_err(|err| super::transport_error(&err, timeout))?
+        .map_err(|err| super::body_error(&err, timeout))?
     {
         for event in reader.push(&chunk)? {
             on_event(event)?;

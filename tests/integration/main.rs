@@ -36,6 +36,7 @@ mod intents_telegram;
 mod invites_matrix;
 mod invites_telegram;
 mod llm_providers;
+mod llm_streaming;
 mod local_model;
 mod matrix_channel;
 mod matrix_media;
