@@ -73,4 +73,5 @@ mod web_page;
 mod web_page_calendar;
 mod web_pages;
 mod web_pages_forms;
+mod web_questions;
 mod web_sign_in;
