@@ -68,6 +68,7 @@ mod telegram_fake_server;
 mod tools_stack;
 mod vision;
 mod web_calendar;
+mod web_chat_stream;
 mod web_join;
 mod web_page;
 mod web_page_calendar;

@@ -178,12 +178,16 @@ pub fn respond(mut events: Vec<String>, pause: Duration, broken: bool) -> HttpRe
                     Ok::<_, actix_web::Error>(Bytes::from(event)),
                     (events, broken),
                 )),
-                None if broken => Some((
-                    Err(actix_web::error::ErrorInternalServerError(
-                        "the scripted stream breaks here",
-                    )),
-                    (events, false),
-                )),
+                None if broken => Some({
+                    // What was sent reaches the client before the cut, as over a real network.
+                    actix_web::rt::time::sleep(Duration::from_millis(50)).await;
+                    (
+                        Err(actix_web::error::ErrorInternalServerError(
+                            "the scripted stream breaks here",
+                        )),
+                        (events, false),
+                    )
+                }),
                 None => None,
             }
         },
