@@ -79,8 +79,8 @@ fn decisions(stages: &[StageEvent]) -> Vec<Decision> {
             "intent_classified" => {
                 decision.intent = text(&payload["intent_id"]);
                 decision.confidence = payload["confidence"].as_f64();
-                if let Some(error) = text(&payload["error"]) {
-                    decision.outcome = Some(format!("not classified ({error})"));
+                if text(&payload["error"]).is_some() {
+                    decision.outcome = Some("not classified".to_string());
                 }
             }
             "plan_type" if !skipped => {
@@ -96,9 +96,10 @@ fn decisions(stages: &[StageEvent]) -> Vec<Decision> {
             }
             "tool_execute" => {
                 let tool = text(&payload["tool_name"]).unwrap_or_default();
-                decision.outcome = Some(match (&payload["success"], text(&payload["error"])) {
-                    (Value::Bool(true), _) => format!("{tool}: done"),
-                    (_, Some(error)) => format!("{tool}: {error}"),
+                // A tool's error can quote what the member asked for (an order number):
+                // only whether it worked is shown.
+                decision.outcome = Some(match &payload["success"] {
+                    Value::Bool(true) => format!("{tool}: done"),
                     _ => format!("{tool}: failed"),
                 });
             }
