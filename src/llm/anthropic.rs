@@ -1,6 +1,7 @@
 //! The Anthropic Messages API wire format: turning a `ChatRequest` into `POST {base_url}/v1/messages`
 //! (top-level system prompt, strictly alternating roles, `tool_use`/`tool_result` blocks) and the
-//! answer back into a `ChatResponse`. Nothing outside this file knows these JSON shapes.
+//! answer back into a `ChatResponse`, whole or streamed (the streamed events are put back
+//! together in `anthropic_stream.rs`). Nothing outside these two files knows these JSON shapes.
 
 use std::borrow::Cow;
 
@@ -8,9 +9,11 @@ use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::anthropic_stream::AnthropicEvents;
+use super::streaming::post_stream;
 use super::{
     ChatRequest, ChatResponse, LlmError, LlmProvider, ProviderSettings, ResponseFormat, Role,
-    ToolCall, Usage, join_url, post_json,
+    TextListener, ToolCall, Usage, join_url, post_json,
 };
 
 /// The API version this file's JSON shapes follow.
@@ -77,6 +80,18 @@ impl AnthropicProvider {
             tools,
             tool_choice,
             temperature: request.temperature,
+            stream: false,
+        }
+    }
+
+    fn http(&self) -> reqwest::RequestBuilder {
+        let http = self
+            .client
+            .post(&self.url)
+            .header("anthropic-version", ANTHROPIC_VERSION);
+        match &self.settings.api_key {
+            Some(key) => http.header("x-api-key", key),
+            None => http,
         }
     }
 }
@@ -88,16 +103,25 @@ impl LlmProvider for AnthropicProvider {
     }
 
     async fn chat(&self, request: &ChatRequest) -> Result<ChatResponse, LlmError> {
-        let mut http = self
-            .client
-            .post(&self.url)
-            .header("anthropic-version", ANTHROPIC_VERSION);
-        if let Some(key) = &self.settings.api_key {
-            http = http.header("x-api-key", key);
-        }
         let answer: WireResponse =
-            post_json(http, &self.body(request), self.settings.timeout).await?;
+            post_json(self.http(), &self.body(request), self.settings.timeout).await?;
         Ok(answer.into_response(&self.settings.model, request.response_format.as_ref()))
+    }
+
+    async fn chat_streaming(
+        &self,
+        request: &ChatRequest,
+        listener: &TextListener,
+    ) -> Result<ChatResponse, LlmError> {
+        let mut body = self.body(request);
+        body.stream = true;
+        let mut events = AnthropicEvents::default();
+        post_stream(self.http(), &body, self.settings.timeout, |event| {
+            listener.text(&events.push(&event.data)?);
+            Ok(())
+        })
+        .await?;
+        events.finish(&self.settings.model, request.response_format.as_ref())
     }
 }
 
@@ -187,6 +211,8 @@ struct WireRequest<'a> {
     tool_choice: Option<WireToolChoice<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     temperature: Option<f32>,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    stream: bool,
 }
 
 #[derive(Serialize)]
@@ -238,18 +264,18 @@ struct WireToolChoice<'a> {
 }
 
 #[derive(Deserialize)]
-struct WireResponse {
+pub(super) struct WireResponse {
     #[serde(default)]
-    model: Option<String>,
+    pub(super) model: Option<String>,
     #[serde(default)]
-    content: Vec<WireBlockIn>,
+    pub(super) content: Vec<WireBlockIn>,
     #[serde(default)]
-    usage: Option<WireUsage>,
+    pub(super) usage: Option<WireUsage>,
 }
 
 #[derive(Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
-enum WireBlockIn {
+pub(super) enum WireBlockIn {
     Text {
         text: String,
     },
@@ -265,15 +291,19 @@ enum WireBlockIn {
 }
 
 #[derive(Deserialize)]
-struct WireUsage {
+pub(super) struct WireUsage {
     #[serde(default)]
-    input_tokens: u64,
+    pub(super) input_tokens: u64,
     #[serde(default)]
-    output_tokens: u64,
+    pub(super) output_tokens: u64,
 }
 
 impl WireResponse {
-    fn into_response(self, asked_model: &str, format: Option<&ResponseFormat>) -> ChatResponse {
+    pub(super) fn into_response(
+        self,
+        asked_model: &str,
+        format: Option<&ResponseFormat>,
+    ) -> ChatResponse {
         let mut texts = Vec::new();
         let mut tool_calls = Vec::new();
         let mut formatted = None;

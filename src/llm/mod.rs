@@ -6,6 +6,7 @@
 //! `GenerateChat` (`generate.rs`).
 
 pub mod anthropic;
+mod anthropic_stream;
 mod generate;
 pub mod openai;
 pub mod scripted;
@@ -333,24 +334,13 @@ pub(crate) async fn post_json<T: serde::de::DeserializeOwned>(
         .send()
         .await
         .map_err(|err| transport_error(&err, timeout))?;
-    let status = response.status();
-    let retry_after = parse_retry_after(
-        response
-            .headers()
-            .get(reqwest::header::RETRY_AFTER)
-            .and_then(|value| value.to_str().ok()),
-    );
+    if !response.status().is_success() {
+        return Err(refused(response, timeout).await);
+    }
     let bytes = response
         .bytes()
         .await
-        .map_err(|err| transport_error(&err, timeout))?;
-    if !status.is_success() {
-        return Err(LlmError::Status {
-            status: status.as_u16(),
-            retry_after,
-            body: truncate_chars(&String::from_utf8_lossy(&bytes), ERROR_BODY_LIMIT),
-        });
-    }
+        .map_err(|err| body_error(&err, timeout))?;
     serde_json::from_slice(&bytes).map_err(|err| {
         let text = String::from_utf8_lossy(&bytes);
         LlmError::Decode(format!(
@@ -358,6 +348,27 @@ pub(crate) async fn post_json<T: serde::de::DeserializeOwned>(
             truncate_chars(&text, ERROR_BODY_LIMIT)
         ))
     })
+}
+
+/// A non-2xx answer as `LlmError::Status`, with its `Retry-After` and the start of its
+/// body; a body that cannot be read is a transport failure. Shared by whole and streamed
+/// answers, so the broker's retry policy sees both alike.
+pub(crate) async fn refused(response: reqwest::Response, timeout: Duration) -> LlmError {
+    let status = response.status();
+    let retry_after = parse_retry_after(
+        response
+            .headers()
+            .get(reqwest::header::RETRY_AFTER)
+            .and_then(|value| value.to_str().ok()),
+    );
+    match response.bytes().await {
+        Ok(bytes) => LlmError::Status {
+            status: status.as_u16(),
+            retry_after,
+            body: truncate_chars(&String::from_utf8_lossy(&bytes), ERROR_BODY_LIMIT),
+        },
+        Err(err) => transport_error(&err, timeout),
+    }
 }
 
 /// Classify a reqwest failure; the source chain is kept because reqwest's own message
@@ -378,6 +389,15 @@ fn transport_error(err: &reqwest::Error, timeout: Duration) -> LlmError {
     } else {
         // Connect failures and connections dropped mid-answer alike: both are worth a retry.
         LlmError::Connect(message)
+    }
+}
+
+/// A failure while reading an answer's body. reqwest calls a body cut short a decode
+/// error, but it is a connection dropped mid-answer: worth a retry, unlike an unreadable one.
+fn body_error(err: &reqwest::Error, timeout: Duration) -> LlmError {
+    match transport_error(err, timeout) {
+        LlmError::Decode(message) => LlmError::Connect(message),
+        other => other,
     }
 }
 

@@ -168,29 +168,14 @@ pub(crate) async fn post_stream(
         .send()
         .await
         .map_err(|err| super::transport_error(&err, timeout))?;
-    let status = response.status();
-    if !status.is_success() {
-        let retry_after = super::parse_retry_after(
-            response
-                .headers()
-                .get(reqwest::header::RETRY_AFTER)
-                .and_then(|value| value.to_str().ok()),
-        );
-        let bytes = response
-            .bytes()
-            .await
-            .map_err(|err| super::transport_error(&err, timeout))?;
-        return Err(LlmError::Status {
-            status: status.as_u16(),
-            retry_after,
-            body: truncate_chars(&String::from_utf8_lossy(&bytes), ERROR_BODY_LIMIT),
-        });
+    if !response.status().is_success() {
+        return Err(super::refused(response, timeout).await);
     }
     let mut reader = SseReader::default();
     while let Some(chunk) = response
         .chunk()
         .await
-        .map_err(|err| super::transport_error(&err, timeout))?
+        .map_err(|err| super::body_error(&err, timeout))?
     {
         for event in reader.push(&chunk)? {
             on_event(event)?;

@@ -44,15 +44,15 @@ fn anthropic_at(base_url: String, api_key: Option<&str>, timeout: Duration) -> A
     )
 }
 
-fn openai(server: &ScriptedLlmServer) -> OpenAiProvider {
+pub(crate) fn openai(server: &ScriptedLlmServer) -> OpenAiProvider {
     openai_at(server.base_url(), Some("sk-test"), TIMEOUT)
 }
 
-fn anthropic(server: &ScriptedLlmServer) -> AnthropicProvider {
+pub(crate) fn anthropic(server: &ScriptedLlmServer) -> AnthropicProvider {
     anthropic_at(server.anthropic_base_url(), Some("ak-test"), TIMEOUT)
 }
 
-fn ask(text: &str) -> ChatRequest {
+pub(crate) fn ask(text: &str) -> ChatRequest {
     ChatRequest {
         messages: vec![ChatMessage::system("be kind"), ChatMessage::user(text)],
         ..Default::default()
@@ -571,73 +571,4 @@ async fn fake_default_error_and_hang_until_dropped() {
         .unwrap();
     assert!(outcome.is_err(), "{outcome:?}");
     assert!(started.elapsed() < Duration::from_secs(3));
-}
-
-#[actix::test]
-async fn openai_streams_text_and_tool_calls_into_the_same_answer_as_a_whole_one() {
-    use hearth::llm::{StreamEvent, TextListener};
-    let server = ScriptedLlmServer::start();
-    server.set_stream_pause(Duration::from_millis(20));
-    let provider = openai(&server);
-    let calls = vec![
-        (
-            "add_note".to_string(),
-            json!({"title": "milk", "body": "two litres"}),
-        ),
-        ("list_notes".to_string(), json!({})),
-    ];
-    // The same steps answered whole and streamed give the same answer.
-    server.push_many([
-        Step::Reply("Hello there, dear family".into()),
-        Step::Reply("Hello there, dear family".into()),
-        Step::ToolCalls(calls.clone()),
-        Step::ToolCalls(calls),
-    ]);
-    let whole = provider.chat(&ask("hi")).await.unwrap();
-    let (listener, mut heard) = TextListener::channel(64);
-    let streamed = provider
-        .chat_streaming(&ask("hi"), &listener)
-        .await
-        .unwrap();
-    assert_eq!(streamed.content, whole.content);
-    assert_eq!(streamed.usage, whole.usage);
-    assert!(streamed.usage.output_tokens > 0);
-    let mut pieces = Vec::new();
-    while let Ok(StreamEvent::Text(piece)) = heard.try_recv() {
-        pieces.push(piece);
-    }
-    assert!(pieces.len() >= 4, "heard in pieces: {pieces:?}");
-    assert_eq!(pieces.concat(), "Hello there, dear family");
-
-    let whole = provider.chat(&ask("note it")).await.unwrap();
-    let streamed = provider
-        .chat_streaming(&ask("note it"), &listener)
-        .await
-        .unwrap();
-    assert_eq!(streamed.tool_calls.len(), 2);
-    assert_eq!(
-        streamed.tool_calls[0].arguments,
-        whole.tool_calls[0].arguments
-    );
-    assert_eq!(streamed.tool_calls[1].name, "list_notes");
-    assert!(heard.try_recv().is_err(), "tool calls say no text");
-
-    let requests = server.requests();
-    assert_eq!(requests[0].body.get("stream"), None);
-    assert_eq!(requests[1].body["stream"], true);
-    assert_eq!(requests[1].body["stream_options"]["include_usage"], true);
-    assert_eq!(requests[1].header("accept"), Some("text/event-stream"));
-
-    // An error before the stream starts is the same error as without streaming.
-    server.push(Step::Error {
-        status: 429,
-        retry_after: Some(3),
-        body: "slow down".into(),
-    });
-    let error = provider
-        .chat_streaming(&ask("again"), &listener)
-        .await
-        .unwrap_err();
-    assert!(error.is_transient(), "{error}");
-    assert_eq!(error.retry_after(), Some(Duration::from_secs(3)));
 }

@@ -69,7 +69,7 @@ mcp_servers:
 }
 
 /// hearth with the `/tools` profile on server-everything, or `None` (skipped) without npm.
-async fn app_with_everything(test: &str, llm: &ScriptedLlmServer) -> Option<TestApp> {
+pub(crate) async fn app_with_everything(test: &str, llm: &ScriptedLlmServer) -> Option<TestApp> {
     app_with_everything_and(test, llm, &[]).await
 }
 

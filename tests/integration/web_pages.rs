@@ -155,6 +155,41 @@ impl Member {
         self.post_without_token(path, &form).await
     }
 
+    /// Post `form` (with the CSRF token) asking for the streamed answer, as the page's
+    /// script does; every server-sent event until the stream ends, as (name, data).
+    pub(crate) async fn post_for_events(
+        &self,
+        path: &str,
+        form: &[(&str, &str)],
+    ) -> Vec<(String, serde_json::Value)> {
+        let mut form = form.to_vec();
+        form.push(("csrf", &self.csrf));
+        let response = self
+            .client
+            .post(format!("{}{path}", self.base))
+            .header(reqwest::header::ACCEPT, "text/event-stream")
+            .form(&form)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status().as_u16(), 200, "{path}");
+        let text = response.text().await.unwrap();
+        text.split("\n\n")
+            .filter(|event| !event.trim().is_empty())
+            .map(|event| {
+                let line = |name: &str| {
+                    event
+                        .lines()
+                        .find_map(|line| line.strip_prefix(name))
+                        .unwrap_or_else(|| panic!("no {name} in {event:?}"))
+                        .to_string()
+                };
+                let data = serde_json::from_str(&line("data: ")).unwrap();
+                (line("event: "), data)
+            })
+            .collect()
+    }
+
     pub(crate) async fn post_without_token(&self, path: &str, form: &[(&str, &str)]) -> Answer {
         answer(
             self.client

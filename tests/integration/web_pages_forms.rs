@@ -329,6 +329,17 @@ async fn parents_see_intent_decisions_and_script_runs_and_a_child_sees_nothing()
         activity.contains("<option value=\"http:alice\""),
         "{activity}"
     );
+    // A member's own conversation is named by whose it is and where, its key kept aside.
+    let bobs_option = activity
+        .split("<option value=\"http:bob\"")
+        .nth(1)
+        .and_then(|rest| rest.split("</option>").next())
+        .unwrap();
+    assert!(
+        bobs_option.contains(">Bob (web page or API), last "),
+        "{bobs_option}"
+    );
+    assert!(bobs_option.ends_with(" · http:bob"), "{bobs_option}");
     assert!(activity.contains("backup_photos"), "{activity}");
     assert!(
         activity.contains("album: https://me:***@photos.example/summer"),
@@ -345,6 +356,12 @@ async fn parents_see_intent_decisions_and_script_runs_and_a_child_sees_nothing()
     let alices = alice
         .page("/family/activity?conversation=http%3Aalice")
         .await;
+    assert!(
+        alices.contains(
+            "decided in Alice (web page or API), newest first <small class=\"key\">http:alice</small>"
+        ),
+        "{alices}"
+    );
     assert!(alices.contains("<td>order_status</td>"), "{alices}");
     assert!(alices.contains("<td>0.87</td>"), "{alices}");
     assert!(alices.contains("<td>orders</td>"), "{alices}");

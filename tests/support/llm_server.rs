@@ -49,6 +49,9 @@ pub enum Step {
     Gated(Gate, Box<Step>),
     /// Answer `"echo: <text of the last user message>"` (the default when nothing is scripted).
     Echo,
+    /// Streamed: send the first half of this text's answer, then cut the connection.
+    /// Asked for a whole answer: fail with HTTP 502, as a proxy losing its upstream would.
+    BrokenStream(String),
 }
 
 /// Holds the requests of `Step::Gated` until the test opens it.
@@ -456,8 +459,8 @@ async fn serve(wire: Wire, request: &HttpRequest, body: &[u8], shared: &Shared) 
     let _in_flight = InFlight::enter(shared);
     let body: Value = serde_json::from_slice(body).unwrap_or(Value::Null);
     let asked = Asked::of(&body);
-    let streamed = (wire == Wire::OpenAi && body["stream"] == true)
-        .then(|| body["stream_options"]["include_usage"] == true);
+    let streamed =
+        (body["stream"] == true).then(|| body["stream_options"]["include_usage"] == true);
     if shared.recording.load(Ordering::Relaxed) {
         let headers = request
             .headers()
@@ -492,7 +495,7 @@ async fn serve(wire: Wire, request: &HttpRequest, body: &[u8], shared: &Shared) 
             Step::Echo => Step::Reply(format!("echo: {}", asked.last_user)),
             other => {
                 break match streamed {
-                    Some(usage) => stream(other, &asked, usage, shared),
+                    Some(usage) => stream(wire, other, &asked, usage, shared),
                     None => respond(wire, other, &asked, shared),
                 };
             }
@@ -500,32 +503,64 @@ async fn serve(wire: Wire, request: &HttpRequest, body: &[u8], shared: &Shared) 
     }
 }
 
-/// A streamed OpenAI answer; an error is answered whole, as before any stream starts.
-fn stream(step: Step, asked: &Asked, usage: bool, shared: &Shared) -> HttpResponse {
+/// A streamed answer (`usage`: OpenAI's `include_usage`); an error is answered whole, as
+/// before any stream starts.
+fn stream(wire: Wire, step: Step, asked: &Asked, usage: bool, shared: &Shared) -> HttpResponse {
+    let (step, broken) = match step {
+        Step::BrokenStream(text) => (Step::Reply(text), true),
+        other => (other, false),
+    };
+    let (text, calls) = match step {
+        Step::Reply(text) => match forced_call(wire, &text, asked) {
+            Some(call) => (None, vec![call]),
+            None => (Some(text), Vec::new()),
+        },
+        Step::ToolCalls(calls) => (None, calls),
+        other => return respond(wire, other, asked, shared),
+    };
     let id = shared.next_id.fetch_add(1, Ordering::Relaxed);
-    let (chunks, output) = match step {
-        Step::Reply(text) => (
-            llm_stream::text_chunks(id, &asked.model, &text),
-            words(&text),
-        ),
-        Step::ToolCalls(calls) => {
-            let output = calls
-                .iter()
-                .map(|(name, args)| words(name) + words(&args.to_string()))
-                .sum();
-            (
-                llm_stream::tool_call_chunks(id, &asked.model, &calls),
-                output,
-            )
+    let output = text.as_deref().map_or(0, words) + call_words(&calls);
+    let events = match wire {
+        Wire::OpenAi => {
+            let chunks = match &text {
+                Some(text) => llm_stream::text_chunks(id, &asked.model, text),
+                None => llm_stream::tool_call_chunks(id, &asked.model, &calls),
+            };
+            let usage = usage.then(|| openai_usage(asked.input_words, output));
+            llm_stream::openai_events(chunks, usage)
         }
-        other => return respond(Wire::OpenAi, other, asked, shared),
+        Wire::Anthropic => llm_stream::anthropic_events(
+            id,
+            &asked.model,
+            text.as_deref(),
+            &calls,
+            (asked.input_words, output),
+        ),
     };
     let pause = *shared
         .stream_pause
         .lock()
         .unwrap_or_else(|p| p.into_inner());
-    let usage = usage.then(|| openai_usage(asked.input_words, output));
-    llm_stream::respond(chunks, usage, pause)
+    llm_stream::respond(events, pause, broken)
+}
+
+/// On `/v1/messages` with a forced `tool_choice`, text that parses as a JSON object is
+/// that tool's input, as Anthropic answers it.
+fn forced_call(wire: Wire, text: &str, asked: &Asked) -> Option<(String, Value)> {
+    let name = (wire == Wire::Anthropic)
+        .then(|| asked.forced_tool.clone())
+        .flatten()?;
+    match serde_json::from_str::<Value>(text) {
+        Ok(input) if input.is_object() => Some((name, input)),
+        _ => None,
+    }
+}
+
+fn call_words(calls: &[(String, Value)]) -> u64 {
+    calls
+        .iter()
+        .map(|(name, args)| words(name) + words(&args.to_string()))
+        .sum()
 }
 
 fn respond(wire: Wire, step: Step, asked: &Asked, shared: &Shared) -> HttpResponse {
@@ -536,19 +571,11 @@ fn respond(wire: Wire, step: Step, asked: &Asked, shared: &Shared) -> HttpRespon
             retry_after,
             body,
         } => error_response(wire, status, retry_after, &body),
-        Step::Reply(text) => {
-            let forced = (wire == Wire::Anthropic)
-                .then(|| asked.forced_tool.clone())
-                .flatten()
-                .and_then(|name| match serde_json::from_str::<Value>(&text) {
-                    Ok(input) if input.is_object() => Some((name, input)),
-                    _ => None,
-                });
-            match forced {
-                Some(call) => tool_calls_response(wire, id, vec![call], asked),
-                None => text_response(wire, id, &text, asked),
-            }
-        }
+        Step::Reply(text) => match forced_call(wire, &text, asked) {
+            Some(call) => tool_calls_response(wire, id, vec![call], asked),
+            None => text_response(wire, id, &text, asked),
+        },
+        Step::BrokenStream(_) => error_response(wire, 502, None, "the upstream went away"),
         Step::ToolCalls(calls) => tool_calls_response(wire, id, calls, asked),
         // `serve` resolves these before calling here.
         Step::Delay(..) | Step::Hang | Step::Gated(..) | Step::Echo => {
@@ -592,10 +619,7 @@ fn tool_calls_response(
     calls: Vec<(String, Value)>,
     asked: &Asked,
 ) -> HttpResponse {
-    let output: u64 = calls
-        .iter()
-        .map(|(name, args)| words(name) + words(&args.to_string()))
-        .sum();
+    let output = call_words(&calls);
     let body = match wire {
         Wire::OpenAi => {
             let tool_calls: Vec<Value> = calls

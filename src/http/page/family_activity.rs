@@ -1,6 +1,9 @@
 //! What hearth did, for parents (a child gets `404`, as on the family page): the intents
 //! engine's decisions in a conversation a parent picks among the family's (a child's
-//! included, since parents supervise), and the family scripts run lately.
+//! included, since parents supervise), and the family scripts run lately. A conversation
+//! that is a known member's own (their web or API sessions, the terminal, their private
+//! Telegram chat) is named by the member's display name and its channel, its key kept as
+//! a small secondary text; any other is named by its key.
 //!
 //! A decision is shown by what was decided, never by what was said: the intent, its
 //! confidence, the profile, the policy's decision, the outcome and the time, read from the
@@ -76,8 +79,8 @@ fn decisions(stages: &[StageEvent]) -> Vec<Decision> {
             "intent_classified" => {
                 decision.intent = text(&payload["intent_id"]);
                 decision.confidence = payload["confidence"].as_f64();
-                if let Some(error) = text(&payload["error"]) {
-                    decision.outcome = Some(format!("not classified ({error})"));
+                if text(&payload["error"]).is_some() {
+                    decision.outcome = Some("not classified".to_string());
                 }
             }
             "plan_type" if !skipped => {
@@ -93,9 +96,10 @@ fn decisions(stages: &[StageEvent]) -> Vec<Decision> {
             }
             "tool_execute" => {
                 let tool = text(&payload["tool_name"]).unwrap_or_default();
-                decision.outcome = Some(match (&payload["success"], text(&payload["error"])) {
-                    (Value::Bool(true), _) => format!("{tool}: done"),
-                    (_, Some(error)) => format!("{tool}: {error}"),
+                // A tool's error can quote what the member asked for (an order number):
+                // only whether it worked is shown.
+                decision.outcome = Some(match &payload["success"] {
+                    Value::Bool(true) => format!("{tool}: done"),
                     _ => format!("{tool}: failed"),
                 });
             }
@@ -113,6 +117,41 @@ fn decisions(stages: &[StageEvent]) -> Vec<Decision> {
         .collect()
 }
 
+/// The display name of the member whose own conversation `key` is, and its channel as
+/// the page says it; `None` for a conversation no single known member owns (a group, a
+/// Matrix room, a stranger's).
+fn owner(state: &HttpState, key: &ConversationKey) -> Option<(String, &'static str)> {
+    let root = key.root();
+    let id = root.conversation_id().split('/').next()?;
+    let (member, channel) = match root.channel() {
+        "http" => (state.family.member(id)?, "web page or API"),
+        "console" => (state.family.member(id)?, "terminal"),
+        "telegram" => {
+            // A private Telegram chat's id is its member's user id; a group's is negative.
+            let chat: i64 = id.parse().ok()?;
+            let member = state
+                .family
+                .members()
+                .into_iter()
+                .find(|member| member.telegram_user_id == Some(chat))?;
+            (member, "Telegram")
+        }
+        _ => return None,
+    };
+    Some((state.family.display_name(&member.id), channel))
+}
+
+/// How the page names a conversation: whose and where, or its key.
+fn conversation_name(state: &HttpState, key: &ConversationKey) -> String {
+    match owner(state, key) {
+        Some((name, channel)) if key.is_delegated() => {
+            format!("{name} ({channel}, handed to another profile)")
+        }
+        Some((name, channel)) => format!("{name} ({channel})"),
+        None => key.as_str().to_owned(),
+    }
+}
+
 fn when(signed_in: &SignedIn, ms: i64) -> String {
     chrono::DateTime::from_timestamp_millis(ms).map_or_else(String::new, |at| {
         phrasing::say_instant(at, signed_in.zone(), crate::clock::now())
@@ -120,13 +159,23 @@ fn when(signed_in: &SignedIn, ms: i64) -> String {
 }
 
 /// The decisions of `conversation`, newest first.
-fn decisions_table(signed_in: &SignedIn, conversation: &str, decisions: &[Decision]) -> Markup {
+fn decisions_table(
+    state: &HttpState,
+    signed_in: &SignedIn,
+    conversation: &ConversationKey,
+    decisions: &[Decision],
+) -> Markup {
+    let name = conversation_name(state, conversation);
+    let key = (name != conversation.as_str()).then_some(conversation.as_str());
     html! {
         @if decisions.is_empty() {
-            p.hint { "Nothing recorded in " (conversation) " lately." }
+            p.hint { "Nothing recorded in " (name) " lately." @if let Some(key) = key { " " small.key { (key) } } }
         } @else {
             table.members.decisions {
-                caption { "What the intents engine decided in " (conversation) ", newest first" }
+                caption {
+                    "What the intents engine decided in " (name) ", newest first"
+                    @if let Some(key) = key { " " small.key { (key) } }
+                }
                 thead { tr {
                     th scope="col" { "When" } th scope="col" { "Profile" } th scope="col" { "Intent" }
                     th scope="col" { "Confidence" } th scope="col" { "Decision" } th scope="col" { "Outcome" }
@@ -252,8 +301,10 @@ pub async fn page(
                     select id="activity-conversation" name="conversation" {
                         @for conversation in &conversations {
                             @let key = conversation.conversation_key.as_str();
+                            @let name = conversation_name(&state, &conversation.conversation_key);
                             option value=(key) selected[picked.as_ref().is_some_and(|picked| picked.as_str() == key)] {
-                                (key) " (last " (when(&signed_in, conversation.last_at_ms)) ")"
+                                (name) ", last " (when(&signed_in, conversation.last_at_ms))
+                                @if name != key { " · " (key) }
                             }
                         }
                     }
@@ -261,7 +312,7 @@ pub async fn page(
                 }
             }
             @if let (Some(picked), Some(decisions)) = (&picked, &decisions) {
-                (decisions_table(&signed_in, picked.as_str(), decisions))
+                (decisions_table(&state, &signed_in, picked, decisions))
             }
             h2 { "Family scripts" }
             (runs_table(&state, &signed_in, &runs))
