@@ -3,15 +3,17 @@
 //! `/readyz` which workers are alive and what each holds, and hands every lease back when
 //! it stops. A worker killed outright loses its leases when `LEASE_TIME` runs out.
 //!
-//! Until the queue shares conversations between workers, one worker runs on a database:
-//! it holds the `database` lease (`Worker::hold_database`). On SQLite the instance lock
-//! already keeps a second process away, and this lease, in memory, is always free.
+//! The queue shares conversations between the workers of a PostgreSQL database
+//! (`request_queue/leases.rs`); Telegram's polling and Matrix's sync are not shared yet, so
+//! with either one worker runs on a database: it holds the `database` lease
+//! (`Worker::hold_database`). On SQLite the instance lock already keeps a second process
+//! away, and this lease, in memory, is always free.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crate::clock::now_ms;
-use crate::ports::{Coordination, LiveWorker, StorageError, WorkerPresence};
+use crate::ports::{Coordination, LiveWorker, StorageError, WakeUp, WorkerPresence};
 use crate::readiness::Readiness;
 
 /// How long a lease lasts without a heartbeat: a dead worker's leases move on after it.
@@ -19,6 +21,10 @@ pub const LEASE_TIME: Duration = Duration::from_secs(10);
 /// How often a worker beats: several beats fit in one lease time, so a slow database
 /// answer or two never lose a living worker its leases.
 pub const HEARTBEAT_EVERY: Duration = Duration::from_secs(2);
+
+/// Wake-ups a slow part of this worker may fall behind by before it misses some (it then
+/// finds the same by its periodic look).
+const WAKE_UPS_BUFFERED: usize = 4096;
 
 /// The lease of the one worker running on a database.
 pub const DATABASE_LEASE: &str = "database";
@@ -33,7 +39,8 @@ pub enum WorkerError {
     Storage(#[from] StorageError),
     #[error(
         "the database is in use by another hearth ({holder}): stop that process first; \
-         several hearth workers on one database are not supported yet"
+         several hearth workers share a PostgreSQL database only without telegram and \
+         matrix for now"
     )]
     DatabaseInUse { holder: String },
 }
@@ -44,11 +51,16 @@ pub struct Worker {
     presence: Arc<Mutex<WorkerPresence>>,
     coordination: Arc<dyn Coordination>,
     beating: tokio::task::JoinHandle<()>,
+    /// Every wake-up of the database's workers, heard on one connection and handed to
+    /// each part of this worker that subscribed.
+    wake_ups: tokio::sync::broadcast::Sender<WakeUp>,
+    listening: tokio::task::JoinHandle<()>,
 }
 
 impl Drop for Worker {
     fn drop(&mut self) {
         self.beating.abort();
+        self.listening.abort();
     }
 }
 
@@ -76,10 +88,15 @@ impl Worker {
         tracing::info!(worker_id = %presence.worker_id, "joined the database's workers");
         let presence = Arc::new(Mutex::new(presence));
         let beating = tokio::spawn(beat(presence.clone(), coordination.clone(), readiness));
+        let heard = coordination.wake_ups().await?;
+        let (wake_ups, _) = tokio::sync::broadcast::channel(WAKE_UPS_BUFFERED);
+        let listening = tokio::spawn(hand_on(heard, wake_ups.clone()));
         Ok(Worker {
             presence,
             coordination,
             beating,
+            wake_ups,
+            listening,
         })
     }
 
@@ -121,6 +138,26 @@ impl Worker {
         self.coordination
             .take_lease(name, &self.worker_id(), now_ms(), lease_ms())
             .await
+    }
+
+    /// Hand the lease `name` back, when this worker holds it.
+    pub async fn release(&self, name: &str) -> Result<(), StorageError> {
+        self.coordination
+            .release_lease(name, &self.worker_id())
+            .await
+    }
+
+    /// Wake every worker of the database, this one too. A wake-up that cannot be sent is
+    /// logged: the periodic looks find the same.
+    pub async fn wake(&self, wake_up: WakeUp) {
+        if let Err(error) = self.coordination.wake(&wake_up).await {
+            tracing::warn!(%error, topic = wake_up.topic.as_str(), "wake-up not sent");
+        }
+    }
+
+    /// The wake-ups heard from now on.
+    pub fn wake_ups(&self) -> tokio::sync::broadcast::Receiver<WakeUp> {
+        self.wake_ups.subscribe()
     }
 
     /// Become the one worker on the database. A holder whose heartbeat moves on within
@@ -167,6 +204,7 @@ impl Worker {
     /// A graceful stop: no more beats, every lease handed back, unlisted.
     pub async fn leave(&self) {
         self.beating.abort();
+        self.listening.abort();
         let worker_id = self.worker_id();
         match self.coordination.leave(&worker_id).await {
             Ok(()) => tracing::info!(%worker_id, "left the database's workers"),
@@ -242,4 +280,17 @@ async fn beat(
             }
         }
     }
+}
+
+/// Hand each wake-up heard on to this worker's subscribers.
+async fn hand_on(
+    mut heard: crate::ports::WakeUps,
+    subscribers: tokio::sync::broadcast::Sender<WakeUp>,
+) {
+    use futures::StreamExt;
+    while let Some(wake_up) = heard.next().await {
+        // Nobody subscribed yet is fine: nobody of this worker waits for it.
+        let _ = subscribers.send(wake_up);
+    }
+    tracing::debug!("no more wake-ups: the database closed");
 }

@@ -98,7 +98,7 @@ pub struct RunningApp {
     owns_stores: bool,
     /// This process among the database's workers, when it opened the stores itself;
     /// `stop` hands its leases back.
-    worker: Option<Worker>,
+    worker: Option<Arc<Worker>>,
     /// The retention task; it ends with the app.
     pruner: AbortOnDrop,
     /// The small local model's server, when every profile answers with it; stopped by
@@ -230,11 +230,18 @@ pub async fn start_with_models(
     let readiness = Arc::new(Readiness::with_secrets(loaded.secrets.values()));
     let worker = if owns_stores {
         let worker = Worker::join(stores.coordination.clone(), readiness.clone()).await?;
-        worker.hold_database().await?;
-        Some(worker)
+        // Telegram's long polling and Matrix's sync are not yet shared between workers:
+        // with either, one worker runs on the database.
+        let channels = &config.channels;
+        if stores.postgres.is_none() || channels.telegram.enabled || channels.matrix.enabled {
+            worker.hold_database().await?;
+        }
+        Some(Arc::new(worker))
     } else {
         None
     };
+    // Conversations move between workers only on PostgreSQL: SQLite has one process.
+    let shared_worker = worker.clone().filter(|_| stores.postgres.is_some());
     let family = Arc::new(Family::with_metrics(&config.family, metrics.clone()));
     let membership = Arc::new(Membership::new(
         family.clone(),
@@ -413,7 +420,8 @@ pub async fn start_with_models(
             metrics.clone(),
             readiness.clone(),
         )
-        .with_own_chats(own_chats.clone()),
+        .with_own_chats(own_chats.clone())
+        .with_worker(shared_worker.clone()),
     );
     scheduler_context.run(Scheduler::new(SchedulerDeps {
         schedules: stores.schedules.clone(),
@@ -473,7 +481,13 @@ pub async fn start_with_models(
     let http = match http_context {
         Some(context) => {
             let channel = context.address();
-            context.run(HttpChannel::new(queue.clone()));
+            let actor = HttpChannel::new(queue.clone());
+            context.run(match &shared_worker {
+                Some(worker) => {
+                    actor.shared_with(worker.clone(), stores.inbox.clone(), stores.pending.clone())
+                }
+                None => actor,
+            });
             let keys = config.http.auth_enabled.then(|| {
                 ApiKeys::new(
                     secret_named_by(loaded, &config.http.auth_api_key_env),

@@ -8,6 +8,12 @@
 //! Times are the workers' own clocks (`clock::now_ms`), so workers on several machines
 //! need synchronised clocks, as the schedules already do. On SQLite, one process owns the
 //! database (the instance lock), so its leases live in that process's memory.
+//!
+//! A worker wakes the others (`wake`, PostgreSQL's `NOTIFY`) when it stored something
+//! another may have to act on: a message for a conversation another holds, a turn
+//! answered that another's HTTP caller waits for, a row to deliver. A wake-up is never
+//! stored and may be missed (a connection lost for a moment): it only makes sooner what a
+//! worker's periodic look would find anyway.
 
 use async_trait::async_trait;
 
@@ -24,6 +30,69 @@ pub struct WorkerPresence {
     pub http_address: Option<String>,
     pub started_at_ms: i64,
 }
+
+/// What a wake-up is about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum WakeTopic {
+    /// A conversation has an accepted message or an answered confirmation: its subject is
+    /// the conversation key; the worker holding (or free to take) it runs it.
+    Conversation,
+    /// A message was answered (or given up): its subject is the inbox id.
+    Answered,
+    /// A channel has rows to deliver: its subject is the conversation key.
+    Outbox,
+}
+
+impl WakeTopic {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            WakeTopic::Conversation => "conversation",
+            WakeTopic::Answered => "answered",
+            WakeTopic::Outbox => "outbox",
+        }
+    }
+
+    fn parse(text: &str) -> Option<WakeTopic> {
+        [
+            WakeTopic::Conversation,
+            WakeTopic::Answered,
+            WakeTopic::Outbox,
+        ]
+        .into_iter()
+        .find(|topic| topic.as_str() == text)
+    }
+}
+
+/// One wake-up: a topic and what it is about.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WakeUp {
+    pub topic: WakeTopic,
+    pub subject: String,
+}
+
+impl WakeUp {
+    pub fn new(topic: WakeTopic, subject: impl Into<String>) -> Self {
+        WakeUp {
+            topic,
+            subject: subject.into(),
+        }
+    }
+
+    /// As sent between workers: `topic:subject`.
+    pub fn to_payload(&self) -> String {
+        format!("{}:{}", self.topic.as_str(), self.subject)
+    }
+
+    /// The one reader of a payload; `None` for one this hearth does not know (a newer
+    /// worker's), which is ignored.
+    pub fn from_payload(payload: &str) -> Option<WakeUp> {
+        let (topic, subject) = payload.split_once(':')?;
+        Some(WakeUp::new(WakeTopic::parse(topic)?, subject))
+    }
+}
+
+/// The wake-ups of every worker from the moment it was asked for, until the store closes.
+pub type WakeUps = futures::stream::BoxStream<'static, WakeUp>;
 
 /// A worker seen alive, with the leases it holds (sorted).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -66,4 +135,10 @@ pub trait Coordination: Send + Sync {
 
     /// The workers alive at `now_ms`, oldest first, each with the leases it holds then.
     async fn live_workers(&self, now_ms: i64) -> Result<Vec<LiveWorker>, StorageError>;
+
+    /// Wake every worker listening (this one too) with `wake_up`.
+    async fn wake(&self, wake_up: &WakeUp) -> Result<(), StorageError>;
+
+    /// Listen: the wake-ups from now on.
+    async fn wake_ups(&self) -> Result<WakeUps, StorageError>;
 }

@@ -213,6 +213,12 @@ pub trait Inbox: Send + Sync {
     async fn accept(&self, inbound: &Inbound) -> Result<Acceptance, StorageError>;
     /// Every message accepted and not yet answered or failed, oldest first.
     async fn unanswered(&self) -> Result<Vec<InboxRecord>, StorageError>;
+    /// The messages of `conversation` accepted and not yet answered or failed, oldest
+    /// first: what the worker taking the conversation over runs.
+    async fn unanswered_in(
+        &self,
+        conversation: &ConversationKey,
+    ) -> Result<Vec<InboxRecord>, StorageError>;
     /// Store the turn's history and reply, mark the message (accepted or suspended)
     /// answered and queue `turn.outgoing` for delivery, in one transaction; the outbox id.
     async fn complete(

@@ -147,6 +147,22 @@ impl Inbox for InMemoryStore {
             .collect())
     }
 
+    async fn unanswered_in(
+        &self,
+        conversation: &ConversationKey,
+    ) -> Result<Vec<InboxRecord>, StorageError> {
+        Ok(self
+            .lock()
+            .inbox
+            .iter()
+            .filter(|record| {
+                record.status == InboxStatus::Accepted
+                    && record.inbound.conversation == *conversation
+            })
+            .cloned()
+            .collect())
+    }
+
     async fn complete(
         &self,
         inbox_id: &str,

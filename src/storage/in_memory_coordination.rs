@@ -6,11 +6,23 @@ use std::sync::Mutex;
 
 use async_trait::async_trait;
 
-use crate::ports::{Coordination, LiveWorker, StorageError, WorkerPresence};
+use crate::ports::{Coordination, LiveWorker, StorageError, WakeUp, WakeUps, WorkerPresence};
 
-#[derive(Default)]
+/// Wake-ups not yet taken by a slow listener before it misses some (it looks anyway).
+const WAKE_UPS_BUFFERED: usize = 1024;
+
 pub struct InMemoryCoordination {
     state: Mutex<State>,
+    wake_ups: tokio::sync::broadcast::Sender<WakeUp>,
+}
+
+impl Default for InMemoryCoordination {
+    fn default() -> Self {
+        InMemoryCoordination {
+            state: Mutex::default(),
+            wake_ups: tokio::sync::broadcast::channel(WAKE_UPS_BUFFERED).0,
+        }
+    }
 }
 
 #[derive(Default)]
@@ -123,5 +135,27 @@ impl Coordination for InMemoryCoordination {
                 .cmp(&(b.presence.started_at_ms, &b.presence.worker_id))
         });
         Ok(live)
+    }
+
+    async fn wake(&self, wake_up: &WakeUp) -> Result<(), StorageError> {
+        // Nobody listening is fine: there is nobody to wake.
+        let _ = self.wake_ups.send(wake_up.clone());
+        Ok(())
+    }
+
+    async fn wake_ups(&self) -> Result<WakeUps, StorageError> {
+        let receiver = self.wake_ups.subscribe();
+        Ok(Box::pin(futures::stream::unfold(
+            receiver,
+            |mut receiver| async move {
+                loop {
+                    match receiver.recv().await {
+                        Ok(wake_up) => return Some((wake_up, receiver)),
+                        Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => continue,
+                        Err(tokio::sync::broadcast::error::RecvError::Closed) => return None,
+                    }
+                }
+            },
+        )))
     }
 }

@@ -4,17 +4,26 @@
 //! queue in one step, so a fast reply can never arrive before anyone listens. A
 //! reply with no waiter (the caller gave up, or hearth restarted) stays stored in
 //! the inbox and can be read with `GET /inbound/{id}`.
+//!
+//! Among several workers on one database, the turn may run on the worker holding its
+//! conversation: that one wakes the others when the turn's end is stored
+//! (`WakeTopic::Answered`), and the waiter here is answered from the inbox.
 
 use std::collections::HashMap;
 
 use actix::fut::{ActorFutureExt, WrapFuture};
-use actix::{Actor, Addr, Context, Handler, Message, ResponseActFuture};
+use std::sync::Arc;
+
+use actix::{
+    Actor, Addr, AsyncContext, Context, Handler, Message, ResponseActFuture, StreamHandler,
+};
 use tokio::sync::oneshot;
 
 use crate::actors::request_queue::{
     DeliverReply, ReplyKind, RequestQueue, SubmitError, SubmitInbound, Submitted,
 };
-use crate::ports::Inbound;
+use crate::ports::{Inbound, InboxStatus, WakeTopic, WakeUp};
+use crate::workers::Worker;
 
 /// Submit `inbound` to the queue; its reply will be sent to `reply_to`.
 #[derive(Message)]
@@ -46,6 +55,14 @@ pub struct ForgetReply {
 pub struct HttpChannel {
     queue: Addr<RequestQueue>,
     waiters: HashMap<String, oneshot::Sender<DeliverReply>>,
+    /// Among several workers: where turns run elsewhere are read back from.
+    shared: Option<SharedWith>,
+}
+
+struct SharedWith {
+    worker: Arc<Worker>,
+    inbox: Arc<dyn crate::ports::Inbox>,
+    pending: Arc<dyn crate::ports::PendingActions>,
 }
 
 impl HttpChannel {
@@ -53,7 +70,59 @@ impl HttpChannel {
         HttpChannel {
             queue,
             waiters: HashMap::new(),
+            shared: None,
         }
+    }
+
+    /// One of several workers on the database: a turn another worker ran answers the
+    /// caller waiting here.
+    pub fn shared_with(
+        mut self,
+        worker: Arc<Worker>,
+        inbox: Arc<dyn crate::ports::Inbox>,
+        pending: Arc<dyn crate::ports::PendingActions>,
+    ) -> Self {
+        self.shared = Some(SharedWith {
+            worker,
+            inbox,
+            pending,
+        });
+        self
+    }
+
+    /// The stored end of the turn of `inbox_id`, as the reply its waiter expects; `None`
+    /// while it has none (still accepted).
+    async fn stored_reply(
+        inbox: Arc<dyn crate::ports::Inbox>,
+        pending: Arc<dyn crate::ports::PendingActions>,
+        inbox_id: String,
+    ) -> Option<DeliverReply> {
+        let record = inbox.get(&inbox_id).await.ok()??;
+        let inbound = record.inbound;
+        let (text, kind) = match record.status {
+            InboxStatus::Answered => (record.reply.unwrap_or_default(), ReplyKind::Answer),
+            InboxStatus::Failed => (record.reply.unwrap_or_default(), ReplyKind::Failed),
+            InboxStatus::Suspended => {
+                let confirmation = pending.waiting_for(&inbox_id).await.ok()??;
+                (
+                    confirmation.prompt,
+                    ReplyKind::AskConfirmation {
+                        confirmation_id: confirmation.id,
+                        expires_at_ms: confirmation.expires_at_ms,
+                    },
+                )
+            }
+            _ => return None,
+        };
+        Some(DeliverReply {
+            inbox_id,
+            conversation: inbound.conversation,
+            member_id: inbound.member_id,
+            text,
+            kind,
+            reply_to_event: inbound.platform_event_id,
+            outbox_id: None,
+        })
     }
 }
 
@@ -62,7 +131,45 @@ impl Actor for HttpChannel {
 
     fn started(&mut self, ctx: &mut Self::Context) {
         ctx.set_mailbox_capacity(4096);
+        if let Some(shared) = &self.shared {
+            let heard =
+                futures::stream::unfold(shared.worker.wake_ups(), |mut receiver| async move {
+                    loop {
+                        match receiver.recv().await {
+                            Ok(wake_up) => return Some((wake_up, receiver)),
+                            Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
+                            Err(tokio::sync::broadcast::error::RecvError::Closed) => return None,
+                        }
+                    }
+                });
+            ctx.add_stream(heard);
+        }
     }
+}
+
+impl StreamHandler<WakeUp> for HttpChannel {
+    fn handle(&mut self, wake_up: WakeUp, ctx: &mut Self::Context) {
+        let Some(shared) = &self.shared else {
+            return;
+        };
+        if wake_up.topic != WakeTopic::Answered || !self.waiters.contains_key(&wake_up.subject) {
+            return;
+        }
+        let read = Self::stored_reply(
+            shared.inbox.clone(),
+            shared.pending.clone(),
+            wake_up.subject,
+        );
+        ctx.spawn(read.into_actor(self).map(|reply, act, _ctx| {
+            if let Some(reply) = reply
+                && let Some(waiter) = act.waiters.remove(&reply.inbox_id)
+            {
+                let _ = waiter.send(reply);
+            }
+        }));
+    }
+
+    fn finished(&mut self, _ctx: &mut Self::Context) {}
 }
 
 impl Handler<SubmitHttpInbound> for HttpChannel {

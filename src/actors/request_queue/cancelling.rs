@@ -102,7 +102,7 @@ impl RequestQueue {
                     for (confirmation, inbound) in stored.denied {
                         tracing::info!(confirmation = %confirmation.id, "confirmation cancelled");
                         cancelled.confirmation_ids.push(confirmation.id.clone());
-                        act.queue_resumption(confirmation, inbound, None, None);
+                        act.queue_resumption(confirmation, inbound, None, None, ctx);
                     }
                     cancelled
                 });

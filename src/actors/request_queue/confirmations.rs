@@ -26,13 +26,12 @@ impl RequestQueue {
         inbound: Inbound,
         decision: Option<Option<Decision>>,
         reply_to: Option<oneshot::Sender<DeliverReply>>,
+        ctx: &mut Context<Self>,
     ) {
         if !self.resuming.insert(confirmation.id.clone()) {
             return;
         }
-        let key = inbound.conversation.clone();
-        self.lanes.push(
-            &key,
+        self.push_turn(
             QueuedTurn {
                 inbound,
                 attempts: 0,
@@ -43,6 +42,7 @@ impl RequestQueue {
                 }),
                 listener: Default::default(),
             },
+            ctx,
         );
     }
 
@@ -72,7 +72,7 @@ impl RequestQueue {
                     for (confirmation, inbound) in expired {
                         tracing::info!(confirmation = %confirmation.id, "confirmation expired");
                         act.notify_expired(&confirmation, &inbound, ctx);
-                        act.queue_resumption(confirmation, inbound, None, None);
+                        act.queue_resumption(confirmation, inbound, None, None, ctx);
                     }
                 }
                 Err(error) => tracing::error!(%error, "expired confirmations not processed"),
@@ -105,7 +105,7 @@ impl RequestQueue {
         ctx.run_interval(STUCK_CHECK_EVERY, |act, ctx| act.resume_answered(ctx));
     }
 
-    fn resume_answered(&mut self, ctx: &mut Context<Self>) {
+    pub(super) fn resume_answered(&mut self, ctx: &mut Context<Self>) {
         let (pending, inbox) = (self.pending.clone(), self.inbox.clone());
         let known = self.resuming.clone();
         let work = async move {
@@ -125,7 +125,7 @@ impl RequestQueue {
                 Ok(stuck) => {
                     for (confirmation, inbound) in stuck {
                         tracing::info!(confirmation = %confirmation.id, "resuming an answered confirmation's turn");
-                        act.queue_resumption(confirmation, inbound, None, None);
+                        act.queue_resumption(confirmation, inbound, None, None, ctx);
                     }
                 }
                 Err(error) => tracing::warn!(%error, "answered confirmations not checked"),
@@ -160,11 +160,13 @@ impl RequestQueue {
                     // Its turn stopped after using the decision: it goes on, and the model
                     // is told the outcome of that action is unknown; it is never run again.
                     tracing::info!(confirmation = %confirmation.id, "resuming an interrupted turn");
-                    act.queue_resumption(confirmation, inbound, Some(None), None);
+                    act.queue_resumption(confirmation, inbound, Some(None), None, ctx);
                 }
                 for (entry, inbound) in open {
                     match entry.decision {
-                        Some(_) => act.queue_resumption(entry.confirmation, inbound, None, None),
+                        Some(_) => {
+                            act.queue_resumption(entry.confirmation, inbound, None, None, ctx)
+                        }
                         None => act.schedule_expiry(entry.confirmation.expires_at_ms, ctx),
                     }
                 }
@@ -220,7 +222,7 @@ impl Handler<AnswerConfirmation> for RequestQueue {
             // The outcome goes where the request came from: to a waiting call only when
             // it is the asking member's own; an approver's call hears no outcome.
             let reply_to = reply_to.filter(|_| confirmation.member_id == member_of_answer);
-            act.queue_resumption(confirmation, inbound, None, reply_to);
+            act.queue_resumption(confirmation, inbound, None, reply_to, ctx);
             act.pump(ctx);
             Ok(answered)
         }))

@@ -75,6 +75,11 @@ impl<K: Eq + Hash + Clone, T> Lanes<K, T> {
         }
     }
 
+    /// Whether `key` has a lane: an item waiting, running or held for a retry, or a pause.
+    pub fn has_lane(&self, key: &K) -> bool {
+        self.lanes.contains_key(key)
+    }
+
     /// Whether an item of `key` that waits (not the running one) is `wanted`.
     pub fn any_waiting(&self, key: &K, wanted: impl Fn(&T) -> bool) -> bool {
         self.lanes

@@ -14,6 +14,7 @@ mod confirmations;
 mod delivery;
 mod draining;
 mod lanes;
+mod leases;
 mod messages;
 mod questions;
 mod retries;
@@ -34,6 +35,7 @@ use tokio::sync::oneshot;
 pub use confirmations::STUCK_CHECK_EVERY;
 pub use draining::DrainTurns;
 pub use lanes::Lanes;
+pub use leases::ORPHANS_LOOKED_FOR;
 pub use messages::{
     AnswerConfirmation, AnswerError, Answered, CANCELLED_OUTCOME, CancelPending, Cancelled,
     DeliverReply, EXPIRED_OUTCOME, QueueStored, ReplyKind, SubmitError, SubmitInbound, Submitted,
@@ -149,6 +151,8 @@ pub struct RequestQueue {
     cancels: HashMap<ConversationKey, Vec<cancelling::WaitingCancel>>,
     /// Set by `DrainTurns`: no turn starts, and its sender waits for the running ones.
     draining: draining::Draining,
+    /// The conversations this worker runs, among the database's workers (`leases.rs`).
+    leases: leases::ConversationLeases,
 }
 
 impl RequestQueue {
@@ -188,7 +192,15 @@ impl RequestQueue {
             own_chats: Arc::default(),
             cancels: HashMap::new(),
             draining: Default::default(),
+            leases: Default::default(),
         }
+    }
+
+    /// This process as one of the database's workers: a conversation's turns run here
+    /// only while this worker holds it (`leases.rs`).
+    pub fn with_worker(mut self, worker: Option<Arc<crate::workers::Worker>>) -> Self {
+        self.leases = leases::ConversationLeases::new(worker);
+        self
     }
 
     /// Each member's own chats, where confirmations escalated to them are shown.
@@ -387,6 +399,7 @@ impl RequestQueue {
                     &[("profile", &profile_id), ("outcome", "answered")],
                 );
                 self.deliver(&turn.inbound, reply, ReplyKind::Answer, outbox_id);
+                self.turn_stored(&turn.inbound);
                 self.lanes.finish(&key);
             }
             Ok(Finished::Asked {
@@ -399,6 +412,7 @@ impl RequestQueue {
                 );
                 self.schedule_expiry(confirmation.expires_at_ms, ctx);
                 self.show_prompts(prompts);
+                self.turn_stored(&turn.inbound);
                 // The conversation goes on while the question waits.
                 self.lanes.finish(&key);
             }
@@ -425,6 +439,7 @@ impl RequestQueue {
         self.forget_questions(&key);
         self.run_cancels_when_free(&key, ctx);
         self.pump(ctx);
+        self.release_if_idle(&key, ctx);
     }
 }
 
@@ -449,10 +464,12 @@ impl Actor for RequestQueue {
                                 );
                             }
                             for record in records {
-                                let key = record.inbound.conversation.clone();
-                                act.lanes
-                                    .push(&key, QueuedTurn::new(record.inbound, record.attempts));
+                                act.push_turn(
+                                    QueuedTurn::new(record.inbound, record.attempts),
+                                    ctx,
+                                );
                             }
+                            act.share_conversations(ctx);
                             act.readiness.set("queue", true, "running");
                             act.reopen_confirmations(ctx);
                             act.resume_answered_periodically(ctx);
@@ -508,12 +525,11 @@ impl Handler<SubmitInbound> for RequestQueue {
                 act.reserved -= 1;
                 let result = match accepted {
                     Ok(Acceptance::New) => {
-                        let key = inbound.conversation.clone();
                         let mut turn = QueuedTurn::new(inbound, 0);
                         if let Some(listener) = listener {
                             turn.listener = listener;
                         }
-                        act.lanes.push(&key, turn);
+                        act.push_turn(turn, ctx);
                         Ok(Submitted::Accepted)
                     }
                     Ok(Acceptance::Duplicate(record)) => Ok(Submitted::Duplicate(record)),

@@ -97,6 +97,8 @@ impl RequestQueue {
         let inbox_id = turn.inbound.id.clone();
         let error_text = error.to_string();
         let inbound = turn.inbound.clone();
+        // The conversation is not handed to another worker before the failure is stored.
+        self.leases.settling(&key);
         ctx.spawn(
             async move {
                 inbox
@@ -104,7 +106,7 @@ impl RequestQueue {
                     .await
             }
             .into_actor(self)
-            .map(move |given_up, act, _ctx| {
+            .map(move |given_up, act, ctx| {
                 let outbox_id = given_up.unwrap_or_else(|error| {
                     tracing::warn!(inbox_id = %inbound.id, %error, "failed message not marked");
                     None
@@ -117,6 +119,9 @@ impl RequestQueue {
                         outbox_id,
                     );
                 }
+                act.turn_stored(&inbound);
+                act.leases.settled(&inbound.conversation);
+                act.release_if_idle(&inbound.conversation, ctx);
             }),
         );
         self.lanes.finish(&key);

@@ -6,7 +6,10 @@ use async_trait::async_trait;
 use sqlx::Row;
 
 use super::{PostgresStore, database_error};
-use crate::ports::{Coordination, LiveWorker, StorageError, WorkerPresence};
+use crate::ports::{Coordination, LiveWorker, StorageError, WakeUp, WakeUps, WorkerPresence};
+
+/// The one `LISTEN`/`NOTIFY` channel of hearth's wake-ups.
+const WAKE_CHANNEL: &str = "hearth_wake";
 
 #[async_trait]
 impl Coordination for PostgresStore {
@@ -133,5 +136,46 @@ impl Coordination for PostgresStore {
                 leases: row.get("leases"),
             })
             .collect())
+    }
+
+    async fn wake(&self, wake_up: &WakeUp) -> Result<(), StorageError> {
+        sqlx::query("SELECT pg_notify($1, $2)")
+            .bind(WAKE_CHANNEL)
+            .bind(wake_up.to_payload())
+            .execute(&self.pool)
+            .await
+            .map_err(database_error)?;
+        Ok(())
+    }
+
+    async fn wake_ups(&self) -> Result<WakeUps, StorageError> {
+        let mut listener = sqlx::postgres::PgListener::connect_with(&self.pool)
+            .await
+            .map_err(database_error)?;
+        listener
+            .listen(WAKE_CHANNEL)
+            .await
+            .map_err(database_error)?;
+        Ok(Box::pin(futures::stream::unfold(
+            listener,
+            |mut listener| async move {
+                loop {
+                    match listener.recv().await {
+                        Ok(notification) => {
+                            if let Some(wake_up) = WakeUp::from_payload(notification.payload()) {
+                                return Some((wake_up, listener));
+                            }
+                        }
+                        Err(sqlx::Error::PoolClosed) => return None,
+                        // The listener connects again at its next call; what was said
+                        // meanwhile is found by the workers' periodic looks.
+                        Err(error) => {
+                            tracing::warn!(%error, "listening for wake-ups failed; trying again");
+                            tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+                        }
+                    }
+                }
+            },
+        )))
     }
 }

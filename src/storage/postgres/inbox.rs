@@ -8,6 +8,7 @@ use sqlx::{PgConnection, Row};
 use super::memory::insert_entries;
 use super::outbox::insert_if_any;
 use super::{PostgresStore, conversation_from_row, database_error, id_column};
+use crate::ids::ConversationKey;
 use crate::ports::{
     Acceptance, Inbound, Inbox, InboxRecord, InboxStatus, OutgoingMessage, StorageError,
     TurnRecord, now_ms,
@@ -139,6 +140,21 @@ impl Inbox for PostgresStore {
             .fetch_all(&self.pool)
             .await
             .map_err(database_error)?;
+        rows.iter().map(record_from_row).collect()
+    }
+
+    async fn unanswered_in(
+        &self,
+        conversation: &ConversationKey,
+    ) -> Result<Vec<InboxRecord>, StorageError> {
+        let rows = sqlx::query(select_record!(
+            "WHERE status = 'accepted' AND channel = $1 AND conversation_id = $2 ORDER BY seq"
+        ))
+        .bind(conversation.channel())
+        .bind(conversation.conversation_id())
+        .fetch_all(&self.pool)
+        .await
+        .map_err(database_error)?;
         rows.iter().map(record_from_row).collect()
     }
 

@@ -6,6 +6,7 @@ use sqlx::{Row, SqliteConnection};
 
 use super::outbox::insert_if_any;
 use super::{SqliteStore, conversation_from_row, database_error, id_column, memory::entries_json};
+use crate::ids::ConversationKey;
 use crate::ports::{
     Acceptance, HistoryEntry, Inbound, Inbox, InboxRecord, InboxStatus, OutgoingMessage,
     StorageError, TurnRecord, now_ms,
@@ -113,6 +114,21 @@ impl Inbox for SqliteStore {
             .fetch_all(&self.pool)
             .await
             .map_err(database_error)?;
+        rows.iter().map(record_from_row).collect()
+    }
+
+    async fn unanswered_in(
+        &self,
+        conversation: &ConversationKey,
+    ) -> Result<Vec<InboxRecord>, StorageError> {
+        let rows = sqlx::query(select_record!(
+            "WHERE status = 'accepted' AND channel = ? AND conversation_id = ? ORDER BY seq"
+        ))
+        .bind(conversation.channel())
+        .bind(conversation.conversation_id())
+        .fetch_all(&self.pool)
+        .await
+        .map_err(database_error)?;
         rows.iter().map(record_from_row).collect()
     }
 

@@ -1,14 +1,17 @@
 //! The `Coordination` port: workers listed while they beat, a lease held by one worker at
 //! a time, renewed by its holder's heartbeat, free again when that runs out or is handed
-//! back, and every lease of a worker that leaves handed back at once.
+//! back, and every lease of a worker that leaves handed back at once; a wake-up heard by
+//! every worker listening.
 
-use hearth::ports::WorkerPresence;
+use futures::StreamExt;
+use hearth::ports::{WakeTopic, WakeUp, WorkerPresence};
 use hearth::storage::Stores;
 
 adapter_suite!(
     coordination_a_lease_has_one_holder_until_it_runs_out,
     coordination_heartbeats_keep_leases_and_leaving_hands_them_back,
     coordination_racing_workers_get_one_lease,
+    coordination_a_wake_up_reaches_every_listener_once,
 );
 
 const TTL: i64 = 10_000;
@@ -156,4 +159,29 @@ async fn coordination_racing_workers_get_one_lease(stores: &Stores) {
         winners[round] += usize::from(taken);
     }
     assert_eq!(winners, [1; 20]);
+}
+
+async fn coordination_a_wake_up_reaches_every_listener_once(stores: &Stores) {
+    let mut first = stores.coordination.wake_ups().await.unwrap();
+    let mut second = stores.coordination.wake_ups().await.unwrap();
+    let said = [
+        WakeUp::new(WakeTopic::Conversation, "telegram:42"),
+        WakeUp::new(WakeTopic::Answered, "0190f1a2-3b4c"),
+        WakeUp::new(WakeTopic::Outbox, "matrix:!room:example.org"),
+    ];
+    for wake_up in &said {
+        stores.coordination.wake(wake_up).await.unwrap();
+    }
+    for listener in [&mut first, &mut second] {
+        for wake_up in &said {
+            let heard = tokio::time::timeout(std::time::Duration::from_secs(10), listener.next())
+                .await
+                .expect("a wake-up within 10 s")
+                .expect("listening goes on");
+            assert_eq!(&heard, wake_up);
+        }
+        let more =
+            tokio::time::timeout(std::time::Duration::from_millis(200), listener.next()).await;
+        assert!(more.is_err(), "heard more than was said: {more:?}");
+    }
 }

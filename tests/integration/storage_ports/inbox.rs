@@ -16,6 +16,7 @@ adapter_suite!(
     inbox_accepts_an_id_once,
     inbox_deduplicates_platform_events_per_channel,
     inbox_lists_unanswered_in_acceptance_order,
+    inbox_lists_one_conversations_unanswered_in_acceptance_order,
     inbox_complete_stores_reply_and_history,
     inbox_complete_twice_is_refused_without_duplicating_history,
     inbox_record_failure_counts_attempts,
@@ -109,6 +110,44 @@ async fn inbox_lists_unanswered_in_acceptance_order(stores: &Stores) {
     assert_eq!(
         unanswered[2].attempts, 1,
         "the retried message keeps its count"
+    );
+}
+
+async fn inbox_lists_one_conversations_unanswered_in_acceptance_order(stores: &Stores) {
+    // Two conversations of one channel, and the same conversation id on another.
+    let kitchen = hearth::ids::ConversationKey::new("http", "kitchen").unwrap();
+    for (id, channel, conversation) in [
+        ("k-1", "http", "kitchen"),
+        ("f-1", "http", "family-chat"),
+        ("k-2", "http", "kitchen"),
+        ("t-1", "telegram", "kitchen"),
+        ("k-3", "http", "kitchen"),
+    ] {
+        let mut message = inbound(id, channel, None);
+        message.conversation = hearth::ids::ConversationKey::new(channel, conversation).unwrap();
+        expect_new(stores, &message).await;
+    }
+    let answered = record_of(stores, "k-2").await.inbound;
+    stores
+        .inbox
+        .complete("k-2", &turn_for(&answered, "done"))
+        .await
+        .unwrap();
+    let unanswered = stores.inbox.unanswered_in(&kitchen).await.unwrap();
+    assert_eq!(ids(&unanswered), ["k-1", "k-3"]);
+    assert!(
+        unanswered
+            .iter()
+            .all(|record| record.inbound.conversation == kitchen)
+    );
+    let nobody = hearth::ids::ConversationKey::new("http", "nobody").unwrap();
+    assert!(
+        stores
+            .inbox
+            .unanswered_in(&nobody)
+            .await
+            .unwrap()
+            .is_empty()
     );
 }
 

@@ -1,0 +1,374 @@
+//! Conversations shared between the workers of one database. A conversation's turns run
+//! on the worker holding its lease (`conversation:<key>`, `workers.rs`), one at a time and
+//! in order; any worker accepts a message (its row is stored first), and one that does not
+//! hold the conversation wakes the others, so the holder (or a worker free to take it)
+//! runs it from the inbox.
+//!
+//! A lane runs only while its lease is held: a turn for a conversation not held waits in
+//! `ConversationLeases::waiting` while the lease is taken, and is dropped when another
+//! worker holds it (the holder runs the stored row; a confirmation's turn is found
+//! answered by its holder). A lane that empties hands its lease back, then reads the
+//! conversation's unanswered rows once more, so a message stored meanwhile by another
+//! worker, who found the lease held, is never left behind. A worker killed outright loses
+//! its leases when `LEASE_TIME` runs out; `look_for_orphans` (every `ORPHANS_LOOKED_FOR`)
+//! finds the conversations with unanswered messages and nobody holding them.
+//!
+//! Without a worker (a test's own stores), every conversation is this process's.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+use std::time::Duration;
+
+use actix::fut::{ActorFutureExt, WrapFuture};
+use actix::{AsyncContext, Context, StreamHandler};
+
+use super::{QueuedTurn, RequestQueue};
+use crate::ids::ConversationKey;
+use crate::ports::{InboxRecord, StorageError, WakeTopic, WakeUp};
+use crate::workers::Worker;
+
+/// How often a worker looks for conversations whose messages nobody runs (their worker
+/// died): within seconds of its lease running out, without polling tightly.
+pub const ORPHANS_LOOKED_FOR: Duration = Duration::from_secs(3);
+/// A claim that failed on the database is tried again after this.
+const CLAIM_RETRY: Duration = Duration::from_secs(1);
+
+/// Which conversations this worker holds, takes or hands back.
+#[derive(Default)]
+pub(super) struct ConversationLeases {
+    worker: Option<Arc<Worker>>,
+    held: HashSet<ConversationKey>,
+    claiming: HashSet<ConversationKey>,
+    releasing: HashSet<ConversationKey>,
+    /// Conversations whose last turn's end is being stored: not handed back before.
+    settling: HashMap<ConversationKey, usize>,
+    /// Turns of conversations not held (yet), in the order they came.
+    waiting: HashMap<ConversationKey, Vec<QueuedTurn>>,
+}
+
+impl ConversationLeases {
+    pub(super) fn new(worker: Option<Arc<Worker>>) -> Self {
+        ConversationLeases {
+            worker,
+            ..Default::default()
+        }
+    }
+
+    pub(super) fn settling(&mut self, key: &ConversationKey) {
+        *self.settling.entry(key.clone()).or_default() += 1;
+    }
+
+    pub(super) fn settled(&mut self, key: &ConversationKey) {
+        if let Some(count) = self.settling.get_mut(key) {
+            *count -= 1;
+            if *count == 0 {
+                self.settling.remove(key);
+            }
+        }
+    }
+
+    fn busy(&self, key: &ConversationKey) -> bool {
+        self.claiming.contains(key) || self.releasing.contains(key)
+    }
+}
+
+fn lease_name(key: &ConversationKey) -> String {
+    format!("conversation:{key}")
+}
+
+/// Take `key`'s lease for this worker (always held without a worker).
+pub(super) async fn take(
+    worker: Option<Arc<Worker>>,
+    key: &ConversationKey,
+) -> Result<bool, StorageError> {
+    match worker {
+        Some(worker) => worker.take(&lease_name(key)).await,
+        None => Ok(true),
+    }
+}
+
+impl RequestQueue {
+    /// Whether the turn of inbox message `inbox_id` is here already: waiting, running or
+    /// waiting for its retry.
+    fn knows_turn(&self, key: &ConversationKey, inbox_id: &str) -> bool {
+        self.lanes.any_waiting(key, |turn| {
+            turn.inbound.id == inbox_id && turn.resume.is_none()
+        }) || self
+            .running
+            .get(key)
+            .is_some_and(|running| running.inbound.id == inbox_id)
+    }
+
+    /// Queue a new `turn`. Alone on the database, in its lane at once. Among workers, it
+    /// waits while the conversation's unanswered messages are read (when held here) or
+    /// its lease is taken, so the lane runs them in the order they were stored, whichever
+    /// worker stored them.
+    pub(super) fn push_turn(&mut self, turn: QueuedTurn, ctx: &mut Context<Self>) {
+        let key = turn.inbound.conversation.clone();
+        if self.leases.worker.is_none() {
+            self.lanes.push(&key, turn);
+            return;
+        }
+        if turn.resume.is_none() && self.knows_turn(&key, &turn.inbound.id) {
+            return;
+        }
+        self.leases
+            .waiting
+            .entry(key.clone())
+            .or_default()
+            .push(turn);
+        if self.leases.held.contains(&key) {
+            self.reload(key, ctx);
+        } else if !self.leases.busy(&key) {
+            self.claim(key, ctx);
+        }
+    }
+
+    /// Into the lane of a held conversation, unless it is there already.
+    fn queue_here(&mut self, turn: QueuedTurn) {
+        let key = turn.inbound.conversation.clone();
+        if turn.resume.is_none() && self.knows_turn(&key, &turn.inbound.id) {
+            return;
+        }
+        self.lanes.push(&key, turn);
+    }
+
+    /// Read a held conversation's unanswered messages again and queue those not here
+    /// yet, with the turns waiting for them, in the order they were stored.
+    fn reload(&mut self, key: ConversationKey, ctx: &mut Context<Self>) {
+        let inbox = self.inbox.clone();
+        let wanted = key.clone();
+        ctx.spawn(
+            async move { inbox.unanswered_in(&wanted).await }
+                .into_actor(self)
+                .map(move |records, act, ctx| {
+                    // Handed back meanwhile: the claim after the release queues them.
+                    if !act.leases.held.contains(&key) {
+                        return;
+                    }
+                    match records {
+                        Ok(records) => act.queue_stored(&key, records),
+                        Err(error) => {
+                            tracing::warn!(conversation = %key, %error, "conversation not read; its turns wait");
+                            let waiting = act.leases.waiting.remove(&key).unwrap_or_default();
+                            for turn in waiting {
+                                act.queue_here(turn);
+                            }
+                        }
+                    }
+                    act.pump(ctx);
+                    act.release_if_idle(&key, ctx);
+                }),
+        );
+    }
+
+    /// `records` (stored, oldest first) and the turns waiting for `key`, queued in its lane.
+    fn queue_stored(&mut self, key: &ConversationKey, records: Vec<InboxRecord>) {
+        let mut waiting = self.leases.waiting.remove(key).unwrap_or_default();
+        for record in records {
+            // A turn submitted here keeps its listener.
+            let turn = match waiting
+                .iter()
+                .position(|turn| turn.resume.is_none() && turn.inbound.id == record.inbound.id)
+            {
+                Some(index) => waiting.remove(index),
+                None => QueuedTurn::new(record.inbound, record.attempts),
+            };
+            self.queue_here(turn);
+        }
+        for turn in waiting {
+            self.queue_here(turn);
+        }
+    }
+
+    /// Take `key`'s lease; when taken, run its unanswered messages (and the turns waiting
+    /// for it) here; when another worker holds it, leave them to that one.
+    pub(super) fn claim(&mut self, key: ConversationKey, ctx: &mut Context<Self>) {
+        let Some(worker) = self.leases.worker.clone() else {
+            return;
+        };
+        if self.leases.held.contains(&key) || self.leases.busy(&key) {
+            return;
+        }
+        self.leases.claiming.insert(key.clone());
+        let inbox = self.inbox.clone();
+        let wanted = key.clone();
+        let work = async move {
+            if !take(Some(worker), &wanted).await? {
+                return Ok(None);
+            }
+            inbox.unanswered_in(&wanted).await.map(Some)
+        };
+        ctx.spawn(work.into_actor(self).map(move |claimed, act, ctx| {
+            act.leases.claiming.remove(&key);
+            match claimed {
+                Ok(Some(records)) => act.claimed(key, records, ctx),
+                Ok(None) => act.held_elsewhere(&key, ctx),
+                Err(error) => {
+                    tracing::warn!(conversation = %key, %error, "conversation not claimed; trying again");
+                    ctx.run_later(CLAIM_RETRY, move |act, ctx| {
+                        if act.leases.waiting.contains_key(&key) {
+                            act.claim(key, ctx);
+                        }
+                    });
+                }
+            }
+        }));
+    }
+
+    fn claimed(
+        &mut self,
+        key: ConversationKey,
+        records: Vec<InboxRecord>,
+        ctx: &mut Context<Self>,
+    ) {
+        self.leases.held.insert(key.clone());
+        tracing::debug!(conversation = %key, unanswered = records.len(), "conversation taken");
+        self.queue_stored(&key, records);
+        // Answered confirmations of this conversation resume here now.
+        self.resume_answered(ctx);
+        self.pump(ctx);
+        self.release_if_idle(&key, ctx);
+    }
+
+    fn held_elsewhere(&mut self, key: &ConversationKey, ctx: &mut Context<Self>) {
+        let dropped = self.leases.waiting.remove(key).unwrap_or_default();
+        for turn in &dropped {
+            if let Some(resume) = &turn.resume {
+                self.resuming.remove(&resume.confirmation.id);
+            }
+        }
+        if !dropped.is_empty() {
+            tracing::debug!(conversation = %key, turns = dropped.len(), "conversation held by another worker");
+            self.wake(WakeUp::new(WakeTopic::Conversation, key.as_str()), ctx);
+        }
+    }
+
+    /// A conversation whose lane emptied: its lease goes back, then its unanswered
+    /// messages are read once more (one stored meanwhile by another worker is claimed).
+    pub(super) fn release_if_idle(&mut self, key: &ConversationKey, ctx: &mut Context<Self>) {
+        let Some(worker) = self.leases.worker.clone() else {
+            return;
+        };
+        let idle = self.leases.held.contains(key)
+            && !self.lanes.has_lane(key)
+            && !self.running.contains_key(key)
+            && !self.cancels.contains_key(key)
+            && !self.leases.waiting.contains_key(key)
+            && !self.leases.settling.contains_key(key);
+        if !idle {
+            return;
+        }
+        self.leases.held.remove(key);
+        self.leases.releasing.insert(key.clone());
+        let inbox = self.inbox.clone();
+        let wanted = key.clone();
+        let work = async move {
+            worker.release(&lease_name(&wanted)).await?;
+            inbox.unanswered_in(&wanted).await
+        };
+        let key = key.clone();
+        ctx.spawn(work.into_actor(self).map(move |left, act, ctx| {
+            act.leases.releasing.remove(&key);
+            let more = match left {
+                Ok(records) => !records.is_empty(),
+                Err(error) => {
+                    tracing::warn!(conversation = %key, %error, "conversation not handed back cleanly");
+                    true
+                }
+            };
+            if more || act.leases.waiting.contains_key(&key) {
+                act.claim(key, ctx);
+            }
+        }));
+    }
+
+    /// A turn's end is stored: a caller waiting on another worker (`POST /inbound` there)
+    /// reads it now. Only channels without an outbox have such callers.
+    pub(super) fn turn_stored(&mut self, inbound: &crate::ports::Inbound) {
+        if self.leases.worker.is_some()
+            && !self
+                .durable_channels
+                .contains(inbound.conversation.channel())
+            && let Some(worker) = self.leases.worker.clone()
+        {
+            let wake_up = WakeUp::new(WakeTopic::Answered, inbound.id.clone());
+            actix::spawn(async move { worker.wake(wake_up).await });
+        }
+    }
+
+    pub(super) fn wake(&self, wake_up: WakeUp, ctx: &mut Context<Self>) {
+        if let Some(worker) = self.leases.worker.clone() {
+            ctx.spawn(async move { worker.wake(wake_up).await }.into_actor(self));
+        }
+    }
+
+    /// Listen to the other workers, and look for orphaned conversations now and then.
+    pub(super) fn share_conversations(&mut self, ctx: &mut Context<Self>) {
+        let Some(worker) = self.leases.worker.clone() else {
+            return;
+        };
+        let heard = futures::stream::unfold(worker.wake_ups(), |mut receiver| async move {
+            loop {
+                match receiver.recv().await {
+                    Ok(wake_up) => return Some((wake_up, receiver)),
+                    Err(tokio::sync::broadcast::error::RecvError::Lagged(missed)) => {
+                        tracing::warn!(missed, "wake-ups missed; the periodic look finds them");
+                    }
+                    Err(tokio::sync::broadcast::error::RecvError::Closed) => return None,
+                }
+            }
+        });
+        ctx.add_stream(heard);
+        ctx.run_interval(ORPHANS_LOOKED_FOR, |act, ctx| act.look_for_orphans(ctx));
+    }
+
+    fn look_for_orphans(&mut self, ctx: &mut Context<Self>) {
+        let inbox = self.inbox.clone();
+        ctx.spawn(
+            async move { inbox.unanswered().await }
+                .into_actor(self)
+                .map(|unanswered, act, ctx| match unanswered {
+                    Ok(records) => {
+                        let keys: HashSet<ConversationKey> = records
+                            .into_iter()
+                            .map(|record| record.inbound.conversation)
+                            .collect();
+                        for key in keys {
+                            if !act.leases.held.contains(&key) {
+                                act.claim(key, ctx);
+                            }
+                        }
+                    }
+                    Err(error) => tracing::warn!(%error, "unanswered messages not looked at"),
+                }),
+        );
+    }
+
+    /// Another worker stored a message of `key` (or answered one of its confirmations):
+    /// run it when held here, or claim it.
+    fn conversation_woken(&mut self, key: ConversationKey, ctx: &mut Context<Self>) {
+        if self.leases.held.contains(&key) {
+            self.reload(key, ctx);
+            self.resume_answered(ctx);
+        } else {
+            self.claim(key, ctx);
+        }
+    }
+}
+
+impl StreamHandler<WakeUp> for RequestQueue {
+    fn handle(&mut self, wake_up: WakeUp, ctx: &mut Self::Context) {
+        if wake_up.topic != WakeTopic::Conversation {
+            return;
+        }
+        match wake_up.subject.parse::<ConversationKey>() {
+            Ok(key) => self.conversation_woken(key, ctx),
+            Err(error) => tracing::warn!(%error, "a wake-up names no conversation"),
+        }
+    }
+
+    /// The wake-ups end only when the database closes: the queue goes on (its periodic
+    /// look still finds everything).
+    fn finished(&mut self, _ctx: &mut Self::Context) {}
+}
