@@ -156,8 +156,8 @@ impl Worker {
     }
 
     /// The wake-ups heard from now on.
-    pub fn wake_ups(&self) -> tokio::sync::broadcast::Receiver<WakeUp> {
-        self.wake_ups.subscribe()
+    pub fn wake_ups(&self) -> crate::ports::WakeUps {
+        crate::ports::wake_ups_of(self.wake_ups.subscribe())
     }
 
     /// Become the one worker on the database. A holder whose heartbeat moves on within

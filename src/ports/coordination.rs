@@ -94,6 +94,27 @@ impl WakeUp {
 /// The wake-ups of every worker from the moment it was asked for, until the store closes.
 pub type WakeUps = futures::stream::BoxStream<'static, WakeUp>;
 
+/// The wake-ups a broadcast `receiver` hears, as a stream ending when its sender is gone.
+/// Wake-ups missed by a listener that fell behind are skipped: it finds the same by its
+/// periodic look.
+pub fn wake_ups_of(receiver: tokio::sync::broadcast::Receiver<WakeUp>) -> WakeUps {
+    use tokio::sync::broadcast::error::RecvError;
+    Box::pin(futures::stream::unfold(
+        receiver,
+        |mut receiver| async move {
+            loop {
+                match receiver.recv().await {
+                    Ok(wake_up) => return Some((wake_up, receiver)),
+                    Err(RecvError::Lagged(missed)) => {
+                        tracing::warn!(missed, "wake-ups missed; the periodic look finds them");
+                    }
+                    Err(RecvError::Closed) => return None,
+                }
+            }
+        },
+    ))
+}
+
 /// A worker seen alive, with the leases it holds (sorted).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LiveWorker {

@@ -28,7 +28,9 @@ mod web_access;
 
 pub use channel_state::ChannelState;
 pub use conversation_memory::{ConversationMemory, HistoryEntry};
-pub use coordination::{Coordination, LiveWorker, WakeTopic, WakeUp, WakeUps, WorkerPresence};
+pub use coordination::{
+    Coordination, LiveWorker, WakeTopic, WakeUp, WakeUps, WorkerPresence, wake_ups_of,
+};
 pub use inbox::{
     Acceptance, Attachment, AttachmentKind, Inbound, InboundExtras, Inbox, InboxRecord,
     InboxStatus, QuotedMessage, TurnRecord,

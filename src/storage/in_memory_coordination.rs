@@ -144,18 +144,6 @@ impl Coordination for InMemoryCoordination {
     }
 
     async fn wake_ups(&self) -> Result<WakeUps, StorageError> {
-        let receiver = self.wake_ups.subscribe();
-        Ok(Box::pin(futures::stream::unfold(
-            receiver,
-            |mut receiver| async move {
-                loop {
-                    match receiver.recv().await {
-                        Ok(wake_up) => return Some((wake_up, receiver)),
-                        Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => continue,
-                        Err(tokio::sync::broadcast::error::RecvError::Closed) => return None,
-                    }
-                }
-            },
-        )))
+        Ok(crate::ports::wake_ups_of(self.wake_ups.subscribe()))
     }
 }

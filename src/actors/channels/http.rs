@@ -132,17 +132,7 @@ impl Actor for HttpChannel {
     fn started(&mut self, ctx: &mut Self::Context) {
         ctx.set_mailbox_capacity(4096);
         if let Some(shared) = &self.shared {
-            let heard =
-                futures::stream::unfold(shared.worker.wake_ups(), |mut receiver| async move {
-                    loop {
-                        match receiver.recv().await {
-                            Ok(wake_up) => return Some((wake_up, receiver)),
-                            Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
-                            Err(tokio::sync::broadcast::error::RecvError::Closed) => return None,
-                        }
-                    }
-                });
-            ctx.add_stream(heard);
+            ctx.add_stream(shared.worker.wake_ups());
         }
     }
 }

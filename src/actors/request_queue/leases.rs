@@ -286,11 +286,10 @@ impl RequestQueue {
     /// A turn's end is stored: a caller waiting on another worker (`POST /inbound` there)
     /// reads it now. Only channels without an outbox have such callers.
     pub(super) fn turn_stored(&mut self, inbound: &crate::ports::Inbound) {
-        if self.leases.worker.is_some()
+        if let Some(worker) = self.leases.worker.clone()
             && !self
                 .durable_channels
                 .contains(inbound.conversation.channel())
-            && let Some(worker) = self.leases.worker.clone()
         {
             let wake_up = WakeUp::new(WakeTopic::Answered, inbound.id.clone());
             actix::spawn(async move { worker.wake(wake_up).await });
@@ -308,18 +307,7 @@ impl RequestQueue {
         let Some(worker) = self.leases.worker.clone() else {
             return;
         };
-        let heard = futures::stream::unfold(worker.wake_ups(), |mut receiver| async move {
-            loop {
-                match receiver.recv().await {
-                    Ok(wake_up) => return Some((wake_up, receiver)),
-                    Err(tokio::sync::broadcast::error::RecvError::Lagged(missed)) => {
-                        tracing::warn!(missed, "wake-ups missed; the periodic look finds them");
-                    }
-                    Err(tokio::sync::broadcast::error::RecvError::Closed) => return None,
-                }
-            }
-        });
-        ctx.add_stream(heard);
+        ctx.add_stream(worker.wake_ups());
         ctx.run_interval(ORPHANS_LOOKED_FOR, |act, ctx| act.look_for_orphans(ctx));
     }
 
