@@ -3,11 +3,10 @@
 //! `/readyz` which workers are alive and what each holds, and hands every lease back when
 //! it stops. A worker killed outright loses its leases when `LEASE_TIME` runs out.
 //!
-//! The queue shares conversations between the workers of a PostgreSQL database
-//! (`request_queue/leases.rs`); Telegram's polling and Matrix's sync are not shared yet, so
-//! with either one worker runs on a database: it holds the `database` lease
-//! (`Worker::hold_database`). On SQLite the instance lock already keeps a second process
-//! away, and this lease, in memory, is always free.
+//! On PostgreSQL the workers share the family: the queue runs each conversation on one
+//! worker at a time (`conversation:<key>` leases, `request_queue/leases.rs`), and each chat
+//! platform is received and delivered by one (`channel:<platform>`,
+//! `channels/core/leader.rs`). On SQLite the instance lock keeps a second process away.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -26,23 +25,8 @@ pub const HEARTBEAT_EVERY: Duration = Duration::from_secs(2);
 /// finds the same by its periodic look).
 const WAKE_UPS_BUFFERED: usize = 4096;
 
-/// The lease of the one worker running on a database.
-pub const DATABASE_LEASE: &str = "database";
-
 fn lease_ms() -> i64 {
     i64::try_from(LEASE_TIME.as_millis()).unwrap_or(i64::MAX)
-}
-
-#[derive(Debug, thiserror::Error)]
-pub enum WorkerError {
-    #[error(transparent)]
-    Storage(#[from] StorageError),
-    #[error(
-        "the database is in use by another hearth ({holder}): stop that process first; \
-         several hearth workers share a PostgreSQL database only without telegram and \
-         matrix for now"
-    )]
-    DatabaseInUse { holder: String },
 }
 
 /// This process's place among the workers; leaves (hands its leases back) on `leave`,
@@ -158,47 +142,6 @@ impl Worker {
     /// The wake-ups heard from now on.
     pub fn wake_ups(&self) -> crate::ports::WakeUps {
         crate::ports::wake_ups_of(self.wake_ups.subscribe())
-    }
-
-    /// Become the one worker on the database. A holder whose heartbeat moves on within
-    /// two beats is alive and named; one whose heartbeat stands still (killed) is waited
-    /// for until its lease runs out.
-    pub async fn hold_database(&self) -> Result<(), WorkerError> {
-        let give_up_at = now_ms().saturating_add(lease_ms() * 2);
-        let mut first_seen: Option<(String, i64)> = None;
-        loop {
-            if self.take(DATABASE_LEASE).await? {
-                return Ok(());
-            }
-            let now = now_ms();
-            let live = self.coordination.live_workers(now).await?;
-            let holder = live
-                .iter()
-                .find(|worker| worker.leases.iter().any(|lease| lease == DATABASE_LEASE));
-            let beat_since = match (holder, &first_seen) {
-                (Some(worker), Some((id, seen))) => {
-                    *id == worker.presence.worker_id && worker.seen_at_ms > *seen
-                }
-                _ => false,
-            };
-            if beat_since || now >= give_up_at {
-                return Err(WorkerError::DatabaseInUse {
-                    holder: holder
-                        .map(describe)
-                        .unwrap_or_else(|| "a worker that stopped beating".into()),
-                });
-            }
-            if first_seen.is_none()
-                && let Some(worker) = holder
-            {
-                first_seen = Some((worker.presence.worker_id.clone(), worker.seen_at_ms));
-                tracing::info!(
-                    holder = %describe(worker),
-                    "the database is held; waiting to see whether its holder still beats"
-                );
-            }
-            tokio::time::sleep(HEARTBEAT_EVERY + HEARTBEAT_EVERY / 2).await;
-        }
     }
 
     /// A graceful stop: no more beats, every lease handed back, unlisted.

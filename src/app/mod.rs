@@ -51,7 +51,7 @@ use crate::storage::{self, Stores};
 #[cfg(feature = "mcp")]
 use crate::tools::mcp::{ChatElicitation, MAX_ELICITATION_WAIT, McpOptions, McpServers};
 use crate::tools::{LocalToolsProvider, ToolsProvider};
-use crate::workers::{Worker, WorkerError};
+use crate::workers::Worker;
 // What `hearth doctor` builds the same way as start-up does.
 pub(crate) use models::build_models;
 use platforms::PlatformContexts;
@@ -172,8 +172,6 @@ pub enum StartError {
     #[error(transparent)]
     InstanceLock(#[from] InstanceLockError),
     #[error(transparent)]
-    Worker(#[from] WorkerError),
-    #[error(transparent)]
     Bind(#[from] http::BindError),
     #[error("cannot build the http client for llms: {0}")]
     HttpClient(String),
@@ -230,17 +228,12 @@ pub async fn start_with_models(
     let readiness = Arc::new(Readiness::with_secrets(loaded.secrets.values()));
     let worker = if owns_stores {
         let worker = Worker::join(stores.coordination.clone(), readiness.clone()).await?;
-        // Telegram's long polling and Matrix's sync are not yet shared between workers:
-        // with either, one worker runs on the database.
-        let channels = &config.channels;
-        if stores.postgres.is_none() || channels.telegram.enabled || channels.matrix.enabled {
-            worker.hold_database().await?;
-        }
         Some(Arc::new(worker))
     } else {
         None
     };
-    // Conversations move between workers only on PostgreSQL: SQLite has one process.
+    // Conversations and platforms move between workers only on PostgreSQL: SQLite has one
+    // process.
     let shared_worker = worker.clone().filter(|_| stores.postgres.is_some());
     let family = Arc::new(Family::with_metrics(&config.family, metrics.clone()));
     let membership = Arc::new(Membership::new(
@@ -453,6 +446,7 @@ pub async fn start_with_models(
         },
         own_chats: own_chats.clone(),
         membership: Some(membership_parts.clone()),
+        worker: shared_worker.clone(),
         reminders: Some(ReminderAnswers {
             settle: scheduler.clone().recipient(),
             list: scheduler.clone().recipient(),

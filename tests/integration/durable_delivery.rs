@@ -182,7 +182,7 @@ async fn a_matrix_message_sent_again_after_a_crash_is_shown_once() {
 }
 
 /// The reply to "m <chat> <n>" is "echo: m <chat> <n>".
-fn number_of(text: &str) -> Option<(i64, u32)> {
+pub(crate) fn number_of(text: &str) -> Option<(i64, u32)> {
     let mut words = text.strip_prefix("echo: m ")?.split(' ');
     Some((words.next()?.parse().ok()?, words.next()?.parse().ok()?))
 }

@@ -16,7 +16,13 @@ use crate::support::postgres::PostgresServer;
 /// The test config of `folder`, on `database_url` instead of its SQLite file.
 pub(crate) fn config_on(folder: &Path, llm: &str, database_url: &str) -> std::path::PathBuf {
     let path = write_config(folder, llm);
-    let text = std::fs::read_to_string(&path).unwrap();
+    use_database(&path, database_url);
+    path
+}
+
+/// The config at `path` with its `database_url` replaced by `database_url`.
+pub(crate) fn use_database(path: &Path, database_url: &str) {
+    let text = std::fs::read_to_string(path).unwrap();
     let text = text
         .lines()
         .map(|line| {
@@ -28,8 +34,7 @@ pub(crate) fn config_on(folder: &Path, llm: &str, database_url: &str) -> std::pa
         })
         .collect::<Vec<_>>()
         .join("\n");
-    std::fs::write(&path, text).unwrap();
-    path
+    std::fs::write(path, text).unwrap();
 }
 
 pub(crate) async fn post(base_url: &str, body: &Value) -> (u16, Value) {

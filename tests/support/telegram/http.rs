@@ -242,6 +242,7 @@ async fn get_updates(shared: &Shared, p: &Value) -> Result<Answer, TgError> {
         {
             let mut state = shared.state();
             if state.poll_generation != generation {
+                state.superseded_polls += 1;
                 return Err(TgError::new(
                     409,
                     "Conflict: terminated by other getUpdates request; make sure that only one \

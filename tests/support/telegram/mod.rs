@@ -279,6 +279,11 @@ impl TelegramServer {
         self.shared.state().get_updates_count
     }
 
+    /// Long polls cut short by a newer one while they waited: more than one poller at once.
+    pub fn superseded_polls(&self) -> usize {
+        self.shared.state().superseded_polls
+    }
+
     /// Whether the bot confirmed the update: it called getUpdates with an offset beyond it.
     pub fn is_confirmed(&self, update_id: i64) -> bool {
         update_id < self.shared.state().confirmed_below

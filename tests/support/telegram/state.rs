@@ -293,6 +293,8 @@ pub(super) struct State {
     pub get_updates_count: usize,
     /// Bumped by every getUpdates: an older long poll still waiting then answers 409.
     pub poll_generation: u64,
+    /// Long polls answered 409 because a newer one came while they waited: two pollers.
+    pub superseded_polls: usize,
     pub strict_ampersand: bool,
 }
 
@@ -324,6 +326,7 @@ impl State {
             next_callback: 1,
             get_updates_count: 0,
             poll_generation: 0,
+            superseded_polls: 0,
             strict_ampersand: true,
         }
     }

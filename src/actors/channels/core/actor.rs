@@ -1,6 +1,7 @@
 //! `ChannelActor`: the one actor of every chat platform, generic over its
 //! `PlatformAdapter`. It runs the platform's event source and delivery workers under its
-//! `ChannelTasks`, hands each event to the inbound sequence (`inbound.rs`) and carries out
+//! `ChannelTasks` (on a database shared by several workers, only while it leads the
+//! platform: `leader.rs`), hands each event to the inbound sequence (`inbound.rs`) and carries out
 //! what that asks for (store and deliver a message, show "typing…"), delivers the queue's
 //! `DeliverReply`s through the outbox, forgets old handled-event notes, and on
 //! `StopChannel` stops its tasks, waiting for the parts being sent.
@@ -15,6 +16,7 @@ use super::adapter::PlatformAdapter;
 use super::delivery::Deliveries;
 use super::delivery::DeliverySettings;
 use super::inbound::{ChannelCore, FollowUp};
+use super::leader::ChannelLeader;
 use super::messages::{EventReceived, StopChannel};
 use super::reminder_answers::ReminderAnswers;
 use super::tasks::{ChannelTasks, STOP_WAIT};
@@ -51,17 +53,22 @@ pub struct ChannelDeps {
     pub reminders: Option<ReminderAnswers>,
     /// The family's commands; `None` where members are not changed in chat.
     pub membership: Option<super::membership::MembershipParts>,
+    /// This process among the workers of a shared (PostgreSQL) database: the platform is
+    /// then led by one of them. `None` for the only process on its database.
+    pub worker: Option<Arc<crate::workers::Worker>>,
 }
 
 pub(crate) struct ChannelActor<A: PlatformAdapter> {
-    core: Arc<ChannelCore<A>>,
+    pub(super) core: Arc<ChannelCore<A>>,
     /// The outbox's messages for this platform, in order per conversation; conversations
     /// do not wait on each other.
-    deliveries: Deliveries<A>,
+    pub(super) deliveries: Deliveries<A>,
     /// Turns running per place, and the timer showing "typing…" for them.
     typing: TypingTurns<String>,
-    tasks: ChannelTasks,
-    readiness: Arc<Readiness>,
+    pub(super) tasks: ChannelTasks,
+    pub(super) readiness: Arc<Readiness>,
+    /// Whether this worker leads the platform; `None`: the only process, always leading.
+    pub(super) leader: Option<ChannelLeader>,
 }
 
 impl<A: PlatformAdapter> ChannelActor<A> {
@@ -79,9 +86,11 @@ impl<A: PlatformAdapter> ChannelActor<A> {
             delivery,
             reminders,
             membership,
+            worker,
             ..
         } = deps;
         let adapter = Arc::new(adapter);
+        let leader = worker.map(|worker| ChannelLeader::new(worker, adapter.channel()));
         let tasks = ChannelTasks::default();
         ChannelActor {
             core: Arc::new(ChannelCore {
@@ -98,10 +107,11 @@ impl<A: PlatformAdapter> ChannelActor<A> {
             typing: TypingTurns::default(),
             tasks,
             readiness,
+            leader,
         }
     }
 
-    fn channel(&self) -> &'static str {
+    pub(super) fn channel(&self) -> &'static str {
         self.core.adapter.channel()
     }
 
@@ -132,7 +142,11 @@ impl<A: PlatformAdapter> ChannelActor<A> {
     }
 
     /// A turn of `conversation` answered or stopped to wait for the member.
-    fn typing_stopped(&mut self, conversation: &ConversationKey, ctx: &mut Context<Self>) {
+    pub(super) fn typing_stopped(
+        &mut self,
+        conversation: &ConversationKey,
+        ctx: &mut Context<Self>,
+    ) {
         if let Some(place) = self.core.adapter.typing_place(conversation)
             && self.typing.stopped(&place, ctx)
         {
@@ -147,19 +161,27 @@ impl<A: PlatformAdapter> ChannelActor<A> {
         ctx.spawn(
             storing
                 .into_actor(self)
-                .map(|(message, stored), act, _ctx| act.deliveries.stored(message, stored)),
+                .map(|(message, stored), act, _ctx| match stored {
+                    Ok(id) => act.deliver(Some(id), message),
+                    Err(error) => {
+                        act.deliveries.not_stored(&message, &error);
+                        act.deliver(None, message);
+                    }
+                }),
         );
     }
 
     /// Read what the last run left undelivered and deliver it before anything newer
     /// (tried again every few seconds while the database does not answer).
-    fn resume_deliveries(&mut self, ctx: &mut Context<Self>) {
+    pub(super) fn resume_deliveries(&mut self, ctx: &mut Context<Self>) {
         let loading = self.deliveries.undelivered();
         ctx.spawn(
             loading
                 .into_actor(self)
-                .map(|loaded, act, ctx| match loaded {
-                    Ok(entries) => act.deliveries.resumed(entries),
+                .map(|(read, loaded), act, ctx| match loaded {
+                    Ok(entries) => {
+                        act.deliveries.resumed(read, entries);
+                    }
                     Err(error) => {
                         tracing::warn!(%error, "undelivered messages not read; trying again");
                         ctx.run_later(Duration::from_secs(5), |act, ctx| {
@@ -195,10 +217,7 @@ impl<A: PlatformAdapter> Actor for ChannelActor<A> {
 
     fn started(&mut self, ctx: &mut Self::Context) {
         ctx.set_mailbox_capacity(1024);
-        let events = ctx.address().recipient();
-        self.tasks
-            .spawn_cancellable(self.core.adapter.clone().receive(events));
-        self.resume_deliveries(ctx);
+        self.start_receiving(ctx);
         self.prune_handled(ctx);
         ctx.run_interval(PRUNE_HANDLED_EVERY, |act, ctx| act.prune_handled(ctx));
     }
@@ -229,7 +248,7 @@ impl<A: PlatformAdapter> Handler<DeliverReply> for ChannelActor<A> {
             self.typing_stopped(&reply.conversation, ctx);
         }
         let message = reply.outgoing();
-        self.deliveries.deliver(reply.outbox_id, message);
+        self.deliver(reply.outbox_id, message);
     }
 }
 
@@ -237,8 +256,7 @@ impl<A: PlatformAdapter> Handler<DeliverStored> for ChannelActor<A> {
     type Result = ();
 
     fn handle(&mut self, stored: DeliverStored, _ctx: &mut Self::Context) {
-        self.deliveries
-            .deliver(Some(stored.outbox_id), stored.message);
+        self.deliver(Some(stored.outbox_id), stored.message);
     }
 }
 

@@ -30,11 +30,22 @@ const CHANNEL: &str = "loopback";
 const HOUR: Duration = Duration::from_secs(3600);
 const KEPT_FOR: Duration = Duration::from_secs(24 * 3600);
 
-/// A platform whose events are (sender, event id, text) and whose deliveries are noted.
+/// A platform whose events are (sender, event id, text) and whose deliveries are noted;
+/// `receiving` counts its event sources running.
 #[derive(Default)]
-struct Loopback {
-    delivered: Arc<Mutex<Vec<String>>>,
+pub(super) struct Loopback {
+    pub(super) delivered: Arc<Mutex<Vec<String>>>,
+    pub(super) receiving: Arc<std::sync::atomic::AtomicUsize>,
     commands: ProfileCommands,
+}
+
+/// Counts one running event source while it lives.
+struct Running(Arc<std::sync::atomic::AtomicUsize>);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+    }
 }
 
 #[async_trait]
@@ -128,7 +139,13 @@ impl PlatformAdapter for Loopback {
         _events: Recipient<EventReceived<Self::Event>>,
     ) -> BoxFuture<'static, ()> {
         // The test hands the events over itself.
-        Box::pin(std::future::pending())
+        self.receiving
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let running = Running(self.receiving.clone());
+        Box::pin(async move {
+            let _running = running;
+            std::future::pending::<()>().await
+        })
     }
 }
 
@@ -138,6 +155,16 @@ fn alice() -> FamilyMember {
 
 /// The channel on `store`, with a queue that is never asked (`/help` needs none).
 fn channel(platform: Loopback, store: &Arc<InMemoryStore>) -> Addr<ChannelActor<Loopback>> {
+    channel_of_worker(platform, store, None)
+}
+
+/// The channel on `store` of `worker`, one of the workers sharing it (`None`: the only
+/// process).
+pub(super) fn channel_of_worker(
+    platform: Loopback,
+    store: &Arc<InMemoryStore>,
+    worker: Option<Arc<crate::workers::Worker>>,
+) -> Addr<ChannelActor<Loopback>> {
     let metrics = Arc::new(Metrics::default());
     let deps = ChannelDeps {
         family: Arc::new(Family::new(&[alice()])),
@@ -153,6 +180,7 @@ fn channel(platform: Loopback, store: &Arc<InMemoryStore>) -> Addr<ChannelActor<
         own_chats: Arc::default(),
         reminders: None,
         membership: None,
+        worker,
     };
     ChannelActor::new(platform, deps, KEPT_FOR).start()
 }

@@ -15,6 +15,10 @@
 //! At start the rows the last run left undelivered go first; messages that arrive before
 //! they are read wait behind them, so a conversation keeps its order across a restart.
 //!
+//! On a PostgreSQL database with several workers only the platform's leader delivers
+//! (`leader.rs`): `pause` ends this worker's deliveries when it stops leading, and each
+//! reading of the outbox skips the rows a delivery already took (`delivery_ids.rs`).
+//!
 //! Telegram has no way to recognise a resent message: if hearth is killed after Telegram
 //! accepted a part and before that was noted, the part is sent again after the restart.
 //! Matrix recognises it by the transaction id, made from the outbox row and the part.
@@ -25,7 +29,9 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
 
+use super::delivery_ids::{DispatchedIds, OutboxRead};
 use super::platform::{DeliveryError, Platform};
 use super::tasks::ChannelTasks;
 use crate::ids::{ConversationKey, PromptId};
@@ -62,12 +68,16 @@ struct Shared<P: Platform> {
     metrics: Arc<Metrics>,
     settings: DeliverySettings,
     tasks: ChannelTasks,
+    ids: DispatchedIds,
 }
 
 /// A channel's deliveries. Lives in the channel actor; workers are tokio tasks.
 pub(crate) struct Deliveries<P: Platform> {
     shared: Arc<Shared<P>>,
     workers: HashMap<ConversationKey, mpsc::UnboundedSender<OutboxEntry>>,
+    /// Ends this term's workers: the channel stopping, or this worker no longer
+    /// delivering the platform (`pause`).
+    term: CancellationToken,
     /// Until the last run's undelivered rows are read: what arrived meanwhile.
     held: Option<Vec<OutboxEntry>>,
     /// Numbers messages the outbox could not take (delivered once, not noted).
@@ -82,6 +92,7 @@ impl<P: Platform> Deliveries<P> {
         settings: DeliverySettings,
         tasks: ChannelTasks,
     ) -> Self {
+        let term = tasks.child_token();
         Deliveries {
             shared: Arc::new(Shared {
                 platform,
@@ -89,28 +100,44 @@ impl<P: Platform> Deliveries<P> {
                 metrics,
                 settings,
                 tasks,
+                ids: DispatchedIds::default(),
             }),
             workers: HashMap::new(),
+            term,
             held: Some(Vec::new()),
             unstored: 0,
         }
     }
 
-    /// The rows the last run left undelivered: hand them to `resumed`.
+    /// The platform's undelivered rows (the last run's, another worker's): hand them to
+    /// `resumed`.
     pub(crate) fn undelivered(
         &self,
-    ) -> impl std::future::Future<Output = Result<Vec<OutboxEntry>, StorageError>> + 'static {
+    ) -> impl std::future::Future<Output = (OutboxRead, Result<Vec<OutboxEntry>, StorageError>)> + 'static
+    {
         let (outbox, channel) = (self.shared.outbox.clone(), self.shared.platform.channel());
-        async move { outbox.undelivered(channel).await }
+        let read = self.shared.ids.read_begins();
+        async move { (read, outbox.undelivered(channel).await) }
     }
 
-    /// Deliver the last run's undelivered rows, then what arrived meanwhile, in order.
-    pub(crate) fn resumed(&mut self, mut entries: Vec<OutboxEntry>) {
+    /// Deliver the undelivered rows `read` found that no delivery has taken, then (the
+    /// first time) what arrived meanwhile, in order.
+    /// The conversations given something to deliver.
+    pub(crate) fn resumed(
+        &mut self,
+        read: OutboxRead,
+        mut entries: Vec<OutboxEntry>,
+    ) -> Vec<ConversationKey> {
+        let returned = entries.iter().map(|entry| entry.id).collect();
+        self.shared.ids.read_returned(&read, &returned);
+        drop(read);
+        let ids = &self.shared.ids;
+        entries.retain(|entry| !ids.is_taken(entry.id));
         if !entries.is_empty() {
             tracing::info!(
                 channel = self.shared.platform.channel(),
                 count = entries.len(),
-                "delivering what the last run left undelivered"
+                "delivering what is left undelivered"
             );
         }
         let held = self.held.take().unwrap_or_default();
@@ -123,9 +150,14 @@ impl<P: Platform> Deliveries<P> {
             }
         }
         entries.sort_by_key(|entry| order_key(entry.id));
+        let mut conversations: Vec<ConversationKey> = Vec::new();
         for entry in entries {
+            if !conversations.contains(&entry.message.conversation) {
+                conversations.push(entry.message.conversation.clone());
+            }
             self.dispatch(entry);
         }
+        conversations
     }
 
     /// Store `message` in the outbox; deliver it with `stored` once that is done.
@@ -141,40 +173,56 @@ impl<P: Platform> Deliveries<P> {
         }
     }
 
-    /// Deliver `message`, stored as row `id` (or not stored: delivered once, undurably).
-    pub(crate) fn stored(&mut self, message: OutgoingMessage, id: Result<i64, StorageError>) {
-        let id = match id {
-            Ok(id) => Some(id),
-            Err(error) => {
-                self.shared.metrics.error("outbox");
-                tracing::error!(conversation = %message.conversation, %error,
-                    "message not stored for delivery; sent once without retry");
-                None
-            }
-        };
-        self.deliver(id, message);
+    /// `message` could not be stored: counted and logged; it is delivered once, undurably.
+    pub(crate) fn not_stored(&self, message: &OutgoingMessage, error: &StorageError) {
+        self.shared.metrics.error("outbox");
+        tracing::error!(conversation = %message.conversation, %error,
+            "message not stored for delivery; sent once without retry");
     }
 
     /// Deliver `message`, which is outbox row `id` (`None`: not stored).
     pub(crate) fn deliver(&mut self, id: Option<i64>, message: OutgoingMessage) {
-        let id = id.unwrap_or_else(|| {
-            self.unstored -= 1;
-            self.unstored
-        });
-        let entry = OutboxEntry {
-            id,
-            message,
-            created_at_ms: now_ms(),
-            attempts: 0,
-            parts_delivered: 0,
-        };
+        let entry = self.entry(id, message);
         match &mut self.held {
             Some(held) => held.push(entry),
             None => self.dispatch(entry),
         }
     }
 
+    /// Deliver `message`, which the outbox could not take, now: nothing reads it back.
+    pub(crate) fn deliver_unstored(&mut self, message: OutgoingMessage) {
+        let entry = self.entry(None, message);
+        self.dispatch(entry);
+    }
+
+    fn entry(&mut self, id: Option<i64>, message: OutgoingMessage) -> OutboxEntry {
+        let id = id.unwrap_or_else(|| {
+            self.unstored -= 1;
+            self.unstored
+        });
+        OutboxEntry {
+            id,
+            message,
+            created_at_ms: now_ms(),
+            attempts: 0,
+            parts_delivered: 0,
+        }
+    }
+
+    /// This worker no longer delivers the platform: each delivery ends after the part it
+    /// sends, and what arrives is held until `resumed` (the leader's outbox reads it).
+    pub(crate) fn pause(&mut self) {
+        self.term.cancel();
+        self.term = self.shared.tasks.child_token();
+        self.workers.clear();
+        self.shared.ids.forget_all();
+        self.held = Some(Vec::new());
+    }
+
     fn dispatch(&mut self, mut entry: OutboxEntry) {
+        if !self.shared.ids.dispatched(entry.id) {
+            return;
+        }
         if self.workers.len() > SWEEP_ABOVE {
             self.workers.retain(|_, sender| !sender.is_closed());
         }
@@ -182,9 +230,10 @@ impl<P: Platform> Deliveries<P> {
         loop {
             let sender = self.workers.entry(key.clone()).or_insert_with(|| {
                 let (sender, receiver) = mpsc::unbounded_channel();
+                let term = self.term.clone();
                 self.shared
                     .tasks
-                    .spawn(run_worker(self.shared.clone(), receiver));
+                    .spawn(run_worker(self.shared.clone(), receiver, term));
                 sender
             });
             match sender.send(entry) {
@@ -207,23 +256,28 @@ fn order_key(id: i64) -> (bool, i64) {
 async fn run_worker<P: Platform>(
     shared: Arc<Shared<P>>,
     mut entries: mpsc::UnboundedReceiver<OutboxEntry>,
+    term: CancellationToken,
 ) {
     let mut waiting: BTreeMap<(bool, i64), OutboxEntry> = BTreeMap::new();
     loop {
-        // Stopping: what waits stays in the outbox for the next start.
-        if shared.tasks.is_stopping() {
+        // Stopping: what waits stays in the outbox for the next start (or leader).
+        if term.is_cancelled() {
             return;
         }
         while let Ok(entry) = entries.try_recv() {
             waiting.insert(order_key(entry.id), entry);
         }
         if let Some((_, entry)) = waiting.pop_first() {
-            deliver_one(&shared, entry).await;
+            let id = entry.id;
+            match deliver_one(&shared, entry, &term).await {
+                Some(noted) => shared.ids.settled(id, noted),
+                None => shared.ids.dropped(id),
+            }
             continue;
         }
         let next = tokio::select! {
             next = tokio::time::timeout(IDLE_WORKER, entries.recv()) => next,
-            () = shared.tasks.cancelled() => return,
+            () = term.cancelled() => return,
         };
         match next {
             Ok(Some(entry)) => {
@@ -264,7 +318,13 @@ fn said_late_when_it_is(mut entry: OutboxEntry) -> OutboxEntry {
     entry
 }
 
-async fn deliver_one<P: Platform>(shared: &Shared<P>, entry: OutboxEntry) {
+/// Deliver `entry`; once it settled (delivered or given up), whether the outbox noted
+/// that; `None` when `term` ended first.
+async fn deliver_one<P: Platform>(
+    shared: &Shared<P>,
+    entry: OutboxEntry,
+    term: &CancellationToken,
+) -> Option<bool> {
     let entry = said_late_when_it_is(entry);
     let channel = shared.platform.channel();
     let stored = entry.id > 0;
@@ -279,8 +339,8 @@ async fn deliver_one<P: Platform>(shared: &Shared<P>, entry: OutboxEntry) {
         "delivery starts"
     );
     while next < parts.len() {
-        if shared.tasks.is_stopping() {
-            return;
+        if term.is_cancelled() {
+            return None;
         }
         let transaction_id = format!("hearth-{}-{next}", entry.id);
         let sending = StageTimer::start("deliver_part");
@@ -314,10 +374,7 @@ async fn deliver_one<P: Platform>(shared: &Shared<P>, entry: OutboxEntry) {
                     > i64::try_from(shared.settings.max_age.as_millis()).unwrap_or(i64::MAX);
                 let retry_after = match &error {
                     DeliveryError::Transient { retry_after, .. } if !too_old => *retry_after,
-                    _ => {
-                        give_up(shared, &entry, &error, stored).await;
-                        return;
-                    }
+                    _ => return Some(give_up(shared, &entry, &error, stored).await),
                 };
                 let pause = pause_after(attempts.saturating_sub(1), retry_after);
                 shared
@@ -327,7 +384,7 @@ async fn deliver_one<P: Platform>(shared: &Shared<P>, entry: OutboxEntry) {
                     pause_ms = pause.as_millis() as u64, "delivery failed; trying again");
                 tokio::select! {
                     () = tokio::time::sleep(pause) => {}
-                    () = shared.tasks.cancelled() => return,
+                    () = term.cancelled() => return None,
                 }
             }
         }
@@ -338,7 +395,9 @@ async fn deliver_one<P: Platform>(shared: &Shared<P>, entry: OutboxEntry) {
     if stored && let Err(error) = shared.outbox.delivered(entry.id, first_id.as_deref()).await {
         // Sent, not noted: a restart sends it again (Matrix recognises it, Telegram not).
         tracing::warn!(outbox_id = entry.id, %error, "delivered message not noted");
+        return Some(false);
     }
+    Some(true)
 }
 
 async fn give_up<P: Platform>(
@@ -346,7 +405,7 @@ async fn give_up<P: Platform>(
     entry: &OutboxEntry,
     error: &DeliveryError,
     stored: bool,
-) {
+) -> bool {
     let channel = shared.platform.channel();
     shared
         .metrics
@@ -355,7 +414,9 @@ async fn give_up<P: Platform>(
         inbox_id = ?entry.message.inbox_id, %error, "message given up: not delivered");
     if stored && let Err(storage) = shared.outbox.abandon(entry.id, &error.to_string()).await {
         tracing::warn!(outbox_id = entry.id, error = %storage, "given-up message not noted");
+        return false;
     }
+    true
 }
 
 #[cfg(test)]
@@ -424,7 +485,8 @@ mod tests {
             DeliverySettings { max_age },
             ChannelTasks::default(),
         );
-        deliveries.resumed(Vec::new());
+        let (read, undelivered) = deliveries.undelivered().await;
+        deliveries.resumed(read, undelivered.unwrap());
         let message = say(&"test:chat-1".parse().unwrap(), "Hello.", None);
         let id = outbox.enqueue(&message).await.unwrap();
         deliveries.deliver(Some(id), message);

@@ -14,6 +14,11 @@
 //!   another bot's), what `/cancel` and an answer do;
 //! - `delivery.rs`: the durable outbox delivered in order per conversation, with retries,
 //!   a maximum age, and what was delivered noted, so a restart loses and repeats nothing;
+//!   `delivery_ids.rs`: the rows a delivery has taken, so reading the outbox again never
+//!   sends one twice;
+//! - `leader.rs`: on a database shared by several workers, the one worker that receives
+//!   the platform's events and delivers its outbox (`channel:<platform>` lease), woken by
+//!   the others when they store a message;
 //! - `platform.rs`: the `Platform` trait (deliver one part) and its error, and the routes a
 //!   platform adds to the HTTP API (`PlatformRoutes`);
 //! - `tasks.rs`: the event source and delivery workers under one cancellation token;
@@ -44,7 +49,11 @@ pub(crate) mod adapter;
 pub mod attachments;
 pub(crate) mod commands;
 pub(crate) mod delivery;
+mod delivery_ids;
 pub(crate) mod inbound;
+mod leader;
+#[cfg(test)]
+mod leader_tests;
 pub(crate) mod list_notes;
 pub(crate) mod membership;
 pub(crate) mod messages;

@@ -32,7 +32,7 @@ impl ChannelTasks {
         });
     }
 
-    /// Run `task`, which watches `cancelled()` itself to end at a point of its choosing.
+    /// Run `task`, which watches a `child_token` itself to end at a point of its choosing.
     pub(crate) fn spawn<F>(&self, task: F)
     where
         F: Future<Output = ()> + Send + 'static,
@@ -40,14 +40,21 @@ impl ChannelTasks {
         self.tracker.spawn(task);
     }
 
-    /// Whether the channel is stopping.
-    pub(crate) fn is_stopping(&self) -> bool {
-        self.token.is_cancelled()
+    /// A token cancelled when the channel stops, or earlier by its holder: for a part of
+    /// the channel that may end on its own (the event source of a worker that no longer
+    /// leads its platform).
+    pub(crate) fn child_token(&self) -> CancellationToken {
+        self.token.child_token()
     }
 
-    /// Resolves once the channel is stopping.
-    pub(crate) async fn cancelled(&self) {
-        self.token.cancelled().await
+    /// Run `task` until it ends or `token` (a `child_token`) is cancelled.
+    pub(crate) fn spawn_until<F>(&self, token: CancellationToken, task: F)
+    where
+        F: Future<Output = ()> + Send + 'static,
+    {
+        self.tracker.spawn(async move {
+            token.run_until_cancelled(task).await;
+        });
     }
 
     /// Stop every task: cancel the token, then wait for the tasks to end, at most

@@ -65,10 +65,15 @@ struct Gate {
 
 /// Log in and sync until the channel stops.
 pub(super) async fn run(adapter: Arc<MatrixAdapter>, channel: Channel) {
-    log_in(&adapter).await;
-    session::recover(&adapter.client, &adapter.settings).await;
+    // A worker that led before (and lost its lease) is logged in already.
+    if adapter.client.user_id().is_none() {
+        log_in(&adapter).await;
+        session::recover(&adapter.client, &adapter.settings).await;
+    }
     let gate = Arc::new(Gate::default());
-    register_handlers(&adapter.client, &channel, &gate);
+    // Removed when this loop ends (this worker no longer leads the platform), so a later
+    // loop does not hand each event over twice.
+    let _handlers = register_handlers(&adapter.client, &channel, &gate);
     let mut token = match adapter.state.get_state(MATRIX_CHANNEL, TOKEN_KEY).await {
         Ok(token) => token,
         Err(error) => {
@@ -174,8 +179,22 @@ async fn log_in(adapter: &MatrixAdapter) {
     }
 }
 
+/// The sync loop's event handlers, removed from the client when dropped.
+struct Handlers {
+    client: Client,
+    handles: Vec<matrix_sdk::event_handler::EventHandlerHandle>,
+}
+
+impl Drop for Handlers {
+    fn drop(&mut self) {
+        for handle in self.handles.drain(..) {
+            self.client.remove_event_handler(handle);
+        }
+    }
+}
+
 /// Hand a sync's events to the channel, waiting until each is handled.
-fn register_handlers(client: &Client, channel: &Channel, gate: &Arc<Gate>) {
+fn register_handlers(client: &Client, channel: &Channel, gate: &Arc<Gate>) -> Handlers {
     let own = client.user_id().map(ToOwned::to_owned);
     let forward = {
         let channel = channel.clone();
@@ -195,8 +214,9 @@ fn register_handlers(client: &Client, channel: &Channel, gate: &Arc<Gate>) {
         move || gate.live.load(Ordering::SeqCst)
     };
     let is_own = move |sender: &matrix_sdk::ruma::UserId| own.as_deref() == Some(sender);
+    let mut handles = Vec::new();
 
-    client.add_event_handler({
+    handles.push(client.add_event_handler({
         let (forward, live, is_own) = (forward.clone(), live.clone(), is_own.clone());
         move |event: OriginalSyncRoomMessageEvent, room: Room| {
             let handle = live() && !is_own(&event.sender);
@@ -211,8 +231,8 @@ fn register_handlers(client: &Client, channel: &Channel, gate: &Arc<Gate>) {
                 }
             }
         }
-    });
-    client.add_event_handler({
+    }));
+    handles.push(client.add_event_handler({
         let (forward, live, is_own) = (forward.clone(), live.clone(), is_own.clone());
         move |event: OriginalSyncReactionEvent, room: Room| {
             let handle = live() && !is_own(&event.sender);
@@ -227,8 +247,8 @@ fn register_handlers(client: &Client, channel: &Channel, gate: &Arc<Gate>) {
                 }
             }
         }
-    });
-    client.add_event_handler({
+    }));
+    handles.push(client.add_event_handler({
         let (forward, live, is_own) = (forward.clone(), live.clone(), is_own.clone());
         move |event: OriginalSyncRoomEncryptedEvent, room: Room| {
             let handle = live() && !is_own(&event.sender);
@@ -243,9 +263,9 @@ fn register_handlers(client: &Client, channel: &Channel, gate: &Arc<Gate>) {
                 }
             }
         }
-    });
+    }));
     // Invites are answered whenever they come, the first sync included.
-    client.add_event_handler({
+    handles.push(client.add_event_handler({
         let forward = forward.clone();
         move |event: StrippedRoomMemberEvent, room: Room, client: Client| {
             let forward = forward.clone();
@@ -260,5 +280,9 @@ fn register_handlers(client: &Client, channel: &Channel, gate: &Arc<Gate>) {
                 }
             }
         }
-    });
+    }));
+    Handlers {
+        client: client.clone(),
+        handles,
+    }
 }
