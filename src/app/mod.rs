@@ -414,7 +414,7 @@ pub async fn start_with_models(
             readiness.clone(),
         )
         .with_own_chats(own_chats.clone())
-        .with_worker(shared_worker.clone()),
+        .with_worker(shared_worker.clone(), stores.channel_state.clone()),
     );
     scheduler_context.run(Scheduler::new(SchedulerDeps {
         schedules: stores.schedules.clone(),

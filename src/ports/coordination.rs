@@ -41,6 +41,9 @@ pub enum WakeTopic {
     Answered,
     /// A channel has rows to deliver: its subject is the conversation key.
     Outbox,
+    /// A member sent `/cancel`: its subject is `<member id> <conversation key>`; the worker
+    /// running the conversation withdraws the question that member is asked there.
+    Cancel,
 }
 
 impl WakeTopic {
@@ -49,6 +52,7 @@ impl WakeTopic {
             WakeTopic::Conversation => "conversation",
             WakeTopic::Answered => "answered",
             WakeTopic::Outbox => "outbox",
+            WakeTopic::Cancel => "cancel",
         }
     }
 
@@ -57,6 +61,7 @@ impl WakeTopic {
             WakeTopic::Conversation,
             WakeTopic::Answered,
             WakeTopic::Outbox,
+            WakeTopic::Cancel,
         ]
         .into_iter()
         .find(|topic| topic.as_str() == text)

@@ -5,7 +5,7 @@
 //! conversation's lane: never while a turn of theirs runs there (the cancel waits for it to
 //! end), and no turn starts there until the cancel is done. So a plan or a call that a
 //! running turn has loaded is never cancelled under it, and what `/cancel` answers is what
-//! it did.
+//! it did. Among workers, the cancel waits for the conversation's lease (`leases.rs`).
 
 use actix::fut::{ActorFutureExt, WrapFuture};
 use actix::{AsyncContext, Context, Handler, ResponseActFuture};
@@ -43,11 +43,13 @@ impl Handler<CancelPending> for RequestQueue {
             .entry(key.clone())
             .or_default()
             .push(WaitingCancel {
-                member_id: message.member_id,
+                member_id: message.member_id.clone(),
                 question,
                 done,
             });
-        self.run_cancels_when_free(&key, ctx);
+        if !self.cancel_needs_lease(&key, &message.member_id, ctx) {
+            self.run_cancels_when_free(&key, ctx);
+        }
         Box::pin(
             async move {
                 cancelled.await.unwrap_or_else(|_| {
@@ -66,7 +68,8 @@ impl RequestQueue {
     /// a cancel runs there already (it looks again when done) or a turn of the same member
     /// runs there (its cancel waits for the turn's end). The lane starts nothing meanwhile.
     pub(super) fn run_cancels_when_free(&mut self, key: &ConversationKey, ctx: &mut Context<Self>) {
-        if self.lanes.is_paused(key) {
+        // Among workers, only the conversation's holder cancels (once claimed).
+        if self.lanes.is_paused(key) || !self.runs_here(key) {
             return;
         }
         let Some(waiting) = self.cancels.remove(key) else {
@@ -112,7 +115,22 @@ impl RequestQueue {
             act.lanes.unpause(&key);
             act.run_cancels_when_free(&key, ctx);
             act.pump(ctx);
+            act.release_if_idle(&key, ctx);
         }));
+    }
+
+    /// The question `member_id` was asked in `key` by another worker's turn is withdrawn
+    /// by their waiting cancel: it says so when done.
+    pub(super) fn question_withdrawn_elsewhere(
+        &mut self,
+        key: &ConversationKey,
+        member_id: &MemberId,
+    ) {
+        for cancel in self.cancels.get_mut(key).into_iter().flatten() {
+            if cancel.member_id == *member_id {
+                cancel.question = true;
+            }
+        }
     }
 
     /// Cancel, one member after the other, what waits for each of `members` in

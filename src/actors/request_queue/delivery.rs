@@ -78,8 +78,10 @@ impl RequestQueue {
         text: String,
         kind: ReplyKind,
         outbox_id: Option<i64>,
+        ctx: &mut Context<Self>,
     ) {
         let (waiter, _, inbox_id, reply_to_event) = self.reply_target(inbound, true);
+        self.close_answer_from_elsewhere(&inbox_id, &text, ctx);
         let reply = DeliverReply {
             inbox_id,
             conversation: inbound.conversation.clone(),
@@ -116,7 +118,7 @@ impl RequestQueue {
         ctx: &mut Context<Self>,
     ) {
         let Some(outgoing) = self.outgoing(inbound, &text, &kind) else {
-            self.deliver(inbound, text, kind, None);
+            self.deliver(inbound, text, kind, None, ctx);
             return;
         };
         let outbox = self.outbox.clone();
@@ -124,7 +126,7 @@ impl RequestQueue {
         ctx.spawn(
             async move { outbox.enqueue(&outgoing).await }
                 .into_actor(self)
-                .map(move |queued, act, _ctx| {
+                .map(move |queued, act, ctx| {
                     let outbox_id = match queued {
                         Ok(id) => Some(id),
                         Err(error) => {
@@ -134,7 +136,7 @@ impl RequestQueue {
                             None
                         }
                     };
-                    act.deliver(&inbound, text, kind, outbox_id);
+                    act.deliver(&inbound, text, kind, outbox_id, ctx);
                 }),
         );
     }

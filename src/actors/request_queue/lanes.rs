@@ -124,6 +124,20 @@ impl<K: Eq + Hash + Clone, T> Lanes<K, T> {
         }
     }
 
+    /// The running item of `key` is done and its lane goes (another runs the conversation
+    /// now): what waited in it.
+    pub fn finish_and_drop(&mut self, key: &K) -> Vec<T> {
+        let Some(lane) = self.lanes.remove(key) else {
+            return Vec::new();
+        };
+        if lane.state == LaneState::Running {
+            self.running -= 1;
+        }
+        self.queued -= lane.items.len();
+        self.ready.retain(|ready| ready != key);
+        lane.items.into_iter().collect()
+    }
+
     /// The running item of `key` failed and will be retried: it goes back to the
     /// head of its lane, and the lane waits until `release`.
     pub fn hold(&mut self, key: &K, item: T) {
@@ -232,6 +246,20 @@ mod tests {
         lanes.release(&"a");
         assert_eq!(lanes.next_runnable(), Some(("a", 1)));
         assert_eq!(lanes.len(), 2);
+    }
+
+    #[test]
+    fn a_lane_dropped_while_running_gives_back_what_waited_and_frees_its_place() {
+        let mut lanes: Lanes<&str, u32> = Lanes::new(1);
+        lanes.push(&"a", 1);
+        lanes.push(&"a", 2);
+        lanes.push(&"b", 3);
+        assert_eq!(lanes.next_runnable(), Some(("a", 1)));
+        assert_eq!(lanes.finish_and_drop(&"a"), vec![2]);
+        assert!(!lanes.has_lane(&"a"));
+        assert_eq!(lanes.len(), 1);
+        assert_eq!(lanes.next_runnable(), Some(("b", 3)));
+        assert_eq!(lanes.next_runnable(), None);
     }
 
     #[test]

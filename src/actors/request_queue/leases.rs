@@ -13,6 +13,11 @@
 //! its leases when `LEASE_TIME` runs out; `look_for_orphans` (every `ORPHANS_LOOKED_FOR`)
 //! finds the conversations with unanswered messages and nobody holding them.
 //!
+//! What a member sends to a running turn reaches it wherever it runs: a message another
+//! worker stored is handed to the question the turn asks that member (and its row closed),
+//! and a `/cancel` taken by another worker wakes the holder to withdraw the question, then
+//! runs in the conversation's lane once that worker claimed it (`cancelling.rs`).
+//!
 //! Without a worker (a test's own stores), every conversation is this process's.
 
 use std::collections::{HashMap, HashSet};
@@ -23,8 +28,8 @@ use actix::fut::{ActorFutureExt, WrapFuture};
 use actix::{AsyncContext, Context, StreamHandler};
 
 use super::{QueuedTurn, RequestQueue};
-use crate::ids::ConversationKey;
-use crate::ports::{InboxRecord, StorageError, WakeTopic, WakeUp};
+use crate::ids::{ConversationKey, MemberId};
+use crate::ports::{InboxRecord, StorageError, TurnRecord, WakeTopic, WakeUp};
 use crate::workers::Worker;
 
 /// How often a worker looks for conversations whose messages nobody runs (their worker
@@ -32,6 +37,9 @@ use crate::workers::Worker;
 pub const ORPHANS_LOOKED_FOR: Duration = Duration::from_secs(3);
 /// A claim that failed on the database is tried again after this.
 const CLAIM_RETRY: Duration = Duration::from_secs(1);
+/// How long a turn that ended here is remembered: a reading of the conversation begun
+/// before its end was stored still lists its message, which must not run again.
+const ENDED_REMEMBERED: Duration = Duration::from_secs(600);
 
 /// Which conversations this worker holds, takes or hands back.
 #[derive(Default)]
@@ -44,6 +52,12 @@ pub(super) struct ConversationLeases {
     settling: HashMap<ConversationKey, usize>,
     /// Turns of conversations not held (yet), in the order they came.
     waiting: HashMap<ConversationKey, Vec<QueuedTurn>>,
+    /// Answers other workers stored to questions asked here, by inbox id: closed with the
+    /// asking turn's next reply (their sender waits for it there).
+    answers_from_elsewhere: HashMap<String, crate::ports::Inbound>,
+    /// The messages whose turns ended here lately (answered, asked, given up), by inbox
+    /// id, with when.
+    ended_here: HashMap<String, tokio::time::Instant>,
 }
 
 impl ConversationLeases {
@@ -91,12 +105,28 @@ impl RequestQueue {
     /// Whether the turn of inbox message `inbox_id` is here already: waiting, running or
     /// waiting for its retry.
     fn knows_turn(&self, key: &ConversationKey, inbox_id: &str) -> bool {
-        self.lanes.any_waiting(key, |turn| {
-            turn.inbound.id == inbox_id && turn.resume.is_none()
-        }) || self
-            .running
-            .get(key)
-            .is_some_and(|running| running.inbound.id == inbox_id)
+        self.leases.ended_here.contains_key(inbox_id)
+            || self.lanes.any_waiting(key, |turn| {
+                turn.inbound.id == inbox_id && turn.resume.is_none()
+            })
+            || self
+                .running
+                .get(key)
+                .is_some_and(|running| running.inbound.id == inbox_id)
+    }
+
+    /// The turn of message `inbox_id` ended here for good (its end stored or being
+    /// stored): a reading of the inbox that still lists it does not queue it again.
+    pub(super) fn turn_ended_here(&mut self, inbox_id: &str) {
+        if self.leases.worker.is_none() {
+            return;
+        }
+        let now = tokio::time::Instant::now();
+        let ended = &mut self.leases.ended_here;
+        if ended.len() % 128 == 127 {
+            ended.retain(|_, at| now.duration_since(*at) < ENDED_REMEMBERED);
+        }
+        ended.insert(inbox_id.to_owned(), now);
     }
 
     /// Queue a new `turn`. Alone on the database, in its lane at once. Among workers, it
@@ -162,10 +192,24 @@ impl RequestQueue {
         );
     }
 
-    /// `records` (stored, oldest first) and the turns waiting for `key`, queued in its lane.
+    /// `records` (stored, oldest first) and the turns waiting for `key`, queued in its lane;
+    /// a message another worker stored that answers a question asked here goes to it.
     fn queue_stored(&mut self, key: &ConversationKey, records: Vec<InboxRecord>) {
         let mut waiting = self.leases.waiting.remove(key).unwrap_or_default();
         for record in records {
+            let id = &record.inbound.id;
+            if self.leases.answers_from_elsewhere.contains_key(id) {
+                continue;
+            }
+            let stored_elsewhere =
+                !self.knows_turn(key, id) && !waiting.iter().any(|turn| turn.inbound.id == *id);
+            if stored_elsewhere && self.answer_open_question(&record.inbound, None).is_some() {
+                let id = id.clone();
+                self.leases
+                    .answers_from_elsewhere
+                    .insert(id, record.inbound);
+                continue;
+            }
             // A turn submitted here keeps its listener.
             let turn = match waiting
                 .iter()
@@ -225,6 +269,7 @@ impl RequestQueue {
         self.leases.held.insert(key.clone());
         tracing::debug!(conversation = %key, unanswered = records.len(), "conversation taken");
         self.queue_stored(&key, records);
+        self.run_cancels_when_free(&key, ctx);
         // Answered confirmations of this conversation resume here now.
         self.resume_answered(ctx);
         self.pump(ctx);
@@ -242,6 +287,99 @@ impl RequestQueue {
             tracing::debug!(conversation = %key, turns = dropped.len(), "conversation held by another worker");
             self.wake(WakeUp::new(WakeTopic::Conversation, key.as_str()), ctx);
         }
+        // A `/cancel` runs here once the holder's turn ended and its lease came back.
+        if self.cancels.contains_key(key) {
+            let key = key.clone();
+            ctx.run_later(CLAIM_RETRY, move |act, ctx| {
+                if act.cancels.contains_key(&key) {
+                    act.claim(key, ctx);
+                }
+            });
+        }
+    }
+
+    /// Whether `/cancel` in `key` must wait for its lease first (among workers, when
+    /// another may run the conversation): claimed now, with the holder told to withdraw
+    /// `member_id`'s question.
+    pub(super) fn cancel_needs_lease(
+        &mut self,
+        key: &ConversationKey,
+        member_id: &MemberId,
+        ctx: &mut Context<Self>,
+    ) -> bool {
+        if self.leases.worker.is_none() || self.leases.held.contains(key) {
+            return false;
+        }
+        // Whether a question is withdrawn elsewhere, for what `/cancel` answers; then the
+        // holder is told, and the lease claimed for the rest.
+        let asked = self.asked_elsewhere(key, member_id);
+        let (key, member_id) = (key.clone(), member_id.clone());
+        ctx.spawn(asked.into_actor(self).map(move |asked, act, ctx| {
+            if matches!(asked, Ok(Some(_))) {
+                act.question_withdrawn_elsewhere(&key, &member_id);
+            }
+            let subject = format!("{member_id}/{key}");
+            act.wake(WakeUp::new(WakeTopic::Cancel, subject), ctx);
+            act.claim(key, ctx);
+        }));
+        true
+    }
+
+    /// Whether `key`'s lease is still this worker's, checked on the database just before a
+    /// turn's end is stored (always, alone on the database).
+    pub(super) fn still_held(
+        &self,
+        key: &ConversationKey,
+    ) -> impl std::future::Future<Output = Result<bool, StorageError>> + 'static {
+        let (worker, key) = (self.leases.worker.clone(), key.clone());
+        async move { take(worker, &key).await }
+    }
+
+    /// `key`'s lease went to another worker while a turn ran: nothing of it runs here any
+    /// more (the new holder runs its stored messages).
+    pub(super) fn conversation_moved(&mut self, key: &ConversationKey) {
+        self.leases.held.remove(key);
+        for turn in self.lanes.finish_and_drop(key) {
+            if let Some(resume) = &turn.resume {
+                self.resuming.remove(&resume.confirmation.id);
+            }
+        }
+    }
+
+    /// Whether `key` runs here: always alone on the database; among workers, while held.
+    pub(super) fn runs_here(&self, key: &ConversationKey) -> bool {
+        self.leases.worker.is_none() || self.leases.held.contains(key)
+    }
+
+    /// A reply of a turn answering message `inbox_id`: when that message is an answer
+    /// another worker stored, its row is answered with `reply` (the turn that asked keeps
+    /// the history), so no worker runs it as a turn and its sender hears the reply.
+    pub(super) fn close_answer_from_elsewhere(
+        &mut self,
+        inbox_id: &str,
+        reply: &str,
+        ctx: &mut Context<Self>,
+    ) {
+        let Some(inbound) = self.leases.answers_from_elsewhere.remove(inbox_id) else {
+            return;
+        };
+        let inbox = self.inbox.clone();
+        let turn = TurnRecord {
+            conversation_key: inbound.conversation.clone(),
+            messages: Vec::new(),
+            reply: reply.to_owned(),
+            outgoing: None,
+        };
+        ctx.spawn(
+            async move { (inbox.complete(&inbound.id, &turn).await, inbound) }
+                .into_actor(self)
+                .map(|(completed, inbound), act, _ctx| match completed {
+                    Ok(_) => act.turn_stored(&inbound),
+                    Err(error) => {
+                        tracing::warn!(inbox_id = %inbound.id, %error, "answer to a question not closed")
+                    }
+                }),
+        );
     }
 
     /// A conversation whose lane emptied: its lease goes back, then its unanswered
@@ -347,12 +485,27 @@ impl RequestQueue {
 
 impl StreamHandler<WakeUp> for RequestQueue {
     fn handle(&mut self, wake_up: WakeUp, ctx: &mut Self::Context) {
-        if wake_up.topic != WakeTopic::Conversation {
-            return;
-        }
-        match wake_up.subject.parse::<ConversationKey>() {
-            Ok(key) => self.conversation_woken(key, ctx),
-            Err(error) => tracing::warn!(%error, "a wake-up names no conversation"),
+        match wake_up.topic {
+            WakeTopic::Conversation => match wake_up.subject.parse::<ConversationKey>() {
+                Ok(key) => self.conversation_woken(key, ctx),
+                Err(error) => tracing::warn!(%error, "a wake-up names no conversation"),
+            },
+            WakeTopic::Cancel => {
+                let parsed = wake_up.subject.split_once('/').and_then(|(member, key)| {
+                    Some((member.parse::<MemberId>().ok()?, key.parse().ok()?))
+                });
+                match parsed {
+                    Some((member_id, key)) => {
+                        if self.cancel_question(&key, &member_id) {
+                            tracing::info!(conversation = %key, "question withdrawn by a /cancel taken elsewhere");
+                        }
+                    }
+                    None => {
+                        tracing::warn!(subject = %wake_up.subject, "a cancel wake-up names no member and conversation")
+                    }
+                }
+            }
+            WakeTopic::Answered | WakeTopic::Outbox => {}
         }
     }
 

@@ -16,6 +16,7 @@ mod draining;
 mod lanes;
 mod leases;
 mod messages;
+mod noted_questions;
 mod questions;
 mod retries;
 mod routing;
@@ -100,6 +101,9 @@ enum Finished {
         confirmation: Box<PendingConfirmation>,
         prompts: Vec<suspending::ShownPrompt>,
     },
+    /// Nothing stored: the conversation's lease was lost while the turn ran (this worker
+    /// away from the database longer than the lease), and another worker runs it.
+    Moved,
 }
 
 /// The ports the queue works on.
@@ -153,6 +157,9 @@ pub struct RequestQueue {
     draining: draining::Draining,
     /// The conversations this worker runs, among the database's workers (`leases.rs`).
     leases: leases::ConversationLeases,
+    /// Where questions are noted for the other workers (`noted_questions.rs`); `None`
+    /// alone on the database.
+    question_notes: Option<Arc<dyn crate::ports::ChannelState>>,
 }
 
 impl RequestQueue {
@@ -193,12 +200,19 @@ impl RequestQueue {
             cancels: HashMap::new(),
             draining: Default::default(),
             leases: Default::default(),
+            question_notes: None,
         }
     }
 
     /// This process as one of the database's workers: a conversation's turns run here
-    /// only while this worker holds it (`leases.rs`).
-    pub fn with_worker(mut self, worker: Option<Arc<crate::workers::Worker>>) -> Self {
+    /// only while this worker holds it (`leases.rs`), and the questions its turns ask are
+    /// noted in `state` for the others (`noted_questions.rs`).
+    pub fn with_worker(
+        mut self,
+        worker: Option<Arc<crate::workers::Worker>>,
+        state: Arc<dyn crate::ports::ChannelState>,
+    ) -> Self {
+        self.question_notes = worker.is_some().then_some(state);
         self.leases = leases::ConversationLeases::new(worker);
         self
     }
@@ -335,6 +349,7 @@ impl RequestQueue {
     ) {
         let inbox = self.inbox.clone();
         let inbox_id = turn.inbound.id.clone();
+        let still_held = self.still_held(&key);
         let stored = match outcome.result {
             TurnResult::Answered { reply, messages } => {
                 let outgoing = self.outgoing(&turn.inbound, &reply, &ReplyKind::Answer);
@@ -367,6 +382,12 @@ impl RequestQueue {
             }
             .boxed_local(),
         };
+        let stored = async move {
+            if !still_held.await? {
+                return Ok(Finished::Moved);
+            }
+            stored.await
+        };
         let stage = StageTimer::start("store_turn");
         ctx.spawn(stored.into_actor(self).map(move |stored, act, ctx| {
             drop(stage);
@@ -383,6 +404,9 @@ impl RequestQueue {
         let key = turn.inbound.conversation.clone();
         let retrying = matches!(&result, Err(error) if error.is_transient())
             && turn.attempts + 1 < self.settings.max_attempts;
+        if !retrying {
+            self.turn_ended_here(&turn.inbound.id);
+        }
         if let Some(resume) = &turn.resume
             && !retrying
         {
@@ -398,7 +422,7 @@ impl RequestQueue {
                     "hearth_turns_total",
                     &[("profile", &profile_id), ("outcome", "answered")],
                 );
-                self.deliver(&turn.inbound, reply, ReplyKind::Answer, outbox_id);
+                self.deliver(&turn.inbound, reply, ReplyKind::Answer, outbox_id, ctx);
                 self.turn_stored(&turn.inbound);
                 self.lanes.finish(&key);
             }
@@ -411,10 +435,15 @@ impl RequestQueue {
                     &[("profile", &confirmation.profile_id), ("outcome", "asked")],
                 );
                 self.schedule_expiry(confirmation.expires_at_ms, ctx);
-                self.show_prompts(prompts);
+                self.show_prompts(prompts, ctx);
                 self.turn_stored(&turn.inbound);
                 // The conversation goes on while the question waits.
                 self.lanes.finish(&key);
+            }
+            Ok(Finished::Moved) => {
+                tracing::warn!(inbox_id = %turn.inbound.id, conversation = %key,
+                    "the conversation's lease was lost while its turn ran; another worker runs it");
+                self.conversation_moved(&key);
             }
             Err(error) => {
                 let attempts = turn.attempts + 1;
@@ -500,9 +529,12 @@ impl Handler<SubmitInbound> for RequestQueue {
             );
             return Box::pin(fut::ready(Ok(Submitted::AnsweredQuestion { inbox_id })));
         }
-        if message.only_answer {
+        let conversation = &message.inbound.conversation;
+        if message.only_answer && !self.may_be_asked_elsewhere(conversation) {
             return Box::pin(fut::ready(Err(SubmitError::NoOpenQuestion)));
         }
+        let asked_elsewhere = self.asked_elsewhere(conversation, &message.inbound.member_id);
+        let only_answer = message.only_answer;
         let backlog = self.backlog();
         if backlog >= self.settings.max_backlog {
             self.metrics.increment(
@@ -517,12 +549,24 @@ impl Handler<SubmitInbound> for RequestQueue {
         Box::pin(
             async move {
                 let _stage = StageTimer::start("accept");
+                // An answer to a question another worker's turn asks is stored like any
+                // message; that worker reads it and hands it to the question.
+                let asked = asked_elsewhere.await.unwrap_or_else(|error| {
+                    tracing::warn!(%error, "questions of other workers not read");
+                    None
+                });
+                if only_answer && asked.is_none() {
+                    return (message.inbound, None, None);
+                }
                 let accepted = inbox.accept(&message.inbound).await;
-                (message.inbound, accepted)
+                (message.inbound, Some(accepted), asked)
             }
             .into_actor(self)
-            .map(move |(inbound, accepted), act, ctx| {
+            .map(move |(inbound, accepted, asked), act, ctx| {
                 act.reserved -= 1;
+                let Some(accepted) = accepted else {
+                    return Err(SubmitError::NoOpenQuestion);
+                };
                 let result = match accepted {
                     Ok(Acceptance::New) => {
                         let mut turn = QueuedTurn::new(inbound, 0);
@@ -530,7 +574,10 @@ impl Handler<SubmitInbound> for RequestQueue {
                             turn.listener = listener;
                         }
                         act.push_turn(turn, ctx);
-                        Ok(Submitted::Accepted)
+                        Ok(match asked {
+                            Some((asking, _)) => Submitted::AnsweredQuestion { inbox_id: asking },
+                            None => Submitted::Accepted,
+                        })
                     }
                     Ok(Acceptance::Duplicate(record)) => Ok(Submitted::Duplicate(record)),
                     Err(error) => {

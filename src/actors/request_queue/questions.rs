@@ -47,6 +47,7 @@ impl RequestQueue {
         let question = self
             .questions
             .remove(&(key.clone(), inbound.member_id.clone()))?;
+        self.unnote_question(&key, &inbound.member_id);
         // Withdrawn (the asker stopped waiting): the message is an ordinary one.
         question.answer_to.send(inbound.text.clone()).ok()?;
         if let Some(running) = self.running.get_mut(&key) {
@@ -67,14 +68,26 @@ impl RequestQueue {
         member_id: &MemberId,
     ) -> bool {
         let slot = (conversation_key.clone(), member_id.clone());
-        self.questions
-            .remove(&slot)
-            .is_some_and(|question| question.answer_to.send("cancel".to_owned()).is_ok())
+        let question = self.questions.remove(&slot);
+        if question.is_some() {
+            self.unnote_question(conversation_key, member_id);
+        }
+        question.is_some_and(|question| question.answer_to.send("cancel".to_owned()).is_ok())
     }
 
     /// The turn of `conversation_key` ended: its questions can no longer be answered.
     pub(super) fn forget_questions(&mut self, conversation_key: &ConversationKey) {
-        self.questions.retain(|(key, _), _| key != conversation_key);
+        let asked: Vec<MemberId> = self
+            .questions
+            .keys()
+            .filter(|(key, _)| key == conversation_key)
+            .map(|(_, member_id)| member_id.clone())
+            .collect();
+        for member_id in asked {
+            self.questions
+                .remove(&(conversation_key.clone(), member_id.clone()));
+            self.unnote_question(conversation_key, &member_id);
+        }
     }
 }
 
@@ -100,6 +113,7 @@ impl Handler<AskMember> for RequestQueue {
             });
         }
         tracing::info!(inbox_id = %inbound.id, conversation = %slot.0, "asking the member a question");
+        self.note_question(&slot.0, &slot.1, &inbound.id, &message.question);
         self.questions.insert(
             slot,
             OpenQuestion {
@@ -132,12 +146,22 @@ pub struct AskedQuestion {
 }
 
 impl Handler<ShowQuestion> for RequestQueue {
-    type Result = Option<AskedQuestion>;
+    type Result = actix::ResponseFuture<Option<AskedQuestion>>;
 
     fn handle(&mut self, message: ShowQuestion, _ctx: &mut Context<Self>) -> Self::Result {
-        self.questions
-            .get(&(message.conversation_key, message.member_id))
+        let here = self
+            .questions
+            .get(&(message.conversation_key.clone(), message.member_id.clone()))
             .filter(|open| !open.answer_to.is_closed())
-            .map(|open| open.shown.clone())
+            .map(|open| open.shown.clone());
+        if here.is_some() || !self.may_be_asked_elsewhere(&message.conversation_key) {
+            return Box::pin(std::future::ready(here));
+        }
+        // Asked by another worker: its text (the form stays with that worker).
+        let elsewhere = self.asked_elsewhere(&message.conversation_key, &message.member_id);
+        Box::pin(async move {
+            let (_, text) = elsewhere.await.ok().flatten()?;
+            Some(AskedQuestion { text, form: None })
+        })
     }
 }

@@ -91,6 +91,7 @@ impl RequestQueue {
                 FAILED_REPLY.to_string(),
                 ReplyKind::Failed,
                 None,
+                ctx,
             );
         }
         let inbox = self.inbox.clone();
@@ -117,6 +118,7 @@ impl RequestQueue {
                         FAILED_REPLY.to_string(),
                         ReplyKind::Failed,
                         outbox_id,
+                        ctx,
                     );
                 }
                 act.turn_stored(&inbound);

@@ -5,6 +5,7 @@
 //! rows of the same commit as the suspension, a stop right after it never leaves a child
 //! told "I've asked a parent" while no parent is asked: a restart delivers them.
 
+use actix::Context;
 use futures::FutureExt;
 use futures::future::LocalBoxFuture;
 
@@ -94,10 +95,16 @@ impl RequestQueue {
     }
 
     /// Hand each stored prompt of a suspended turn to its waiter or its channel.
-    pub(super) fn show_prompts(&mut self, prompts: Vec<ShownPrompt>) {
+    pub(super) fn show_prompts(&mut self, prompts: Vec<ShownPrompt>, ctx: &mut Context<Self>) {
         for prompt in prompts {
             if prompt.to_asking_member {
-                self.deliver(&prompt.place, prompt.text, prompt.kind, prompt.outbox_id);
+                self.deliver(
+                    &prompt.place,
+                    prompt.text,
+                    prompt.kind,
+                    prompt.outbox_id,
+                    ctx,
+                );
                 continue;
             }
             // An approver's own chat: not the conversation of the turn (nor of any turn

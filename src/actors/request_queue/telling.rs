@@ -30,13 +30,14 @@ impl Handler<TellMember> for RequestQueue {
         Box::pin(
             async move { outbox.enqueue_once(&once_key, &outgoing).await }
                 .into_actor(self)
-                .map(move |queued, act, _ctx| {
+                .map(move |queued, act, ctx| {
                     match queued {
                         Ok(Some(outbox_id)) => act.deliver(
                             &inbound,
                             message.text,
                             ReplyKind::Progress,
                             Some(outbox_id),
+                            ctx,
                         ),
                         // Stored by an earlier try: delivered then, or by the restart.
                         Ok(None) => tracing::info!(inbox_id = %inbound.id,
