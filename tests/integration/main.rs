@@ -7,6 +7,7 @@ mod approvals;
 mod calendar;
 mod calendar_kill;
 mod cli;
+mod compose_config;
 mod config_loading;
 mod confirmations;
 mod delegation;
