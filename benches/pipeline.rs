@@ -8,9 +8,11 @@
 //! 500). Prints turns per second, p50/p99 latency of a turn (with an instant LLM this is
 //! hearth's own overhead plus loopback HTTP), idle RSS and peak RSS of the hearth
 //! process, each beside its target for a 2-core machine. Every message carries its own
-//! `message_id`; after the run the database must hold each once, answered, remembered
-//! with its reply, and the model must have been asked once per message: a run that lost
-//! or repeated a message fails instead of printing figures.
+//! `message_id` and must be answered with its own reply; after the run the database must
+//! hold each once, answered, remembered with its reply once, or the run fails instead of
+//! printing figures. The model must have been asked once per message: a turn that ran
+//! again after its message was answered (its second answer refused) is counted ("turns
+//! twice"), printed with what the workers logged, and fails the run after its figures.
 //!
 //! Then the footprint at rest of two builds: the default one with Telegram connected (to
 //! the project's fake Bot API), and the HTTP-only one (`--no-default-features`), which the
@@ -25,8 +27,8 @@
 //! worker count, that many workers on a fresh PostgreSQL database, each message posted to
 //! the next worker in turn (round robin per message, as a load balancer does, so a
 //! conversation moves between workers), and prints one table: turns/s, p50 and p99 of the
-//! load phase and of the sequential phase, and the workers' CPU per turn (PostgreSQL's
-//! own CPU is not counted). PostgreSQL has no target: its figures are reported. The
+//! load phase and of the sequential phase, the workers' CPU per turn (PostgreSQL's own
+//! CPU is not counted), their largest peak RSS and the turns that ran twice. PostgreSQL has no target: its figures are reported. The
 //! footprints are not measured in that mode.
 //! Example: `cargo bench --bench pipeline -- --database postgres --workers 1,2,3`.
 
@@ -207,6 +209,8 @@ fn sqlite_report(llm: &ScriptedLlmServer, conversations: usize, turns: usize, se
     println!("  peak RSS     {:>9.1} MB", figures.peak_rss);
     println!("  llm requests {:>9}", figures.model_calls);
     println!("  exactly once {}", figures.checked);
+    let turns_twice = figures.turns_twice;
+    let warnings = figures.warnings.clone();
     let Deployment {
         processes,
         workers,
@@ -216,6 +220,30 @@ fn sqlite_report(llm: &ScriptedLlmServer, conversations: usize, turns: usize, se
     drop(processes);
 
     footprints(&runtime, &workers.client, llm);
+    fail_on_turns_twice(&[("sqlite", 1, turns_twice, warnings)]);
+}
+
+/// A turn that ran again after its message was answered fails the run, after the
+/// figures: its reply was given once, but its model call (and any tool call) twice.
+fn fail_on_turns_twice(runs: &[(&str, usize, usize, String)]) {
+    let mut failed = false;
+    for (database, workers, turns_twice, warnings) in runs {
+        if *turns_twice == 0 {
+            continue;
+        }
+        failed = true;
+        println!(
+            "FAILED: {database}, {workers} worker(s): {turns_twice} turn(s) ran again after \
+             their message was answered (the model asked more often than messages were sent); \
+             the workers logged:"
+        );
+        for line in warnings.lines().take(20) {
+            println!("  {line}");
+        }
+    }
+    if failed {
+        std::process::exit(1);
+    }
 }
 
 /// Idle RSS of the default build with Telegram connected, and of the HTTP-only build.
@@ -366,13 +394,13 @@ fn postgres_table(
     );
     println!(
         "  database  workers   turns/s  vs sqlite   load p50   load p99    seq p50    seq p99  \
-         CPU ms/turn  peak RSS"
+         CPU ms/turn  peak RSS  turns twice"
     );
     let sqlite_throughput = rows[0].2.throughput;
     for (database, count, figures) in &rows {
         println!(
             "  {database:<8} {count:>8} {:>9.0} {:>9.2}x {:>7.2} ms {:>7.2} ms {:>7.2} ms {:>7.2} ms \
-             {:>11.3} {:>6.1} MB",
+             {:>11.3} {:>6.1} MB {:>12}",
             figures.throughput,
             figures.throughput / sqlite_throughput,
             figures.loaded_p50,
@@ -381,6 +409,7 @@ fn postgres_table(
             figures.sequential_p99,
             figures.cpu_seconds * 1000.0 / figures.total as f64,
             figures.peak_rss,
+            figures.turns_twice,
         );
     }
     let sqlite = &rows[0].2;
@@ -390,8 +419,20 @@ fn postgres_table(
         verdict(sqlite.throughput >= TARGET_TURNS_PER_SECOND),
         verdict(sqlite.sequential_p99 <= TARGET_P99_MS)
     );
+    let runs: Vec<_> = rows
+        .iter()
+        .map(|(database, count, figures)| {
+            (
+                *database,
+                *count,
+                figures.turns_twice,
+                figures.warnings.clone(),
+            )
+        })
+        .collect();
     println!(
         "  postgres: no target, reported (CPU and peak RSS are the hearth workers', summed \
          and largest; PostgreSQL's own are not counted)"
     );
+    fail_on_turns_twice(&runs);
 }
