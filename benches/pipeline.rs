@@ -1,33 +1,54 @@
 //! The pipeline benchmark: N conversations × M turns through the real `hearth`
-//! binary (HTTP inbound → queue → processing → broker → SQLite → reply) against a
+//! binary (HTTP inbound → queue → processing → broker → database → reply) against a
 //! scripted LLM on loopback that answers instantly.
 //!
 //! Run with `cargo bench --bench pipeline`. Sizes: `HEARTH_BENCH_CONVERSATIONS`
-//! (default 50) and `HEARTH_BENCH_TURNS` (turns per conversation, default 100).
-//! Prints turns per second, p50/p99 latency of a turn (with an instant LLM this is
+//! (default 50), `HEARTH_BENCH_TURNS` (turns per conversation, default 100) and
+//! `HEARTH_BENCH_SEQUENTIAL_TURNS` (the one conversation of the overhead phase, default
+//! 500). Prints turns per second, p50/p99 latency of a turn (with an instant LLM this is
 //! hearth's own overhead plus loopback HTTP), idle RSS and peak RSS of the hearth
-//! process, each beside its target for a 2-core machine.
+//! process, each beside its target for a 2-core machine. Every message carries its own
+//! `message_id` and must be answered with its own reply; after the run the database must
+//! hold each once, answered, remembered with its reply once, or the run fails instead of
+//! printing figures. The model must have been asked once per message: a turn that ran
+//! again after its message was answered (its second answer refused) is counted ("turns
+//! twice"), printed with what the workers logged, and fails the run after its figures.
 //!
 //! Then the footprint at rest of two builds: the default one with Telegram connected (to
 //! the project's fake Bot API), and the HTTP-only one (`--no-default-features`), which the
 //! benchmark builds itself in release mode under `<target dir>/http-only` (the first time
 //! takes as long as a release build; `HEARTH_BENCH_HTTP_ONLY=0` skips it).
+//!
+//! Arguments after `--`: `--database sqlite|postgres` (default `sqlite`: the run above)
+//! and `--workers N` or a list `--workers 1,2,3` (default 1; more than one only with
+//! PostgreSQL). With `--database postgres` the benchmark starts its own scratch
+//! PostgreSQL on loopback (`tests/support/postgres.rs`; installed by
+//! `scripts/install-test-postgres.sh`), then measures SQLite on one worker and, for each
+//! worker count, that many workers on a fresh PostgreSQL database, each message posted to
+//! the next worker in turn (round robin per message, as a load balancer does, so a
+//! conversation moves between workers), and prints one table: turns/s, p50 and p99 of the
+//! load phase and of the sequential phase, the workers' CPU per turn (PostgreSQL's own
+//! CPU is not counted), their largest peak RSS and the turns that ran twice. PostgreSQL has no target: its figures are reported. The
+//! footprints are not measured in that mode.
+//! Example: `cargo bench --bench pipeline -- --database postgres --workers 1,2,3`.
 
 #[path = "../tests/support/mod.rs"]
 mod support;
 
+#[path = "pipeline/load.rs"]
+mod load;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use serde_json::json;
-
+use load::{Deployment, Figures};
 use support::hearth_app::{
-    API_KEY, BenchedHearth, HearthProcess, test_env, wait_for_readyz, write_config,
-    write_telegram_family_config,
+    HearthProcess, test_env, wait_for_readyz, write_config, write_telegram_family_config,
 };
 use support::llm_server::ScriptedLlmServer;
-use support::measure::{cpu_seconds, env_number, memory_mb, percentile, verdict};
+use support::measure::{env_number, memory_mb, verdict};
+use support::postgres::{PostgresServer, config_on};
 use support::telegram::TelegramServer;
 
 const TARGET_TURNS_PER_SECOND: f64 = 2000.0;
@@ -38,53 +59,119 @@ const TARGET_TELEGRAM_IDLE_RSS_MB: f64 = 25.0;
 const TARGET_START_UP_MS: f64 = 100.0;
 const TELEGRAM_TOKEN: &str = "123456:pipeline-bench";
 
+/// What the arguments after `--` may say wrong.
+#[derive(Debug, thiserror::Error)]
+enum ArgsError {
+    #[error("--database takes sqlite or postgres, not {0:?}")]
+    Database(String),
+    #[error("--workers takes a worker count of 1 or more, or a list of them (1,2,3), not {0:?}")]
+    Workers(String),
+    #[error(
+        "several workers share one PostgreSQL database; SQLite has one worker: \
+         add --database postgres"
+    )]
+    SeveralOnSqlite,
+    #[error("{0} needs a value")]
+    Missing(&'static str),
+    #[error(
+        "unknown option {0} (this benchmark takes --database sqlite|postgres and --workers N or N,M,...)"
+    )]
+    Unknown(String),
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum Database {
+    Sqlite,
+    Postgres,
+}
+
+struct Args {
+    database: Database,
+    workers: Vec<usize>,
+}
+
+/// The arguments after the program's name. `cargo bench` passes `--bench`, and a filter
+/// may be given: both are accepted and ignored.
+fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Args, ArgsError> {
+    let mut database = Database::Sqlite;
+    let mut workers = vec![1];
+    while let Some(arg) = args.next() {
+        let (name, inline) = match arg.split_once('=') {
+            Some((name, value)) if name.starts_with("--") => {
+                (name.to_string(), Some(value.to_string()))
+            }
+            _ => (arg.clone(), None),
+        };
+        let mut value = |option: &'static str| {
+            inline
+                .clone()
+                .or_else(|| args.next())
+                .ok_or(ArgsError::Missing(option))
+        };
+        match name.as_str() {
+            "--bench" => {}
+            "--database" => {
+                database = match value("--database")?.as_str() {
+                    "sqlite" => Database::Sqlite,
+                    "postgres" | "postgresql" => Database::Postgres,
+                    other => return Err(ArgsError::Database(other.to_string())),
+                }
+            }
+            "--workers" => {
+                let list = value("--workers")?;
+                workers = list
+                    .split(',')
+                    .map(|count| {
+                        count
+                            .trim()
+                            .parse::<usize>()
+                            .ok()
+                            .filter(|count| *count > 0)
+                    })
+                    .collect::<Option<Vec<_>>>()
+                    .ok_or_else(|| ArgsError::Workers(list.clone()))?;
+            }
+            option if option.starts_with("--") => return Err(ArgsError::Unknown(arg)),
+            _ => {}
+        }
+    }
+    if database == Database::Sqlite && workers != [1] {
+        return Err(ArgsError::SeveralOnSqlite);
+    }
+    Ok(Args { database, workers })
+}
+
 fn main() {
-    // `cargo bench` passes `--bench`; a filter argument is accepted and ignored.
+    let args = parse_args(std::env::args().skip(1)).unwrap_or_else(|error| {
+        eprintln!("pipeline: {error}");
+        std::process::exit(2);
+    });
     let conversations = env_number("HEARTH_BENCH_CONVERSATIONS", 50);
     let turns = env_number("HEARTH_BENCH_TURNS", 100);
+    let sequential = env_number("HEARTH_BENCH_SEQUENTIAL_TURNS", 500);
     let llm = ScriptedLlmServer::start();
     llm.set_recording(false);
+    match args.database {
+        Database::Sqlite => sqlite_report(&llm, conversations, turns, sequential),
+        Database::Postgres => postgres_table(&llm, conversations, turns, sequential, &args.workers),
+    }
+}
+
+/// One worker on SQLite, each figure beside its target, then the footprints at rest.
+fn sqlite_report(llm: &ScriptedLlmServer, conversations: usize, turns: usize, sequential: usize) {
     let folder = tempfile::tempdir().expect("temporary folder");
     let config = write_config(folder.path(), &llm.base_url());
-    let spawned = Instant::now();
-    let BenchedHearth {
-        process: hearth,
-        runtime,
-        client,
-    } = BenchedHearth::start(&config, conversations);
-    let start_up = spawned.elapsed().as_secs_f64() * 1000.0;
-    let base_url = hearth.base_url.clone();
+    let database_url = format!("sqlite://{}", folder.path().join("hearth.db").display());
+    let hearth = Deployment::start(&config, &database_url, 1, conversations);
     std::thread::sleep(Duration::from_millis(500));
-    let idle_rss = memory_mb(hearth.pid(), "VmRSS");
-
-    // Warm-up: connections, statement caches, the first pages of the database.
-    runtime.block_on(run_load(
-        &client,
-        &base_url,
-        conversations.min(8),
-        5,
-        "warmup",
-    ));
-    // Overhead: one conversation at a time, so the latency is hearth's own work per
-    // turn (plus loopback HTTP), not time spent queued behind other conversations.
-    let mut overhead = runtime.block_on(run_load(&client, &base_url, 1, 500, "overhead"));
-    overhead.sort();
-    let p50 = percentile(&overhead, 0.50);
-    let p99 = percentile(&overhead, 0.99);
-
-    // Throughput: every conversation at once.
-    let cpu_before = cpu_seconds(hearth.pid());
-    let started = Instant::now();
-    let mut latencies =
-        runtime.block_on(run_load(&client, &base_url, conversations, turns, "load"));
-    let elapsed = started.elapsed();
-    let cpu_used = cpu_seconds(hearth.pid()) - cpu_before;
-    let peak_rss = memory_mb(hearth.pid(), "VmHWM");
-
-    latencies.sort();
-    let total = latencies.len();
-    let throughput = total as f64 / elapsed.as_secs_f64();
-    let loaded_p99 = percentile(&latencies, 0.99);
+    let idle_rss = hearth.first_rss();
+    let figures = hearth.measure(llm, conversations, turns, sequential);
+    let Figures {
+        total,
+        elapsed,
+        throughput,
+        ..
+    } = figures;
     println!(
         "pipeline: {conversations} conversations x {turns} turns = {total} turns in {elapsed:.2?} \
          (default queue and LLM limits)"
@@ -93,30 +180,70 @@ fn main() {
         "  throughput   {throughput:>9.0} turns/s   (target >= {TARGET_TURNS_PER_SECOND:.0}: {})",
         verdict(throughput >= TARGET_TURNS_PER_SECOND)
     );
-    println!("  overhead p50 {p50:>9.2} ms        (one conversation, 500 sequential turns)");
     println!(
-        "  overhead p99 {p99:>9.2} ms        (target <= {TARGET_P99_MS:.0} ms: {})",
-        verdict(p99 <= TARGET_P99_MS)
+        "  overhead p50 {:>9.2} ms        (one conversation, {sequential} sequential turns)",
+        figures.sequential_p50
     );
     println!(
-        "  loaded p99   {loaded_p99:>9.2} ms        (turn latency with all conversations at once)"
+        "  overhead p99 {:>9.2} ms        (target <= {TARGET_P99_MS:.0} ms: {})",
+        figures.sequential_p99,
+        verdict(figures.sequential_p99 <= TARGET_P99_MS)
     );
     println!(
-        "  start-up     {start_up:>9.1} ms        (process start to /readyz, a new database; \
+        "  loaded p99   {:>9.2} ms        (turn latency with all conversations at once)",
+        figures.loaded_p99
+    );
+    println!(
+        "  start-up     {:>9.1} ms        (process start to /readyz, a new database; \
          target <= {TARGET_START_UP_MS:.0} ms: {})",
-        verdict(start_up <= TARGET_START_UP_MS)
+        hearth.start_up_ms,
+        verdict(hearth.start_up_ms <= TARGET_START_UP_MS)
     );
     // The idle targets are for the builds below; this is the default build serving HTTP only.
     println!("  idle RSS     {idle_rss:>9.1} MB        (default build; see the footprints below)");
     println!(
-        "  hearth CPU   {:>9.3} ms/turn   ({cpu_used:.2} s over the load phase)",
-        cpu_used * 1000.0 / total as f64
+        "  hearth CPU   {:>9.3} ms/turn   ({:.2} s over the load phase)",
+        figures.cpu_seconds * 1000.0 / total as f64,
+        figures.cpu_seconds
     );
-    println!("  peak RSS     {peak_rss:>9.1} MB");
-    println!("  llm requests {:>9}", llm.request_count());
-    drop(hearth);
+    println!("  peak RSS     {:>9.1} MB", figures.peak_rss);
+    println!("  llm requests {:>9}", figures.model_calls);
+    println!("  exactly once {}", figures.checked);
+    let turns_twice = figures.turns_twice;
+    let warnings = figures.warnings.clone();
+    let Deployment {
+        processes,
+        workers,
+        runtime,
+        ..
+    } = hearth;
+    drop(processes);
 
-    footprints(&runtime, &client, &llm);
+    footprints(&runtime, &workers.client, llm);
+    fail_on_turns_twice(&[("sqlite", 1, turns_twice, warnings)]);
+}
+
+/// A turn that ran again after its message was answered fails the run, after the
+/// figures: its reply was given once, but its model call (and any tool call) twice.
+fn fail_on_turns_twice(runs: &[(&str, usize, usize, String)]) {
+    let mut failed = false;
+    for (database, workers, turns_twice, warnings) in runs {
+        if *turns_twice == 0 {
+            continue;
+        }
+        failed = true;
+        println!(
+            "FAILED: {database}, {workers} worker(s): {turns_twice} turn(s) ran again after \
+             their message was answered (the model asked more often than messages were sent); \
+             the workers logged:"
+        );
+        for line in warnings.lines().take(20) {
+            println!("  {line}");
+        }
+    }
+    if failed {
+        std::process::exit(1);
+    }
 }
 
 /// Idle RSS of the default build with Telegram connected, and of the HTTP-only build.
@@ -210,46 +337,102 @@ fn file_mb(path: &Path) -> f64 {
     std::fs::metadata(path).map_or(0.0, |metadata| metadata.len() as f64 / 1_048_576.0)
 }
 
-/// Every conversation sends its turns one after another; conversations run side by side.
-async fn run_load(
-    client: &reqwest::Client,
-    base_url: &str,
+/// SQLite on one worker, then PostgreSQL with each of `counts` workers on a fresh
+/// database: one table.
+fn postgres_table(
+    llm: &ScriptedLlmServer,
     conversations: usize,
     turns: usize,
-    label: &str,
-) -> Vec<Duration> {
-    let tasks: Vec<_> = (0..conversations)
-        .map(|conversation| {
-            let client = client.clone();
-            let url = format!("{base_url}/inbound");
-            let session = format!("{label}-{conversation}");
-            tokio::spawn(async move {
-                let mut latencies = Vec::with_capacity(turns);
-                for turn in 0..turns {
-                    let body = json!({
-                        "user_id": if conversation % 2 == 0 { "alice" } else { "bob" },
-                        "session_id": session,
-                        "text": format!("turn {turn}"),
-                    });
-                    let sent = Instant::now();
-                    let response = client
-                        .post(&url)
-                        .header("X-API-Key", API_KEY)
-                        .json(&body)
-                        .send()
-                        .await
-                        .expect("hearth answers");
-                    assert_eq!(response.status().as_u16(), 200, "turn answered");
-                    let _ = response.bytes().await;
-                    latencies.push(sent.elapsed());
-                }
-                latencies
-            })
+    sequential: usize,
+    counts: &[usize],
+) {
+    let Some(server) = PostgresServer::shared() else {
+        eprintln!(
+            "pipeline: PostgreSQL is not installed: run scripts/install-test-postgres.sh \
+             (the benchmark starts its own scratch server with it)"
+        );
+        std::process::exit(1);
+    };
+    let admin = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("tokio runtime");
+    let mut rows: Vec<(&str, usize, Figures)> = Vec::new();
+
+    println!("measuring sqlite, 1 worker ...");
+    let folder = tempfile::tempdir().expect("temporary folder");
+    let config = write_config(folder.path(), &llm.base_url());
+    let database_url = format!("sqlite://{}", folder.path().join("hearth.db").display());
+    let figures = Deployment::start(&config, &database_url, 1, conversations).measure(
+        llm,
+        conversations,
+        turns,
+        sequential,
+    );
+    println!("  exactly once: {}", figures.checked);
+    rows.push(("sqlite", 1, figures));
+
+    for &count in counts {
+        println!("measuring postgres, {count} worker(s) ...");
+        let database_url = admin.block_on(server.fresh_database());
+        let folder = tempfile::tempdir().expect("temporary folder");
+        let config = config_on(folder.path(), &llm.base_url(), &database_url);
+        let figures = Deployment::start(&config, &database_url, count, conversations).measure(
+            llm,
+            conversations,
+            turns,
+            sequential,
+        );
+        println!("  exactly once: {}", figures.checked);
+        rows.push(("postgres", count, figures));
+    }
+
+    println!(
+        "pipeline: {conversations} conversations x {turns} turns (load), one conversation x \
+         {sequential} turns (sequential); each message to the next worker; default queue and \
+         LLM limits"
+    );
+    println!(
+        "  database  workers   turns/s  vs sqlite   load p50   load p99    seq p50    seq p99  \
+         CPU ms/turn  peak RSS  turns twice"
+    );
+    let sqlite_throughput = rows[0].2.throughput;
+    for (database, count, figures) in &rows {
+        println!(
+            "  {database:<8} {count:>8} {:>9.0} {:>9.2}x {:>7.2} ms {:>7.2} ms {:>7.2} ms {:>7.2} ms \
+             {:>11.3} {:>6.1} MB {:>12}",
+            figures.throughput,
+            figures.throughput / sqlite_throughput,
+            figures.loaded_p50,
+            figures.loaded_p99,
+            figures.sequential_p50,
+            figures.sequential_p99,
+            figures.cpu_seconds * 1000.0 / figures.total as f64,
+            figures.peak_rss,
+            figures.turns_twice,
+        );
+    }
+    let sqlite = &rows[0].2;
+    println!(
+        "  sqlite, 1 worker: throughput target >= {TARGET_TURNS_PER_SECOND:.0} turns/s: {}; \
+         sequential p99 target <= {TARGET_P99_MS:.0} ms: {}",
+        verdict(sqlite.throughput >= TARGET_TURNS_PER_SECOND),
+        verdict(sqlite.sequential_p99 <= TARGET_P99_MS)
+    );
+    let runs: Vec<_> = rows
+        .iter()
+        .map(|(database, count, figures)| {
+            (
+                *database,
+                *count,
+                figures.turns_twice,
+                figures.warnings.clone(),
+            )
         })
         .collect();
-    let mut all = Vec::with_capacity(conversations * turns);
-    for task in tasks {
-        all.extend(task.await.expect("load task"));
-    }
-    all
+    println!(
+        "  postgres: no target, reported (CPU and peak RSS are the hearth workers', summed \
+         and largest; PostgreSQL's own are not counted)"
+    );
+    fail_on_turns_twice(&runs);
 }

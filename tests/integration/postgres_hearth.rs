@@ -11,31 +11,7 @@ use serde_json::{Value, json};
 
 use crate::support::hearth_app::{HearthProcess, post_with_key, test_env, write_config};
 use crate::support::llm_server::{ScriptedLlmServer, Step};
-use crate::support::postgres::PostgresServer;
-
-/// The test config of `folder`, on `database_url` instead of its SQLite file.
-pub(crate) fn config_on(folder: &Path, llm: &str, database_url: &str) -> std::path::PathBuf {
-    let path = write_config(folder, llm);
-    use_database(&path, database_url);
-    path
-}
-
-/// The config at `path` with its `database_url` replaced by `database_url`.
-pub(crate) fn use_database(path: &Path, database_url: &str) {
-    let text = std::fs::read_to_string(path).unwrap();
-    let text = text
-        .lines()
-        .map(|line| {
-            if line.starts_with("database_url:") {
-                format!("database_url: \"{database_url}\"")
-            } else {
-                line.to_string()
-            }
-        })
-        .collect::<Vec<_>>()
-        .join("\n");
-    std::fs::write(path, text).unwrap();
-}
+use crate::support::postgres::{PostgresServer, config_on};
 
 pub(crate) async fn post(base_url: &str, body: &Value) -> (u16, Value) {
     post_with_key(

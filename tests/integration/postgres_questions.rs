@@ -10,11 +10,10 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::postgres_hearth::use_database;
 use crate::support::hearth_app::{HearthProcess, test_env, write_config};
 use crate::support::llm_server::{ScriptedLlmServer, Step};
 use crate::support::mcp::{ELICITATION_TOOL, everything_stdio_or_skip};
-use crate::support::postgres::PostgresServer;
+use crate::support::postgres::{PostgresServer, use_database};
 use crate::support::telegram::{TelegramServer, TgChat};
 use crate::telegram_channel::{TOKEN, alice, bot_says};
 

@@ -11,10 +11,9 @@ use serde_json::Value;
 use sqlx::Row;
 
 use crate::durable_delivery::{number_of, telegram_env, wait_for};
-use crate::postgres_hearth::use_database;
 use crate::support::hearth_app::{HearthProcess, write_telegram_family_config};
 use crate::support::llm_server::{ScriptedLlmServer, Step};
-use crate::support::postgres::PostgresServer;
+use crate::support::postgres::{PostgresServer, use_database};
 use crate::support::telegram::{TelegramServer, TgUser};
 use crate::telegram_channel::TOKEN;
 

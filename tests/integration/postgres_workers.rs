@@ -5,82 +5,19 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use sqlx::Row;
 
-use crate::postgres_hearth::config_on;
 use crate::support::hearth_app::{HearthProcess, test_env};
 use crate::support::llm_server::{ScriptedLlmServer, Step};
-use crate::support::postgres::PostgresServer;
+use crate::support::postgres::{PostgresServer, config_on};
+use crate::support::workers::Workers;
 
 const CONVERSATIONS: usize = 50;
 const MESSAGES_EACH: usize = 20;
-
-/// The workers' addresses, and which are still alive.
-struct Workers {
-    urls: Vec<String>,
-    alive: Vec<AtomicBool>,
-    key: String,
-    client: reqwest::Client,
-}
-
-impl Workers {
-    /// The `n`th alive worker, counting round from `n`.
-    fn pick(&self, n: usize) -> &str {
-        (0..self.urls.len())
-            .map(|step| (n + step) % self.urls.len())
-            .find(|index| self.alive[*index].load(Ordering::SeqCst))
-            .map(|index| self.urls[index].as_str())
-            .expect("a worker is alive")
-    }
-
-    /// POST or GET on worker `base`: `None` when the worker is gone (killed meanwhile).
-    async fn call(&self, base: &str, path: &str, body: Option<&Value>) -> Option<(u16, Value)> {
-        let url = format!("{base}{path}");
-        let request = match body {
-            Some(body) => self.client.post(url).json(body),
-            None => self.client.get(url),
-        };
-        let response = request.header("X-API-Key", &self.key).send().await.ok()?;
-        let status = response.status().as_u16();
-        let body = response.json().await.ok()?;
-        Some((status, body))
-    }
-
-    /// Send one message (again to another worker while one is gone) until it is
-    /// answered: its reply.
-    async fn answered(&self, n: usize, body: &Value) -> String {
-        let deadline = Instant::now() + Duration::from_secs(90);
-        let mut id: Option<String> = None;
-        let mut attempt = n;
-        loop {
-            assert!(Instant::now() < deadline, "{body} not answered; id {id:?}");
-            let base = self.pick(attempt).to_string();
-            attempt += 1;
-            let answer = match &id {
-                None => self.call(&base, "/inbound", Some(body)).await,
-                Some(id) => {
-                    let path = format!("/inbound/{id}?user_id=alice");
-                    self.call(&base, &path, None).await
-                }
-            };
-            let Some((status, answer)) = answer else {
-                continue;
-            };
-            match answer["status"].as_str() {
-                Some("answered") => return answer["reply"].as_str().unwrap().to_string(),
-                Some("accepted") => {
-                    id = answer["id"].as_str().map(str::to_string);
-                    tokio::time::sleep(Duration::from_millis(100)).await;
-                }
-                _ => panic!("{body}: {status} {answer}"),
-            }
-        }
-    }
-}
 
 async fn many_conversations_over_workers_with_one_killed(count: usize) {
     let Some(server) = PostgresServer::shared() else {
@@ -94,18 +31,17 @@ async fn many_conversations_over_workers_with_one_killed(count: usize) {
     let mut processes: Vec<Option<HearthProcess>> = (0..count)
         .map(|_| Some(HearthProcess::spawn(&config, &env)))
         .collect();
-    let workers = Arc::new(Workers {
-        urls: processes
+    let workers = Arc::new(Workers::new(
+        processes
             .iter()
             .map(|process| process.as_ref().unwrap().base_url.clone())
             .collect(),
-        alive: (0..count).map(|_| AtomicBool::new(true)).collect(),
-        key: env["TEST_HEARTH_API_KEY"].clone(),
-        client: reqwest::Client::builder()
+        &env["TEST_HEARTH_API_KEY"],
+        reqwest::Client::builder()
             .timeout(Duration::from_secs(30))
             .build()
             .unwrap(),
-    });
+    ));
     let answered = Arc::new(AtomicUsize::new(0));
     let conversations: Vec<_> = (0..CONVERSATIONS)
         .map(|conversation| {
@@ -135,7 +71,7 @@ async fn many_conversations_over_workers_with_one_killed(count: usize) {
         assert!(Instant::now() < deadline, "slow: {answered:?}");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    workers.alive[1].store(false, Ordering::SeqCst);
+    workers.gone(1);
     processes[1].take().unwrap().kill();
     for conversation in conversations {
         conversation.await.unwrap();
@@ -205,15 +141,14 @@ async fn two_workers(
         HearthProcess::spawn(&config, &env),
         HearthProcess::spawn(&config, &env),
     ];
-    let workers = Workers {
-        urls: processes
+    let workers = Workers::new(
+        processes
             .iter()
             .map(|process| process.base_url.clone())
             .collect(),
-        alive: vec![AtomicBool::new(true), AtomicBool::new(true)],
-        key: env["TEST_HEARTH_API_KEY"].clone(),
-        client: reqwest::Client::new(),
-    };
+        &env["TEST_HEARTH_API_KEY"],
+        reqwest::Client::new(),
+    );
     Some((processes, workers, config, env, folder))
 }
 

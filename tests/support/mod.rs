@@ -18,3 +18,4 @@ pub mod real_llm;
 pub mod seed;
 pub mod synapse;
 pub mod telegram;
+pub mod workers;

@@ -21,6 +21,7 @@ use std::time::{Duration, Instant};
 
 use sqlx::Connection;
 
+use super::hearth_app::write_config;
 use super::real_llm::require_real_servers;
 
 /// The role every test connects as (the cluster's superuser, trusted on loopback).
@@ -37,6 +38,32 @@ kill -INT "$server" 2>/dev/null
 wait "$server"
 rm -rf "$3"
 "#;
+
+/// The test config of `folder` (`hearth_app::write_config`), on `database_url` instead of
+/// its SQLite file: what every worker of one PostgreSQL database is started with.
+pub fn config_on(folder: &Path, llm: &str, database_url: &str) -> PathBuf {
+    let path = write_config(folder, llm);
+    use_database(&path, database_url);
+    path
+}
+
+/// The config at `path` (any test config) with its `database_url` replaced by
+/// `database_url`.
+pub fn use_database(path: &Path, database_url: &str) {
+    let text = std::fs::read_to_string(path).expect("test config");
+    let text = text
+        .lines()
+        .map(|line| {
+            if line.starts_with("database_url:") {
+                format!("database_url: \"{database_url}\"")
+            } else {
+                line.to_string()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    std::fs::write(path, text + "\n").expect("test config written");
+}
 
 pub struct PostgresServer {
     port: u16,
