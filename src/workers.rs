@@ -34,9 +34,6 @@ fn lease_ms() -> i64 {
 pub struct Worker {
     presence: Arc<Mutex<WorkerPresence>>,
     coordination: Arc<dyn Coordination>,
-    /// When the last heartbeat that the database took was sent: every lease this worker
-    /// holds lasts until `LEASE_TIME` after it.
-    beaten_at: Arc<Mutex<tokio::time::Instant>>,
     beating: tokio::task::JoinHandle<()>,
     /// Every wake-up of the database's workers, heard on one connection and handed to
     /// each part of this worker that subscribed.
@@ -69,26 +66,18 @@ impl Worker {
             http_address: None,
             started_at_ms: now_ms(),
         };
-        let sent = tokio::time::Instant::now();
         coordination
             .heartbeat(&presence, now_ms(), lease_ms())
             .await?;
         tracing::info!(worker_id = %presence.worker_id, "joined the database's workers");
         let presence = Arc::new(Mutex::new(presence));
-        let beaten_at = Arc::new(Mutex::new(sent));
-        let beating = tokio::spawn(beat(
-            presence.clone(),
-            coordination.clone(),
-            beaten_at.clone(),
-            readiness,
-        ));
+        let beating = tokio::spawn(beat(presence.clone(), coordination.clone(), readiness));
         let heard = coordination.wake_ups().await?;
         let (wake_ups, _) = tokio::sync::broadcast::channel(WAKE_UPS_BUFFERED);
         let listening = tokio::spawn(hand_on(heard, wake_ups.clone()));
         Ok(Worker {
             presence,
             coordination,
-            beaten_at,
             beating,
             wake_ups,
             listening,
@@ -133,17 +122,6 @@ impl Worker {
         self.coordination
             .take_lease(name, &self.worker_id(), now_ms(), lease_ms())
             .await
-    }
-
-    /// Whether the leases this worker holds are surely still its own, without asking the
-    /// database: its last heartbeat was taken less than `LEASE_TIME - HEARTBEAT_EVERY`
-    /// ago (a lease runs out only `LEASE_TIME` after the last beat extended it).
-    pub fn leases_sure(&self) -> bool {
-        let beaten_at = *self
-            .beaten_at
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
-        beaten_at.elapsed() + HEARTBEAT_EVERY < LEASE_TIME
     }
 
     /// Hand the lease `name` back, when this worker holds it.
@@ -214,7 +192,6 @@ pub fn describe(worker: &LiveWorker) -> String {
 async fn beat(
     presence: Arc<Mutex<WorkerPresence>>,
     coordination: Arc<dyn Coordination>,
-    beaten_at: Arc<Mutex<tokio::time::Instant>>,
     readiness: Arc<Readiness>,
 ) {
     let mut ticks = tokio::time::interval(HEARTBEAT_EVERY);
@@ -226,15 +203,9 @@ async fn beat(
             .unwrap_or_else(|poisoned| poisoned.into_inner())
             .clone();
         let now = now_ms();
-        let sent = tokio::time::Instant::now();
         let beaten = coordination.heartbeat(&current, now, lease_ms()).await;
         let listed = match beaten {
-            Ok(()) => {
-                *beaten_at
-                    .lock()
-                    .unwrap_or_else(|poisoned| poisoned.into_inner()) = sent;
-                coordination.live_workers(now).await
-            }
+            Ok(()) => coordination.live_workers(now).await,
             Err(error) => Err(error),
         };
         match listed {

@@ -325,19 +325,13 @@ impl RequestQueue {
         true
     }
 
-    /// Whether `key`'s lease is still this worker's, just before a turn's end is stored
-    /// (always, alone on the database): surely, while its heartbeats get through; else
-    /// asked of the database.
+    /// Whether `key`'s lease is still this worker's, checked on the database just before a
+    /// turn's end is stored (always, alone on the database).
     pub(super) fn still_held(
         &self,
         key: &ConversationKey,
     ) -> impl std::future::Future<Output = Result<bool, StorageError>> + 'static {
-        let worker = self
-            .leases
-            .worker
-            .clone()
-            .filter(|worker| !worker.leases_sure());
-        let key = key.clone();
+        let (worker, key) = (self.leases.worker.clone(), key.clone());
         async move { take(worker, &key).await }
     }
 
