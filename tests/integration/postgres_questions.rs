@@ -10,10 +10,9 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::mcp_pipeline::toolbox_on_everything;
 use crate::support::hearth_app::{HearthProcess, test_env, write_config};
 use crate::support::llm_server::{ScriptedLlmServer, Step};
-use crate::support::mcp::ELICITATION_TOOL;
+use crate::support::mcp::{ELICITATION_TOOL, everything_stdio_or_skip};
 use crate::support::postgres::{PostgresServer, use_database};
 use crate::support::telegram::{TelegramServer, TgChat};
 use crate::telegram_channel::{TOKEN, alice, bot_says};
@@ -29,13 +28,23 @@ fn config_with_everything(
     telegram: Option<&TelegramServer>,
     test: &str,
 ) -> Option<PathBuf> {
-    let toolbox = toolbox_on_everything(test)?;
+    let everything = everything_stdio_or_skip(test)?;
+    let (command, args) = (everything.command.clone().unwrap(), everything.args.clone());
     let path = write_config(folder, &llm.base_url());
     let mut text = std::fs::read_to_string(&path).unwrap().replace(
         "{ id: alice, name: Alice }",
         "{ id: alice, name: Alice, telegram_user_id: 1001 }",
     );
-    text.push_str(&toolbox);
+    text.push_str(&format!(
+        r#"  - id: toolbox
+    slash_commands: ["/tools"]
+    description: "Signs people up."
+    processing_config: {{ delegation_security_level: unrestricted }}
+    tools_config: {{ enable_mcp_server_ids: [everything] }}
+mcp_servers:
+  everything: {{ command: {command:?}, args: {args:?} }}
+"#
+    ));
     if let Some(telegram) = telegram {
         text.push_str(&format!(
             "channels:\n  telegram: {{ enabled: true, token_env: TEST_TELEGRAM_TOKEN, \
