@@ -27,6 +27,7 @@ use std::time::Duration;
 use actix::fut::{ActorFutureExt, WrapFuture};
 use actix::{AsyncContext, Context, StreamHandler};
 
+use super::noted_questions::{member_in, read_member_in};
 use super::{QueuedTurn, RequestQueue};
 use crate::ids::{ConversationKey, MemberId};
 use crate::ports::{InboxRecord, StorageError, TurnRecord, WakeTopic, WakeUp};
@@ -307,7 +308,7 @@ impl RequestQueue {
         member_id: &MemberId,
         ctx: &mut Context<Self>,
     ) -> bool {
-        if self.leases.worker.is_none() || self.leases.held.contains(key) {
+        if self.runs_here(key) {
             return false;
         }
         // Whether a question is withdrawn elsewhere, for what `/cancel` answers; then the
@@ -318,7 +319,7 @@ impl RequestQueue {
             if matches!(asked, Ok(Some(_))) {
                 act.question_withdrawn_elsewhere(&key, &member_id);
             }
-            let subject = format!("{member_id}/{key}");
+            let subject = member_in(&key, &member_id);
             act.wake(WakeUp::new(WakeTopic::Cancel, subject), ctx);
             act.claim(key, ctx);
         }));
@@ -490,21 +491,16 @@ impl StreamHandler<WakeUp> for RequestQueue {
                 Ok(key) => self.conversation_woken(key, ctx),
                 Err(error) => tracing::warn!(%error, "a wake-up names no conversation"),
             },
-            WakeTopic::Cancel => {
-                let parsed = wake_up.subject.split_once('/').and_then(|(member, key)| {
-                    Some((member.parse::<MemberId>().ok()?, key.parse().ok()?))
-                });
-                match parsed {
-                    Some((member_id, key)) => {
-                        if self.cancel_question(&key, &member_id) {
-                            tracing::info!(conversation = %key, "question withdrawn by a /cancel taken elsewhere");
-                        }
-                    }
-                    None => {
-                        tracing::warn!(subject = %wake_up.subject, "a cancel wake-up names no member and conversation")
+            WakeTopic::Cancel => match read_member_in(&wake_up.subject) {
+                Some((member_id, key)) => {
+                    if self.cancel_question(&key, &member_id) {
+                        tracing::info!(conversation = %key, "question withdrawn by a /cancel taken elsewhere");
                     }
                 }
-            }
+                None => {
+                    tracing::warn!(subject = %wake_up.subject, "a cancel wake-up names no member and conversation")
+                }
+            },
             WakeTopic::Answered | WakeTopic::Outbox => {}
         }
     }

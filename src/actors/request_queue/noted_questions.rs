@@ -30,8 +30,16 @@ struct NotedQuestion {
     text: String,
 }
 
-fn note_key(conversation: &ConversationKey, member_id: &MemberId) -> String {
+/// `member_id` in `conversation`, as one text: a note's key, and the subject of a
+/// `WakeTopic::Cancel` (a member id holds no `/`; a conversation key may).
+pub(super) fn member_in(conversation: &ConversationKey, member_id: &MemberId) -> String {
     format!("{member_id}/{conversation}")
+}
+
+/// The member and conversation `member_in` wrote, if `text` is one.
+pub(super) fn read_member_in(text: &str) -> Option<(MemberId, ConversationKey)> {
+    let (member, conversation) = text.split_once('/')?;
+    Some((member.parse().ok()?, conversation.parse().ok()?))
 }
 
 impl RequestQueue {
@@ -49,7 +57,7 @@ impl RequestQueue {
         text: &str,
     ) {
         let Some(notes) = self.notes() else { return };
-        let key = note_key(conversation, member_id);
+        let key = member_in(conversation, member_id);
         let note = NotedQuestion {
             inbox_id: inbox_id.to_owned(),
             text: text.to_owned(),
@@ -68,7 +76,7 @@ impl RequestQueue {
     /// or its turn ended).
     pub(super) fn unnote_question(&self, conversation: &ConversationKey, member_id: &MemberId) {
         let Some(notes) = self.notes() else { return };
-        let key = note_key(conversation, member_id);
+        let key = member_in(conversation, member_id);
         actix::spawn(async move {
             if let Err(error) = notes.delete_state(NOTES, &key).await {
                 tracing::debug!(%error, "question note not removed; it goes stale");
@@ -93,7 +101,7 @@ impl RequestQueue {
         let notes = self
             .notes()
             .filter(|_| self.may_be_asked_elsewhere(conversation));
-        let key = note_key(conversation, member_id);
+        let key = member_in(conversation, member_id);
         let inbox = self.inbox.clone();
         async move {
             let Some(notes) = notes else { return Ok(None) };
@@ -113,5 +121,19 @@ impl RequestQueue {
             });
             Ok(open.then_some((note.inbox_id, note.text)))
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_member_in_a_conversation_whose_key_holds_a_slash_reads_back_as_written() {
+        let conversation: ConversationKey = "http:alice/s1".parse().unwrap();
+        let member: MemberId = "alice".parse().unwrap();
+        let text = member_in(&conversation, &member);
+        assert_eq!(read_member_in(&text), Some((member, conversation)));
+        assert_eq!(read_member_in("no member here"), None);
     }
 }
