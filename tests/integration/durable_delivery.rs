@@ -182,7 +182,7 @@ async fn a_matrix_message_sent_again_after_a_crash_is_shown_once() {
 }
 
 /// The reply to "m <chat> <n>" is "echo: m <chat> <n>".
-pub(crate) fn number_of(text: &str) -> Option<(i64, u32)> {
+fn number_of(text: &str) -> Option<(i64, u32)> {
     let mut words = text.strip_prefix("echo: m ")?.split(' ');
     Some((words.next()?.parse().ok()?, words.next()?.parse().ok()?))
 }
@@ -250,22 +250,39 @@ async fn a_thousand_messages_with_a_kill_at_a_random_moment_are_each_answered_on
     })
     .await;
     tokio::time::sleep(Duration::from_secs(2)).await;
-    for chat in 0..CHATS {
+    each_answered_once_in_order(&telegram, 5000, CHATS, PER_CHAT, &window);
+}
+
+/// Each of `chats` chats (users from `first_user`) holds the replies to its `per_chat`
+/// messages "m <chat> <n>" once each and in order; only a reply in `window` (sent by a
+/// worker killed before it noted so) may come twice, right after itself.
+pub(crate) fn each_answered_once_in_order(
+    telegram: &TelegramServer,
+    first_user: i64,
+    chats: i64,
+    per_chat: u32,
+    window: &BTreeSet<String>,
+) {
+    for chat in 0..chats {
         let replies: Vec<String> = telegram
-            .bot_messages_in(5000 + chat)
+            .bot_messages_in(first_user + chat)
             .into_iter()
             .filter_map(|message| message.text)
             .collect();
         let mut seen: Vec<u32> = Vec::new();
         for reply in &replies {
             let (of_chat, n) = number_of(reply).unwrap_or_else(|| panic!("{reply:?}"));
-            assert_eq!(of_chat, 5000 + chat, "a reply in the wrong chat: {reply}");
+            assert_eq!(
+                of_chat,
+                first_user + chat,
+                "a reply in the wrong chat: {reply}"
+            );
             if seen.last() == Some(&n) && window.contains(reply) {
                 continue;
             }
             seen.push(n);
         }
-        let expected: Vec<u32> = (0..PER_CHAT).collect();
+        let expected: Vec<u32> = (0..per_chat).collect();
         assert_eq!(
             seen, expected,
             "chat {chat}: each message answered once, in order (window: {window:?})"

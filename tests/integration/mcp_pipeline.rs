@@ -73,15 +73,13 @@ pub(crate) async fn app_with_everything(test: &str, llm: &ScriptedLlmServer) -> 
     app_with_everything_and(test, llm, &[]).await
 }
 
-async fn app_with_everything_and(
-    test: &str,
-    llm: &ScriptedLlmServer,
-    overrides: &[(&str, &str)],
-) -> Option<TestApp> {
+/// The `/tools` profile on server-everything over stdio, and the server, as config lines
+/// to append to the test config's profiles; `None` (the test skipped) when not installed.
+pub(crate) fn toolbox_on_everything(test: &str) -> Option<String> {
     let everything = everything_stdio_or_skip(test)?;
     let command = everything.command.clone().unwrap();
     let args: Vec<String> = everything.args.clone();
-    let extra = format!(
+    Some(format!(
         r#"  - id: toolbox
     slash_commands: ["/tools"]
     description: "Signs people up."
@@ -90,7 +88,15 @@ async fn app_with_everything_and(
 mcp_servers:
   everything: {{ command: {command:?}, args: {args:?} }}
 "#
-    );
+    ))
+}
+
+async fn app_with_everything_and(
+    test: &str,
+    llm: &ScriptedLlmServer,
+    overrides: &[(&str, &str)],
+) -> Option<TestApp> {
+    let extra = toolbox_on_everything(test)?;
     Some(TestApp::start_with_profiles(&llm.base_url(), &extra, overrides).await)
 }
 

@@ -10,9 +10,10 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
+use crate::mcp_pipeline::toolbox_on_everything;
 use crate::support::hearth_app::{HearthProcess, test_env, write_config};
 use crate::support::llm_server::{ScriptedLlmServer, Step};
-use crate::support::mcp::{ELICITATION_TOOL, everything_stdio_or_skip};
+use crate::support::mcp::ELICITATION_TOOL;
 use crate::support::postgres::{PostgresServer, use_database};
 use crate::support::telegram::{TelegramServer, TgChat};
 use crate::telegram_channel::{TOKEN, alice, bot_says};
@@ -28,23 +29,13 @@ fn config_with_everything(
     telegram: Option<&TelegramServer>,
     test: &str,
 ) -> Option<PathBuf> {
-    let everything = everything_stdio_or_skip(test)?;
-    let (command, args) = (everything.command.clone().unwrap(), everything.args.clone());
+    let toolbox = toolbox_on_everything(test)?;
     let path = write_config(folder, &llm.base_url());
     let mut text = std::fs::read_to_string(&path).unwrap().replace(
         "{ id: alice, name: Alice }",
         "{ id: alice, name: Alice, telegram_user_id: 1001 }",
     );
-    text.push_str(&format!(
-        r#"  - id: toolbox
-    slash_commands: ["/tools"]
-    description: "Signs people up."
-    processing_config: {{ delegation_security_level: unrestricted }}
-    tools_config: {{ enable_mcp_server_ids: [everything] }}
-mcp_servers:
-  everything: {{ command: {command:?}, args: {args:?} }}
-"#
-    ));
+    text.push_str(&toolbox);
     if let Some(telegram) = telegram {
         text.push_str(&format!(
             "channels:\n  telegram: {{ enabled: true, token_env: TEST_TELEGRAM_TOKEN, \
@@ -65,17 +56,9 @@ fn env() -> BTreeMap<String, String> {
     ])
 }
 
-async fn post(base_url: &str, env: &BTreeMap<String, String>, body: Value) -> Value {
-    reqwest::Client::new()
-        .post(format!("{base_url}/inbound"))
-        .header("X-API-Key", &env["TEST_HEARTH_API_KEY"])
-        .json(&body)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap()
+/// POST `body` to `/inbound` of the worker at `base_url`: the JSON answer.
+async fn post(base_url: &str, body: Value) -> Value {
+    crate::postgres_hearth::post(base_url, &body).await.1
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -104,7 +87,6 @@ async fn a_question_asked_by_one_worker_is_answered_through_the_other() {
     ]);
     let asked = post(
         &first.base_url,
-        &env,
         json!({"user_id": "alice", "text": "/tools sign me up"}),
     )
     .await;
@@ -113,10 +95,7 @@ async fn a_question_asked_by_one_worker_is_answered_through_the_other() {
 
     // The answer reaches the other worker: it goes to the question, and its sender hears
     // the reply of the turn that asked.
-    let answered = post(
-        &second.base_url,
-        &env,
-        json!({"user_id": "alice",
+    let answered = post(&second.base_url, json!({"user_id": "alice",
                "text": "name: Alice Example\nBoolean: yes\ninteger: 7\ntitledSingleSelectEnum: green lantern"}),
     )
     .await;
@@ -152,7 +131,6 @@ async fn a_question_asked_by_one_worker_is_answered_through_the_other() {
     llm.push(Step::Reply("Hello again.".into()));
     let next = post(
         &second.base_url,
-        &env,
         json!({"user_id": "alice", "text": "hello"}),
     )
     .await;

@@ -10,7 +10,7 @@ use std::time::Duration;
 use serde_json::Value;
 use sqlx::Row;
 
-use crate::durable_delivery::{number_of, telegram_env, wait_for};
+use crate::durable_delivery::{each_answered_once_in_order, telegram_env, wait_for};
 use crate::support::hearth_app::{HearthProcess, write_telegram_family_config};
 use crate::support::llm_server::{ScriptedLlmServer, Step};
 use crate::support::postgres::{PostgresServer, use_database};
@@ -144,31 +144,7 @@ async fn telegram_over_workers_with_the_poller_killed(count: usize) {
     let survivor = processes.iter().flatten().next().unwrap();
     let new_leader = telegram_leader_pid(survivor, &env).await;
     assert_ne!(new_leader, leader_pid, "another worker polls");
-    for chat in 0..CHATS {
-        let replies: Vec<String> = telegram
-            .bot_messages_in(FIRST_USER + chat)
-            .into_iter()
-            .filter_map(|message| message.text)
-            .collect();
-        let mut seen: Vec<u32> = Vec::new();
-        for reply in &replies {
-            let (of_chat, n) = number_of(reply).unwrap_or_else(|| panic!("{reply:?}"));
-            assert_eq!(
-                of_chat,
-                FIRST_USER + chat,
-                "a reply in the wrong chat: {reply}"
-            );
-            if seen.last() == Some(&n) && window.contains(reply) {
-                continue;
-            }
-            seen.push(n);
-        }
-        let expected: Vec<u32> = (0..PER_CHAT).collect();
-        assert_eq!(
-            seen, expected,
-            "chat {chat}: each message answered once, in order (window: {window:?})"
-        );
-    }
+    each_answered_once_in_order(&telegram, FIRST_USER, CHATS, PER_CHAT, &window);
     assert!(undelivered(&database_url).await.is_empty());
 }
 

@@ -15,6 +15,7 @@ use super::{T0, inbound, key, member};
 adapter_suite!(
     schedules_are_stored_once_per_key,
     schedules_fire_each_occurrence_once,
+    schedules_fire_an_occurrence_claimed_by_two_workers_at_once_once,
     schedules_finish_with_their_last_occurrence,
     schedules_are_listed_soonest_first,
     schedules_store_a_task_s_turn_with_its_firing,
@@ -132,6 +133,38 @@ async fn schedules_are_stored_once_per_key(stores: &Stores) {
 
 /// An occurrence fires once: the first claim moves the schedule on and stores the firing
 /// with its message; the same claim again, or one read before the move, stores nothing.
+/// Two workers' schedulers claim one occurrence at the same moment (two connections of
+/// one database): one fires it, the other finds it taken, and it is sent once.
+async fn schedules_fire_an_occurrence_claimed_by_two_workers_at_once_once(stores: &Stores) {
+    let schedule = stores
+        .schedules
+        .add(&reminder("alice", "alice", T0, None))
+        .await
+        .unwrap();
+    let first = occurrence(schedule.id, T0);
+    let by = |worker: &str| {
+        claim(
+            first,
+            Some(T0 + 1_440 * MINUTE),
+            vec![outgoing(
+                "telegram",
+                "alice-chat",
+                &format!("⏰ medicine ({worker})"),
+            )],
+        )
+    };
+    let (one, other) = (by("one"), by("other"));
+    let (one, other) = tokio::join!(stores.schedules.claim(&one), stores.schedules.claim(&other));
+    let outcomes = [one.unwrap(), other.unwrap()];
+    let fired = outcomes
+        .iter()
+        .filter(|outcome| matches!(outcome, Claimed::Fired { .. }))
+        .count();
+    assert_eq!(fired, 1, "{outcomes:?}");
+    assert!(outcomes.contains(&Claimed::Taken), "{outcomes:?}");
+    assert_eq!(pending_texts(stores).await.len(), 1);
+}
+
 async fn schedules_fire_each_occurrence_once(stores: &Stores) {
     let schedule = stores
         .schedules
