@@ -66,7 +66,7 @@ pub use types::{
     ChannelsConfig, DeliveryConfig, FamilyMember, FamilyRole, HearthConfig, HttpConfig,
     InvitesConfig, LlmBackend, LlmModelConfig, LlmProviderKind, LlmRetryConfig, MatrixConfig,
     McpServerConfig, ProfileSettingsConfig, QueueConfig, RetentionConfig, ScriptsConfig,
-    ServiceProfileConfig, TelegramConfig, TelegramMode,
+    ServiceProfileConfig, TelegramConfig, TelegramMode, VoiceNotesConfig,
 };
 pub use yaml_file::{KeyPath, KeySegment, PluginFileProblem};
 

@@ -47,6 +47,8 @@ pub struct HearthConfig {
     pub retention: RetentionConfig,
     #[serde(deserialize_with = "null_as_default")]
     pub reminders: super::reminders::RemindersConfig,
+    #[serde(deserialize_with = "null_as_default")]
+    pub voice_notes: VoiceNotesConfig,
     pub plugins_dir: String,
     /// The family's scripts and their `manifest.json` (the scripts toolset).
     pub scripts_dir: String,
@@ -77,6 +79,7 @@ impl Default for HearthConfig {
             delivery: DeliveryConfig::default(),
             retention: RetentionConfig::default(),
             reminders: Default::default(),
+            voice_notes: VoiceNotesConfig::default(),
             invites: InvitesConfig::default(),
             plugins_dir: "plugins".to_owned(),
             scripts_dir: "family_scripts".to_owned(),
@@ -182,6 +185,25 @@ impl Default for QueueConfig {
             max_backlog: 256,
             retry_delay_seconds: 30,
             max_attempts: 5,
+        }
+    }
+}
+
+/// Voice notes: transcribed by the `llms` entry with `kind: transcription`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct VoiceNotesConfig {
+    /// Longer voice notes are refused with a message saying so, never sent to the backend.
+    pub max_duration_seconds: u32,
+    /// The language spoken (ISO 639-1, `en`), passed to the backend; unset: it guesses.
+    pub language: Option<String>,
+}
+
+impl Default for VoiceNotesConfig {
+    fn default() -> Self {
+        Self {
+            max_duration_seconds: 300,
+            language: None,
         }
     }
 }

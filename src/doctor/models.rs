@@ -107,7 +107,7 @@ fn what_to_fix(name: &str, config: &LlmModelConfig, error: &LlmError) -> String 
         LlmError::Decode(_) => format!(
             "{error}; check that llms.{name}.provider is the api the server at {url} speaks"
         ),
-        LlmError::UnknownModel(_) => error.to_string(),
+        LlmError::UnknownModel(_) | LlmError::NoTranscription => error.to_string(),
     }
 }
 

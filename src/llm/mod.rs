@@ -11,6 +11,7 @@ mod generate;
 pub mod openai;
 pub mod scripted;
 pub mod streaming;
+mod transcription;
 
 use std::borrow::Cow;
 use std::fmt;
@@ -21,6 +22,7 @@ use serde::{Deserialize, Serialize};
 
 pub use generate::{CallOrigin, GenerateChat};
 pub use streaming::{StreamEvent, TextListener};
+pub use transcription::{AudioFile, Transcribe, Transcript};
 
 /// Who said a message in a chat exchange.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -257,6 +259,8 @@ pub enum LlmError {
     Decode(String),
     #[error("no llm named {0:?} in config key `llms`")]
     UnknownModel(String),
+    #[error("no entry of config key `llms` has `kind: transcription`")]
+    NoTranscription,
 }
 
 impl LlmError {
@@ -265,7 +269,7 @@ impl LlmError {
         match self {
             LlmError::Status { status, .. } => *status == 429 || *status >= 500,
             LlmError::Timeout(_) | LlmError::Connect(_) => true,
-            LlmError::Decode(_) | LlmError::UnknownModel(_) => false,
+            LlmError::Decode(_) | LlmError::UnknownModel(_) | LlmError::NoTranscription => false,
         }
     }
 
@@ -286,6 +290,7 @@ impl LlmError {
             LlmError::Connect(_) => "connect",
             LlmError::Decode(_) => "decode",
             LlmError::UnknownModel(_) => "unknown_model",
+            LlmError::NoTranscription => "no_transcription",
         }
     }
 }

@@ -59,6 +59,8 @@ pub struct QuotedMessage {
 pub enum AttachmentKind {
     Image,
     File,
+    /// A voice note or an audio file: transcribed before its turn runs.
+    Audio,
 }
 
 /// A file sent with a message, as the channel stored it.
@@ -75,6 +77,13 @@ pub struct Attachment {
     /// Why the file is missing (too large, download failed), for the model to pass on.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
+    /// How long an audio attachment plays, as the platform said or the file tells.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub duration_seconds: Option<u32>,
+    /// What an audio attachment says, once transcribed (stored before its turn runs, so a
+    /// retry never transcribes it again).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub transcript: Option<String>,
 }
 
 impl Inbound {

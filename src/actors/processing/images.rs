@@ -142,6 +142,8 @@ mod tests {
             size_bytes: 3,
             path: path.map(str::to_string),
             note: None,
+            duration_seconds: None,
+            transcript: None,
         }
     }
 

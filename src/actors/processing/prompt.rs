@@ -34,6 +34,10 @@ pub fn user_message_text(text: &str, extras: &InboundExtras, sights: &[Sight]) -
         let what = match attachment.kind {
             AttachmentKind::Image => "an image",
             AttachmentKind::File => "a file",
+            AttachmentKind::Audio => {
+                parts.push(spoken_line(attachment));
+                continue;
+            }
         };
         let mut line = format!(
             "(Attached: {what}, {:?}, {} KB",
@@ -56,13 +60,31 @@ pub fn user_message_text(text: &str, extras: &InboundExtras, sights: &[Sight]) -
             (None, Sight::Described, AttachmentKind::Image) => {
                 line.push_str(". This assistant cannot see images; say so if its contents matter.)")
             }
-            (None, Sight::Described, AttachmentKind::File) => {
+            (None, Sight::Described, AttachmentKind::File | AttachmentKind::Audio) => {
                 line.push_str(". You cannot see its contents; say so if they matter.)");
             }
         }
         parts.push(line);
     }
     parts.join("\n")
+}
+
+/// What the model reads of a voice note: the member's text above is what it said (its
+/// transcript is the message's text), so the history keeps both the words and that they
+/// were spoken.
+fn spoken_line(attachment: &crate::ports::Attachment) -> String {
+    match (
+        &attachment.transcript,
+        &attachment.note,
+        attachment.duration_seconds,
+    ) {
+        (Some(_), _, Some(seconds)) => {
+            format!("(Spoken in a voice note of {seconds} s; the text above is its transcript.)")
+        }
+        (Some(_), _, None) => "(Spoken in a voice note; the text above is its transcript.)".into(),
+        (None, Some(note), _) => format!("(A voice note that could not be kept: {note}.)"),
+        (None, None, _) => "(A voice note that was not transcribed.)".into(),
+    }
 }
 
 pub fn system_prompt(
@@ -161,6 +183,8 @@ mod tests {
                     size_bytes: 2_048,
                     path: Some("data/attachments/1/photo.jpg".into()),
                     note: None,
+                    duration_seconds: None,
+                    transcript: None,
                 },
                 Attachment {
                     kind: AttachmentKind::File,
@@ -169,6 +193,8 @@ mod tests {
                     size_bytes: 90_000_000,
                     path: None,
                     note: Some("it is larger than 20 MB".into()),
+                    duration_seconds: None,
+                    transcript: None,
                 },
             ],
         };

@@ -356,6 +356,8 @@ async fn inbox_keeps_what_came_with_the_text(stores: &Stores) {
             size_bytes: 12_345,
             path: None,
             note: Some("too large to download (over 5 MB)".into()),
+            duration_seconds: None,
+            transcript: None,
         }],
     };
     expect_new(stores, &message).await;

@@ -308,6 +308,8 @@ async fn fetch(adapter: &MatrixAdapter, inbox_id: &str, media: &Media) -> Attach
         size_bytes: media.size.unwrap_or(0),
         path: None,
         note: None,
+        duration_seconds: None,
+        transcript: None,
     };
     // Said to be too large: not even asked for.
     if media.size.is_some_and(|size| size > limit) {

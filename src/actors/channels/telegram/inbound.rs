@@ -200,6 +200,8 @@ async fn fetch(
         size_bytes,
         path: None,
         note: None,
+        duration_seconds: None,
+        transcript: None,
     };
     let limit = adapter.settings.max_attachment_bytes;
     if size_bytes > limit {
