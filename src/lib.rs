@@ -79,4 +79,5 @@ pub mod secrets;
 pub mod storage;
 pub mod tools;
 pub mod turn;
+pub mod voice;
 pub mod workers;

@@ -242,6 +242,15 @@ pub trait Inbox: Send + Sync {
         error: &str,
         next_attempt_at_ms: i64,
     ) -> Result<u32, StorageError>;
+    /// Keep what a message's voice note said: its text and extras (the attachment with its
+    /// transcript) replaced while it waits, so a retry or a restart reads the transcript
+    /// instead of transcribing again.
+    async fn store_transcript(
+        &self,
+        inbox_id: &str,
+        text: &str,
+        extras: &InboundExtras,
+    ) -> Result<(), StorageError>;
     /// Give up on a message (it is not resumed again) and queue `outgoing`, telling the
     /// member, in one transaction; the outbox id.
     async fn give_up(

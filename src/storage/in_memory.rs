@@ -9,9 +9,9 @@ use async_trait::async_trait;
 use crate::ids::{ConfirmationId, ConversationKey, MemberId};
 use crate::ports::{
     Acceptance, AnswerPlace, AnswerRefused, ChannelState, ConversationMemory, Decision,
-    HistoryEntry, Inbound, Inbox, InboxRecord, InboxStatus, OpenConfirmation, OutgoingMessage,
-    PendingActions, PendingConfirmation, ProfileFacts, StorageError, TelemetryEvent, TelemetrySink,
-    TurnJournal, TurnRecord, UserProfiles,
+    HistoryEntry, Inbound, InboundExtras, Inbox, InboxRecord, InboxStatus, OpenConfirmation,
+    OutgoingMessage, PendingActions, PendingConfirmation, ProfileFacts, StorageError,
+    TelemetryEvent, TelemetrySink, TurnJournal, TurnRecord, UserProfiles,
 };
 
 #[derive(Default)]
@@ -200,6 +200,19 @@ impl Inbox for InMemoryStore {
         record.error = Some(error.to_string());
         record.next_attempt_at_ms = Some(next_attempt_at_ms);
         Ok(record.attempts)
+    }
+
+    async fn store_transcript(
+        &self,
+        inbox_id: &str,
+        text: &str,
+        extras: &InboundExtras,
+    ) -> Result<(), StorageError> {
+        let mut state = self.lock();
+        let record = find_waiting(&mut state, inbox_id)?;
+        record.inbound.text = text.to_string();
+        record.inbound.extras = extras.clone();
+        Ok(())
     }
 
     async fn give_up(

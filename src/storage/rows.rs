@@ -7,7 +7,15 @@ use std::str::FromStr;
 use sqlx::{ColumnIndex, Decode, Row, Type};
 
 use crate::ids::{ConversationKey, IdError};
-use crate::ports::{HistoryEntry, ScriptRun, ScriptRunOutcome, StorageError};
+use crate::ports::{HistoryEntry, InboundExtras, ScriptRun, ScriptRunOutcome, StorageError};
+
+/// An inbox message's `extras` column: JSON, or nothing for a message without any.
+pub(crate) fn extras_json(extras: &InboundExtras) -> Result<Option<String>, StorageError> {
+    (!extras.is_empty())
+        .then(|| serde_json::to_string(extras))
+        .transpose()
+        .map_err(|error| StorageError::Corrupt(format!("inbox extras: {error}")))
+}
 
 /// The conversation of a row of `table`, from its `channel` and `conversation_id` columns,
 /// read by the key's one parser: a row it refuses is unreadable.

@@ -65,6 +65,12 @@ pub enum TurnError {
     Mailbox(String),
     #[error("suspended turn state is unreadable: {0}")]
     BadTurnState(String),
+    /// The message's voice note could not be transcribed (retried when transient).
+    #[error("voice note not transcribed: {0}")]
+    Transcription(LlmError),
+    /// The message's voice note will not be transcribed; the member is told why.
+    #[error("voice note refused: {0:?}")]
+    Voice(crate::voice::VoiceRefusal),
 }
 
 /// What a slash command's turn answers when the member declined its start
@@ -83,6 +89,8 @@ impl TurnError {
             TurnError::Storage(_) => false,
             TurnError::Mailbox(_) => true,
             TurnError::BadTurnState(_) => false,
+            TurnError::Transcription(error) => error.is_transient(),
+            TurnError::Voice(_) => false,
         }
     }
 
@@ -92,6 +100,8 @@ impl TurnError {
             TurnError::Storage(_) => "storage",
             TurnError::Mailbox(_) => "mailbox",
             TurnError::BadTurnState(_) => "turn_state",
+            TurnError::Transcription(_) => "transcription",
+            TurnError::Voice(_) => "voice_refused",
         }
     }
 }

@@ -23,6 +23,7 @@ mod routing;
 mod scheduled;
 mod suspending;
 mod telling;
+mod transcribing;
 mod waiting_plans;
 
 use std::collections::{HashMap, HashSet};
@@ -45,6 +46,7 @@ pub use questions::{AskedQuestion, ShowQuestion};
 pub use retries::{DELAYED_REPLY, FAILED_REPLY};
 pub use routing::Router;
 pub use suspending::ASKED_A_PARENT;
+pub use transcribing::VoiceNotes;
 use waiting_plans::{WaitingPlans, process_new};
 
 use crate::actors::processing::ProcessingService;
@@ -160,6 +162,9 @@ pub struct RequestQueue {
     /// Where questions are noted for the other workers (`noted_questions.rs`); `None`
     /// alone on the database.
     question_notes: Option<Arc<dyn crate::ports::ChannelState>>,
+    /// Where voice notes are transcribed before their turn (`transcribing.rs`); `None`:
+    /// a voice note is answered that none can be.
+    voice_notes: Option<transcribing::VoiceNotes>,
 }
 
 impl RequestQueue {
@@ -201,6 +206,7 @@ impl RequestQueue {
             draining: Default::default(),
             leases: Default::default(),
             question_notes: None,
+            voice_notes: None,
         }
     }
 
@@ -214,6 +220,12 @@ impl RequestQueue {
     ) -> Self {
         self.question_notes = worker.is_some().then_some(state);
         self.leases = leases::ConversationLeases::new(worker);
+        self
+    }
+
+    /// Voice notes transcribed by `voice_notes.transcriber` before their turn.
+    pub fn with_voice_notes(mut self, voice_notes: VoiceNotes) -> Self {
+        self.voice_notes = Some(voice_notes);
         self
     }
 
@@ -250,6 +262,9 @@ impl RequestQueue {
     }
 
     fn start_turn(&mut self, key: ConversationKey, mut turn: QueuedTurn, ctx: &mut Context<Self>) {
+        if Self::needs_transcript(&turn) {
+            return self.transcribe_first(key, turn, ctx);
+        }
         tracing::debug!(
             stage = "lane_wait",
             inbox_id = %turn.inbound.id,
@@ -352,6 +367,12 @@ impl RequestQueue {
         let still_held = self.still_held(&key);
         let stored = match outcome.result {
             TurnResult::Answered { reply, messages } => {
+                // The member sees what was understood of a voice note before the answer;
+                // the history keeps the model's own words.
+                let reply = match crate::voice::transcript_of(&turn.inbound) {
+                    Some(transcript) => crate::voice::quoted_answer(transcript, &reply),
+                    None => reply,
+                };
                 let outgoing = self.outgoing(&turn.inbound, &reply, &ReplyKind::Answer);
                 let record = TurnRecord {
                     conversation_key: key,

@@ -43,6 +43,11 @@ impl RequestQueue {
         inbound: &Inbound,
         listener: Option<&TextListener>,
     ) -> Option<String> {
+        // A voice note is words only once transcribed, in its own turn: it never answers
+        // a question with an empty text.
+        if crate::voice::untranscribed(inbound).is_some() {
+            return None;
+        }
         let key = inbound.conversation.clone();
         let question = self
             .questions

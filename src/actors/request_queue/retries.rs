@@ -1,7 +1,8 @@
 //! A turn that failed: retried later, the member told once that the answer is delayed (the
 //! message holds its lane meanwhile, and the pause doubles up to an hour), or, when the
 //! failure is not transient or the attempts are used up, given up: the failure stored with
-//! its notice, then delivered.
+//! its notice, then delivered. A voice note that could not be transcribed is told in its own
+//! words (`voice`).
 
 use std::time::Duration;
 
@@ -13,11 +14,29 @@ use crate::backoff::Doubling;
 use crate::ids::ConversationKey;
 use crate::ports::now_ms;
 use crate::turn::TurnError;
+use crate::voice;
 
 pub const DELAYED_REPLY: &str = "Sorry, I can't reach my language model right now. \
     I've kept your message and will answer as soon as I can.";
 pub const FAILED_REPLY: &str =
     "Sorry, I couldn't answer that message. Please try again in a little while.";
+
+/// What the member is told, once, when their message waits for a retry.
+fn delayed_notice(error: &TurnError) -> String {
+    match error {
+        TurnError::Transcription(_) => voice::TRANSCRIPTION_DELAYED.to_string(),
+        _ => DELAYED_REPLY.to_string(),
+    }
+}
+
+/// What the member is told when hearth gives up on their message.
+fn failed_notice(error: &TurnError) -> String {
+    match error {
+        TurnError::Voice(refusal) => refusal.to_string(),
+        TurnError::Transcription(error) => voice::VoiceRefusal::of_failure(error).to_string(),
+        _ => FAILED_REPLY.to_string(),
+    }
+}
 
 /// The longest pause between two retries of one message.
 const MAX_RETRY_DELAY: Duration = Duration::from_secs(3600);
@@ -35,7 +54,7 @@ impl RequestQueue {
         if attempts == 1 {
             self.deliver_queued(
                 &turn.inbound,
-                DELAYED_REPLY.to_string(),
+                delayed_notice(error),
                 ReplyKind::Delayed,
                 ctx,
             );
@@ -83,27 +102,23 @@ impl RequestQueue {
         );
         // The failure is stored and its notice queued together, then delivered; where the
         // notice is not queued (a waiting HTTP call), it goes at once.
-        let outgoing = self.outgoing(&turn.inbound, FAILED_REPLY, &ReplyKind::Failed);
+        let notice = failed_notice(error);
+        let outgoing = self.outgoing(&turn.inbound, &notice, &ReplyKind::Failed);
         let queued = outgoing.is_some();
         if !queued {
-            self.deliver(
-                &turn.inbound,
-                FAILED_REPLY.to_string(),
-                ReplyKind::Failed,
-                None,
-                ctx,
-            );
+            self.deliver(&turn.inbound, notice.clone(), ReplyKind::Failed, None, ctx);
         }
         let inbox = self.inbox.clone();
         let inbox_id = turn.inbound.id.clone();
         let error_text = error.to_string();
         let inbound = turn.inbound.clone();
+        let stored_notice = notice.clone();
         // The conversation is not handed to another worker before the failure is stored.
         self.leases.settling(&key);
         ctx.spawn(
             async move {
                 inbox
-                    .give_up(&inbox_id, &error_text, FAILED_REPLY, outgoing.as_ref())
+                    .give_up(&inbox_id, &error_text, &stored_notice, outgoing.as_ref())
                     .await
             }
             .into_actor(self)
@@ -113,13 +128,7 @@ impl RequestQueue {
                     None
                 });
                 if queued {
-                    act.deliver(
-                        &inbound,
-                        FAILED_REPLY.to_string(),
-                        ReplyKind::Failed,
-                        outbox_id,
-                        ctx,
-                    );
+                    act.deliver(&inbound, notice, ReplyKind::Failed, outbox_id, ctx);
                 }
                 act.turn_stored(&inbound);
                 act.leases.settled(&inbound.conversation);

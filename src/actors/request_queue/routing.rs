@@ -5,6 +5,7 @@ use std::collections::HashMap;
 
 use crate::config::ResolvedProfile;
 
+#[derive(Clone)]
 pub struct Router {
     by_command: HashMap<String, String>,
     default_profile_id: String,
@@ -22,6 +23,11 @@ impl Router {
             by_command,
             default_profile_id: default_profile_id.to_string(),
         }
+    }
+
+    /// Whether `command` (`/focused`) picks a profile.
+    pub fn is_command(&self, command: &str) -> bool {
+        self.by_command.contains_key(&command.to_lowercase())
     }
 
     /// The profile id and the text it should see (without the command).

@@ -10,9 +10,10 @@ use super::outbox::insert_if_any;
 use super::{PostgresStore, conversation_from_row, database_error, id_column};
 use crate::ids::ConversationKey;
 use crate::ports::{
-    Acceptance, Inbound, Inbox, InboxRecord, InboxStatus, OutgoingMessage, StorageError,
-    TurnRecord, now_ms,
+    Acceptance, Inbound, InboundExtras, Inbox, InboxRecord, InboxStatus, OutgoingMessage,
+    StorageError, TurnRecord, now_ms,
 };
+use crate::storage::rows::extras_json;
 
 /// The columns of an `InboxRecord`, spelled once for every query that reads one.
 macro_rules! select_record {
@@ -63,10 +64,7 @@ pub(super) async fn insert_inbound(
     connection: &mut PgConnection,
     inbound: &Inbound,
 ) -> Result<bool, StorageError> {
-    let extras = (!inbound.extras.is_empty())
-        .then(|| serde_json::to_string(&inbound.extras))
-        .transpose()
-        .map_err(|error| StorageError::Corrupt(format!("inbox extras: {error}")))?;
+    let extras = extras_json(&inbound.extras)?;
     let inserted = sqlx::query(
         "INSERT INTO inbox (id, channel, conversation_id, member_id, text, \
          platform_event_id, extras, received_at_ms, updated_at_ms) \
@@ -198,6 +196,30 @@ impl Inbox for PostgresStore {
         .map_err(database_error)?;
         let attempts = attempts.ok_or_else(|| not_waiting(inbox_id))?;
         Ok(u32::try_from(attempts).unwrap_or(u32::MAX))
+    }
+
+    async fn store_transcript(
+        &self,
+        inbox_id: &str,
+        text: &str,
+        extras: &InboundExtras,
+    ) -> Result<(), StorageError> {
+        let extras = extras_json(extras)?;
+        let stored = sqlx::query(
+            "UPDATE inbox SET text = $1, extras = $2, updated_at_ms = $3 \
+             WHERE id = $4 AND status IN ('accepted', 'suspended')",
+        )
+        .bind(text)
+        .bind(&extras)
+        .bind(now_ms())
+        .bind(inbox_id)
+        .execute(&self.pool)
+        .await
+        .map_err(database_error)?;
+        if stored.rows_affected() == 0 {
+            return Err(not_waiting(inbox_id));
+        }
+        Ok(())
     }
 
     async fn give_up(

@@ -8,9 +8,10 @@ use super::outbox::insert_if_any;
 use super::{SqliteStore, conversation_from_row, database_error, id_column, memory::entries_json};
 use crate::ids::ConversationKey;
 use crate::ports::{
-    Acceptance, HistoryEntry, Inbound, Inbox, InboxRecord, InboxStatus, OutgoingMessage,
-    StorageError, TurnRecord, now_ms,
+    Acceptance, HistoryEntry, Inbound, InboundExtras, Inbox, InboxRecord, InboxStatus,
+    OutgoingMessage, StorageError, TurnRecord, now_ms,
 };
+use crate::storage::rows::extras_json;
 
 /// The columns of an `InboxRecord`, spelled once for every query that reads one.
 macro_rules! select_record {
@@ -61,10 +62,7 @@ pub(super) async fn insert_inbound(
     connection: &mut SqliteConnection,
     inbound: &Inbound,
 ) -> Result<bool, StorageError> {
-    let extras = (!inbound.extras.is_empty())
-        .then(|| serde_json::to_string(&inbound.extras))
-        .transpose()
-        .map_err(|error| StorageError::Corrupt(format!("inbox extras: {error}")))?;
+    let extras = extras_json(&inbound.extras)?;
     let inserted = sqlx::query(
         "INSERT INTO inbox (id, channel, conversation_id, member_id, text, \
          platform_event_id, extras, received_at_ms, updated_at_ms) \
@@ -211,6 +209,38 @@ impl Inbox for SqliteStore {
             .await?;
         let attempts = attempts.ok_or_else(|| not_waiting(inbox_id))?;
         Ok(u32::try_from(attempts).unwrap_or(u32::MAX))
+    }
+
+    async fn store_transcript(
+        &self,
+        inbox_id: &str,
+        text: &str,
+        extras: &InboundExtras,
+    ) -> Result<(), StorageError> {
+        let extras = extras_json(extras)?;
+        let (id, text) = (inbox_id.to_string(), text.to_string());
+        let stored = self
+            .writer
+            .run(move |connection| {
+                Box::pin(async move {
+                    sqlx::query(
+                        "UPDATE inbox SET text = ?, extras = ?, updated_at_ms = ? \
+                         WHERE id = ? AND status IN ('accepted', 'suspended')",
+                    )
+                    .bind(&text)
+                    .bind(&extras)
+                    .bind(now_ms())
+                    .bind(&id)
+                    .execute(&mut *connection)
+                    .await
+                    .map_err(database_error)
+                })
+            })
+            .await?;
+        if stored.rows_affected() == 0 {
+            return Err(not_waiting(inbox_id));
+        }
+        Ok(())
     }
 
     async fn give_up(

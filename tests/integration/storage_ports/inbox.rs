@@ -23,6 +23,7 @@ adapter_suite!(
     inbox_give_up_marks_failed,
     inbox_get_unknown_and_ping,
     inbox_keeps_what_came_with_the_text,
+    inbox_keeps_a_voice_notes_transcript_while_it_waits_and_never_after,
     inbox_concurrent_writes_each_get_their_own_outcome,
     inbox_knows_the_events_it_accepted,
     inbox_refuses_unknown_ids,
@@ -366,6 +367,55 @@ async fn inbox_keeps_what_came_with_the_text(stores: &Stores) {
     assert_eq!(stores.inbox.unanswered().await.unwrap()[0].inbound, message);
 }
 
+/// A voice note's transcript replaces its text and extras while the message waits (a retry
+/// or another worker reads it); once answered, the message is never rewritten.
+async fn inbox_keeps_a_voice_notes_transcript_while_it_waits_and_never_after(stores: &Stores) {
+    let mut message = inbound("m-voice", "telegram", Some("-100:9"));
+    message.text = String::new();
+    message.extras.attachments = vec![Attachment {
+        kind: AttachmentKind::Audio,
+        file_name: "voice.ogg".into(),
+        mime_type: Some("audio/ogg".into()),
+        size_bytes: 9_876,
+        path: Some("/data/attachments/m-voice/voice.ogg".into()),
+        note: None,
+        duration_seconds: Some(4),
+        transcript: None,
+    }];
+    expect_new(stores, &message).await;
+    let mut transcribed = message.clone();
+    transcribed.text = "remind me to buy milk".into();
+    transcribed.extras.attachments[0].transcript = Some("remind me to buy milk".into());
+    stores
+        .inbox
+        .store_transcript("m-voice", &transcribed.text, &transcribed.extras)
+        .await
+        .unwrap();
+    let stored = stores.inbox.get("m-voice").await.unwrap().unwrap();
+    assert_eq!(stored.inbound, transcribed);
+    assert_eq!(stored.status, InboxStatus::Accepted);
+    let conversation = message.conversation.clone();
+    assert_eq!(
+        stores.inbox.unanswered_in(&conversation).await.unwrap()[0].inbound,
+        transcribed
+    );
+    stores
+        .inbox
+        .complete("m-voice", &turn_for(&transcribed, "Done."))
+        .await
+        .unwrap();
+    let late = stores
+        .inbox
+        .store_transcript("m-voice", "something else", &message.extras)
+        .await;
+    assert!(
+        late.is_err(),
+        "an answered message is not rewritten: {late:?}"
+    );
+    let stored = stores.inbox.get("m-voice").await.unwrap().unwrap();
+    assert_eq!(stored.inbound, transcribed);
+}
+
 /// Many writes at once (SQLite commits them in shared transactions): each caller gets
 /// its own outcome, and a failing write does not take the others down with it.
 async fn inbox_concurrent_writes_each_get_their_own_outcome(stores: &Stores) {
@@ -426,6 +476,11 @@ async fn inbox_refuses_unknown_ids(stores: &Stores) {
     assert!(result.is_err(), "record_failure: {result:?}");
     let result = stores.inbox.give_up("ghost", "boom", "sorry", None).await;
     assert!(result.is_err(), "give_up: {result:?}");
+    let result = stores
+        .inbox
+        .store_transcript("ghost", "hello", &unknown.extras)
+        .await;
+    assert!(result.is_err(), "store_transcript: {result:?}");
     assert_eq!(stores.inbox.get("ghost").await.unwrap(), None);
 }
 
