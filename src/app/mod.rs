@@ -53,7 +53,7 @@ use crate::tools::mcp::{ChatElicitation, MAX_ELICITATION_WAIT, McpOptions, McpSe
 use crate::tools::{LocalToolsProvider, ToolsProvider};
 use crate::workers::Worker;
 // What `hearth doctor` builds the same way as start-up does.
-pub(crate) use models::build_models;
+pub(crate) use models::{build_models, build_transcription};
 use platforms::PlatformContexts;
 pub use platforms::Platforms;
 #[cfg(feature = "matrix")]
@@ -250,6 +250,7 @@ pub async fn start_with_models(
             max_concurrent_local: config.llm_max_concurrent_local,
             max_concurrent_cloud: config.llm_max_concurrent_cloud,
             retry: config.llm_retry.clone(),
+            transcription: models::build_transcription(loaded)?,
         },
         stores.telemetry.clone(),
         metrics.clone(),
@@ -508,7 +509,7 @@ pub async fn start_with_models(
                     .profile(&loaded.default_profile_id)
                     .map(|profile| profile.processing.llm_model.clone())
                     .unwrap_or_default(),
-                llm_names: config.llms.keys().cloned().collect(),
+                llm_names: models::chat_llm_names(config),
                 schedules: stores.schedules.clone(),
                 reminders: Some(scheduler.clone().recipient()),
                 cancel_reminder: Some(scheduler.clone().recipient()),
