@@ -71,9 +71,8 @@ fn each_voice_note_error_names_its_key_and_what_to_write() {
             "name a chat model here",
         ),
         (
-            format!(
-                "http: {{ auth_enabled: false }}\nllms:\n  main: {{ kind: transcription, provider: openai, base_url: \"http://h/v1\", model: w }}\n  chat: {{ provider: openai, base_url: \"http://h/v1\", model: c }}\n"
-            ),
+            "http: { auth_enabled: false }\nllms:\n  main: { kind: transcription, provider: openai, base_url: \"http://h/v1\", model: w }\n  chat: { provider: openai, base_url: \"http://h/v1\", model: c }\n"
+                .to_owned(),
             "default_profile_settings.processing_config.llm_model",
             "use \"main\", but \"main\" is the transcription entry",
         ),
