@@ -282,6 +282,13 @@ async fn check_config(loaded: LoadedConfig) -> anyhow::Result<()> {
         hearth::plugins::restore_registered(&catalog, stores.registered_plugins.as_ref()).await;
     }
     println!("plugins: {}", catalog.plugin_ids().join(", "));
+    match loaded.config.transcription_llm() {
+        Some((name, llm)) => println!(
+            "voice notes: transcribed by llms.{name} ({}), at most {} s each",
+            llm.model, loaded.config.voice_notes.max_duration_seconds
+        ),
+        None => println!("voice notes: not transcribed (no llms entry has kind: transcription)"),
+    }
     for profile in &loaded.profiles {
         if profile.processing.engine == config::Engine::Intents {
             let file = Path::new(&profile.processing.intents_file);

@@ -32,7 +32,9 @@ use crate::actors::channels::{ChannelDeps, DeliverySettings, HttpChannel, Member
 use crate::actors::delegation::{Delegation, DelegationTarget, DelegationTargetInfo};
 use crate::actors::llm_broker::{BrokerSettings, LlmBroker, ModelEntry};
 use crate::actors::processing::{ProcessingDeps, ProcessingService};
-use crate::actors::request_queue::{DeliverReply, DrainTurns, QueuePorts, RequestQueue, Router};
+use crate::actors::request_queue::{
+    DeliverReply, DrainTurns, QueuePorts, RequestQueue, Router, VoiceNotes,
+};
 use crate::actors::scheduler::{Scheduler, SchedulerDeps};
 use crate::config::LoadedConfig;
 use crate::family::{Family, Membership};
@@ -53,7 +55,7 @@ use crate::tools::mcp::{ChatElicitation, MAX_ELICITATION_WAIT, McpOptions, McpSe
 use crate::tools::{LocalToolsProvider, ToolsProvider};
 use crate::workers::Worker;
 // What `hearth doctor` builds the same way as start-up does.
-pub(crate) use models::build_models;
+pub(crate) use models::{build_models, build_transcription};
 use platforms::PlatformContexts;
 pub use platforms::Platforms;
 #[cfg(feature = "matrix")]
@@ -250,6 +252,7 @@ pub async fn start_with_models(
             max_concurrent_local: config.llm_max_concurrent_local,
             max_concurrent_cloud: config.llm_max_concurrent_cloud,
             retry: config.llm_retry.clone(),
+            transcription: models::build_transcription(loaded)?,
         },
         stores.telemetry.clone(),
         metrics.clone(),
@@ -414,7 +417,11 @@ pub async fn start_with_models(
             readiness.clone(),
         )
         .with_own_chats(own_chats.clone())
-        .with_worker(shared_worker.clone(), stores.channel_state.clone()),
+        .with_worker(shared_worker.clone(), stores.channel_state.clone())
+        .with_voice_notes(VoiceNotes {
+            transcriber: broker.clone().recipient(),
+            settings: config.voice_notes.clone(),
+        }),
     );
     scheduler_context.run(Scheduler::new(SchedulerDeps {
         schedules: stores.schedules.clone(),
@@ -508,7 +515,7 @@ pub async fn start_with_models(
                     .profile(&loaded.default_profile_id)
                     .map(|profile| profile.processing.llm_model.clone())
                     .unwrap_or_default(),
-                llm_names: config.llms.keys().cloned().collect(),
+                llm_names: models::chat_llm_names(config),
                 schedules: stores.schedules.clone(),
                 reminders: Some(scheduler.clone().recipient()),
                 cancel_reminder: Some(scheduler.clone().recipient()),

@@ -1,15 +1,17 @@
-//! The LLM providers of config `llms`: one per named model, sharing one HTTP client; and
-//! the small local model's server, started when every profile answers with it.
+//! The LLM providers of config `llms`: one per named chat model, sharing one HTTP client;
+//! the transcriber of its `kind: transcription` entry, if there is one; and the small local
+//! model's server, started when every profile answers with it.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
 use super::{StartError, secret_named_by};
-use crate::actors::llm_broker::ModelEntry;
-use crate::config::{LOCAL_MODEL_LLM, LlmProviderKind, LoadedConfig};
+use crate::actors::llm_broker::{ModelEntry, TranscriptionEntry};
+use crate::config::{HearthConfig, LOCAL_MODEL_LLM, LlmModelConfig, LlmProviderKind, LoadedConfig};
 use crate::llm::anthropic::AnthropicProvider;
 use crate::llm::openai::OpenAiProvider;
+use crate::llm::openai_transcription::OpenAiTranscriber;
 use crate::llm::{LlmProvider, ProviderSettings};
 use crate::local_model::{LocalModelInstall, LocalModelServer};
 
@@ -36,25 +38,18 @@ pub(crate) fn build_models(
     loaded: &LoadedConfig,
     local_model: Option<&LocalModelServer>,
 ) -> Result<HashMap<String, ModelEntry>, StartError> {
-    let client = reqwest::Client::builder()
-        .pool_max_idle_per_host(64)
-        .build()
-        .map_err(|error| StartError::HttpClient(error.to_string()))?;
+    let client = http_client()?;
     let mut models = HashMap::new();
     for (name, model) in &loaded.config.llms {
-        let api_key = secret_named_by(loaded, &model.api_key_env);
-        let timeout = Duration::from_secs(model.timeout_seconds.max(1));
+        if !model.is_chat() {
+            continue;
+        }
         let base_url = match local_model {
             Some(server) if name == LOCAL_MODEL_LLM => server.base_url(),
             _ => model.base_url.clone(),
         };
-        let settings = ProviderSettings {
-            base_url,
-            model: model.model.clone(),
-            api_key,
-            timeout,
-            max_tokens: model.max_tokens,
-        };
+        let settings = provider_settings(loaded, model, base_url);
+        let timeout = settings.timeout;
         let provider: Arc<dyn LlmProvider> = match model.provider {
             LlmProviderKind::OpenAi => Arc::new(OpenAiProvider::new(settings, client.clone())),
             LlmProviderKind::Anthropic => {
@@ -76,4 +71,52 @@ pub(crate) fn build_models(
         );
     }
     Ok(models)
+}
+
+/// The transcriber of the `llms` entry with `kind: transcription`; none without one.
+pub(crate) fn build_transcription(
+    loaded: &LoadedConfig,
+) -> Result<Option<TranscriptionEntry>, StartError> {
+    let Some((name, model)) = loaded.config.transcription_llm() else {
+        return Ok(None);
+    };
+    // Validation let only `provider: openai` through: the one transcription wire there is.
+    let settings = provider_settings(loaded, model, model.base_url.clone());
+    let timeout = settings.timeout;
+    Ok(Some(TranscriptionEntry {
+        llm_name: name.to_owned(),
+        model: model.model.clone(),
+        backend: model.backend,
+        timeout: timeout + Duration::from_secs(1),
+        transcriber: Arc::new(OpenAiTranscriber::new(settings, http_client()?)),
+        cost_per_audio_minute: model.cost_per_audio_minute,
+        language: loaded.config.voice_notes.language.clone(),
+    }))
+}
+
+/// The names the plugin LLM API may ask for: the chat models, never the transcriber.
+pub(super) fn chat_llm_names(config: &HearthConfig) -> Vec<String> {
+    let chat = config.llms.iter().filter(|(_, llm)| llm.is_chat());
+    chat.map(|(name, _)| name.clone()).collect()
+}
+
+fn http_client() -> Result<reqwest::Client, StartError> {
+    reqwest::Client::builder()
+        .pool_max_idle_per_host(64)
+        .build()
+        .map_err(|error| StartError::HttpClient(error.to_string()))
+}
+
+fn provider_settings(
+    loaded: &LoadedConfig,
+    model: &LlmModelConfig,
+    base_url: String,
+) -> ProviderSettings {
+    ProviderSettings {
+        base_url,
+        model: model.model.clone(),
+        api_key: secret_named_by(loaded, &model.api_key_env),
+        timeout: Duration::from_secs(model.timeout_seconds.max(1)),
+        max_tokens: model.max_tokens,
+    }
 }

@@ -13,6 +13,7 @@ use std::path::PathBuf;
 use serde_yaml::{Mapping, Value};
 
 use super::error::Problems;
+use super::transcription::LlmKind;
 use super::types::{HearthConfig, LlmBackend, LlmModelConfig, LlmProviderKind};
 use crate::local_model::{INSTALL_DIR_ENV, INSTALL_SCRIPT, MODEL_ALIAS, install_dir};
 
@@ -43,7 +44,22 @@ pub(crate) fn apply(
     env: &BTreeMap<String, String>,
     problems: &mut Problems,
 ) -> Option<LocalModelUse> {
-    if !asked && !config.llms.is_empty() {
+    // A transcription entry answers no chat: with only that, no model answers the profiles.
+    if !asked && config.llms.values().any(LlmModelConfig::is_chat) {
+        return None;
+    }
+    if config
+        .llms
+        .get(LOCAL_MODEL_LLM)
+        .is_some_and(|llm| !llm.is_chat())
+    {
+        problems.push(
+            format!("llms.{LOCAL_MODEL_LLM}"),
+            format!(
+                "the local model's entry takes the name {LOCAL_MODEL_LLM:?}, which would replace \
+                 this transcription entry; give the transcription entry another name"
+            ),
+        );
         return None;
     }
     let variable = |name: &str| env.get(name).map(String::as_str);
@@ -60,6 +76,7 @@ pub(crate) fn apply(
     config.llms.insert(
         LOCAL_MODEL_LLM.to_owned(),
         LlmModelConfig {
+            kind: LlmKind::Chat,
             provider: LlmProviderKind::OpenAi,
             base_url: PLACEHOLDER_BASE_URL.to_owned(),
             model: MODEL_ALIAS.to_owned(),
@@ -70,6 +87,7 @@ pub(crate) fn apply(
             cost_per_million_input_tokens: 0.0,
             cost_per_million_output_tokens: 0.0,
             vision: false,
+            cost_per_audio_minute: 0.0,
         },
     );
     // The defaults always name it; a profile only where it named a model of its own.

@@ -37,6 +37,7 @@ mod mcp_names;
 mod profiles;
 mod reminders;
 mod secret;
+mod transcription;
 mod types;
 mod validate;
 pub(crate) mod yaml_file;
@@ -62,11 +63,12 @@ pub use profiles::{
 pub use reminders::RemindersConfig;
 pub use secret::Secret;
 pub use serde_yaml::Mapping;
+pub use transcription::{LlmKind, VoiceNotesConfig};
 pub use types::{
     ChannelsConfig, DeliveryConfig, FamilyMember, FamilyRole, HearthConfig, HttpConfig,
     InvitesConfig, LlmBackend, LlmModelConfig, LlmProviderKind, LlmRetryConfig, MatrixConfig,
     McpServerConfig, ProfileSettingsConfig, QueueConfig, RetentionConfig, ScriptsConfig,
-    ServiceProfileConfig, TelegramConfig, TelegramMode, VoiceNotesConfig,
+    ServiceProfileConfig, TelegramConfig, TelegramMode,
 };
 pub use yaml_file::{KeyPath, KeySegment, PluginFileProblem};
 

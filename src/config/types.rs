@@ -48,7 +48,7 @@ pub struct HearthConfig {
     #[serde(deserialize_with = "null_as_default")]
     pub reminders: super::reminders::RemindersConfig,
     #[serde(deserialize_with = "null_as_default")]
-    pub voice_notes: VoiceNotesConfig,
+    pub voice_notes: super::transcription::VoiceNotesConfig,
     pub plugins_dir: String,
     /// The family's scripts and their `manifest.json` (the scripts toolset).
     pub scripts_dir: String,
@@ -79,7 +79,7 @@ impl Default for HearthConfig {
             delivery: DeliveryConfig::default(),
             retention: RetentionConfig::default(),
             reminders: Default::default(),
-            voice_notes: VoiceNotesConfig::default(),
+            voice_notes: Default::default(),
             invites: InvitesConfig::default(),
             plugins_dir: "plugins".to_owned(),
             scripts_dir: "family_scripts".to_owned(),
@@ -185,25 +185,6 @@ impl Default for QueueConfig {
             max_backlog: 256,
             retry_delay_seconds: 30,
             max_attempts: 5,
-        }
-    }
-}
-
-/// Voice notes: transcribed by the `llms` entry with `kind: transcription`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct VoiceNotesConfig {
-    /// Longer voice notes are refused with a message saying so, never sent to the backend.
-    pub max_duration_seconds: u32,
-    /// The language spoken (ISO 639-1, `en`), passed to the backend; unset: it guesses.
-    pub language: Option<String>,
-}
-
-impl Default for VoiceNotesConfig {
-    fn default() -> Self {
-        Self {
-            max_duration_seconds: 300,
-            language: None,
         }
     }
 }
@@ -316,11 +297,16 @@ macro_rules! named_enum_serde {
 
 named_enum_serde!(LlmProviderKind);
 named_enum_serde!(LlmBackend);
+// `transcription.rs` reads `LlmKind` the same way.
+pub(super) use named_enum_serde;
 
 /// One named LLM; profiles refer to it by its key in `llms`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct LlmModelConfig {
+    /// `chat` (the default) or `transcription`.
+    #[serde(default)]
+    pub kind: super::transcription::LlmKind,
     pub provider: LlmProviderKind,
     pub base_url: String,
     pub model: String,
@@ -340,6 +326,17 @@ pub struct LlmModelConfig {
     /// just described.
     #[serde(default)]
     pub vision: bool,
+    /// What a minute of audio costs on a `transcription` entry (in the unit of the token
+    /// costs, usually USD).
+    #[serde(default)]
+    pub cost_per_audio_minute: f64,
+}
+
+impl LlmModelConfig {
+    /// Whether the entry answers chat completions (every kind but `transcription`).
+    pub fn is_chat(&self) -> bool {
+        self.kind == super::transcription::LlmKind::Chat
+    }
 }
 
 fn default_llm_timeout_seconds() -> u64 {

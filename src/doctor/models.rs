@@ -1,5 +1,8 @@
 //! Each model of `llms` that a profile uses (as its model or its fallback) asked one tiny
 //! question through the provider hearth calls it with; a model no profile uses is skipped.
+//! The transcription entry is sent a tenth of a second of silence (`transcription.rs`).
+
+mod transcription;
 
 use std::collections::BTreeSet;
 use std::time::Instant;
@@ -31,6 +34,9 @@ pub(super) async fn check(loaded: &LoadedConfig) -> Vec<Check> {
         let entry = models.get(name);
         let used = used.contains(name.as_str());
         async move {
+            if !config.is_chat() {
+                return transcription::check(loaded, &subject, name, config).await;
+            }
             match entry {
                 // Started by `run` itself: here only whether it is installed.
                 Some(_) if used && name == crate::config::LOCAL_MODEL_LLM => {
@@ -80,7 +86,7 @@ async fn ask(subject: &str, name: &str, config: &LlmModelConfig, entry: &ModelEn
 }
 
 /// The failure in words, with the key to change.
-fn what_to_fix(name: &str, config: &LlmModelConfig, error: &LlmError) -> String {
+pub(super) fn what_to_fix(name: &str, config: &LlmModelConfig, error: &LlmError) -> String {
     let url = redact_url_password(&config.base_url);
     match error {
         // The body of a refusal may quote the key it refused: it is left out.
@@ -107,7 +113,9 @@ fn what_to_fix(name: &str, config: &LlmModelConfig, error: &LlmError) -> String 
         LlmError::Decode(_) => format!(
             "{error}; check that llms.{name}.provider is the api the server at {url} speaks"
         ),
-        LlmError::UnknownModel(_) | LlmError::NoTranscription => error.to_string(),
+        LlmError::UnknownModel(_) | LlmError::NoTranscription | LlmError::AudioFile(_) => {
+            error.to_string()
+        }
     }
 }
 

@@ -9,6 +9,7 @@ pub mod anthropic;
 mod anthropic_stream;
 mod generate;
 pub mod openai;
+pub mod openai_transcription;
 pub mod scripted;
 pub mod streaming;
 mod transcription;
@@ -22,7 +23,7 @@ use serde::{Deserialize, Serialize};
 
 pub use generate::{CallOrigin, GenerateChat};
 pub use streaming::{StreamEvent, TextListener};
-pub use transcription::{AudioFile, Transcribe, Transcript};
+pub use transcription::{AudioFile, Transcribe, Transcriber, Transcript};
 
 /// Who said a message in a chat exchange.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -261,6 +262,9 @@ pub enum LlmError {
     UnknownModel(String),
     #[error("no entry of config key `llms` has `kind: transcription`")]
     NoTranscription,
+    /// The audio to transcribe could not be read from disk: trying again changes nothing.
+    #[error("audio file unreadable: {0}")]
+    AudioFile(String),
 }
 
 impl LlmError {
@@ -269,7 +273,10 @@ impl LlmError {
         match self {
             LlmError::Status { status, .. } => *status == 429 || *status >= 500,
             LlmError::Timeout(_) | LlmError::Connect(_) => true,
-            LlmError::Decode(_) | LlmError::UnknownModel(_) | LlmError::NoTranscription => false,
+            LlmError::Decode(_)
+            | LlmError::UnknownModel(_)
+            | LlmError::NoTranscription
+            | LlmError::AudioFile(_) => false,
         }
     }
 
@@ -291,6 +298,7 @@ impl LlmError {
             LlmError::Decode(_) => "decode",
             LlmError::UnknownModel(_) => "unknown_model",
             LlmError::NoTranscription => "no_transcription",
+            LlmError::AudioFile(_) => "audio_file",
         }
     }
 }
@@ -333,8 +341,17 @@ pub(crate) async fn post_json<T: serde::de::DeserializeOwned>(
     body: &impl Serialize,
     timeout: Duration,
 ) -> Result<T, LlmError> {
+    send_for_json(request.json(body), timeout).await
+}
+
+/// Send `request`, its body already set (JSON, or a multipart form for transcriptions),
+/// with a per-call `timeout` and decode a 2xx answer as `T`: every wire format's one
+/// mapping of failures to `LlmError`.
+pub(crate) async fn send_for_json<T: serde::de::DeserializeOwned>(
+    request: reqwest::RequestBuilder,
+    timeout: Duration,
+) -> Result<T, LlmError> {
     let response = request
-        .json(body)
         .timeout(timeout)
         .send()
         .await

@@ -1,12 +1,13 @@
 //! The request that turns a voice note into text: `Transcribe`, one audio file sent to the
-//! transcription backend of config `llms` (the entry with `kind: transcription`), and what
-//! it answers. The `LlmBroker` handles it like a chat call: the same local/cloud limits,
+//! transcription backend of config `llms` (the entry with `kind: transcription`), what it
+//! answers, and the `Transcriber` port a backend implements (`openai_transcription.rs`). The `LlmBroker` handles it like a chat call: the same local/cloud limits,
 //! retries, timeout, cost and metrics. The request queue sends it before a voice note's
 //! turn is routed, so a spoken slash command counts.
 
 use std::path::PathBuf;
 
 use actix::Message;
+use async_trait::async_trait;
 
 use super::{CallOrigin, LlmError};
 
@@ -33,4 +34,19 @@ pub struct Transcribe {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Transcript {
     pub text: String,
+}
+
+/// The port every transcription backend implements; the `LlmBroker` holds one.
+#[async_trait]
+pub trait Transcriber: Send + Sync {
+    /// Short name of the wire format, for logs and telemetry.
+    fn wire(&self) -> &'static str;
+
+    /// What `audio` says; `language` (ISO 639) when the configuration names it, else the
+    /// backend guesses. Errors map as chat's do, so the broker retries them alike.
+    async fn transcribe(
+        &self,
+        audio: &AudioFile,
+        language: Option<&str>,
+    ) -> Result<Transcript, LlmError>;
 }

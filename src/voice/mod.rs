@@ -55,6 +55,10 @@ impl VoiceRefusal {
     pub fn of_failure(error: &LlmError) -> Self {
         match error {
             LlmError::NoTranscription => VoiceRefusal::NoBackend,
+            // Kept on another machine's disk, or removed: the file is what is missing.
+            LlmError::AudioFile(_) => VoiceRefusal::NotKept {
+                note: "its file could not be read".into(),
+            },
             error if error.is_transient() => VoiceRefusal::GaveUp,
             _ => VoiceRefusal::Refused,
         }

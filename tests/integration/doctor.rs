@@ -1,5 +1,6 @@
 //! `hearth doctor` run as the real binary: one line per part the configuration names, ok or
-//! what to fix, a non-zero exit when anything failed, and no secret in what it prints.
+//! what to fix, a non-zero exit when anything failed, and no secret in what it prints; the
+//! transcription entry sent a tenth of a second of silence.
 
 use std::net::TcpListener;
 use std::path::Path;
@@ -10,6 +11,7 @@ use crate::support::llm_server::{ScriptedLlmServer, Step};
 use crate::support::mcp::{EVERYTHING, entry_point};
 use crate::support::synapse::Synapse;
 use crate::support::telegram::{BOT_USERNAME, TelegramServer};
+use crate::support::transcription_server::{Step as TranscriptionStep, TranscriptionServer};
 
 /// The bot's real token, as the fake Bot API knows it.
 const TOKEN: &str = "4839574812:AAFD39kkdpWt3ywyRZergyOLMaJhac60qc";
@@ -350,4 +352,62 @@ async fn doctor_logs_in_to_matrix_and_leaves_no_device_behind() {
         "{line}"
     );
     assert!(!stdout.contains("not-the-password-42") && !stderr.contains("not-the-password-42"));
+}
+
+#[test]
+fn doctor_sends_the_transcription_entry_silence_and_reports_a_refused_key() {
+    const KEY: &str = "sk-test-whisper-key-0123456789";
+    let llm = ScriptedLlmServer::start();
+    let telegram = TelegramServer::start(TOKEN);
+    let whisper = TranscriptionServer::start();
+    let folder = tempfile::tempdir().unwrap();
+    let config = config_in(folder.path(), &llm, &telegram, "");
+    let text_with_whisper = std::fs::read_to_string(&config).unwrap().replacen(
+        "llms:\n",
+        &format!(
+            "llms:\n  whisper: {{ kind: transcription, provider: openai, base_url: \"{}\", \
+             model: whisper-1, api_key_env: TEST_WHISPER_KEY, timeout_seconds: 5 }}\n",
+            whisper.base_url()
+        ),
+        1,
+    );
+    std::fs::write(&config, text_with_whisper).unwrap();
+    let env = [("TEST_TELEGRAM_TOKEN", TOKEN), ("TEST_WHISPER_KEY", KEY)];
+
+    // A server refusing a tenth of a second of silence still answered and took the key.
+    whisper.push(TranscriptionStep::Error {
+        status: 400,
+        retry_after: None,
+    });
+    let output = doctor(&config, &env);
+    let (stdout, stderr) = text(&output);
+    assert!(output.status.success(), "{stdout}\n{stderr}");
+    assert!(
+        stdout.contains("ok    model \"whisper\": whisper-1 answered in"),
+        "{stdout}"
+    );
+    let sent = &whisper.received()[0];
+    assert_eq!(sent.file_start, b"RIFF");
+    assert_eq!(sent.content_type.as_deref(), Some("audio/wav"));
+    assert_eq!(sent.file_size, 44 + 3_200);
+
+    whisper.push(TranscriptionStep::Error {
+        status: 401,
+        retry_after: None,
+    });
+    let output = doctor(&config, &env);
+    let (stdout, stderr) = text(&output);
+    assert!(!output.status.success(), "{stdout}\n{stderr}");
+    assert!(
+        stdout.contains(
+            "FAIL  model \"whisper\": the key in TEST_WHISPER_KEY was refused (401); put a \
+             valid key in TEST_WHISPER_KEY, or name the right variable in \
+             llms.whisper.api_key_env\n"
+        ),
+        "{stdout}"
+    );
+    assert!(
+        !stdout.contains(KEY) && !stderr.contains(KEY),
+        "{stdout}\n{stderr}"
+    );
 }

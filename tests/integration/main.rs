@@ -71,6 +71,7 @@ mod telegram_buttons;
 mod telegram_channel;
 mod telegram_fake_server;
 mod tools_stack;
+mod transcription;
 mod vision;
 mod web_calendar;
 mod web_chat_stream;

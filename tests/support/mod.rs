@@ -18,4 +18,5 @@ pub mod real_llm;
 pub mod seed;
 pub mod synapse;
 pub mod telegram;
+pub mod transcription_server;
 pub mod workers;

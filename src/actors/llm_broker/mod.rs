@@ -8,26 +8,32 @@
 //! back to a blind model. A call with a listener streams: every attempt first tells the
 //! listener to start over, so what a retry or the fallback writes replaces what an
 //! attempt that failed half-way wrote; the answer returned is the same either way. Calls
-//! run on the tokio runtime, so the actor itself never waits.
+//! run on the tokio runtime, so the actor itself never waits. A voice note's `Transcribe`
+//! goes to the one `kind: transcription` entry through the same retries, semaphores,
+//! metrics and telemetry (`calls.rs`, shared by both), its cost counted per audio minute.
 
+mod calls;
 #[cfg(test)]
 mod retries_tests;
+#[cfg(test)]
+mod transcription_tests;
 
 use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use actix::{Actor, Context, Handler, ResponseFuture};
 use tokio::sync::Semaphore;
 
-use crate::backoff::Doubling;
 use crate::config::{LlmBackend, LlmRetryConfig};
 use crate::llm::{
-    CallOrigin, ChatRequest, ChatResponse, GenerateChat, LlmError, LlmProvider, TextListener,
+    ChatResponse, GenerateChat, LlmError, LlmProvider, Transcribe, Transcriber, Transcript,
 };
 use crate::metrics::Metrics;
-use crate::ports::{LlmCallRecord, TelemetryEvent, TelemetrySink, now_ms};
+use crate::ports::TelemetrySink;
+
+use calls::{Spent, Target};
 
 /// One named model of config `llms`, ready to call.
 pub struct ModelEntry {
@@ -49,14 +55,37 @@ impl ModelEntry {
     }
 }
 
+/// The `llms` entry with `kind: transcription`, ready to transcribe.
+pub struct TranscriptionEntry {
+    /// Its key in `llms`.
+    pub llm_name: String,
+    pub model: String,
+    pub backend: LlmBackend,
+    pub timeout: Duration,
+    pub transcriber: Arc<dyn Transcriber>,
+    pub cost_per_audio_minute: f64,
+    /// `voice_notes.language`; unset, the backend guesses.
+    pub language: Option<String>,
+}
+
+impl TranscriptionEntry {
+    /// An audio of unknown length costs nothing rather than a guess.
+    pub fn cost(&self, duration_seconds: Option<u32>) -> f64 {
+        f64::from(duration_seconds.unwrap_or(0)) / 60.0 * self.cost_per_audio_minute
+    }
+}
+
 pub struct BrokerSettings {
     pub max_concurrent_local: usize,
     pub max_concurrent_cloud: usize,
     pub retry: LlmRetryConfig,
+    /// None: every `Transcribe` answers `LlmError::NoTranscription`.
+    pub transcription: Option<TranscriptionEntry>,
 }
 
 struct Shared {
     models: HashMap<String, ModelEntry>,
+    transcription: Option<TranscriptionEntry>,
     local: Semaphore,
     cloud: Semaphore,
     retry: LlmRetryConfig,
@@ -78,6 +107,7 @@ impl LlmBroker {
         LlmBroker {
             shared: Arc::new(Shared {
                 models,
+                transcription: settings.transcription,
                 local: Semaphore::new(settings.max_concurrent_local.max(1)),
                 cloud: Semaphore::new(settings.max_concurrent_cloud.max(1)),
                 retry: settings.retry,
@@ -112,9 +142,23 @@ impl Handler<GenerateChat> for LlmBroker {
     }
 }
 
+impl Handler<Transcribe> for LlmBroker {
+    type Result = ResponseFuture<Result<Transcript, LlmError>>;
+
+    fn handle(&mut self, message: Transcribe, _ctx: &mut Self::Context) -> Self::Result {
+        let shared = self.shared.clone();
+        let call = tokio::spawn(async move { shared.transcribe(message).await });
+        Box::pin(async move {
+            call.await.unwrap_or_else(|error| {
+                Err(LlmError::Connect(format!("transcription aborted: {error}")))
+            })
+        })
+    }
+}
+
 impl Shared {
     async fn generate(&self, message: GenerateChat) -> Result<ChatResponse, LlmError> {
-        let primary = self.call_with_retries(&message.llm_name, &message).await;
+        let primary = self.chat(&message.llm_name, &message).await;
         match (primary, &message.fallback_llm_name) {
             (Err(error), Some(fallback)) if *fallback != message.llm_name => {
                 tracing::warn!(
@@ -123,18 +167,14 @@ impl Shared {
                     %error,
                     "llm failed, trying the fallback model"
                 );
-                self.call_with_retries(fallback, &message).await
+                self.chat(fallback, &message).await
             }
             (result, _) => result,
         }
     }
 
-    async fn call_with_retries(
-        &self,
-        llm_name: &str,
-        message: &GenerateChat,
-    ) -> Result<ChatResponse, LlmError> {
-        let (request, origin) = (&message.request, &message.origin);
+    /// One chat completion on `llm_name`, tried again as `calls.rs` decides.
+    async fn chat(&self, llm_name: &str, message: &GenerateChat) -> Result<ChatResponse, LlmError> {
         let entry = self
             .models
             .get(llm_name)
@@ -142,92 +182,23 @@ impl Shared {
         // Decided per model rather than by the caller: the fallback of a seeing model may be
         // blind, and an image part sent to a text-only model fails the whole call.
         let request = if entry.vision {
-            Cow::Borrowed(request)
+            Cow::Borrowed(&message.request)
         } else {
-            request.without_images()
+            message.request.without_images()
         };
         if matches!(request, Cow::Owned(_)) {
             tracing::info!(llm = %llm_name, "the model cannot see images; sending their note instead");
         }
         let request = request.as_ref();
-        let max_attempts = self.retry.max_attempts.max(1);
-        let mut attempt = 1;
-        loop {
-            let result = self
-                .call_once(
-                    llm_name,
-                    entry,
-                    request,
-                    (origin, message.listener.as_ref()),
-                    attempt,
-                )
-                .await;
-            let error = match result {
-                Ok(response) => return Ok(response),
-                Err(error) => error,
-            };
-            if !error.is_transient() || attempt >= max_attempts {
-                return Err(error);
-            }
-            let delay = match error.retry_after() {
-                // A server asking for a long pause: give up here, so the fallback or the
-                // queue's own retry takes over instead of holding the turn.
-                Some(wait) if wait > Duration::from_secs(self.retry.max_retry_after_seconds) => {
-                    return Err(error);
-                }
-                Some(wait) => wait,
-                None => self.backoff(attempt),
-            };
-            tracing::info!(llm = %llm_name, attempt, ?delay, %error, "llm call failed, retrying");
-            tokio::time::sleep(delay).await;
-            attempt += 1;
-        }
-    }
-
-    /// Exponential backoff with jitter, so many waiting turns do not retry in lockstep.
-    fn backoff(&self, attempt: u32) -> Duration {
-        let schedule = Doubling::new(
-            Duration::from_millis(self.retry.initial_backoff_ms),
-            Duration::from_millis(self.retry.max_backoff_ms),
-        );
-        let capped = u64::try_from(schedule.after(attempt).as_millis()).unwrap_or(u64::MAX);
-        Duration::from_millis(capped / 2 + fastrand::u64(0..=capped / 2))
-    }
-
-    async fn call_once(
-        &self,
-        llm_name: &str,
-        entry: &ModelEntry,
-        request: &ChatRequest,
-        (origin, listener): (&CallOrigin, Option<&TextListener>),
-        attempt: u32,
-    ) -> Result<ChatResponse, LlmError> {
-        let (semaphore, backend) = match entry.backend {
-            LlmBackend::Local => (&self.local, "local"),
-            LlmBackend::Cloud => (&self.cloud, "cloud"),
+        let listener = message.listener.as_ref();
+        let target = Target {
+            llm_name,
+            model: &entry.model,
+            backend: entry.backend,
+            timeout: entry.timeout,
+            wire: entry.provider.wire(),
         };
-        let permit = match semaphore.try_acquire() {
-            Ok(permit) => permit,
-            Err(_) => {
-                let waiting_since = Instant::now();
-                let permit = semaphore
-                    .acquire()
-                    .await
-                    .map_err(|_| LlmError::Connect("llm broker is shutting down".into()))?;
-                let labels = [("backend", backend)];
-                self.metrics
-                    .increment("hearth_llm_semaphore_waits_total", &labels);
-                self.metrics.add(
-                    "hearth_llm_semaphore_wait_seconds_total",
-                    &labels,
-                    waiting_since.elapsed().as_secs_f64(),
-                );
-                permit
-            }
-        };
-        let started = Instant::now();
-        // The provider has its own HTTP timeout; this bounds everything else too.
-        let answer = async {
+        let attempt = || async move {
             match listener {
                 Some(listener) => {
                     listener.restart();
@@ -236,58 +207,36 @@ impl Shared {
                 None => entry.provider.chat(request).await,
             }
         };
-        let result = match tokio::time::timeout(entry.timeout, answer).await {
-            Ok(result) => result,
-            Err(_) => Err(LlmError::Timeout(entry.timeout)),
+        let spent = |response: &ChatResponse| Spent {
+            usage: response.usage,
+            cost: entry.cost(response.usage.input_tokens, response.usage.output_tokens),
         };
-        drop(permit);
-        let latency = started.elapsed();
-        let (outcome, usage) = match &result {
-            Ok(response) => ("ok", response.usage),
-            Err(error) => (error.kind(), Default::default()),
+        self.call_with_retries(&target, &message.origin, attempt, spent)
+            .await
+    }
+
+    /// A voice note to text on the transcription entry, tried again as a chat call is.
+    async fn transcribe(&self, message: Transcribe) -> Result<Transcript, LlmError> {
+        let entry = self
+            .transcription
+            .as_ref()
+            .ok_or(LlmError::NoTranscription)?;
+        let target = Target {
+            llm_name: &entry.llm_name,
+            model: &entry.model,
+            backend: entry.backend,
+            timeout: entry.timeout,
+            wire: entry.transcriber.wire(),
         };
-        let cost = entry.cost(usage.input_tokens, usage.output_tokens);
-        self.metrics.increment(
-            "hearth_llm_calls_total",
-            &[
-                ("backend", backend),
-                ("llm", llm_name),
-                ("outcome", outcome),
-            ],
-        );
-        if usage.input_tokens + usage.output_tokens > 0 {
-            self.metrics.add(
-                "hearth_llm_tokens_total",
-                &[("backend", backend), ("direction", "input")],
-                usage.input_tokens as f64,
-            );
-            self.metrics.add(
-                "hearth_llm_tokens_total",
-                &[("backend", backend), ("direction", "output")],
-                usage.output_tokens as f64,
-            );
-        }
-        if cost > 0.0 {
-            self.metrics
-                .add("hearth_llm_cost_usd_total", &[("backend", backend)], cost);
-        }
-        self.telemetry
-            .record(TelemetryEvent::LlmCall(LlmCallRecord {
-                at_ms: now_ms(),
-                llm_name: llm_name.to_string(),
-                model: entry.model.clone(),
-                backend: backend.to_string(),
-                wire: entry.provider.wire().to_string(),
-                profile_id: origin.profile_id.clone(),
-                conversation_key: origin.conversation_key.clone(),
-                member_id: origin.member_id.clone(),
-                attempt,
-                outcome: outcome.to_string(),
-                input_tokens: usage.input_tokens,
-                output_tokens: usage.output_tokens,
-                latency_ms: u64::try_from(latency.as_millis()).unwrap_or(u64::MAX),
-                cost_usd: cost,
-            }));
-        result
+        let (audio, language) = (&message.audio, entry.language.as_deref());
+        let attempt = || entry.transcriber.transcribe(audio, language);
+        // Billed per minute of audio, whatever the text says; no tokens.
+        let cost = entry.cost(audio.duration_seconds);
+        let spent = |_: &Transcript| Spent {
+            usage: Default::default(),
+            cost,
+        };
+        self.call_with_retries(&target, &message.origin, attempt, spent)
+            .await
     }
 }

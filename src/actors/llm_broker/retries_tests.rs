@@ -13,7 +13,8 @@ use async_trait::async_trait;
 use super::*;
 use crate::clock::follow_tokio_clock;
 use crate::llm::scripted::ScriptedProvider;
-use crate::llm::{ChatMessage, ChatRequest};
+use crate::llm::{CallOrigin, ChatMessage, ChatRequest};
+use crate::ports::{TelemetryEvent, now_ms};
 use crate::storage::in_memory::InMemoryStore;
 
 const RETRY: LlmRetryConfig = LlmRetryConfig {
@@ -72,6 +73,7 @@ fn broker(provider: Arc<dyn LlmProvider>, retry: LlmRetryConfig) -> Broker {
     };
     let shared = Shared {
         models: HashMap::from([("main".to_string(), model)]),
+        transcription: None,
         local: Semaphore::new(1),
         cloud: Semaphore::new(1),
         retry,
@@ -99,7 +101,7 @@ impl Broker {
             origin,
             listener: None,
         };
-        self.shared.call_with_retries("main", &message).await
+        self.shared.chat("main", &message).await
     }
 
     /// Each attempt's number, outcome and when it ended, in ms after `start_ms`.

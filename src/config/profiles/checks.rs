@@ -55,10 +55,11 @@ impl<'a> LayerChecks<'a> {
             ("llm_model", &layer.llm_model),
             ("llm_fallback_model", &layer.llm_fallback_model),
         ] {
-            if let Some(model) = model
-                && !self.config.llms.contains_key(model)
-            {
+            let Some(model) = model else { continue };
+            if !self.config.llms.contains_key(model) {
                 problems.push(format!("{path}.{key}"), self.unknown_model_message(model));
+            } else if let Some(why) = self.config.not_a_chat_model(model) {
+                problems.push(format!("{path}.{key}"), why);
             }
         }
         if layer
@@ -177,7 +178,7 @@ pub(super) fn check_default_model_exists(
     profiles: &[ResolvedProfile],
     problems: &mut Problems,
 ) {
-    if default_processing.llm_model.is_some() || config.llms.contains_key(DEFAULT_LLM_MODEL) {
+    if default_processing.llm_model.is_some() {
         return;
     }
     let users: Vec<&str> = profiles
@@ -186,6 +187,19 @@ pub(super) fn check_default_model_exists(
         .map(|profile| profile.id.as_str())
         .collect();
     if users.is_empty() {
+        return;
+    }
+    if config.llms.contains_key(DEFAULT_LLM_MODEL) {
+        // `main` answers the profiles that name no model: it must be a chat model.
+        if let Some(why) = config.not_a_chat_model(DEFAULT_LLM_MODEL) {
+            problems.push(
+                format!("{DEFAULTS_PATH}.processing_config.llm_model"),
+                format!(
+                    "not set, so profile(s) {} use {DEFAULT_LLM_MODEL:?}, but {why}",
+                    users.join(", ")
+                ),
+            );
+        }
         return;
     }
     let defined: Vec<&str> = config.llms.keys().map(String::as_str).collect();

@@ -15,6 +15,7 @@ mod profiles;
 mod secrets;
 mod shape;
 mod validation;
+mod voice_notes;
 
 /// The local tools this build knows: seed 004's examples (`add_or_update_note`,
 /// `modify_calendar_event`) are real tools.
