@@ -142,6 +142,9 @@ pub struct HttpConfig {
     /// `/metrics` and the details of `/readyz` need the admin key.
     pub metrics_auth: bool,
     pub max_body_bytes: usize,
+    /// An audio file sent to `POST /inbound` as `multipart/form-data` larger than this is
+    /// refused (`413`); it is kept in the chat platforms' attachments folder.
+    pub max_attachment_bytes: u64,
     pub reply_timeout_seconds: u64,
     /// How long a session of the web page lasts before its member signs in again.
     pub session_days: u32,
@@ -161,6 +164,7 @@ impl Default for HttpConfig {
             admin_api_key_env: None,
             metrics_auth: false,
             max_body_bytes: 65_536,
+            max_attachment_bytes: 20 * 1024 * 1024,
             reply_timeout_seconds: 120,
             session_days: 30,
             public_url: None,
