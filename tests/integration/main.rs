@@ -72,6 +72,7 @@ mod telegram_channel;
 mod telegram_fake_server;
 mod tools_stack;
 mod vision;
+mod voice_notes;
 mod web_calendar;
 mod web_chat_stream;
 mod web_join;

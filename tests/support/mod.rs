@@ -18,4 +18,5 @@ pub mod real_llm;
 pub mod seed;
 pub mod synapse;
 pub mod telegram;
+pub mod voice;
 pub mod workers;
