@@ -477,8 +477,8 @@ pub struct TelegramConfig {
     pub webhook_url: Option<String>,
     /// Webhook mode: the variable holding the secret Telegram sends with every update.
     pub webhook_secret_env: Option<String>,
-    /// Photos and documents larger than this are not downloaded (the Bot API's own
-    /// limit is 20 MB).
+    /// Photos, documents, voice notes and audio files larger than this are not downloaded
+    /// (the Bot API's own limit is 20 MB).
     pub max_attachment_bytes: u64,
     /// Where downloaded attachments are kept, one folder per message.
     pub attachments_dir: String,
@@ -529,7 +529,7 @@ pub struct MatrixConfig {
     pub recovery_key_env: Option<String>,
     /// The device name other members see.
     pub device_name: String,
-    /// Images and files larger than this are not downloaded.
+    /// Images, files and audio larger than this are not downloaded.
     pub max_attachment_bytes: u64,
     /// Where downloaded attachments are kept, one folder per message.
     pub attachments_dir: String,
