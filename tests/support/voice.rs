@@ -2,6 +2,9 @@
 //! by opusenc as OGG/Opus, as a phone records one (installed by
 //! `scripts/install-test-audio.sh`).
 
+// The benchmarks compile the support modules too, without these tests.
+#![allow(dead_code)]
+
 use std::process::Command;
 
 /// `sentence` spoken, as the bytes of an OGG/Opus file.
