@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs every test of hearth on a fresh machine: installs what the tests need
 # (the small local model for the real-model tests, the MCP servers, Synapse, Radicale,
-# headless Chromium and chromedriver for the web tests, PostgreSQL for the storage suite),
+# headless Chromium and chromedriver for the web tests, PostgreSQL for the storage suite,
+# espeak-ng and opusenc for real voice notes),
 # then the whole cargo suite.
 # Extra arguments go to `cargo test` (e.g. a test-name filter).
 set -euo pipefail
@@ -18,6 +19,7 @@ bash scripts/install-test-synapse.sh
 bash scripts/install-test-radicale.sh
 bash scripts/install-test-browser.sh
 bash scripts/install-test-postgres.sh
+bash scripts/install-test-audio.sh
 
 # Unit tests, the integration binary and doc tests; the benchmark is built by
 # clippy in .ci/run and run with `cargo bench`.

@@ -534,6 +534,8 @@ pub async fn start_with_models(
                 memory: stores.memory.clone(),
                 membership: Some(membership_parts),
                 calendar: Arc::new(web_calendar),
+                attachments_dir: platforms::http_attachments_dir(loaded),
+                max_attachment_bytes: config.http.max_attachment_bytes,
             };
             let (handle, address) =
                 http::serve(&config.http.bind, config.http.max_body_bytes, state)?;

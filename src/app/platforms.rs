@@ -179,23 +179,47 @@ pub(super) fn own_chats(members: &[FamilyMember]) -> OwnChats {
     }
 }
 
-/// The folders the enabled platforms download attachments to (for retention).
+/// The folders the enabled platforms download attachments to, and the HTTP API's (for
+/// retention).
 pub(super) fn attachment_dirs(loaded: &LoadedConfig) -> Vec<PathBuf> {
     let channels = &loaded.config.channels;
     let mut folders: Vec<PathBuf> = Vec::new();
+    let http = loaded
+        .config
+        .http
+        .enabled
+        .then(|| http_attachments_dir(loaded));
     for (enabled, folder) in [
         (
             channels.telegram.enabled,
-            &channels.telegram.attachments_dir,
+            PathBuf::from(&channels.telegram.attachments_dir),
         ),
-        (channels.matrix.enabled, &channels.matrix.attachments_dir),
-    ] {
-        let folder = PathBuf::from(folder);
+        (
+            channels.matrix.enabled,
+            PathBuf::from(&channels.matrix.attachments_dir),
+        ),
+    ]
+    .into_iter()
+    .chain(http.map(|folder| (true, folder)))
+    {
         if enabled && !folders.contains(&folder) {
             folders.push(folder);
         }
     }
     folders
+}
+
+/// Where the HTTP API keeps an audio file sent to `POST /inbound`: the attachments folder
+/// of the first enabled chat platform, else Telegram's configured one (by default
+/// `data/attachments`), so one folder holds every channel's files.
+pub(super) fn http_attachments_dir(loaded: &LoadedConfig) -> PathBuf {
+    let channels = &loaded.config.channels;
+    let folder = if !channels.telegram.enabled && channels.matrix.enabled {
+        &channels.matrix.attachments_dir
+    } else {
+        &channels.telegram.attachments_dir
+    };
+    PathBuf::from(folder)
 }
 
 /// How long a handled command is remembered, so a redelivery changes nothing: as long as

@@ -142,6 +142,9 @@ pub struct HttpConfig {
     /// `/metrics` and the details of `/readyz` need the admin key.
     pub metrics_auth: bool,
     pub max_body_bytes: usize,
+    /// An audio file sent to `POST /inbound` as `multipart/form-data` larger than this is
+    /// refused (`413`); it is kept in the chat platforms' attachments folder.
+    pub max_attachment_bytes: u64,
     pub reply_timeout_seconds: u64,
     /// How long a session of the web page lasts before its member signs in again.
     pub session_days: u32,
@@ -161,6 +164,7 @@ impl Default for HttpConfig {
             admin_api_key_env: None,
             metrics_auth: false,
             max_body_bytes: 65_536,
+            max_attachment_bytes: 20 * 1024 * 1024,
             reply_timeout_seconds: 120,
             session_days: 30,
             public_url: None,
@@ -470,8 +474,8 @@ pub struct TelegramConfig {
     pub webhook_url: Option<String>,
     /// Webhook mode: the variable holding the secret Telegram sends with every update.
     pub webhook_secret_env: Option<String>,
-    /// Photos and documents larger than this are not downloaded (the Bot API's own
-    /// limit is 20 MB).
+    /// Photos, documents, voice notes and audio files larger than this are not downloaded
+    /// (the Bot API's own limit is 20 MB).
     pub max_attachment_bytes: u64,
     /// Where downloaded attachments are kept, one folder per message.
     pub attachments_dir: String,
@@ -522,7 +526,7 @@ pub struct MatrixConfig {
     pub recovery_key_env: Option<String>,
     /// The device name other members see.
     pub device_name: String,
-    /// Images and files larger than this are not downloaded.
+    /// Images, files and audio larger than this are not downloaded.
     pub max_attachment_bytes: u64,
     /// Where downloaded attachments are kept, one folder per message.
     pub attachments_dir: String,

@@ -12,6 +12,12 @@
 //! than `http.reply_timeout_seconds` (read it later with `GET /inbound/{id}`);
 //! `503` with `Retry-After` when the queue is full; `204` and nothing else for a
 //! user id that is not a family member.
+//!
+//! The same message may come as `multipart/form-data` (`inbound_form.rs`) with the same
+//! fields and one audio file, `audio` (`audio/*` or `application/ogg`; `text` may then be
+//! left out): the file is streamed into the attachments folder within
+//! `http.max_attachment_bytes` (`413` past it, nothing kept) and reaches the turn as an
+//! audio attachment, with its duration when it is an OGG or WAV file.
 
 use actix_web::{HttpRequest, HttpResponse, web};
 use serde::Deserialize;
@@ -27,7 +33,7 @@ use crate::actors::request_queue::{
 use crate::ids::{ConfirmationId, ConversationKey, HTTP_CHANNEL};
 use crate::ports::{AnswerPlace, AnswerRefused, Inbound, InboxRecord, InboxStatus, now_ms};
 
-const MAX_TEXT_CHARS: usize = 16_000;
+pub(super) const MAX_TEXT_CHARS: usize = 16_000;
 /// Longer session and message ids are refused: they are keys, not content.
 const MAX_ID_CHARS: usize = 200;
 
@@ -59,7 +65,7 @@ pub struct InboundBody {
     message_id: Option<String>,
 }
 
-fn bad_request(message: String) -> HttpResponse {
+pub(super) fn bad_request(message: String) -> HttpResponse {
     HttpResponse::BadRequest().json(json!({ "error": message }))
 }
 
@@ -85,44 +91,86 @@ pub async fn post_inbound(
     if body.text.trim().is_empty() {
         return bad_request("field `text` is empty".into());
     }
-    if body.text.chars().count() > MAX_TEXT_CHARS {
-        return bad_request(format!(
+    let fields = InboundFields {
+        text: body.text,
+        session_id: body.session_id,
+        message_id: body.message_id,
+    };
+    let inbound = match inbound_of(&state, &user_id, fields, Inbound::new_id()) {
+        Ok(inbound) => inbound,
+        Err(refused) => return refused,
+    };
+    submit(&state, inbound).await.response
+}
+
+/// What a message to `POST /inbound` says besides its member, in either form.
+pub(super) struct InboundFields {
+    pub text: String,
+    pub session_id: Option<String>,
+    pub message_id: Option<String>,
+}
+
+/// The message `user_id` sends, its fields checked, under inbox id `id`; else the answer
+/// to give (`204` for a user id that is no family member).
+// The refusal is the HTTP answer itself, made at most once per request.
+#[allow(clippy::result_large_err)]
+pub(super) fn inbound_of(
+    state: &HttpState,
+    user_id: &str,
+    fields: InboundFields,
+    id: String,
+) -> Result<Inbound, HttpResponse> {
+    if fields.text.chars().count() > MAX_TEXT_CHARS {
+        return Err(bad_request(format!(
             "field `text` is longer than {MAX_TEXT_CHARS} characters"
-        ));
+        )));
     }
     for (field, value) in [
-        ("session_id", &body.session_id),
-        ("message_id", &body.message_id),
+        ("session_id", &fields.session_id),
+        ("message_id", &fields.message_id),
     ] {
         if let Some(value) = value
             && let Err(problem) = check_caller_id(field, value)
         {
-            return bad_request(problem);
+            return Err(bad_request(problem));
         }
     }
     // The member's id as the family knows it: the caller's text is read no further.
     let Some(member_id) = state
         .family
-        .by_id(HTTP_CHANNEL, &user_id)
+        .by_id(HTTP_CHANNEL, user_id)
         .map(|member| member.id.clone())
     else {
-        return HttpResponse::NoContent().finish();
+        return Err(HttpResponse::NoContent().finish());
     };
-    let conversation = match ConversationKey::http_session(&member_id, body.session_id.as_deref()) {
-        Ok(conversation) => conversation,
-        Err(error) => return bad_request(error.to_string()),
-    };
-    let inbound = Inbound {
-        id: Inbound::new_id(),
+    let conversation = ConversationKey::http_session(&member_id, fields.session_id.as_deref())
+        .map_err(|error| bad_request(error.to_string()))?;
+    Ok(Inbound {
+        id,
         conversation,
         // A message id is the member's own: another member's same id is another message.
-        platform_event_id: body
+        platform_event_id: fields
             .message_id
             .map(|message_id| format!("{member_id}/{message_id}")),
         member_id,
-        text: body.text,
+        text: fields.text,
         received_at_ms: now_ms(),
         extras: Default::default(),
+    })
+}
+
+/// What became of a submitted message: the HTTP answer, and whether the inbox took it as a
+/// new message (not a duplicate, not refused), so its files are kept.
+pub(super) struct Submission {
+    pub response: HttpResponse,
+    pub stored: bool,
+}
+
+/// Submit `inbound` through the HTTP channel and wait for its reply.
+pub(super) async fn submit(state: &HttpState, inbound: Inbound) -> Submission {
+    let refused = |response| Submission {
+        response,
+        stored: false,
     };
     let inbox_id = inbound.id.clone();
     let (reply_to, receiver) = oneshot::channel();
@@ -139,27 +187,36 @@ pub async fn post_inbound(
         Ok(Ok(Submitted::Accepted)) => inbox_id.clone(),
         Ok(Ok(Submitted::AnsweredQuestion { inbox_id: asking })) => asking,
         Ok(Ok(Submitted::Duplicate(record))) => {
-            return match record.status {
+            return refused(match record.status {
                 InboxStatus::Accepted => HttpResponse::Accepted().json(record_json(&record)),
                 _ => HttpResponse::Ok().json(record_json(&record)),
-            };
+            });
         }
         Ok(Err(HttpSubmitError::Queue(SubmitError::Busy { .. }))) => {
-            return HttpResponse::ServiceUnavailable()
-                .insert_header(("Retry-After", "5"))
-                .json(json!({"error": "busy, try again in a few seconds"}));
+            return refused(
+                HttpResponse::ServiceUnavailable()
+                    .insert_header(("Retry-After", "5"))
+                    .json(json!({"error": "busy, try again in a few seconds"})),
+            );
         }
         Ok(Err(HttpSubmitError::Queue(error))) => {
             tracing::error!(%error, "inbound message not stored");
-            return HttpResponse::ServiceUnavailable()
-                .json(json!({"error": "the message could not be stored, try again"}));
+            return refused(
+                HttpResponse::ServiceUnavailable()
+                    .json(json!({"error": "the message could not be stored, try again"})),
+            );
         }
         Ok(Err(HttpSubmitError::QueueStopped)) | Err(_) => {
-            return HttpResponse::ServiceUnavailable()
-                .json(json!({"error": "hearth is shutting down"}));
+            return refused(
+                HttpResponse::ServiceUnavailable()
+                    .json(json!({"error": "hearth is shutting down"})),
+            );
         }
     };
-    wait_for_reply(&state, inbox_id, reported_id, receiver).await
+    Submission {
+        response: wait_for_reply(state, inbox_id, reported_id, receiver).await,
+        stored: true,
+    }
 }
 
 /// The turn's reply as the HTTP answer, or `202` with the message id once

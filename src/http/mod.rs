@@ -1,4 +1,5 @@
-//! The HTTP API (actix-web): `POST /inbound`, `POST /inbound/confirm`, `GET /inbound/{id}`,
+//! The HTTP API (actix-web): `POST /inbound` (JSON, or a form with an audio file),
+//! `POST /inbound/confirm`, `GET /inbound/{id}`,
 //! the plugin API (`POST /api/plugins/register`, `POST /api/plugins/llm/generate`), the
 //! members' reminders (`GET /api/reminders`, `POST /api/reminders/{occurrence}/done|snooze`),
 //! `GET /healthz`, `GET /readyz`, `GET /metrics`, and the routes a chat platform adds (Telegram's
@@ -8,11 +9,13 @@
 mod auth;
 mod health;
 mod inbound;
+mod inbound_form;
 mod page;
 mod plugins;
 mod reminders;
 
 use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -83,6 +86,11 @@ pub struct HttpState {
     pub membership: Option<MembershipParts>,
     /// The calendars of the profile a web message goes to, and its rules (`/calendar`).
     pub calendar: Arc<WebCalendar>,
+    /// Where an audio file sent to `POST /inbound` is kept, one folder per message: the
+    /// chat platforms' attachments folder, which retention prunes.
+    pub attachments_dir: PathBuf,
+    /// An audio file larger than this is refused.
+    pub max_attachment_bytes: u64,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -114,6 +122,12 @@ pub fn serve(
             .app_data(json_config(max_body_bytes))
             .app_data(web::FormConfig::default().limit(max_body_bytes))
             .configure(page::routes)
+            .route(
+                "/inbound",
+                web::post()
+                    .guard(actix_web::guard::fn_guard(inbound_form::is_multipart))
+                    .to(inbound_form::post_inbound_form),
+            )
             .route("/inbound", web::post().to(inbound::post_inbound))
             .route("/inbound/confirm", web::post().to(inbound::post_confirm))
             .route("/inbound/{id}", web::get().to(inbound::get_inbound))

@@ -73,6 +73,7 @@ mod telegram_fake_server;
 mod tools_stack;
 mod transcription;
 mod vision;
+mod voice_notes;
 mod web_calendar;
 mod web_chat_stream;
 mod web_join;

@@ -1,6 +1,7 @@
 //! Matrix attachments are streamed to disk and cut off at `max_attachment_bytes` whatever
 //! the event says: the real binary, sent 50 MB (once declared, once hidden behind a false
-//! small size), refuses the file without ever holding it in memory, and tells the model why.
+//! small size), refuses the file without ever holding it in memory, and tells the model why;
+//! a voice message in an encrypted room is stored decrypted as an audio attachment.
 
 use std::time::Duration;
 
@@ -10,6 +11,7 @@ use crate::support::matrix_family::{
     homeserver, matrix_env, reply_from_hearth, room_with_hearth, write_matrix_config,
 };
 use crate::support::matrix_member::MatrixMember;
+use crate::support::voice::{is_ogg, spoken_ogg, stored_audio};
 
 /// The highest resident memory the process ever had, in kB.
 fn peak_rss_kb(pid: u32) -> u64 {
@@ -89,4 +91,48 @@ async fn a_50_mb_attachment_is_refused_without_being_held_in_memory() {
     tokio::time::sleep(Duration::from_millis(200)).await;
     let kept = files_in(&folder.path().join("attachments"));
     assert!(kept.is_empty(), "nothing is left on disk: {kept:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_voice_message_in_an_encrypted_room_is_stored_decrypted_with_its_duration() {
+    let Some(server) = homeserver("matrix_voice").await else {
+        return;
+    };
+    let llm = ScriptedLlmServer::start();
+    let folder = tempfile::tempdir().unwrap();
+    let config = write_matrix_config(folder.path(), &llm, &server, "");
+    let _hearth = HearthProcess::spawn(&config, &test_env(&matrix_env()));
+    let alice = MatrixMember::login(&server.synapse, &server.alice).await;
+    let room = room_with_hearth(&alice, &server, true, &[]).await;
+    let note = spoken_ogg("Remind me to water the plants tonight");
+
+    llm.push(Step::Reply("I heard a voice message.".into()));
+    alice
+        .send_voice(
+            &room,
+            "voice-message.ogg",
+            note.clone(),
+            Duration::from_millis(3_400),
+        )
+        .await;
+    reply_from_hearth(&alice, &server, |message| {
+        message.body == "I heard a voice message."
+    })
+    .await;
+
+    let stored = stored_audio(&folder.path().join("hearth.db")).await;
+    assert_eq!(stored.len(), 1, "{stored:?}");
+    let (text, audio) = &stored[0];
+    assert_eq!(text, "", "a voice message has no caption");
+    assert_eq!(audio.file_name, "voice-message.ogg");
+    assert_eq!(audio.mime_type.as_deref(), Some("audio/ogg"));
+    assert_eq!(audio.duration_seconds, Some(3));
+    assert_eq!(audio.transcript, None);
+    assert_eq!(audio.size_bytes, note.len() as u64);
+    let path = audio.path.as_deref().expect("the voice message was kept");
+    let kept = std::fs::read(path).unwrap();
+    assert!(is_ogg(&kept), "stored decrypted");
+    assert_eq!(kept, note);
+    let kept_files = files_in(&folder.path().join("attachments"));
+    assert_eq!(kept_files.len(), 1, "no ciphertext is left: {kept_files:?}");
 }

@@ -366,6 +366,30 @@ impl MatrixMember {
             .event_id
     }
 
+    /// Send `bytes` (OGG/Opus) as a voice message (`m.audio` with the MSC3245 voice marker)
+    /// of `duration`, encrypted in an encrypted room, as Element records one.
+    pub async fn send_voice(
+        &self,
+        room_id: &RoomId,
+        file_name: &str,
+        bytes: Vec<u8>,
+        duration: std::time::Duration,
+    ) -> OwnedEventId {
+        let info = matrix_sdk::attachment::BaseAudioInfo {
+            duration: Some(duration),
+            size: u32::try_from(bytes.len()).ok().map(Into::into),
+            waveform: None,
+        };
+        let config = matrix_sdk::attachment::AttachmentConfig::new()
+            .info(matrix_sdk::attachment::AttachmentInfo::Voice(info));
+        let ogg: mime::Mime = "audio/ogg".parse().expect("a mime type");
+        self.room(room_id)
+            .send_attachment(file_name, &ogg, bytes, config)
+            .await
+            .expect("the voice message is sent")
+            .event_id
+    }
+
     /// Upload `bytes` unencrypted and send them as an image whose event states
     /// `claimed_size` (true or not, or none), as a careless or hostile client could.
     pub async fn send_image_claiming(

@@ -19,4 +19,5 @@ pub mod seed;
 pub mod synapse;
 pub mod telegram;
 pub mod transcription_server;
+pub mod voice;
 pub mod workers;

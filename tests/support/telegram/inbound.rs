@@ -10,7 +10,7 @@ use super::{TelegramServer, media};
 /// A message a user sends, for `TelegramServer::push_message`.
 #[derive(Debug, Clone, Default)]
 pub struct InboundMessage {
-    /// The text, or the caption of a photo or document.
+    /// The text, or the caption of a photo, document, voice note or audio file.
     pub text: Option<String>,
     /// `entities` (or `caption_entities`), offsets in UTF-16 code units.
     pub entities: Vec<Value>,
@@ -29,6 +29,18 @@ enum Attachment {
         file_name: String,
         mime_type: String,
         bytes: Vec<u8>,
+    },
+    /// A voice note: OGG/Opus as Telegram's apps record it, no file name.
+    Voice {
+        bytes: Vec<u8>,
+        duration_seconds: u32,
+    },
+    /// A music or audio file sent as audio.
+    Audio {
+        file_name: String,
+        mime_type: String,
+        bytes: Vec<u8>,
+        duration_seconds: u32,
     },
 }
 
@@ -76,6 +88,38 @@ impl InboundMessage {
                 file_name: file_name.to_string(),
                 mime_type: mime_type.to_string(),
                 bytes: bytes.to_vec(),
+            },
+            ..InboundMessage::default()
+        }
+    }
+
+    /// A voice note of `bytes` (`audio/ogg`) that plays `duration_seconds`.
+    pub fn voice(bytes: &[u8], duration_seconds: u32, caption: Option<&str>) -> InboundMessage {
+        InboundMessage {
+            text: caption.map(str::to_string),
+            attachment: Attachment::Voice {
+                bytes: bytes.to_vec(),
+                duration_seconds,
+            },
+            ..InboundMessage::default()
+        }
+    }
+
+    /// An audio file, as a client sends music or a recording picked from the phone.
+    pub fn audio(
+        file_name: &str,
+        mime_type: &str,
+        bytes: &[u8],
+        duration_seconds: u32,
+        caption: Option<&str>,
+    ) -> InboundMessage {
+        InboundMessage {
+            text: caption.map(str::to_string),
+            attachment: Attachment::Audio {
+                file_name: file_name.to_string(),
+                mime_type: mime_type.to_string(),
+                bytes: bytes.to_vec(),
+                duration_seconds,
             },
             ..InboundMessage::default()
         }
@@ -165,6 +209,19 @@ impl TelegramServer {
         self.push_message(chat, from, message)
     }
 
+    /// A voice note from `from` in `chat`.
+    pub fn push_voice(
+        &self,
+        chat: &TgChat,
+        from: &TgUser,
+        bytes: &[u8],
+        duration_seconds: u32,
+        caption: Option<&str>,
+    ) -> Pushed {
+        let message = InboundMessage::voice(bytes, duration_seconds, caption);
+        self.push_message(chat, from, message)
+    }
+
     /// Any user message: stored in the chat and queued as a `message` update.
     ///
     /// Panics if `reply_to` names no message of the chat (a bug in the test).
@@ -194,6 +251,38 @@ impl TelegramServer {
                         "file_size": bytes.len(),
                     });
                     (Media::Document(document), vec![file_id])
+                }
+                Attachment::Voice {
+                    bytes,
+                    duration_seconds,
+                } => {
+                    let (file_id, unique_id) = s.add_file("voice", "oga", &bytes);
+                    let voice = json!({
+                        "duration": duration_seconds,
+                        "mime_type": "audio/ogg",
+                        "file_id": file_id,
+                        "file_unique_id": unique_id,
+                        "file_size": bytes.len(),
+                    });
+                    (Media::Voice(voice), vec![file_id])
+                }
+                Attachment::Audio {
+                    file_name,
+                    mime_type,
+                    bytes,
+                    duration_seconds,
+                } => {
+                    let extension = file_name.rsplit_once('.').map_or("bin", |(_, ext)| ext);
+                    let (file_id, unique_id) = s.add_file("music", extension, &bytes);
+                    let audio = json!({
+                        "duration": duration_seconds,
+                        "file_name": file_name,
+                        "mime_type": mime_type,
+                        "file_id": file_id,
+                        "file_unique_id": unique_id,
+                        "file_size": bytes.len(),
+                    });
+                    (Media::Audio(audio), vec![file_id])
                 }
             };
             let chat_state = s.ensure_chat(chat);

@@ -1,5 +1,6 @@
-//! Files: getFile, and sendPhoto / sendDocument with an upload or a known file_id. The fake
-//! stores bytes as they are; it decodes no image and fetches no URL.
+//! Files: getFile (photos, documents, voice notes, audio files), and sendPhoto /
+//! sendDocument with an upload or a known file_id. The fake stores bytes as they are; it
+//! decodes no image and fetches no URL.
 
 use serde_json::{Value, json};
 

@@ -105,6 +105,10 @@ pub(super) enum Media {
     /// `PhotoSize` objects, smallest first.
     Photo(Vec<Value>),
     Document(Value),
+    /// A voice note's `Voice` object.
+    Voice(Value),
+    /// An audio file's `Audio` object.
+    Audio(Value),
     TopicCreated(String),
 }
 
@@ -152,7 +156,10 @@ impl Msg {
     }
 
     fn is_caption(&self) -> bool {
-        matches!(self.media, Media::Photo(_) | Media::Document(_))
+        matches!(
+            self.media,
+            Media::Photo(_) | Media::Document(_) | Media::Voice(_) | Media::Audio(_)
+        )
     }
 }
 
@@ -192,6 +199,8 @@ impl ChatState {
             Media::Text => {}
             Media::Photo(sizes) => out["photo"] = json!(sizes),
             Media::Document(document) => out["document"] = document.clone(),
+            Media::Voice(voice) => out["voice"] = voice.clone(),
+            Media::Audio(audio) => out["audio"] = audio.clone(),
             Media::TopicCreated(name) => {
                 out["forum_topic_created"] = json!({"name": name, "icon_color": TOPIC_ICON_COLOR});
             }

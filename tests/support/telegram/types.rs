@@ -144,7 +144,8 @@ pub struct Pushed {
     /// The pushed message; for a callback query, the message whose button was pressed.
     pub message_id: i64,
     pub callback_query_id: Option<String>,
-    /// Photo sizes (smallest first) or the document; each can be fetched with getFile.
+    /// Photo sizes (smallest first), the document, voice note or audio file; each can be
+    /// fetched with getFile.
     pub file_ids: Vec<String>,
 }
 

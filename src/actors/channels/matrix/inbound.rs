@@ -1,6 +1,6 @@
 //! Reading a Matrix event for the channel core: a message (its sender, room and thread,
-//! text with reply fallbacks removed, the message it replies to as its quote, an image or
-//! file downloaded within the size limit), an answer ("yes" / "no" in reply to a prompt,
+//! text with reply fallbacks removed, the message it replies to as its quote, an image,
+//! file or audio clip (a voice message too) downloaded within the size limit), an answer ("yes" / "no" in reply to a prompt,
 //! a ✅ / ❌ reaction on it), a cancel (a number in reply to a reminder list); and what
 //! only Matrix has: invites, and messages this device cannot decrypt.
 
@@ -118,6 +118,7 @@ async fn read_message(
                     .as_ref()
                     .and_then(|info| info.size)
                     .map(u64::from),
+                duration_seconds: None,
             }),
         ),
         MessageType::File(file) => (
@@ -128,11 +129,32 @@ async fn read_message(
                 source: file.source.clone(),
                 mime: file.info.as_ref().and_then(|info| info.mimetype.clone()),
                 size: file.info.as_ref().and_then(|info| info.size).map(u64::from),
+                duration_seconds: None,
+            }),
+        ),
+        // A voice message (MSC3245) is `m.audio` with a marker, read the same way.
+        MessageType::Audio(audio) => (
+            audio.caption().unwrap_or_default().to_string(),
+            Some(Media {
+                kind: AttachmentKind::Audio,
+                name: audio.filename().to_string(),
+                source: audio.source.clone(),
+                mime: audio.info.as_ref().and_then(|info| info.mimetype.clone()),
+                size: audio
+                    .info
+                    .as_ref()
+                    .and_then(|info| info.size)
+                    .map(u64::from),
+                duration_seconds: audio
+                    .info
+                    .as_ref()
+                    .and_then(|info| info.duration)
+                    .and_then(|duration| whole_seconds(duration.as_millis())),
             }),
         ),
         // Notices are what bots send.
         MessageType::Notice(_) => return Ok(Incoming::Ignored),
-        // Audio, a location...: nothing to read.
+        // A location, a video...: nothing to read.
         _ => (String::new(), None),
     };
     let text = own_text(&body, replied_to.is_some());
@@ -283,6 +305,13 @@ struct Media {
     source: MediaSource,
     mime: Option<String>,
     size: Option<u64>,
+    /// How long an audio clip plays, as its event says.
+    duration_seconds: Option<u32>,
+}
+
+/// Milliseconds as the nearest whole second.
+fn whole_seconds(milliseconds: u128) -> Option<u32> {
+    u32::try_from((milliseconds + 500) / 1000).ok()
 }
 
 /// The message's file, downloaded into message `inbox_id`'s folder.
@@ -308,7 +337,7 @@ async fn fetch(adapter: &MatrixAdapter, inbox_id: &str, media: &Media) -> Attach
         size_bytes: media.size.unwrap_or(0),
         path: None,
         note: None,
-        duration_seconds: None,
+        duration_seconds: media.duration_seconds,
         transcript: None,
     };
     // Said to be too large: not even asked for.
@@ -408,5 +437,12 @@ mod tests {
         );
         assert_eq!(own_text("> quoting myself", false), "> quoting myself");
         assert_eq!(own_text("  plain  ", true), "plain");
+    }
+
+    #[test]
+    fn an_audio_clips_milliseconds_are_its_nearest_second() {
+        assert_eq!(whole_seconds(2_435), Some(2));
+        assert_eq!(whole_seconds(2_500), Some(3));
+        assert_eq!(whole_seconds(400), Some(0));
     }
 }

@@ -1,6 +1,6 @@
-//! Downloading a member's image or file from the homeserver, streamed to disk and cut off
-//! at `max_attachment_bytes` whatever the event says its size is: never held in memory
-//! whole. An encrypted file's ciphertext is streamed to a file beside the target and
+//! Downloading a member's image, file or audio clip from the homeserver, streamed to disk
+//! and cut off at `max_attachment_bytes` whatever the event says its size is: never held in
+//! memory whole. An encrypted file's ciphertext is streamed to a file beside the target and
 //! decrypted file to file (its hash checked), then removed.
 
 use std::path::{Path, PathBuf};

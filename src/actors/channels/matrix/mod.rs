@@ -148,9 +148,9 @@ impl PlatformAdapter for MatrixAdapter {
 
     /// Matrix typing notices last a few seconds.
     const TYPING_EVERY: Duration = Duration::from_secs(3);
-    /// Audio, a location.
+    /// A location, a video.
     const NOTHING_TO_READ: &'static str =
-        "I can read text, images and files; that message had none.";
+        "I can read text, images, files and voice messages; that message had none.";
     /// Clients take `/` for their own commands.
     const ALTERNATE_PREFIX: Option<char> = Some('!');
 

@@ -1,6 +1,6 @@
 //! Reading a Telegram update for the channel core: a message (its sender, chat, text or
-//! caption, the message it replies to as its quote, photos and documents downloaded
-//! within the size limit) or a button press (an answer to a prompt, or a cancel from a
+//! caption, the message it replies to as its quote, photos, documents, voice notes and
+//! audio files downloaded within the size limit) or a button press (an answer to a prompt, or a cancel from a
 //! reminder list).
 
 use std::path::Path;
@@ -127,8 +127,8 @@ pub(super) fn quote(adapter: &TelegramAdapter, quoted: &Message) -> QuotedMessag
     QuotedMessage { author, text }
 }
 
-/// The message's photo (its largest size within the limit) and document, downloaded
-/// into the attachments folder of message `inbox_id`.
+/// The message's photo (its largest size within the limit), document, voice note and audio
+/// file, downloaded into the attachments folder of message `inbox_id`.
 pub(super) async fn attachments(
     adapter: &TelegramAdapter,
     inbox_id: &str,
@@ -180,6 +180,43 @@ pub(super) async fn attachments(
             )
             .await,
         );
+    }
+    if let Some(voice) = message.voice() {
+        // Telegram records voice notes as OGG/Opus and names them nothing.
+        let mime = voice
+            .mime_type
+            .as_ref()
+            .map_or_else(|| "audio/ogg".to_string(), ToString::to_string);
+        let mut note = fetch(
+            adapter,
+            inbox_id,
+            &voice.file.id,
+            u64::from(voice.file.size),
+            format!("voice-{}.ogg", voice.file.unique_id),
+            Some(mime),
+            AttachmentKind::Audio,
+        )
+        .await;
+        note.duration_seconds = Some(voice.duration.seconds());
+        found.push(note);
+    }
+    if let Some(audio) = message.audio() {
+        let name = audio
+            .file_name
+            .clone()
+            .unwrap_or_else(|| format!("audio-{}", audio.file.unique_id));
+        let mut file = fetch(
+            adapter,
+            inbox_id,
+            &audio.file.id,
+            u64::from(audio.file.size),
+            name,
+            audio.mime_type.as_ref().map(ToString::to_string),
+            AttachmentKind::Audio,
+        )
+        .await;
+        file.duration_seconds = Some(audio.duration.seconds());
+        found.push(file);
     }
     found
 }

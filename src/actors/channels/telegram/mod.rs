@@ -167,9 +167,9 @@ impl PlatformAdapter for TelegramAdapter {
 
     /// Telegram shows "typing…" for 5 s.
     const TYPING_EVERY: Duration = Duration::from_secs(4);
-    /// A sticker, a location, a voice note.
+    /// A sticker, a location, a video.
     const NOTHING_TO_READ: &'static str =
-        "I can read text, photos and documents; that message had none.";
+        "I can read text, photos, documents and voice notes; that message had none.";
     const ALTERNATE_PREFIX: Option<char> = None;
 
     fn member(&self, family: &Family, sender: &str) -> Option<FamilyMember> {

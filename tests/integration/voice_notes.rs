@@ -1,0 +1,279 @@
+//! Voice notes reach hearth as audio attachments on Telegram and over the HTTP API: a real
+//! OGG/Opus note spoken by espeak-ng (`support::voice`) is stored in the inbox with its
+//! duration and its bytes on disk, or, over the size limit, with the reason and no file.
+//! Matrix's voice messages are in `matrix_media.rs`.
+
+use std::path::Path;
+
+use serde_json::Value;
+
+use crate::support::hearth_app::{API_KEY, TestApp};
+use crate::support::llm_server::{ScriptedLlmServer, Step};
+use crate::support::telegram::{InboundMessage, TelegramServer, TgChat};
+use crate::support::voice::{is_ogg, opusinfo_seconds, spoken_ogg, stored_audio};
+use crate::telegram_channel::{TOKEN, alice, bot_says, start_on_telegram};
+
+/// Every file under `folder`, one level of message folders deep.
+fn files_under(folder: &Path) -> Vec<std::path::PathBuf> {
+    std::fs::read_dir(folder)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .flat_map(|entry| {
+            std::fs::read_dir(entry.path())
+                .into_iter()
+                .flatten()
+                .flatten()
+        })
+        .map(|entry| entry.path())
+        .collect()
+}
+
+#[actix::test]
+async fn a_telegram_voice_note_and_audio_file_are_stored_as_audio_with_their_duration() {
+    let llm = ScriptedLlmServer::start();
+    let telegram = TelegramServer::start(TOKEN);
+    let limit = [(
+        "HEARTH__CHANNELS__TELEGRAM__MAX_ATTACHMENT_BYTES",
+        "1048576",
+    )];
+    let app = start_on_telegram(&llm, &telegram, "", None, &limit).await;
+    let chat = TgChat::private(&alice());
+    let note = spoken_ogg("Please buy milk and bread on the way home");
+    let seconds = opusinfo_seconds(&note).round() as u32;
+
+    llm.push(Step::Reply("Milk and bread, noted.".into()));
+    telegram.push_voice(
+        &chat,
+        &alice(),
+        &note,
+        seconds,
+        Some("for the shopping list"),
+    );
+    bot_says(&telegram, 1001, "Milk and bread, noted.").await;
+    llm.push(Step::Reply("A memo, noted.".into()));
+    let memo = InboundMessage::audio("memo.ogg", "audio/ogg", &note, seconds, None);
+    telegram.push_message(&chat, &alice(), memo);
+    bot_says(&telegram, 1001, "A memo, noted.").await;
+
+    let stored = stored_audio(&app.folder.path().join("hearth.db")).await;
+    assert_eq!(stored.len(), 2, "{stored:?}");
+    let (text, voice) = &stored[0];
+    assert_eq!(text, "for the shopping list", "the caption is the text");
+    assert_eq!(voice.mime_type.as_deref(), Some("audio/ogg"));
+    assert_eq!(voice.duration_seconds, Some(seconds));
+    assert_eq!(voice.size_bytes, note.len() as u64);
+    assert_eq!(voice.note, None);
+    assert_eq!(voice.transcript, None, "the channel transcribes nothing");
+    let kept = std::fs::read(voice.path.as_deref().expect("the voice note was kept")).unwrap();
+    assert!(is_ogg(&kept));
+    assert_eq!(kept, note);
+    let (text, memo) = &stored[1];
+    assert_eq!(text, "");
+    assert_eq!(memo.file_name, "memo.ogg");
+    assert_eq!(memo.duration_seconds, Some(seconds));
+    assert!(is_ogg(
+        &std::fs::read(memo.path.as_deref().unwrap()).unwrap()
+    ));
+    app.stop().await;
+}
+
+#[actix::test]
+async fn a_telegram_voice_note_over_the_limit_is_stored_with_the_reason_and_no_file() {
+    let llm = ScriptedLlmServer::start();
+    let telegram = TelegramServer::start(TOKEN);
+    // These tests' limit is 4096 bytes: a spoken sentence is larger.
+    let app = start_on_telegram(&llm, &telegram, "", None, &[]).await;
+    let chat = TgChat::private(&alice());
+    let note = spoken_ogg("This voice note is a little too long for the limit");
+    assert!(note.len() > 4096);
+
+    llm.push(Step::Reply("That one was too long.".into()));
+    telegram.push_voice(&chat, &alice(), &note, 3, None);
+    // Only an attachment and no text: still a message for the model, not "nothing to read".
+    bot_says(&telegram, 1001, "That one was too long.").await;
+
+    let stored = stored_audio(&app.folder.path().join("hearth.db")).await;
+    assert_eq!(stored.len(), 1, "{stored:?}");
+    let (_, voice) = &stored[0];
+    assert_eq!(voice.path, None);
+    assert_eq!(
+        voice.note.as_deref(),
+        Some("it is larger than the 4 KB hearth accepts")
+    );
+    assert_eq!(voice.duration_seconds, Some(3));
+    assert!(telegram.calls_of("getFile").is_empty(), "never downloaded");
+    let seen = llm.requests()[0].body["messages"].to_string();
+    assert!(seen.contains("could not be kept"), "{seen}");
+    let kept = files_under(&app.folder.path().join("attachments"));
+    assert!(kept.is_empty(), "{kept:?}");
+    app.stop().await;
+}
+
+/// One part of a `multipart/form-data` body: a text field, or a file with its type.
+struct Part<'a> {
+    name: &'a str,
+    file: Option<(&'a str, &'a str)>,
+    bytes: &'a [u8],
+}
+
+fn field<'a>(name: &'a str, value: &'a str) -> Part<'a> {
+    Part {
+        name,
+        file: None,
+        bytes: value.as_bytes(),
+    }
+}
+
+fn file<'a>(name: &'a str, file_name: &'a str, content_type: &'a str, bytes: &'a [u8]) -> Part<'a> {
+    Part {
+        name,
+        file: Some((file_name, content_type)),
+        bytes,
+    }
+}
+
+/// `POST /inbound` with `parts` as `multipart/form-data` and the API key.
+async fn post_form(app: &TestApp, parts: &[Part<'_>]) -> (u16, Value) {
+    let boundary = "hearth-test-boundary-7MA4YWxkTrZu0gW";
+    let mut body = Vec::new();
+    for part in parts {
+        body.extend(format!("--{boundary}\r\n").as_bytes());
+        match part.file {
+            Some((file_name, content_type)) => body.extend(
+                format!(
+                    "Content-Disposition: form-data; name=\"{}\"; filename=\"{file_name}\"\r\n\
+                     Content-Type: {content_type}\r\n\r\n",
+                    part.name
+                )
+                .as_bytes(),
+            ),
+            None => body.extend(
+                format!(
+                    "Content-Disposition: form-data; name=\"{}\"\r\n\r\n",
+                    part.name
+                )
+                .as_bytes(),
+            ),
+        }
+        body.extend(part.bytes);
+        body.extend(b"\r\n");
+    }
+    body.extend(format!("--{boundary}--\r\n").as_bytes());
+    let response = app
+        .client
+        .post(format!("{}/inbound", app.base_url))
+        .header("X-API-Key", API_KEY)
+        .header(
+            "content-type",
+            format!("multipart/form-data; boundary={boundary}"),
+        )
+        .body(body)
+        .send()
+        .await
+        .expect("the form is posted");
+    let status = response.status().as_u16();
+    (status, response.json().await.unwrap_or(Value::Null))
+}
+
+#[actix::test]
+async fn an_http_api_form_with_a_voice_note_is_stored_as_audio_with_the_files_duration() {
+    let llm = ScriptedLlmServer::start();
+    let folder = tempfile::tempdir().unwrap();
+    let attachments = folder.path().join("attachments");
+    let attachments_dir = attachments.display().to_string();
+    let overrides = [
+        ("HEARTH__HTTP__MAX_ATTACHMENT_BYTES", "100000"),
+        (
+            "HEARTH__CHANNELS__TELEGRAM__ATTACHMENTS_DIR",
+            attachments_dir.as_str(),
+        ),
+    ];
+    let app = TestApp::start_in(folder, &llm.base_url(), &overrides).await;
+    let note = spoken_ogg("Is the school closed on Friday");
+
+    let (status, body) = post_form(&app, &[field("user_id", "alice")]).await;
+    assert_eq!(status, 400, "{body}");
+    assert!(
+        body["error"].as_str().unwrap().contains("no `audio` file"),
+        "{body}"
+    );
+
+    let png = file("audio", "photo.png", "image/png", &[1u8; 100]);
+    let (status, body) = post_form(&app, &[field("user_id", "alice"), png]).await;
+    assert_eq!(status, 400, "{body}");
+    let error = body["error"].as_str().unwrap();
+    assert!(
+        error.contains("`audio`") && error.contains("image/png"),
+        "{body}"
+    );
+
+    let big: Vec<u8> = note.iter().copied().cycle().take(150_000).collect();
+    let too_big = file("audio", "long.ogg", "audio/ogg", &big);
+    let (status, body) = post_form(&app, &[field("user_id", "alice"), too_big]).await;
+    assert_eq!(status, 413, "{body}");
+    let error = body["error"].as_str().unwrap();
+    assert!(
+        error.contains("100000 bytes") && error.contains("http.max_attachment_bytes"),
+        "{body}"
+    );
+    assert!(
+        files_under(&attachments).is_empty(),
+        "nothing refused is kept"
+    );
+    assert_eq!(
+        std::fs::read_dir(&attachments)
+            .map(|entries| entries.count())
+            .unwrap_or(0),
+        0,
+        "no folder of a refused message is left"
+    );
+    assert_eq!(llm.request_count(), 0, "nothing refused reached the model");
+
+    llm.push(Step::Reply("I will check the school's page.".into()));
+    let voice = file("audio", "question.ogg", "audio/ogg", &note);
+    let (status, body) = post_form(
+        &app,
+        &[
+            voice,
+            field("user_id", "alice"),
+            field("session_id", "kitchen"),
+        ],
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["reply"], "I will check the school's page.");
+    let id = body["id"].as_str().unwrap();
+    let record = app.running.stores.inbox.get(id).await.unwrap().unwrap();
+    assert_eq!(record.inbound.text, "");
+    assert_eq!(
+        record.inbound.conversation.conversation_id(),
+        "alice/kitchen"
+    );
+    let audio = &record.inbound.extras.attachments[0];
+    assert_eq!(audio.kind, hearth::ports::AttachmentKind::Audio);
+    assert_eq!(audio.file_name, "question.ogg");
+    assert_eq!(audio.mime_type.as_deref(), Some("audio/ogg"));
+    assert_eq!(audio.size_bytes, note.len() as u64);
+    let expected = opusinfo_seconds(&note);
+    let duration = f64::from(audio.duration_seconds.expect("read from the file"));
+    assert!(
+        (duration - expected).abs() <= 1.0,
+        "{duration} s, opusinfo says {expected} s"
+    );
+    let path = audio.path.as_deref().unwrap();
+    assert_eq!(
+        Path::new(path),
+        attachments.join(id).join("question.ogg"),
+        "kept in the attachments folder, under the message"
+    );
+    assert_eq!(std::fs::read(path).unwrap(), note);
+    assert_eq!(files_under(&attachments).len(), 1);
+
+    // A form with only text is a message as the JSON one is.
+    llm.push(Step::Reply("Text works too.".into()));
+    let (status, body) = post_form(&app, &[field("user_id", "alice"), field("text", "hi")]).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["reply"], "Text works too.");
+    app.stop().await;
+}
