@@ -213,11 +213,18 @@ fn environment_source(env: &BTreeMap<String, String>) -> (Environment, Vec<EnvOv
         }
         let segments = key_segments(key);
         let key_path = segments.join(".").replace(".[", "[");
+        let mut value = value.clone();
         if segments
             .last()
             .is_some_and(|last| LIST_VALUED_KEYS.contains(&last.as_str()))
         {
             list_keys.push(key_path.clone());
+            // `a, b` as people write lists: the names, never their spaces.
+            value = value
+                .split(',')
+                .map(str::trim)
+                .collect::<Vec<_>>()
+                .join(",");
         }
         // The crate lowercases the name, drops the prefix and turns `__` into `.`; joining the
         // segments back with `__` keeps the `[n]` index attached to its list's name.
@@ -225,7 +232,7 @@ fn environment_source(env: &BTreeMap<String, String>) -> (Environment, Vec<EnvOv
             "{OVERRIDE_PREFIX}{}",
             segments.join("__").replace("__[", "[")
         );
-        source_entries.insert(rewritten, value.clone());
+        source_entries.insert(rewritten, value);
         overrides.push(EnvOverride {
             variable: variable.clone(),
             key_path,

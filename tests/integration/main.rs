@@ -74,6 +74,7 @@ mod tools_stack;
 mod transcription;
 mod vision;
 mod voice_notes;
+mod voice_transcribed;
 mod web_calendar;
 mod web_chat_stream;
 mod web_join;

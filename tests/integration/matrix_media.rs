@@ -1,7 +1,8 @@
 //! Matrix attachments are streamed to disk and cut off at `max_attachment_bytes` whatever
 //! the event says: the real binary, sent 50 MB (once declared, once hidden behind a false
 //! small size), refuses the file without ever holding it in memory, and tells the model why;
-//! a voice message in an encrypted room is stored decrypted as an audio attachment.
+//! a voice message in an encrypted room is stored decrypted as an audio attachment, and
+//! answered with what was understood of it.
 
 use std::time::Duration;
 
@@ -11,7 +12,9 @@ use crate::support::matrix_family::{
     homeserver, matrix_env, reply_from_hearth, room_with_hearth, write_matrix_config,
 };
 use crate::support::matrix_member::MatrixMember;
+use crate::support::transcription_server::{Step as Heard, TranscriptionServer};
 use crate::support::voice::{is_ogg, spoken_ogg, stored_audio};
+use crate::voice_transcribed::transcribing_on;
 
 /// The highest resident memory the process ever had, in kB.
 fn peak_rss_kb(pid: u32) -> u64 {
@@ -101,11 +104,15 @@ async fn a_voice_message_in_an_encrypted_room_is_stored_decrypted_with_its_durat
     let llm = ScriptedLlmServer::start();
     let folder = tempfile::tempdir().unwrap();
     let config = write_matrix_config(folder.path(), &llm, &server, "");
-    let _hearth = HearthProcess::spawn(&config, &test_env(&matrix_env()));
+    let whisper = TranscriptionServer::start();
+    let mut env = test_env(&matrix_env());
+    env.extend(transcribing_on(&whisper, &[]));
+    let _hearth = HearthProcess::spawn(&config, &env);
     let alice = MatrixMember::login(&server.synapse, &server.alice).await;
     let room = room_with_hearth(&alice, &server, true, &[]).await;
     let note = spoken_ogg("Remind me to water the plants tonight");
 
+    whisper.push(Heard::Text("Remind me to water the plants tonight.".into()));
     llm.push(Step::Reply("I heard a voice message.".into()));
     alice
         .send_voice(
@@ -116,18 +123,31 @@ async fn a_voice_message_in_an_encrypted_room_is_stored_decrypted_with_its_durat
         )
         .await;
     reply_from_hearth(&alice, &server, |message| {
-        message.body == "I heard a voice message."
+        message.body == "🎤 “Remind me to water the plants tonight.”\n\nI heard a voice message."
     })
     .await;
+    // The backend got the decrypted file, and the model the words.
+    let heard = whisper.received();
+    assert_eq!(heard.len(), 1, "{heard:?}");
+    assert_eq!(heard[0].file_start, b"OggS");
+    assert_eq!(heard[0].file_size, note.len());
+    let seen = llm.requests()[0].body["messages"].to_string();
+    assert!(
+        seen.contains("Remind me to water the plants tonight."),
+        "{seen}"
+    );
 
     let stored = stored_audio(&folder.path().join("hearth.db")).await;
     assert_eq!(stored.len(), 1, "{stored:?}");
     let (text, audio) = &stored[0];
-    assert_eq!(text, "", "a voice message has no caption");
+    assert_eq!(text, "Remind me to water the plants tonight.", "its words");
     assert_eq!(audio.file_name, "voice-message.ogg");
     assert_eq!(audio.mime_type.as_deref(), Some("audio/ogg"));
     assert_eq!(audio.duration_seconds, Some(3));
-    assert_eq!(audio.transcript, None);
+    assert_eq!(
+        audio.transcript.as_deref(),
+        Some("Remind me to water the plants tonight.")
+    );
     assert_eq!(audio.size_bytes, note.len() as u64);
     let path = audio.path.as_deref().expect("the voice message was kept");
     let kept = std::fs::read(path).unwrap();

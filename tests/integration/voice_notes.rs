@@ -1,6 +1,7 @@
 //! Voice notes reach hearth as audio attachments on Telegram and over the HTTP API: a real
 //! OGG/Opus note spoken by espeak-ng (`support::voice`) is stored in the inbox with its
-//! duration and its bytes on disk, or, over the size limit, with the reason and no file.
+//! duration, its bytes on disk and, once transcribed, its transcript; over the size limit,
+//! with the reason and no file, and the member told why.
 //! Matrix's voice messages are in `matrix_media.rs`.
 
 use std::path::Path;
@@ -10,8 +11,10 @@ use serde_json::Value;
 use crate::support::hearth_app::{API_KEY, TestApp};
 use crate::support::llm_server::{ScriptedLlmServer, Step};
 use crate::support::telegram::{InboundMessage, TelegramServer, TgChat};
+use crate::support::transcription_server::{Step as Heard, TranscriptionServer};
 use crate::support::voice::{is_ogg, opusinfo_seconds, spoken_ogg, stored_audio};
 use crate::telegram_channel::{TOKEN, alice, bot_says, start_on_telegram};
+use crate::voice_transcribed::{borrowed, transcribing_on};
 
 /// Every file under `folder`, one level of message folders deep.
 fn files_under(folder: &Path) -> Vec<std::path::PathBuf> {
@@ -37,9 +40,15 @@ async fn a_telegram_voice_note_and_audio_file_are_stored_as_audio_with_their_dur
         "HEARTH__CHANNELS__TELEGRAM__MAX_ATTACHMENT_BYTES",
         "1048576",
     )];
-    let app = start_on_telegram(&llm, &telegram, "", None, &limit).await;
+    let whisper = TranscriptionServer::start();
+    let env = transcribing_on(&whisper, &limit);
+    let app = start_on_telegram(&llm, &telegram, "", None, &borrowed(&env)).await;
     let chat = TgChat::private(&alice());
     let note = spoken_ogg("Please buy milk and bread on the way home");
+    whisper.push(Heard::Text(
+        "Please buy milk and bread on the way home.".into(),
+    ));
+    whisper.push(Heard::Text("A memo.".into()));
     let seconds = opusinfo_seconds(&note).round() as u32;
 
     llm.push(Step::Reply("Milk and bread, noted.".into()));
@@ -59,17 +68,23 @@ async fn a_telegram_voice_note_and_audio_file_are_stored_as_audio_with_their_dur
     let stored = stored_audio(&app.folder.path().join("hearth.db")).await;
     assert_eq!(stored.len(), 2, "{stored:?}");
     let (text, voice) = &stored[0];
-    assert_eq!(text, "for the shopping list", "the caption is the text");
+    assert_eq!(
+        text, "Please buy milk and bread on the way home.\n\nfor the shopping list",
+        "the words, then the caption"
+    );
     assert_eq!(voice.mime_type.as_deref(), Some("audio/ogg"));
     assert_eq!(voice.duration_seconds, Some(seconds));
     assert_eq!(voice.size_bytes, note.len() as u64);
     assert_eq!(voice.note, None);
-    assert_eq!(voice.transcript, None, "the channel transcribes nothing");
+    assert_eq!(
+        voice.transcript.as_deref(),
+        Some("Please buy milk and bread on the way home.")
+    );
     let kept = std::fs::read(voice.path.as_deref().expect("the voice note was kept")).unwrap();
     assert!(is_ogg(&kept));
     assert_eq!(kept, note);
     let (text, memo) = &stored[1];
-    assert_eq!(text, "");
+    assert_eq!(text, "A memo.");
     assert_eq!(memo.file_name, "memo.ogg");
     assert_eq!(memo.duration_seconds, Some(seconds));
     assert!(is_ogg(
@@ -88,10 +103,14 @@ async fn a_telegram_voice_note_over_the_limit_is_stored_with_the_reason_and_no_f
     let note = spoken_ogg("This voice note is a little too long for the limit");
     assert!(note.len() > 4096);
 
-    llm.push(Step::Reply("That one was too long.".into()));
     telegram.push_voice(&chat, &alice(), &note, 3, None);
-    // Only an attachment and no text: still a message for the model, not "nothing to read".
-    bot_says(&telegram, 1001, "That one was too long.").await;
+    // Only an attachment and no text: still a message, not "nothing to read"; told why.
+    bot_says(
+        &telegram,
+        1001,
+        "I couldn't get that voice note: it is larger than the 4 KB hearth accepts.",
+    )
+    .await;
 
     let stored = stored_audio(&app.folder.path().join("hearth.db")).await;
     assert_eq!(stored.len(), 1, "{stored:?}");
@@ -103,21 +122,24 @@ async fn a_telegram_voice_note_over_the_limit_is_stored_with_the_reason_and_no_f
     );
     assert_eq!(voice.duration_seconds, Some(3));
     assert!(telegram.calls_of("getFile").is_empty(), "never downloaded");
-    let seen = llm.requests()[0].body["messages"].to_string();
-    assert!(seen.contains("could not be kept"), "{seen}");
+    assert_eq!(
+        llm.request_count(),
+        0,
+        "no model is asked about what nobody heard"
+    );
     let kept = files_under(&app.folder.path().join("attachments"));
     assert!(kept.is_empty(), "{kept:?}");
     app.stop().await;
 }
 
 /// One part of a `multipart/form-data` body: a text field, or a file with its type.
-struct Part<'a> {
+pub(crate) struct Part<'a> {
     name: &'a str,
     file: Option<(&'a str, &'a str)>,
     bytes: &'a [u8],
 }
 
-fn field<'a>(name: &'a str, value: &'a str) -> Part<'a> {
+pub(crate) fn field<'a>(name: &'a str, value: &'a str) -> Part<'a> {
     Part {
         name,
         file: None,
@@ -125,7 +147,12 @@ fn field<'a>(name: &'a str, value: &'a str) -> Part<'a> {
     }
 }
 
-fn file<'a>(name: &'a str, file_name: &'a str, content_type: &'a str, bytes: &'a [u8]) -> Part<'a> {
+pub(crate) fn file<'a>(
+    name: &'a str,
+    file_name: &'a str,
+    content_type: &'a str,
+    bytes: &'a [u8],
+) -> Part<'a> {
     Part {
         name,
         file: Some((file_name, content_type)),
@@ -134,7 +161,7 @@ fn file<'a>(name: &'a str, file_name: &'a str, content_type: &'a str, bytes: &'a
 }
 
 /// `POST /inbound` with `parts` as `multipart/form-data` and the API key.
-async fn post_form(app: &TestApp, parts: &[Part<'_>]) -> (u16, Value) {
+pub(crate) async fn post_form(app: &TestApp, parts: &[Part<'_>]) -> (u16, Value) {
     let boundary = "hearth-test-boundary-7MA4YWxkTrZu0gW";
     let mut body = Vec::new();
     for part in parts {
@@ -189,7 +216,9 @@ async fn an_http_api_form_with_a_voice_note_is_stored_as_audio_with_the_files_du
             attachments_dir.as_str(),
         ),
     ];
-    let app = TestApp::start_in(folder, &llm.base_url(), &overrides).await;
+    let whisper = TranscriptionServer::start();
+    let env = transcribing_on(&whisper, &overrides);
+    let app = TestApp::start_in(folder, &llm.base_url(), &borrowed(&env)).await;
     let note = spoken_ogg("Is the school closed on Friday");
 
     let (status, body) = post_form(&app, &[field("user_id", "alice")]).await;
@@ -231,6 +260,7 @@ async fn an_http_api_form_with_a_voice_note_is_stored_as_audio_with_the_files_du
     assert_eq!(llm.request_count(), 0, "nothing refused reached the model");
 
     llm.push(Step::Reply("I will check the school's page.".into()));
+    whisper.push(Heard::Text("Is the school closed on Friday?".into()));
     let voice = file("audio", "question.ogg", "audio/ogg", &note);
     let (status, body) = post_form(
         &app,
@@ -242,10 +272,13 @@ async fn an_http_api_form_with_a_voice_note_is_stored_as_audio_with_the_files_du
     )
     .await;
     assert_eq!(status, 200, "{body}");
-    assert_eq!(body["reply"], "I will check the school's page.");
+    assert_eq!(
+        body["reply"],
+        "🎤 “Is the school closed on Friday?”\n\nI will check the school's page."
+    );
     let id = body["id"].as_str().unwrap();
     let record = app.running.stores.inbox.get(id).await.unwrap().unwrap();
-    assert_eq!(record.inbound.text, "");
+    assert_eq!(record.inbound.text, "Is the school closed on Friday?");
     assert_eq!(
         record.inbound.conversation.conversation_id(),
         "alice/kitchen"

@@ -26,7 +26,8 @@ fn environment_overrides_win_over_the_file() {
             ),
             (
                 "HEARTH__DEFAULT_PROFILE_SETTINGS__TOOLS_CONFIG__ENABLE_LOCAL_TOOLS",
-                "profile_get,profile_update",
+                // Written as people write lists: the spaces are not part of the names.
+                "profile_get, profile_update ",
             ),
             (
                 "HEARTH__DEFAULT_PROFILE_SETTINGS__PROCESSING_CONFIG__PROMPTS__SYSTEM_PROMPT",
