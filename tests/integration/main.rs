@@ -73,6 +73,7 @@ mod telegram_fake_server;
 mod tools_stack;
 mod transcription;
 mod vision;
+mod voice_kill;
 mod voice_notes;
 mod voice_transcribed;
 mod web_calendar;
