@@ -54,15 +54,6 @@ fn orders_on_telegram(
     write_telegram_config(folder, llm, telegram, &profile)
 }
 
-/// The texts the bot sent in `chat`, in order.
-fn bot_texts(telegram: &TelegramServer, chat: i64) -> Vec<String> {
-    telegram
-        .bot_messages_in(chat)
-        .into_iter()
-        .filter_map(|message| message.text)
-        .collect()
-}
-
 #[actix::test]
 async fn the_plan_says_what_it_will_do_in_its_own_message_and_not_when_policy_stops_it() {
     let llm = ScriptedLlmServer::start();
@@ -79,7 +70,7 @@ async fn the_plan_says_what_it_will_do_in_its_own_message_and_not_when_policy_st
     telegram.push_private_text(&alice(), "/orders where is O-12345?");
     bot_says(&telegram, 1001, "Your order O-12345 is").await;
     assert_eq!(
-        bot_texts(&telegram, 1001),
+        telegram.bot_texts_in(1001),
         [
             "I'll check order O-12345.",
             "Your order O-12345 is shipped via UPS, ETA 2025-10-20."
@@ -94,7 +85,7 @@ async fn the_plan_says_what_it_will_do_in_its_own_message_and_not_when_policy_st
     ));
     telegram.push_private_text(&alice(), "/orders refund 500 on O-12345");
     bot_says(&telegram, 1001, "I can't process that request").await;
-    let texts = bot_texts(&telegram, 1001);
+    let texts = telegram.bot_texts_in(1001);
     assert_eq!(texts.len(), 3, "{texts:?}");
     assert_eq!(
         texts[2],
@@ -140,7 +131,7 @@ async fn what_a_plan_said_before_its_tool_is_said_once_and_first_through_a_kill(
     // Time for anything said twice to arrive.
     tokio::time::sleep(Duration::from_millis(1500)).await;
     assert_eq!(
-        bot_texts(&telegram, 1001),
+        telegram.bot_texts_in(1001),
         ["Let me look up O-12345.", "O-12345 is on its way with UPS."]
     );
     // Classified once; the tool's result worded again after the restart, never re-planned.

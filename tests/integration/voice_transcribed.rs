@@ -115,11 +115,7 @@ async fn a_voice_note_saying_remind_me_to_buy_milk_is_answered_as_if_typed() {
     assert!(seen.contains("(Spoken in a voice note"), "{seen}");
     assert!(llm.tool_result_seen(1).contains("buy milk"));
     // The member sees what was understood before the answer.
-    let answer = telegram
-        .bot_messages_in(1001)
-        .into_iter()
-        .filter_map(|message| message.text)
-        .collect::<Vec<_>>();
+    let answer = telegram.bot_texts_in(1001);
     assert_eq!(
         answer,
         vec![
@@ -204,11 +200,7 @@ async fn a_transcription_backend_that_is_down_is_told_once_and_the_note_answered
     telegram.push_voice(&TgChat::private(&alice()), &alice(), &note, 1, None);
     bot_says(&telegram, 1001, "Not right now.").await;
 
-    let said: Vec<String> = telegram
-        .bot_messages_in(1001)
-        .into_iter()
-        .filter_map(|message| message.text)
-        .collect();
+    let said = telegram.bot_texts_in(1001);
     assert_eq!(
         said,
         vec![
@@ -254,11 +246,7 @@ async fn a_voice_note_too_long_or_not_kept_is_told_plainly_and_reaches_no_model(
 
     assert!(whisper.received().is_empty());
     assert_eq!(llm.request_count(), 0);
-    let said: Vec<String> = telegram
-        .bot_messages_in(1001)
-        .into_iter()
-        .filter_map(|message| message.text)
-        .collect();
+    let said = telegram.bot_texts_in(1001);
     assert_eq!(
         said[0],
         "That voice note is 7 min 1 s long, and I can only listen to voice notes up to 2 s. \

@@ -204,6 +204,14 @@ impl TelegramServer {
         messages
     }
 
+    /// The texts the bot has in the chat now, in order.
+    pub fn bot_texts_in(&self, chat_id: i64) -> Vec<String> {
+        self.bot_messages_in(chat_id)
+            .into_iter()
+            .filter_map(|message| message.text)
+            .collect()
+    }
+
     pub fn message(&self, chat_id: i64, message_id: i64) -> Option<StoredMessage> {
         let state = self.shared.state();
         let chat = state.chats.get(&chat_id)?;
