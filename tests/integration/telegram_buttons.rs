@@ -27,7 +27,7 @@ fn script_city(llm: &ScriptedLlmServer, city: &str) {
 }
 
 /// The confirmation message the bot shows in `chat`, once it is there.
-async fn prompt_in(telegram: &TelegramServer, chat: i64) -> StoredMessage {
+pub(crate) async fn prompt_in(telegram: &TelegramServer, chat: i64) -> StoredMessage {
     telegram
         .wait_for_message(chat, |message| !message.button_data().is_empty(), WAIT)
         .await

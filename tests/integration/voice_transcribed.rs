@@ -1,7 +1,8 @@
 //! Voice notes answered as if typed: a real espeak-ng voice note goes through the channel,
 //! the scripted transcription server (real multipart over a real socket) is sent the file,
 //! the transcript reaches the model with a note that it was spoken, and the answer starts
-//! with what was understood. A spoken slash command picks its profile; a backend that is
+//! with what was understood. A spoken slash command picks its profile, and one whose tool
+//! asks first waits for the member's press as a typed one does; a backend that is
 //! down is told once and the note answered on a retry; a note too long, not kept or with
 //! no backend configured is told plainly and never sent to a model.
 
@@ -13,7 +14,8 @@ use crate::support::llm_server::{ScriptedLlmServer, Step};
 use crate::support::telegram::{TelegramServer, TgChat};
 use crate::support::transcription_server::{Step as Heard, TranscriptionServer};
 use crate::support::voice::{opusinfo_seconds, spoken_ogg, stored_audio};
-use crate::telegram_channel::{TOKEN, alice, bot_says, start_on_telegram};
+use crate::telegram_buttons::{press, prompt_in};
+use crate::telegram_channel::{SECURE_PROFILE, TOKEN, alice, bot_says, start_on_telegram};
 use crate::voice_notes::{field, file, post_form};
 use hearth::voice::TRANSCRIPTION_DELAYED;
 
@@ -276,5 +278,56 @@ async fn without_a_transcription_backend_a_voice_note_is_answered_with_what_to_d
     );
     assert_eq!(body["status"], "failed");
     assert_eq!(llm.request_count(), 0);
+    app.stop().await;
+}
+
+#[actix::test]
+async fn a_spoken_request_asks_for_approval_as_a_typed_one_does() {
+    let llm = ScriptedLlmServer::start();
+    let telegram = TelegramServer::start(TOKEN);
+    let whisper = TranscriptionServer::start();
+    let env = transcribing_on(&whisper, &[]);
+    let app = start_on_telegram(&llm, &telegram, SECURE_PROFILE, None, &borrowed(&env)).await;
+    let note = spoken_ogg("Slash secure, I live in Berlin");
+
+    whisper.push(Heard::Text("Slash secure, I live in Berlin.".into()));
+    llm.push_many([
+        Step::ToolCalls(vec![(
+            "profile_update".into(),
+            json!({"key": "city", "value": "Berlin"}),
+        )]),
+        Step::Reply("Done: Berlin.".into()),
+    ]);
+    telegram.push_voice(&TgChat::private(&alice()), &alice(), &note, 2, None);
+    // The spoken command picked the profile that asks before it writes.
+    let prompt = prompt_in(&telegram, 1001).await;
+    let shown = prompt.text.clone().unwrap();
+    assert!(
+        shown.contains("profile_update") && shown.contains("Berlin"),
+        "{shown}"
+    );
+    assert_eq!(
+        press(&telegram, &alice(), &prompt, 0).await,
+        ("Confirmed.".into(), false)
+    );
+    bot_says(&telegram, 1001, "Done: Berlin.").await;
+    let said = telegram.bot_texts_in(1001);
+    assert_eq!(
+        said.last().map(String::as_str),
+        Some("🎤 “Slash secure, I live in Berlin.”\n\nDone: Berlin.")
+    );
+    let facts = app
+        .running
+        .stores
+        .profiles
+        .get(&"alice".parse().unwrap())
+        .await
+        .unwrap();
+    assert_eq!(facts.get("city").map(String::as_str), Some("Berlin"));
+    assert_eq!(
+        whisper.received().len(),
+        1,
+        "the approval transcribes nothing again"
+    );
     app.stop().await;
 }
