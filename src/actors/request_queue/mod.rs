@@ -223,12 +223,6 @@ impl RequestQueue {
         self
     }
 
-    /// Voice notes transcribed by `voice_notes.transcriber` before their turn.
-    pub fn with_voice_notes(mut self, voice_notes: VoiceNotes) -> Self {
-        self.voice_notes = Some(voice_notes);
-        self
-    }
-
     /// Each member's own chats, where confirmations escalated to them are shown.
     pub fn with_own_chats(mut self, own_chats: Arc<OwnChats>) -> Self {
         self.own_chats = own_chats;
@@ -367,12 +361,7 @@ impl RequestQueue {
         let still_held = self.still_held(&key);
         let stored = match outcome.result {
             TurnResult::Answered { reply, messages } => {
-                // The member sees what was understood of a voice note before the answer;
-                // the history keeps the model's own words.
-                let reply = match crate::voice::transcript_of(&turn.inbound) {
-                    Some(transcript) => crate::voice::quoted_answer(transcript, &reply),
-                    None => reply,
-                };
+                let reply = transcribing::as_heard(&turn.inbound, reply);
                 let outgoing = self.outgoing(&turn.inbound, &reply, &ReplyKind::Answer);
                 let record = TurnRecord {
                     conversation_key: key,

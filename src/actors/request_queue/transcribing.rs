@@ -12,6 +12,7 @@ use super::{QueuedTurn, RequestQueue};
 use crate::config::VoiceNotesConfig;
 use crate::ids::ConversationKey;
 use crate::llm::{CallOrigin, LlmError, Transcribe};
+use crate::ports::Inbound;
 use crate::turn::TurnError;
 use crate::voice::{self, VoiceRefusal};
 
@@ -21,7 +22,22 @@ pub struct VoiceNotes {
     pub settings: VoiceNotesConfig,
 }
 
+/// The answer to `inbound` as its member sees it: what was understood of a voice note
+/// first. The history keeps the model's own words.
+pub(super) fn as_heard(inbound: &Inbound, answer: String) -> String {
+    match voice::transcript_of(inbound) {
+        Some(transcript) => voice::quoted_answer(transcript, &answer),
+        None => answer,
+    }
+}
+
 impl RequestQueue {
+    /// Voice notes transcribed by `voice_notes.transcriber` before their turn.
+    pub fn with_voice_notes(mut self, voice_notes: VoiceNotes) -> Self {
+        self.voice_notes = Some(voice_notes);
+        self
+    }
+
     /// Whether `turn` must be transcribed before it runs: a new message (not a resumed
     /// turn, not a scheduled task's) with a voice note kept and not yet transcribed.
     pub(super) fn needs_transcript(turn: &QueuedTurn) -> bool {
