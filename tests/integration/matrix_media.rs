@@ -26,7 +26,9 @@ fn peak_rss_kb(pid: u32) -> u64 {
         .unwrap()
 }
 
-fn files_in(folder: &std::path::Path) -> Vec<std::path::PathBuf> {
+/// Every file in the message folders of the attachments folder `folder` (none if it is
+/// missing).
+pub(crate) fn files_in(folder: &std::path::Path) -> Vec<std::path::PathBuf> {
     let Ok(entries) = std::fs::read_dir(folder) else {
         return Vec::new();
     };

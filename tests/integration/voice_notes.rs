@@ -8,6 +8,7 @@ use std::path::Path;
 
 use serde_json::Value;
 
+use crate::matrix_media::files_in;
 use crate::support::hearth_app::{API_KEY, TestApp};
 use crate::support::llm_server::{ScriptedLlmServer, Step};
 use crate::support::telegram::{InboundMessage, TelegramServer, TgChat};
@@ -15,22 +16,6 @@ use crate::support::transcription_server::{Step as Heard, TranscriptionServer};
 use crate::support::voice::{is_ogg, opusinfo_seconds, spoken_ogg, stored_audio};
 use crate::telegram_channel::{TOKEN, alice, bot_says, start_on_telegram};
 use crate::voice_transcribed::{borrowed, transcribing_on};
-
-/// Every file under `folder`, one level of message folders deep.
-fn files_under(folder: &Path) -> Vec<std::path::PathBuf> {
-    std::fs::read_dir(folder)
-        .into_iter()
-        .flatten()
-        .flatten()
-        .flat_map(|entry| {
-            std::fs::read_dir(entry.path())
-                .into_iter()
-                .flatten()
-                .flatten()
-        })
-        .map(|entry| entry.path())
-        .collect()
-}
 
 #[actix::test]
 async fn a_telegram_voice_note_and_audio_file_are_stored_as_audio_with_their_duration() {
@@ -127,7 +112,7 @@ async fn a_telegram_voice_note_over_the_limit_is_stored_with_the_reason_and_no_f
         0,
         "no model is asked about what nobody heard"
     );
-    let kept = files_under(&app.folder.path().join("attachments"));
+    let kept = files_in(&app.folder.path().join("attachments"));
     assert!(kept.is_empty(), "{kept:?}");
     app.stop().await;
 }
@@ -256,10 +241,7 @@ async fn an_http_api_form_with_a_voice_note_is_stored_as_audio_with_the_files_du
         error.contains("100000 bytes") && error.contains("http.max_attachment_bytes"),
         "{body}"
     );
-    assert!(
-        files_under(&attachments).is_empty(),
-        "nothing refused is kept"
-    );
+    assert!(files_in(&attachments).is_empty(), "nothing refused is kept");
     assert_eq!(
         std::fs::read_dir(&attachments)
             .map(|entries| entries.count())
@@ -311,7 +293,7 @@ async fn an_http_api_form_with_a_voice_note_is_stored_as_audio_with_the_files_du
         "kept in the attachments folder, under the message"
     );
     assert_eq!(std::fs::read(path).unwrap(), note);
-    assert_eq!(files_under(&attachments).len(), 1);
+    assert_eq!(files_in(&attachments).len(), 1);
 
     // A form with only text is a message as the JSON one is.
     llm.push(Step::Reply("Text works too.".into()));

@@ -1,10 +1,10 @@
 //! A scripted LLM backend speaking real HTTP on 127.0.0.1: OpenAI chat completions
 //! (`POST /v1/chat/completions`) and Anthropic messages (`POST /v1/messages`).
 //!
-//! It runs on its own thread with its own actix system, so it serves async tests, the benchmark
-//! (which includes this file with `#[path]`) and `hearth` subprocesses alike. It therefore uses
-//! nothing from the test crate. Requests consume scripted `Step`s in order; with an empty script
-//! it echoes the last user message. Every request is recorded, and concurrency is measured.
+//! It runs on its own thread with its own actix system (`background_server.rs`), so it serves
+//! async tests, the benchmarks and `hearth` subprocesses alike. Requests consume scripted
+//! `Step`s in order; with an empty script it echoes the last user message. Every request is
+//! recorded, and concurrency is measured.
 //!
 //! Token usage it reports is a word count: input = words in all message texts (and the
 //! Anthropic `system`), output = words of the reply (of name and JSON arguments for tool calls).
@@ -13,7 +13,6 @@
 #![allow(dead_code)]
 
 use std::collections::VecDeque;
-use std::net::TcpListener;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::JoinHandle;
@@ -21,7 +20,9 @@ use std::time::Duration;
 
 use actix_web::dev::ServerHandle;
 use actix_web::http::StatusCode;
-use actix_web::{App, HttpRequest, HttpResponse, HttpServer, web};
+use actix_web::{HttpRequest, HttpResponse, web};
+
+use super::background_server::serve_in_background;
 use serde_json::{Value, json};
 
 #[path = "llm_stream.rs"]
@@ -115,48 +116,21 @@ pub struct ScriptedLlmServer {
 impl ScriptedLlmServer {
     /// Bind 127.0.0.1 on a free port and serve from a background thread; returns once listening.
     pub fn start() -> ScriptedLlmServer {
-        let listener = TcpListener::bind("127.0.0.1:0").expect("fake llm server: bind 127.0.0.1:0");
-        let port = listener
-            .local_addr()
-            .expect("fake llm server: local addr")
-            .port();
         let shared = Arc::new(Shared::default());
         let data = web::Data::from(Arc::clone(&shared));
-        let (handle_tx, handle_rx) = std::sync::mpsc::channel();
-        let thread = std::thread::Builder::new()
-            .name(format!("fake-llm-{port}"))
-            .spawn(move || {
-                actix_web::rt::System::new().block_on(async move {
-                    let server = HttpServer::new(move || {
-                        App::new()
-                            .app_data(data.clone())
-                            .app_data(web::PayloadConfig::new(64 * 1024 * 1024))
-                            .route("/v1/chat/completions", web::post().to(openai))
-                            .route("/v1/messages", web::post().to(anthropic))
-                    })
-                    // Two workers keep it light yet let the benchmark overlap requests.
-                    .workers(2)
-                    .backlog(4096)
-                    .disable_signals()
-                    .shutdown_timeout(1)
-                    .listen(listener)
-                    .expect("fake llm server: listen")
-                    .run();
-                    handle_tx
-                        .send(server.handle())
-                        .expect("fake llm server: report handle");
-                    let _ = server.await;
-                });
-            })
-            .expect("fake llm server: spawn thread");
-        let handle = handle_rx
-            .recv()
-            .expect("fake llm server: thread died before listening");
+        // Two workers keep it light yet let the benchmark overlap requests.
+        let server = serve_in_background("fake-llm", 2, move |routes| {
+            routes
+                .app_data(data.clone())
+                .app_data(web::PayloadConfig::new(64 * 1024 * 1024))
+                .route("/v1/chat/completions", web::post().to(openai))
+                .route("/v1/messages", web::post().to(anthropic));
+        });
         ScriptedLlmServer {
             shared,
-            port,
-            handle,
-            thread: Some(thread),
+            port: server.port,
+            handle: server.handle,
+            thread: Some(server.thread),
         }
     }
 

@@ -1,6 +1,7 @@
 //! Fakes that speak real protocols on loopback, hearth's actors on a paused clock, and the
 //! seeds of random moments, shared by the integration tests and the benchmarks.
 
+pub mod background_server;
 pub mod browser;
 pub mod buy_server;
 pub mod hearth_app;

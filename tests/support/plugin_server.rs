@@ -6,12 +6,13 @@
 #![allow(dead_code)]
 
 use std::collections::VecDeque;
-use std::net::TcpListener;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use actix_web::dev::ServerHandle;
-use actix_web::{App, HttpResponse, HttpServer, web};
+use actix_web::{HttpResponse, web};
+
+use super::background_server::serve_in_background;
 use serde_json::{Value, json};
 
 /// How the plugin answers one call.
@@ -67,33 +68,17 @@ async fn run(shared: web::Data<Shared>, body: web::Json<Value>) -> HttpResponse 
 
 impl PluginServer {
     pub fn start() -> PluginServer {
-        let listener = TcpListener::bind("127.0.0.1:0").expect("plugin server: bind");
-        let port = listener.local_addr().unwrap().port();
         let shared = Arc::new(Shared::default());
         let data = web::Data::from(Arc::clone(&shared));
-        let (handle_tx, handle_rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            actix_web::rt::System::new().block_on(async move {
-                let server = HttpServer::new(move || {
-                    App::new()
-                        .app_data(data.clone())
-                        .route("/run", web::post().to(run))
-                })
-                .workers(1)
-                .disable_signals()
-                .shutdown_timeout(1)
-                .listen(listener)
-                .expect("plugin server: listen")
-                .run();
-                handle_tx.send(server.handle()).unwrap();
-                let _ = server.await;
-            });
+        let server = serve_in_background("plugin-server", 1, move |routes| {
+            routes
+                .app_data(data.clone())
+                .route("/run", web::post().to(run));
         });
-        let handle = handle_rx.recv().expect("plugin server: started");
         PluginServer {
             shared,
-            port,
-            handle,
+            port: server.port,
+            handle: server.handle,
         }
     }
 

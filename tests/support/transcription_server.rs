@@ -1,6 +1,6 @@
 //! A scripted OpenAI-compatible transcription backend speaking real HTTP on 127.0.0.1:
 //! `POST /v1/audio/transcriptions`, its multipart body read by `multer` as a real server
-//! reads it. It runs on its own thread with its own actix system, like `llm_server.rs`.
+//! reads it. It runs on its own thread with its own actix system (`background_server.rs`).
 //! Requests consume scripted `Step`s in order; with an empty script it answers HTTP 500, so
 //! a test that forgot its script sees it fail. Every request is recorded.
 
@@ -8,14 +8,15 @@
 #![allow(dead_code)]
 
 use std::collections::VecDeque;
-use std::net::TcpListener;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 
 use actix_web::dev::ServerHandle;
 use actix_web::http::StatusCode;
 use actix_web::http::header::CONTENT_TYPE;
-use actix_web::{App, HttpRequest, HttpResponse, HttpServer, web};
+use actix_web::{HttpRequest, HttpResponse, web};
+
+use super::background_server::serve_in_background;
 use serde_json::json;
 
 /// What the server does with one request.
@@ -75,46 +76,20 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 impl TranscriptionServer {
     /// Bind 127.0.0.1 on a free port and serve from a background thread; returns once listening.
     pub fn start() -> TranscriptionServer {
-        let listener = TcpListener::bind("127.0.0.1:0").expect("fake transcription: bind");
-        let port = listener
-            .local_addr()
-            .expect("fake transcription: addr")
-            .port();
         let shared = Arc::new(Shared::default());
         *lock(&shared.stopped) = Some(tokio::sync::watch::Sender::new(false));
         let data = web::Data::from(Arc::clone(&shared));
-        let (handle_tx, handle_rx) = std::sync::mpsc::channel();
-        let thread = std::thread::Builder::new()
-            .name(format!("fake-transcription-{port}"))
-            .spawn(move || {
-                actix_web::rt::System::new().block_on(async move {
-                    let server = HttpServer::new(move || {
-                        App::new()
-                            .app_data(data.clone())
-                            .app_data(web::PayloadConfig::new(32 * 1024 * 1024))
-                            .route("/v1/audio/transcriptions", web::post().to(transcribe))
-                    })
-                    .workers(1)
-                    .disable_signals()
-                    .shutdown_timeout(1)
-                    .listen(listener)
-                    .expect("fake transcription: listen")
-                    .run();
-                    handle_tx
-                        .send(server.handle())
-                        .expect("fake transcription: report handle");
-                    let _ = server.await;
-                });
-            })
-            .expect("fake transcription: spawn thread");
-        let handle = handle_rx
-            .recv()
-            .expect("fake transcription: thread died before listening");
+        let server = serve_in_background("fake-transcription", 1, move |routes| {
+            routes
+                .app_data(data.clone())
+                .app_data(web::PayloadConfig::new(32 * 1024 * 1024))
+                .route("/v1/audio/transcriptions", web::post().to(transcribe));
+        });
         TranscriptionServer {
             shared,
-            port,
-            handle,
-            thread: Some(thread),
+            port: server.port,
+            handle: server.handle,
+            thread: Some(server.thread),
         }
     }
 

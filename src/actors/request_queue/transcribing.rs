@@ -39,7 +39,8 @@ impl RequestQueue {
     }
 
     /// Whether `turn` must be transcribed before it runs: a new message (not a resumed
-    /// turn, not a scheduled task's) with a voice note kept and not yet transcribed.
+    /// turn, not a scheduled task's) with a voice note not yet transcribed (one the channel
+    /// could not keep is refused there, saying why).
     pub(super) fn needs_transcript(turn: &QueuedTurn) -> bool {
         turn.resume.is_none()
             && turn.inbound.extras.profile_id.is_none()

@@ -27,13 +27,14 @@ mod methods;
 mod state;
 mod types;
 
-use std::net::TcpListener;
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
 use actix_web::dev::ServerHandle;
-use actix_web::{App, HttpServer, web};
+use actix_web::web;
+
+use super::background_server::serve_in_background;
 use serde_json::{Value, json};
 
 use state::{HeldFate, Hold, Shared};
@@ -63,56 +64,22 @@ impl TelegramServer {
     }
 
     pub fn start_as(token: &str, bot_username: &str) -> TelegramServer {
-        let listener = TcpListener::bind("127.0.0.1:0").expect("fake telegram: bind 127.0.0.1:0");
-        let port = listener
-            .local_addr()
-            .expect("fake telegram: local addr")
-            .port();
         let shared = Arc::new(Shared::new(token, bot_username));
         let data = web::Data::from(Arc::clone(&shared));
-        let (handle_tx, handle_rx) = std::sync::mpsc::channel();
-        let thread = std::thread::Builder::new()
-            .name(format!("fake-telegram-{port}"))
-            .spawn(move || {
-                actix_web::rt::System::new().block_on(async move {
-                    let server = HttpServer::new(move || {
-                        App::new()
-                            .app_data(data.clone())
-                            .app_data(web::PayloadConfig::new(64 * 1024 * 1024))
-                            .route("/bot{token}/{method}", web::route().to(http::api))
-                            .route("/file/bot{token}/{path:.*}", web::get().to(http::file))
-                            .default_service(web::to(http::not_found))
-                    })
-                    // Answers go out at once, as Telegram's do: no Nagle delay on loopback.
-                    .on_connect(|connection, _| {
-                        if let Some(tcp) =
-                            connection.downcast_ref::<actix_web::rt::net::TcpStream>()
-                        {
-                            let _ = tcp.set_nodelay(true);
-                        }
-                    })
-                    // Long polls are async waits, so one worker serves a bot and its tests.
-                    .workers(1)
-                    .disable_signals()
-                    .shutdown_timeout(1)
-                    .listen(listener)
-                    .expect("fake telegram: listen")
-                    .run();
-                    handle_tx
-                        .send(server.handle())
-                        .expect("fake telegram: report handle");
-                    let _ = server.await;
-                });
-            })
-            .expect("fake telegram: spawn thread");
-        let handle = handle_rx
-            .recv()
-            .expect("fake telegram: thread died before listening");
+        // Long polls are async waits, so one worker serves a bot and its tests.
+        let server = serve_in_background("fake-telegram", 1, move |routes| {
+            routes
+                .app_data(data.clone())
+                .app_data(web::PayloadConfig::new(64 * 1024 * 1024))
+                .route("/bot{token}/{method}", web::route().to(http::api))
+                .route("/file/bot{token}/{path:.*}", web::get().to(http::file))
+                .default_service(web::to(http::not_found));
+        });
         TelegramServer {
             shared,
-            port,
-            handle,
-            thread: Some(thread),
+            port: server.port,
+            handle: server.handle,
+            thread: Some(server.thread),
         }
     }
 
