@@ -36,8 +36,8 @@ pub enum VoiceRefusal {
     )]
     NotKept { note: String },
     #[error(
-        "I couldn't tell how long that voice note plays: {reason}. I only listen to voice notes \
-         I can measure (OGG, WAV, MP3, M4A or FLAC). Please record it again, or type your message."
+        "I couldn't tell how long that voice note plays: {reason}. Please record it again, \
+         or type your message."
     )]
     Unmeasurable { reason: AudioDurationError },
     #[error(
