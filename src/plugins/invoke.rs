@@ -381,4 +381,17 @@ mod tests {
         assert!(read_answer("buy", b"<html>").is_err());
         assert!(read_answer("buy", br#"{"text": "  "}"#).is_err());
     }
+
+    #[tokio::test]
+    async fn a_long_answer_parsed_on_the_blocking_pool_is_read_whole_and_a_cut_one_refused() {
+        let words = "milk ".repeat(PARSED_INLINE_BYTES / 4);
+        let long = serde_json::to_vec(&serde_json::json!({ "text": words })).unwrap();
+        assert!(long.len() > PARSED_INLINE_BYTES);
+        let (body, read) = read_answer_bounded("buy", long.clone()).await;
+        assert_eq!(body, long, "the body comes back");
+        assert_eq!(read, Ok(Ok(PluginAnswer::Text(words))));
+        let mut broken = long;
+        broken.truncate(PARSED_INLINE_BYTES + 10);
+        assert!(read_answer_bounded("buy", broken).await.1.is_err());
+    }
 }

@@ -530,6 +530,53 @@ mod tests {
         (platform, outbox, metrics)
     }
 
+    /// A platform whose one part is the thread that rendered it.
+    struct RenderedWhere;
+
+    #[async_trait]
+    impl Platform for RenderedWhere {
+        type Part = std::thread::ThreadId;
+
+        fn channel(&self) -> &'static str {
+            "test"
+        }
+
+        fn parts(&self, _entry: &OutboxEntry) -> Vec<std::thread::ThreadId> {
+            vec![std::thread::current().id()]
+        }
+
+        async fn deliver(
+            &self,
+            _entry: &OutboxEntry,
+            _index: usize,
+            _part: &std::thread::ThreadId,
+            _transaction_id: &str,
+        ) -> Result<Option<String>, DeliveryError> {
+            Ok(None)
+        }
+    }
+
+    #[tokio::test]
+    async fn a_long_text_is_rendered_off_the_actors_thread_and_a_short_one_on_it() {
+        let platform = Arc::new(RenderedWhere);
+        let here = std::thread::current().id();
+        let entry = |text: &str| OutboxEntry {
+            id: 1,
+            message: say(&"test:chat-1".parse().unwrap(), text, None),
+            created_at_ms: now_ms(),
+            attempts: 0,
+            parts_delivered: 0,
+        };
+        let where_rendered = |rendered: Rendered<std::thread::ThreadId>| match rendered {
+            Rendered::Parts(parts) => parts[0],
+            Rendered::Failed(_) | Rendered::Stopped => panic!("not rendered"),
+        };
+        let short = entry(&"a".repeat(RENDERED_INLINE_BYTES));
+        assert_eq!(where_rendered(rendered(&platform, &short).await), here);
+        let long = entry(&"a".repeat(RENDERED_INLINE_BYTES + 1));
+        assert_ne!(where_rendered(rendered(&platform, &long).await), here);
+    }
+
     /// When each attempt came, once the outbox has nothing left to deliver (delivered or
     /// given up), which must be within a day.
     async fn attempts_once_settled(platform: &Scripted, outbox: &InMemoryStore) -> Vec<Instant> {
