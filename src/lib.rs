@@ -39,6 +39,8 @@
 //! - [`ids`]: member, confirmation, conversation and prompt ids, each parsed once where it
 //!   comes in and written back in the form hearth stores and sends.
 //! - [`family`], [`metrics`], [`readiness`]: the allow-list, Prometheus counters, `/readyz`.
+//! - [`actor_thread`]: the actors' thread watched: how late its timers run, and a stall
+//!   logged with the spans it was inside.
 //! - [`redaction`]: the password of a url, never shown.
 //! - [`retention`]: the background pruning of what is kept only for a while.
 //! - [`backoff`]: how long every retry loop waits after failures in a row.
@@ -50,6 +52,7 @@
 //!
 //! ARCHITECTURE.md states the layers the modules stand in and the invariants.
 
+pub mod actor_thread;
 pub mod actors;
 pub mod app;
 pub mod backoff;

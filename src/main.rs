@@ -20,7 +20,10 @@ use std::time::{Duration, Instant};
 use anyhow::Context as _;
 use clap::{Parser, Subcommand};
 use tracing_subscriber::EnvFilter;
+use tracing_subscriber::layer::SubscriberExt;
+use tracing_subscriber::util::SubscriberInitExt;
 
+use hearth::actor_thread::spans::ActorThreadSpans;
 use hearth::app::{self, StartOptions};
 use hearth::config::{self, LoadOptions, LoadedConfig};
 use hearth::ids::{ConversationKey, MemberId};
@@ -157,12 +160,16 @@ fn run_command(cli: Cli) -> anyhow::Result<()> {
         Command::Doctor => "warn,rmcp=off",
         _ => "info",
     };
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            EnvFilter::try_from_env("HEARTH_LOG").unwrap_or_else(|_| EnvFilter::new(level)),
+    // The spans the actors' thread is inside are kept for its watchdog: a stall's log
+    // names the turn that held it (`hearth::actor_thread`).
+    tracing_subscriber::registry()
+        .with(EnvFilter::try_from_env("HEARTH_LOG").unwrap_or_else(|_| EnvFilter::new(level)))
+        .with(
+            tracing_subscriber::fmt::layer()
+                .with_writer(std::io::stderr)
+                .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr())),
         )
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .with(ActorThreadSpans)
         .init();
     let local_model = match &cli.command {
         Command::Run { model } | Command::Chat { model, .. } => model.local_model,

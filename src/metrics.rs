@@ -1,21 +1,42 @@
-//! Prometheus counters and gauges, kept in memory and rendered as text by `GET /metrics`.
+//! Prometheus counters, gauges and the actors' thread's stall histogram (`histogram.rs`),
+//! kept in memory and rendered as text by `GET /metrics`.
 //!
 //! One `Metrics` value is created at start-up and handed to every actor that counts.
+
+mod histogram;
 
 use std::collections::BTreeMap;
 use std::fmt::Write;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicI64, Ordering};
+use std::time::Duration;
+
+use histogram::Histogram;
+pub use histogram::{HistogramSnapshot, STALL_BUCKETS};
 
 /// A metric name plus its label pairs, e.g. `("hearth_turns_total", [("outcome","ok")])`.
 type SeriesKey = (&'static str, Vec<(&'static str, String)>);
 
-#[derive(Default)]
 pub struct Metrics {
     counters: Mutex<BTreeMap<SeriesKey, f64>>,
     queue_depth: AtomicI64,
     active_conversations: AtomicI64,
+    actor_thread_stalls: Histogram,
 }
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Metrics {
+            counters: Mutex::default(),
+            queue_depth: AtomicI64::default(),
+            active_conversations: AtomicI64::default(),
+            actor_thread_stalls: Histogram::new(STALL_BUCKETS),
+        }
+    }
+}
+
+const ACTOR_THREAD_STALL: &str = "hearth_actor_thread_stall_seconds";
+const ACTOR_THREAD_STALL_HELP: &str = "How late the actors' thread ran its timer tick: the time it was held by work that did not yield.";
 
 const HELP: &[(&str, &str, &str)] = &[
     (
@@ -141,6 +162,16 @@ impl Metrics {
         );
     }
 
+    /// One tick of the actors' thread ran `late` after it was due.
+    pub fn observe_actor_thread_stall(&self, late: Duration) {
+        self.actor_thread_stalls.observe(late);
+    }
+
+    /// `hearth_actor_thread_stall_seconds` as it stands.
+    pub fn actor_thread_stalls(&self) -> HistogramSnapshot {
+        self.actor_thread_stalls.snapshot()
+    }
+
     /// The value of one series, for tests and readiness details.
     pub fn value(&self, name: &str, labels: &[(&str, &str)]) -> f64 {
         let counters = self.counters.lock().unwrap_or_else(|p| p.into_inner());
@@ -185,6 +216,8 @@ impl Metrics {
              # TYPE hearth_queue_active_conversations gauge\nhearth_queue_active_conversations {}",
             self.active_conversations.load(Ordering::Relaxed)
         );
+        self.actor_thread_stalls
+            .render(&mut text, ACTOR_THREAD_STALL, ACTOR_THREAD_STALL_HELP);
         text
     }
 }

@@ -23,6 +23,7 @@ use std::time::Duration;
 use actix::{Actor, Addr, AsyncContext, Context, Recipient};
 use actix_web::dev::ServerHandle;
 
+use crate::actor_thread::ActorThreadWatch;
 use crate::actors::channels::core::ReminderAnswers;
 #[cfg(feature = "matrix")]
 use crate::actors::channels::matrix::MatrixStartError;
@@ -106,6 +107,9 @@ pub struct RunningApp {
     /// The small local model's server, when every profile answers with it; stopped by
     /// `stop`, killed on drop.
     local_model: Option<LocalModelServer>,
+    /// The watch on the actors' thread (`hearth_actor_thread_stall_seconds`, stalls
+    /// logged); ended by `stop` or on drop.
+    actor_thread: Option<ActorThreadWatch>,
 }
 
 /// A task that ends when this is dropped.
@@ -159,6 +163,9 @@ impl RunningApp {
         if let Some(lock) = &self.instance_lock {
             lock.release();
         }
+        if let Some(watch) = &self.actor_thread {
+            watch.stop();
+        }
     }
 
     /// The small local model's OpenAI root (`http://127.0.0.1:PORT/v1`), when it answers.
@@ -196,12 +203,14 @@ pub enum StartError {
 }
 
 /// Starts hearth with the models config `llms` names; the small local model's server first,
-/// when every profile answers with it.
+/// when every profile answers with it. Its thread, the actors' one, is watched for stalls
+/// (`actor_thread`).
 pub async fn start(loaded: &LoadedConfig, options: StartOptions) -> Result<RunningApp, StartError> {
     let local_model = models::start_local_model(loaded).await?;
     let models = models::build_models(loaded, local_model.as_ref())?;
     let mut running = start_with_models(loaded, options, models).await?;
     running.local_model = local_model;
+    running.actor_thread = Some(ActorThreadWatch::start(running.metrics.clone()));
     Ok(running)
 }
 
@@ -577,6 +586,8 @@ pub async fn start_with_models(
         worker,
         pruner: AbortOnDrop(pruner),
         local_model: None,
+        // Not on the paused clock's tests (`start_with_models`): their clock jumps.
+        actor_thread: None,
     })
 }
 

@@ -1,7 +1,8 @@
 //! `POST /inbound` as `multipart/form-data`: the fields of the JSON form (`user_id`,
 //! `text`, `session_id`, `message_id`) and one audio file, `audio`, streamed into
 //! `<attachments folder>/<inbox id>/<safe file name>` within `http.max_attachment_bytes`
-//! and sent on as an audio attachment, with its duration read from the file. The caller is
+//! and sent on as an audio attachment (its length is measured from the file before it is
+//! transcribed, as every voice note's is). The caller is
 //! authenticated before any of the body is read; a file whose message is refused, a
 //! duplicate or not stored is removed with its folder.
 
@@ -17,7 +18,6 @@ use super::HttpState;
 use super::auth::inbound_caller;
 use super::inbound::{InboundFields, MAX_TEXT_CHARS, bad_request, inbound_of, submit};
 use crate::actors::channels::core::attachments::{StoreError, safe_file_name, store_limited};
-use crate::actors::channels::core::audio_duration::read_duration_seconds;
 use crate::ports::{Attachment, AttachmentKind, Inbound};
 
 /// The form's file field.
@@ -206,7 +206,8 @@ async fn store_audio(
         file_name,
         mime_type: Some(mime),
         size_bytes,
-        duration_seconds: read_duration_seconds(&path).await,
+        // Measured from the file before it is transcribed, as every voice note is.
+        duration_seconds: None,
         path: Some(path.display().to_string()),
         note: None,
         transcript: None,

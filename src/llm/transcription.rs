@@ -18,7 +18,8 @@ pub struct AudioFile {
     pub file_name: String,
     pub mime_type: Option<String>,
     pub size_bytes: u64,
-    /// How long it plays, when the platform or the file said so.
+    /// How long it plays, measured from the file before it is sent (the request queue's
+    /// `voice::audio_duration`), never as a platform stated it: what its cost is counted on.
     pub duration_seconds: Option<u32>,
 }
 

@@ -158,12 +158,10 @@ impl PluginInvoker {
             })?;
         let status = response.status().as_u16();
         let body = read_capped(plugin, response).await?;
-        let body = body.as_slice();
+        let (body, answer) = read_answer_bounded(plugin, body).await;
         if !(200..300).contains(&status) {
             // An answer in the plugin protocol (`{"error": ...}`) says more than a status.
-            if let Ok(answer) = read_answer(plugin, body)
-                && let Err(reported) = answer
-            {
+            if let Ok(Err(reported)) = answer {
                 return Err(reported);
             }
             return Err(PluginCallError::HttpStatus {
@@ -172,7 +170,7 @@ impl PluginInvoker {
                 body: String::from_utf8_lossy(&body[..body.len().min(200)]).into_owned(),
             });
         }
-        read_answer(plugin, body)?
+        answer?
     }
 
     async fn call_command(
@@ -261,8 +259,35 @@ impl PluginInvoker {
                 errors.trim()
             )));
         }
-        read_answer(plugin, &output)?
+        read_answer_bounded(plugin, output).await.1?
     }
+}
+
+/// An answer longer than this is parsed on the blocking pool: parsing grows with the
+/// answer (up to `MAX_ANSWER_BYTES`); a shorter one parses in about the time the hop to
+/// the pool and back takes (tens of microseconds).
+const PARSED_INLINE_BYTES: usize = 16 * 1024;
+
+type AnswerRead = Result<Result<PluginAnswer, PluginCallError>, PluginCallError>;
+
+/// `read_answer` of `body`, off the actors' thread when it is long; the body given back.
+async fn read_answer_bounded(plugin: &str, body: Vec<u8>) -> (Vec<u8>, AnswerRead) {
+    if body.len() <= PARSED_INLINE_BYTES {
+        let read = read_answer(plugin, &body);
+        return (body, read);
+    }
+    let name = plugin.to_string();
+    let parsing = tokio::task::spawn_blocking(move || {
+        let read = read_answer(&name, &body);
+        (body, read)
+    });
+    parsing.await.unwrap_or_else(|_| {
+        let failed = PluginCallError::BadAnswer {
+            plugin: plugin.to_string(),
+            reason: "its answer could not be read".into(),
+        };
+        (Vec::new(), Err(failed))
+    })
 }
 
 /// An HTTP plugin's answer, read chunk by chunk and refused past `MAX_ANSWER_BYTES` (never
@@ -355,5 +380,18 @@ mod tests {
         );
         assert!(read_answer("buy", b"<html>").is_err());
         assert!(read_answer("buy", br#"{"text": "  "}"#).is_err());
+    }
+
+    #[tokio::test]
+    async fn a_long_answer_parsed_on_the_blocking_pool_is_read_whole_and_a_cut_one_refused() {
+        let words = "milk ".repeat(PARSED_INLINE_BYTES / 4);
+        let long = serde_json::to_vec(&serde_json::json!({ "text": words })).unwrap();
+        assert!(long.len() > PARSED_INLINE_BYTES);
+        let (body, read) = read_answer_bounded("buy", long.clone()).await;
+        assert_eq!(body, long, "the body comes back");
+        assert_eq!(read, Ok(Ok(PluginAnswer::Text(words))));
+        let mut broken = long;
+        broken.truncate(PARSED_INLINE_BYTES + 10);
+        assert!(read_answer_bounded("buy", broken).await.1.is_err());
     }
 }

@@ -1,13 +1,18 @@
-//! Voice notes, the domain: which audio of a message is transcribed, the message's text
-//! once it is (a spoken slash command read as typed), the quote of what was understood
-//! that goes before the answer, and what the member is told when a voice note cannot be
-//! understood. The request queue transcribes (`actors/request_queue/transcribing.rs`);
+//! Voice notes, the domain: which audio of a message is transcribed, how long it plays as
+//! measured from its file (`audio_duration.rs`), the message's text once it is transcribed
+//! (a spoken slash command read as typed), the quote of what was understood that goes
+//! before the answer, and what the member is told when a voice note cannot be understood.
+//! The request queue measures and transcribes (`actors/request_queue/transcribing.rs`);
 //! this module decides everything it says and writes.
 
+pub mod audio_duration;
+
 use std::fmt::Write;
+use std::path::PathBuf;
 
 use crate::llm::{AudioFile, LlmError};
 use crate::ports::{Attachment, AttachmentKind, Inbound};
+use audio_duration::AudioDurationError;
 
 /// The longest quote of a transcript shown before the answer; the model reads it all.
 const MAX_QUOTE_CHARS: usize = 300;
@@ -30,6 +35,11 @@ pub enum VoiceRefusal {
         "I couldn't get that voice note: {note}. Please type your message, or send a shorter voice note."
     )]
     NotKept { note: String },
+    #[error(
+        "I couldn't tell how long that voice note plays: {reason}. Please record it again, \
+         or type your message."
+    )]
+    Unmeasurable { reason: AudioDurationError },
     #[error(
         "I can't listen to voice notes here: no transcription service is set up. \
          Please type your message."
@@ -85,30 +95,37 @@ pub fn untranscribed(inbound: &Inbound) -> Option<(usize, &Attachment)> {
         })
 }
 
-/// `attachment` as the transcription backend gets it; why it cannot be, when the channel
-/// could not keep its file (too large, the download failed).
-pub fn audio_file(attachment: &Attachment) -> Result<AudioFile, VoiceRefusal> {
-    let Some(path) = &attachment.path else {
-        let note = attachment
-            .note
-            .as_deref()
-            .unwrap_or("it was not downloaded");
-        return Err(VoiceRefusal::NotKept {
-            note: note.to_string(),
-        });
-    };
-    Ok(AudioFile {
-        path: path.into(),
+/// Where the file of `attachment` is kept; why it is not, when the channel could not keep
+/// it (too large, the download failed).
+pub fn kept_file(attachment: &Attachment) -> Result<PathBuf, VoiceRefusal> {
+    match &attachment.path {
+        Some(path) => Ok(PathBuf::from(path)),
+        None => {
+            let note = attachment
+                .note
+                .as_deref()
+                .unwrap_or("it was not downloaded");
+            Err(VoiceRefusal::NotKept {
+                note: note.to_string(),
+            })
+        }
+    }
+}
+
+/// `attachment`, kept at `path`, as the transcription backend gets it, with the length
+/// measured from its file: what the broker counts its cost on.
+pub fn audio_file(attachment: &Attachment, path: PathBuf, measured_seconds: u32) -> AudioFile {
+    AudioFile {
+        path,
         file_name: attachment.file_name.clone(),
         mime_type: attachment.mime_type.clone(),
         size_bytes: attachment.size_bytes,
-        duration_seconds: attachment.duration_seconds,
-    })
+        duration_seconds: Some(measured_seconds),
+    }
 }
 
-/// Whether `attachment` plays longer than `limit` seconds, as far as anyone said.
-pub fn too_long(attachment: &Attachment, limit: u32) -> Option<VoiceRefusal> {
-    let seconds = attachment.duration_seconds?;
+/// The refusal of a voice note measured at `seconds` when it plays longer than `limit`.
+pub fn too_long(seconds: u32, limit: u32) -> Option<VoiceRefusal> {
     (seconds > limit).then_some(VoiceRefusal::TooLong { seconds, limit })
 }
 

@@ -3,6 +3,7 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+mod actor_thread;
 mod approvals;
 mod calendar;
 mod calendar_kill;
@@ -74,6 +75,7 @@ mod tools_stack;
 mod transcription;
 mod vision;
 mod voice_kill;
+mod voice_measured;
 mod voice_notes;
 mod voice_transcribed;
 mod web_calendar;

@@ -3,8 +3,9 @@
 //! the transcript reaches the model with a note that it was spoken, and the answer starts
 //! with what was understood. A spoken slash command picks its profile, and one whose tool
 //! asks first waits for the member's press as a typed one does; a backend that is
-//! down is told once and the note answered on a retry; a note too long, not kept or with
-//! no backend configured is told plainly and never sent to a model.
+//! down is told once and the note answered on a retry; a note too long (as measured from
+//! its file), unmeasurable, not kept or with no backend configured is told plainly and
+//! never sent to a model.
 
 use serde_json::json;
 
@@ -220,25 +221,32 @@ async fn a_transcription_backend_that_is_down_is_told_once_and_the_note_answered
 }
 
 #[actix::test]
-async fn a_voice_note_too_long_or_not_kept_is_told_plainly_and_reaches_no_model() {
+async fn a_voice_note_too_long_unmeasurable_or_not_kept_is_told_plainly_and_reaches_no_model() {
     let llm = ScriptedLlmServer::start();
     let telegram = TelegramServer::start(TOKEN);
     let whisper = TranscriptionServer::start();
-    let limits = [
-        ("HEARTH__VOICE_NOTES__MAX_DURATION_SECONDS", "2"),
-        ("HEARTH__CHANNELS__TELEGRAM__MAX_ATTACHMENT_BYTES", "4096"),
-    ];
+    let limits = [("HEARTH__VOICE_NOTES__MAX_DURATION_SECONDS", "1")];
     let env = transcribing_on(&whisper, &limits);
     let app = start_on_telegram(&llm, &telegram, "", None, &borrowed(&env)).await;
     let chat = TgChat::private(&alice());
-    let note = spoken_ogg("This one goes on and on");
+    let note = spoken_ogg("This one goes on and on and on, far longer than it should");
+    let seconds = opusinfo_seconds(&note).round() as u32;
 
-    // Telegram says how long it plays: over the limit, it is never transcribed.
-    let small = &note[..note.len().min(4000)];
-    telegram.push_voice(&chat, &alice(), small, 421, None);
-    bot_says(&telegram, 1001, "That voice note is 7 min 1 s long").await;
+    // Measured from its file: over the limit, it is never transcribed.
+    telegram.push_voice(&chat, &alice(), &note, 421, None);
+    bot_says(&telegram, 1001, "That voice note is").await;
+    // A file that is no audio at all cannot be measured: refused, in words.
+    let not_audio = b"This file holds no audio at all. ".repeat(40);
+    telegram.push_voice(&chat, &alice(), &not_audio, 1, None);
+    bot_says(
+        &telegram,
+        1001,
+        "I couldn't tell how long that voice note plays",
+    )
+    .await;
     // Too large to download: told why, in words.
-    telegram.push_voice(&chat, &alice(), &note, 2, None);
+    let too_large = vec![7u8; 1_048_577];
+    telegram.push_voice(&chat, &alice(), &too_large, 1, None);
     bot_says(
         &telegram,
         1001,
@@ -251,10 +259,17 @@ async fn a_voice_note_too_long_or_not_kept_is_told_plainly_and_reaches_no_model(
     let said = telegram.bot_texts_in(1001);
     assert_eq!(
         said[0],
-        "That voice note is 7 min 1 s long, and I can only listen to voice notes up to 2 s. \
-         Please send a shorter one, or type your message."
+        format!(
+            "That voice note is {seconds} s long, and I can only listen to voice notes up to \
+             1 s. Please send a shorter one, or type your message."
+        )
     );
-    assert_eq!(said.len(), 2, "{said:?}");
+    assert_eq!(
+        said[1],
+        "I couldn't tell how long that voice note plays: its file is in no format I can read \
+         (OGG, WAV, MP3, M4A or FLAC). Please record it again, or type your message."
+    );
+    assert_eq!(said.len(), 3, "{said:?}");
     app.stop().await;
 }
 

@@ -69,7 +69,8 @@ pub struct TranscriptionEntry {
 }
 
 impl TranscriptionEntry {
-    /// An audio of unknown length costs nothing rather than a guess.
+    /// Counted on the length measured from the file; an audio of unknown length (none the
+    /// queue sends) costs nothing rather than a guess.
     pub fn cost(&self, duration_seconds: Option<u32>) -> f64 {
         f64::from(duration_seconds.unwrap_or(0)) / 60.0 * self.cost_per_audio_minute
     }

@@ -1,9 +1,15 @@
-//! A voice note transcribed before its turn: the audio goes to the transcription backend
+//! A voice note transcribed before its turn: its file is measured first (on the blocking
+//! pool, within a deadline: `voice::audio_duration`), and the measured length, never the
+//! one the platform stated, is held against `voice_notes.max_duration_seconds` and sent
+//! with the audio for its cost; then the audio goes to the transcription backend
 //! (`Transcribe`, through the LLM broker), the transcript is stored as the message's text
-//! with its attachment, and only then is the turn routed, so a spoken slash command picks
-//! its profile and a retry or another worker reads the transcript instead of transcribing
-//! again. Too long, silent or refused, the member is told why (`voice::VoiceRefusal`); a
-//! backend that is down is a transient failure, retried like a model that is down.
+//! with its attachment and measured length, and only then is the turn routed, so a spoken
+//! slash command picks its profile and a retry or another worker reads the transcript
+//! instead of transcribing again. Unmeasurable, too long, silent or refused, the member is
+//! told why (`voice::VoiceRefusal`); a backend that is down is a transient failure, retried
+//! like a model that is down.
+
+use std::path::PathBuf;
 
 use actix::fut::{ActorFutureExt, WrapFuture};
 use actix::{AsyncContext, Context, Recipient};
@@ -12,8 +18,9 @@ use super::{QueuedTurn, RequestQueue};
 use crate::config::VoiceNotesConfig;
 use crate::ids::ConversationKey;
 use crate::llm::{CallOrigin, LlmError, Transcribe};
-use crate::ports::Inbound;
+use crate::ports::{Attachment, Inbound};
 use crate::turn::TurnError;
+use crate::voice::audio_duration::{measure_off_thread, whole_seconds};
 use crate::voice::{self, VoiceRefusal};
 
 /// Where voice notes are transcribed, and their limits.
@@ -29,6 +36,32 @@ pub(super) fn as_heard(inbound: &Inbound, answer: String) -> String {
         Some(transcript) => voice::quoted_answer(transcript, &answer),
         None => answer,
     }
+}
+
+/// How long the voice note `attachment` of `inbound`, kept at `path`, plays, measured from
+/// its file on the blocking pool whatever the platform stated; a file that cannot be
+/// measured is refused before anything is sent anywhere.
+async fn measured_seconds(
+    inbound: &Inbound,
+    attachment: &Attachment,
+    path: PathBuf,
+) -> Result<u32, TurnError> {
+    let measured = measure_off_thread(path).await.map_err(|reason| {
+        tracing::info!(inbox_id = %inbound.id, conversation = %inbound.conversation,
+            %reason, "voice note refused: its length cannot be measured");
+        TurnError::Voice(VoiceRefusal::Unmeasurable { reason })
+    })?;
+    let seconds = whole_seconds(measured);
+    let stated = attachment.duration_seconds;
+    if stated.is_some_and(|stated| stated != seconds) {
+        tracing::info!(inbox_id = %inbound.id, conversation = %inbound.conversation,
+            stated_seconds = stated, measured_seconds = seconds,
+            "voice note's stated length differs from its file's; the measured one counts");
+    } else {
+        tracing::debug!(inbox_id = %inbound.id, stated_seconds = stated,
+            measured_ms = measured.as_millis() as u64, "voice note measured");
+    }
+    Ok(seconds)
 }
 
 impl RequestQueue {
@@ -64,26 +97,31 @@ impl RequestQueue {
             return self.turn_finished(turn, Err(error), ctx);
         };
         let limit = voice_notes.settings.max_duration_seconds;
-        if let Some(refusal) = voice::too_long(attachment, limit) {
-            return self.turn_finished(turn, Err(TurnError::Voice(refusal)), ctx);
-        }
-        let audio = match voice::audio_file(attachment) {
-            Ok(audio) => audio,
+        let path = match voice::kept_file(attachment) {
+            Ok(path) => path,
             Err(refusal) => return self.turn_finished(turn, Err(TurnError::Voice(refusal)), ctx),
         };
-        let request = Transcribe {
-            audio,
-            origin: CallOrigin {
-                profile_id: None,
-                conversation_key: Some(key.clone()),
-                member_id: Some(turn.inbound.member_id.clone()),
-            },
+        let attachment = attachment.clone();
+        let origin = CallOrigin {
+            profile_id: None,
+            conversation_key: Some(key.clone()),
+            member_id: Some(turn.inbound.member_id.clone()),
         };
         let transcriber = voice_notes.transcriber.clone();
         let inbox = self.inbox.clone();
         let router = self.router.clone();
         let mut inbound = turn.inbound.clone();
         let work = async move {
+            let seconds = measured_seconds(&inbound, &attachment, path.clone()).await?;
+            if let Some(refusal) = voice::too_long(seconds, limit) {
+                return Err(TurnError::Voice(refusal));
+            }
+            // The length every later reading of the message sees, and the cost is counted on.
+            inbound.extras.attachments[index].duration_seconds = Some(seconds);
+            let request = Transcribe {
+                audio: voice::audio_file(&attachment, path, seconds),
+                origin,
+            };
             let transcript = transcriber
                 .send(request)
                 .await

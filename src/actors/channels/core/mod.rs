@@ -33,9 +33,7 @@
 //! - `texts.rs`: `/help`, the busy reply, the words a settled prompt ends with;
 //! - `typing.rs`: "typing…" while a conversation's turns run;
 //! - `attachments.rs`: safe file names, the note for a file over the size limit, and the
-//!   download streamed to disk within it;
-//! - `audio_duration.rs`: how long a stored OGG or WAV file plays, read from its head and
-//!   tail, for a platform that does not say.
+//!   download streamed to disk within it.
 //!
 //! A build without any chat platform (`--no-default-features`) still compiles the core, so
 //! every build checks it, but nothing calls most of it.
@@ -49,7 +47,6 @@ pub(crate) mod actor;
 mod actor_tests;
 pub(crate) mod adapter;
 pub mod attachments;
-pub(crate) mod audio_duration;
 pub(crate) mod commands;
 pub(crate) mod delivery;
 mod delivery_ids;

@@ -42,12 +42,14 @@ impl std::fmt::Display for DeliveryError {
 #[async_trait]
 pub(crate) trait Platform: Send + Sync + 'static {
     /// A part as this platform sends it (a rendered message, a reaction, an edit).
-    type Part: Send + Sync;
+    type Part: Send + Sync + 'static;
 
     /// The channel name (`Inbound::channel`) whose outbox rows this platform delivers.
     fn channel(&self) -> &'static str;
 
-    /// The parts `entry` is delivered in, in order; at least one.
+    /// The parts `entry` is delivered in, in order; at least one. Every rendering of the
+    /// text happens here, never in `deliver`: the core runs this on the blocking pool for
+    /// a long text, whose rendering grows with its length.
     fn parts(&self, entry: &OutboxEntry) -> Vec<Self::Part>;
 
     /// Deliver part `index` of `entry`; the platform's id of what it sent, if it has one.

@@ -20,8 +20,8 @@ use crate::ports::{OutboxEntry, OutgoingKind};
 
 /// What a message is delivered as, part by part.
 pub(crate) enum Part {
-    /// A reply: an `m.notice` with the markdown as HTML and a plain body.
-    Notice,
+    /// A reply: an `m.notice` with the markdown as HTML and a plain body, rendered once.
+    Notice(Box<RoomMessageEventContent>),
     /// A confirmation's prompt, then the two reactions seeded on it.
     Prompt,
     Reaction(&'static str),
@@ -54,7 +54,7 @@ impl Platform for MatrixAdapter {
 
     fn parts(&self, entry: &OutboxEntry) -> Vec<Part> {
         match &entry.message.kind {
-            OutgoingKind::Reply => vec![Part::Notice],
+            OutgoingKind::Reply => vec![Part::Notice(Box::new(notice(&entry.message.text)))],
             OutgoingKind::Prompt { prompt, .. } => {
                 let second = match prompt {
                     PromptId::Reminder(_) => SNOOZE,
@@ -88,10 +88,15 @@ impl Platform for MatrixAdapter {
             .and_then(|event| event.parse().ok());
         let transaction_id: OwnedTransactionId = transaction_id.into();
         match (part, &message.kind) {
-            (Part::Notice, _) => {
-                let content = notice(&message.text);
-                let sent =
-                    send_message(self, &conversation, content, reply_to, transaction_id).await?;
+            (Part::Notice(content), _) => {
+                let sent = send_message(
+                    self,
+                    &conversation,
+                    (**content).clone(),
+                    reply_to,
+                    transaction_id,
+                )
+                .await?;
                 Ok(Some(sent.to_string()))
             }
             (Part::Prompt, OutgoingKind::Prompt { prompt, .. }) => confirmations::send_prompt(
