@@ -234,7 +234,9 @@ impl ProfileCalendars {
                 Ok(calendars) => {
                     let client = self.client()?;
                     for calendar in calendars {
-                        match client.events_between(&calendar.url, range.from, range.to).await
+                        match client
+                            .events_between(&calendar.url, range.from, range.to)
+                            .await
                         {
                             Ok(resources) => {
                                 fetched.extend(resources.into_iter().map(|resource| Fetched {

@@ -194,10 +194,7 @@ mod tests {
         for _ in 0..MAX_COMPONENTS {
             many.push_str("BEGIN:VEVENT\nEND:VEVENT\n");
         }
-        assert_eq!(
-            checked_for_parsing(&many),
-            Err(Refused::TooManyComponents)
-        );
+        assert_eq!(checked_for_parsing(&many), Err(Refused::TooManyComponents));
         let long = format!(
             "BEGIN:VCALENDAR\nX-LONG:{}\nEND:VCALENDAR\n",
             "a".repeat(MAX_LINE_BYTES)

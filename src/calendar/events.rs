@@ -26,7 +26,13 @@ pub enum ReadError {
 fn parsed_calendar(text: &str) -> Result<Calendar, ReadError> {
     let checked = checked_for_parsing(text)?;
     let parsed = icalendar::parser::read_calendar(&checked).map_err(|error| {
-        let first_line: String = error.lines().next().unwrap_or_default().chars().take(200).collect();
+        let first_line: String = error
+            .lines()
+            .next()
+            .unwrap_or_default()
+            .chars()
+            .take(200)
+            .collect();
         ReadError::NotICalendar { first_line }
     })?;
     Ok(Calendar::from(parsed))

@@ -73,13 +73,19 @@ fn a_calendar_nested_deeper_than_the_bound_is_refused_before_the_parser_sees_it(
     let levels = 12_000;
     let text = "BEGIN:VCALENDAR\r\n".repeat(levels) + "END:VCALENDAR\r\n".repeat(levels).as_str();
     let error = read_events(&text).unwrap_err();
-    assert!(matches!(error, ReadError::Refused(Refused::TooDeep { .. })), "{error}");
+    assert!(
+        matches!(error, ReadError::Refused(Refused::TooDeep { .. })),
+        "{error}"
+    );
     assert!(changed_event_text(&text, &fields(), Utc::now()).is_err());
     // Folded lines and mixed line ends are read as before.
     let folded = FROM_ANOTHER_CLIENT
         .replace("SUMMARY:Swimming\r\n", "SUMMARY:Swim\r\n ming\r\n")
         .replace("LOCATION:City pool\r\n", "LOCATION:City pool\n");
-    assert_eq!(read_events(&folded).unwrap(), read_events(FROM_ANOTHER_CLIENT).unwrap());
+    assert_eq!(
+        read_events(&folded).unwrap(),
+        read_events(FROM_ANOTHER_CLIENT).unwrap()
+    );
 }
 
 fn fields() -> EventFields {

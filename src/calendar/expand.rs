@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 use chrono::{DateTime, NaiveDate, TimeDelta, Utc};
 
 use super::events::{EventData, EventTime};
+use super::phrasing::shortened;
 use crate::local_time::{RecurrenceRule, WalkLimits, ZoneName};
 
 /// At most this many occurrences of one event are listed for one range.
@@ -114,7 +115,7 @@ pub fn occurrences(
             }
             Err(reason) => {
                 not_expanded = Some(NotExpanded {
-                    summary: main.summary.clone(),
+                    summary: shortened(&main.summary).into_owned(),
                     rule: shown_rule(rule),
                     reason,
                 });
@@ -231,7 +232,14 @@ fn expand(
     };
     // One more than listed: the first may be among them.
     let walked = rule
-        .occurrences_between(own_zone, wall, after, to, MAX_OCCURRENCES_PER_EVENT + 1, limits)
+        .occurrences_between(
+            own_zone,
+            wall,
+            after,
+            to,
+            MAX_OCCURRENCES_PER_EVENT + 1,
+            limits,
+        )
         .map_err(|cut| cut.to_string())?;
     let mut starts = vec![first];
     for start in walked {

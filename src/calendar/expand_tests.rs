@@ -176,7 +176,7 @@ fn one_walk_finds_the_times_asking_again_and_again_found() {
         "FREQ=YEARLY;BYMONTH=3,10;BYDAY=-1SU",
         "FREQ=YEARLY;COUNT=5",
         "FREQ=HOURLY;INTERVAL=5;BYMINUTE=0,30",
-        "FREQ=HOURLY;BYMINUTE=0,20,40;COUNT=3000",
+        "FREQ=HOURLY;BYMINUTE=0,20,40;COUNT=600",
         "BYDAY=SA;FREQ=WEEKLY",
     ];
     let starts = [
@@ -193,8 +193,8 @@ fn one_walk_finds_the_times_asking_again_and_again_found() {
     for start in starts {
         for rule in rules {
             let event = event_with(start, rule);
-            for step in 0..14 {
-                let from = origin + TimeDelta::days(29 * step) + TimeDelta::hours(7 * step);
+            for step in 0..10 {
+                let from = origin + TimeDelta::days(37 * step) + TimeDelta::hours(7 * step);
                 for days in [1, 9, 40] {
                     let to = from + TimeDelta::days(days);
                     let before = starts_asking_again_and_again(&event, rule, from, to, zone);
@@ -205,7 +205,7 @@ fn one_walk_finds_the_times_asking_again_and_again_found() {
             }
         }
     }
-    assert!(compared > 20_000, "only {compared} times compared");
+    assert!(compared > 10_000, "only {compared} times compared");
 }
 
 /// Every five minutes of every hour from 340 days ago, a hundred thousand times.
@@ -238,11 +238,26 @@ fn a_rule_walked_past_the_cap_is_listed_once_with_a_note() {
         max_walked_per_event: 10,
         ..budget()
     };
-    let daily = vec![event_with("DTSTART:20200101T080000Z", "FREQ=DAILY;COUNT=1000")];
+    let daily = vec![event_with(
+        "DTSTART:20200101T080000Z",
+        "FREQ=DAILY;COUNT=1000",
+    )];
     let in_2021 = Utc.with_ymd_and_hms(2021, 3, 1, 0, 0, 0).unwrap();
-    let (_, cut) = occurrences(&daily, in_2021, in_2021 + TimeDelta::days(7), berlin(), &small);
+    let (_, cut) = occurrences(
+        &daily,
+        in_2021,
+        in_2021 + TimeDelta::days(7),
+        berlin(),
+        &small,
+    );
     assert!(cut.is_some_and(|cut| cut.reason.contains("more than 10 of its times")));
-    let (found, cut) = occurrences(&daily, in_2021, in_2021 + TimeDelta::days(7), berlin(), &budget());
+    let (found, cut) = occurrences(
+        &daily,
+        in_2021,
+        in_2021 + TimeDelta::days(7),
+        berlin(),
+        &budget(),
+    );
     assert_eq!((found.len(), cut), (7, None));
     let large = ExpansionBudget {
         max_walked_per_event: 200_000,
@@ -260,7 +275,13 @@ fn a_rule_still_walking_at_the_deadline_is_listed_once_with_a_note() {
         deadline: std::time::Instant::now(),
     };
     let from = Utc::now();
-    let (found, cut) = occurrences(&costly_event(), from, from + TimeDelta::days(7), berlin(), &spent);
+    let (found, cut) = occurrences(
+        &costly_event(),
+        from,
+        from + TimeDelta::days(7),
+        berlin(),
+        &spent,
+    );
     let cut = cut.expect("the rule is cut short");
     assert!(cut.reason.contains("took longer"), "{cut:?}");
     assert!(found.is_empty());
@@ -288,9 +309,21 @@ fn many_exdates_and_a_long_rule_stay_cheap_and_short() {
     let mut events = weekly_swimming(&format!("EXDATE:{}\r\n", exdates.join(",")));
     assert_eq!(events[0].exdates.len(), 20_000);
     let from = Utc.with_ymd_and_hms(2026, 10, 12, 0, 0, 0).unwrap();
-    let (found, _) = occurrences(&events, from, from + TimeDelta::days(366), berlin(), &budget());
+    let (found, _) = occurrences(
+        &events,
+        from,
+        from + TimeDelta::days(366),
+        berlin(),
+        &budget(),
+    );
     assert_eq!(found.len(), 52);
     events[0].rrule = Some(format!("FREQ=WEEKLY;X-NAME={}", "Y".repeat(5_000)));
-    let (_, cut) = occurrences(&events, from, from + TimeDelta::days(7), berlin(), &budget());
+    let (_, cut) = occurrences(
+        &events,
+        from,
+        from + TimeDelta::days(7),
+        berlin(),
+        &budget(),
+    );
     assert!(cut.unwrap().rule.chars().count() <= 121);
 }

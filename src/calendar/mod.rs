@@ -37,11 +37,11 @@ pub use expand::{
     ExpansionBudget, MAX_OCCURRENCES_PER_EVENT, MAX_WALKED_PER_EVENT, NotExpanded, Occurrence,
     SEARCH_EXPANSION_TIME, occurrences,
 };
+pub use phrasing::{say_event, say_occurrence};
 pub use reading::{
     Fetched, Found, MAX_KEPT, OffThreadError, READ_TIME_LIMIT, SearchRange, Searched,
     read_and_expand,
 };
-pub use phrasing::{say_event, say_occurrence};
 pub use tools::{
     ADD_CALENDAR_EVENT, CALENDAR_TOOL_NAMES, CalendarToolset, DELETE_CALENDAR_EVENT,
     MODIFY_CALENDAR_EVENT, SEARCH_CALENDAR_EVENTS, is_changed_elsewhere, shown_version,

@@ -24,6 +24,8 @@ pub const READ_TIME_LIMIT: Duration = Duration::from_secs(10);
 /// At most this many occurrences are kept for one search (the earliest), however many
 /// calendars and events it reads.
 pub const MAX_KEPT: usize = 1_000;
+/// At most this many notes of events not expanded are kept for one search.
+pub const MAX_NOTES: usize = 5;
 /// The longest calendar name shown (a feed's `X-WR-CALNAME` is someone else's text).
 const MAX_NAME_CHARS: usize = 80;
 
@@ -44,7 +46,10 @@ pub struct Searched {
     /// How many more occurrences there were past those kept.
     pub more: usize,
     pub problems: Vec<String>,
+    /// Recurring events listed once instead of expanded, at most [`MAX_NOTES`].
     pub not_expanded: Vec<NotExpanded>,
+    /// How many more recurring events were not expanded.
+    pub more_not_expanded: usize,
 }
 
 /// One calendar text a search fetched.
@@ -96,7 +101,11 @@ where
             Err(OffThreadError::Failed { what })
         }
         Err(_) => {
-            tracing::warn!(what, limit_s = limit.as_secs(), "calendar work ran past its limit");
+            tracing::warn!(
+                what,
+                limit_s = limit.as_secs(),
+                "calendar work ran past its limit"
+            );
             Err(OffThreadError::TooLong { what, limit })
         }
     }
@@ -137,6 +146,10 @@ pub fn read_and_expand(
         }
     }
     (searched.found, searched.more) = kept.finish();
+    if searched.not_expanded.len() > MAX_NOTES {
+        searched.more_not_expanded = searched.not_expanded.len() - MAX_NOTES;
+        searched.not_expanded.truncate(MAX_NOTES);
+    }
     searched
 }
 
@@ -154,7 +167,8 @@ fn read_one(
         true => calendar_name(&one.text).unwrap_or_else(|| one.calendar.clone()),
         false => one.calendar.clone(),
     };
-    let events = read_events(&one.text).map_err(|error| unreadable(&calendar, whole_calendar, &error))?;
+    let events =
+        read_events(&one.text).map_err(|error| unreadable(&calendar, whole_calendar, &error))?;
     for group in by_uid(events) {
         let (found, cut) = occurrences(&group, range.from, range.to, range.zone, budget);
         not_expanded.extend(cut);

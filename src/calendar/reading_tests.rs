@@ -81,8 +81,18 @@ fn one_event_of_a_caldav_calendar_that_cannot_be_read_is_named_as_an_event() {
 fn a_changed_occurrence_anywhere_in_the_feed_joins_its_event_and_words_filter() {
     let text = holidays(&format!(
         "{}{}{}",
-        event("swim", "Swimming", "20261008T170000", "RRULE:FREQ=WEEKLY;BYDAY=TH\r\n"),
-        event("piano", "Piano", "20261014T150000", "LOCATION:Music school\r\n"),
+        event(
+            "swim",
+            "Swimming",
+            "20261008T170000",
+            "RRULE:FREQ=WEEKLY;BYDAY=TH\r\n"
+        ),
+        event(
+            "piano",
+            "Piano",
+            "20261014T150000",
+            "LOCATION:Music school\r\n"
+        ),
         event(
             "swim",
             "Swimming (late)",
@@ -98,7 +108,11 @@ fn a_changed_occurrence_anywhere_in_the_feed_joins_its_event_and_words_filter() 
         .map(|found| found.occurrence.event.summary.as_str())
         .collect();
     assert_eq!(said, ["Piano", "Swimming (late)", "Swimming"]);
-    let music = read_and_expand(vec![subscription("s", text.clone())], &range(&["music"]), &budget);
+    let music = read_and_expand(
+        vec![subscription("s", text.clone())],
+        &range(&["music"]),
+        &budget,
+    );
     assert_eq!(music.found.len(), 1);
     let late = read_and_expand(vec![subscription("s", text)], &range(&["late"]), &budget);
     assert_eq!(late.found[0].occurrence.event.summary, "Swimming (late)");

@@ -220,8 +220,14 @@ impl CalendarToolset {
         }
         for rule in &searched.not_expanded {
             lines.push(format!(
-                "\"{}\" repeats by a rule hearth cannot expand ({}: {}); only its first time is listed.",
+                "\"{}\" repeats by a rule hearth could not expand ({}: {}); only its first time is listed, if it falls in these days.",
                 rule.summary, rule.rule, rule.reason
+            ));
+        }
+        if searched.more_not_expanded > 0 {
+            lines.push(format!(
+                "... and {} more repeating events could not be expanded.",
+                searched.more_not_expanded
             ));
         }
         Ok(lines.join("\n"))

@@ -5,6 +5,7 @@ mod support;
 
 mod approvals;
 mod calendar;
+mod calendar_hostile;
 mod calendar_kill;
 mod cli;
 mod compose_config;

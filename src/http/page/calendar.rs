@@ -102,10 +102,13 @@ async fn listing(
         zone,
         words: Vec::new(),
     };
-    let searched = calendars.search(range).await.unwrap_or_else(|problem| Searched {
-        problems: vec![problem.to_string()],
-        ..Searched::default()
-    });
+    let searched = calendars
+        .search(range)
+        .await
+        .unwrap_or_else(|problem| Searched {
+            problems: vec![problem.to_string()],
+            ..Searched::default()
+        });
     let may_change = calendar
         .may(MODIFY_CALENDAR_EVENT, &signed_in.member)
         .is_ok();
@@ -163,7 +166,10 @@ async fn listing(
                 p.hint { "… and " (more) " more: show fewer days to see them." }
             }
             @for rule in &searched.not_expanded {
-                p.hint { "“" (rule.summary) "” repeats by a rule hearth cannot expand (" (rule.rule) "); only its first time is listed." }
+                p.hint { "“" (rule.summary) "” repeats by a rule hearth could not expand (" (rule.rule) ": " (rule.reason) "); only its first time is listed, if it falls in these days." }
+            }
+            @if searched.more_not_expanded > 0 {
+                p.hint { "… and " (searched.more_not_expanded) " more repeating events could not be expanded." }
             }
             h2 { "Add an event" }
             @match (&may_add, calendars.read_only()) {
