@@ -9,6 +9,11 @@
 //!
 //! As in python-dateutil (and unlike a calendar's DTSTART), the start is the earliest time
 //! the rule may fire, and fires only when it matches the rule; `COUNT` counts the matches.
+//!
+//! A reminder asks for its next time ([`RecurrenceRule::next_after`]); a calendar search
+//! asks for every time in a range ([`RecurrenceRule::occurrences_between`]), walked once
+//! for the whole range, at most so many occurrences and until a deadline ([`WalkLimits`]),
+//! since a rule with COUNT is walked from its start and someone else wrote it.
 
 use std::fmt;
 
