@@ -16,6 +16,7 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use reqwest::{Method, StatusCode, Url, header};
 
+use super::reading::{READ_TIME_LIMIT, off_the_actors_thread};
 use super::xml::{Multistatus, MultistatusResponse};
 use crate::config::Secret;
 
@@ -198,10 +199,18 @@ impl CalDavClient {
                 what: what.to_owned(),
             });
         }
-        Multistatus::parse(&text, url).map_err(|reason| CalDavError::Unreadable {
-            host: host_of(url),
-            reason,
+        // Its cost grows with the answer: read on the blocking pool.
+        let base = url.clone();
+        let read = off_the_actors_thread("reading the answer", READ_TIME_LIMIT, move || {
+            Multistatus::parse(&text, &base)
         })
+        .await;
+        read.map_err(|error| error.to_string())
+            .and_then(|parsed| parsed)
+            .map_err(|reason| CalDavError::Unreadable {
+                host: host_of(url),
+                reason,
+            })
     }
 
     /// The calendars at `url`: the collection itself when it is one, else every calendar
