@@ -48,25 +48,11 @@ const TITLES: &[&str] = &[
 ];
 const PLACES: &[&str] = &["City pool", "Music school", "Town hall", "Clinic", ""];
 
-/// A small, seeded generator: the same seed serves the same calendar and searches.
-struct Seeded(u64);
+/// The same seed serves the same calendar and asks the same searches.
+type Seeded = fastrand::Rng;
 
-impl Seeded {
-    fn next(&mut self) -> u64 {
-        // xorshift64*
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-
-    fn pick<'a>(&mut self, from: &[&'a str]) -> &'a str {
-        from[self.below(from.len())]
-    }
+fn pick<'a>(seeded: &mut Seeded, from: &[&'a str]) -> &'a str {
+    from[seeded.usize(..from.len())]
 }
 
 fn compact(instant: DateTime<Utc>) -> String {
@@ -89,9 +75,9 @@ fn calendar_text(now: DateTime<Utc>, seeded: &mut Seeded) -> String {
     );
     for n in 0..EVENTS - RECURRING {
         let start = year_ago
-            + TimeDelta::days(seeded.below(730) as i64)
-            + TimeDelta::minutes(15 * seeded.below(96) as i64);
-        let place = seeded.pick(PLACES);
+            + TimeDelta::days(seeded.usize(..730) as i64)
+            + TimeDelta::minutes(15 * seeded.usize(..96) as i64);
+        let place = pick(seeded, PLACES);
         let location = match place.is_empty() {
             true => String::new(),
             false => format!("LOCATION:{place}\r\n"),
@@ -100,14 +86,14 @@ fn calendar_text(now: DateTime<Utc>, seeded: &mut Seeded) -> String {
         text.push_str(&vevent(
             &format!("single-{n}"),
             start,
-            30 + 15 * seeded.below(8) as i64,
-            seeded.pick(TITLES),
+            30 + 15 * seeded.usize(..8) as i64,
+            pick(seeded, TITLES),
             &format!("{location}{alarm}"),
         ));
     }
     let until = compact(now + TimeDelta::days(365));
     for n in 0..RECURRING {
-        let start = year_ago + TimeDelta::hours(7 + seeded.below(24 * 30) as i64);
+        let start = year_ago + TimeDelta::hours(7 + seeded.usize(..24 * 30) as i64);
         let rule = match n % 5 {
             0 => "FREQ=DAILY;COUNT=730".to_owned(),
             1 => "FREQ=WEEKLY;BYDAY=MO,TH;COUNT=208".to_owned(),
@@ -121,7 +107,7 @@ fn calendar_text(now: DateTime<Utc>, seeded: &mut Seeded) -> String {
             &uid,
             start,
             60,
-            seeded.pick(TITLES),
+            pick(seeded, TITLES),
             &format!("RRULE:{rule}\r\nEXDATE:{exdate}\r\n"),
         ));
         if n % 10 == 0 {
@@ -151,12 +137,11 @@ fn calendar_text(now: DateTime<Utc>, seeded: &mut Seeded) -> String {
 /// A search a member might ask: a day, a week, two weeks, a month or a year, somewhere in
 /// the two years, sometimes for words.
 fn asked(now: DateTime<Utc>, zone: ZoneName, seeded: &mut Seeded) -> SearchRange {
-    let days = [1, 7, 7, 14, 31, 366][seeded.below(6)];
-    let from = now - TimeDelta::days(365) + TimeDelta::days(seeded.below(730 - days) as i64);
-    let words = match seeded.below(4) {
+    let days = [1, 7, 7, 14, 31, 366][seeded.usize(..6)];
+    let from = now - TimeDelta::days(365) + TimeDelta::days(seeded.usize(..730 - days) as i64);
+    let words = match seeded.usize(..4) {
         0 => vec![
-            seeded
-                .pick(TITLES)
+            pick(seeded, TITLES)
                 .split(' ')
                 .next()
                 .unwrap_or("x")
@@ -175,7 +160,7 @@ fn asked(now: DateTime<Utc>, zone: ZoneName, seeded: &mut Seeded) -> SearchRange
 fn main() {
     let searches = env_number("HEARTH_BENCH_SEARCHES", 300);
     let seed = env_number("HEARTH_BENCH_SEED", 20_261_204) as u64;
-    let mut seeded = Seeded(seed.max(1));
+    let mut seeded = Seeded::with_seed(seed);
     let now = Utc::now();
     let text = calendar_text(now, &mut seeded);
     println!(
