@@ -1,37 +1,23 @@
 //! One profile's calendars: its CalDAV account's calendars (found once, then kept) and its
-//! subscribed `.ics` calendars. Searching asks every source and reports the ones that fail
-//! beside what the others found; each failure and recovery is told to readiness as
-//! `calendar:<profile>`, degraded but never holding the bot back.
+//! subscribed `.ics` calendars. Searching fetches every source (async, each request with a
+//! timeout), then reads and expands what came back on the blocking pool (`reading.rs`),
+//! and reports the ones that fail beside what the others found; each failure and recovery
+//! is told to readiness as `calendar:<profile>`, degraded but never holding the bot back.
 
 use std::sync::Arc;
 
-use chrono::{DateTime, Utc};
 use reqwest::Url;
 use tokio::sync::Mutex;
 
 use super::caldav::{CalDavClient, CalDavError, Collection, Resource, fetch_subscription};
-use super::events::{EventData, read_events};
-use super::expand::{NotExpanded, Occurrence, occurrences};
+use super::events::read_events;
+use super::expand::ExpansionBudget;
+use super::reading::{
+    Fetched, OffThreadError, READ_TIME_LIMIT, SearchRange, Searched, off_the_actors_thread,
+    read_and_expand,
+};
 use crate::config::{CalendarConfig, Secret, subscription_url};
-use crate::local_time::ZoneName;
 use crate::readiness::Readiness;
-
-/// Where an occurrence was found.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Found {
-    pub occurrence: Occurrence,
-    pub calendar: String,
-    /// The event's resource in a writable calendar (none for a subscription).
-    pub resource: Option<(Url, Option<String>)>,
-}
-
-/// What a search found, and which calendars could not be read.
-#[derive(Debug, Default)]
-pub struct Searched {
-    pub found: Vec<Found>,
-    pub problems: Vec<String>,
-    pub not_expanded: Vec<NotExpanded>,
-}
 
 /// What `ProfileCalendars::check` reached: the calendars' names, and each failure.
 #[derive(Debug, Default)]
@@ -67,9 +53,10 @@ impl ProfileCalendars {
         readiness: Arc<Readiness>,
     ) -> Self {
         let caldav = config.caldav.as_ref().and_then(|caldav| {
+            let url = Url::parse(caldav.url.trim()).ok()?;
             Some(CaldavAccount {
-                client: CalDavClient::new(&caldav.username, password.clone()?),
-                url: Url::parse(caldav.url.trim()).ok()?,
+                client: CalDavClient::new(&caldav.username, password.clone()?, &url),
+                url,
                 wanted: caldav.calendars.clone(),
                 read_only: caldav.read_only,
                 collections: Mutex::new(None),
@@ -211,121 +198,93 @@ impl ProfileCalendars {
         }
         for url in &self.subscriptions {
             let name = url.host_str().unwrap_or("subscribed calendar").to_owned();
-            match fetch_subscription(url).await {
-                Ok(text) => checked.found.push(calendar_name(&text).unwrap_or(name)),
+            let text = match fetch_subscription(url).await {
+                Ok(text) => text,
+                Err(error) => {
+                    checked.problems.push(format!("{name}: {error}"));
+                    continue;
+                }
+            };
+            let read = off_the_actors_thread("reading the calendar", READ_TIME_LIMIT, move || {
+                let named = super::reading::calendar_name(&text);
+                (named, read_events(&text).map(|_| ()))
+            })
+            .await;
+            match read {
+                Ok((named, Ok(()))) => checked.found.push(named.unwrap_or(name)),
+                Ok((named, Err(error))) => checked.problems.push(format!(
+                    "{}: the calendar could not be read ({error})",
+                    named.unwrap_or(name)
+                )),
                 Err(error) => checked.problems.push(format!("{name}: {error}")),
             }
         }
         checked
     }
 
-    /// Every occurrence in `[from, to)` across the calendars, times read in `zone` where a
-    /// calendar gave none.
-    pub async fn search(&self, from: DateTime<Utc>, to: DateTime<Utc>, zone: ZoneName) -> Searched {
-        let mut searched = Searched::default();
+    /// Every occurrence `range` asks for across the calendars: each fetched here, then
+    /// all read and expanded on the blocking pool within one [`ExpansionBudget`]. What
+    /// could not be fetched or read is a problem beside what the others gave, and tells
+    /// readiness; an error when the reading itself failed or ran past its time.
+    pub async fn search(&self, range: SearchRange) -> Result<Searched, CalendarProblem> {
+        let mut fetched = Vec::new();
+        let mut problems = Vec::new();
         if self.caldav.is_some() {
             match self.writable().await {
                 Ok(calendars) => {
-                    let client = self.client().expect("an account");
-                    let mut all_read = true;
+                    let client = self.client()?;
                     for calendar in calendars {
-                        match client.events_between(&calendar.url, from, to).await {
+                        match client
+                            .events_between(&calendar.url, range.from, range.to)
+                            .await
+                        {
                             Ok(resources) => {
-                                for resource in resources {
-                                    let place = Some((resource.url.clone(), resource.etag.clone()));
-                                    add(
-                                        &mut searched,
-                                        &resource.text,
-                                        &calendar.name,
-                                        place,
-                                        from,
-                                        to,
-                                        zone,
-                                    );
-                                }
+                                fetched.extend(resources.into_iter().map(|resource| Fetched {
+                                    calendar: calendar.name.clone(),
+                                    text: resource.text,
+                                    resource: Some((resource.url, resource.etag)),
+                                }))
                             }
-                            Err(error) => {
-                                all_read = false;
-                                self.failed(&error);
-                                searched
-                                    .problems
-                                    .push(format!("{}: {error}", calendar.name));
-                            }
+                            Err(error) => problems.push(format!("{}: {error}", calendar.name)),
                         }
                     }
-                    if all_read {
-                        self.healthy();
-                    }
                 }
-                Err(problem) => searched.problems.push(problem.to_string()),
+                Err(problem) => problems.push(problem.to_string()),
             }
         }
         for url in &self.subscriptions {
             let name = url.host_str().unwrap_or("subscribed calendar").to_owned();
             match fetch_subscription(url).await {
-                Ok(text) => {
-                    let name = calendar_name(&text).unwrap_or(name);
-                    add(&mut searched, &text, &name, None, from, to, zone);
-                }
-                Err(error) => searched.problems.push(format!("{name}: {error}")),
+                Ok(text) => fetched.push(Fetched {
+                    calendar: name,
+                    text,
+                    resource: None,
+                }),
+                Err(error) => problems.push(format!("{name}: {error}")),
             }
         }
-        searched.found.sort_by_key(|found| found.occurrence.start);
-        searched
-    }
-}
-
-/// Adds the occurrences in one calendar object (or a whole subscribed calendar, whose
-/// events are grouped by UID first).
-fn add(
-    searched: &mut Searched,
-    text: &str,
-    calendar: &str,
-    resource: Option<(Url, Option<String>)>,
-    from: DateTime<Utc>,
-    to: DateTime<Utc>,
-    zone: ZoneName,
-) {
-    let events = match read_events(text) {
-        Ok(events) => events,
-        Err(reason) => {
-            searched
-                .problems
-                .push(format!("{calendar}: an event could not be read ({reason})"));
-            return;
+        let read = off_the_actors_thread("reading the calendars", READ_TIME_LIMIT, move || {
+            read_and_expand(fetched, &range, &ExpansionBudget::for_one_search())
+        })
+        .await;
+        let mut searched = match read {
+            Ok(searched) => searched,
+            Err(error) => {
+                self.readiness
+                    .set_degraded(&self.component, Some(&error.to_string()));
+                return Err(CalendarProblem::Unread(error));
+            }
+        };
+        problems.append(&mut searched.problems);
+        searched.problems = problems;
+        match searched.problems.is_empty() {
+            true => self.healthy(),
+            false => self
+                .readiness
+                .set_degraded(&self.component, Some(&searched.problems.join("; "))),
         }
-    };
-    let mut by_uid: Vec<Vec<EventData>> = Vec::new();
-    for event in events {
-        match by_uid
-            .iter_mut()
-            .find(|group| group[0].uid == event.uid && !event.uid.is_empty())
-        {
-            Some(group) => group.push(event),
-            None => by_uid.push(vec![event]),
-        }
+        Ok(searched)
     }
-    for mut group in by_uid {
-        group.sort_by_key(|event| event.recurrence_id.is_some());
-        let (found, not_expanded) = occurrences(&group, from, to, zone);
-        searched.not_expanded.extend(not_expanded);
-        searched
-            .found
-            .extend(found.into_iter().map(|occurrence| Found {
-                occurrence,
-                calendar: calendar.to_owned(),
-                resource: resource.clone(),
-            }));
-    }
-}
-
-/// A subscribed calendar's own name (`X-WR-CALNAME`).
-fn calendar_name(text: &str) -> Option<String> {
-    text.lines()
-        .take(50)
-        .find_map(|line| line.strip_prefix("X-WR-CALNAME:"))
-        .map(|name| name.trim().to_owned())
-        .filter(|name| !name.is_empty())
 }
 
 /// Whether `url` is a resource right inside the collection `calendar`: no other collection
@@ -397,6 +356,8 @@ pub enum CalendarProblem {
     UnknownEvent { id: String },
     #[error("{0}")]
     Server(CalDavError),
+    #[error("the calendars could not be read: {0}")]
+    Unread(OffThreadError),
 }
 
 #[cfg(test)]

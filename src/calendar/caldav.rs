@@ -4,12 +4,19 @@
 //! new one) and deleting one (DELETE with `If-Match`). A subscribed calendar's `.ics` is a
 //! plain GET. Every request has a timeout and every body read a bound; the password goes
 //! only into the `Authorization` header and is in no error.
+//!
+//! The password goes only to the configured server: an account's client is made for the
+//! origin (scheme, host, port) of its configured address, an address a `multistatus`
+//! answer names elsewhere (a principal, a calendar home, a calendar, an event) is not
+//! followed, a redirect elsewhere is not taken, and every request is checked against that
+//! origin before it is sent.
 
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use reqwest::{Method, StatusCode, Url, header};
 
+use super::reading::{READ_TIME_LIMIT, off_the_actors_thread};
 use super::xml::{Multistatus, MultistatusResponse};
 use crate::config::Secret;
 
@@ -39,6 +46,10 @@ pub enum CalDavError {
     },
     #[error("the calendar server at {host} sent an answer hearth cannot read: {reason}")]
     Unreadable { host: String, reason: String },
+    #[error(
+        "the calendar server at {host} pointed to another server ({elsewhere}); hearth sends the account's password only to {host}"
+    )]
+    Elsewhere { host: String, elsewhere: String },
 }
 
 /// An event resource as stored: where it is, its version, its text.
@@ -62,6 +73,8 @@ pub struct CalDavClient {
     http: reqwest::Client,
     username: String,
     password: Secret,
+    /// The configured server: its origin is the only one the password is sent to.
+    server: Url,
 }
 
 impl std::fmt::Debug for CalDavClient {
@@ -86,18 +99,39 @@ const PROPFIND_CALENDARS: &str = r#"<?xml version="1.0" encoding="utf-8"?>
 </D:propfind>"#;
 
 impl CalDavClient {
-    pub fn new(username: &str, password: Secret) -> Self {
+    /// The account of `username` on the server of `server` (its origin is the only one
+    /// requests go to).
+    pub fn new(username: &str, password: Secret, server: &Url) -> Self {
         let http = reqwest::Client::builder()
             .timeout(REQUEST_TIMEOUT)
             .connect_timeout(Duration::from_secs(10))
-            .redirect(reqwest::redirect::Policy::limited(3))
+            .redirect(same_origin_redirects())
             .build()
             .unwrap_or_default();
         CalDavClient {
             http,
             username: username.to_owned(),
             password,
+            server: server.clone(),
         }
+    }
+
+    /// Whether `url` is on the configured server.
+    pub fn is_on_server(&self, url: &Url) -> bool {
+        url.origin() == self.server.origin()
+    }
+
+    /// `url`, or the error saying the server pointed elsewhere (`asked`: the address the
+    /// answer came from).
+    fn on_server(&self, url: Url, asked: &Url) -> Result<Url, CalDavError> {
+        if self.is_on_server(&url) {
+            return Ok(url);
+        }
+        tracing::warn!(server = %host_of(asked), elsewhere = %host_of(&url), "calendar server named an address on another server; not followed");
+        Err(CalDavError::Elsewhere {
+            host: host_of(asked),
+            elsewhere: host_of(&url),
+        })
     }
 
     async fn send(
@@ -109,6 +143,12 @@ impl CalDavClient {
         what: &str,
     ) -> Result<(StatusCode, header::HeaderMap, String), CalDavError> {
         let host = host_of(url);
+        if !self.is_on_server(url) {
+            return Err(CalDavError::Elsewhere {
+                host: host_of(&self.server),
+                elsewhere: host,
+            });
+        }
         let mut request = self
             .http
             .request(method, url.clone())
@@ -159,10 +199,18 @@ impl CalDavClient {
                 what: what.to_owned(),
             });
         }
-        Multistatus::parse(&text, url).map_err(|reason| CalDavError::Unreadable {
-            host: host_of(url),
-            reason,
+        // Its cost grows with the answer: read on the blocking pool.
+        let base = url.clone();
+        let read = off_the_actors_thread("reading the answer", READ_TIME_LIMIT, move || {
+            Multistatus::parse(&text, &base)
         })
+        .await;
+        read.map_err(|error| error.to_string())
+            .and_then(|parsed| parsed)
+            .map_err(|reason| CalDavError::Unreadable {
+                host: host_of(url),
+                reason,
+            })
     }
 
     /// The calendars at `url`: the collection itself when it is one, else every calendar
@@ -179,10 +227,11 @@ impl CalDavClient {
             .await?;
         let own = here.responses.first();
         if let Some(own) = own.filter(|response| response.is_calendar) {
+            self.on_server(own.href.clone(), url)?;
             return Ok(vec![collection_of(own)]);
         }
         let home = match own.and_then(|response| response.calendar_home.clone()) {
-            Some(home) => home,
+            Some(home) => self.on_server(home, url)?,
             None => {
                 let principal = own
                     .and_then(|response| response.principal.clone())
@@ -192,6 +241,7 @@ impl CalDavClient {
                             "{url} is neither a calendar nor names the account's principal"
                         ),
                     })?;
+                let principal = self.on_server(principal, url)?;
                 let found = self
                     .multistatus(
                         "PROPFIND",
@@ -201,14 +251,15 @@ impl CalDavClient {
                         "finding the calendar home",
                     )
                     .await?;
-                found
+                let home = found
                     .responses
                     .first()
                     .and_then(|response| response.calendar_home.clone())
                     .ok_or_else(|| CalDavError::Unreadable {
                         host: host_of(url),
                         reason: "the account names no calendar home".into(),
-                    })?
+                    })?;
+                self.on_server(home, url)?
             }
         };
         let listed = self
@@ -224,6 +275,7 @@ impl CalDavClient {
             .responses
             .iter()
             .filter(|response| response.is_calendar)
+            .filter(|response| self.on_server(response.href.clone(), &home).is_ok())
             .map(collection_of)
             .collect())
     }
@@ -254,6 +306,7 @@ impl CalDavClient {
         Ok(found
             .responses
             .into_iter()
+            .filter(|response| self.on_server(response.href.clone(), collection).is_ok())
             .filter_map(|response| {
                 Some(Resource {
                     text: response.calendar_data?,
@@ -336,6 +389,22 @@ impl CalDavClient {
             }),
         }
     }
+}
+
+/// Redirects followed only on the server that was asked (a few at most): one elsewhere
+/// is answered as the redirect itself, and nothing is sent there.
+fn same_origin_redirects() -> reqwest::redirect::Policy {
+    reqwest::redirect::Policy::custom(|attempt| {
+        let same = attempt
+            .previous()
+            .first()
+            .is_some_and(|first| first.origin() == attempt.url().origin());
+        if same && attempt.previous().len() <= 3 {
+            attempt.follow()
+        } else {
+            attempt.stop()
+        }
+    })
 }
 
 /// A subscribed calendar's text (no account: a public or secret-link `.ics`), read

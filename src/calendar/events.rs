@@ -1,9 +1,8 @@
 //! Calendar events read from and written to iCalendar (RFC 5545) text with the `icalendar`
 //! crate: the few properties hearth shows and changes, each time resolved to an instant (or
 //! an all-day date), and an event's new text written over its old one so that what another
-//! client stored (alarms, attendees, its own properties) stays.
-
-use std::str::FromStr;
+//! client stored (alarms, attendees, its own properties) stays. Every text is checked
+//! against `bounds.rs` before the parser sees it.
 
 use chrono::{DateTime, NaiveDate, NaiveDateTime, TimeDelta, TimeZone, Utc};
 use icalendar::{
@@ -11,7 +10,33 @@ use icalendar::{
     Property,
 };
 
+use super::bounds::{Refused, checked_for_parsing};
 use crate::local_time::{IsoDuration, ZoneName, resolve_local};
+
+/// Why a calendar object's text was not read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ReadError {
+    #[error("{0}")]
+    Refused(#[from] Refused),
+    #[error("not an iCalendar object ({first_line})")]
+    NotICalendar { first_line: String },
+}
+
+/// `text` parsed, once `bounds.rs` lets it through.
+fn parsed_calendar(text: &str) -> Result<Calendar, ReadError> {
+    let checked = checked_for_parsing(text)?;
+    let parsed = icalendar::parser::read_calendar(&checked).map_err(|error| {
+        let first_line: String = error
+            .lines()
+            .next()
+            .unwrap_or_default()
+            .chars()
+            .take(200)
+            .collect();
+        ReadError::NotICalendar { first_line }
+    })?;
+    Ok(Calendar::from(parsed))
+}
 
 /// When an event starts or ends, as the calendar wrote it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -115,13 +140,10 @@ impl EventData {
     }
 }
 
-/// The events of one calendar object (a `.ics` resource): its main event first, then its
-/// changed occurrences. Components other than VEVENT are ignored.
-pub fn read_events(text: &str) -> Result<Vec<EventData>, String> {
-    let calendar = Calendar::from_str(text).map_err(|error| {
-        let first_line = error.lines().next().unwrap_or_default().to_owned();
-        format!("not an iCalendar object ({first_line})")
-    })?;
+/// The events of one calendar object (a `.ics` resource, or a whole subscribed calendar):
+/// main events before changed occurrences. Components other than VEVENT are ignored.
+pub fn read_events(text: &str) -> Result<Vec<EventData>, ReadError> {
+    let calendar = parsed_calendar(text)?;
     let mut events: Vec<EventData> = calendar
         .components
         .iter()
@@ -241,8 +263,7 @@ pub fn changed_event_text(
     fields: &EventFields,
     now: DateTime<Utc>,
 ) -> Result<String, String> {
-    let mut calendar =
-        Calendar::from_str(text).map_err(|_| "not an iCalendar object".to_owned())?;
+    let mut calendar = parsed_calendar(text).map_err(|error| error.to_string())?;
     let main = calendar
         .components
         .iter_mut()

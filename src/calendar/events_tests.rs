@@ -63,8 +63,29 @@ fn all_day_utc_and_floating_times_resolve_as_the_calendar_means_them() {
 
 #[test]
 fn what_is_not_icalendar_is_refused_in_words() {
-    let error = read_events("<html>").unwrap_err();
+    let error = read_events("<html>").unwrap_err().to_string();
     assert!(error.starts_with("not an iCalendar object"), "{error}");
+}
+
+#[test]
+fn a_calendar_nested_deeper_than_the_bound_is_refused_before_the_parser_sees_it() {
+    // Twelve thousand levels overflowed the parser's stack and aborted the process.
+    let levels = 12_000;
+    let text = "BEGIN:VCALENDAR\r\n".repeat(levels) + "END:VCALENDAR\r\n".repeat(levels).as_str();
+    let error = read_events(&text).unwrap_err();
+    assert!(
+        matches!(error, ReadError::Refused(Refused::TooDeep { .. })),
+        "{error}"
+    );
+    assert!(changed_event_text(&text, &fields(), Utc::now()).is_err());
+    // Folded lines and mixed line ends are read as before.
+    let folded = FROM_ANOTHER_CLIENT
+        .replace("SUMMARY:Swimming\r\n", "SUMMARY:Swim\r\n ming\r\n")
+        .replace("LOCATION:City pool\r\n", "LOCATION:City pool\n");
+    assert_eq!(
+        read_events(&folded).unwrap(),
+        read_events(FROM_ANOTHER_CLIENT).unwrap()
+    );
 }
 
 fn fields() -> EventFields {

@@ -1,14 +1,51 @@
 //! A calendar object's occurrences within a range: a single event once, a recurring one
 //! expanded on its own zone's wall clock (so a weekly 17:00 stays 17:00 across a DST
 //! change) with its EXDATEs left out and its changed occurrences put in their place.
+//!
+//! Each recurring event is expanded once per search, its rule walked a single time up to
+//! the range's end, within an [`ExpansionBudget`]: at most so many occurrences walked per
+//! event and a deadline for the whole search. An event cut short by either is listed once
+//! with a note ([`NotExpanded`]), never a search that does not end.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use chrono::{DateTime, NaiveDate, TimeDelta, Utc};
 
 use super::events::{EventData, EventTime};
-use crate::local_time::{Recurrence, RecurringTime, ZoneName};
+use super::phrasing::shortened;
+use crate::local_time::{RecurrenceRule, WalkLimits, ZoneName};
 
 /// At most this many occurrences of one event are listed for one range.
 pub const MAX_OCCURRENCES_PER_EVENT: usize = 400;
+/// At most this many occurrences of one event's rule are walked for one search: a rule
+/// with COUNT is walked from its start, and a weekly event of forty years is 2,100.
+pub const MAX_WALKED_PER_EVENT: usize = 20_000;
+/// How long expanding one search's events may take in all.
+pub const SEARCH_EXPANSION_TIME: Duration = Duration::from_secs(2);
+/// The longest rule text a note quotes.
+const SHOWN_RULE_CHARS: usize = 120;
+
+/// What expanding one search's events may cost.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ExpansionBudget {
+    /// The most occurrences of one event's rule walked.
+    pub max_walked_per_event: usize,
+    /// When every event not yet expanded is listed once instead.
+    pub deadline: Instant,
+}
+
+impl ExpansionBudget {
+    /// The budget of one search starting now: [`MAX_WALKED_PER_EVENT`] and
+    /// [`SEARCH_EXPANSION_TIME`].
+    pub fn for_one_search() -> Self {
+        ExpansionBudget {
+            max_walked_per_event: MAX_WALKED_PER_EVENT,
+            deadline: Instant::now() + SEARCH_EXPANSION_TIME,
+        }
+    }
+}
 
 /// One occurrence of an event.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -17,8 +54,9 @@ pub struct Occurrence {
     pub end: DateTime<Utc>,
     /// For an all-day event, its dates (first and last, both included).
     pub all_day: Option<(NaiveDate, NaiveDate)>,
-    /// The event it belongs to (a changed occurrence's own data).
-    pub event: EventData,
+    /// The event it belongs to (a changed occurrence's own data), shared by all of its
+    /// occurrences.
+    pub event: Arc<EventData>,
     /// Whether it is one of a recurring event's.
     pub recurring: bool,
 }
@@ -33,56 +71,55 @@ pub struct NotExpanded {
 
 /// The occurrences of `events` (one calendar object: its main event, then its changed
 /// occurrences) that overlap `[from, to)`, times read in `zone` where the calendar gave
-/// none, sorted by start.
+/// none, sorted by start; a recurring event expanded within `budget`.
 pub fn occurrences(
     events: &[EventData],
     from: DateTime<Utc>,
     to: DateTime<Utc>,
     zone: ZoneName,
+    budget: &ExpansionBudget,
 ) -> (Vec<Occurrence>, Option<NotExpanded>) {
     let Some(main) = events.iter().find(|event| event.recurrence_id.is_none()) else {
         // Only changed occurrences (an invitation to one): each is an event of its own.
         let found = events
             .iter()
-            .map(|event| single(event, zone, true))
+            .map(|event| single(&Arc::new(event.clone()), zone, true))
             .filter(|occurrence| overlaps(occurrence, from, to))
             .collect();
         return (found, None);
     };
-    let changed: Vec<&EventData> = events
+    let changed: Vec<Arc<EventData>> = events
         .iter()
         .filter(|event| event.recurrence_id.is_some() && event.uid == main.uid)
+        .map(|event| Arc::new(event.clone()))
         .collect();
+    let main = Arc::new(main.clone());
     let mut found = Vec::new();
     let mut not_expanded = None;
     match &main.rrule {
-        None => found.push(single(main, zone, false)),
-        Some(rule) => match expand(main, rule, from, to, zone) {
+        None => found.push(single(&main, zone, false)),
+        Some(rule) => match expand(&main, rule, from, to, zone, budget) {
             Ok(starts) => {
+                let replaced: HashSet<DateTime<Utc>> = changed
+                    .iter()
+                    .filter_map(|event| event.recurrence_id.as_ref())
+                    .map(|id| id.instant(zone))
+                    .collect();
+                let excluded = Exclusions::of(&main, zone);
                 let length = main.length(zone);
                 for start in starts {
-                    let replaced = changed.iter().any(|event| {
-                        event
-                            .recurrence_id
-                            .as_ref()
-                            .is_some_and(|id| id.instant(zone) == start)
-                    });
-                    let excluded = main
-                        .exdates
-                        .iter()
-                        .any(|exdate| same_occurrence(exdate, start, &main.start, zone));
-                    if !replaced && !excluded {
-                        found.push(at(main, start, start + length, zone, true));
+                    if !replaced.contains(&start) && !excluded.names(start) {
+                        found.push(at(&main, start, start + length, zone, true));
                     }
                 }
             }
             Err(reason) => {
                 not_expanded = Some(NotExpanded {
-                    summary: main.summary.clone(),
-                    rule: rule.clone(),
+                    summary: shortened(&main.summary).into_owned(),
+                    rule: shown_rule(rule),
                     reason,
                 });
-                found.push(single(main, zone, true));
+                found.push(single(&main, zone, true));
             }
         },
     }
@@ -92,17 +129,26 @@ pub fn occurrences(
     (found, not_expanded)
 }
 
+fn shown_rule(rule: &str) -> String {
+    if rule.chars().count() <= SHOWN_RULE_CHARS {
+        return rule.to_owned();
+    }
+    let mut shown: String = rule.chars().take(SHOWN_RULE_CHARS).collect();
+    shown.push('…');
+    shown
+}
+
 fn overlaps(occurrence: &Occurrence, from: DateTime<Utc>, to: DateTime<Utc>) -> bool {
     occurrence.start < to && (occurrence.end > from || occurrence.start >= from)
 }
 
-fn single(event: &EventData, zone: ZoneName, recurring: bool) -> Occurrence {
+fn single(event: &Arc<EventData>, zone: ZoneName, recurring: bool) -> Occurrence {
     let start = event.start.instant(zone);
     at(event, start, start + event.length(zone), zone, recurring)
 }
 
 fn at(
-    event: &EventData,
+    event: &Arc<EventData>,
     start: DateTime<Utc>,
     end: DateTime<Utc>,
     zone: ZoneName,
@@ -117,61 +163,92 @@ fn at(
         start,
         end,
         all_day,
-        event: event.clone(),
+        event: Arc::clone(event),
         recurring,
     }
 }
 
-/// Whether an EXDATE names the occurrence starting at `start` (a date EXDATE names the
-/// occurrence on that date).
-fn same_occurrence(
-    exdate: &EventTime,
-    start: DateTime<Utc>,
-    event_start: &EventTime,
-    zone: ZoneName,
-) -> bool {
-    match exdate {
-        EventTime::Date(date) => {
-            let own_zone = match event_start {
-                EventTime::Zoned(_, own) => *own,
-                _ => zone,
+/// A recurring event's EXDATEs, looked up once per occurrence: a date EXDATE names the
+/// occurrence on that date in the event's own zone, a timed one the occurrence starting
+/// then.
+struct Exclusions {
+    instants: HashSet<DateTime<Utc>>,
+    dates: HashSet<NaiveDate>,
+    own_zone: ZoneName,
+}
+
+impl Exclusions {
+    fn of(event: &EventData, zone: ZoneName) -> Self {
+        let own_zone = match &event.start {
+            EventTime::Zoned(_, own) => *own,
+            _ => zone,
+        };
+        let mut exclusions = Exclusions {
+            instants: HashSet::new(),
+            dates: HashSet::new(),
+            own_zone,
+        };
+        for exdate in &event.exdates {
+            match exdate {
+                EventTime::Date(date) => exclusions.dates.insert(*date),
+                other => exclusions.instants.insert(other.instant(zone)),
             };
-            start.with_timezone(&own_zone.tz()).date_naive() == *date
         }
-        other => other.instant(zone) == start,
+        exclusions
+    }
+
+    fn names(&self, start: DateTime<Utc>) -> bool {
+        self.instants.contains(&start)
+            || (!self.dates.is_empty()
+                && self
+                    .dates
+                    .contains(&start.with_timezone(&self.own_zone.tz()).date_naive()))
     }
 }
 
 /// The starts of a recurring event's occurrences that may overlap `[from, to)`, the first
-/// (its DTSTART) always included as RFC 5545 says.
+/// (its DTSTART) always included as RFC 5545 says: the rule walked once, within `budget`.
 fn expand(
     event: &EventData,
     rule: &str,
     from: DateTime<Utc>,
     to: DateTime<Utc>,
     zone: ZoneName,
+    budget: &ExpansionBudget,
 ) -> Result<Vec<DateTime<Utc>>, String> {
-    let recurrence = Recurrence::parse(rule).map_err(|error| error.to_string())?;
+    let rule = RecurrenceRule::parse(rule).map_err(|error| error.to_string())?;
     let (own_zone, wall) = match &event.start {
         EventTime::Zoned(wall, own) => (*own, *wall),
         EventTime::Floating(wall) => (zone, *wall),
         EventTime::Date(date) => (zone, date.and_time(Default::default())),
         EventTime::Utc(instant) => (ZoneName::from(chrono_tz::UTC), instant.naive_utc()),
     };
-    let recurring =
-        RecurringTime::new(own_zone, wall, recurrence).map_err(|error| error.to_string())?;
     let first = event.start.instant(zone);
-    let mut starts = vec![first];
     // An occurrence that began before `from` may still be going on.
-    let mut after = (from - event.length(zone) - TimeDelta::seconds(1)).max(first);
-    while let Some(next) = recurring.next_after(after) {
-        if next >= to || starts.len() >= MAX_OCCURRENCES_PER_EVENT {
+    let after = (from - event.length(zone) - TimeDelta::seconds(1)).max(first);
+    let limits = WalkLimits {
+        max_walked: budget.max_walked_per_event,
+        deadline: budget.deadline,
+    };
+    // One more than listed: the first may be among them.
+    let walked = rule
+        .occurrences_between(
+            own_zone,
+            wall,
+            after,
+            to,
+            MAX_OCCURRENCES_PER_EVENT + 1,
+            limits,
+        )
+        .map_err(|cut| cut.to_string())?;
+    let mut starts = vec![first];
+    for start in walked {
+        if starts.len() >= MAX_OCCURRENCES_PER_EVENT {
             break;
         }
-        if next != first {
-            starts.push(next);
+        if start != first {
+            starts.push(start);
         }
-        after = next;
     }
     Ok(starts)
 }

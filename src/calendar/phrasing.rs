@@ -9,13 +9,25 @@ use super::expand::Occurrence;
 use crate::local_time::phrasing::{say_all_day, say_range, say_recurrence, today_in};
 use crate::local_time::{Recurrence, RecurringTime, ZoneName};
 
+/// The longest title or place said: a calendar's text is someone else's, and a search's
+/// answer goes to the model whole.
+const MAX_SAID_CHARS: usize = 200;
+
+/// `text`, cut at [`MAX_SAID_CHARS`] with `…`.
+pub fn shortened(text: &str) -> std::borrow::Cow<'_, str> {
+    match text.char_indices().nth(MAX_SAID_CHARS) {
+        None => std::borrow::Cow::Borrowed(text),
+        Some((at, _)) => std::borrow::Cow::Owned(format!("{}…", &text[..at])),
+    }
+}
+
 /// When an event (its first occurrence) is, and how it repeats.
 pub fn say_event(event: &EventData, zone: ZoneName, now: DateTime<Utc>) -> String {
     let start = event.start.instant(zone);
     let end = start + event.length(zone);
     let mut words = format!(
         "{}, {}",
-        event.summary,
+        shortened(&event.summary),
         say_when(start, end, event, zone, now)
     );
     if let Some(rule) = &event.rrule {
@@ -23,7 +35,7 @@ pub fn say_event(event: &EventData, zone: ZoneName, now: DateTime<Utc>) -> Strin
         words.push_str(&say_repeats(event, rule, zone));
     }
     if let Some(location) = &event.location {
-        words.push_str(&format!(", at {location}"));
+        words.push_str(&format!(", at {}", shortened(location)));
     }
     words
 }
@@ -35,9 +47,9 @@ pub fn say_occurrence(occurrence: &Occurrence, zone: ZoneName, now: DateTime<Utc
         Some((first, last)) => say_all_day(first, last, today_in(zone, now)),
         None => say_range(occurrence.start, occurrence.end, zone, now),
     };
-    let mut words = format!("{when}: {}", event.summary);
+    let mut words = format!("{when}: {}", shortened(&event.summary));
     if let Some(location) = &event.location {
-        words.push_str(&format!(", at {location}"));
+        words.push_str(&format!(", at {}", shortened(location)));
     }
     if occurrence.recurring {
         words.push_str(" (repeats)");

@@ -12,10 +12,13 @@ use async_trait::async_trait;
 use chrono::{DateTime, TimeDelta, Utc};
 use serde_json::{Value, json};
 
-use super::account::{CalendarProblem, Found, ProfileCalendars};
+use super::account::{CalendarProblem, ProfileCalendars};
 use super::caldav::{CalDavError, Resource};
-use super::events::{EventData, EventFields, changed_event_text, new_event_text, read_events};
+use super::events::{EventData, EventFields, changed_event_text, new_event_text};
 use super::phrasing::{say_event, say_occurrence};
+use super::reading::{
+    Found, READ_TIME_LIMIT, SearchRange, off_the_actors_thread, read_events_off_thread,
+};
 use super::timing::{as_event, event_fields, text};
 use crate::family::Family;
 use crate::ids::MemberId;
@@ -167,16 +170,17 @@ impl CalendarToolset {
             (last + TimeDelta::days(1)).and_time(Default::default()),
         )
         .instant;
-        let mut searched = self.calendars.search(from, to, zone).await;
-        searched.found.retain(|found| {
-            let event = &found.occurrence.event;
-            let haystack = format!(
-                "{} {}",
-                event.summary.to_lowercase(),
-                event.location.as_deref().unwrap_or_default().to_lowercase()
-            );
-            words.iter().all(|word| haystack.contains(word.as_str()))
-        });
+        let range = SearchRange {
+            from,
+            to,
+            zone,
+            words: words.clone(),
+        };
+        let searched = self
+            .calendars
+            .search(range)
+            .await
+            .map_err(|problem| ToolError::failed(tool, problem))?;
         let range = format!(
             "{} to {} ({zone})",
             first.format("%a %-d %b %Y"),
@@ -204,10 +208,10 @@ impl CalendarToolset {
             for found in searched.found.iter().take(MAX_LISTED) {
                 lines.push(format!("- {}", line_of(found, zone, now)));
             }
-            if searched.found.len() > MAX_LISTED {
+            let more = searched.found.len().saturating_sub(MAX_LISTED) + searched.more;
+            if more > 0 {
                 lines.push(format!(
-                    "... and {} more; search a shorter range to see them.",
-                    searched.found.len() - MAX_LISTED
+                    "... and {more} more; search a shorter range to see them."
                 ));
             }
         }
@@ -216,8 +220,14 @@ impl CalendarToolset {
         }
         for rule in &searched.not_expanded {
             lines.push(format!(
-                "\"{}\" repeats by a rule hearth cannot expand ({}: {}); only its first time is listed.",
+                "\"{}\" repeats by a rule hearth could not expand ({}: {}); only its first time is listed, if it falls in these days.",
                 rule.summary, rule.rule, rule.reason
+            ));
+        }
+        if searched.more_not_expanded > 0 {
+            lines.push(format!(
+                "... and {} more repeating events could not be expanded.",
+                searched.more_not_expanded
             ));
         }
         Ok(lines.join("\n"))
@@ -316,7 +326,8 @@ impl CalendarToolset {
                 CalDavError::Changed.to_string() + "; search again to see it as it is now",
             ));
         }
-        let event = read_events(&resource.text)
+        let event = read_events_off_thread(resource.text.clone())
+            .await
             .map_err(|reason| {
                 ToolError::failed(tool, format!("the event cannot be read: {reason}"))
             })?
@@ -333,8 +344,14 @@ impl CalendarToolset {
         let (calendar, resource, event) = self.current(tool, arguments).await?;
         let fields = event_fields(arguments, Some(&event), zone, now)
             .map_err(|message| ToolError::invalid(tool, message))?;
-        let text = changed_event_text(&resource.text, &fields, now)
-            .map_err(|reason| ToolError::failed(tool, reason))?;
+        let old_text = resource.text.clone();
+        let fields_written = fields.clone();
+        let text = off_the_actors_thread("writing the change", READ_TIME_LIMIT, move || {
+            changed_event_text(&old_text, &fields_written, now)
+        })
+        .await
+        .map_err(|error| ToolError::failed(tool, error))?
+        .map_err(|reason| ToolError::failed(tool, reason))?;
         let client = self
             .calendars
             .client()

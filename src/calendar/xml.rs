@@ -4,9 +4,12 @@
 //! reported with a 2xx status count; namespaces are matched by URI, never by prefix.
 
 use reqwest::Url;
-use roxmltree::{Document, Node};
+use roxmltree::{Document, Node, ParsingOptions};
 
 const DAV: &str = "DAV:";
+/// The most XML nodes an answer may hold: a range of a family calendar has a few per
+/// event; an answer past it is refused rather than held in memory.
+const MAX_NODES: u32 = 500_000;
 const CALDAV: &str = "urn:ietf:params:xml:ns:caldav";
 
 /// What a server reported about one resource.
@@ -56,7 +59,12 @@ fn href_in(node: &Node, base: &Url) -> Option<Url> {
 impl Multistatus {
     /// Reads a `207 Multi-Status` body; `base` is the address the request went to.
     pub fn parse(text: &str, base: &Url) -> Result<Self, String> {
-        let document = Document::parse(text).map_err(|error| format!("not XML ({error})"))?;
+        let options = ParsingOptions {
+            nodes_limit: MAX_NODES,
+            ..ParsingOptions::default()
+        };
+        let document = Document::parse_with_options(text, options)
+            .map_err(|error| format!("not XML ({error})"))?;
         let root = document.root_element();
         if !is(&root, DAV, "multistatus") {
             return Err(format!(

@@ -47,7 +47,7 @@ pub use instants::{
     parse_local_time, resolve_local,
 };
 pub use recurrence::{Recurrence, RecurringTime};
-pub use rrule_rule::{MIN_RECURRENCE_SPACING_MINUTES, RecurrenceRule};
+pub use rrule_rule::{MIN_RECURRENCE_SPACING_MINUTES, RecurrenceRule, WalkCut, WalkLimits};
 pub use zone::ZoneName;
 
 /// How far ahead any computed instant may lie, in calendar years from now.

@@ -9,6 +9,11 @@
 //!
 //! As in python-dateutil (and unlike a calendar's DTSTART), the start is the earliest time
 //! the rule may fire, and fires only when it matches the rule; `COUNT` counts the matches.
+//!
+//! A reminder asks for its next time ([`RecurrenceRule::next_after`]); a calendar search
+//! asks for every time in a range ([`RecurrenceRule::occurrences_between`]), walked once
+//! for the whole range, at most so many occurrences and until a deadline ([`WalkLimits`]),
+//! since a rule with COUNT is walked from its start and someone else wrote it.
 
 use std::fmt;
 
@@ -35,6 +40,28 @@ const MAX_COUNT: u32 = 100_000;
 /// A bound on the occurrences walked for one answer, above [`MAX_COUNT`] and above what a
 /// rule without COUNT walks from its moved start (see `expansion_start`).
 const MAX_OCCURRENCES_WALKED: usize = 2_000_000;
+
+/// How many occurrences a bounded walk passes between looks at the clock.
+const DEADLINE_EVERY: usize = 64;
+
+/// Bounds on one walk of a rule over a range ([`RecurrenceRule::occurrences_between`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WalkLimits {
+    /// The most occurrences passed, counted from where the walk starts (with COUNT, the
+    /// rule's start).
+    pub max_walked: usize,
+    /// When the walk gives up.
+    pub deadline: std::time::Instant,
+}
+
+/// Why a bounded walk stopped before the end of its range.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum WalkCut {
+    #[error("more than {walked} of its times would have to be counted")]
+    TooMany { walked: usize },
+    #[error("counting its times took longer than one search may take")]
+    OutOfTime,
+}
 
 /// Where an RRULE's `UNTIL` ends it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -288,6 +315,84 @@ impl RecurrenceRule {
         }
     }
 
+    /// Every occurrence strictly after `after` and before `before`, sorted, each instant
+    /// once, at most `max_listed` (the earliest), for a rule starting at the local time
+    /// `start` in `zone`: the rule walked once for the whole range (from a start moved on
+    /// by whole periods, or from its start when COUNT counts every occurrence), within
+    /// `limits`. The same instants as [`Self::next_after`] asked again and again.
+    pub fn occurrences_between(
+        &self,
+        zone: ZoneName,
+        start: NaiveDateTime,
+        after: DateTime<Utc>,
+        before: DateTime<Utc>,
+        max_listed: usize,
+        limits: WalkLimits,
+    ) -> Result<Vec<DateTime<Utc>>, WalkCut> {
+        let after_wall = after.with_timezone(&zone.tz()).naive_local();
+        let before_wall = before.with_timezone(&zone.tz()).naive_local();
+        let (rule, walk_start) = self.expansion_start(start, after_wall);
+        let Ok(set) = rule.build(rrule::Tz::UTC.from_utc_datetime(&walk_start)) else {
+            return Ok(Vec::new());
+        };
+        let set = set.limit();
+        let until_wall = self.until_wall(zone);
+        let mut found: Vec<DateTime<Utc>> = Vec::new();
+        // A time moved forward by a gap may resolve before one walked earlier: walk a
+        // gap's length past the last wall-clock time that can be needed.
+        let mut look_until = before_wall + GAP_LOOKAHEAD;
+        for (walked, occurrence) in (&set).into_iter().enumerate() {
+            if walked >= limits.max_walked {
+                return Err(WalkCut::TooMany {
+                    walked: limits.max_walked,
+                });
+            }
+            if walked % DEADLINE_EVERY == DEADLINE_EVERY - 1
+                && std::time::Instant::now() >= limits.deadline
+            {
+                return Err(WalkCut::OutOfTime);
+            }
+            let wall = occurrence.naive_utc();
+            if wall > look_until || self.ended_by_until(wall, until_wall) {
+                break;
+            }
+            let instant = resolve_local(zone, wall).instant;
+            if matches!(self.until, Some(Until::Instant(until)) if instant > until) {
+                continue;
+            }
+            if instant > after && instant < before && found.last() != Some(&instant) {
+                found.push(instant);
+                if found.len() == max_listed {
+                    look_until = look_until.min(wall + GAP_LOOKAHEAD);
+                }
+            }
+        }
+        found.sort_unstable();
+        found.dedup();
+        found.truncate(max_listed);
+        Ok(found)
+    }
+
+    /// The wall-clock time past which `UNTIL` has ended the rule (for an instant, a day
+    /// later: its wall clock in `zone` is checked exactly on each occurrence).
+    fn until_wall(&self, zone: ZoneName) -> Option<NaiveDateTime> {
+        self.until.map(|until| match until {
+            Until::Instant(instant) => {
+                instant.with_timezone(&zone.tz()).naive_local() + TimeDelta::days(1)
+            }
+            Until::Local(wall) => wall,
+            Until::Date(date) => date.and_time(NaiveTime::MIN) + TimeDelta::days(1),
+        })
+    }
+
+    fn ended_by_until(&self, wall: NaiveDateTime, until_wall: Option<NaiveDateTime>) -> bool {
+        match (self.until, until_wall) {
+            (Some(Until::Date(_)), Some(limit)) => wall >= limit,
+            (Some(_), Some(limit)) => wall > limit,
+            _ => false,
+        }
+    }
+
     fn walk(
         &self,
         rule: RRule<Unvalidated>,
@@ -297,24 +402,14 @@ impl RecurrenceRule {
     ) -> Option<DateTime<Utc>> {
         let wall_start = rrule::Tz::UTC.from_utc_datetime(&start);
         let set = rule.build(wall_start).ok()?.limit();
-        let until_wall = self.until.map(|until| match until {
-            Until::Instant(instant) => {
-                instant.with_timezone(&zone.tz()).naive_local() + TimeDelta::days(1)
-            }
-            Until::Local(wall) => wall,
-            Until::Date(date) => date.and_time(NaiveTime::MIN) + TimeDelta::days(1),
-        });
+        let until_wall = self.until_wall(zone);
         let mut best: Option<DateTime<Utc>> = None;
         let mut look_until: Option<NaiveDateTime> = None;
         for occurrence in (&set).into_iter().take(MAX_OCCURRENCES_WALKED) {
             let wall = occurrence.naive_utc();
-            if look_until.is_some_and(|limit| wall > limit) {
+            if look_until.is_some_and(|limit| wall > limit) || self.ended_by_until(wall, until_wall)
+            {
                 break;
-            }
-            match (self.until, until_wall) {
-                (Some(Until::Date(_)), Some(limit)) if wall >= limit => break,
-                (Some(_), Some(limit)) if wall > limit => break,
-                _ => {}
             }
             let instant = resolve_local(zone, wall).instant;
             if let Some(Until::Instant(until)) = self.until

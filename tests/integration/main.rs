@@ -6,6 +6,7 @@ mod support;
 mod actor_thread;
 mod approvals;
 mod calendar;
+mod calendar_hostile;
 mod calendar_kill;
 mod cli;
 mod compose_config;

@@ -595,7 +595,7 @@ async fn wait_for_pending(base: &str, cookie: &str) -> String {
 }
 
 /// `hearth web-link --user member` of the real binary, beside the running hearth.
-fn web_link(
+pub(crate) fn web_link(
     config: &Path,
     env: &std::collections::BTreeMap<String, String>,
     member: &str,

@@ -93,12 +93,18 @@ impl Member {
             .new_sign_in_link(&member.parse().unwrap(), hearth::ports::now_ms())
             .await
             .unwrap();
+        Member::sign_in_with_link(&app.base_url, &secret).await
+    }
+
+    /// Sign in on the hearth at `base_url` with a one-time link's `secret` (what follows
+    /// `/sign-in/link/`), as the page's link form does.
+    pub(crate) async fn sign_in_with_link(base_url: &str, secret: &str) -> Member {
         let plain = reqwest::Client::builder()
             .redirect(reqwest::redirect::Policy::none())
             .build()
             .unwrap();
         let shown = plain
-            .get(format!("{}/sign-in/link/{secret}", app.base_url))
+            .get(format!("{base_url}/sign-in/link/{secret}"))
             .send()
             .await
             .unwrap();
@@ -106,9 +112,9 @@ impl Member {
         let form = field(&shown.text().await.unwrap(), "form");
         assert_eq!(form, form_cookie);
         let signed_in = plain
-            .post(format!("{}/sign-in/link", app.base_url))
+            .post(format!("{base_url}/sign-in/link"))
             .header(COOKIE, format!("hearth_form={form_cookie}"))
-            .form(&[("form", form.as_str()), ("link", secret.as_str())])
+            .form(&[("form", form.as_str()), ("link", secret)])
             .send()
             .await
             .unwrap();
@@ -123,7 +129,7 @@ impl Member {
             .unwrap();
         let mut member = Member {
             client,
-            base: app.base_url.clone(),
+            base: base_url.to_owned(),
             csrf: String::new(),
         };
         member.csrf = field(&member.page("/settings").await, "csrf");

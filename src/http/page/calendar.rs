@@ -5,7 +5,8 @@
 //! arguments read, the same `If-Match` on the version shown (a change made elsewhere
 //! meanwhile is told, never overwritten), a new event's UID from the form's one-time nonce
 //! (a form posted twice makes one event). Change and delete show the event as it is first.
-//! A calendar that is down or refuses the password is said on the page.
+//! A calendar that is down, refuses the password or cannot be read (one nested too deep,
+//! one too large) is said on the page, naming it, beside what the others gave.
 
 use actix_web::http::StatusCode;
 use actix_web::{HttpRequest, HttpResponse, web};
@@ -19,7 +20,8 @@ use super::layout::{self, Tab, notice, see_other};
 use super::session::{self, SignedIn};
 use crate::calendar::{
     ADD_CALENDAR_EVENT, CalendarToolset, DELETE_CALENDAR_EVENT, Found, MODIFY_CALENDAR_EVENT,
-    is_changed_elsewhere, say_event, say_occurrence, shown_version, tool_error_text,
+    SearchRange, Searched, is_changed_elsewhere, say_event, say_occurrence, shown_version,
+    tool_error_text,
 };
 use crate::http::HttpState;
 use crate::ids::ConversationKey;
@@ -94,7 +96,19 @@ async fn listing(
         (last + TimeDelta::days(1)).and_time(Default::default()),
     )
     .instant;
-    let searched = calendars.search(from, to, zone).await;
+    let range = SearchRange {
+        from,
+        to,
+        zone,
+        words: Vec::new(),
+    };
+    let searched = calendars
+        .search(range)
+        .await
+        .unwrap_or_else(|problem| Searched {
+            problems: vec![problem.to_string()],
+            ..Searched::default()
+        });
     let may_change = calendar
         .may(MODIFY_CALENDAR_EVENT, &signed_in.member)
         .is_ok();
@@ -111,6 +125,7 @@ async fn listing(
             .map(|found| found.into_iter().map(|calendar| calendar.name).collect()),
         _ => None,
     };
+    let more = searched.found.len().saturating_sub(MAX_LISTED) + searched.more;
     let csrf = &signed_in.session.csrf_token;
     let nonce = crate::secrets::random_key("").unwrap_or_default();
     let status = if problem.is_some() || range_problem.is_some() {
@@ -147,11 +162,14 @@ async fn listing(
                     (event_item(found, zone, now, may_change, may_delete && !calendars.read_only(), calendars.read_only()))
                 }
             }
-            @if searched.found.len() > MAX_LISTED {
-                p.hint { "… and " (searched.found.len() - MAX_LISTED) " more: show fewer days to see them." }
+            @if more > 0 {
+                p.hint { "… and " (more) " more: show fewer days to see them." }
             }
             @for rule in &searched.not_expanded {
-                p.hint { "“" (rule.summary) "” repeats by a rule hearth cannot expand (" (rule.rule) "); only its first time is listed." }
+                p.hint { "“" (rule.summary) "” repeats by a rule hearth could not expand (" (rule.rule) ": " (rule.reason) "); only its first time is listed, if it falls in these days." }
+            }
+            @if searched.more_not_expanded > 0 {
+                p.hint { "… and " (searched.more_not_expanded) " more repeating events could not be expanded." }
             }
             h2 { "Add an event" }
             @match (&may_add, calendars.read_only()) {
