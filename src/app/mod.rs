@@ -28,7 +28,9 @@ use crate::actors::channels::core::ReminderAnswers;
 use crate::actors::channels::matrix::MatrixStartError;
 #[cfg(feature = "telegram")]
 use crate::actors::channels::telegram::TelegramStartError;
-use crate::actors::channels::{ChannelDeps, DeliverySettings, HttpChannel, MembershipParts};
+use crate::actors::channels::{
+    ChannelDeps, DeliverySettings, HttpChannel, MembershipParts, PrivateChats, SignInLinks,
+};
 use crate::actors::delegation::{Delegation, DelegationTarget, DelegationTargetInfo};
 use crate::actors::llm_broker::{BrokerSettings, LlmBroker, ModelEntry};
 use crate::actors::processing::{ProcessingDeps, ProcessingService};
@@ -37,14 +39,14 @@ use crate::actors::request_queue::{
 };
 use crate::actors::scheduler::{Scheduler, SchedulerDeps};
 use crate::config::LoadedConfig;
-use crate::family::{Family, Membership};
+use crate::family::{Family, Membership, OwnChats};
 use crate::http::{self, ApiKeys, HttpState};
 use crate::identity::Identity;
 use crate::local_model::{LocalModelError, LocalModelServer};
 use crate::local_time::ZoneName;
 use crate::metrics::Metrics;
 use crate::plugins::CatalogError;
-use crate::ports::{StorageError, now_ms};
+use crate::ports::StorageError;
 use crate::readiness::Readiness;
 use crate::reminders::{RemindersParts, RemindersToolset};
 use crate::retention::{RetentionSettings, spawn_pruner};
@@ -237,14 +239,33 @@ pub async fn start_with_models(
     // Conversations and platforms move between workers only on PostgreSQL: SQLite has one
     // process.
     let shared_worker = worker.clone().filter(|_| stores.postgres.is_some());
-    let family = Arc::new(Family::with_metrics(&config.family, metrics.clone()));
+    let family = Arc::new(
+        Family::with_metrics(&config.family, metrics.clone()).stored_in(stores.members.clone()),
+    );
     let membership = Arc::new(Membership::new(
         family.clone(),
         stores.members.clone(),
         config.invites.tell_strangers,
     ));
+    // Each member's own chats follow the roster, read anew whenever it changed.
+    let own_chats = Arc::new(OwnChats::default());
+    {
+        let own_chats = own_chats.clone();
+        family.on_reload(Box::new(move |members, stored| {
+            let ids: Vec<_> = members.iter().map(|member| member.id.clone()).collect();
+            own_chats.keep_only(&ids);
+            for (channel, chats) in platforms::roster_chats(members) {
+                own_chats.replace_channel(channel, chats);
+            }
+            own_chats.set_preferences(
+                stored
+                    .iter()
+                    .filter_map(|row| Some((row.id.clone(), row.preferred_channel.clone()?))),
+            );
+        }));
+    }
     // The members who joined in chat answer from the first message on.
-    membership.load(now_ms()).await?;
+    membership.load().await?;
 
     let broker = LlmBroker::new(
         models,
@@ -298,10 +319,6 @@ pub async fn start_with_models(
     // The scheduler and the reminder tools each need the other: its context comes first,
     // the actor starts once the queue and the channels it hands work to exist.
     let scheduler_context = Context::<Scheduler>::new();
-    let own_chats = Arc::new(platforms::own_chats(&family.members()));
-    for (member, channel) in membership.preferred_channels().await? {
-        own_chats.set_preferred(&member, Some(&channel));
-    }
     let reminders_parts = RemindersParts {
         schedules: stores.schedules.clone(),
         family: family.clone(),
@@ -434,11 +451,20 @@ pub async fn start_with_models(
         queue: queue.clone().recipient(),
     }));
 
+    let identity = Identity::new(stores.web_access.clone(), config.http.session_days);
+    // Known once the HTTP server listens.
+    let page_url = Arc::new(std::sync::OnceLock::new());
     let membership_parts = MembershipParts {
         membership: membership.clone(),
-        own_chats: own_chats.clone(),
-        outbox: stores.outbox.clone(),
-        channels: platform_contexts.stored_deliveries(),
+        chats: PrivateChats {
+            own_chats: own_chats.clone(),
+            outbox: stores.outbox.clone(),
+            channels: platform_contexts.stored_deliveries(),
+        },
+        sign_in_links: serves_http.then(|| SignInLinks {
+            identity: identity.clone(),
+            page_url: page_url.clone(),
+        }),
     };
     let channel_deps = ChannelDeps {
         family: family.clone(),
@@ -530,15 +556,25 @@ pub async fn start_with_models(
                 notes: stores.notes.clone(),
                 usage: stores.usage.clone(),
                 script_workflows: stores.script_workflows.clone(),
-                identity: Identity::new(stores.web_access.clone(), config.http.session_days),
+                identity,
                 memory: stores.memory.clone(),
                 membership: Some(membership_parts),
                 calendar: Arc::new(web_calendar),
                 attachments_dir: platforms::http_attachments_dir(loaded),
                 max_attachment_bytes: config.http.max_attachment_bytes,
+                client: http::client::ClientView::new(
+                    config.http.public_url.as_deref(),
+                    config
+                        .http
+                        .trusted_proxies
+                        .iter()
+                        .filter_map(|proxy| proxy.trim().parse().ok())
+                        .collect(),
+                ),
             };
             let (handle, address) =
                 http::serve(&config.http.bind, config.http.max_body_bytes, state)?;
+            let _ = page_url.set(config.http.page_url(Some(address)));
             if let Some(worker) = &worker {
                 worker.record_http_address(address);
             }
