@@ -162,7 +162,11 @@ impl Identity {
     }
 
     /// Whether another link may be sent to `member_id`'s chat from the page this hour.
-    pub async fn may_send_link(&self, member_id: &MemberId, now_ms: i64) -> Result<bool, IdentityError> {
+    pub async fn may_send_link(
+        &self,
+        member_id: &MemberId,
+        now_ms: i64,
+    ) -> Result<bool, IdentityError> {
         let recent = self
             .access
             .sign_in_links_since(member_id, now_ms - HOUR_MS)

@@ -46,7 +46,7 @@ use crate::local_model::{LocalModelError, LocalModelServer};
 use crate::local_time::ZoneName;
 use crate::metrics::Metrics;
 use crate::plugins::CatalogError;
-use crate::ports::StorageError;
+use crate::ports::{StorageError, WakeTopic, WakeUp};
 use crate::readiness::Readiness;
 use crate::reminders::{RemindersParts, RemindersToolset};
 use crate::retention::{RetentionSettings, spawn_pruner};
@@ -266,6 +266,9 @@ pub async fn start_with_models(
     }
     // The members who joined in chat answer from the first message on.
     membership.load().await?;
+    if let Some(worker) = &shared_worker {
+        share_family_changes(worker, &membership);
+    }
 
     let broker = LlmBroker::new(
         models,
@@ -614,6 +617,35 @@ pub async fn start_with_models(
         pruner: AbortOnDrop(pruner),
         local_model: None,
     })
+}
+
+/// Among the workers of a shared database, a change of the family made here wakes the
+/// others, and each reads the family again when woken: what a worker does unasked (a
+/// reminder escalated to the parents, a member's own chats) follows at once. Every request
+/// checks the family's version anyway (`Family::refresh`), so a wake-up missed only delays
+/// the unasked.
+fn share_family_changes(worker: &Arc<Worker>, membership: &Arc<Membership>) {
+    let waking = worker.clone();
+    membership.on_change(Box::new(move |version| {
+        let worker = waking.clone();
+        tokio::spawn(async move {
+            let wake_up = WakeUp::new(WakeTopic::Members, version.to_string());
+            worker.wake(wake_up).await;
+        });
+    }));
+    let family = membership.family().clone();
+    let mut wake_ups = worker.wake_ups();
+    tokio::spawn(async move {
+        use futures::StreamExt;
+        while let Some(wake_up) = wake_ups.next().await {
+            if wake_up.topic != WakeTopic::Members {
+                continue;
+            }
+            if let Err(error) = family.refresh().await {
+                tracing::warn!(%error, "family not read after a wake-up; the next request reads it");
+            }
+        }
+    });
 }
 
 /// The secret in the variable a `*_env` key names, if it names one (validation made sure

@@ -161,7 +161,9 @@ impl Platforms {
 /// Each member's own chats known from the roster, where a request escalated to them or a
 /// reminder set for them goes: their private chat on Telegram (whose id is their user
 /// id), per channel, read anew with the roster. Matrix adds its rooms as it finds them.
-pub(super) fn roster_chats(members: &[FamilyMember]) -> Vec<(&'static str, Vec<(MemberId, ConversationKey)>)> {
+pub(super) fn roster_chats(
+    members: &[FamilyMember],
+) -> Vec<(&'static str, Vec<(MemberId, ConversationKey)>)> {
     #[cfg(feature = "telegram")]
     {
         let chats = members

@@ -80,12 +80,17 @@ pub enum Joined {
     },
 }
 
+/// Told after a change of the family made here (the new version): the other workers are
+/// woken to read it.
+pub type ChangeHook = Box<dyn Fn(i64) + Send + Sync>;
+
 pub struct Membership {
     family: Arc<Family>,
     store: Arc<dyn Members>,
     told: Mutex<StrangersTold>,
     /// Strangers are told (once a day) to ask for an invite code.
     pub tell_strangers: bool,
+    on_change: Mutex<Vec<ChangeHook>>,
 }
 
 impl Membership {
@@ -95,7 +100,31 @@ impl Membership {
             store,
             told: Mutex::new(StrangersTold::default()),
             tell_strangers,
+            on_change: Mutex::new(Vec::new()),
         }
+    }
+
+    /// Tell `hook` each change of the family made here.
+    pub fn on_change(&self, hook: ChangeHook) {
+        self.on_change
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .push(hook);
+    }
+
+    /// The family changed here: read it again, and tell the hooks.
+    async fn changed(&self) -> Result<(), StorageError> {
+        self.family.reload().await?;
+        let version = self.family.version().unwrap_or_default();
+        for hook in self
+            .on_change
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .iter()
+        {
+            hook(version);
+        }
+        Ok(())
     }
 
     pub fn family(&self) -> &Arc<Family> {
@@ -141,7 +170,7 @@ impl Membership {
         if let Err(refused) = self.store.create_invite(&invite, &configured).await? {
             return Ok(Err(refused));
         }
-        self.family.reload().await?;
+        self.changed().await?;
         Ok(Ok(Issued {
             code,
             expires_at_ms: invite.expires_at_ms,
@@ -149,10 +178,7 @@ impl Membership {
     }
 
     /// A code making the first person a parent (set-up: nobody is a parent yet).
-    pub async fn first_parent_code(
-        &self,
-        now_ms: i64,
-    ) -> Result<Change<Issued>, MembershipError> {
+    pub async fn first_parent_code(&self, now_ms: i64) -> Result<Change<Issued>, MembershipError> {
         let purpose = InvitePurpose::Join {
             role: FamilyRole::Parent,
             name: None,
@@ -199,10 +225,7 @@ impl Membership {
             name: member.name.clone(),
         };
         Ok(
-            match self
-                .issue(purpose, Some(member.id.clone()), now_ms)
-                .await?
-            {
+            match self.issue(purpose, Some(member.id.clone()), now_ms).await? {
                 Ok(issued) => Change::Done(issued),
                 Err(refused) => Change::Refused(refusal(refused, None)),
             },
@@ -269,7 +292,7 @@ impl Membership {
                 ));
             }
         };
-        self.family.reload().await?;
+        self.changed().await?;
         Ok(Change::Done(match redeemed {
             Redeemed::Joined { member, invited_by } => Joined::Member {
                 member: self.member_of(&member)?,
@@ -312,7 +335,7 @@ impl Membership {
         else {
             return Ok(None);
         };
-        self.family.reload().await?;
+        self.changed().await?;
         Ok(Some((self.member_of(&stored)?, account)))
     }
 
@@ -350,15 +373,18 @@ impl Membership {
             at_ms: now_ms,
         };
         let changed = self.store.change_member(&change).await?;
-        self.family.reload().await?;
+        if changed.is_ok() {
+            self.changed().await?;
+        } else {
+            self.family.reload().await?;
+        }
         Ok(match changed {
             Ok(_) if kind == MemberChangeKind::Remove => Change::Done(member),
             Ok(stored) => match self.family.member(stored.id.as_str()) {
                 Some(member) => Change::Done(member),
-                None => Change::Refused(format!(
-                    "{} is no longer in the family.",
-                    display(&member)
-                )),
+                None => {
+                    Change::Refused(format!("{} is no longer in the family.", display(&member)))
+                }
             },
             Err(refused) => Change::Refused(refusal(refused, Some(&member))),
         })
@@ -413,7 +439,7 @@ impl Membership {
                 &new_row,
             )
             .await?;
-        self.family.reload().await?;
+        self.changed().await?;
         self.family
             .member(member.id.as_str())
             .ok_or_else(|| StorageError::Corrupt(format!("member {} not readable", member.id)))
@@ -449,9 +475,9 @@ fn refusal(refused: ChangeRefused, target: Option<&FamilyMember>) -> String {
             format!("{named} is in the configuration file: change them there.")
         }
         ChangeRefused::Yourself => "You cannot change your own place in the family.".into(),
-        ChangeRefused::LastParent => format!(
-            "{named} is the family's last parent: make someone else a parent first."
-        ),
+        ChangeRefused::LastParent => {
+            format!("{named} is the family's last parent: make someone else a parent first.")
+        }
         ChangeRefused::HasParent => {
             "The family has a parent already: ask them for an invite code.".into()
         }

@@ -230,13 +230,19 @@ impl Family {
         {
             hook(&members, &stored.members);
         }
-        tracing::debug!(version = stored.version, members = members.len(), "family read");
+        tracing::debug!(
+            version = stored.version,
+            members = members.len(),
+            "family read"
+        );
         Ok(())
     }
 
     /// Whether a code adding a member may be used at `now_ms` (as the roster was read).
     pub fn invites_open(&self, now_ms: i64) -> bool {
-        self.held().open_until_ms.is_some_and(|until| until > now_ms)
+        self.held()
+            .open_until_ms
+            .is_some_and(|until| until > now_ms)
     }
 
     /// The configuration's members with their roles, which are the file's.

@@ -95,7 +95,10 @@ mod tests {
             .insert_header(("Host", "hearth.example"))
             .to_http_request();
         assert_eq!(view.address(&direct), "192.0.2.7");
-        assert!(!view.secure(&direct), "a stranger's headers are not believed");
+        assert!(
+            !view.secure(&direct),
+            "a stranger's headers are not believed"
+        );
         let proxied = from("10.0.0.1")
             .insert_header(("X-Forwarded-For", "198.51.100.1, 203.0.113.9, 10.0.0.1"))
             .insert_header(("X-Forwarded-Proto", "https"))

@@ -85,10 +85,11 @@ pub async fn post_inbound(
     body: web::Json<InboundBody>,
 ) -> HttpResponse {
     let named = body.user_id.as_deref();
-    let user_id = match inbound_member(&state.keys, &state.identity, &state.family, &request, named).await {
-        Ok(user_id) => user_id,
-        Err(refused) => return refused,
-    };
+    let user_id =
+        match inbound_member(&state.keys, &state.identity, &state.family, &request, named).await {
+            Ok(user_id) => user_id,
+            Err(refused) => return refused,
+        };
     let body = body.into_inner();
     if body.text.trim().is_empty() {
         return bad_request("field `text` is empty".into());
@@ -321,7 +322,14 @@ pub async fn post_confirm(
     state: web::Data<HttpState>,
     body: web::Json<ConfirmBody>,
 ) -> HttpResponse {
-    let caller = match inbound_caller(state.keys.as_ref(), &state.identity, &state.family, &request).await {
+    let caller = match inbound_caller(
+        state.keys.as_ref(),
+        &state.identity,
+        &state.family,
+        &request,
+    )
+    .await
+    {
         Ok(InboundCaller::SharedKey) => {
             return HttpResponse::Forbidden().json(json!({
                 "error": "the shared inbound key answers no confirmation: a member answers with \
@@ -432,7 +440,14 @@ pub async fn get_inbound(
     path: web::Path<String>,
     query: web::Query<GetInboundQuery>,
 ) -> HttpResponse {
-    let caller = match inbound_caller(state.keys.as_ref(), &state.identity, &state.family, &request).await {
+    let caller = match inbound_caller(
+        state.keys.as_ref(),
+        &state.identity,
+        &state.family,
+        &request,
+    )
+    .await
+    {
         Ok(caller) => caller,
         Err(refused) => return refused,
     };

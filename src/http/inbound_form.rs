@@ -46,7 +46,14 @@ pub async fn post_inbound_form(
     state: web::Data<HttpState>,
     form: Multipart,
 ) -> HttpResponse {
-    let caller = match inbound_caller(state.keys.as_ref(), &state.identity, &state.family, &request).await {
+    let caller = match inbound_caller(
+        state.keys.as_ref(),
+        &state.identity,
+        &state.family,
+        &request,
+    )
+    .await
+    {
         Ok(caller) => caller,
         Err(refused) => return refused,
     };

@@ -43,7 +43,6 @@ pub use members::{
     Redeem, RedeemRefused, Redeemed, StoredFamily, StoredMember, check_change, check_invite,
     join_locked, member_id_choices,
 };
-pub use try_limits::{Limit, LockScope, Locked, first_lock, locked_until, longest_window};
 pub(crate) use notes::note_title_key;
 pub use notes::{
     MAX_SEARCH_WORDS, Note, NoteList, NoteRef, NoteVisibility, NoteWrite, Notes, Saved,
@@ -74,6 +73,7 @@ pub use telemetry::{
     DailyUsage, LlmCallRecord, StageEvent, StagedConversation, TelemetryEvent, TelemetrySink,
     TracingTelemetry, UsageReport,
 };
+pub use try_limits::{Limit, LockScope, Locked, first_lock, locked_until, longest_window};
 pub use turn_journal::TurnJournal;
 pub use user_profiles::{ProfileFacts, UserProfiles};
 pub use web_access::{

@@ -70,8 +70,8 @@ pub fn locked_until(times: &[i64], limits: &[Limit], now_ms: i64) -> Option<i64>
     until
 }
 
-/// The first lock of `scopes` (each its tries' times and its limits) at `now_ms`, the
-/// one lasting longest.
+/// The lock of `scopes` (each its tries' times and its limits) at `now_ms` lasting
+/// longest; of locks lasting as long, the one of the scope listed first.
 pub fn first_lock(scopes: &[(LockScope, Vec<i64>, &[Limit])], now_ms: i64) -> Option<Locked> {
     scopes
         .iter()
@@ -81,7 +81,10 @@ pub fn first_lock(scopes: &[(LockScope, Vec<i64>, &[Limit])], now_ms: i64) -> Op
                 until_ms,
             })
         })
-        .max_by_key(|locked| locked.until_ms)
+        .fold(None, |longest: Option<Locked>, locked| match longest {
+            Some(longest) if longest.until_ms >= locked.until_ms => Some(longest),
+            _ => Some(locked),
+        })
 }
 
 /// The longest window of `limits`: the tries older than it count no more.
@@ -110,7 +113,10 @@ mod tests {
         assert_eq!(locked_until(&tries, &limits, 10 + HOUR), None);
         // Five within the day: until the first of them leaves the day.
         let tries = [10, 20, 30, 2 * HOUR, 2 * HOUR + 1];
-        assert_eq!(locked_until(&tries, &limits, 3 * HOUR), Some(10 + 24 * HOUR));
+        assert_eq!(
+            locked_until(&tries, &limits, 3 * HOUR),
+            Some(10 + 24 * HOUR)
+        );
         // Tries older than the day count no more.
         assert_eq!(locked_until(&tries, &limits, 25 * HOUR), None);
     }

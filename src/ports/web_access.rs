@@ -21,8 +21,7 @@ const DAY_MS: i64 = 24 * HOUR_MS;
 /// for one member 5 an hour and 10 a day, from one client address the same, and 20 a day
 /// from everyone. Past a limit no code is checked (the right one neither) until it lifts.
 pub const SIGN_IN_LIMITS_PER_MEMBER: [Limit; 2] = [Limit::new(5, HOUR_MS), Limit::new(10, DAY_MS)];
-pub const SIGN_IN_LIMITS_PER_ADDRESS: [Limit; 2] =
-    [Limit::new(5, HOUR_MS), Limit::new(10, DAY_MS)];
+pub const SIGN_IN_LIMITS_PER_ADDRESS: [Limit; 2] = [Limit::new(5, HOUR_MS), Limit::new(10, DAY_MS)];
 pub const SIGN_IN_LIMITS_OVERALL: [Limit; 1] = [Limit::new(20, DAY_MS)];
 /// How far back wrong sign-in codes count.
 pub const SIGN_IN_FAILURES_KEPT_MS: i64 = DAY_MS;

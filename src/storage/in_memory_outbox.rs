@@ -57,7 +57,6 @@ impl OutboxState {
         }
     }
 
-
     /// Forget at most `batch` rows settled before `before_ms`, oldest first; how many.
     pub(super) fn prune_settled(&mut self, before_ms: i64, batch: usize) -> usize {
         let settled = &self.settled_at_ms;
@@ -161,8 +160,14 @@ mod tests {
     #[tokio::test]
     async fn a_secret_is_kept_only_until_delivered_or_given_up() {
         let store = InMemoryStore::default();
-        let delivered = store.enqueue_secret(&message("code ABCD-EFGH")).await.unwrap();
-        let given_up = store.enqueue_secret(&message("code WXYZ-2345")).await.unwrap();
+        let delivered = store
+            .enqueue_secret(&message("code ABCD-EFGH"))
+            .await
+            .unwrap();
+        let given_up = store
+            .enqueue_secret(&message("code WXYZ-2345"))
+            .await
+            .unwrap();
         let plain = store.enqueue(&message("hello")).await.unwrap();
         let pending = store.undelivered("telegram").await.unwrap();
         assert_eq!(pending[0].message.text, "code ABCD-EFGH", "sent as written");

@@ -88,7 +88,17 @@ async fn answer(response: reqwest::Response) -> Answer {
 impl Member {
     /// Sign `member` in with a one-time link, as the page's link form does.
     pub(crate) async fn sign_in(app: &TestApp, member: &str) -> Member {
-        let identity = hearth::identity::Identity::new(app.running.stores.web_access.clone(), 30);
+        Member::sign_in_at(app.running.stores.web_access.clone(), &app.base_url, member).await
+    }
+
+    /// Sign `member` in at `base_url` (any worker of the database `web_access` is on) with
+    /// a one-time link made in that database.
+    pub(crate) async fn sign_in_at(
+        web_access: std::sync::Arc<dyn hearth::ports::WebAccess>,
+        base_url: &str,
+        member: &str,
+    ) -> Member {
+        let identity = hearth::identity::Identity::new(web_access, 30);
         let secret = identity
             .new_sign_in_link(&member.parse().unwrap(), hearth::ports::now_ms())
             .await
@@ -98,7 +108,7 @@ impl Member {
             .build()
             .unwrap();
         let shown = plain
-            .get(format!("{}/sign-in/link/{secret}", app.base_url))
+            .get(format!("{base_url}/sign-in/link/{secret}"))
             .send()
             .await
             .unwrap();
@@ -106,7 +116,7 @@ impl Member {
         let form = field(&shown.text().await.unwrap(), "form");
         assert_eq!(form, form_cookie);
         let signed_in = plain
-            .post(format!("{}/sign-in/link", app.base_url))
+            .post(format!("{base_url}/sign-in/link"))
             .header(COOKIE, format!("hearth_form={form_cookie}"))
             .form(&[("form", form.as_str()), ("link", secret.as_str())])
             .send()
@@ -123,7 +133,7 @@ impl Member {
             .unwrap();
         let mut member = Member {
             client,
-            base: app.base_url.clone(),
+            base: base_url.to_string(),
             csrf: String::new(),
         };
         member.csrf = field(&member.page("/settings").await, "csrf");

@@ -115,7 +115,12 @@ pub async fn signed_in_form(
 
 /// A cookie of the page: `HttpOnly`, `SameSite=Strict`, and `Secure` when the member
 /// reached the page over HTTPS (`http::client::ClientView`).
-fn cookie<'a>(state: &HttpState, request: &HttpRequest, name: &'a str, value: String) -> Cookie<'a> {
+fn cookie<'a>(
+    state: &HttpState,
+    request: &HttpRequest,
+    name: &'a str,
+    value: String,
+) -> Cookie<'a> {
     Cookie::build(name, value)
         .path("/")
         .http_only(true)

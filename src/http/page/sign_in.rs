@@ -15,13 +15,21 @@ use serde::Deserialize;
 
 use super::layout::{self, Tab, notice, see_other};
 use super::session::{self, form_token, form_token_ok, signed_in};
-use crate::http::HttpState;
 use crate::family::how_long;
+use crate::http::HttpState;
 use crate::identity::{
     AskedCode, CodeSignIn, MAX_WRONG_SIGN_IN_CODES, OpenedSession, SIGN_IN_CODE_VALID_MS,
 };
 use crate::ids::MemberId;
 use crate::ports::{LockScope, Locked, SignInCheck, now_ms};
+
+/// The family as stored now (a member who joined on another worker is on the list); a
+/// database that does not answer leaves the roster as it was read last.
+async fn fresh_family(state: &HttpState) {
+    if let Err(error) = state.family.refresh().await {
+        tracing::error!(%error, "family not read");
+    }
+}
 
 fn count(state: &HttpState, way: &str, outcome: &str) {
     state.metrics.increment(
@@ -66,6 +74,7 @@ fn pick_name(state: &HttpState, form: &str, said: Option<&str>) -> Markup {
 
 /// `GET /sign-in`: pick your name.
 pub async fn form(request: HttpRequest, state: web::Data<HttpState>) -> HttpResponse {
+    fresh_family(&state).await;
     if let Ok(Some(_)) = signed_in(&state, &request).await {
         return see_other("/chat");
     }
@@ -80,7 +89,7 @@ pub async fn form(request: HttpRequest, state: web::Data<HttpState>) -> HttpResp
 pub struct AskCodeForm {
     member: String,
     form: String,
-    /// `link` (the default) or `code`.
+    /// `link` or `code` (the default).
     way: Option<String>,
 }
 
@@ -103,6 +112,7 @@ pub async fn ask_code(
         *response.status_mut() = StatusCode::BAD_REQUEST;
         response
     };
+    fresh_family(&state).await;
     let Some(member) = state.family.member(&body.member) else {
         count(&state, "code", "unknown_member");
         return refuse("Pick your name from the list.");
@@ -120,7 +130,7 @@ pub async fn ask_code(
             member.id
         ));
     }
-    if body.way.as_deref() != Some("code") {
+    if body.way.as_deref() == Some("link") {
         return send_link(&state, &member.id, &refuse).await;
     }
     match state.identity.ask_sign_in_code(&member.id, now_ms()).await {
@@ -179,6 +189,7 @@ pub async fn code_form(
     state: web::Data<HttpState>,
     query: web::Query<CodeQuery>,
 ) -> HttpResponse {
+    fresh_family(&state).await;
     let Some(member) = state.family.member(&query.member) else {
         return see_other("/sign-in");
     };
@@ -210,6 +221,7 @@ pub async fn check_code(
     if !form_token_ok(&request, &body.form) {
         return layout::forged_form(None);
     }
+    fresh_family(&state).await;
     let Some(member) = state.family.member(&body.member) else {
         return see_other("/sign-in");
     };
@@ -323,9 +335,7 @@ pub async fn use_link(
     if !form_token_ok(&request, &body.form) {
         return layout::forged_form(None);
     }
-    if let Err(error) = state.family.refresh().await {
-        tracing::error!(%error, "family not read");
-    }
+    fresh_family(&state).await;
     match state.identity.sign_in_with_link(&body.link, now_ms()).await {
         Ok(Some(opened))
             if state

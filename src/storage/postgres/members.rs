@@ -242,7 +242,10 @@ async fn redeem_in(
     if invite.get::<String, _>("purpose") == "link" {
         let member_id: MemberId = optional_id(&invite, "invites", "member_id")?
             .ok_or_else(|| StorageError::Corrupt("invites.member_id: missing for a link".into()))?;
-        if owner.as_ref().is_some_and(|owner| owner != member_id.as_str()) {
+        if owner
+            .as_ref()
+            .is_some_and(|owner| owner != member_id.as_str())
+        {
             return Ok(Err(RedeemRefused::AlreadyMember));
         }
         let member = stored

@@ -66,7 +66,9 @@ fn member_from_row(row: &SqliteRow) -> Result<StoredMember, StorageError> {
     })
 }
 
-async fn every_member(connection: &mut SqliteConnection) -> Result<Vec<StoredMember>, StorageError> {
+async fn every_member(
+    connection: &mut SqliteConnection,
+) -> Result<Vec<StoredMember>, StorageError> {
     let rows = sqlx::query(EVERY_MEMBER)
         .fetch_all(&mut *connection)
         .await
@@ -114,9 +116,7 @@ async fn set_account(
     user: &PlatformUser,
 ) -> Result<(), StorageError> {
     let statement = match user {
-        PlatformUser::Telegram(_) => {
-            "UPDATE members SET telegram_user_id = ? WHERE id = ?"
-        }
+        PlatformUser::Telegram(_) => "UPDATE members SET telegram_user_id = ? WHERE id = ?",
         PlatformUser::Matrix(_) => "UPDATE members SET matrix_user_id = ? WHERE id = ?",
         PlatformUser::WebVisitor(_) => return Ok(()),
     };
@@ -242,7 +242,10 @@ async fn redeem_in(
     if invite.get::<String, _>("purpose") == "link" {
         let member_id: MemberId = optional_id(&invite, "invites", "member_id")?
             .ok_or_else(|| StorageError::Corrupt("invites.member_id: missing for a link".into()))?;
-        if owner.as_ref().is_some_and(|owner| owner != member_id.as_str()) {
+        if owner
+            .as_ref()
+            .is_some_and(|owner| owner != member_id.as_str())
+        {
             return Ok(Err(RedeemRefused::AlreadyMember));
         }
         let member = stored

@@ -229,12 +229,8 @@ impl Outbox for SqliteStore {
     }
 
     async fn abandon(&self, id: i64, error: &str) -> Result<(), StorageError> {
-        self.update_outbox(
-            SCRUBBED_ABANDONED,
-            id,
-            SetTo::Text(Some(error.to_string())),
-        )
-        .await?;
+        self.update_outbox(SCRUBBED_ABANDONED, id, SetTo::Text(Some(error.to_string())))
+            .await?;
         Ok(())
     }
 }

@@ -8,9 +8,8 @@ use std::sync::Arc;
 
 use hearth::ids::FamilyRole;
 use hearth::ports::{
-    ChangeRefused, ConfiguredMembers, InvitePurpose, JOIN_LIMITS_OVERALL,
-    JOIN_LIMITS_PER_SOURCE, LockScope, MemberChangeKind, NewInvite, PlatformUser, RedeemRefused,
-    Redeemed, StoredMember,
+    ChangeRefused, ConfiguredMembers, InvitePurpose, JOIN_LIMITS_OVERALL, JOIN_LIMITS_PER_SOURCE,
+    LockScope, MemberChangeKind, NewInvite, PlatformUser, RedeemRefused, Redeemed, StoredMember,
 };
 use hearth::storage::Stores;
 
@@ -62,7 +61,11 @@ async fn member_changes_are_decided_on_the_family_as_stored(stores: &Stores) {
         Err(ChangeRefused::Configured)
     );
     // Bob made a child: from then on his role as stored refuses what a parent may do.
-    let demote = change(Some("alice"), "bob", MemberChangeKind::SetRole(FamilyRole::Child));
+    let demote = change(
+        Some("alice"),
+        "bob",
+        MemberChangeKind::SetRole(FamilyRole::Child),
+    );
     assert_eq!(
         changes.change_member(&demote).await.unwrap().unwrap().role,
         FamilyRole::Child
@@ -99,23 +102,48 @@ async fn member_changes_are_decided_on_the_family_as_stored(stores: &Stores) {
     }
     let members = stores.members.stored_members().await.unwrap();
     assert_eq!(members.len(), 2, "{members:?}");
-    assert!(members.iter().any(|row| row.id == max.id && row.role == FamilyRole::Parent));
+    assert!(
+        members
+            .iter()
+            .any(|row| row.id == max.id && row.role == FamilyRole::Parent)
+    );
     assert!(members.iter().any(|row| row.id == bob.id));
 }
 
 async fn member_changes_demoting_a_parent_revokes_their_codes_for_a_parent(stores: &Stores) {
     stored(stores, "Bob", FamilyRole::Parent, 2).await;
-    create(stores, &join_invite("bob-parent", FamilyRole::Parent, None, Some("bob"))).await;
-    create(stores, &join_invite("bob-child", FamilyRole::Child, None, Some("bob"))).await;
-    let demote = change(Some("alice"), "bob", MemberChangeKind::SetRole(FamilyRole::Child));
-    stores.members.change_member(&demote).await.unwrap().unwrap();
+    create(
+        stores,
+        &join_invite("bob-parent", FamilyRole::Parent, None, Some("bob")),
+    )
+    .await;
+    create(
+        stores,
+        &join_invite("bob-child", FamilyRole::Child, None, Some("bob")),
+    )
+    .await;
+    let demote = change(
+        Some("alice"),
+        "bob",
+        MemberChangeKind::SetRole(FamilyRole::Child),
+    );
+    stores
+        .members
+        .change_member(&demote)
+        .await
+        .unwrap()
+        .unwrap();
     let parent = redeem("bob-parent", PlatformUser::Telegram(20), T0 + 1);
     assert_eq!(
         stores.members.redeem(&parent).await.unwrap(),
         Err(RedeemRefused::NoSuchCode)
     );
     // A code for a child stays: it was a parent's decision, and makes no parent.
-    let child = joined(stores, &redeem("bob-child", PlatformUser::Telegram(21), T0 + 2)).await;
+    let child = joined(
+        stores,
+        &redeem("bob-child", PlatformUser::Telegram(21), T0 + 2),
+    )
+    .await;
     assert_eq!(child.role, FamilyRole::Child);
 }
 
@@ -131,7 +159,11 @@ async fn member_changes_two_parents_demoting_each_other_leave_one(stores: &Store
     for round in 0..5 {
         let demote = |by: &str, target: &str| hearth::ports::MemberChange {
             configured: no_file.clone(),
-            ..change(Some(by), target, MemberChangeKind::SetRole(FamilyRole::Child))
+            ..change(
+                Some(by),
+                target,
+                MemberChangeKind::SetRole(FamilyRole::Child),
+            )
         };
         let members = Arc::clone(&stores.members);
         let other = Arc::clone(&stores.members);
@@ -156,7 +188,11 @@ async fn member_changes_two_parents_demoting_each_other_leave_one(stores: &Store
             .collect();
         assert_eq!(parents.len(), 1, "round {round}: {parents:?}");
         // Both parents again for the next round.
-        let loser = if parents[0].id.as_str() == "bob" { "carol" } else { "bob" };
+        let loser = if parents[0].id.as_str() == "bob" {
+            "carol"
+        } else {
+            "bob"
+        };
         let promote = hearth::ports::MemberChange {
             configured: no_file.clone(),
             ..change(
@@ -165,7 +201,12 @@ async fn member_changes_two_parents_demoting_each_other_leave_one(stores: &Store
                 MemberChangeKind::SetRole(FamilyRole::Parent),
             )
         };
-        stores.members.change_member(&promote).await.unwrap().unwrap();
+        stores
+            .members
+            .change_member(&promote)
+            .await
+            .unwrap()
+            .unwrap();
     }
 }
 
@@ -176,8 +217,16 @@ async fn member_changes_move_the_family_version(stores: &Stores) {
         assert!(now > *seen, "{what}: version {now} after {seen}");
         *seen = now;
     }
-    create(stores, &join_invite("v1", FamilyRole::Child, Some("Max"), Some("alice"))).await;
-    moved(&mut seen, members.family_version().await.unwrap(), "a code adding a member");
+    create(
+        stores,
+        &join_invite("v1", FamilyRole::Child, Some("Max"), Some("alice")),
+    )
+    .await;
+    moved(
+        &mut seen,
+        members.family_version().await.unwrap(),
+        "a code adding a member",
+    );
     let max = joined(stores, &redeem("v1", PlatformUser::Telegram(3), T0)).await;
     moved(&mut seen, members.family_version().await.unwrap(), "a join");
     let family = members.stored_family().await.unwrap();
@@ -188,8 +237,16 @@ async fn member_changes_move_the_family_version(stores: &Stores) {
         .save_settings(&max.id, Some("Europe/Berlin"), None, &max)
         .await
         .unwrap();
-    moved(&mut seen, members.family_version().await.unwrap(), "settings");
-    let role = change(Some("alice"), "max", MemberChangeKind::SetRole(FamilyRole::Parent));
+    moved(
+        &mut seen,
+        members.family_version().await.unwrap(),
+        "settings",
+    );
+    let role = change(
+        Some("alice"),
+        "max",
+        MemberChangeKind::SetRole(FamilyRole::Parent),
+    );
     members.change_member(&role).await.unwrap().unwrap();
     moved(&mut seen, members.family_version().await.unwrap(), "a role");
     // A refused change moves nothing.
@@ -198,7 +255,11 @@ async fn member_changes_move_the_family_version(stores: &Stores) {
     assert_eq!(members.family_version().await.unwrap(), seen);
     let removal = change(Some("alice"), "max", MemberChangeKind::Remove);
     members.change_member(&removal).await.unwrap().unwrap();
-    moved(&mut seen, members.family_version().await.unwrap(), "a removal");
+    moved(
+        &mut seen,
+        members.family_version().await.unwrap(),
+        "a removal",
+    );
 }
 
 async fn member_changes_settings_change_only_their_columns(stores: &Stores) {
@@ -224,7 +285,13 @@ async fn member_changes_settings_change_only_their_columns(stores: &Stores) {
         }]
     );
     // A member of the configuration gets a row of their own, with no account.
-    let alice = StoredMember::new(member("alice"), Some("Alice".into()), FamilyRole::Parent, None, T0);
+    let alice = StoredMember::new(
+        member("alice"),
+        Some("Alice".into()),
+        FamilyRole::Parent,
+        None,
+        T0,
+    );
     stores
         .members
         .save_settings(&alice.id, Some("UTC"), None, &alice)
@@ -307,7 +374,11 @@ async fn member_changes_a_second_account_waits_for_the_members_yes(stores: &Stor
 }
 
 async fn member_changes_wrong_codes_are_limited_per_sender_and_overall(stores: &Stores) {
-    create(stores, &join_invite("good", FamilyRole::Child, None, Some("alice"))).await;
+    create(
+        stores,
+        &join_invite("good", FamilyRole::Child, None, Some("alice")),
+    )
+    .await;
     let guess = |n: i64, at: i64| redeem(&format!("wrong-{n}"), PlatformUser::Telegram(50), at);
     let per_hour = i64::from(JOIN_LIMITS_PER_SOURCE[0].max);
     for n in 0..per_hour {
@@ -360,13 +431,20 @@ async fn member_changes_wrong_codes_are_limited_per_sender_and_overall(stores: &
     };
     assert_eq!(locked.scope, LockScope::Everyone);
     // A day after the first tries the code works again (it lasts a day from T0: made anew).
-    create(stores, &NewInvite {
-        created_at_ms: T0 + 24 * HOUR,
-        expires_at_ms: T0 + 48 * HOUR,
-        ..join_invite("good-again", FamilyRole::Child, None, Some("alice"))
-    })
+    create(
+        stores,
+        &NewInvite {
+            created_at_ms: T0 + 24 * HOUR,
+            expires_at_ms: T0 + 48 * HOUR,
+            ..join_invite("good-again", FamilyRole::Child, None, Some("alice"))
+        },
+    )
     .await;
-    let next_day = redeem("good-again", PlatformUser::Matrix("@new:x".into()), T0 + 30 * HOUR);
+    let next_day = redeem(
+        "good-again",
+        PlatformUser::Matrix("@new:x".into()),
+        T0 + 30 * HOUR,
+    );
     assert!(matches!(
         stores.members.redeem(&next_day).await.unwrap(),
         Ok(Redeemed::Joined { .. })
@@ -376,21 +454,44 @@ async fn member_changes_wrong_codes_are_limited_per_sender_and_overall(stores: &
 async fn member_changes_set_up_code_yields_once_there_is_a_parent(stores: &Stores) {
     let no_file = ConfiguredMembers::default();
     for hash in ["setup-1", "setup-2"] {
-        create_with(stores, &join_invite(hash, FamilyRole::Parent, None, None), &no_file).await;
+        create_with(
+            stores,
+            &join_invite(hash, FamilyRole::Parent, None, None),
+            &no_file,
+        )
+        .await;
     }
-    assert!(stores.members.open_invites_until(T0).await.unwrap().is_some());
-    joined(stores, &redeem("setup-1", PlatformUser::Telegram(1), T0 + 1)).await;
+    assert!(
+        stores
+            .members
+            .open_invites_until(T0)
+            .await
+            .unwrap()
+            .is_some()
+    );
+    joined(
+        stores,
+        &redeem("setup-1", PlatformUser::Telegram(1), T0 + 1),
+    )
+    .await;
     // The second code of set-up no longer makes anyone a parent, nor opens room invites.
     let second = redeem("setup-2", PlatformUser::Telegram(2), T0 + 2);
     assert_eq!(
         stores.members.redeem(&second).await.unwrap(),
         Err(RedeemRefused::NoSuchCode)
     );
-    assert_eq!(stores.members.open_invites_until(T0 + 2).await.unwrap(), None);
+    assert_eq!(
+        stores.members.open_invites_until(T0 + 2).await.unwrap(),
+        None
+    );
     // And no new one is made while the family has a parent.
     let third = join_invite("setup-3", FamilyRole::Parent, None, None);
     assert_eq!(
-        stores.members.create_invite(&third, &no_file).await.unwrap(),
+        stores
+            .members
+            .create_invite(&third, &no_file)
+            .await
+            .unwrap(),
         Err(ChangeRefused::HasParent)
     );
     // A code of set-up made while the configuration names a parent does not work either.

@@ -36,7 +36,11 @@ pub(super) async fn create(stores: &Stores, invite: &NewInvite) {
 }
 
 /// Store `invite` with `configured` as the configuration; it must be allowed.
-pub(super) async fn create_with(stores: &Stores, invite: &NewInvite, configured: &ConfiguredMembers) {
+pub(super) async fn create_with(
+    stores: &Stores,
+    invite: &NewInvite,
+    configured: &ConfiguredMembers,
+) {
     stores
         .members
         .create_invite(invite, configured)
@@ -56,7 +60,12 @@ pub(super) fn change(by: Option<&str>, target: &str, kind: MemberChangeKind) -> 
     }
 }
 
-pub(super) fn join_invite(hash: &str, role: FamilyRole, name: Option<&str>, by: Option<&str>) -> NewInvite {
+pub(super) fn join_invite(
+    hash: &str,
+    role: FamilyRole,
+    name: Option<&str>,
+    by: Option<&str>,
+) -> NewInvite {
     NewInvite {
         code_hash: hash.to_string(),
         purpose: InvitePurpose::Join {
@@ -329,7 +338,14 @@ async fn members_removed_lose_their_sessions_and_tokens(stores: &Stores) {
         .await
         .unwrap();
     let removal = change(None, max.id.as_str(), MemberChangeKind::Remove);
-    assert!(stores.members.change_member(&removal).await.unwrap().is_ok());
+    assert!(
+        stores
+            .members
+            .change_member(&removal)
+            .await
+            .unwrap()
+            .is_ok()
+    );
     assert_eq!(access.session("cookie-max", T0 + 1).await.unwrap(), None);
     assert_eq!(access.token("token-max").await.unwrap(), None);
     assert_eq!(

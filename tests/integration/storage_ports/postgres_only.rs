@@ -216,7 +216,10 @@ async fn postgres_two_workers_spend_a_code_or_a_link_once() {
                         max_wrong: 3,
                     };
                     let code = web.try_sign_in_code(&attempt).await.unwrap().check;
-                    let link = web.use_sign_in_link(&link_hash, start + MINUTE).await.unwrap();
+                    let link = web
+                        .use_sign_in_link(&link_hash, start + MINUTE)
+                        .await
+                        .unwrap();
                     (code, link)
                 })
             })

@@ -35,7 +35,10 @@ async fn sign_in_limits_per_member_across_codes_and_addresses(stores: &Stores) {
     for n in 0..per_hour {
         open_code(stores, "alice", &format!("right-{n}"), T0 + n).await;
         let tried = try_from(stores, "alice", "wrong", &format!("198.51.100.{n}"), T0 + n).await;
-        assert!(matches!(tried.check, SignInCheck::Wrong { .. }), "{tried:?}");
+        assert!(
+            matches!(tried.check, SignInCheck::Wrong { .. }),
+            "{tried:?}"
+        );
         let locks = tried.locked_now.map(|locked| locked.scope);
         if n + 1 == per_hour {
             assert_eq!(locks, Some(LockScope::Member), "the try that locks says so");
@@ -85,7 +88,10 @@ async fn sign_in_limits_per_address_across_members(stores: &Stores) {
         let who = format!("member-{n}");
         open_code(stores, &who, "right", T0 + n).await;
         let tried = try_from(stores, &who, "wrong", "192.0.2.66", T0 + n).await;
-        assert!(matches!(tried.check, SignInCheck::Wrong { .. }), "{tried:?}");
+        assert!(
+            matches!(tried.check, SignInCheck::Wrong { .. }),
+            "{tried:?}"
+        );
     }
     open_code(stores, "carol", "right", T0 + MINUTE).await;
     let from_there = try_from(stores, "carol", "right", "192.0.2.66", T0 + MINUTE).await;

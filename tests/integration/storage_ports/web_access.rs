@@ -479,12 +479,10 @@ async fn sqlite_two_stores_on_one_file_see_each_others_web_access_at_once() {
         .count();
     assert_eq!(accepted, 1, "{checks:?}");
     assert!(
-        checks
-            .iter()
-            .all(|check| matches!(
-                check,
-                SignInCheck::Accepted | SignInCheck::NoCode | SignInCheck::Limited(_)
-            )),
+        checks.iter().all(|check| matches!(
+            check,
+            SignInCheck::Accepted | SignInCheck::NoCode | SignInCheck::Limited(_)
+        )),
         "{checks:?}"
     );
     hearth.close().await;

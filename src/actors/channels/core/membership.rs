@@ -126,7 +126,13 @@ impl MembershipParts {
     ) -> Result<Replies, ChannelError> {
         let now = now_ms();
         let prefix = A::ALTERNATE_PREFIX;
-        let reply = |text: String| vec![say(&message.conversation, text, Some(message.event_id.clone()))];
+        let reply = |text: String| {
+            vec![say(
+                &message.conversation,
+                text,
+                Some(message.event_id.clone()),
+            )]
+        };
         match command {
             MembershipCommand::Invite => {
                 let mut words = rest.split_whitespace().peekable();
@@ -143,7 +149,10 @@ impl MembershipParts {
                 if place == SecretPlace::Nowhere {
                     return Ok(reply(no_private_chat::<A>("an invite code")));
                 }
-                let issued = self.membership.invite(member, role, name.clone(), now).await;
+                let issued = self
+                    .membership
+                    .invite(member, role, name.clone(), now)
+                    .await;
                 let text = match issued.map_err(storage)? {
                     Change::Done(issued) => format!(
                         "Invite code for {} as a {}: **{}**\nThey send {}{}",
@@ -159,7 +168,9 @@ impl MembershipParts {
                     ),
                     Change::Refused(text) => return Ok(reply(text)),
                 };
-                Ok(self.send_secret(member, message, place, &text, "invite code").await)
+                Ok(self
+                    .send_secret::<A>(member, message, place, &text, "invite code")
+                    .await)
             }
             MembershipCommand::Link if rest.trim().eq_ignore_ascii_case("switch") => {
                 let channel = message.conversation.channel();
@@ -175,7 +186,9 @@ impl MembershipParts {
                     account.channel(),
                     display(&member)
                 );
-                self.chats.tell_member_elsewhere(&member.id, &text, &message.conversation).await;
+                self.chats
+                    .tell_member_elsewhere(&member.id, &text, &message.conversation)
+                    .await;
                 adapter.members_changed();
                 Ok(reply(text))
             }
@@ -184,7 +197,12 @@ impl MembershipParts {
                 if place == SecretPlace::Nowhere {
                     return Ok(reply(no_private_chat::<A>("a link code")));
                 }
-                let text = match self.membership.link_code(member, now).await.map_err(storage)? {
+                let text = match self
+                    .membership
+                    .link_code(member, now)
+                    .await
+                    .map_err(storage)?
+                {
                     Change::Done(issued) => format!(
                         "To be the same {} on another account, send {}",
                         display(member),
@@ -192,7 +210,9 @@ impl MembershipParts {
                     ),
                     Change::Refused(text) => return Ok(reply(text)),
                 };
-                Ok(self.send_secret(member, message, place, &text, "link code").await)
+                Ok(self
+                    .send_secret::<A>(member, message, place, &text, "link code")
+                    .await)
             }
             MembershipCommand::SignIn => {
                 let Some(links) = &self.sign_in_links else {
@@ -203,9 +223,13 @@ impl MembershipParts {
                     return Ok(reply(no_private_chat::<A>("a sign-in link")));
                 }
                 let Some(text) = links.link_text(&member.id, now).await else {
-                    return Ok(reply("No sign-in link could be made just now; try again in a moment.".into()));
+                    return Ok(reply(
+                        "No sign-in link could be made just now; try again in a moment.".into(),
+                    ));
                 };
-                Ok(self.send_secret(member, message, place, &text, "sign-in link").await)
+                Ok(self
+                    .send_secret::<A>(member, message, place, &text, "sign-in link")
+                    .await)
             }
             MembershipCommand::Join => {
                 let Some(user) = adapter.platform_user(&message.sender) else {
@@ -230,10 +254,10 @@ impl MembershipParts {
 
     /// Store `text` (carrying a secret, `what`) for `place`; the replies for the chat it
     /// was asked in.
-    async fn send_secret(
+    async fn send_secret<A: PlatformAdapter>(
         &self,
         member: &FamilyMember,
-        message: &IncomingMessage<impl Send + Sync>,
+        message: &IncomingMessage<A::MessageSource>,
         place: SecretPlace,
         text: &str,
         what: &str,
@@ -251,7 +275,11 @@ impl MembershipParts {
             .tell_in(&member.id, place.clone(), text, reply_to, true)
             .await
         {
-            return vec![say(here, format!("The {what} could not be stored just now; try again in a moment."), event)];
+            return vec![say(
+                here,
+                format!("The {what} could not be stored just now; try again in a moment."),
+                event,
+            )];
         }
         if !elsewhere {
             return Vec::new();
@@ -261,10 +289,18 @@ impl MembershipParts {
         } else {
             format!("your own chat with me on {}", capitalised(place.channel()))
         };
+        let hint = if place.channel() == here.channel() {
+            format!(
+                " Nothing there? {}, then ask again.",
+                capitalised(A::PRIVATE_CHAT_HINT)
+            )
+        } else {
+            String::new()
+        };
         vec![say(
             here,
             format!(
-                "I sent the {what} to {where_to}, {}: codes go only where you alone read them.",
+                "I sent the {what} to {where_to}, {}: codes go only where you alone read them.{hint}",
                 display(member)
             ),
             event,
@@ -335,7 +371,9 @@ impl MembershipParts {
                     capitalised(user.channel()),
                     existing.describe(),
                 );
-                self.chats.tell_member_on(&member.id, user.channel(), &asked).await;
+                self.chats
+                    .tell_member_on(&member.id, user.channel(), &asked)
+                    .await;
                 let text = format!(
                     "You have another {} account in the family ({}). I asked you there whether this one should replace it: send `/link switch` from that account while the code is valid.",
                     capitalised(user.channel()),
@@ -349,7 +387,9 @@ impl MembershipParts {
                     user.describe(),
                     display(&member)
                 );
-                self.chats.tell_member_elsewhere(&member.id, &told, here).await;
+                self.chats
+                    .tell_member_elsewhere(&member.id, &told, here)
+                    .await;
                 let text = format!(
                     "Linked: this account is {} too now. Your conversations stay separate per chat.",
                     display(&member)
@@ -408,8 +448,9 @@ fn no_private_chat<A: PlatformAdapter>(what: &str) -> String {
     )
 }
 
-fn capitalised(channel: &str) -> String {
-    let mut letters = channel.chars();
+/// `text` with its first letter in capitals: `Telegram`.
+fn capitalised(text: &str) -> String {
+    let mut letters = text.chars();
     match letters.next() {
         Some(first) => first.to_uppercase().chain(letters).collect(),
         None => String::new(),

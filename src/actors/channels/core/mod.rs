@@ -79,8 +79,8 @@ pub(crate) use adapter::{
 };
 pub use delivery::DeliverySettings;
 pub use membership::{MembershipParts, SignInLinks};
-pub use private_chats::PrivateChats;
 pub use messages::{EventReceived, StopChannel};
 pub use platform::PlatformRoutes;
 pub(crate) use platform::{DeliveryError, Platform};
+pub use private_chats::PrivateChats;
 pub use reminder_answers::ReminderAnswers;
