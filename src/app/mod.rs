@@ -7,8 +7,11 @@
 //! - `models.rs`: the LLM providers, and the small local model started when every profile
 //!   answers with it;
 //! - `plugins.rs`: the plugins' catalog and runtime, on the stores;
-//! - `intents.rs`: the intents engine of `engine: intents` profiles.
+//! - `intents.rs`: the intents engine of `engine: intents` profiles;
+//! - `family.rs`: what follows the family as the database has it: each member's own
+//!   chats, and the other workers woken when it changed here.
 
+mod family;
 mod intents;
 mod models;
 mod platforms;
@@ -39,14 +42,14 @@ use crate::actors::request_queue::{
 };
 use crate::actors::scheduler::{Scheduler, SchedulerDeps};
 use crate::config::LoadedConfig;
-use crate::family::{Family, Membership, OwnChats};
+use crate::family::{Family, Membership};
 use crate::http::{self, ApiKeys, HttpState};
 use crate::identity::Identity;
 use crate::local_model::{LocalModelError, LocalModelServer};
 use crate::local_time::ZoneName;
 use crate::metrics::Metrics;
 use crate::plugins::CatalogError;
-use crate::ports::{StorageError, WakeTopic, WakeUp};
+use crate::ports::StorageError;
 use crate::readiness::Readiness;
 use crate::reminders::{RemindersParts, RemindersToolset};
 use crate::retention::{RetentionSettings, spawn_pruner};
@@ -247,27 +250,11 @@ pub async fn start_with_models(
         stores.members.clone(),
         config.invites.tell_strangers,
     ));
-    // Each member's own chats follow the roster, read anew whenever it changed.
-    let own_chats = Arc::new(OwnChats::default());
-    {
-        let own_chats = own_chats.clone();
-        family.on_reload(Box::new(move |members, stored| {
-            let ids: Vec<_> = members.iter().map(|member| member.id.clone()).collect();
-            own_chats.keep_only(&ids);
-            for (channel, chats) in platforms::roster_chats(members) {
-                own_chats.replace_channel(channel, chats);
-            }
-            own_chats.set_preferences(
-                stored
-                    .iter()
-                    .filter_map(|row| Some((row.id.clone(), row.preferred_channel.clone()?))),
-            );
-        }));
-    }
+    let own_chats = family::own_chats_following(&family);
     // The members who joined in chat answer from the first message on.
     membership.load().await?;
     if let Some(worker) = &shared_worker {
-        share_family_changes(worker, &membership);
+        family::share_changes(worker, &membership);
     }
 
     let broker = LlmBroker::new(
@@ -565,15 +552,7 @@ pub async fn start_with_models(
                 calendar: Arc::new(web_calendar),
                 attachments_dir: platforms::http_attachments_dir(loaded),
                 max_attachment_bytes: config.http.max_attachment_bytes,
-                client: http::client::ClientView::new(
-                    config.http.public_url.as_deref(),
-                    config
-                        .http
-                        .trusted_proxies
-                        .iter()
-                        .filter_map(|proxy| proxy.trim().parse().ok())
-                        .collect(),
-                ),
+                client: http::client::ClientView::of(&config.http),
             };
             let (handle, address) =
                 http::serve(&config.http.bind, config.http.max_body_bytes, state)?;
@@ -617,35 +596,6 @@ pub async fn start_with_models(
         pruner: AbortOnDrop(pruner),
         local_model: None,
     })
-}
-
-/// Among the workers of a shared database, a change of the family made here wakes the
-/// others, and each reads the family again when woken: what a worker does unasked (a
-/// reminder escalated to the parents, a member's own chats) follows at once. Every request
-/// checks the family's version anyway (`Family::refresh`), so a wake-up missed only delays
-/// the unasked.
-fn share_family_changes(worker: &Arc<Worker>, membership: &Arc<Membership>) {
-    let waking = worker.clone();
-    membership.on_change(Box::new(move |version| {
-        let worker = waking.clone();
-        tokio::spawn(async move {
-            let wake_up = WakeUp::new(WakeTopic::Members, version.to_string());
-            worker.wake(wake_up).await;
-        });
-    }));
-    let family = membership.family().clone();
-    let mut wake_ups = worker.wake_ups();
-    tokio::spawn(async move {
-        use futures::StreamExt;
-        while let Some(wake_up) = wake_ups.next().await {
-            if wake_up.topic != WakeTopic::Members {
-                continue;
-            }
-            if let Err(error) = family.refresh().await {
-                tracing::warn!(%error, "family not read after a wake-up; the next request reads it");
-            }
-        }
-    });
 }
 
 /// The secret in the variable a `*_env` key names, if it names one (validation made sure

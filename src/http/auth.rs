@@ -148,20 +148,30 @@ impl InboundCaller {
     }
 }
 
-/// Who `request` speaks as on an inbound route, or the `401`/`403` to answer. The family
-/// is read again first when it changed (on any worker), so the member named is looked up
-/// as the database has them now.
+/// Who `request` speaks as on an inbound route, or the `401`/`403` to answer. Once the
+/// caller is known, the family is read again when it changed (on any worker), so the
+/// member named is looked up as the database has them now.
 pub async fn inbound_caller(
     keys: Option<&ApiKeys>,
     identity: &crate::identity::Identity,
     family: &crate::family::Family,
     request: &HttpRequest,
 ) -> Result<InboundCaller, HttpResponse> {
+    let caller = proven_caller(keys, identity, request).await?;
     if let Err(error) = family.refresh().await {
         tracing::error!(%error, "family not read");
         return Err(HttpResponse::ServiceUnavailable()
             .json(serde_json::json!({"error": "storage unavailable, try again"})));
     }
+    Ok(caller)
+}
+
+/// Who `request` speaks as by its key or token, or the `401`/`403` to answer.
+async fn proven_caller(
+    keys: Option<&ApiKeys>,
+    identity: &crate::identity::Identity,
+    request: &HttpRequest,
+) -> Result<InboundCaller, HttpResponse> {
     let Some(keys) = keys else {
         return Ok(InboundCaller::Open);
     };

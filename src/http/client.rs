@@ -20,6 +20,17 @@ pub struct ClientView {
 }
 
 impl ClientView {
+    /// What `http` (validated: every proxy an IP address) says.
+    pub fn of(http: &crate::config::HttpConfig) -> Self {
+        ClientView::new(
+            http.public_url.as_deref(),
+            http.trusted_proxies
+                .iter()
+                .filter_map(|proxy| proxy.trim().parse().ok())
+                .collect(),
+        )
+    }
+
     pub fn new(public_url: Option<&str>, trusted_proxies: Vec<IpAddr>) -> Self {
         ClientView {
             public_url_is_https: public_url
@@ -32,7 +43,7 @@ impl ClientView {
         request.peer_addr().map(|address| address.ip())
     }
 
-    fn from_trusted_proxy(&self, request: &HttpRequest) -> bool {
+    fn came_through_trusted_proxy(&self, request: &HttpRequest) -> bool {
         Self::peer(request).is_some_and(|peer| self.trusted_proxies.contains(&peer))
     }
 
@@ -67,7 +78,7 @@ impl ClientView {
         if self.public_url_is_https {
             return true;
         }
-        self.from_trusted_proxy(request)
+        self.came_through_trusted_proxy(request)
             && request
                 .headers()
                 .get("x-forwarded-proto")

@@ -180,7 +180,7 @@ impl MembersState {
             })
             .filter_map(|(hash, kept)| {
                 let user = kept.switch_to.clone()?;
-                (user.channel() == channel).then(|| (kept.invite.created_at_ms, hash, user))
+                (user.channel() == channel).then_some((kept.invite.created_at_ms, hash, user))
             })
             .max_by_key(|(created, _, _)| *created)
             .map(|(_, hash, user)| (hash.clone(), user))?;

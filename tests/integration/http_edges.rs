@@ -36,15 +36,21 @@ async fn cookies_are_secure_by_the_public_url_or_a_trusted_proxy_never_by_the_ho
     // A Host off loopback, a proxy nobody trusts: neither decides.
     let cookie = form_cookie(
         &plain,
-        &[("Host", "hearth.example.org"), ("X-Forwarded-Proto", "https")],
+        &[
+            ("Host", "hearth.example.org"),
+            ("X-Forwarded-Proto", "https"),
+        ],
     )
     .await;
     assert!(!is_secure(&cookie), "{cookie}");
     assert!(cookie.contains("HttpOnly") && cookie.contains("SameSite=Strict"));
     plain.stop().await;
 
-    let proxied =
-        TestApp::start(&llm.base_url(), &[("HEARTH__HTTP__TRUSTED_PROXIES", "127.0.0.1")]).await;
+    let proxied = TestApp::start(
+        &llm.base_url(),
+        &[("HEARTH__HTTP__TRUSTED_PROXIES", "127.0.0.1")],
+    )
+    .await;
     let https = form_cookie(&proxied, &[("X-Forwarded-Proto", "https")]).await;
     assert!(is_secure(&https), "{https}");
     let http = form_cookie(&proxied, &[("X-Forwarded-Proto", "http")]).await;

@@ -96,7 +96,10 @@ async fn strangers_rooms_are_few_while_a_code_is_open_and_left_when_it_closes() 
         membership_becomes(stranger, room, bot, MembershipState::Leave).await;
     }
     sam.send_text(sams_room, "still there?").await;
-    reply_from_hearth(sam, &server, |message| message.body.contains("echo: still there?")).await;
+    reply_from_hearth(sam, &server, |message| {
+        message.body.contains("echo: still there?")
+    })
+    .await;
     app.stop().await;
 }
 
@@ -116,11 +119,16 @@ async fn a_room_with_someone_else_invited_is_no_ones_own() {
     let shared = room_with_hearth(&alice, &server, false, &[server.bob.user_id.as_str()]).await;
     // hearth has found its rooms once it answers in the first.
     alice.send_text(&own, "hello").await;
-    reply_from_hearth(&alice, &server, |message| message.body.contains("echo: hello")).await;
+    reply_from_hearth(&alice, &server, |message| {
+        message.body.contains("echo: hello")
+    })
+    .await;
 
     alice.send_text(&shared, "!link").await;
     let notice = reply_from_hearth(&alice, &server, |message| {
-        message.body.contains("I sent the link code to our private chat")
+        message
+            .body
+            .contains("I sent the link code to our private chat")
     })
     .await;
     assert_eq!(notice.room_id, shared);

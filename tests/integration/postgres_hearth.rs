@@ -210,7 +210,10 @@ async fn a_family_moves_from_sqlite_to_postgres_with_copy_store() {
     .fetch_one(&postgres)
     .await
     .unwrap();
-    assert!(next > newest, "id {next} given again (SQLite gave up to {newest})");
+    assert!(
+        next > newest,
+        "id {next} given again (SQLite gave up to {newest})"
+    );
     sqlx::query("DELETE FROM sign_in_failures WHERE id = $1")
         .bind(next)
         .execute(&postgres)
