@@ -1,6 +1,7 @@
 //! `hearth family list|set-role|remove`: the family from the command line. `list` reads
-//! the database beside a running hearth; a change needs the database to itself (the running
-//! hearth answers by what it loaded, so a change goes through its chat: `/family`).
+//! the database beside a running hearth. A change is made in the database, which every
+//! running worker reads before its next request; on SQLite it needs the file to itself
+//! (one process writes it), on PostgreSQL it is made beside the running workers.
 
 use std::sync::Arc;
 
@@ -48,25 +49,16 @@ pub async fn family(
     }
     let _lock = InstanceLock::acquire_for_url(&config.database_url, false)
         .await
-        .context("a change to the family needs the database to itself: stop hearth, or send /family in chat")?;
+        .context("a change to the family needs the SQLite database to itself: stop hearth, or send /family in chat")?;
     let stores = hearth::storage::open(&config.database_url, config.database_max_connections)
         .await
         .context("the database cannot be opened")?;
-    // PostgreSQL has no lock file: the workers' heartbeats say whether one runs.
-    let running = stores.coordination.live_workers(now_ms()).await?;
-    if let Some(worker) = running.first() {
-        stores.close().await;
-        anyhow::bail!(
-            "a change to the family needs the database to itself: {} runs on it; stop              hearth, or send /family in chat",
-            hearth::workers::describe(worker)
-        );
-    }
     let membership = Membership::new(
-        Arc::new(Family::new(&config.family)),
+        Arc::new(Family::new(&config.family).stored_in(stores.members.clone())),
         stores.members.clone(),
         false,
     );
-    membership.load(now_ms()).await?;
+    membership.load().await?;
     let changed = match &command {
         FamilyCommand::SetRole { member, role } => {
             let Some(role) = FamilyRole::parse(role) else {

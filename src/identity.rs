@@ -3,20 +3,29 @@
 //! `hearth web-link`, a session's cookie, or a per-member API token (`hearth token`).
 //!
 //! The rules live here, the rows in `ports::WebAccess`: a code lasts ten minutes and locks
-//! after five wrong tries; at most three codes an hour are sent to one member (so guessing
-//! stays hopeless and a stranger cannot flood a member's chat); a session lasts
+//! after five wrong tries; wrong codes are counted in the database, for every worker, per
+//! member across codes, per client address and overall (`ports::SIGN_IN_LIMITS_*`: 5 an
+//! hour and 10 a day for a member or an address, 20 a day from everyone), and past a limit
+//! no code is checked until it lifts; at most three codes and three links an hour are sent
+//! to one member (so a stranger cannot flood a member's chat). A one-time link sent to the
+//! member's own chat is the way in no guessing can block. A session lasts
 //! `http.session_days`; every secret is kept only as its SHA-256.
 
 use std::sync::Arc;
 
 use crate::ids::MemberId;
-use crate::ports::{MemberToken, NewSignInCode, SignInCheck, StorageError, WebAccess, WebSession};
+use crate::ports::{
+    Locked, MemberToken, NewSignInCode, SignInAttempt, SignInCheck, StorageError, WebAccess,
+    WebSession,
+};
 use crate::secrets::{self, NoRandomness};
 
 pub const SIGN_IN_CODE_DIGITS: usize = 6;
 pub const SIGN_IN_CODE_VALID_MS: i64 = 10 * 60 * 1000;
 pub const MAX_WRONG_SIGN_IN_CODES: u32 = 5;
 pub const SIGN_IN_CODES_PER_HOUR: u32 = 3;
+/// Sign-in links sent to one member's chat from the page in an hour.
+pub const SIGN_IN_LINKS_PER_HOUR: u32 = 3;
 const HOUR_MS: i64 = 60 * 60 * 1000;
 /// How long a link of `hearth web-link` opens a session.
 pub const SIGN_IN_LINK_VALID_MS: i64 = 24 * HOUR_MS;
@@ -63,7 +72,11 @@ impl std::fmt::Debug for OpenedSession {
 #[derive(Debug)]
 pub enum CodeSignIn {
     Opened(OpenedSession),
-    Refused(SignInCheck),
+    /// Nothing opened; `locked_now`: this try started a lock (the member is told).
+    Refused {
+        check: SignInCheck,
+        locked_now: Option<Locked>,
+    },
 }
 
 /// The identity rules over the `WebAccess` rows.
@@ -116,30 +129,49 @@ impl Identity {
         })
     }
 
-    /// `typed` as `member_id`'s sign-in code (spaces ignored); a session when it is right.
+    /// `typed` as `member_id`'s sign-in code (spaces ignored), from client `address`; a
+    /// session when it is right and no limit holds.
     pub async fn sign_in_with_code(
         &self,
         member_id: &MemberId,
         typed: &str,
         signed_in_with: &str,
+        address: &str,
         now_ms: i64,
     ) -> Result<CodeSignIn, IdentityError> {
         let code: String = typed.chars().filter(|c| !c.is_whitespace()).collect();
-        let check = self
+        let tried = self
             .access
-            .try_sign_in_code(
-                member_id,
-                &code_hash(member_id, &code),
+            .try_sign_in_code(&SignInAttempt {
+                member_id: member_id.clone(),
+                code_hash: code_hash(member_id, &code),
+                address: address.to_string(),
                 now_ms,
-                MAX_WRONG_SIGN_IN_CODES,
-            )
+                max_wrong: MAX_WRONG_SIGN_IN_CODES,
+            })
             .await?;
-        if check != SignInCheck::Accepted {
-            return Ok(CodeSignIn::Refused(check));
+        if tried.check != SignInCheck::Accepted {
+            return Ok(CodeSignIn::Refused {
+                check: tried.check,
+                locked_now: tried.locked_now,
+            });
         }
         Ok(CodeSignIn::Opened(
             self.open_session(member_id, signed_in_with, now_ms).await?,
         ))
+    }
+
+    /// Whether another link may be sent to `member_id`'s chat from the page this hour.
+    pub async fn may_send_link(
+        &self,
+        member_id: &MemberId,
+        now_ms: i64,
+    ) -> Result<bool, IdentityError> {
+        let recent = self
+            .access
+            .sign_in_links_since(member_id, now_ms - HOUR_MS)
+            .await?;
+        Ok(recent < SIGN_IN_LINKS_PER_HOUR)
     }
 
     /// A one-time link's secret for `member_id` (the page's `/sign-in/link/<secret>`).

@@ -330,11 +330,19 @@ async fn print_first_parent_code(
         );
         return Ok(());
     }
-    let issued = running
+    let issued = match running
         .membership
         .first_parent_code(hearth::ports::now_ms())
         .await
-        .context("no code for the first parent")?;
+        .context("no code for the first parent")?
+    {
+        hearth::family::Change::Done(issued) => issued,
+        // Another worker's family got its first parent meanwhile.
+        hearth::family::Change::Refused(text) => {
+            println!("{text}");
+            return Ok(());
+        }
+    };
     let mut ways = Vec::new();
     if let Some(page) = page {
         ways.push(format!(
@@ -349,7 +357,7 @@ async fn print_first_parent_code(
         ));
     }
     println!(
-        "hearth has no family yet. To become its first parent, {}\n\nThe code works once, for 24 hours; the next start prints a new one while the family is empty.",
+        "hearth has no family yet. To become its first parent, {}\n\nThe code works once, for 24 hours, and no more once the family has a parent; the next start prints a new one while the family is empty.",
         ways.join("\n\nor ")
     );
     Ok(())

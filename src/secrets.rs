@@ -31,6 +31,12 @@ pub fn random_key(prefix: &str) -> Result<String, NoRandomness> {
 }
 
 /// What the database keeps of a secret.
+/// The SHA-256 of `secret`, as bytes: what two secrets are compared by in constant time,
+/// whatever their lengths.
+pub fn sha256(secret: &[u8]) -> [u8; 32] {
+    Sha256::digest(secret).into()
+}
+
 pub fn sha256_hex(secret: &[u8]) -> String {
     hex(&Sha256::digest(secret))
 }

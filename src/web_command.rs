@@ -184,10 +184,5 @@ pub async fn web_link(loaded: LoadedConfig, user: String) -> anyhow::Result<()> 
 /// Where members open the page: `http.public_url`, else the address the running hearth
 /// serves at, else `http.bind`.
 pub fn public_url(loaded: &LoadedConfig, running_at: Option<std::net::SocketAddr>) -> String {
-    let http = &loaded.config.http;
-    match (&http.public_url, running_at) {
-        (Some(url), _) => url.trim_end_matches('/').to_string(),
-        (None, Some(address)) => format!("http://{address}"),
-        (None, None) => format!("http://{}", http.bind),
-    }
+    loaded.config.http.page_url(running_at)
 }

@@ -7,8 +7,11 @@
 //! - `models.rs`: the LLM providers, and the small local model started when every profile
 //!   answers with it;
 //! - `plugins.rs`: the plugins' catalog and runtime, on the stores;
-//! - `intents.rs`: the intents engine of `engine: intents` profiles.
+//! - `intents.rs`: the intents engine of `engine: intents` profiles;
+//! - `family.rs`: what follows the family as the database has it: each member's own
+//!   chats, and the other workers woken when it changed here.
 
+mod family;
 mod intents;
 mod models;
 mod platforms;
@@ -29,7 +32,9 @@ use crate::actors::channels::core::ReminderAnswers;
 use crate::actors::channels::matrix::MatrixStartError;
 #[cfg(feature = "telegram")]
 use crate::actors::channels::telegram::TelegramStartError;
-use crate::actors::channels::{ChannelDeps, DeliverySettings, HttpChannel, MembershipParts};
+use crate::actors::channels::{
+    ChannelDeps, DeliverySettings, HttpChannel, MembershipParts, PrivateChats, SignInLinks,
+};
 use crate::actors::delegation::{Delegation, DelegationTarget, DelegationTargetInfo};
 use crate::actors::llm_broker::{BrokerSettings, LlmBroker, ModelEntry};
 use crate::actors::processing::{ProcessingDeps, ProcessingService};
@@ -45,7 +50,7 @@ use crate::local_model::{LocalModelError, LocalModelServer};
 use crate::local_time::ZoneName;
 use crate::metrics::Metrics;
 use crate::plugins::CatalogError;
-use crate::ports::{StorageError, now_ms};
+use crate::ports::StorageError;
 use crate::readiness::Readiness;
 use crate::reminders::{RemindersParts, RemindersToolset};
 use crate::retention::{RetentionSettings, spawn_pruner};
@@ -246,14 +251,20 @@ pub async fn start_with_models(
     // Conversations and platforms move between workers only on PostgreSQL: SQLite has one
     // process.
     let shared_worker = worker.clone().filter(|_| stores.postgres.is_some());
-    let family = Arc::new(Family::with_metrics(&config.family, metrics.clone()));
+    let family = Arc::new(
+        Family::with_metrics(&config.family, metrics.clone()).stored_in(stores.members.clone()),
+    );
     let membership = Arc::new(Membership::new(
         family.clone(),
         stores.members.clone(),
         config.invites.tell_strangers,
     ));
+    let own_chats = family::own_chats_following(&family);
     // The members who joined in chat answer from the first message on.
-    membership.load(now_ms()).await?;
+    membership.load().await?;
+    if let Some(worker) = &shared_worker {
+        family::share_changes(worker, &membership);
+    }
 
     let broker = LlmBroker::new(
         models,
@@ -307,10 +318,6 @@ pub async fn start_with_models(
     // The scheduler and the reminder tools each need the other: its context comes first,
     // the actor starts once the queue and the channels it hands work to exist.
     let scheduler_context = Context::<Scheduler>::new();
-    let own_chats = Arc::new(platforms::own_chats(&family.members()));
-    for (member, channel) in membership.preferred_channels().await? {
-        own_chats.set_preferred(&member, Some(&channel));
-    }
     let reminders_parts = RemindersParts {
         schedules: stores.schedules.clone(),
         family: family.clone(),
@@ -443,11 +450,20 @@ pub async fn start_with_models(
         queue: queue.clone().recipient(),
     }));
 
+    let identity = Identity::new(stores.web_access.clone(), config.http.session_days);
+    // Known once the HTTP server listens.
+    let page_url = Arc::new(std::sync::OnceLock::new());
     let membership_parts = MembershipParts {
         membership: membership.clone(),
-        own_chats: own_chats.clone(),
-        outbox: stores.outbox.clone(),
-        channels: platform_contexts.stored_deliveries(),
+        chats: PrivateChats {
+            own_chats: own_chats.clone(),
+            outbox: stores.outbox.clone(),
+            channels: platform_contexts.stored_deliveries(),
+        },
+        sign_in_links: serves_http.then(|| SignInLinks {
+            identity: identity.clone(),
+            page_url: page_url.clone(),
+        }),
     };
     let channel_deps = ChannelDeps {
         family: family.clone(),
@@ -539,15 +555,17 @@ pub async fn start_with_models(
                 notes: stores.notes.clone(),
                 usage: stores.usage.clone(),
                 script_workflows: stores.script_workflows.clone(),
-                identity: Identity::new(stores.web_access.clone(), config.http.session_days),
+                identity,
                 memory: stores.memory.clone(),
                 membership: Some(membership_parts),
                 calendar: Arc::new(web_calendar),
                 attachments_dir: platforms::http_attachments_dir(loaded),
                 max_attachment_bytes: config.http.max_attachment_bytes,
+                client: http::client::ClientView::of(&config.http),
             };
             let (handle, address) =
                 http::serve(&config.http.bind, config.http.max_body_bytes, state)?;
+            let _ = page_url.set(config.http.page_url(Some(address)));
             if let Some(worker) = &worker {
                 worker.record_http_address(address);
             }

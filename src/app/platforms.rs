@@ -14,9 +14,7 @@ use super::{ExtraChannels, StartError};
 use crate::actors::channels::core::StopChannel;
 use crate::actors::channels::{ChannelDeps, DeliverStored, PlatformRoutes};
 use crate::config::{FamilyMember, LoadedConfig};
-use crate::family::OwnChats;
-#[cfg(feature = "telegram")]
-use crate::ids::ConversationKey;
+use crate::ids::{ConversationKey, MemberId};
 
 #[cfg(any(feature = "telegram", feature = "matrix"))]
 use super::secret_named_by;
@@ -160,22 +158,28 @@ impl Platforms {
     }
 }
 
-/// Each member's own chats known before any platform runs, where a request escalated to
-/// them or a reminder set for them goes: their private chat on Telegram (whose id is their
-/// user id). Matrix adds its rooms as it finds them.
-pub(super) fn own_chats(members: &[FamilyMember]) -> OwnChats {
+/// Each member's own chats known from the roster, where a request escalated to them or a
+/// reminder set for them goes: their private chat on Telegram (whose id is their user
+/// id), per channel, read anew with the roster. Matrix adds its rooms as it finds them.
+pub(super) fn roster_chats(
+    members: &[FamilyMember],
+) -> Vec<(&'static str, Vec<(MemberId, ConversationKey)>)> {
     #[cfg(feature = "telegram")]
     {
-        OwnChats::new(members.iter().filter_map(|member| {
-            let user_id = member.telegram_user_id?;
-            let chat = ConversationKey::new(TELEGRAM_CHANNEL, &user_id.to_string()).ok()?;
-            Some((member.id.clone(), chat))
-        }))
+        let chats = members
+            .iter()
+            .filter_map(|member| {
+                let user_id = member.telegram_user_id?;
+                let chat = ConversationKey::new(TELEGRAM_CHANNEL, &user_id.to_string()).ok()?;
+                Some((member.id.clone(), chat))
+            })
+            .collect();
+        vec![(TELEGRAM_CHANNEL, chats)]
     }
     #[cfg(not(feature = "telegram"))]
     {
         let _ = members;
-        OwnChats::default()
+        Vec::new()
     }
 }
 

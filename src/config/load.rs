@@ -38,6 +38,7 @@ const LIST_VALUED_KEYS: &[&str] = &[
     "confirm_tools",
     "slash_commands",
     "args",
+    "trusted_proxies",
 ];
 
 /// One `HEARTH__*` variable and the key it sets, so a problem at that key can say where the

@@ -149,8 +149,25 @@ pub struct HttpConfig {
     /// How long a session of the web page lasts before its member signs in again.
     pub session_days: u32,
     /// The address members open the page at (`https://hearth.home.example`), for the links
-    /// `hearth web-link` and set-up print; unset: `http://<bind>`.
+    /// `hearth web-link` and set-up print; unset: `http://<bind>`. An `https://` one makes
+    /// the page's cookies `Secure`.
     pub public_url: Option<String>,
+    /// The reverse proxies in front of hearth (IP addresses): only their
+    /// `X-Forwarded-For` (the client's address, for the sign-in and join limits) and
+    /// `X-Forwarded-Proto` (HTTPS, for `Secure` cookies) are believed.
+    pub trusted_proxies: Vec<String>,
+}
+
+impl HttpConfig {
+    /// Where members open the page: `public_url`, else the address the running hearth
+    /// serves at, else `bind`.
+    pub fn page_url(&self, running_at: Option<std::net::SocketAddr>) -> String {
+        match (&self.public_url, running_at) {
+            (Some(url), _) => url.trim_end_matches('/').to_string(),
+            (None, Some(address)) => format!("http://{address}"),
+            (None, None) => format!("http://{}", self.bind),
+        }
+    }
 }
 
 impl Default for HttpConfig {
@@ -168,6 +185,7 @@ impl Default for HttpConfig {
             reply_timeout_seconds: 120,
             session_days: 30,
             public_url: None,
+            trusted_proxies: Vec::new(),
         }
     }
 }

@@ -171,6 +171,14 @@ fn check_http(config: &HearthConfig, problems: &mut Problems) {
             ),
         );
     }
+    for (index, proxy) in http.trusted_proxies.iter().enumerate() {
+        if proxy.trim().parse::<std::net::IpAddr>().is_err() {
+            problems.push(
+                format!("http.trusted_proxies[{index}]"),
+                format!("{proxy:?} is not an IP address (expected e.g. \"127.0.0.1\" or \"::1\")"),
+            );
+        }
+    }
     if http.auth_enabled && http.auth_api_key_env.is_none() {
         problems.push(
             "http.auth_api_key_env",

@@ -1,22 +1,25 @@
 //! Changing the family from chat (and the CLI): invite codes for a new member (`/invite`)
 //! or another account of a member (`/link`), redeeming one (`/join`), a role changed or a
-//! member removed (`/family`). Each change is written to `ports::Members` first and the
-//! roster replaced after (`Family::set_stored`), so what the database says is what hearth
-//! answers by, at once and after a restart.
+//! member removed (`/family`). Each change is decided and written by `ports::Members` on
+//! the family as stored, in one transaction (who asks must be a parent as stored; the
+//! family keeps a parent); the roster is read again after (`Family::reload`), and every
+//! other worker reads it before its next request (`Family::refresh`).
 //!
 //! Who may: only a parent invites, changes a role or removes a member, never themselves
-//! and never the last parent; a member of the configuration is the file's to change. What
-//! each refusal says is returned as `Refused(text)`, for the channel to say.
+//! and never the last parent; a member of the configuration is the file's to change. A
+//! `/link` code used from a second account of the platform where its member has one asks
+//! the member first (`Joined::SwitchAsked`, `confirm_switch`). What each refusal says is
+//! returned as `Refused(text)`, for the channel to say.
 
 use std::sync::{Arc, Mutex};
 
 use super::Family;
-use super::invites::{self, CodeLimits};
+use super::invites::{self, StrangersTold};
 use crate::config::FamilyMember;
 use crate::ids::{FamilyRole, MemberId};
 use crate::ports::{
-    InvitePurpose, Members, NewInvite, PlatformUser, Redeem, RedeemRefused, Redeemed, StorageError,
-    StoredMember,
+    ChangeRefused, InvitePurpose, LockScope, MemberChange, MemberChangeKind, Members, NewInvite,
+    PlatformUser, Redeem, RedeemRefused, Redeemed, StorageError, StoredMember,
 };
 
 /// How long a code can be used.
@@ -64,19 +67,30 @@ pub enum Joined {
         member: FamilyMember,
         invited_by: Option<MemberId>,
     },
-    /// An existing member's account on another platform.
+    /// An existing member's account on a platform they had none on (or, from the web
+    /// page, the member to sign in as).
     Linked(FamilyMember),
+    /// The account is the member's already: nothing changed.
+    AlreadyTheirs(FamilyMember),
+    /// The member has `existing` on this platform: they are asked there before the new
+    /// account replaces it.
+    SwitchAsked {
+        member: FamilyMember,
+        existing: PlatformUser,
+    },
 }
+
+/// Told after a change of the family made here (the new version): the other workers are
+/// woken to read it.
+pub type ChangeHook = Box<dyn Fn(i64) + Send + Sync>;
 
 pub struct Membership {
     family: Arc<Family>,
     store: Arc<dyn Members>,
-    limits: Mutex<CodeLimits>,
+    told: Mutex<StrangersTold>,
     /// Strangers are told (once a day) to ask for an invite code.
     pub tell_strangers: bool,
-    /// Until when a code adding a member may be used: a stranger's Matrix room invite is
-    /// accepted only then.
-    open_until_ms: Mutex<Option<i64>>,
+    on_change: Mutex<Vec<ChangeHook>>,
 }
 
 impl Membership {
@@ -84,45 +98,57 @@ impl Membership {
         Membership {
             family,
             store,
-            limits: Mutex::new(CodeLimits::default()),
+            told: Mutex::new(StrangersTold::default()),
             tell_strangers,
-            open_until_ms: Mutex::new(None),
+            on_change: Mutex::new(Vec::new()),
         }
+    }
+
+    /// Tell `hook` each change of the family made here.
+    pub fn on_change(&self, hook: ChangeHook) {
+        self.on_change
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .push(hook);
+    }
+
+    /// The family changed here: read it again, and tell the hooks.
+    async fn changed(&self) -> Result<(), StorageError> {
+        self.family.reload().await?;
+        let version = self.family.version().unwrap_or_default();
+        for hook in self
+            .on_change
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .iter()
+        {
+            hook(version);
+        }
+        Ok(())
     }
 
     pub fn family(&self) -> &Arc<Family> {
         &self.family
     }
 
-    /// Read the stored members into the roster, and whether codes are open.
-    pub async fn load(&self, now_ms: i64) -> Result<(), StorageError> {
-        let stored = self.store.stored_members().await?;
-        self.family.set_stored(&stored);
-        let open = self.store.open_invites_until(now_ms).await?;
-        *self.open_until() = open;
-        Ok(())
+    /// Read the stored family now, and whether codes are open.
+    pub async fn load(&self) -> Result<(), StorageError> {
+        self.family.reload().await
     }
 
-    fn open_until(&self) -> std::sync::MutexGuard<'_, Option<i64>> {
-        self.open_until_ms
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-    }
-
-    fn limits(&self) -> std::sync::MutexGuard<'_, CodeLimits> {
-        self.limits
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-    }
-
-    /// Whether a code adding a member may be used now.
+    /// Whether a code adding a member may be used now (as last read).
     pub fn invites_open(&self, now_ms: i64) -> bool {
-        self.open_until().is_some_and(|until| until > now_ms)
+        self.family.invites_open(now_ms)
     }
 
     /// Whether stranger `user` is to be told how to join now (when on; once a day).
     pub fn tell_stranger(&self, user: &PlatformUser, now_ms: i64) -> bool {
-        self.tell_strangers && self.limits().tell_stranger(&user_key(user), now_ms)
+        self.tell_strangers
+            && self
+                .told
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner())
+                .tell(&user.key(), now_ms)
     }
 
     async fn issue(
@@ -130,10 +156,9 @@ impl Membership {
         purpose: InvitePurpose,
         created_by: Option<MemberId>,
         now_ms: i64,
-    ) -> Result<Issued, MembershipError> {
+    ) -> Result<Result<Issued, ChangeRefused>, MembershipError> {
         let code = invites::new_code()?;
         let plain = invites::read_code(&code).unwrap_or_default();
-        let joins = matches!(purpose, InvitePurpose::Join { .. });
         let invite = NewInvite {
             code_hash: invites::code_hash(&plain),
             purpose,
@@ -141,27 +166,31 @@ impl Membership {
             created_at_ms: now_ms,
             expires_at_ms: now_ms + CODE_VALID_MS,
         };
-        self.store.create_invite(&invite).await?;
-        if joins {
-            let mut open = self.open_until();
-            *open = Some(open.unwrap_or(0).max(invite.expires_at_ms));
+        let configured = self.family.configured_roles();
+        if let Err(refused) = self.store.create_invite(&invite, &configured).await? {
+            return Ok(Err(refused));
         }
-        Ok(Issued {
+        self.changed().await?;
+        Ok(Ok(Issued {
             code,
             expires_at_ms: invite.expires_at_ms,
-        })
+        }))
     }
 
-    /// A code making the first person a parent (set-up: nobody is a member yet).
-    pub async fn first_parent_code(&self, now_ms: i64) -> Result<Issued, MembershipError> {
+    /// A code making the first person a parent (set-up: nobody is a parent yet).
+    pub async fn first_parent_code(&self, now_ms: i64) -> Result<Change<Issued>, MembershipError> {
         let purpose = InvitePurpose::Join {
             role: FamilyRole::Parent,
             name: None,
         };
-        self.issue(purpose, None, now_ms).await
+        Ok(match self.issue(purpose, None, now_ms).await? {
+            Ok(issued) => Change::Done(issued),
+            Err(refused) => Change::Refused(refusal(refused, None)),
+        })
     }
 
-    /// `by` invites someone as `role`, named `name` if given.
+    /// `by` invites someone as `role`, named `name` if given; `by` must be a parent as
+    /// stored when the code is made.
     pub async fn invite(
         &self,
         by: &FamilyMember,
@@ -169,18 +198,19 @@ impl Membership {
         name: Option<String>,
         now_ms: i64,
     ) -> Result<Change<Issued>, MembershipError> {
-        if by.role != FamilyRole::Parent {
-            return Ok(Change::Refused(
-                "Only a parent can invite someone to the family.".into(),
-            ));
-        }
         let name = name
             .map(|name| name.trim().chars().take(MAX_NAME_CHARS).collect::<String>())
             .filter(|name| !name.is_empty());
         let purpose = InvitePurpose::Join { role, name };
-        Ok(Change::Done(
-            self.issue(purpose, Some(by.id.clone()), now_ms).await?,
-        ))
+        Ok(
+            match self.issue(purpose, Some(by.id.clone()), now_ms).await? {
+                Ok(issued) => Change::Done(issued),
+                Err(ChangeRefused::NotAParent) => {
+                    Change::Refused("Only a parent can invite someone to the family.".into())
+                }
+                Err(refused) => Change::Refused(refusal(refused, None)),
+            },
+        )
     }
 
     /// A code that links another account to `member`.
@@ -188,13 +218,18 @@ impl Membership {
         &self,
         member: &FamilyMember,
         now_ms: i64,
-    ) -> Result<Issued, MembershipError> {
+    ) -> Result<Change<Issued>, MembershipError> {
         let purpose = InvitePurpose::Link {
             member: member.id.clone(),
             role: member.role,
             name: member.name.clone(),
         };
-        self.issue(purpose, Some(member.id.clone()), now_ms).await
+        Ok(
+            match self.issue(purpose, Some(member.id.clone()), now_ms).await? {
+                Ok(issued) => Change::Done(issued),
+                Err(refused) => Change::Refused(refusal(refused, None)),
+            },
+        )
     }
 
     /// `user` sends `/join <text>`: a code, and for a new member perhaps their name
@@ -206,13 +241,6 @@ impl Membership {
         platform_name: Option<String>,
         now_ms: i64,
     ) -> Result<Change<Joined>, StorageError> {
-        let key = user_key(user);
-        if !self.limits().may_try(&key, now_ms) {
-            return Ok(Change::Refused(format!(
-                "Too many wrong codes: try again in an hour (at most {} an hour).",
-                invites::MAX_WRONG_CODES
-            )));
-        }
         let mut words = text.split_whitespace();
         // A code may have been written with a space instead of its dash.
         let (code, rest) = match (words.next(), words.clone().next()) {
@@ -227,22 +255,31 @@ impl Membership {
             .filter(|name| !name.trim().is_empty())
             .or(platform_name)
             .map(|name| name.trim().chars().take(MAX_NAME_CHARS).collect::<String>());
-        let Some(code) = code else {
-            self.limits().wrong_code(&key, now_ms);
-            return Ok(Change::Refused(WRONG_CODE.into()));
-        };
+        // Something that cannot be a code is tried as one that matches nothing: it counts.
+        let code_hash = invites::code_hash(&code.unwrap_or_default());
         let redeem = Redeem {
-            code_hash: invites::code_hash(&code),
+            code_hash,
             user: user.clone(),
-            reserved_ids: self.family.configured_ids(),
+            configured: self.family.configured_roles(),
             name,
             at_ms: now_ms,
+            source: user.key(),
         };
         let redeemed = match self.store.redeem(&redeem).await? {
             Ok(redeemed) => redeemed,
-            Err(RedeemRefused::NoSuchCode) => {
-                self.limits().wrong_code(&key, now_ms);
-                return Ok(Change::Refused(WRONG_CODE.into()));
+            Err(RedeemRefused::NoSuchCode) => return Ok(Change::Refused(WRONG_CODE.into())),
+            Err(RedeemRefused::Limited(locked)) => {
+                let whose = match locked.scope {
+                    LockScope::Everyone => "from everyone today",
+                    _ => "from you",
+                };
+                return Ok(Change::Refused(format!(
+                    "Too many wrong codes {whose}: no code is tried for {}. At most {} wrong codes an hour and {} a day are tried from one account, and {} a day from everyone.",
+                    how_long(locked.until_ms - now_ms),
+                    crate::ports::JOIN_LIMITS_PER_SOURCE[0].max,
+                    crate::ports::JOIN_LIMITS_PER_SOURCE[1].max,
+                    crate::ports::JOIN_LIMITS_OVERALL[0].max,
+                )));
             }
             Err(RedeemRefused::AlreadyMember) => {
                 return Ok(Change::Refused(
@@ -255,106 +292,102 @@ impl Membership {
                 ));
             }
         };
-        self.load(now_ms).await?;
-        let member_of = |stored: &StoredMember| {
-            self.family
-                .member(stored.id.as_str())
-                .ok_or_else(|| StorageError::Corrupt(format!("member {} not readable", stored.id)))
-        };
+        self.changed().await?;
         Ok(Change::Done(match redeemed {
             Redeemed::Joined { member, invited_by } => Joined::Member {
-                member: member_of(&member)?,
+                member: self.member_of(&member)?,
                 invited_by,
             },
-            Redeemed::Linked(member) => Joined::Linked(member_of(&member)?),
+            Redeemed::Linked(member) => Joined::Linked(self.member_of(&member)?),
+            Redeemed::AlreadyTheirs(member) => Joined::AlreadyTheirs(self.member_of(&member)?),
+            Redeemed::SwitchAsked(member) => {
+                let existing = member.account_like(user).ok_or_else(|| {
+                    StorageError::Corrupt(format!("member {} has no account to switch", member.id))
+                })?;
+                Joined::SwitchAsked {
+                    member: self.member_of(&member)?,
+                    existing,
+                }
+            }
         }))
     }
 
-    /// The target of a change, or why not: `by` (`None`: whoever runs hearth, from its
-    /// command line) must be a parent, `target` a member not in the configuration, other
-    /// than `by`.
-    fn changeable(&self, by: Option<&FamilyMember>, target: &str) -> Result<FamilyMember, String> {
-        if by.is_some_and(|by| by.role != FamilyRole::Parent) {
-            return Err("Only a parent can change the family.".into());
-        }
-        let target = target.trim().trim_start_matches('@').to_lowercase();
-        let Some(member) = self.family.members().into_iter().find(|member| {
-            member.id.as_str().to_lowercase() == target
-                || member.name.as_deref().map(str::to_lowercase) == Some(target.clone())
-        }) else {
-            return Err(format!(
-                "No family member is called {target:?}; /family lists them."
-            ));
-        };
-        if by.is_some_and(|by| member.id == by.id) {
-            return Err("You cannot change your own place in the family.".into());
-        }
-        if self.family.is_configured(&member.id) {
-            return Err(format!(
-                "{} is in the configuration file: change them there.",
-                display(&member)
-            ));
-        }
-        Ok(member)
+    /// The roster's member of a stored row (a member of the configuration has the file's
+    /// values).
+    fn member_of(&self, stored: &StoredMember) -> Result<FamilyMember, StorageError> {
+        self.family
+            .member(stored.id.as_str())
+            .ok_or_else(|| StorageError::Corrupt(format!("member {} not readable", stored.id)))
     }
 
-    /// Why `member` may not stop being a parent: they are the last one.
-    fn last_parent(&self, member: &FamilyMember) -> Option<String> {
-        let others = self
-            .family
-            .members()
-            .into_iter()
-            .filter(|other| other.role == FamilyRole::Parent && other.id != member.id)
-            .count();
-        (member.role == FamilyRole::Parent && others == 0).then(|| {
-            format!(
-                "{} is the family's last parent: make someone else a parent first.",
-                display(member)
-            )
-        })
-    }
-
-    /// `member`'s own settings (checked by the caller): their time zone and preferred
-    /// channel, kept in their row (a member of the configuration gets one for them); the
-    /// member as the roster has them now.
-    pub async fn save_settings(
+    /// `member` said yes from their account on `channel` to the account waiting on their
+    /// `/link` code: it replaces that account. The member now, and the new account.
+    pub async fn confirm_switch(
         &self,
         member: &FamilyMember,
-        timezone: Option<String>,
-        preferred_channel: Option<String>,
+        channel: &str,
         now_ms: i64,
-    ) -> Result<FamilyMember, StorageError> {
-        let stored = self.store.stored_members().await?;
-        let mut row = stored
-            .into_iter()
-            .find(|row| row.id == member.id)
-            .unwrap_or_else(|| {
-                StoredMember::new(
-                    member.id.clone(),
-                    member.name.clone(),
-                    member.role,
-                    None,
-                    now_ms,
-                )
-            });
-        row.timezone = timezone;
-        row.preferred_channel = preferred_channel;
-        self.store.save_member(&row).await?;
-        self.load(now_ms).await?;
-        self.family
-            .member(member.id.as_str())
-            .ok_or_else(|| StorageError::Corrupt(format!("member {} not readable", member.id)))
+    ) -> Result<Option<(FamilyMember, PlatformUser)>, StorageError> {
+        let Some((stored, account)) = self
+            .store
+            .confirm_switch(&member.id, channel, now_ms)
+            .await?
+        else {
+            return Ok(None);
+        };
+        self.changed().await?;
+        Ok(Some((self.member_of(&stored)?, account)))
     }
 
-    /// The preferred channel each member chose, for `OwnChats` at start.
-    pub async fn preferred_channels(&self) -> Result<Vec<(MemberId, String)>, StorageError> {
-        Ok(self
-            .store
-            .stored_members()
-            .await?
+    /// The member `target` names (id or name, any case) in the roster as read now.
+    fn find(&self, target: &str) -> Result<FamilyMember, String> {
+        let target = target.trim().trim_start_matches('@').to_lowercase();
+        self.family
+            .members()
             .into_iter()
-            .filter_map(|row| Some((row.id, row.preferred_channel?)))
-            .collect())
+            .find(|member| {
+                member.id.as_str().to_lowercase() == target
+                    || member.name.as_deref().map(str::to_lowercase) == Some(target.clone())
+            })
+            .ok_or_else(|| format!("No family member is called {target:?}; /family lists them."))
+    }
+
+    /// `by` (`None`: the command line) changes `target`, decided on the family as stored.
+    async fn change(
+        &self,
+        by: Option<&FamilyMember>,
+        target: &str,
+        kind: MemberChangeKind,
+        now_ms: i64,
+    ) -> Result<Change<FamilyMember>, StorageError> {
+        self.family.refresh().await?;
+        let member = match self.find(target) {
+            Ok(member) => member,
+            Err(text) => return Ok(Change::Refused(text)),
+        };
+        let change = MemberChange {
+            by: by.map(|by| by.id.clone()),
+            target: member.id.clone(),
+            kind,
+            configured: self.family.configured_roles(),
+            at_ms: now_ms,
+        };
+        let changed = self.store.change_member(&change).await?;
+        if changed.is_ok() {
+            self.changed().await?;
+        } else {
+            self.family.reload().await?;
+        }
+        Ok(match changed {
+            Ok(_) if kind == MemberChangeKind::Remove => Change::Done(member),
+            Ok(stored) => match self.family.member(stored.id.as_str()) {
+                Some(member) => Change::Done(member),
+                None => {
+                    Change::Refused(format!("{} is no longer in the family.", display(&member)))
+                }
+            },
+            Err(refused) => Change::Refused(refusal(refused, Some(&member))),
+        })
     }
 
     /// `by` (`None`: the command line) gives `target` `role`.
@@ -365,59 +398,89 @@ impl Membership {
         role: FamilyRole,
         now_ms: i64,
     ) -> Result<Change<FamilyMember>, StorageError> {
-        let member = match self.changeable(by, target) {
-            Ok(member) => member,
-            Err(text) => return Ok(Change::Refused(text)),
-        };
-        if role == FamilyRole::Child
-            && let Some(text) = self.last_parent(&member)
-        {
-            return Ok(Change::Refused(text));
-        }
-        let Some(mut stored) = self
-            .store
-            .stored_members()
-            .await?
-            .into_iter()
-            .find(|stored| stored.id == member.id)
-        else {
-            return Ok(Change::Refused(format!(
-                "{} is no longer in the family.",
-                display(&member)
-            )));
-        };
-        stored.role = role;
-        self.store.save_member(&stored).await?;
-        self.load(now_ms).await?;
-        Ok(match self.family.member(member.id.as_str()) {
-            Some(member) => Change::Done(member),
-            None => Change::Refused(format!("{} is no longer in the family.", display(&member))),
-        })
+        self.change(by, target, MemberChangeKind::SetRole(role), now_ms)
+            .await
     }
 
     /// `by` (`None`: the command line) removes `target`: a stranger again from the next
-    /// message.
+    /// message, on every worker.
     pub async fn remove(
         &self,
         by: Option<&FamilyMember>,
         target: &str,
         now_ms: i64,
     ) -> Result<Change<FamilyMember>, StorageError> {
-        let member = match self.changeable(by, target) {
-            Ok(member) => member,
-            Err(text) => return Ok(Change::Refused(text)),
-        };
-        if let Some(text) = self.last_parent(&member) {
-            return Ok(Change::Refused(text));
-        }
-        self.store.remove_member(&member.id).await?;
-        self.load(now_ms).await?;
-        Ok(Change::Done(member))
+        self.change(by, target, MemberChangeKind::Remove, now_ms)
+            .await
+    }
+
+    /// `member`'s own settings (checked by the caller): their time zone and preferred
+    /// channel, those columns of their row only (a member of the configuration gets one
+    /// for them); the member as the roster has them now.
+    pub async fn save_settings(
+        &self,
+        member: &FamilyMember,
+        timezone: Option<String>,
+        preferred_channel: Option<String>,
+        now_ms: i64,
+    ) -> Result<FamilyMember, StorageError> {
+        let new_row = StoredMember::new(
+            member.id.clone(),
+            member.name.clone(),
+            member.role,
+            None,
+            now_ms,
+        );
+        self.store
+            .save_settings(
+                &member.id,
+                timezone.as_deref(),
+                preferred_channel.as_deref(),
+                &new_row,
+            )
+            .await?;
+        self.changed().await?;
+        self.family
+            .member(member.id.as_str())
+            .ok_or_else(|| StorageError::Corrupt(format!("member {} not readable", member.id)))
     }
 
     /// The family as `/family` lists it.
     pub fn list(&self) -> String {
         family_list(&self.family)
+    }
+}
+
+/// `ms` from now in words, rounded up: `12 minutes`, `3 hours`.
+pub fn how_long(ms: i64) -> String {
+    let minutes = (ms.max(0) as u64).div_ceil(60_000).max(1);
+    match minutes {
+        1 => "a minute".to_string(),
+        2..=90 => format!("{minutes} minutes"),
+        _ => format!("{} hours", minutes.div_ceil(60)),
+    }
+}
+
+/// What a refusal of the stored family says; `target` is the member it was about (`None`:
+/// the one asking).
+fn refusal(refused: ChangeRefused, target: Option<&FamilyMember>) -> String {
+    let named = target.map(display).unwrap_or_else(|| "They".to_string());
+    match refused {
+        ChangeRefused::NotAParent => "Only a parent can change the family.".into(),
+        ChangeRefused::NoSuchMember if target.is_none() => {
+            "You are no longer in the family.".into()
+        }
+        ChangeRefused::NoSuchMember => format!("{named} is no longer in the family."),
+        ChangeRefused::Configured => {
+            format!("{named} is in the configuration file: change them there.")
+        }
+        ChangeRefused::Yourself => "You cannot change your own place in the family.".into(),
+        ChangeRefused::LastParent => {
+            format!("{named} is the family's last parent: make someone else a parent first.")
+        }
+        ChangeRefused::HasParent => {
+            "The family has a parent already: ask them for an invite code.".into()
+        }
     }
 }
 
@@ -456,15 +519,6 @@ pub fn family_list(family: &Family) -> String {
 }
 
 const WRONG_CODE: &str = "That code is not valid: it may be mistyped, used already or expired. Ask a parent for a new one.";
-
-/// How the limits name a platform user.
-fn user_key(user: &PlatformUser) -> String {
-    match user {
-        PlatformUser::Telegram(id) => format!("telegram:{id}"),
-        PlatformUser::Matrix(id) => format!("matrix:{id}"),
-        PlatformUser::WebVisitor(address) => format!("web:{address}"),
-    }
-}
 
 /// A member as said in chat: their name, else their id.
 pub fn display(member: &FamilyMember) -> String {

@@ -2,10 +2,17 @@
 //! `family:` of the configuration and the members kept in the database (`ports::Members`:
 //! joined by invite, or a configured member's account linked in chat); the configuration
 //! wins where both name a member, its values over the stored ones, and a stored account
-//! another member of the configuration has is not theirs. A change in chat replaces the
-//! roster at once (`set_stored`), so a removed member is a stranger from the next message.
-//! A member's own time zone chosen on the web page is the one exception: it wins over the
-//! configuration's (`family[].timezone`), being the later choice.
+//! another member of the configuration has is not theirs. A member's own time zone chosen
+//! on the web page is the one exception: it wins over the configuration's
+//! (`family[].timezone`), being the later choice.
+//!
+//! The database is the one truth, for every worker sharing it: the roster here is a copy
+//! of the stored family at one version. Whoever authorises a request (a channel reading a
+//! message or an answer, an HTTP route reading who speaks) calls `refresh` first, which
+//! reads the family's version (one small read) and the stored members again when it moved,
+//! so a change made on any worker (a join, a link, a role, a removal, a setting, a code
+//! opening joining) counts from the next request on. What derives from the roster here
+//! (each member's own chats) is told each time it is read anew (`on_reload`).
 //!
 //! Channel actors ask here before anything is accepted. A stranger gets no answer
 //! and is logged once per channel and sender, so a noisy stranger cannot flood the log;
@@ -22,12 +29,13 @@ use std::collections::{BTreeMap, HashSet};
 use std::sync::{Arc, Mutex, RwLock};
 
 use crate::config::FamilyMember;
-use crate::ids::MemberId;
+use crate::ids::{FamilyRole, MemberId};
 use crate::metrics::Metrics;
-use crate::ports::StoredMember;
+use crate::ports::{ConfiguredMembers, Members, StorageError, StoredMember};
 
 pub use membership::{
     CODE_VALID_MS, Change, Issued, Joined, Membership, MembershipError, display, family_list,
+    how_long,
 };
 pub use own_chats::OwnChats;
 
@@ -38,6 +46,8 @@ pub const STRANGERS_REMEMBERED: usize = 4096;
 /// The members as they are now, with their accounts.
 #[derive(Debug, Default)]
 struct Roster {
+    /// The stored rows it was made from.
+    stored: Vec<StoredMember>,
     members: BTreeMap<MemberId, FamilyMember>,
     by_telegram_id: BTreeMap<i64, MemberId>,
     by_matrix_id: BTreeMap<String, MemberId>,
@@ -89,6 +99,7 @@ impl Roster {
             }
         }
         Roster {
+            stored: stored.to_vec(),
             by_telegram_id: members
                 .values()
                 .filter_map(|member| Some((member.telegram_user_id?, member.id.clone())))
@@ -102,11 +113,28 @@ impl Roster {
     }
 }
 
+/// What is told the roster each time it is read anew: every member, and the stored rows.
+pub type RosterHook = Box<dyn Fn(&[FamilyMember], &[StoredMember]) + Send + Sync>;
+
+/// The stored family's version the roster was read at, and until when a code adding a
+/// member is open (as stored then).
+#[derive(Debug, Default, Clone, Copy)]
+struct Held {
+    version: Option<i64>,
+    open_until_ms: Option<i64>,
+}
+
 pub struct Family {
     configured: Vec<FamilyMember>,
     roster: RwLock<Roster>,
     strangers_logged: Mutex<HashSet<(String, String)>>,
     metrics: Option<Arc<Metrics>>,
+    /// Where the stored members are read from; `None`: the configuration's only.
+    store: Option<Arc<dyn Members>>,
+    held: Mutex<Held>,
+    /// One reading at a time: requests finding the version moved wait for one reading.
+    reading: tokio::sync::Mutex<()>,
+    on_reload: Mutex<Vec<RosterHook>>,
 }
 
 impl Family {
@@ -116,7 +144,123 @@ impl Family {
             roster: RwLock::new(Roster::new(members, &[])),
             strangers_logged: Mutex::new(HashSet::new()),
             metrics: None,
+            store: None,
+            held: Mutex::new(Held::default()),
+            reading: tokio::sync::Mutex::new(()),
+            on_reload: Mutex::new(Vec::new()),
         }
+    }
+
+    /// The same, its stored members read from `store` (by `reload` and `refresh`).
+    pub fn stored_in(mut self, store: Arc<dyn Members>) -> Self {
+        self.store = Some(store);
+        self
+    }
+
+    /// Tell `hook` the roster each time it is read anew (and now).
+    pub fn on_reload(&self, hook: RosterHook) {
+        let stored = self.stored_rows();
+        hook(&self.members(), &stored);
+        self.on_reload
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .push(hook);
+    }
+
+    /// The stored rows of the roster as held (for a hook added late).
+    fn stored_rows(&self) -> Vec<StoredMember> {
+        self.roster().stored.clone()
+    }
+
+    fn held(&self) -> Held {
+        *self
+            .held
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// The stored family's version the roster holds (`None` before the first reading, or
+    /// with no store).
+    pub fn version(&self) -> Option<i64> {
+        self.held().version
+    }
+
+    /// Read the stored family again if its version moved since the roster was read: what
+    /// every request's authorisation starts with. One small read when nothing changed.
+    pub async fn refresh(&self) -> Result<(), StorageError> {
+        let Some(store) = &self.store else {
+            return Ok(());
+        };
+        let stored_version = store.family_version().await?;
+        if self.held().version == Some(stored_version) {
+            return Ok(());
+        }
+        self.reload().await
+    }
+
+    /// Read the stored family now (at start, and after a change made here).
+    pub async fn reload(&self) -> Result<(), StorageError> {
+        let Some(store) = &self.store else {
+            return Ok(());
+        };
+        let _turn = self.reading.lock().await;
+        let stored = store.stored_family().await?;
+        // A reading that waited for another may find the roster newer than what it read.
+        if self
+            .held()
+            .version
+            .is_some_and(|held| held >= stored.version)
+        {
+            return Ok(());
+        }
+        self.set_stored(&stored.members);
+        *self
+            .held
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner()) = Held {
+            version: Some(stored.version),
+            open_until_ms: stored.open_until_ms,
+        };
+        let members = self.members();
+        for hook in self
+            .on_reload
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .iter()
+        {
+            hook(&members, &stored.members);
+        }
+        tracing::debug!(
+            version = stored.version,
+            members = members.len(),
+            "family read"
+        );
+        Ok(())
+    }
+
+    /// Whether a code adding a member may be used at `now_ms` (as the roster was read).
+    pub fn invites_open(&self, now_ms: i64) -> bool {
+        self.held()
+            .open_until_ms
+            .is_some_and(|until| until > now_ms)
+    }
+
+    /// The configuration's members with their roles, which are the file's.
+    pub fn configured_roles(&self) -> ConfiguredMembers {
+        ConfiguredMembers(
+            self.configured
+                .iter()
+                .map(|member| (member.id.clone(), member.role))
+                .collect(),
+        )
+    }
+
+    /// Whether the family has a parent (set-up is over once it has one).
+    pub fn has_parent(&self) -> bool {
+        self.roster()
+            .members
+            .values()
+            .any(|member| member.role == FamilyRole::Parent)
     }
 
     /// The same, counting strangers in `metrics` (`hearth_strangers_ignored_total`).
@@ -135,7 +279,7 @@ impl Family {
     }
 
     /// The members anew: the configuration's and `stored` (the module doc says how they
-    /// merge).
+    /// merge); for a roster with no store of its own (the command line's).
     pub fn set_stored(&self, stored: &[StoredMember]) {
         let roster = Roster::new(&self.configured, stored);
         *self
@@ -197,6 +341,16 @@ impl Family {
             self.note_stranger("matrix", user_id);
         }
         member
+    }
+
+    /// The member with this Matrix user id, without noting a stranger.
+    pub fn member_by_matrix_id(&self, user_id: &str) -> Option<FamilyMember> {
+        let roster = self.roster();
+        roster
+            .by_matrix_id
+            .get(user_id)
+            .and_then(|id| roster.members.get(id))
+            .cloned()
     }
 
     /// The member with this id, without noting a stranger: for ids hearth stored itself.

@@ -94,6 +94,19 @@ impl OwnChats {
         self.write().remove(member_id);
     }
 
+    /// Only `members` have own chats (the others left the family).
+    pub fn keep_only(&self, members: &[MemberId]) {
+        self.write().retain(|member, _| members.contains(member));
+    }
+
+    /// The channels members prefer, all of them anew (as stored).
+    pub fn set_preferences(&self, preferred: impl IntoIterator<Item = (MemberId, String)>) {
+        *self
+            .preferred
+            .write()
+            .unwrap_or_else(|poisoned| poisoned.into_inner()) = preferred.into_iter().collect();
+    }
+
     /// `channel` found its members' own chats anew: `(member, chat)` pairs replace what it
     /// had found before. A chat of another channel among them is not `channel`'s to say and
     /// is left out.

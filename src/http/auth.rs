@@ -8,7 +8,9 @@
 //!
 //! A key comes as `X-API-Key: <key>` or `Authorization: Bearer <key>`. No key, or a key no
 //! scope knows, is `401`; a key of another scope is `403`. Every configured key is compared,
-//! each in constant time, whatever matches first, so timing tells nothing about any key.
+//! each in constant time, whatever matches first, so timing tells nothing about any key:
+//! what is compared are the keys' SHA-256 digests, all 32 bytes long, so not even a key's
+//! length shows.
 //! With `http.auth_enabled: false` every route is open.
 //!
 //! A member's own token (`hearth token create`, `hearth_token_...`) opens the inbound routes
@@ -46,9 +48,10 @@ impl Scope {
     }
 }
 
-/// The configured key of each scope; a scope without a key is closed to every key.
+/// The configured key of each scope, as its SHA-256; a scope without a key is closed to
+/// every key.
 pub struct ApiKeys {
-    keys: [Option<Vec<u8>>; 3],
+    keys: [Option<[u8; 32]>; 3],
 }
 
 impl std::fmt::Debug for ApiKeys {
@@ -75,18 +78,23 @@ pub enum Access {
 
 impl ApiKeys {
     pub fn new(inbound: Option<String>, plugin: Option<String>, admin: Option<String>) -> Self {
-        let bytes = |key: Option<String>| key.filter(|key| !key.is_empty()).map(String::into_bytes);
+        let digest = |key: Option<String>| {
+            key.filter(|key| !key.is_empty())
+                .map(|key| crate::secrets::sha256(key.as_bytes()))
+        };
         ApiKeys {
-            keys: [bytes(inbound), bytes(plugin), bytes(admin)],
+            keys: [digest(inbound), digest(plugin), digest(admin)],
         }
     }
 
-    /// Which scope's key `presented` is, compared with every key in constant time.
+    /// Which scope's key `presented` is, its digest compared with every key's in constant
+    /// time.
     fn scope_of(&self, presented: &[u8]) -> Option<Scope> {
+        let presented = crate::secrets::sha256(presented);
         let mut found = None;
         for scope in Scope::ALL {
             let matches = match &self.keys[scope.index()] {
-                Some(key) => key.as_slice().ct_eq(presented),
+                Some(key) => key.ct_eq(&presented),
                 None => Choice::from(0),
             };
             if bool::from(matches) && found.is_none() {
@@ -140,8 +148,26 @@ impl InboundCaller {
     }
 }
 
-/// Who `request` speaks as on an inbound route, or the `401`/`403` to answer.
+/// Who `request` speaks as on an inbound route, or the `401`/`403` to answer. Once the
+/// caller is known, the family is read again when it changed (on any worker), so the
+/// member named is looked up as the database has them now.
 pub async fn inbound_caller(
+    keys: Option<&ApiKeys>,
+    identity: &crate::identity::Identity,
+    family: &crate::family::Family,
+    request: &HttpRequest,
+) -> Result<InboundCaller, HttpResponse> {
+    let caller = proven_caller(keys, identity, request).await?;
+    if let Err(error) = family.refresh().await {
+        tracing::error!(%error, "family not read");
+        return Err(HttpResponse::ServiceUnavailable()
+            .json(serde_json::json!({"error": "storage unavailable, try again"})));
+    }
+    Ok(caller)
+}
+
+/// Who `request` speaks as by its key or token, or the `401`/`403` to answer.
+async fn proven_caller(
     keys: Option<&ApiKeys>,
     identity: &crate::identity::Identity,
     request: &HttpRequest,
@@ -173,10 +199,11 @@ pub async fn inbound_caller(
 pub async fn inbound_member(
     keys: &Option<ApiKeys>,
     identity: &crate::identity::Identity,
+    family: &crate::family::Family,
     request: &HttpRequest,
     named: Option<&str>,
 ) -> Result<String, HttpResponse> {
-    let caller = inbound_caller(keys.as_ref(), identity, request).await?;
+    let caller = inbound_caller(keys.as_ref(), identity, family, request).await?;
     caller.member_named(named)?.ok_or_else(|| {
         HttpResponse::BadRequest()
             .json(serde_json::json!({ "error": "field `user_id` is missing" }))

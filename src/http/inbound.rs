@@ -9,7 +9,9 @@
 //! reply (or with a question the turn asks, `status: "question"`: the member's next
 //! message answers it and gets the turn's next reply, under the asking message's id);
 //! `202` with the message id when the answer is delayed or takes longer
-//! than `http.reply_timeout_seconds` (read it later with `GET /inbound/{id}`);
+//! than `http.reply_timeout_seconds` (read it later with `GET /inbound/{id}`); the same
+//! message sent again (its `message_id`) while its turn runs, on this worker or another,
+//! waits for that turn's reply the same way;
 //! `503` with `Retry-After` when the queue is full; `204` and nothing else for a
 //! user id that is not a family member.
 //!
@@ -26,7 +28,7 @@ use tokio::sync::oneshot;
 
 use super::HttpState;
 use super::auth::{InboundCaller, inbound_caller, inbound_member};
-use crate::actors::channels::{ForgetReply, HttpSubmitError, SubmitHttpInbound};
+use crate::actors::channels::{AwaitReply, ForgetReply, HttpSubmitError, SubmitHttpInbound};
 use crate::actors::request_queue::{
     AnswerConfirmation, AnswerError, DeliverReply, ReplyKind, SubmitError, Submitted,
 };
@@ -83,10 +85,11 @@ pub async fn post_inbound(
     body: web::Json<InboundBody>,
 ) -> HttpResponse {
     let named = body.user_id.as_deref();
-    let user_id = match inbound_member(&state.keys, &state.identity, &request, named).await {
-        Ok(user_id) => user_id,
-        Err(refused) => return refused,
-    };
+    let user_id =
+        match inbound_member(&state.keys, &state.identity, &state.family, &request, named).await {
+            Ok(user_id) => user_id,
+            Err(refused) => return refused,
+        };
     let body = body.into_inner();
     if body.text.trim().is_empty() {
         return bad_request("field `text` is empty".into());
@@ -188,7 +191,7 @@ pub(super) async fn submit(state: &HttpState, inbound: Inbound) -> Submission {
         Ok(Ok(Submitted::AnsweredQuestion { inbox_id: asking })) => asking,
         Ok(Ok(Submitted::Duplicate(record))) => {
             return refused(match record.status {
-                InboxStatus::Accepted => HttpResponse::Accepted().json(record_json(&record)),
+                InboxStatus::Accepted => wait_again(state, *record).await,
                 _ => HttpResponse::Ok().json(record_json(&record)),
             });
         }
@@ -217,6 +220,36 @@ pub(super) async fn submit(state: &HttpState, inbound: Inbound) -> Submission {
         response: wait_for_reply(state, inbox_id, reported_id, receiver).await,
         stored: true,
     }
+}
+
+/// A message sent again while its first turn runs (here or on another worker): waits for
+/// that turn's reply like the first call, up to `http.reply_timeout_seconds`.
+async fn wait_again(state: &HttpState, record: InboxRecord) -> HttpResponse {
+    let inbox_id = record.inbound.id.clone();
+    let (reply_to, receiver) = oneshot::channel();
+    if state
+        .channel
+        .send(AwaitReply {
+            inbox_id: inbox_id.clone(),
+            reply_to,
+        })
+        .await
+        .is_err()
+    {
+        return HttpResponse::Accepted().json(record_json(&record));
+    }
+    // Answered between the queue's reading and the wait: no reply is coming any more.
+    match state.inbox.get(&inbox_id).await {
+        Ok(Some(now)) if now.status != InboxStatus::Accepted => {
+            state.channel.do_send(ForgetReply {
+                inbox_id: inbox_id.clone(),
+            });
+            drop(receiver);
+            return HttpResponse::Ok().json(record_json(&now));
+        }
+        _ => {}
+    }
+    wait_for_reply(state, inbox_id.clone(), inbox_id, receiver).await
 }
 
 /// The turn's reply as the HTTP answer, or `202` with the message id once
@@ -289,7 +322,14 @@ pub async fn post_confirm(
     state: web::Data<HttpState>,
     body: web::Json<ConfirmBody>,
 ) -> HttpResponse {
-    let caller = match inbound_caller(state.keys.as_ref(), &state.identity, &request).await {
+    let caller = match inbound_caller(
+        state.keys.as_ref(),
+        &state.identity,
+        &state.family,
+        &request,
+    )
+    .await
+    {
         Ok(InboundCaller::SharedKey) => {
             return HttpResponse::Forbidden().json(json!({
                 "error": "the shared inbound key answers no confirmation: a member answers with \
@@ -400,7 +440,14 @@ pub async fn get_inbound(
     path: web::Path<String>,
     query: web::Query<GetInboundQuery>,
 ) -> HttpResponse {
-    let caller = match inbound_caller(state.keys.as_ref(), &state.identity, &request).await {
+    let caller = match inbound_caller(
+        state.keys.as_ref(),
+        &state.identity,
+        &state.family,
+        &request,
+    )
+    .await
+    {
         Ok(caller) => caller,
         Err(refused) => return refused,
     };

@@ -46,7 +46,14 @@ pub async fn post_inbound_form(
     state: web::Data<HttpState>,
     form: Multipart,
 ) -> HttpResponse {
-    let caller = match inbound_caller(state.keys.as_ref(), &state.identity, &request).await {
+    let caller = match inbound_caller(
+        state.keys.as_ref(),
+        &state.identity,
+        &state.family,
+        &request,
+    )
+    .await
+    {
         Ok(caller) => caller,
         Err(refused) => return refused,
     };
@@ -183,7 +190,13 @@ async fn store_audio(
     );
     let path: PathBuf = folder.join(&file_name);
     let limit = state.max_attachment_bytes;
-    let chunks = field.map_err(|error| error.to_string());
+    // Whether a failure was the upload's (told to the caller) or hearth's own disk's
+    // (logged; the caller hears nothing of hearth's folders).
+    let upload_broke = std::cell::Cell::new(None);
+    let chunks = field.map_err(|error| {
+        upload_broke.set(Some(error.to_string()));
+        error.to_string()
+    });
     let size_bytes = match store_limited(chunks, &path, limit).await {
         Ok(size) => size,
         Err(StoreError::TooLarge { limit }) => {
@@ -196,9 +209,12 @@ async fn store_audio(
         }
         Err(StoreError::Failed(reason)) => {
             tracing::warn!(%reason, "uploaded audio not stored");
-            return Err(bad_request(format!(
-                "field `audio` was not received: {reason}"
-            )));
+            return Err(match upload_broke.take() {
+                Some(broke) => bad_request(format!("field `audio` was not received: {broke}")),
+                None => HttpResponse::ServiceUnavailable().json(json!({
+                    "error": "the audio file could not be stored just now; try again later"
+                })),
+            });
         }
     };
     Ok(Attachment {

@@ -7,6 +7,7 @@
 //! messages; this module knows no chat platform.
 
 mod auth;
+pub mod client;
 mod health;
 mod inbound;
 mod inbound_form;
@@ -91,6 +92,9 @@ pub struct HttpState {
     pub attachments_dir: PathBuf,
     /// An audio file larger than this is refused.
     pub max_attachment_bytes: u64,
+    /// Who a request comes from and whether over HTTPS (`http.public_url`,
+    /// `http.trusted_proxies`).
+    pub client: client::ClientView,
 }
 
 #[derive(Debug, thiserror::Error)]

@@ -66,6 +66,7 @@ pub async fn get_reminders(
     let user_id = match inbound_member(
         &state.keys,
         &state.identity,
+        &state.family,
         &request,
         query.user_id.as_deref(),
     )
@@ -117,6 +118,7 @@ pub async fn post_answer(
     let user_id = match inbound_member(
         &state.keys,
         &state.identity,
+        &state.family,
         &request,
         body.user_id.as_deref(),
     )

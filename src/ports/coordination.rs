@@ -44,6 +44,9 @@ pub enum WakeTopic {
     /// A member sent `/cancel`: its subject is `<member id> <conversation key>`; the worker
     /// running the conversation withdraws the question that member is asked there.
     Cancel,
+    /// The family changed (its subject: the new version): every worker reads it again, so
+    /// what it does unasked (a reminder escalated to the parents) follows at once too.
+    Members,
 }
 
 impl WakeTopic {
@@ -53,6 +56,7 @@ impl WakeTopic {
             WakeTopic::Answered => "answered",
             WakeTopic::Outbox => "outbox",
             WakeTopic::Cancel => "cancel",
+            WakeTopic::Members => "members",
         }
     }
 
@@ -62,6 +66,7 @@ impl WakeTopic {
             WakeTopic::Answered,
             WakeTopic::Outbox,
             WakeTopic::Cancel,
+            WakeTopic::Members,
         ]
         .into_iter()
         .find(|topic| topic.as_str() == text)

@@ -22,6 +22,7 @@ mod schedules;
 mod script_workflows;
 mod shopping_lists;
 mod telemetry;
+mod try_limits;
 mod turn_journal;
 mod user_profiles;
 mod web_access;
@@ -37,15 +38,20 @@ pub use inbox::{
 };
 pub use intent_records::IntentRecords;
 pub use members::{
-    InvitePurpose, Members, NewInvite, PlatformUser, Redeem, RedeemRefused, Redeemed, StoredMember,
-    member_id_choices,
+    ChangeRefused, ConfiguredMembers, InvitePurpose, JOIN_FAILURES_KEPT_MS, JOIN_LIMITS_OVERALL,
+    JOIN_LIMITS_PER_SOURCE, MemberChange, MemberChangeKind, Members, NewInvite, PlatformUser,
+    Redeem, RedeemRefused, Redeemed, StoredFamily, StoredMember, check_change, check_invite,
+    join_locked, member_id_choices,
 };
 pub(crate) use notes::note_title_key;
 pub use notes::{
     MAX_SEARCH_WORDS, Note, NoteList, NoteRef, NoteVisibility, NoteWrite, Notes, Saved,
     search_words,
 };
-pub use outbox::{ListedReminder, Outbox, OutboxEntry, OutgoingKind, OutgoingMessage};
+pub(crate) use outbox::secret_removed_text;
+pub use outbox::{
+    ListedReminder, Outbox, OutboxEntry, OutgoingKind, OutgoingMessage, SECRET_REMOVED,
+};
 pub use pending_actions::{
     AnswerPlace, AnswerRefused, AskedApproval, Decision, OpenConfirmation, PendingActions,
     PendingConfirmation,
@@ -67,9 +73,14 @@ pub use telemetry::{
     DailyUsage, LlmCallRecord, StageEvent, StagedConversation, TelemetryEvent, TelemetrySink,
     TracingTelemetry, UsageReport,
 };
+pub use try_limits::{Limit, LockScope, Locked, first_lock, locked_until, longest_window};
 pub use turn_journal::TurnJournal;
 pub use user_profiles::{ProfileFacts, UserProfiles};
-pub use web_access::{MemberToken, NewSignInCode, SignInCheck, WebAccess, WebSession};
+pub use web_access::{
+    MemberToken, NewSignInCode, SIGN_IN_FAILURES_KEPT_MS, SIGN_IN_LIMITS_OVERALL,
+    SIGN_IN_LIMITS_PER_ADDRESS, SIGN_IN_LIMITS_PER_MEMBER, SignInAttempt, SignInCheck,
+    SignInFailure, SignInTry, WebAccess, WebSession, sign_in_locked,
+};
 
 /// Why a storage adapter failed. Adapters map their driver errors into this.
 #[derive(Debug, thiserror::Error)]

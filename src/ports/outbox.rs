@@ -4,6 +4,10 @@
 //! deliver", written in the same transaction as what caused it (a turn's answer, its
 //! suspension, its failure), and is marked delivered only once the platform accepted it.
 //! After a restart the undelivered rows go out again, in order per conversation.
+//!
+//! A message carrying a secret (an invite or `/link` code, a sign-in code or link) is
+//! stored with `enqueue_secret`: its text stays only until it is delivered or given up,
+//! and is replaced by `SECRET_REMOVED` in the same write that says so.
 
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
@@ -75,10 +79,25 @@ pub struct OutboxEntry {
     pub parts_delivered: u32,
 }
 
+/// What a delivered (or given up) message carrying a secret reads as in the outbox, as a
+/// literal for the adapters' statements.
+macro_rules! secret_removed_text {
+    () => {
+        "(a code or sign-in link: removed once delivered)"
+    };
+}
+pub(crate) use secret_removed_text;
+
+/// What a delivered (or given up) message carrying a secret reads as in the outbox.
+pub const SECRET_REMOVED: &str = secret_removed_text!();
+
 #[async_trait]
 pub trait Outbox: Send + Sync {
     /// Store `message` as to deliver; its id.
     async fn enqueue(&self, message: &OutgoingMessage) -> Result<i64, StorageError>;
+    /// `enqueue` for a message carrying a secret: its text is replaced by
+    /// `SECRET_REMOVED` by the write marking it delivered or given up.
+    async fn enqueue_secret(&self, message: &OutgoingMessage) -> Result<i64, StorageError>;
     /// Store `message` as to deliver unless a message was stored under `once_key` before
     /// (delivered, pending or given up): its id, or `None` when it was. What a retried turn
     /// says again is so said once.
@@ -91,10 +110,11 @@ pub trait Outbox: Send + Sync {
     async fn undelivered(&self, channel: &str) -> Result<Vec<OutboxEntry>, StorageError>;
     /// The platform accepted the first `parts` parts of message `id`.
     async fn part_delivered(&self, id: i64, parts: u32) -> Result<(), StorageError>;
-    /// The platform accepted message `id` (its last part), as `platform_id`.
+    /// The platform accepted message `id` (its last part), as `platform_id`; a secret's
+    /// text is removed in the same write.
     async fn delivered(&self, id: i64, platform_id: Option<&str>) -> Result<(), StorageError>;
     /// An attempt failed; the attempts so far.
     async fn attempt_failed(&self, id: i64, error: &str) -> Result<u32, StorageError>;
-    /// Give up on message `id`: it is not delivered again.
+    /// Give up on message `id`: it is not delivered again (a secret's text is removed).
     async fn abandon(&self, id: i64, error: &str) -> Result<(), StorageError>;
 }

@@ -11,7 +11,86 @@
 use async_trait::async_trait;
 
 use super::StorageError;
+use super::try_limits::{Limit, LockScope, Locked, first_lock};
 use crate::ids::MemberId;
+
+const HOUR_MS: i64 = 60 * 60 * 1000;
+const DAY_MS: i64 = 24 * HOUR_MS;
+
+/// Wrong sign-in codes allowed, counted in the database over every worker and every code:
+/// for one member 5 an hour and 10 a day, from one client address the same, and 20 a day
+/// from everyone. Past a limit no code is checked (the right one neither) until it lifts.
+pub const SIGN_IN_LIMITS_PER_MEMBER: [Limit; 2] = [Limit::new(5, HOUR_MS), Limit::new(10, DAY_MS)];
+pub const SIGN_IN_LIMITS_PER_ADDRESS: [Limit; 2] = [Limit::new(5, HOUR_MS), Limit::new(10, DAY_MS)];
+pub const SIGN_IN_LIMITS_OVERALL: [Limit; 1] = [Limit::new(20, DAY_MS)];
+/// How far back wrong sign-in codes count.
+pub const SIGN_IN_FAILURES_KEPT_MS: i64 = DAY_MS;
+
+/// A wrong sign-in code as counted: for whom, from which address, when.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SignInFailure {
+    pub member_id: MemberId,
+    pub address: String,
+    pub at_ms: i64,
+}
+
+/// Whether the wrong codes so far keep `address` from trying a code for `member_id` at
+/// `now_ms`: the lock lasting longest of the member's, the address's and everyone's.
+pub fn sign_in_locked(
+    failures: &[SignInFailure],
+    member_id: &MemberId,
+    address: &str,
+    now_ms: i64,
+) -> Option<Locked> {
+    let times = |keep: &dyn Fn(&SignInFailure) -> bool| -> Vec<i64> {
+        failures
+            .iter()
+            .filter(|failure| keep(failure))
+            .map(|failure| failure.at_ms)
+            .collect()
+    };
+    first_lock(
+        &[
+            (
+                LockScope::Member,
+                times(&|failure| failure.member_id == *member_id),
+                &SIGN_IN_LIMITS_PER_MEMBER,
+            ),
+            (
+                LockScope::Source,
+                times(&|failure| failure.address == address),
+                &SIGN_IN_LIMITS_PER_ADDRESS,
+            ),
+            (
+                LockScope::Everyone,
+                times(&|_| true),
+                &SIGN_IN_LIMITS_OVERALL,
+            ),
+        ],
+        now_ms,
+    )
+}
+
+/// A sign-in code typed on the page, to check.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SignInAttempt {
+    pub member_id: MemberId,
+    /// The code's hash with the member's id (`identity::code_hash`), never the code.
+    pub code_hash: String,
+    /// The client's address (read through the trusted proxies): the per-address limit.
+    pub address: String,
+    pub now_ms: i64,
+    /// Wrong tries after which the one code locks.
+    pub max_wrong: u32,
+}
+
+/// What a try did: the check, and the lock this wrong try started, if it started one
+/// (the member is told once, at that try).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SignInTry {
+    pub check: SignInCheck,
+    pub locked_now: Option<Locked>,
+}
 
 /// A sign-in code sent to a member's own chat, to be typed on the page.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -36,6 +115,8 @@ pub enum SignInCheck {
     Expired,
     /// No code was asked for this member (or it was used already).
     NoCode,
+    /// Too many wrong codes (`sign_in_locked`): no code is checked until the lock lifts.
+    Limited(Locked),
 }
 
 /// A session of the web page: who it speaks as, until when.
@@ -74,16 +155,20 @@ pub trait WebAccess: Send + Sync {
     ) -> Result<u32, StorageError>;
     /// Store a new code; the member's earlier code, if any, stops working.
     async fn put_sign_in_code(&self, code: &NewSignInCode) -> Result<(), StorageError>;
-    /// Check `code_hash` against `member_id`'s open code at `now_ms`, in one step: the
-    /// right one is spent (`Accepted`, never twice); a wrong one counts, and the code locks
-    /// at `max_wrong` wrong tries.
-    async fn try_sign_in_code(
+    /// Check the attempt's code against its member's open code, in one step with the
+    /// counting: past a limit (`sign_in_locked`) nothing is checked (`Limited`); the right
+    /// code is spent (`Accepted`, never twice); any other try is stored as a failure (the
+    /// one code also locks at `max_wrong` wrong tries). Tries on several workers at once
+    /// are counted one after the other, so no limit is passed by racing.
+    async fn try_sign_in_code(&self, attempt: &SignInAttempt) -> Result<SignInTry, StorageError>;
+
+    /// How many sign-in links were made for `member_id` since `since_ms` (the page limits
+    /// how often one is sent to a member's chat).
+    async fn sign_in_links_since(
         &self,
         member_id: &MemberId,
-        code_hash: &str,
-        now_ms: i64,
-        max_wrong: u32,
-    ) -> Result<SignInCheck, StorageError>;
+        since_ms: i64,
+    ) -> Result<u32, StorageError>;
 
     /// Store a one-time sign-in link's hash for `member_id`, valid until `expires_at_ms`.
     async fn put_sign_in_link(
@@ -138,6 +223,7 @@ pub trait WebAccess: Send + Sync {
     /// Revoke token `id`; whether there was one.
     async fn revoke_token(&self, id: &str) -> Result<bool, StorageError>;
 
-    /// Remove codes, links and sessions that expired before `before_ms`; how many went.
+    /// Remove codes, links and sessions that expired before `before_ms`, and wrong tries
+    /// counting no more; how many went.
     async fn prune_expired(&self, before_ms: i64) -> Result<u64, StorageError>;
 }

@@ -6,7 +6,9 @@
 //! batch of them back into typed rows (`jsonb_populate_recordset`): the two schemas agree
 //! on table and column names, so no table is spelled out here and a table added by a
 //! later migration is copied too. Parents are copied before the tables whose foreign keys
-//! name them, and every identity's sequence is moved past the ids copied.
+//! name them, and every identity's sequence is moved past the ids copied and past every id
+//! SQLite ever gave in that table (its `sqlite_sequence`, which remembers ids of rows
+//! since deleted), so PostgreSQL never hands out an id twice.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -114,7 +116,7 @@ pub async fn copy_store(
         progress(&done);
         copied.push(done);
     }
-    move_identities_past_copied_ids(&mut transaction).await?;
+    move_identities_past_copied_ids(source, &mut transaction).await?;
     transaction.commit().await.map_err(postgres_error)?;
     Ok(copied)
 }
@@ -247,9 +249,13 @@ async fn write_batch(
     Ok(i64::try_from(done.rows_affected()).unwrap_or(i64::MAX))
 }
 
-/// Each identity column's sequence set to the largest id copied, so the next row the
-/// database numbers follows them.
-async fn move_identities_past_copied_ids(target: &mut PgConnection) -> Result<(), CopyError> {
+/// Each identity column's sequence set to the largest id copied or ever given by SQLite
+/// (an `AUTOINCREMENT` table's `sqlite_sequence`), so the next row the database numbers
+/// follows them: an id a deleted row had is never given again.
+async fn move_identities_past_copied_ids(
+    source: &SqlitePool,
+    target: &mut PgConnection,
+) -> Result<(), CopyError> {
     let identities: Vec<(String, String)> = sqlx::query_as(
         "SELECT table_name::text, column_name::text FROM information_schema.columns \
          WHERE table_schema = current_schema() AND is_identity = 'YES'",
@@ -257,14 +263,36 @@ async fn move_identities_past_copied_ids(target: &mut PgConnection) -> Result<()
     .fetch_all(&mut *target)
     .await
     .map_err(postgres_error)?;
+    let given = ids_sqlite_gave(source).await?;
     for (table, column) in identities {
+        let ever_given = given.get(&table).copied().unwrap_or(0);
         sqlx::query(AssertSqlSafe(format!(
             "SELECT setval(pg_get_serial_sequence('{table}', '{column}'), \
-             COALESCE(max(\"{column}\"), 1), max(\"{column}\") IS NOT NULL) FROM {table}"
+             GREATEST(COALESCE(max(\"{column}\"), 0), $1, 1), \
+             GREATEST(COALESCE(max(\"{column}\"), 0), $1) > 0) FROM {table}"
         )))
+        .bind(ever_given)
         .execute(&mut *target)
         .await
         .map_err(postgres_error)?;
     }
     Ok(())
+}
+
+/// The largest id SQLite gave in each `AUTOINCREMENT` table, deleted rows' included.
+async fn ids_sqlite_gave(source: &SqlitePool) -> Result<BTreeMap<String, i64>, CopyError> {
+    let has_sequences: bool = sqlx::query_scalar(
+        "SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE name = 'sqlite_sequence')",
+    )
+    .fetch_one(source)
+    .await
+    .map_err(sqlite_error)?;
+    if !has_sequences {
+        return Ok(BTreeMap::new());
+    }
+    let rows: Vec<(String, i64)> = sqlx::query_as("SELECT name, seq FROM sqlite_sequence")
+        .fetch_all(source)
+        .await
+        .map_err(sqlite_error)?;
+    Ok(rows.into_iter().collect())
 }

@@ -4,7 +4,7 @@
 use async_trait::async_trait;
 
 use super::in_memory::InMemoryStore;
-use crate::ports::{Outbox, OutboxEntry, OutgoingMessage, StorageError, now_ms};
+use crate::ports::{Outbox, OutboxEntry, OutgoingMessage, SECRET_REMOVED, StorageError, now_ms};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Status {
@@ -21,6 +21,8 @@ pub(crate) struct OutboxState {
     settled_at_ms: std::collections::HashMap<i64, i64>,
     /// The row stored under each once key (`enqueue_once`).
     once_keys: std::collections::HashMap<String, i64>,
+    /// The rows carrying a secret (`enqueue_secret`), whose text goes once settled.
+    secrets: std::collections::HashSet<i64>,
 }
 
 impl OutboxState {
@@ -45,8 +47,12 @@ impl OutboxState {
     }
 
     fn settle(&mut self, id: i64, status: Status) {
-        if let Some((_, stored)) = self.row(id) {
+        let secret = self.secrets.remove(&id);
+        if let Some((entry, stored)) = self.row(id) {
             *stored = status;
+            if secret {
+                entry.message.text = SECRET_REMOVED.to_string();
+            }
             self.settled_at_ms.insert(id, now_ms());
         }
     }
@@ -71,6 +77,13 @@ impl OutboxState {
 impl Outbox for InMemoryStore {
     async fn enqueue(&self, message: &OutgoingMessage) -> Result<i64, StorageError> {
         Ok(self.lock().outbox.push(message))
+    }
+
+    async fn enqueue_secret(&self, message: &OutgoingMessage) -> Result<i64, StorageError> {
+        let mut state = self.lock();
+        let id = state.outbox.push(message);
+        state.outbox.secrets.insert(id);
+        Ok(id)
     }
 
     async fn enqueue_once(
@@ -125,5 +138,54 @@ impl Outbox for InMemoryStore {
     async fn abandon(&self, id: i64, _error: &str) -> Result<(), StorageError> {
         self.lock().outbox.settle(id, Status::Abandoned);
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ids::ConversationKey;
+    use crate::ports::OutgoingKind;
+
+    fn message(text: &str) -> OutgoingMessage {
+        OutgoingMessage {
+            conversation: ConversationKey::new("telegram", "1001").unwrap(),
+            inbox_id: None,
+            text: text.to_string(),
+            kind: OutgoingKind::Reply,
+            reply_to_event: None,
+        }
+    }
+
+    #[tokio::test]
+    async fn a_secret_is_kept_only_until_delivered_or_given_up() {
+        let store = InMemoryStore::default();
+        let delivered = store
+            .enqueue_secret(&message("code ABCD-EFGH"))
+            .await
+            .unwrap();
+        let given_up = store
+            .enqueue_secret(&message("code WXYZ-2345"))
+            .await
+            .unwrap();
+        let plain = store.enqueue(&message("hello")).await.unwrap();
+        let pending = store.undelivered("telegram").await.unwrap();
+        assert_eq!(pending[0].message.text, "code ABCD-EFGH", "sent as written");
+        store.delivered(delivered, None).await.unwrap();
+        store.abandon(given_up, "gone").await.unwrap();
+        store.delivered(plain, None).await.unwrap();
+        let state = store.lock();
+        let text = |id: i64| {
+            state
+                .outbox
+                .rows
+                .iter()
+                .find(|(entry, _)| entry.id == id)
+                .map(|(entry, _)| entry.message.text.clone())
+                .unwrap()
+        };
+        assert_eq!(text(delivered), SECRET_REMOVED);
+        assert_eq!(text(given_up), SECRET_REMOVED);
+        assert_eq!(text(plain), "hello");
     }
 }

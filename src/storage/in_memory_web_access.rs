@@ -9,7 +9,10 @@ use async_trait::async_trait;
 
 use super::in_memory::InMemoryStore;
 use crate::ids::MemberId;
-use crate::ports::{MemberToken, NewSignInCode, SignInCheck, StorageError, WebAccess, WebSession};
+use crate::ports::{
+    MemberToken, NewSignInCode, SIGN_IN_FAILURES_KEPT_MS, SignInAttempt, SignInCheck,
+    SignInFailure, SignInTry, StorageError, WebAccess, WebSession, sign_in_locked,
+};
 
 #[derive(Default)]
 pub(super) struct WebAccessState {
@@ -23,6 +26,8 @@ pub(super) struct WebAccessState {
     tokens: BTreeMap<String, StoredToken>,
     /// The order of the next session or token stored (SQLite's rowid).
     next_seq: u64,
+    /// Wrong sign-in codes of the last day.
+    failures: Vec<SignInFailure>,
 }
 
 struct StoredCode {
@@ -34,6 +39,7 @@ struct StoredCode {
 
 struct StoredLink {
     member_id: MemberId,
+    created_at_ms: i64,
     expires_at_ms: i64,
     used: bool,
 }
@@ -145,23 +151,56 @@ impl WebAccess for InMemoryStore {
         Ok(())
     }
 
-    async fn try_sign_in_code(
+    async fn try_sign_in_code(&self, attempt: &SignInAttempt) -> Result<SignInTry, StorageError> {
+        let mut state = self.web_access_state();
+        let (member_id, now_ms) = (&attempt.member_id, attempt.now_ms);
+        state
+            .failures
+            .retain(|failure| failure.at_ms > now_ms - SIGN_IN_FAILURES_KEPT_MS);
+        let address = attempt.address.as_str();
+        if let Some(locked) = sign_in_locked(&state.failures, member_id, address, now_ms) {
+            return Ok(SignInTry {
+                check: SignInCheck::Limited(locked),
+                locked_now: None,
+            });
+        }
+        let check = state.try_code(member_id, &attempt.code_hash, now_ms, attempt.max_wrong);
+        if check == SignInCheck::Accepted {
+            return Ok(SignInTry {
+                check,
+                locked_now: None,
+            });
+        }
+        state.failures.push(SignInFailure {
+            member_id: member_id.clone(),
+            address: address.to_string(),
+            at_ms: now_ms,
+        });
+        Ok(SignInTry {
+            check,
+            locked_now: sign_in_locked(&state.failures, member_id, address, now_ms),
+        })
+    }
+
+    async fn sign_in_links_since(
         &self,
         member_id: &MemberId,
-        code_hash: &str,
-        now_ms: i64,
-        max_wrong: u32,
-    ) -> Result<SignInCheck, StorageError> {
-        Ok(self
+        since_ms: i64,
+    ) -> Result<u32, StorageError> {
+        let made = self
             .web_access_state()
-            .try_code(member_id, code_hash, now_ms, max_wrong))
+            .links
+            .values()
+            .filter(|link| link.member_id == *member_id && link.created_at_ms >= since_ms)
+            .count();
+        Ok(u32::try_from(made).unwrap_or(u32::MAX))
     }
 
     async fn put_sign_in_link(
         &self,
         link_hash: &str,
         member_id: &MemberId,
-        _created_at_ms: i64,
+        created_at_ms: i64,
         expires_at_ms: i64,
     ) -> Result<(), StorageError> {
         let mut state = self.web_access_state();
@@ -172,6 +211,7 @@ impl WebAccess for InMemoryStore {
             link_hash.to_owned(),
             StoredLink {
                 member_id: member_id.clone(),
+                created_at_ms,
                 expires_at_ms,
                 used: false,
             },

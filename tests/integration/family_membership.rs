@@ -18,7 +18,7 @@ fn alice() -> FamilyMember {
 
 fn membership(stores: &Stores) -> Membership {
     Membership::new(
-        Arc::new(Family::new(&[alice()])),
+        Arc::new(Family::new(&[alice()]).stored_in(stores.members.clone())),
         stores.members.clone(),
         false,
     )
@@ -65,7 +65,9 @@ async fn an_expired_code_is_refused_like_a_wrong_one() {
 async fn a_link_code_makes_one_identity_on_two_platforms() {
     for (stores, _folder) in every_store().await {
         let membership = membership(&stores);
-        let issued = membership.link_code(&alice(), T0).await.unwrap();
+        let Change::Done(issued) = membership.link_code(&alice(), T0).await.unwrap() else {
+            panic!("no link code");
+        };
         let matrix = PlatformUser::Matrix("@alice:example.org".into());
         match membership
             .join(&matrix, &issued.code, None, T0 + 1)
@@ -85,7 +87,7 @@ async fn a_link_code_makes_one_identity_on_two_platforms() {
         assert_eq!(family.members().len(), 1);
         // After a restart, the same.
         let again = self::membership(&stores);
-        again.load(T0 + 2).await.unwrap();
+        again.load().await.unwrap();
         assert_eq!(
             again
                 .family()

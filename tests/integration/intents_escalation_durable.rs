@@ -43,6 +43,10 @@ impl Outbox for OwnWritesNeverFinish {
         std::future::pending().await
     }
 
+    async fn enqueue_secret(&self, _message: &OutgoingMessage) -> Result<i64, StorageError> {
+        std::future::pending().await
+    }
+
     async fn undelivered(&self, channel: &str) -> Result<Vec<OutboxEntry>, StorageError> {
         self.0.undelivered(channel).await
     }

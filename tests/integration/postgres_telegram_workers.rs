@@ -22,7 +22,10 @@ const PER_CHAT: u32 = 20;
 const FIRST_USER: i64 = 5000;
 
 /// The worker holding the Telegram lease, as `/readyz` of `process` lists the workers.
-async fn telegram_leader_pid(process: &HearthProcess, env: &BTreeMap<String, String>) -> u32 {
+pub(crate) async fn telegram_leader_pid(
+    process: &HearthProcess,
+    env: &BTreeMap<String, String>,
+) -> u32 {
     let client = reqwest::Client::new();
     let started = std::time::Instant::now();
     loop {

@@ -25,17 +25,34 @@ pub(crate) struct Visitor {
     client: reqwest::Client,
     base: String,
     cookies: std::sync::Mutex<Vec<(String, String)>>,
+    /// The address a trusted proxy would say it forwards for (`X-Forwarded-For`).
+    forwarded_for: Option<String>,
 }
 
 impl Visitor {
     pub(crate) fn new(app: &TestApp) -> Visitor {
+        Visitor::at(&app.base_url)
+    }
+
+    /// A visitor of the page at `base_url` (any worker's).
+    pub(crate) fn at(base_url: &str) -> Visitor {
         Visitor {
             client: reqwest::Client::builder()
                 .redirect(reqwest::redirect::Policy::none())
                 .build()
                 .unwrap(),
-            base: app.base_url.clone(),
+            base: base_url.to_string(),
             cookies: Default::default(),
+            forwarded_for: None,
+        }
+    }
+
+    /// A visitor from `address`, as the proxy in front of the page (loopback, trusted by
+    /// `http.trusted_proxies`) says.
+    pub(crate) fn from_address(base_url: &str, address: &str) -> Visitor {
+        Visitor {
+            forwarded_for: Some(address.to_string()),
+            ..Visitor::at(base_url)
         }
     }
 
@@ -78,6 +95,10 @@ impl Visitor {
 
     /// Send `request` with the cookies kept, keep those it sets: status, body, location.
     async fn send(&self, request: reqwest::RequestBuilder) -> (u16, String, Option<String>) {
+        let request = match &self.forwarded_for {
+            Some(address) => request.header("x-forwarded-for", address.as_str()),
+            None => request,
+        };
         let response = request
             .header("cookie", self.cookie_header())
             .send()
@@ -106,7 +127,7 @@ impl Visitor {
     }
 
     /// Enter `code` and `name` on the join page; status and where it sends the visitor.
-    async fn join(&self, code: &str, name: &str) -> (u16, String, Option<String>) {
+    pub(crate) async fn join(&self, code: &str, name: &str) -> (u16, String, Option<String>) {
         let (_, page, _) = self.get("/join").await;
         let form = Visitor::field(&page, "form");
         self.post("/join", &[("form", &form), ("code", code), ("name", name)])

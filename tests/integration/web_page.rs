@@ -125,7 +125,9 @@ async fn sign_in(
         .select_by_value(member)
         .await
         .context("pick the member")?;
-    browser.click("form[action='/sign-in'] button").await?;
+    browser
+        .click("form[action='/sign-in'] button[value='code']")
+        .await?;
     browser.wait_for("input#code").await?;
     let code = code_sent_to(&family.telegram, chat, codes_before).await;
     if screenshot {

@@ -88,7 +88,17 @@ async fn answer(response: reqwest::Response) -> Answer {
 impl Member {
     /// Sign `member` in with a one-time link, as the page's link form does.
     pub(crate) async fn sign_in(app: &TestApp, member: &str) -> Member {
-        let identity = hearth::identity::Identity::new(app.running.stores.web_access.clone(), 30);
+        Member::sign_in_at(app.running.stores.web_access.clone(), &app.base_url, member).await
+    }
+
+    /// Sign `member` in at `base_url` (any worker of the database `web_access` is on) with
+    /// a one-time link made in that database.
+    pub(crate) async fn sign_in_at(
+        web_access: std::sync::Arc<dyn hearth::ports::WebAccess>,
+        base_url: &str,
+        member: &str,
+    ) -> Member {
+        let identity = hearth::identity::Identity::new(web_access, 30);
         let secret = identity
             .new_sign_in_link(&member.parse().unwrap(), hearth::ports::now_ms())
             .await

@@ -8,6 +8,9 @@
 //! Among several workers on one database, the turn may run on the worker holding its
 //! conversation: that one wakes the others when the turn's end is stored
 //! (`WakeTopic::Answered`), and the waiter here is answered from the inbox.
+//!
+//! A message sent again while its first turn runs (on this worker or another) waits like
+//! the first one (`AwaitReply`): one message may have several waiters, each answered.
 
 use std::collections::HashMap;
 
@@ -45,16 +48,26 @@ pub enum HttpSubmitError {
     QueueStopped,
 }
 
-/// The caller stopped waiting for `inbox_id`.
+/// A caller stopped waiting for `inbox_id`: the waiters whose caller is gone are dropped.
 #[derive(Message)]
 #[rtype(result = "()")]
 pub struct ForgetReply {
     pub inbox_id: String,
 }
 
+/// Wait for the reply of `inbox_id`, a message stored before (sent again while its turn
+/// runs).
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct AwaitReply {
+    pub inbox_id: String,
+    pub reply_to: oneshot::Sender<DeliverReply>,
+}
+
 pub struct HttpChannel {
     queue: Addr<RequestQueue>,
-    waiters: HashMap<String, oneshot::Sender<DeliverReply>>,
+    /// Each waiting message's callers.
+    waiters: HashMap<String, Vec<oneshot::Sender<DeliverReply>>>,
     /// Among several workers: where turns run elsewhere are read back from.
     shared: Option<SharedWith>,
 }
@@ -126,6 +139,19 @@ impl HttpChannel {
     }
 }
 
+impl HttpChannel {
+    /// Answer every caller waiting for `reply`'s message; whether one waited.
+    fn answer(&mut self, reply: DeliverReply) -> bool {
+        let Some(waiters) = self.waiters.remove(&reply.inbox_id) else {
+            return false;
+        };
+        for waiter in waiters {
+            let _ = waiter.send(reply.clone());
+        }
+        true
+    }
+}
+
 impl Actor for HttpChannel {
     type Context = Context<Self>;
 
@@ -151,10 +177,8 @@ impl StreamHandler<WakeUp> for HttpChannel {
             wake_up.subject,
         );
         ctx.spawn(read.into_actor(self).map(|reply, act, _ctx| {
-            if let Some(reply) = reply
-                && let Some(waiter) = act.waiters.remove(&reply.inbox_id)
-            {
-                let _ = waiter.send(reply);
+            if let Some(reply) = reply {
+                act.answer(reply);
             }
         }));
     }
@@ -168,7 +192,10 @@ impl Handler<SubmitHttpInbound> for HttpChannel {
     fn handle(&mut self, message: SubmitHttpInbound, _ctx: &mut Self::Context) -> Self::Result {
         let inbox_id = message.inbound.id.clone();
         // Registered before submitting: the reply cannot overtake the waiter.
-        self.waiters.insert(inbox_id.clone(), message.reply_to);
+        self.waiters
+            .entry(inbox_id.clone())
+            .or_default()
+            .push(message.reply_to);
         let submitted = self.queue.send(SubmitInbound {
             inbound: message.inbound,
             listener: message.listener,
@@ -196,7 +223,23 @@ impl Handler<ForgetReply> for HttpChannel {
     type Result = ();
 
     fn handle(&mut self, message: ForgetReply, _ctx: &mut Self::Context) {
-        self.waiters.remove(&message.inbox_id);
+        if let Some(waiters) = self.waiters.get_mut(&message.inbox_id) {
+            waiters.retain(|waiter| !waiter.is_closed());
+            if waiters.is_empty() {
+                self.waiters.remove(&message.inbox_id);
+            }
+        }
+    }
+}
+
+impl Handler<AwaitReply> for HttpChannel {
+    type Result = ();
+
+    fn handle(&mut self, message: AwaitReply, _ctx: &mut Self::Context) {
+        self.waiters
+            .entry(message.inbox_id)
+            .or_default()
+            .push(message.reply_to);
     }
 }
 
@@ -205,10 +248,10 @@ impl Handler<DeliverReply> for HttpChannel {
 
     fn handle(&mut self, reply: DeliverReply, _ctx: &mut Self::Context) {
         // A delayed notice answers the HTTP call; the final answer is then read by id.
-        if let Some(waiter) = self.waiters.remove(&reply.inbox_id) {
-            let _ = waiter.send(reply);
-        } else if reply.kind == ReplyKind::Answer {
-            tracing::debug!(inbox_id = %reply.inbox_id, "http reply stored for later reading");
+        let kind = reply.kind.clone();
+        let inbox_id = reply.inbox_id.clone();
+        if !self.answer(reply) && kind == ReplyKind::Answer {
+            tracing::debug!(%inbox_id, "http reply stored for later reading");
         }
     }
 }

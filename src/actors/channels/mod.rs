@@ -21,6 +21,8 @@ pub mod telegram;
 
 pub use console::{ConsoleChannel, run_console};
 pub use console_remote::{RemoteConsoleError, RemoteConsoleSettings, run_remote_console};
-pub use core::{ChannelDeps, DeliverySettings, MembershipParts, PlatformRoutes};
-pub use http::{ForgetReply, HttpChannel, HttpSubmitError, SubmitHttpInbound};
+pub use core::{
+    ChannelDeps, DeliverySettings, MembershipParts, PlatformRoutes, PrivateChats, SignInLinks,
+};
+pub use http::{AwaitReply, ForgetReply, HttpChannel, HttpSubmitError, SubmitHttpInbound};
 pub use messages::{ChannelError, DeliverStored};

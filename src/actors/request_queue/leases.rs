@@ -501,7 +501,7 @@ impl StreamHandler<WakeUp> for RequestQueue {
                     tracing::warn!(subject = %wake_up.subject, "a cancel wake-up names no member and conversation")
                 }
             },
-            WakeTopic::Answered | WakeTopic::Outbox => {}
+            WakeTopic::Answered | WakeTopic::Outbox | WakeTopic::Members => {}
         }
     }
 

@@ -2,8 +2,9 @@
 //! makes a new member with that role and the name given, signed in at once, and the
 //! parents are told in their own chats; a `/link` code entered here signs its member in,
 //! so one member is one identity on Telegram, Matrix and the page. The code is checked by
-//! `family::Membership`, the same rules as `/join` in chat: used once, wrong ones limited
-//! per visitor's address.
+//! `family::Membership`, the same rules as `/join` in chat: used once, wrong ones counted
+//! in the database per client address (read through the trusted proxies, `http::client`)
+//! and overall, on every worker.
 
 use actix_web::http::StatusCode;
 use actix_web::{HttpRequest, HttpResponse, web};
@@ -47,7 +48,7 @@ pub async fn form(
     if let Ok(Some(_)) = signed_in(&state, &request).await {
         return see_other("/chat");
     }
-    let (token, cookie) = form_token(&request);
+    let (token, cookie) = form_token(&state, &request);
     let code = query.code.as_deref().unwrap_or_default();
     session::with_form_cookie(
         layout::page("Join", None, Tab::None, join_form(&token, code, None)),
@@ -62,13 +63,9 @@ pub struct JoinForm {
     name: Option<String>,
 }
 
-/// Who is entering a code, for the wrong-code limit: the address the request came from.
-fn visitor(request: &HttpRequest) -> PlatformUser {
-    let address = request
-        .peer_addr()
-        .map(|address| address.ip().to_string())
-        .unwrap_or_default();
-    PlatformUser::WebVisitor(address)
+/// Who is entering a code, for the wrong-code limit: the client's address.
+fn visitor(state: &HttpState, request: &HttpRequest) -> PlatformUser {
+    PlatformUser::WebVisitor(state.client.address(request))
 }
 
 /// `POST /join`.
@@ -95,7 +92,7 @@ pub async fn join(
         *response.status_mut() = StatusCode::BAD_REQUEST;
         response
     };
-    let user = visitor(&request);
+    let user = visitor(&state, &request);
     let joined = match parts.membership.join(&user, &text, None, now_ms()).await {
         Ok(joined) => joined,
         Err(error) => {
@@ -105,7 +102,11 @@ pub async fn join(
     };
     let member = match joined {
         Change::Refused(text) => return refused(&text),
-        Change::Done(Joined::Linked(member)) => member,
+        Change::Done(
+            Joined::Linked(member)
+            | Joined::AlreadyTheirs(member)
+            | Joined::SwitchAsked { member, .. },
+        ) => member,
         Change::Done(Joined::Member { member, invited_by }) => {
             parts
                 .tell_parents(&member, invited_by.as_ref(), &user)
@@ -119,10 +120,7 @@ pub async fn join(
         .await
     {
         Ok(opened) => {
-            tracing::info!(member = %member.id, session = %opened.session.id, "signed in on the web page with a family code");
-            let mut response = see_other("/chat");
-            let _ = response.add_cookie(&session::session_cookie(&request, &opened));
-            response
+            super::sign_in::session_opened(&state, &request, &opened, "with a family code").await
         }
         Err(error) => {
             tracing::error!(%error, "web session not opened");

@@ -44,8 +44,12 @@ impl SignedIn {
     }
 }
 
+/// Whether `presented` is `expected`, compared by their digests in constant time (so
+/// neither a prefix nor the length shows).
 pub fn same_secret(expected: &str, presented: &str) -> bool {
-    !expected.is_empty() && bool::from(expected.as_bytes().ct_eq(presented.as_bytes()))
+    let expected_digest = secrets::sha256(expected.as_bytes());
+    !expected.is_empty()
+        && bool::from(expected_digest.ct_eq(&secrets::sha256(presented.as_bytes())))
 }
 
 /// The member signed in on `request`, if any: a session that exists, has not expired and
@@ -57,20 +61,29 @@ pub async fn signed_in(
     let Some(cookie) = request.cookie(SESSION_COOKIE) else {
         return Ok(None);
     };
+    // The member and their role as the database has them now, on every worker.
+    if let Err(error) = state.family.refresh().await {
+        tracing::error!(%error, "family not read");
+        return Err(unavailable());
+    }
     let session = match state.identity.session(cookie.value(), now_ms()).await {
         Ok(Some(session)) => session,
         Ok(None) => return Ok(None),
         Err(error) => {
             tracing::error!(%error, "web session not read");
-            return Err(HttpResponse::ServiceUnavailable()
-                .content_type("text/plain; charset=utf-8")
-                .body("hearth cannot read its database just now; try again in a moment"));
+            return Err(unavailable());
         }
     };
     Ok(state
         .family
         .member(session.member_id.as_str())
         .map(|member| SignedIn { session, member }))
+}
+
+fn unavailable() -> HttpResponse {
+    HttpResponse::ServiceUnavailable()
+        .content_type("text/plain; charset=utf-8")
+        .body("hearth cannot read its database just now; try again in a moment")
 }
 
 /// The member a page is for, or the answer instead: `303` to sign-in when nobody is signed
@@ -100,53 +113,50 @@ pub async fn signed_in_form(
     Ok(signed_in)
 }
 
-/// Whether cookies may go without `Secure`: the page is reached on a loopback address.
-fn is_loopback(request: &HttpRequest) -> bool {
-    let info = request.connection_info();
-    let host = info.host();
-    let host = match host.strip_prefix('[') {
-        Some(rest) => rest.split(']').next().unwrap_or(rest),
-        None => host.rsplit_once(':').map_or(host, |(host, _)| host),
-    };
-    host == "localhost"
-        || host
-            .parse::<std::net::IpAddr>()
-            .is_ok_and(|address| address.is_loopback())
-}
-
-fn cookie<'a>(request: &HttpRequest, name: &'a str, value: String) -> Cookie<'a> {
+/// A cookie of the page: `HttpOnly`, `SameSite=Strict`, and `Secure` when the member
+/// reached the page over HTTPS (`http::client::ClientView`).
+fn cookie<'a>(
+    state: &HttpState,
+    request: &HttpRequest,
+    name: &'a str,
+    value: String,
+) -> Cookie<'a> {
     Cookie::build(name, value)
         .path("/")
         .http_only(true)
         .same_site(SameSite::Strict)
-        .secure(!is_loopback(request))
+        .secure(state.client.secure(request))
         .finish()
 }
 
 /// The cookie of a session just opened, for as long as the session lasts.
-pub fn session_cookie(request: &HttpRequest, opened: &OpenedSession) -> Cookie<'static> {
+pub fn session_cookie(
+    state: &HttpState,
+    request: &HttpRequest,
+    opened: &OpenedSession,
+) -> Cookie<'static> {
     let seconds = (opened.session.expires_at_ms - opened.session.created_at_ms) / 1000;
-    let mut cookie = cookie(request, SESSION_COOKIE, opened.cookie.clone());
+    let mut cookie = cookie(state, request, SESSION_COOKIE, opened.cookie.clone());
     cookie.set_max_age(time::Duration::seconds(seconds));
     cookie
 }
 
 /// The cookie that ends the session cookie in the browser.
-pub fn removed_session_cookie(request: &HttpRequest) -> Cookie<'static> {
-    let mut cookie = cookie(request, SESSION_COOKIE, String::new());
+pub fn removed_session_cookie(state: &HttpState, request: &HttpRequest) -> Cookie<'static> {
+    let mut cookie = cookie(state, request, SESSION_COOKIE, String::new());
     cookie.make_removal();
     cookie
 }
 
 /// The pre-sign-in forms' token: the request's `hearth_form` cookie, or a new one to set.
-pub fn form_token(request: &HttpRequest) -> (String, Option<Cookie<'static>>) {
+pub fn form_token(state: &HttpState, request: &HttpRequest) -> (String, Option<Cookie<'static>>) {
     if let Some(existing) = request.cookie(FORM_COOKIE)
         && existing.value().len() == 64
     {
         return (existing.value().to_string(), None);
     }
     let token = secrets::random_key("").unwrap_or_default();
-    let cookie = cookie(request, FORM_COOKIE, token.clone());
+    let cookie = cookie(state, request, FORM_COOKIE, token.clone());
     (token, Some(cookie))
 }
 

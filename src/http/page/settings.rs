@@ -43,14 +43,14 @@ fn channels_of(state: &HttpState, signed_in: &SignedIn) -> (Vec<String>, Option<
     let Some(parts) = &state.membership else {
         return (Vec::new(), None);
     };
-    let chats = parts.own_chats.of(&signed_in.member.id);
+    let chats = parts.chats.own_chats.of(&signed_in.member.id);
     let mut channels: Vec<String> = Vec::new();
     for chat in &chats {
         if !channels.iter().any(|known| known == chat.channel()) {
             channels.push(chat.channel().to_string());
         }
     }
-    let preferred = parts.own_chats.preferred(&signed_in.member.id);
+    let preferred = parts.chats.own_chats.preferred(&signed_in.member.id);
     (channels, preferred)
 }
 
@@ -187,6 +187,7 @@ pub async fn save(
     {
         Ok(_) => {
             parts
+                .chats
                 .own_chats
                 .set_preferred(&signed_in.member.id, preferred.as_deref());
             see_other("/settings?saved=1")
@@ -226,7 +227,7 @@ pub async fn end_session(
     {
         Ok(true) if *path == signed_in.session.id => {
             let mut response = see_other("/sign-in");
-            let _ = response.add_cookie(&removed_session_cookie(&request));
+            let _ = response.add_cookie(&removed_session_cookie(&state, &request));
             response
         }
         Ok(true) => see_other("/settings?ended=1"),

@@ -15,16 +15,18 @@ pub(super) async fn insert_outgoing(
     connection: &mut PgConnection,
     message: &OutgoingMessage,
 ) -> Result<i64, StorageError> {
-    insert_outgoing_once(connection, message, None)
+    insert_outgoing_once(connection, message, None, false)
         .await?
         .ok_or_else(|| StorageError::Database("the outbox row was not stored".into()))
 }
 
-/// `insert_outgoing`, unless a row was stored under `once_key` before (then `None`).
+/// `insert_outgoing`, unless a row was stored under `once_key` before (then `None`);
+/// `secret`: its text is removed once delivered.
 async fn insert_outgoing_once(
     connection: &mut PgConnection,
     message: &OutgoingMessage,
     once_key: Option<&str>,
+    secret: bool,
 ) -> Result<Option<i64>, StorageError> {
     let kind = serde_json::to_string(&message.kind)
         .map_err(|error| StorageError::Corrupt(format!("outbox kind: {error}")))?;
@@ -32,7 +34,8 @@ async fn insert_outgoing_once(
     // One statement: a row already stored under the key leaves no row to return.
     sqlx::query_scalar(
         "INSERT INTO outbox (channel, conversation_id, inbox_id, kind, text, reply_to_event, \
-         once_key, created_at_ms, updated_at_ms) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) \
+         once_key, created_at_ms, updated_at_ms, secret) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) \
          ON CONFLICT (once_key) WHERE once_key IS NOT NULL DO NOTHING RETURNING id",
     )
     .bind(message.conversation.channel())
@@ -44,6 +47,7 @@ async fn insert_outgoing_once(
     .bind(once_key)
     .bind(now)
     .bind(now)
+    .bind(secret)
     .fetch_optional(&mut *connection)
     .await
     .map_err(database_error)
@@ -91,7 +95,14 @@ impl Outbox for PostgresStore {
         message: &OutgoingMessage,
     ) -> Result<Option<i64>, StorageError> {
         let mut connection = self.pool.acquire().await.map_err(database_error)?;
-        insert_outgoing_once(&mut connection, message, Some(once_key)).await
+        insert_outgoing_once(&mut connection, message, Some(once_key), false).await
+    }
+
+    async fn enqueue_secret(&self, message: &OutgoingMessage) -> Result<i64, StorageError> {
+        let mut connection = self.pool.acquire().await.map_err(database_error)?;
+        insert_outgoing_once(&mut connection, message, None, true)
+            .await?
+            .ok_or_else(|| StorageError::Database("the outbox row was not stored".into()))
     }
 
     async fn undelivered(&self, channel: &str) -> Result<Vec<OutboxEntry>, StorageError> {
@@ -119,10 +130,12 @@ impl Outbox for PostgresStore {
     }
 
     async fn delivered(&self, id: i64, platform_id: Option<&str>) -> Result<(), StorageError> {
-        sqlx::query(
+        sqlx::query(concat!(
             "UPDATE outbox SET status = 'delivered', platform_id = $1, error = NULL, \
-             updated_at_ms = $2 WHERE id = $3",
-        )
+             updated_at_ms = $2, text = CASE WHEN secret THEN '",
+            crate::ports::secret_removed_text!(),
+            "' ELSE text END WHERE id = $3"
+        ))
         .bind(platform_id)
         .bind(now_ms())
         .bind(id)
@@ -149,9 +162,12 @@ impl Outbox for PostgresStore {
     }
 
     async fn abandon(&self, id: i64, error: &str) -> Result<(), StorageError> {
-        sqlx::query(
-            "UPDATE outbox SET status = 'abandoned', error = $1, updated_at_ms = $2 WHERE id = $3",
-        )
+        sqlx::query(concat!(
+            "UPDATE outbox SET status = 'abandoned', error = $1, updated_at_ms = $2, \
+             text = CASE WHEN secret THEN '",
+            crate::ports::secret_removed_text!(),
+            "' ELSE text END WHERE id = $3"
+        ))
         .bind(error)
         .bind(now_ms())
         .bind(id)

@@ -13,7 +13,8 @@ use sqlx::{PgConnection, Row};
 use super::{PostgresStore, database_error, id_column};
 use crate::ids::MemberId;
 use crate::ports::{
-    MemberToken, NewSignInCode, SignInCheck, StorageError, WebAccess, WebSession, now_ms,
+    MemberToken, NewSignInCode, SIGN_IN_FAILURES_KEPT_MS, SignInAttempt, SignInCheck,
+    SignInFailure, SignInTry, StorageError, WebAccess, WebSession, now_ms, sign_in_locked,
 };
 
 macro_rules! session_columns {
@@ -98,6 +99,76 @@ async fn replace_code(pool: &sqlx::PgPool, code: &NewSignInCode) -> Result<(), s
     transaction.commit().await
 }
 
+/// Check `attempt` in the caller's transaction, with the counting of wrong tries: tries
+/// on every worker take turns (an advisory lock held until the transaction ends), so each
+/// counts the ones before it and no limit is passed by racing.
+async fn try_in(
+    connection: &mut PgConnection,
+    attempt: &SignInAttempt,
+) -> Result<SignInTry, StorageError> {
+    let now_ms = attempt.now_ms;
+    sqlx::query("SELECT pg_advisory_xact_lock(hashtextextended('hearth sign-in tries', 0))")
+        .execute(&mut *connection)
+        .await
+        .map_err(database_error)?;
+    sqlx::query("DELETE FROM sign_in_failures WHERE at_ms <= $1")
+        .bind(now_ms - SIGN_IN_FAILURES_KEPT_MS)
+        .execute(&mut *connection)
+        .await
+        .map_err(database_error)?;
+    let rows = sqlx::query("SELECT member_id, address, at_ms FROM sign_in_failures")
+        .fetch_all(&mut *connection)
+        .await
+        .map_err(database_error)?;
+    let mut failures = rows
+        .iter()
+        .map(|row| {
+            Ok(SignInFailure {
+                member_id: id_column(row, "sign_in_failures", "member_id")?,
+                address: row.get("address"),
+                at_ms: row.get("at_ms"),
+            })
+        })
+        .collect::<Result<Vec<_>, StorageError>>()?;
+    let (member_id, address) = (&attempt.member_id, attempt.address.as_str());
+    if let Some(locked) = sign_in_locked(&failures, member_id, address, now_ms) {
+        return Ok(SignInTry {
+            check: SignInCheck::Limited(locked),
+            locked_now: None,
+        });
+    }
+    let check = try_code_in(
+        connection,
+        member_id.as_str(),
+        &attempt.code_hash,
+        now_ms,
+        attempt.max_wrong,
+    )
+    .await?;
+    if check == SignInCheck::Accepted {
+        return Ok(SignInTry {
+            check,
+            locked_now: None,
+        });
+    }
+    sqlx::query("INSERT INTO sign_in_failures (member_id, address, at_ms) VALUES ($1, $2, $3)")
+        .bind(member_id.as_str())
+        .bind(address)
+        .bind(now_ms)
+        .execute(&mut *connection)
+        .await
+        .map_err(database_error)?;
+    failures.push(SignInFailure {
+        member_id: member_id.clone(),
+        address: address.to_string(),
+        at_ms: now_ms,
+    });
+    Ok(SignInTry {
+        check,
+        locked_now: sign_in_locked(&failures, member_id, address, now_ms),
+    })
+}
+
 /// Check `code_hash` against `member_id`'s open code, locked until the caller's
 /// transaction ends: a second try waits and then sees what this one did.
 async fn try_code_in(
@@ -173,24 +244,27 @@ impl WebAccess for PostgresStore {
         replace_code(&self.pool, code).await.map_err(database_error)
     }
 
-    async fn try_sign_in_code(
+    async fn try_sign_in_code(&self, attempt: &SignInAttempt) -> Result<SignInTry, StorageError> {
+        let mut transaction = self.pool.begin().await.map_err(database_error)?;
+        let tried = try_in(&mut transaction, attempt).await?;
+        transaction.commit().await.map_err(database_error)?;
+        Ok(tried)
+    }
+
+    async fn sign_in_links_since(
         &self,
         member_id: &MemberId,
-        code_hash: &str,
-        now_ms: i64,
-        max_wrong: u32,
-    ) -> Result<SignInCheck, StorageError> {
-        let mut transaction = self.pool.begin().await.map_err(database_error)?;
-        let check = try_code_in(
-            &mut transaction,
-            member_id.as_str(),
-            code_hash,
-            now_ms,
-            max_wrong,
+        since_ms: i64,
+    ) -> Result<u32, StorageError> {
+        let made: i64 = sqlx::query_scalar(
+            "SELECT COUNT(*) FROM sign_in_links WHERE member_id = $1 AND created_at_ms >= $2",
         )
-        .await?;
-        transaction.commit().await.map_err(database_error)?;
-        Ok(check)
+        .bind(member_id.as_str())
+        .bind(since_ms)
+        .fetch_one(&self.pool)
+        .await
+        .map_err(database_error)?;
+        Ok(u32::try_from(made).unwrap_or(u32::MAX))
     }
 
     async fn put_sign_in_link(
@@ -367,6 +441,9 @@ impl WebAccess for PostgresStore {
             "DELETE FROM sign_in_codes WHERE expires_at_ms < $1",
             "DELETE FROM sign_in_links WHERE expires_at_ms < $1",
             "DELETE FROM web_sessions WHERE expires_at_ms < $1",
+            // Kept a day after the try (`SIGN_IN_FAILURES_KEPT_MS`), here a day after
+            // `before_ms`: an hour's tries are never pruned early.
+            "DELETE FROM sign_in_failures WHERE at_ms < $1 - 86400000",
         ] {
             pruned += sqlx::query(statement)
                 .bind(before_ms)

@@ -1,6 +1,8 @@
-//! `Members` on SQLite: tables `members` and `invites` (migration 0015). Redeeming a code is
-//! one savepoint on the writer: the code checked and marked used, the member added or
-//! linked.
+//! `Members` on SQLite: tables `members`, `invites`, `join_failures` and `family_version`
+//! (migrations 0015, 0018, 0020). Every change is one savepoint on the writer that moves
+//! the family's version, reads what it decides on and writes only the columns it changes;
+//! the writer runs one change at a time, so each decides on the family as the last one
+//! left it.
 
 use async_trait::async_trait;
 use sqlx::sqlite::SqliteRow;
@@ -9,8 +11,10 @@ use sqlx::{Row, SqliteConnection};
 use super::{SqliteStore, database_error, id_column};
 use crate::ids::{FamilyRole, MemberId};
 use crate::ports::{
-    InvitePurpose, Members, NewInvite, PlatformUser, Redeem, RedeemRefused, Redeemed, StorageError,
-    StoredMember, member_id_choices,
+    ChangeRefused, ConfiguredMembers, InvitePurpose, JOIN_FAILURES_KEPT_MS, MemberChange,
+    MemberChangeKind, Members, NewInvite, PlatformUser, Redeem, RedeemRefused, Redeemed,
+    StorageError, StoredFamily, StoredMember, check_change, check_invite, join_locked,
+    member_id_choices,
 };
 
 macro_rules! member_columns {
@@ -19,18 +23,33 @@ macro_rules! member_columns {
          preferred_channel"
     };
 }
-const MEMBER_BY_ID: &str = concat!("SELECT ", member_columns!(), " FROM members WHERE id = ?");
 const EVERY_MEMBER: &str = concat!("SELECT ", member_columns!(), " FROM members ORDER BY id");
-const SAVE_MEMBER: &str = concat!(
-    "INSERT OR REPLACE INTO members (",
+const ADD_MEMBER: &str = concat!(
+    "INSERT INTO members (",
     member_columns!(),
     ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
 );
+const OPEN_UNTIL: &str = "SELECT MAX(expires_at_ms) FROM invites \
+     WHERE used_at_ms IS NULL AND expires_at_ms > ? AND purpose = 'join'";
+/// The invite of a code while it can be used.
+const OPEN_INVITE: &str = "SELECT purpose, role, name, member_id, created_by FROM invites \
+     WHERE code_hash = ? AND used_at_ms IS NULL AND expires_at_ms > ?";
 
 fn role_column(row: &SqliteRow, table: &str) -> Result<FamilyRole, StorageError> {
     let role: String = row.get("role");
     FamilyRole::parse(&role)
         .ok_or_else(|| StorageError::Corrupt(format!("{table}.role: {role:?} is no role")))
+}
+
+fn optional_id(
+    row: &SqliteRow,
+    table: &str,
+    column: &str,
+) -> Result<Option<MemberId>, StorageError> {
+    row.get::<Option<String>, _>(column)
+        .map(|id| id.parse())
+        .transpose()
+        .map_err(|error| StorageError::Corrupt(format!("{table}.{column}: {error}")))
 }
 
 fn member_from_row(row: &SqliteRow) -> Result<StoredMember, StorageError> {
@@ -40,34 +59,40 @@ fn member_from_row(row: &SqliteRow) -> Result<StoredMember, StorageError> {
         role: role_column(row, "members")?,
         telegram_user_id: row.get("telegram_user_id"),
         matrix_user_id: row.get("matrix_user_id"),
-        added_by: row
-            .get::<Option<String>, _>("added_by")
-            .map(|id| id.parse())
-            .transpose()
-            .map_err(|error| StorageError::Corrupt(format!("members.added_by: {error}")))?,
+        added_by: optional_id(row, "members", "added_by")?,
         added_at_ms: row.get("added_at_ms"),
         timezone: row.get("timezone"),
         preferred_channel: row.get("preferred_channel"),
     })
 }
 
-async fn member_by_id(
+async fn every_member(
     connection: &mut SqliteConnection,
-    id: &str,
-) -> Result<Option<StoredMember>, StorageError> {
-    let row = sqlx::query(MEMBER_BY_ID)
-        .bind(id)
-        .fetch_optional(&mut *connection)
+) -> Result<Vec<StoredMember>, StorageError> {
+    let rows = sqlx::query(EVERY_MEMBER)
+        .fetch_all(&mut *connection)
         .await
         .map_err(database_error)?;
-    row.as_ref().map(member_from_row).transpose()
+    rows.iter().map(member_from_row).collect()
+}
+
+/// Move the family's version on: every change does, first.
+async fn next_version(connection: &mut SqliteConnection) -> Result<(), StorageError> {
+    sqlx::query(
+        "INSERT INTO family_version (id, version) VALUES (1, 1) \
+         ON CONFLICT (id) DO UPDATE SET version = version + 1",
+    )
+    .execute(&mut *connection)
+    .await
+    .map(|_| ())
+    .map_err(database_error)
 }
 
 async fn insert_member(
     connection: &mut SqliteConnection,
     member: &StoredMember,
 ) -> Result<(), StorageError> {
-    sqlx::query(SAVE_MEMBER)
+    sqlx::query(ADD_MEMBER)
         .bind(member.id.as_str())
         .bind(&member.name)
         .bind(member.role.as_str())
@@ -79,7 +104,35 @@ async fn insert_member(
         .bind(&member.preferred_channel)
         .execute(&mut *connection)
         .await
+        .map(|_| ())
+        .map_err(database_error)
+}
+
+/// `member`'s account on `user`'s platform set to `user`, and nothing else: a new row for
+/// a member of the configuration who has none.
+async fn set_account(
+    connection: &mut SqliteConnection,
+    member: &StoredMember,
+    user: &PlatformUser,
+) -> Result<(), StorageError> {
+    let statement = match user {
+        PlatformUser::Telegram(_) => "UPDATE members SET telegram_user_id = ? WHERE id = ?",
+        PlatformUser::Matrix(_) => "UPDATE members SET matrix_user_id = ? WHERE id = ?",
+        PlatformUser::WebVisitor(_) => return Ok(()),
+    };
+    let query = match user {
+        PlatformUser::Telegram(id) => sqlx::query(statement).bind(*id),
+        PlatformUser::Matrix(id) => sqlx::query(statement).bind(id.clone()),
+        PlatformUser::WebVisitor(_) => return Ok(()),
+    };
+    let updated = query
+        .bind(member.id.as_str())
+        .execute(&mut *connection)
+        .await
         .map_err(database_error)?;
+    if updated.rows_affected() == 0 {
+        insert_member(connection, &member.clone().with_account(user)).await?;
+    }
     Ok(())
 }
 
@@ -104,139 +157,358 @@ async fn member_of_user(
         .map_err(database_error)
 }
 
+/// Mark code `code_hash` used by `member`.
+async fn spend(
+    connection: &mut SqliteConnection,
+    code_hash: &str,
+    member: &MemberId,
+    at_ms: i64,
+) -> Result<(), StorageError> {
+    sqlx::query("UPDATE invites SET used_at_ms = ?, used_by = ? WHERE code_hash = ?")
+        .bind(at_ms)
+        .bind(member.as_str())
+        .bind(code_hash)
+        .execute(&mut *connection)
+        .await
+        .map(|_| ())
+        .map_err(database_error)
+}
+
+/// Whether `source` may try a code now; a wrong one is counted by the caller.
+async fn join_lock(
+    connection: &mut SqliteConnection,
+    source: &str,
+    now_ms: i64,
+) -> Result<Option<crate::ports::Locked>, StorageError> {
+    sqlx::query("DELETE FROM join_failures WHERE at_ms <= ?")
+        .bind(now_ms - JOIN_FAILURES_KEPT_MS)
+        .execute(&mut *connection)
+        .await
+        .map_err(database_error)?;
+    let rows = sqlx::query("SELECT source, at_ms FROM join_failures")
+        .fetch_all(&mut *connection)
+        .await
+        .map_err(database_error)?;
+    let failures: Vec<(String, i64)> = rows
+        .iter()
+        .map(|row| (row.get("source"), row.get("at_ms")))
+        .collect();
+    Ok(join_locked(&failures, source, now_ms))
+}
+
 async fn redeem_in(
     connection: &mut SqliteConnection,
     redeem: &Redeem,
 ) -> Result<Result<Redeemed, RedeemRefused>, StorageError> {
-    let invite = sqlx::query(
-        "SELECT purpose, role, name, member_id, created_by FROM invites \
-         WHERE code_hash = ? AND used_at_ms IS NULL AND expires_at_ms > ?",
-    )
-    .bind(&redeem.code_hash)
-    .bind(redeem.at_ms)
-    .fetch_optional(&mut *connection)
-    .await
-    .map_err(database_error)?;
+    if let Some(locked) = join_lock(connection, &redeem.source, redeem.at_ms).await? {
+        return Ok(Err(RedeemRefused::Limited(locked)));
+    }
+    let invite = sqlx::query(OPEN_INVITE)
+        .bind(&redeem.code_hash)
+        .bind(redeem.at_ms)
+        .fetch_optional(&mut *connection)
+        .await
+        .map_err(database_error)?;
+    let stored = every_member(connection).await?;
+    let first_parent_code = invite
+        .as_ref()
+        .is_some_and(|invite| invite.get::<Option<String>, _>("created_by").is_none());
+    let invite = match invite {
+        // Set-up's code yields once the family has a parent: spent for good.
+        Some(_) if first_parent_code && !redeem.configured.parents_in(&stored).is_empty() => {
+            sqlx::query("UPDATE invites SET expires_at_ms = ? WHERE code_hash = ?")
+                .bind(redeem.at_ms)
+                .bind(&redeem.code_hash)
+                .execute(&mut *connection)
+                .await
+                .map_err(database_error)?;
+            None
+        }
+        invite => invite,
+    };
     let Some(invite) = invite else {
+        sqlx::query("INSERT INTO join_failures (source, at_ms) VALUES (?, ?)")
+            .bind(&redeem.source)
+            .bind(redeem.at_ms)
+            .execute(&mut *connection)
+            .await
+            .map_err(database_error)?;
         return Ok(Err(RedeemRefused::NoSuchCode));
     };
     let owner = member_of_user(connection, &redeem.user).await?;
-    let purpose: String = invite.get("purpose");
     let role = role_column(&invite, "invites")?;
     let name: Option<String> = invite.get("name");
-    let created_by: Option<MemberId> = invite
-        .get::<Option<String>, _>("created_by")
-        .map(|id| id.parse())
-        .transpose()
-        .map_err(|error| StorageError::Corrupt(format!("invites.created_by: {error}")))?;
-    let redeemed = if purpose == "link" {
-        let member_id: String = invite
-            .get::<Option<String>, _>("member_id")
+    let created_by = optional_id(&invite, "invites", "created_by")?;
+    if invite.get::<String, _>("purpose") == "link" {
+        let member_id: MemberId = optional_id(&invite, "invites", "member_id")?
             .ok_or_else(|| StorageError::Corrupt("invites.member_id: missing for a link".into()))?;
-        if owner.as_ref().is_some_and(|owner| *owner != member_id) {
+        if owner
+            .as_ref()
+            .is_some_and(|owner| owner != member_id.as_str())
+        {
             return Ok(Err(RedeemRefused::AlreadyMember));
         }
-        let existing = member_by_id(connection, &member_id).await?;
-        let member = match existing {
-            Some(member) => member,
-            None => {
-                let id = member_id.parse().map_err(|error| {
-                    StorageError::Corrupt(format!("invites.member_id: {error}"))
-                })?;
-                StoredMember::new(id, name, role, None, redeem.at_ms)
-            }
-        };
-        let member = member.with_account(&redeem.user);
-        insert_member(connection, &member).await?;
-        Redeemed::Linked(member)
-    } else {
-        if owner.is_some() {
-            return Ok(Err(RedeemRefused::AlreadyMember));
-        }
-        let name = name.or_else(|| redeem.name.clone());
-        let choices = member_id_choices(name.as_deref(), &redeem.user, &redeem.reserved_ids);
-        let mut free = None;
-        for id in &choices {
-            if member_by_id(connection, id.as_str()).await?.is_none() {
-                free = Some(id.clone());
-                break;
-            }
-        }
-        let Some(id) = free else {
-            return Ok(Err(RedeemRefused::NoFreeId));
-        };
-        let member = StoredMember::new(id, name, role, created_by.clone(), redeem.at_ms)
-            .with_account(&redeem.user);
-        insert_member(connection, &member).await?;
-        Redeemed::Joined {
-            member,
-            invited_by: created_by,
-        }
+        let member = stored
+            .into_iter()
+            .find(|row| row.id == member_id)
+            .unwrap_or_else(|| StoredMember::new(member_id, name, role, None, redeem.at_ms));
+        let linked = link_in(connection, redeem, member).await?;
+        return Ok(Ok(linked));
+    }
+    if owner.is_some() {
+        return Ok(Err(RedeemRefused::AlreadyMember));
+    }
+    let name = name.or_else(|| redeem.name.clone());
+    let reserved = redeem.configured.ids();
+    let choices = member_id_choices(name.as_deref(), &redeem.user, &reserved);
+    let Some(id) = choices
+        .into_iter()
+        .find(|id| !stored.iter().any(|row| row.id == *id))
+    else {
+        return Ok(Err(RedeemRefused::NoFreeId));
     };
-    let used_by = match &redeemed {
-        Redeemed::Joined { member, .. } | Redeemed::Linked(member) => member.id.to_string(),
-    };
-    sqlx::query("UPDATE invites SET used_at_ms = ?, used_by = ? WHERE code_hash = ?")
+    next_version(connection).await?;
+    let member = StoredMember::new(id, name, role, created_by.clone(), redeem.at_ms)
+        .with_account(&redeem.user);
+    insert_member(connection, &member).await?;
+    spend(connection, &redeem.code_hash, &member.id, redeem.at_ms).await?;
+    if role == FamilyRole::Parent {
+        // The family has a parent: set-up's code is no longer needed.
+        sqlx::query(
+            "UPDATE invites SET expires_at_ms = ? WHERE created_by IS NULL \
+             AND used_at_ms IS NULL AND expires_at_ms > ?",
+        )
         .bind(redeem.at_ms)
-        .bind(used_by)
-        .bind(&redeem.code_hash)
+        .bind(redeem.at_ms)
         .execute(&mut *connection)
         .await
         .map_err(database_error)?;
-    Ok(Ok(redeemed))
+    }
+    Ok(Ok(Redeemed::Joined {
+        member,
+        invited_by: created_by,
+    }))
+}
+
+/// A `/link` code of `member` used by `redeem.user`: linked, theirs already, or waiting
+/// for their yes when they have another account on that platform.
+async fn link_in(
+    connection: &mut SqliteConnection,
+    redeem: &Redeem,
+    member: StoredMember,
+) -> Result<Redeemed, StorageError> {
+    if member.has_account(&redeem.user) {
+        spend(connection, &redeem.code_hash, &member.id, redeem.at_ms).await?;
+        return Ok(Redeemed::AlreadyTheirs(member));
+    }
+    if member.account_like(&redeem.user).is_some() {
+        sqlx::query("UPDATE invites SET switch_to = ? WHERE code_hash = ?")
+            .bind(redeem.user.key())
+            .bind(&redeem.code_hash)
+            .execute(&mut *connection)
+            .await
+            .map_err(database_error)?;
+        return Ok(Redeemed::SwitchAsked(member));
+    }
+    next_version(connection).await?;
+    set_account(connection, &member, &redeem.user).await?;
+    spend(connection, &redeem.code_hash, &member.id, redeem.at_ms).await?;
+    Ok(Redeemed::Linked(member.with_account(&redeem.user)))
+}
+
+async fn confirm_switch_in(
+    connection: &mut SqliteConnection,
+    member: &MemberId,
+    channel: &str,
+    at_ms: i64,
+) -> Result<Option<(StoredMember, PlatformUser)>, StorageError> {
+    let waiting = sqlx::query(
+        "SELECT code_hash, switch_to FROM invites WHERE purpose = 'link' AND member_id = ? \
+         AND used_at_ms IS NULL AND expires_at_ms > ? AND switch_to LIKE ? \
+         ORDER BY created_at_ms DESC LIMIT 1",
+    )
+    .bind(member.as_str())
+    .bind(at_ms)
+    .bind(format!("{channel}:%"))
+    .fetch_optional(&mut *connection)
+    .await
+    .map_err(database_error)?;
+    let Some(waiting) = waiting else {
+        return Ok(None);
+    };
+    let switch_to: String = waiting.get("switch_to");
+    let Some(user) = PlatformUser::from_key(&switch_to) else {
+        return Err(StorageError::Corrupt(format!(
+            "invites.switch_to: {switch_to:?} is no account"
+        )));
+    };
+    let stored = every_member(connection).await?;
+    let Some(row) = stored.into_iter().find(|row| row.id == *member) else {
+        return Ok(None);
+    };
+    if member_of_user(connection, &user).await?.is_some() {
+        return Ok(None);
+    }
+    next_version(connection).await?;
+    set_account(connection, &row, &user).await?;
+    let code_hash: String = waiting.get("code_hash");
+    spend(connection, &code_hash, member, at_ms).await?;
+    Ok(Some((row.with_account(&user), user)))
+}
+
+async fn change_in(
+    connection: &mut SqliteConnection,
+    change: &MemberChange,
+) -> Result<Result<StoredMember, ChangeRefused>, StorageError> {
+    let stored = every_member(connection).await?;
+    let changed = match check_change(change, &stored) {
+        Ok(changed) => changed,
+        Err(refused) => return Ok(Err(refused)),
+    };
+    next_version(connection).await?;
+    let member = change.target.as_str();
+    match change.kind {
+        MemberChangeKind::SetRole(role) => {
+            sqlx::query("UPDATE members SET role = ? WHERE id = ?")
+                .bind(role.as_str())
+                .bind(member)
+                .execute(&mut *connection)
+                .await
+                .map_err(database_error)?;
+            if role == FamilyRole::Child {
+                // A child invites nobody: their unused codes for a parent go.
+                sqlx::query(
+                    "DELETE FROM invites WHERE created_by = ? AND purpose = 'join' \
+                     AND role = 'parent' AND used_at_ms IS NULL",
+                )
+                .bind(member)
+                .execute(&mut *connection)
+                .await
+                .map_err(database_error)?;
+            }
+        }
+        MemberChangeKind::Remove => {
+            // Whatever proved this member on HTTP goes with them, so someone given the
+            // same id later never inherits a session or a token.
+            for forget in [
+                "DELETE FROM invites WHERE created_by = ? AND used_at_ms IS NULL",
+                "DELETE FROM web_sessions WHERE member_id = ?",
+                "DELETE FROM sign_in_links WHERE member_id = ?",
+                "DELETE FROM sign_in_codes WHERE member_id = ?",
+                "DELETE FROM members WHERE id = ?",
+            ] {
+                sqlx::query(forget)
+                    .bind(member)
+                    .execute(&mut *connection)
+                    .await
+                    .map_err(database_error)?;
+            }
+            sqlx::query(
+                "UPDATE member_tokens SET revoked_at_ms = ? \
+                 WHERE member_id = ? AND revoked_at_ms IS NULL",
+            )
+            .bind(change.at_ms)
+            .bind(member)
+            .execute(&mut *connection)
+            .await
+            .map_err(database_error)?;
+        }
+    }
+    Ok(Ok(changed))
+}
+
+async fn create_invite_in(
+    connection: &mut SqliteConnection,
+    invite: &NewInvite,
+    configured: &ConfiguredMembers,
+) -> Result<Result<(), ChangeRefused>, StorageError> {
+    let stored = every_member(connection).await?;
+    if let Err(refused) = check_invite(invite, configured, &stored) {
+        return Ok(Err(refused));
+    }
+    let (purpose, role, name, member) = match &invite.purpose {
+        InvitePurpose::Join { role, name } => ("join", *role, name.clone(), None),
+        InvitePurpose::Link { member, role, name } => {
+            ("link", *role, name.clone(), Some(member.to_string()))
+        }
+    };
+    if purpose == "join" {
+        // The window a stranger's room invite is accepted in changed.
+        next_version(connection).await?;
+    }
+    sqlx::query(
+        "INSERT INTO invites (code_hash, purpose, role, name, member_id, created_by, \
+         created_at_ms, expires_at_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+    )
+    .bind(&invite.code_hash)
+    .bind(purpose)
+    .bind(role.as_str())
+    .bind(name)
+    .bind(member)
+    .bind(invite.created_by.as_ref().map(MemberId::as_str))
+    .bind(invite.created_at_ms)
+    .bind(invite.expires_at_ms)
+    .execute(&mut *connection)
+    .await
+    .map_err(database_error)?;
+    Ok(Ok(()))
 }
 
 #[async_trait]
 impl Members for SqliteStore {
-    async fn stored_members(&self) -> Result<Vec<StoredMember>, StorageError> {
-        let rows = sqlx::query(EVERY_MEMBER)
-            .fetch_all(&self.pool)
+    async fn family_version(&self) -> Result<i64, StorageError> {
+        sqlx::query_scalar("SELECT COALESCE((SELECT version FROM family_version WHERE id = 1), 0)")
+            .fetch_one(&self.pool)
             .await
-            .map_err(database_error)?;
-        rows.iter().map(member_from_row).collect()
+            .map_err(database_error)
     }
 
-    async fn create_invite(&self, invite: &NewInvite) -> Result<(), StorageError> {
-        let invite = invite.clone();
+    async fn stored_family(&self) -> Result<StoredFamily, StorageError> {
+        // One read transaction: the version and what it numbers are one snapshot.
+        let mut reading = self.pool.begin().await.map_err(database_error)?;
+        let version: i64 =
+            sqlx::query_scalar("SELECT COALESCE((SELECT version FROM family_version), 0)")
+                .fetch_one(&mut *reading)
+                .await
+                .map_err(database_error)?;
+        let members = every_member(&mut reading).await?;
+        let open_until_ms = sqlx::query_scalar(OPEN_UNTIL)
+            .bind(i64::MIN)
+            .fetch_one(&mut *reading)
+            .await
+            .map_err(database_error)?;
+        reading.commit().await.map_err(database_error)?;
+        Ok(StoredFamily {
+            version,
+            members,
+            open_until_ms,
+        })
+    }
+
+    async fn stored_members(&self) -> Result<Vec<StoredMember>, StorageError> {
+        let mut connection = self.pool.acquire().await.map_err(database_error)?;
+        every_member(&mut connection).await
+    }
+
+    async fn create_invite(
+        &self,
+        invite: &NewInvite,
+        configured: &ConfiguredMembers,
+    ) -> Result<Result<(), ChangeRefused>, StorageError> {
+        let (invite, configured) = (invite.clone(), configured.clone());
         self.writer
-            .run(move |connection| {
-                Box::pin(async move {
-                    let (purpose, role, name, member) = match &invite.purpose {
-                        InvitePurpose::Join { role, name } => ("join", *role, name.clone(), None),
-                        InvitePurpose::Link { member, role, name } => {
-                            ("link", *role, name.clone(), Some(member.to_string()))
-                        }
-                    };
-                    sqlx::query(
-                        "INSERT INTO invites (code_hash, purpose, role, name, member_id, \
-                         created_by, created_at_ms, expires_at_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                    )
-                    .bind(&invite.code_hash)
-                    .bind(purpose)
-                    .bind(role.as_str())
-                    .bind(name)
-                    .bind(member)
-                    .bind(invite.created_by.as_ref().map(MemberId::as_str))
-                    .bind(invite.created_at_ms)
-                    .bind(invite.expires_at_ms)
-                    .execute(&mut *connection)
-                    .await
-                    .map_err(database_error)?;
-                    Ok(())
-                })
+            .run_atomically(move |connection| {
+                Box::pin(async move { create_invite_in(connection, &invite, &configured).await })
             })
             .await
     }
 
     async fn open_invites_until(&self, now_ms: i64) -> Result<Option<i64>, StorageError> {
-        sqlx::query_scalar(
-            "SELECT MAX(expires_at_ms) FROM invites \
-             WHERE used_at_ms IS NULL AND expires_at_ms > ? AND purpose = 'join'",
-        )
-        .bind(now_ms)
-        .fetch_one(&self.pool)
-        .await
-        .map_err(database_error)
+        sqlx::query_scalar(OPEN_UNTIL)
+            .bind(now_ms)
+            .fetch_one(&self.pool)
+            .await
+            .map_err(database_error)
     }
 
     async fn redeem(
@@ -251,54 +523,65 @@ impl Members for SqliteStore {
             .await
     }
 
-    async fn save_member(&self, member: &StoredMember) -> Result<(), StorageError> {
-        let member = member.clone();
+    async fn confirm_switch(
+        &self,
+        member: &MemberId,
+        channel: &str,
+        at_ms: i64,
+    ) -> Result<Option<(StoredMember, PlatformUser)>, StorageError> {
+        let (member, channel) = (member.clone(), channel.to_string());
         self.writer
-            .run(move |connection| {
-                Box::pin(async move { insert_member(connection, &member).await })
+            .run_atomically(move |connection| {
+                Box::pin(
+                    async move { confirm_switch_in(connection, &member, &channel, at_ms).await },
+                )
             })
             .await
     }
 
-    async fn remove_member(&self, member: &MemberId) -> Result<bool, StorageError> {
-        let member = member.to_string();
+    async fn save_settings(
+        &self,
+        member: &MemberId,
+        timezone: Option<&str>,
+        preferred_channel: Option<&str>,
+        new_row: &StoredMember,
+    ) -> Result<(), StorageError> {
+        let (member, new_row) = (member.clone(), new_row.clone());
+        let timezone = timezone.map(str::to_string);
+        let preferred_channel = preferred_channel.map(str::to_string);
         self.writer
             .run_atomically(move |connection| {
                 Box::pin(async move {
-                    sqlx::query("DELETE FROM invites WHERE created_by = ? AND used_at_ms IS NULL")
-                        .bind(&member)
-                        .execute(&mut *connection)
-                        .await
-                        .map_err(database_error)?;
-                    // Whatever proved this member on HTTP goes with them, so someone
-                    // given the same id later never inherits a session or a token.
-                    for forget in [
-                        "DELETE FROM web_sessions WHERE member_id = ?",
-                        "DELETE FROM sign_in_links WHERE member_id = ?",
-                        "DELETE FROM sign_in_codes WHERE member_id = ?",
-                    ] {
-                        sqlx::query(forget)
-                            .bind(&member)
-                            .execute(&mut *connection)
-                            .await
-                            .map_err(database_error)?;
-                    }
-                    sqlx::query(
-                        "UPDATE member_tokens SET revoked_at_ms = ? \
-                         WHERE member_id = ? AND revoked_at_ms IS NULL",
+                    next_version(connection).await?;
+                    let updated = sqlx::query(
+                        "UPDATE members SET timezone = ?, preferred_channel = ? WHERE id = ?",
                     )
-                    .bind(crate::ports::now_ms())
-                    .bind(&member)
+                    .bind(&timezone)
+                    .bind(&preferred_channel)
+                    .bind(member.as_str())
                     .execute(&mut *connection)
                     .await
                     .map_err(database_error)?;
-                    let removed = sqlx::query("DELETE FROM members WHERE id = ?")
-                        .bind(&member)
-                        .execute(&mut *connection)
-                        .await
-                        .map_err(database_error)?;
-                    Ok(removed.rows_affected() > 0)
+                    if updated.rows_affected() == 0 {
+                        let mut row = new_row;
+                        row.timezone = timezone;
+                        row.preferred_channel = preferred_channel;
+                        insert_member(connection, &row).await?;
+                    }
+                    Ok(())
                 })
+            })
+            .await
+    }
+
+    async fn change_member(
+        &self,
+        change: &MemberChange,
+    ) -> Result<Result<StoredMember, ChangeRefused>, StorageError> {
+        let change = change.clone();
+        self.writer
+            .run_atomically(move |connection| {
+                Box::pin(async move { change_in(connection, &change).await })
             })
             .await
     }

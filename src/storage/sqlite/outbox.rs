@@ -15,16 +15,18 @@ pub(super) async fn insert_outgoing(
     connection: &mut SqliteConnection,
     message: &OutgoingMessage,
 ) -> Result<i64, StorageError> {
-    insert_outgoing_once(connection, message, None)
+    insert_outgoing_once(connection, message, None, false)
         .await?
         .ok_or_else(|| StorageError::Database("the outbox row was not stored".into()))
 }
 
-/// `insert_outgoing`, unless a row was stored under `once_key` before (then `None`).
+/// `insert_outgoing`, unless a row was stored under `once_key` before (then `None`);
+/// `secret`: its text is removed once delivered.
 async fn insert_outgoing_once(
     connection: &mut SqliteConnection,
     message: &OutgoingMessage,
     once_key: Option<&str>,
+    secret: bool,
 ) -> Result<Option<i64>, StorageError> {
     let kind = serde_json::to_string(&message.kind)
         .map_err(|error| StorageError::Corrupt(format!("outbox kind: {error}")))?;
@@ -32,7 +34,7 @@ async fn insert_outgoing_once(
     // One statement: a row already stored under the key leaves no row to return.
     sqlx::query_scalar(
         "INSERT INTO outbox (channel, conversation_id, inbox_id, kind, text, reply_to_event, \
-         once_key, created_at_ms, updated_at_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) \
+         once_key, created_at_ms, updated_at_ms, secret) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) \
          ON CONFLICT (once_key) WHERE once_key IS NOT NULL DO NOTHING RETURNING id",
     )
     .bind(message.conversation.channel())
@@ -44,6 +46,7 @@ async fn insert_outgoing_once(
     .bind(once_key)
     .bind(now)
     .bind(now)
+    .bind(secret)
     .fetch_optional(&mut *connection)
     .await
     .map_err(database_error)
@@ -77,6 +80,21 @@ fn entry_from_row(row: &SqliteRow) -> Result<OutboxEntry, StorageError> {
         parts_delivered: u32::try_from(row.get::<i64, _>("parts_delivered")).unwrap_or(0),
     })
 }
+
+/// Delivered: a secret's text goes in the same statement.
+const SCRUBBED_DELIVERED: &str = concat!(
+    "UPDATE outbox SET status = 'delivered', platform_id = ?, error = NULL, updated_at_ms = ?, \
+     text = CASE WHEN secret = 1 THEN '",
+    crate::ports::secret_removed_text!(),
+    "' ELSE text END WHERE id = ?"
+);
+/// Given up: a secret's text goes too.
+const SCRUBBED_ABANDONED: &str = concat!(
+    "UPDATE outbox SET status = 'abandoned', error = ?, updated_at_ms = ?, \
+     text = CASE WHEN secret = 1 THEN '",
+    crate::ports::secret_removed_text!(),
+    "' ELSE text END WHERE id = ?"
+);
 
 /// The one value an outbox update sets besides its time.
 enum SetTo {
@@ -132,7 +150,22 @@ impl Outbox for SqliteStore {
         self.writer
             .run(move |connection| {
                 Box::pin(async move {
-                    insert_outgoing_once(connection, &message, Some(&once_key)).await
+                    insert_outgoing_once(connection, &message, Some(&once_key), false).await
+                })
+            })
+            .await
+    }
+
+    async fn enqueue_secret(&self, message: &OutgoingMessage) -> Result<i64, StorageError> {
+        let message = message.clone();
+        self.writer
+            .run(move |connection| {
+                Box::pin(async move {
+                    insert_outgoing_once(connection, &message, None, true)
+                        .await?
+                        .ok_or_else(|| {
+                            StorageError::Database("the outbox row was not stored".into())
+                        })
                 })
             })
             .await
@@ -163,8 +196,7 @@ impl Outbox for SqliteStore {
 
     async fn delivered(&self, id: i64, platform_id: Option<&str>) -> Result<(), StorageError> {
         self.update_outbox(
-            "UPDATE outbox SET status = 'delivered', platform_id = ?, error = NULL, \
-             updated_at_ms = ? WHERE id = ?",
+            SCRUBBED_DELIVERED,
             id,
             SetTo::Text(platform_id.map(str::to_string)),
         )
@@ -197,12 +229,8 @@ impl Outbox for SqliteStore {
     }
 
     async fn abandon(&self, id: i64, error: &str) -> Result<(), StorageError> {
-        self.update_outbox(
-            "UPDATE outbox SET status = 'abandoned', error = ?, updated_at_ms = ? WHERE id = ?",
-            id,
-            SetTo::Text(Some(error.to_string())),
-        )
-        .await?;
+        self.update_outbox(SCRUBBED_ABANDONED, id, SetTo::Text(Some(error.to_string())))
+            .await?;
         Ok(())
     }
 }

@@ -11,7 +11,8 @@ use sqlx::{Row, SqliteConnection};
 use super::{SqliteStore, database_error, id_column};
 use crate::ids::MemberId;
 use crate::ports::{
-    MemberToken, NewSignInCode, SignInCheck, StorageError, WebAccess, WebSession, now_ms,
+    MemberToken, NewSignInCode, SIGN_IN_FAILURES_KEPT_MS, SignInAttempt, SignInCheck,
+    SignInFailure, SignInTry, StorageError, WebAccess, WebSession, now_ms, sign_in_locked,
 };
 
 macro_rules! session_columns {
@@ -65,6 +66,71 @@ fn token_from_row(row: &SqliteRow) -> Result<MemberToken, StorageError> {
         member_id: id_column(row, "member_tokens", "member_id")?,
         label: row.get("label"),
         created_at_ms: row.get("created_at_ms"),
+    })
+}
+
+/// Check `attempt` on the writer's connection, with the counting of wrong tries: the
+/// writer runs one job at a time, so tries are counted one after the other.
+async fn try_in(
+    connection: &mut SqliteConnection,
+    attempt: &SignInAttempt,
+) -> Result<SignInTry, StorageError> {
+    let now_ms = attempt.now_ms;
+    sqlx::query("DELETE FROM sign_in_failures WHERE at_ms <= ?")
+        .bind(now_ms - SIGN_IN_FAILURES_KEPT_MS)
+        .execute(&mut *connection)
+        .await
+        .map_err(database_error)?;
+    let rows = sqlx::query("SELECT member_id, address, at_ms FROM sign_in_failures")
+        .fetch_all(&mut *connection)
+        .await
+        .map_err(database_error)?;
+    let mut failures = rows
+        .iter()
+        .map(|row| {
+            Ok(SignInFailure {
+                member_id: id_column(row, "sign_in_failures", "member_id")?,
+                address: row.get("address"),
+                at_ms: row.get("at_ms"),
+            })
+        })
+        .collect::<Result<Vec<_>, StorageError>>()?;
+    let (member_id, address) = (&attempt.member_id, attempt.address.as_str());
+    if let Some(locked) = sign_in_locked(&failures, member_id, address, now_ms) {
+        return Ok(SignInTry {
+            check: SignInCheck::Limited(locked),
+            locked_now: None,
+        });
+    }
+    let check = try_code_in(
+        connection,
+        member_id.as_str(),
+        &attempt.code_hash,
+        now_ms,
+        attempt.max_wrong,
+    )
+    .await?;
+    if check == SignInCheck::Accepted {
+        return Ok(SignInTry {
+            check,
+            locked_now: None,
+        });
+    }
+    sqlx::query("INSERT INTO sign_in_failures (member_id, address, at_ms) VALUES (?, ?, ?)")
+        .bind(member_id.as_str())
+        .bind(address)
+        .bind(now_ms)
+        .execute(&mut *connection)
+        .await
+        .map_err(database_error)?;
+    failures.push(SignInFailure {
+        member_id: member_id.clone(),
+        address: address.to_string(),
+        at_ms: now_ms,
+    });
+    Ok(SignInTry {
+        check,
+        locked_now: sign_in_locked(&failures, member_id, address, now_ms),
     })
 }
 
@@ -170,21 +236,29 @@ impl WebAccess for SqliteStore {
             .await
     }
 
-    async fn try_sign_in_code(
-        &self,
-        member_id: &MemberId,
-        code_hash: &str,
-        now_ms: i64,
-        max_wrong: u32,
-    ) -> Result<SignInCheck, StorageError> {
-        let (member_id, code_hash) = (member_id.to_string(), code_hash.to_owned());
+    async fn try_sign_in_code(&self, attempt: &SignInAttempt) -> Result<SignInTry, StorageError> {
+        let attempt = attempt.clone();
         self.writer
-            .run(move |connection| {
-                Box::pin(async move {
-                    try_code_in(connection, &member_id, &code_hash, now_ms, max_wrong).await
-                })
+            .run_atomically(move |connection| {
+                Box::pin(async move { try_in(connection, &attempt).await })
             })
             .await
+    }
+
+    async fn sign_in_links_since(
+        &self,
+        member_id: &MemberId,
+        since_ms: i64,
+    ) -> Result<u32, StorageError> {
+        let made: i64 = sqlx::query_scalar(
+            "SELECT COUNT(*) FROM sign_in_links WHERE member_id = ? AND created_at_ms >= ?",
+        )
+        .bind(member_id.as_str())
+        .bind(since_ms)
+        .fetch_one(&self.pool)
+        .await
+        .map_err(database_error)?;
+        Ok(u32::try_from(made).unwrap_or(u32::MAX))
     }
 
     async fn put_sign_in_link(
@@ -417,6 +491,9 @@ impl WebAccess for SqliteStore {
                         "DELETE FROM sign_in_codes WHERE expires_at_ms < ?",
                         "DELETE FROM sign_in_links WHERE expires_at_ms < ?",
                         "DELETE FROM web_sessions WHERE expires_at_ms < ?",
+                        // Kept a day after the try (`SIGN_IN_FAILURES_KEPT_MS`), here a
+                        // day after `before_ms`: an hour's tries are never pruned early.
+                        "DELETE FROM sign_in_failures WHERE at_ms < ? - 86400000",
                     ] {
                         pruned += sqlx::query(statement)
                             .bind(before_ms)

@@ -5,8 +5,8 @@
 
 use hearth::ids::FamilyRole;
 use hearth::ports::{
-    InvitePurpose, MemberToken, NewInvite, PlatformUser, Redeem, RedeemRefused, Redeemed,
-    StoredMember, WebSession,
+    ConfiguredMembers, InvitePurpose, MemberChange, MemberChangeKind, MemberToken, NewInvite,
+    PlatformUser, Redeem, RedeemRefused, Redeemed, StoredMember, WebSession,
 };
 use hearth::storage::Stores;
 
@@ -23,9 +23,49 @@ adapter_suite!(
     members_a_web_visitor_joins_without_an_account,
 );
 
-const HOUR: i64 = 3_600_000;
+pub(super) const HOUR: i64 = 3_600_000;
 
-fn join_invite(hash: &str, role: FamilyRole, name: Option<&str>, by: Option<&str>) -> NewInvite {
+/// The configuration of these checks: alice, a parent.
+pub(super) fn configured() -> ConfiguredMembers {
+    ConfiguredMembers(vec![(member("alice"), FamilyRole::Parent)])
+}
+
+/// Store `invite` as the configuration of these checks allows.
+pub(super) async fn create(stores: &Stores, invite: &NewInvite) {
+    create_with(stores, invite, &configured()).await;
+}
+
+/// Store `invite` with `configured` as the configuration; it must be allowed.
+pub(super) async fn create_with(
+    stores: &Stores,
+    invite: &NewInvite,
+    configured: &ConfiguredMembers,
+) {
+    stores
+        .members
+        .create_invite(invite, configured)
+        .await
+        .unwrap()
+        .unwrap_or_else(|refused| panic!("{invite:?} refused: {refused}"));
+}
+
+/// `target` changed by `by` (`None`: the command line) with alice configured.
+pub(super) fn change(by: Option<&str>, target: &str, kind: MemberChangeKind) -> MemberChange {
+    MemberChange {
+        by: by.map(member),
+        target: member(target),
+        kind,
+        configured: configured(),
+        at_ms: T0,
+    }
+}
+
+pub(super) fn join_invite(
+    hash: &str,
+    role: FamilyRole,
+    name: Option<&str>,
+    by: Option<&str>,
+) -> NewInvite {
     NewInvite {
         code_hash: hash.to_string(),
         purpose: InvitePurpose::Join {
@@ -39,17 +79,18 @@ fn join_invite(hash: &str, role: FamilyRole, name: Option<&str>, by: Option<&str
 }
 
 /// `user` redeems code `hash`, calling themselves "Given".
-fn redeem(hash: &str, user: PlatformUser, at_ms: i64) -> Redeem {
+pub(super) fn redeem(hash: &str, user: PlatformUser, at_ms: i64) -> Redeem {
     Redeem {
         code_hash: hash.to_string(),
+        source: user.key(),
         user,
-        reserved_ids: Vec::new(),
+        configured: ConfiguredMembers::default(),
         name: Some("Given".to_string()),
         at_ms,
     }
 }
 
-async fn joined(stores: &Stores, redeem: &Redeem) -> StoredMember {
+pub(super) async fn joined(stores: &Stores, redeem: &Redeem) -> StoredMember {
     match stores.members.redeem(redeem).await.unwrap() {
         Ok(Redeemed::Joined { member, .. }) => member,
         other => panic!("expected a new member, got {other:?}"),
@@ -58,7 +99,7 @@ async fn joined(stores: &Stores, redeem: &Redeem) -> StoredMember {
 
 async fn members_a_code_adds_one_member_once(stores: &Stores) {
     let invite = join_invite("h1", FamilyRole::Child, Some("Max"), Some("alice"));
-    stores.members.create_invite(&invite).await.unwrap();
+    create(stores, &invite).await;
     assert_eq!(
         stores.members.open_invites_until(T0).await.unwrap(),
         Some(T0 + 24 * HOUR)
@@ -94,7 +135,7 @@ async fn members_a_code_adds_one_member_once(stores: &Stores) {
 
 async fn members_expired_and_unknown_codes_are_refused(stores: &Stores) {
     let invite = join_invite("h2", FamilyRole::Parent, None, None);
-    stores.members.create_invite(&invite).await.unwrap();
+    create_with(stores, &invite, &ConfiguredMembers::default()).await;
     let late = redeem("h2", PlatformUser::Telegram(7), T0 + 24 * HOUR);
     assert_eq!(
         stores.members.redeem(&late).await.unwrap(),
@@ -138,7 +179,7 @@ async fn members_a_link_code_gives_a_member_another_account(stores: &Stores) {
         },
         ..join_invite("h3", FamilyRole::Child, None, Some("alice"))
     };
-    stores.members.create_invite(&link).await.unwrap();
+    create(stores, &link).await;
     // A link code opens no room invites.
     assert_eq!(stores.members.open_invites_until(T0).await.unwrap(), None);
     let linked = redeem("h3", PlatformUser::Matrix("@alice:x".into()), T0 + 1);
@@ -155,7 +196,7 @@ async fn members_a_link_code_gives_a_member_another_account(stores: &Stores) {
         code_hash: "h4".into(),
         ..link.clone()
     };
-    stores.members.create_invite(&telegram).await.unwrap();
+    create(stores, &telegram).await;
     let again = redeem("h4", PlatformUser::Telegram(1001), T0 + 2);
     let Ok(Redeemed::Linked(alice)) = stores.members.redeem(&again).await.unwrap() else {
         panic!("expected a link");
@@ -167,7 +208,7 @@ async fn members_a_link_code_gives_a_member_another_account(stores: &Stores) {
 async fn members_an_account_belongs_to_one_member(stores: &Stores) {
     for hash in ["h5", "h6"] {
         let invite = join_invite(hash, FamilyRole::Child, None, Some("alice"));
-        stores.members.create_invite(&invite).await.unwrap();
+        create(stores, &invite).await;
     }
     joined(stores, &redeem("h5", PlatformUser::Telegram(9), T0 + 1)).await;
     let twice = redeem("h6", PlatformUser::Telegram(9), T0 + 2);
@@ -180,13 +221,13 @@ async fn members_an_account_belongs_to_one_member(stores: &Stores) {
     // Linking an account of one member to another is refused too.
     let link = NewInvite {
         purpose: InvitePurpose::Link {
-            member: member("moritz"),
+            member: member("given-2"),
             role: FamilyRole::Child,
             name: None,
         },
-        ..join_invite("h7", FamilyRole::Child, None, Some("moritz"))
+        ..join_invite("h7", FamilyRole::Child, None, Some("given-2"))
     };
-    stores.members.create_invite(&link).await.unwrap();
+    create(stores, &link).await;
     let stolen = redeem("h7", PlatformUser::Telegram(9), T0 + 4);
     assert_eq!(
         stores.members.redeem(&stolen).await.unwrap(),
@@ -197,11 +238,16 @@ async fn members_an_account_belongs_to_one_member(stores: &Stores) {
 async fn members_take_the_first_free_id(stores: &Stores) {
     for hash in ["h8", "h9", "h10"] {
         let invite = join_invite(hash, FamilyRole::Child, None, Some("alice"));
-        stores.members.create_invite(&invite).await.unwrap();
+        create(stores, &invite).await;
     }
     let named = |hash: &str, user: i64, name: &str, reserved: &[&str]| Redeem {
         name: Some(name.to_string()),
-        reserved_ids: reserved.iter().map(|id| member(id)).collect(),
+        configured: ConfiguredMembers(
+            reserved
+                .iter()
+                .map(|id| (member(id), FamilyRole::Child))
+                .collect(),
+        ),
         ..redeem(hash, PlatformUser::Telegram(user), T0)
     };
     // From the name; the next free one when it is taken or reserved.
@@ -216,19 +262,30 @@ async fn members_take_the_first_free_id(stores: &Stores) {
 
 async fn members_removed_with_their_open_codes(stores: &Stores) {
     let invite = join_invite("h11", FamilyRole::Parent, Some("Bob"), None);
-    stores.members.create_invite(&invite).await.unwrap();
+    create_with(stores, &invite, &ConfiguredMembers::default()).await;
     let bob = joined(stores, &redeem("h11", PlatformUser::Telegram(5), T0)).await;
     let by_bob = join_invite("h12", FamilyRole::Child, None, Some("bob"));
-    stores.members.create_invite(&by_bob).await.unwrap();
+    create(stores, &by_bob).await;
     let mut changed = bob.clone();
     changed.role = FamilyRole::Child;
-    stores.members.save_member(&changed).await.unwrap();
+    let to_child = change(None, "bob", MemberChangeKind::SetRole(FamilyRole::Child));
+    assert_eq!(
+        stores.members.change_member(&to_child).await.unwrap(),
+        Ok(changed.clone())
+    );
     assert_eq!(
         stores.members.stored_members().await.unwrap(),
         vec![changed.clone()]
     );
-    assert!(stores.members.remove_member(&bob.id).await.unwrap());
-    assert!(!stores.members.remove_member(&bob.id).await.unwrap());
+    let removal = change(None, "bob", MemberChangeKind::Remove);
+    assert_eq!(
+        stores.members.change_member(&removal).await.unwrap(),
+        Ok(changed.clone())
+    );
+    assert_eq!(
+        stores.members.change_member(&removal).await.unwrap(),
+        Err(hearth::ports::ChangeRefused::NoSuchMember)
+    );
     assert!(stores.members.stored_members().await.unwrap().is_empty());
     // The code bob asked for went with him.
     let late = redeem("h12", PlatformUser::Telegram(6), T0 + 1);
@@ -238,13 +295,13 @@ async fn members_removed_with_their_open_codes(stores: &Stores) {
     );
     // The account is free again: a new code makes them a member anew.
     let anew = join_invite("h13", FamilyRole::Child, None, Some("alice"));
-    stores.members.create_invite(&anew).await.unwrap();
+    create(stores, &anew).await;
     joined(stores, &redeem("h13", PlatformUser::Telegram(5), T0 + 2)).await;
 }
 
 async fn members_removed_lose_their_sessions_and_tokens(stores: &Stores) {
     let invite = join_invite("h21", FamilyRole::Child, Some("Max"), None);
-    stores.members.create_invite(&invite).await.unwrap();
+    create_with(stores, &invite, &ConfiguredMembers::default()).await;
     let max = joined(stores, &redeem("h21", PlatformUser::Telegram(8), T0)).await;
     let session = WebSession {
         id: "s1".into(),
@@ -280,7 +337,15 @@ async fn members_removed_lose_their_sessions_and_tokens(stores: &Stores) {
         )
         .await
         .unwrap();
-    assert!(stores.members.remove_member(&max.id).await.unwrap());
+    let removal = change(None, max.id.as_str(), MemberChangeKind::Remove);
+    assert!(
+        stores
+            .members
+            .change_member(&removal)
+            .await
+            .unwrap()
+            .is_ok()
+    );
     assert_eq!(access.session("cookie-max", T0 + 1).await.unwrap(), None);
     assert_eq!(access.token("token-max").await.unwrap(), None);
     assert_eq!(
@@ -298,7 +363,7 @@ async fn members_removed_lose_their_sessions_and_tokens(stores: &Stores) {
 
 async fn members_a_web_visitor_joins_without_an_account(stores: &Stores) {
     let invite = join_invite("h31", FamilyRole::Child, None, Some("alice"));
-    stores.members.create_invite(&invite).await.unwrap();
+    create(stores, &invite).await;
     let visitor = || PlatformUser::WebVisitor("127.0.0.1".into());
     let mut first = redeem("h31", visitor(), T0);
     first.name = Some("Max".into());
@@ -310,7 +375,7 @@ async fn members_a_web_visitor_joins_without_an_account(stores: &Stores) {
     );
     // The same address is nobody's account: another code makes another member.
     let second = join_invite("h32", FamilyRole::Child, None, Some("alice"));
-    stores.members.create_invite(&second).await.unwrap();
+    create(stores, &second).await;
     let mut again = redeem("h32", visitor(), T0 + 1);
     again.name = Some("Max".into());
     let other = joined(stores, &again).await;
@@ -324,7 +389,7 @@ async fn sqlite_keeps_members_and_used_codes_across_a_restart() {
     let max = {
         let stores = open_or_panic(&url).await;
         let invite = join_invite("h14", FamilyRole::Child, Some("Max"), Some("alice"));
-        stores.members.create_invite(&invite).await.unwrap();
+        create(&stores, &invite).await;
         let max = joined(&stores, &redeem("h14", PlatformUser::Telegram(42), T0)).await;
         stores.close().await;
         max

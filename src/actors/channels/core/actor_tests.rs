@@ -81,6 +81,7 @@ impl PlatformAdapter for Loopback {
     const TYPING_EVERY: Duration = Duration::from_secs(5);
     const NOTHING_TO_READ: &'static str = "nothing to read";
     const ALTERNATE_PREFIX: Option<char> = None;
+    const PRIVATE_CHAT_HINT: &'static str = "write to me alone";
 
     fn member(&self, family: &Family, sender: &str) -> Option<FamilyMember> {
         family.by_id(CHANNEL, sender)

@@ -125,6 +125,8 @@ pub(crate) trait PlatformAdapter: Platform + Sized {
     const NOTHING_TO_READ: &'static str;
     /// A second command prefix besides `/` (`!` on Matrix, where clients take `/`).
     const ALTERNATE_PREFIX: Option<char>;
+    /// How a member opens a private chat with hearth here (where codes are sent).
+    const PRIVATE_CHAT_HINT: &'static str;
 
     /// The family member `sender` is, if any.
     fn member(&self, family: &Family, sender: &str) -> Option<FamilyMember>;
@@ -132,8 +134,8 @@ pub(crate) trait PlatformAdapter: Platform + Sized {
     /// `sender` as an account that can join the family, if it can.
     fn platform_user(&self, sender: &str) -> Option<PlatformUser>;
 
-    /// Whether `conversation` is `sender`'s own chat with hearth (Telegram's private chat);
-    /// `false` where the platform finds those itself (Matrix).
+    /// Whether `conversation` is `sender`'s own chat with hearth, which only they and hearth
+    /// read (Telegram's private chat, a Matrix direct room with hearth).
     fn own_chat_of(&self, _sender: &str, _conversation: &ConversationKey) -> bool {
         false
     }

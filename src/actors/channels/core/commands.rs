@@ -40,13 +40,15 @@ pub(crate) enum MembershipCommand {
     Join,
     Link,
     Family,
+    /// `/signin`: a one-time link to the web page, in the member's private chat.
+    SignIn,
 }
 
 /// The command `text` starts with, if any: `/name` or `<alternate_prefix>name`, optionally
 /// `@addressee`; a command addressed to anyone but `bot_username` (once known) is not for
 /// us. `/reminders` is the channel's own only where `reminders` reach it, and `/invite`,
-/// `/join`, `/link` and `/family` only where `membership` is; elsewhere each is another
-/// command, which the queue routes.
+/// `/join`, `/link`, `/family` and `/signin` only where `membership` is; elsewhere each is
+/// another command, which the queue routes.
 pub(crate) fn parse_command(
     text: &str,
     alternate_prefix: Option<char>,
@@ -73,11 +75,12 @@ pub(crate) fn parse_command(
         "help" | "start" => Command::Help,
         "cancel" => Command::Cancel,
         "reminders" if reminders => Command::Reminders,
-        "invite" | "join" | "link" | "family" if membership => {
+        "invite" | "join" | "link" | "family" | "signin" if membership => {
             let which = match name.as_str() {
                 "invite" => MembershipCommand::Invite,
                 "join" => MembershipCommand::Join,
                 "link" => MembershipCommand::Link,
+                "signin" => MembershipCommand::SignIn,
                 _ => MembershipCommand::Family,
             };
             Command::Membership(which, text[word.len()..].trim().to_string())

@@ -91,6 +91,8 @@ impl<A: PlatformAdapter> ChannelCore<A> {
             reminders,
             self.membership.is_some(),
         );
+        // Who may speak is what the database says now, on every worker.
+        self.family.refresh().await?;
         let Some(member) = self.adapter.member(&self.family, &message.sender) else {
             return self.stranger_wrote(message, command).await;
         };
@@ -243,6 +245,12 @@ impl<A: PlatformAdapter> ChannelCore<A> {
         &self,
         answer: IncomingAnswer<A::AnswerSource>,
     ) -> Result<Vec<FollowUp>, ChannelError> {
+        if let Err(error) = self.family.refresh().await {
+            self.adapter
+                .answer_handled(&answer.source, AnswerOutcome::Failed)
+                .await;
+            return Err(error.into());
+        }
         let Some(member) = self.adapter.member(&self.family, &answer.sender) else {
             self.adapter
                 .answer_handled(&answer.source, AnswerOutcome::Stranger)

@@ -28,8 +28,10 @@
 //! - `reminder_lists.rs`: `/reminders`, the member's list from the scheduler with a way to
 //!   cancel each entry, and a cancel from one decided;
 //! - `list_notes.rs`: where a platform noted a list it shows, and how its entries ended;
-//! - `membership.rs`: `/invite`, `/join` (a stranger's one command), `/link` and `/family`,
-//!   and the parents told when someone joins;
+//! - `membership.rs`: `/invite`, `/join` (a stranger's one command), `/link`, `/signin`
+//!   and `/family`, and the members told what changed;
+//! - `private_chats.rs`: telling a member in their own chats, and where a secret (a code,
+//!   a sign-in link) goes: only where they alone read it;
 //! - `texts.rs`: `/help`, the busy reply, the words a settled prompt ends with;
 //! - `typing.rs`: "typing…" while a conversation's turns run;
 //! - `attachments.rs`: safe file names, the note for a file over the size limit, and the
@@ -58,6 +60,7 @@ pub(crate) mod list_notes;
 pub(crate) mod membership;
 pub(crate) mod messages;
 pub(crate) mod platform;
+pub(crate) mod private_chats;
 pub(crate) mod prompts;
 pub(crate) mod reminder_answers;
 pub(crate) mod reminder_lists;
@@ -72,8 +75,9 @@ pub(crate) use adapter::{
     AnswerOutcome, Incoming, IncomingAnswer, IncomingCancel, IncomingMessage, PlatformAdapter,
 };
 pub use delivery::DeliverySettings;
-pub use membership::MembershipParts;
+pub use membership::{MembershipParts, SignInLinks};
 pub use messages::{EventReceived, StopChannel};
 pub use platform::PlatformRoutes;
 pub(crate) use platform::{DeliveryError, Platform};
+pub use private_chats::PrivateChats;
 pub use reminder_answers::ReminderAnswers;

@@ -181,6 +181,7 @@ impl<A: PlatformAdapter> ChannelCore<A> {
         &self,
         cancel: IncomingCancel<A::AnswerSource>,
     ) -> Result<Vec<FollowUp>, ChannelError> {
+        self.family.refresh().await?;
         let Some(member) = self.adapter.member(&self.family, &cancel.sender) else {
             self.adapter
                 .answer_handled(&cancel.source, AnswerOutcome::Stranger)

@@ -58,7 +58,7 @@ pub(super) async fn read(
         MatrixEvent::Message { room, event } => read_message(adapter, room, *event).await,
         MatrixEvent::Reaction { room, event } => read_reaction(adapter, room, *event).await,
         MatrixEvent::Invite { room, sender } => {
-            handle_invite(adapter, room, sender);
+            handle_invite(adapter, room, sender).await?;
             Ok(Incoming::Ignored)
         }
         MatrixEvent::Undecryptable { room, event } => {
@@ -364,14 +364,21 @@ async fn fetch(adapter: &MatrixAdapter, inbox_id: &str, media: &Media) -> Attach
     attachment
 }
 
-/// An invite: joined when a family member sent it, or anyone while a code adding a member
-/// is open (so they can send `/join CODE`); refused otherwise.
-fn handle_invite(adapter: &MatrixAdapter, room: Room, sender: OwnedUserId) {
+/// An invite: joined when a family member (as stored now) sent it, or a stranger while a
+/// code adding a member is open (so they can send `/join CODE`), for a few rooms at most
+/// (`stranger_rooms.rs`); refused otherwise.
+async fn handle_invite(
+    adapter: &MatrixAdapter,
+    room: Room,
+    sender: OwnedUserId,
+) -> Result<(), ChannelError> {
+    adapter.family.refresh().await?;
     let family = adapter.family.by_matrix_id(sender.as_str()).is_some()
-        || adapter
-            .membership
-            .as_ref()
-            .is_some_and(|membership| membership.invites_open(crate::ports::now_ms()));
+        || (adapter.membership.is_some()
+            && adapter
+                .stranger_rooms
+                .admit(adapter, &room.room_id().to_owned())
+                .await);
     // Joining waits for the homeserver; the sync must not wait for it.
     tokio::spawn(async move {
         let mut delay = std::time::Duration::from_secs(1);
@@ -394,6 +401,7 @@ fn handle_invite(adapter: &MatrixAdapter, room: Room, sender: OwnedUserId) {
             }
         }
     });
+    Ok(())
 }
 
 /// A message this device holds no key for: the sender is asked to verify it, and the

@@ -13,8 +13,10 @@
 //!   found as it syncs (`own_chats.rs`).
 //! - `inbound.rs` reads an event: a message (text, replies as context, images and files
 //!   via `media.rs`, `/` and `!` commands), a "yes" / "no" reply or a reaction on a prompt
-//!   as an answer; invites are accepted only from family members; a message that cannot be
-//!   decrypted is answered with a request to verify this device, and counted.
+//!   as an answer; invites are accepted from family members, and from strangers only while
+//!   a code adding a member is open, for a few rooms, left when it closes
+//!   (`stranger_rooms.rs`); a message that cannot be decrypted is answered with a request
+//!   to verify this device, and counted.
 //! - Replies (`outbound.rs`) are `m.notice` with the markdown as HTML and a plain body,
 //!   threaded to the message they answer; typing shows while a turn runs; messages read
 //!   get a read receipt (`rooms.rs`: conversations, sending, typing, receipts).
@@ -34,6 +36,7 @@ mod outbound;
 mod own_chats;
 mod rooms;
 mod session;
+mod stranger_rooms;
 mod sync;
 
 use std::path::PathBuf;
@@ -105,8 +108,10 @@ pub(crate) struct MatrixAdapter {
     own_chats: Arc<crate::family::OwnChats>,
     /// Set when the family changed, so the own rooms are found again after the next sync.
     own_rooms_changed: Arc<std::sync::atomic::AtomicBool>,
-    /// Whether a stranger's room invite may be accepted (a code adding a member is open).
+    /// Whether strangers' room invites are answered at all (members change in chat).
     membership: Option<Arc<crate::family::Membership>>,
+    /// The rooms joined on strangers' invites while a code was open.
+    stranger_rooms: stranger_rooms::StrangerRooms,
     state: Arc<dyn ChannelState>,
     readiness: Arc<Readiness>,
     metrics: Arc<Metrics>,
@@ -133,6 +138,7 @@ impl MatrixAdapter {
                 .membership
                 .as_ref()
                 .map(|parts| parts.membership.clone()),
+            stranger_rooms: Default::default(),
             state: deps.state.clone(),
             readiness: deps.readiness.clone(),
             metrics: deps.metrics.clone(),
@@ -153,6 +159,8 @@ impl PlatformAdapter for MatrixAdapter {
         "I can read text, images, files and voice messages; that message had none.";
     /// Clients take `/` for their own commands.
     const ALTERNATE_PREFIX: Option<char> = Some('!');
+    const PRIVATE_CHAT_HINT: &'static str =
+        "start a direct chat with me (a room of just you and me)";
 
     fn member(&self, family: &Family, sender: &str) -> Option<FamilyMember> {
         family.by_matrix_id(sender)
@@ -160,6 +168,20 @@ impl PlatformAdapter for MatrixAdapter {
 
     fn platform_user(&self, sender: &str) -> Option<PlatformUser> {
         Some(PlatformUser::Matrix(sender.to_string()))
+    }
+
+    /// A room found to be the member's direct chat with hearth (`own_chats.rs`), or a
+    /// thread in it.
+    fn own_chat_of(&self, sender: &str, conversation: &ConversationKey) -> bool {
+        let Some(member) = self.family.member_by_matrix_id(sender) else {
+            return false;
+        };
+        let Some(room) = Conversation::of_key(conversation)
+            .and_then(|conversation| Conversation::room(conversation.room_id).key().ok())
+        else {
+            return false;
+        };
+        self.own_chats.of(&member.id).contains(&room)
     }
 
     fn members_changed(&self) {

@@ -1,13 +1,16 @@
-//! Which rooms are family members' own chats with hearth: a joined room whose only other
-//! joined member is that member. A confirmation escalated to a member (a child's request
-//! a parent approves) is shown there. Read from the client's store after a sync that
-//! changed some room's members (or hearth's rooms), and written to the family's shared
-//! `OwnChats` (read by the queue's escalations and the scheduler) when the answer changed.
+//! Which rooms are family members' own chats with hearth: a direct chat, a joined room
+//! whose only members, invited ones included, are hearth and that member (a room with
+//! someone else invited is no one's own: they may join and read on). What is only the
+//! member's goes there: a code, a sign-in link, a child's request a parent approves. Read
+//! from the client's store after a sync that changed some room's members (or hearth's
+//! rooms) or after the family changed (on any worker), and written to the family's
+//! shared `OwnChats` (read by the queue's escalations and the scheduler) when the answer
+//! changed.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use matrix_sdk::ruma::events::room::member::OriginalSyncRoomMemberEvent;
+use matrix_sdk::ruma::events::room::member::{MembershipState, OriginalSyncRoomMemberEvent};
 use matrix_sdk::{Client, RoomMemberships};
 
 use super::rooms::Conversation;
@@ -18,6 +21,8 @@ use crate::ids::{ConversationKey, MemberId};
 pub(super) struct OwnRooms {
     members_changed: Arc<AtomicBool>,
     chats: Option<Vec<(MemberId, ConversationKey)>>,
+    /// The family's version the rooms were found at.
+    family_version: Option<i64>,
 }
 
 impl OwnRooms {
@@ -33,19 +38,26 @@ impl OwnRooms {
         OwnRooms {
             members_changed,
             chats: None,
+            family_version: None,
         }
     }
 
     /// Look again after a sync that changed some room's members; the queue hears of a
     /// change.
     pub(super) async fn refresh(&mut self, adapter: &MatrixAdapter) {
-        if !self.members_changed.swap(false, Ordering::SeqCst) {
+        let family_version = adapter.family.version();
+        let family_changed = family_version != self.family_version;
+        if !self.members_changed.swap(false, Ordering::SeqCst) && !family_changed {
             return;
         }
+        self.family_version = family_version;
         let own = adapter.client.user_id().map(ToOwned::to_owned);
         let mut chats = Vec::new();
         for room in adapter.client.joined_rooms() {
-            let members = match room.members_no_sync(RoomMemberships::JOIN).await {
+            let members = match room
+                .members_no_sync(RoomMemberships::JOIN | RoomMemberships::INVITE)
+                .await
+            {
                 Ok(members) => members,
                 Err(error) => {
                     tracing::debug!(room = %room.room_id(), %error, "room members not read");
@@ -56,7 +68,8 @@ impl OwnRooms {
                 .iter()
                 .filter(|member| Some(member.user_id()) != own.as_deref());
             if let (Some(other), None) = (others.next(), others.next())
-                && let Some(member) = adapter.family.by_matrix_id(other.user_id().as_str())
+                && other.membership() == &MembershipState::Join
+                && let Some(member) = adapter.family.member_by_matrix_id(other.user_id().as_str())
             {
                 let conversation = Conversation::room(room.room_id().to_owned());
                 if let Ok(key) = conversation.key() {

@@ -143,6 +143,7 @@ pub(super) async fn run(adapter: Arc<MatrixAdapter>, channel: Channel) {
             .readiness
             .set(MATRIX_CHANNEL, true, &ready_detail(&adapter));
         own_rooms.refresh(&adapter).await;
+        adapter.stranger_rooms.tidy(&adapter).await;
     }
 }
 

@@ -171,6 +171,9 @@ impl PlatformAdapter for TelegramAdapter {
     const NOTHING_TO_READ: &'static str =
         "I can read text, photos, documents and voice notes; that message had none.";
     const ALTERNATE_PREFIX: Option<char> = None;
+    /// Telegram lets a bot write only to those who wrote to it first.
+    const PRIVATE_CHAT_HINT: &'static str =
+        "open a private chat with me (tap my name, then Start) and say hello";
 
     fn member(&self, family: &Family, sender: &str) -> Option<FamilyMember> {
         family.by_telegram_id(sender.parse().ok()?)
