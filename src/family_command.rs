@@ -53,7 +53,7 @@ pub async fn family(
         .await
         .context("the database cannot be opened")?;
     // PostgreSQL has no lock file: the workers' heartbeats say whether one runs.
-    let running = stores.coordination.live_workers(now_ms()).await?;
+    let running = stores.coordination.live_workers().await?;
     if let Some(worker) = running.first() {
         stores.close().await;
         anyhow::bail!(
