@@ -432,6 +432,7 @@ pub async fn start_with_models(
         telemetry: stores.telemetry.clone(),
         channels: platform_contexts.stored_deliveries(),
         queue: queue.clone().recipient(),
+        worker: shared_worker.clone(),
     }));
 
     let membership_parts = MembershipParts {
