@@ -1,10 +1,11 @@
 //! Leases that cannot be held twice, and reminders on any worker, with real hearth
 //! processes on one PostgreSQL database: a worker stopped (SIGSTOP) for longer than the
 //! lease time while its turn waits on the model wakes to find the conversation taken over,
-//! and runs no tool call again (the tool's effect and the reply are there once); a worker
-//! whose clock runs 20 s ahead (libfaketime) takes no lease another still holds, so no
-//! turn and no tool call runs twice; and a reminder stored through a worker killed with
-//! kill -9 right after fires on time on another.
+//! and runs no tool call again (the plugin is called once, the reply is there once); a
+//! worker whose clock runs 20 s ahead (libfaketime) takes no lease another still holds, so
+//! no turn and no tool call runs twice; and a reminder stored through a worker killed with
+//! kill -9 right after fires on time on another. The tool whose runs are counted is an
+//! `http` plugin on a fake server that records every call.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -17,8 +18,63 @@ use crate::reminders_telegram::REMIND_TOOLS;
 use crate::support::faketime::clock_ahead;
 use crate::support::hearth_app::{HearthProcess, test_env, write_config};
 use crate::support::llm_server::{Gate, ScriptedLlmServer, Step};
+use crate::support::plugin_server::PluginServer;
 use crate::support::postgres::{PostgresServer, use_database};
 use crate::support::workers::Workers;
+
+/// The test config on a fresh database of the test cluster with `plugin` as the `buy`
+/// plugin (`route_to_plugin` the profile's tool), and the environment naming its folder;
+/// `None` when PostgreSQL is not installed.
+async fn config_with_plugin(
+    llm: &ScriptedLlmServer,
+    plugin: &PluginServer,
+) -> Option<(
+    tempfile::TempDir,
+    std::path::PathBuf,
+    String,
+    Vec<(String, String)>,
+)> {
+    let server = PostgresServer::shared()?;
+    let database_url = server.fresh_database().await;
+    let folder = tempfile::tempdir().unwrap();
+    let path = write_config(folder.path(), &llm.base_url());
+    use_database(&path, &database_url);
+    let plugins = folder.path().join("plugins");
+    std::fs::create_dir_all(plugins.join("buy")).unwrap();
+    std::fs::write(
+        plugins.join("buy").join("plugin.yaml"),
+        format!(
+            "id: buy\nname: Buy\ndescription: Orders.\ntype: http\nurl: \"{}\"\ntimeout_seconds: 60\ncapabilities:\n  - id: place_order\n    description: Order.\n    parameters:\n      - {{ name: item, type: string, required: true, description: What. }}\n",
+            plugin.url()
+        ),
+    )
+    .unwrap();
+    let env = vec![
+        (
+            "HEARTH__PLUGINS_DIR".to_string(),
+            plugins.display().to_string(),
+        ),
+        (
+            "HEARTH__DEFAULT_PROFILE_SETTINGS__TOOLS_CONFIG__ENABLE_LOCAL_TOOLS".to_string(),
+            "route_to_plugin".to_string(),
+        ),
+    ];
+    Some((folder, path, database_url, env))
+}
+
+/// The model's call of the `buy` plugin for `item`.
+fn buy(item: &str) -> (String, Value) {
+    (
+        "route_to_plugin".into(),
+        json!({"plugin_id": "buy", "parameters": {"item": item}}),
+    )
+}
+
+fn env_with(pairs: &[(String, String)], more: &[(&str, &str)]) -> BTreeMap<String, String> {
+    let mut env = test_env(more);
+    env.extend(pairs.iter().cloned());
+    env
+}
 
 /// The test config on a fresh database of the test cluster, with the reminder tools; its
 /// folder, path and database url. `None` when PostgreSQL is not installed.
@@ -67,21 +123,19 @@ async fn count(database_url: &str, query: &'static str) -> i64 {
     count
 }
 
-fn remind(text: &str) -> (String, Value) {
-    (
-        "schedule_reminder".into(),
-        json!({"text": text, "delay": "PT1H"}),
-    )
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_worker_stopped_past_its_lease_while_the_model_answers_runs_no_call_again() {
     let llm = ScriptedLlmServer::start();
-    let Some((_folder, config, database_url)) = config_with_reminders(&llm).await else {
+    let plugin = PluginServer::start();
+    let Some((_folder, config, database_url, plugin_env)) = config_with_plugin(&llm, &plugin).await
+    else {
         return;
     };
     // The model may take its time: the stalled worker's call is still waiting when it wakes.
-    let env = test_env(&[("HEARTH__LLMS__MAIN__TIMEOUT_SECONDS", "120")]);
+    let env = env_with(
+        &plugin_env,
+        &[("HEARTH__LLMS__MAIN__TIMEOUT_SECONDS", "120")],
+    );
     let stalled = HearthProcess::spawn(&config, &env);
     let other = HearthProcess::spawn(&config, &env);
     let workers = Arc::new(workers_of(&[&stalled, &other], &env));
@@ -89,18 +143,15 @@ async fn a_worker_stopped_past_its_lease_while_the_model_answers_runs_no_call_ag
     // the gate opens; the turn the other worker runs asks for the same call, then answers.
     let gate = Gate::new();
     llm.push_many([
-        Step::Gated(
-            gate.clone(),
-            Box::new(Step::ToolCalls(vec![remind("water the plants")])),
-        ),
-        Step::ToolCalls(vec![remind("water the plants")]),
-        Step::Reply("I'll remind you.".into()),
+        Step::Gated(gate.clone(), Box::new(Step::ToolCalls(vec![buy("milk")]))),
+        Step::ToolCalls(vec![buy("milk")]),
+        Step::Reply("Milk is ordered.".into()),
     ]);
     let body = json!({
         "user_id": "alice",
-        "session_id": "plants",
-        "text": "remind me to water the plants in an hour",
-        "message_id": "plants-1",
+        "session_id": "milk",
+        "text": "order milk",
+        "message_id": "milk-1",
     });
     let first = {
         let (workers, body) = (workers.clone(), body.clone());
@@ -121,11 +172,8 @@ async fn a_worker_stopped_past_its_lease_while_the_model_answers_runs_no_call_ag
     // The other worker takes the conversation over once the lease ran out, runs the call
     // and answers; the caller asking it hears the answer.
     let reply = workers.answered(1, &body).await;
-    assert_eq!(reply, "I'll remind you.");
-    assert_eq!(
-        count(&database_url, "SELECT count(*) FROM schedules").await,
-        1
-    );
+    assert_eq!(reply, "Milk is ordered.");
+    assert_eq!(plugin.calls().len(), 1);
     // The model now answers the stalled worker's call with the tool call, and it wakes.
     gate.open();
     tokio::time::sleep(Duration::from_millis(500)).await;
@@ -134,7 +182,7 @@ async fn a_worker_stopped_past_its_lease_while_the_model_answers_runs_no_call_ag
     // Long enough for it to act on the answer, and for its queue's next look.
     tokio::time::sleep(Duration::from_secs(8)).await;
     assert_eq!(
-        count(&database_url, "SELECT count(*) FROM schedules").await,
+        plugin.calls().len(),
         1,
         "the call ran again on the worker that woke: {}",
         stalled.log()
@@ -147,7 +195,7 @@ async fn a_worker_stopped_past_its_lease_while_the_model_answers_runs_no_call_ag
     assert_eq!(
         count(
             &database_url,
-            "SELECT count(*) FROM messages WHERE content = 'I''ll remind you.'"
+            "SELECT count(*) FROM messages WHERE content = 'Milk is ordered.'"
         )
         .await,
         1,
@@ -170,23 +218,23 @@ async fn a_worker_stopped_past_its_lease_while_the_model_answers_runs_no_call_ag
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_worker_whose_clock_runs_ahead_runs_no_turn_and_no_call_twice() {
     let llm = ScriptedLlmServer::start();
-    let Some((_folder, config, database_url)) = config_with_reminders(&llm).await else {
+    let plugin = PluginServer::start();
+    let Some((_folder, config, database_url, plugin_env)) = config_with_plugin(&llm, &plugin).await
+    else {
         return;
     };
     let Some(ahead) = clock_ahead("+20s") else {
         return;
     };
-    // Each turn asks for one reminder, slowly, then answers: turns overlap the other
-    // worker's looks for conversations nobody runs.
+    // Each turn calls the plugin, slowly, then answers: turns overlap the other worker's
+    // looks for conversations nobody runs.
     llm.set_recording(false);
+    let (name, arguments) = buy("bread");
     llm.set_default(Step::Delay(
         Duration::from_millis(400),
-        Box::new(Step::CallThenEcho(
-            "schedule_reminder".into(),
-            json!({"text": "stretch", "delay": "PT2H"}),
-        )),
+        Box::new(Step::CallThenEcho(name, arguments)),
     ));
-    let env = test_env(&[("HEARTH__QUEUE__MAX_BACKLOG", "2000")]);
+    let env = env_with(&plugin_env, &[("HEARTH__QUEUE__MAX_BACKLOG", "2000")]);
     let mut ahead_env = env.clone();
     ahead_env.extend(ahead);
     let processes = [
@@ -220,7 +268,7 @@ async fn a_worker_whose_clock_runs_ahead_runs_no_turn_and_no_call_twice() {
     }
     let total = (CONVERSATIONS * MESSAGES_EACH) as i64;
     assert_eq!(
-        count(&database_url, "SELECT count(*) FROM schedules").await,
+        plugin.calls().len() as i64,
         total,
         "one call per message; the workers logged:\n{}\n{}",
         processes[0].log(),
