@@ -33,7 +33,8 @@
 //! the CPU of its processes. PostgreSQL's targets: one worker at least 1,000 turns/s with
 //! a load p99 under 60 ms, three workers at least 1.5× one. The footprints are not measured
 //! in that mode. `HEARTH_BENCH_BINARY` measures another hearth binary (the build before a
-//! change) with this same harness.
+//! change) with this same harness; `HEARTH_BENCH_STATEMENTS=1` lists the statements
+//! PostgreSQL ran most per turn.
 //! Example: `cargo bench --bench pipeline -- --database postgres --workers 1,2,3`.
 
 #[path = "../tests/support/mod.rs"]

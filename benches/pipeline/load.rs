@@ -162,6 +162,18 @@ impl Deployment {
                     .runtime
                     .block_on(PostgresServer::statements_run(&self.database_url));
                 let turns = latencies.len() as f64;
+                if std::env::var_os("HEARTH_BENCH_STATEMENTS").is_some() {
+                    let most = self.runtime.block_on(PostgresServer::statements_most_run(
+                        &self.database_url,
+                        25,
+                    ));
+                    println!("  statements per turn of the load phase, most run first:");
+                    for (calls, query) in most {
+                        let query: String = query.split_whitespace().collect::<Vec<_>>().join(" ");
+                        let shown: String = query.chars().take(110).collect();
+                        println!("  {:>7.2}  {shown}", calls as f64 / turns);
+                    }
+                }
                 Some(DatabaseCost {
                     round_trips: statements as f64 / turns,
                     cpu_ms: (server.cpu_seconds() - before) * 1000.0 / turns,

@@ -268,6 +268,23 @@ impl PostgresServer {
         count
     }
 
+    /// The `top` statements `database_url` ran most since `count_statements`: how many
+    /// times each, and its text.
+    pub async fn statements_most_run(database_url: &str, top: i64) -> Vec<(i64, String)> {
+        let mut connection = sqlx::PgConnection::connect(database_url).await.unwrap();
+        let rows: Vec<(i64, String)> = sqlx::query_as(
+            "SELECT calls::bigint, query FROM pg_stat_statements \
+             WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database()) \
+             ORDER BY calls DESC LIMIT $1",
+        )
+        .bind(top)
+        .fetch_all(&mut connection)
+        .await
+        .unwrap();
+        connection.close().await.unwrap();
+        rows
+    }
+
     /// A new, empty database of its own; its URL.
     pub async fn fresh_database(&self) -> String {
         let name = format!(

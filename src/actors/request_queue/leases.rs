@@ -7,9 +7,10 @@
 //! A lane runs only while its lease is held: a turn for a conversation not held waits in
 //! `ConversationLeases::waiting` while the lease is taken, and is dropped when another
 //! worker holds it (the holder runs the stored row; a confirmation's turn is found
-//! answered by its holder). A lane that empties hands its lease back, then reads the
-//! conversation's unanswered rows once more, so a message stored meanwhile by another
-//! worker, who found the lease held, is never left behind. A worker killed outright loses
+//! answered by its holder). A lane that stays empty for `IDLE_HELD` hands its lease back
+//! (the member's next message, which usually comes sooner, runs here without taking the
+//! lease again), then reads the conversation's unanswered rows once more, so a message
+//! stored meanwhile by another worker, who found the lease held, is never left behind. A worker killed outright loses
 //! its leases when `LEASE_TIME` runs out; `look_for_orphans` (every `ORPHANS_LOOKED_FOR`)
 //! finds the conversations with unanswered messages and nobody holding them.
 //!
@@ -47,6 +48,8 @@ use crate::workers::Worker;
 pub const ORPHANS_LOOKED_FOR: Duration = Duration::from_secs(3);
 /// A claim that failed on the database is tried again after this.
 const CLAIM_RETRY: Duration = Duration::from_secs(1);
+/// How long a conversation whose lane emptied stays held before its lease goes back.
+const IDLE_HELD: Duration = Duration::from_secs(2);
 /// How long a turn that ended here is remembered: a reading of the conversation begun
 /// before its end was stored still lists its message, which must not run again.
 const ENDED_REMEMBERED: Duration = Duration::from_secs(600);
@@ -72,6 +75,10 @@ pub(super) struct ConversationLeases {
     /// The messages whose turns ended here lately (answered, asked, given up), by inbox
     /// id, with when.
     ended_here: HashMap<String, tokio::time::Instant>,
+    /// Held conversations whose lane emptied, with when it last did; those with a hand-back
+    /// check armed are in `hand_back_armed`.
+    idle_since: HashMap<ConversationKey, tokio::time::Instant>,
+    hand_back_armed: HashSet<ConversationKey>,
 }
 
 impl ConversationLeases {
@@ -465,19 +472,60 @@ impl RequestQueue {
         );
     }
 
-    /// A conversation whose lane emptied: its lease goes back, then its unanswered
-    /// messages are read once more (one stored meanwhile by another worker is claimed).
-    pub(super) fn release_if_idle(&mut self, key: &ConversationKey, ctx: &mut Context<Self>) {
-        let Some(worker) = self.leases.worker.clone() else {
-            return;
-        };
-        let idle = self.leases.held.contains_key(key)
+    /// Whether `key` is held here with nothing of it running, queued or being settled.
+    fn idle(&self, key: &ConversationKey) -> bool {
+        self.leases.held.contains_key(key)
             && !self.lanes.has_lane(key)
             && !self.running.contains_key(key)
             && !self.cancels.contains_key(key)
             && !self.leases.waiting.contains_key(key)
-            && !self.leases.settling.contains_key(key);
-        if !idle {
+            && !self.leases.settling.contains_key(key)
+    }
+
+    /// A conversation whose lane emptied: its lease goes back once it stayed idle for
+    /// `IDLE_HELD` (`hand_back_if_idle`).
+    pub(super) fn release_if_idle(&mut self, key: &ConversationKey, ctx: &mut Context<Self>) {
+        if self.leases.worker.is_none() || !self.idle(key) {
+            return;
+        }
+        self.leases
+            .idle_since
+            .insert(key.clone(), tokio::time::Instant::now());
+        if self.leases.hand_back_armed.insert(key.clone()) {
+            self.hand_back_after(key.clone(), IDLE_HELD, ctx);
+        }
+    }
+
+    fn hand_back_after(&mut self, key: ConversationKey, wait: Duration, ctx: &mut Context<Self>) {
+        ctx.run_later(wait, move |act, ctx| {
+            let since = act.leases.idle_since.get(&key).copied();
+            match since {
+                // Busy again meanwhile, or idle again more lately: not yet.
+                Some(since) if act.idle(&key) && since.elapsed() < IDLE_HELD => {
+                    let left = IDLE_HELD - since.elapsed();
+                    act.hand_back_after(key, left, ctx);
+                }
+                Some(_) if act.idle(&key) => {
+                    act.leases.hand_back_armed.remove(&key);
+                    act.leases.idle_since.remove(&key);
+                    act.hand_back_if_idle(&key, ctx);
+                }
+                _ => {
+                    // Busy (its lane empties again later and arms a new check) or gone.
+                    act.leases.hand_back_armed.remove(&key);
+                    act.leases.idle_since.remove(&key);
+                }
+            }
+        });
+    }
+
+    /// An idle conversation's lease goes back, then its unanswered messages are read once
+    /// more (one stored meanwhile by another worker is claimed).
+    fn hand_back_if_idle(&mut self, key: &ConversationKey, ctx: &mut Context<Self>) {
+        let Some(worker) = self.leases.worker.clone() else {
+            return;
+        };
+        if !self.idle(key) {
             return;
         }
         self.leases.held.remove(key);
