@@ -51,7 +51,7 @@ async fn open(loaded: &LoadedConfig) -> anyhow::Result<Opened> {
             // where they serve with their heartbeats.
             let running_at = stores
                 .coordination
-                .live_workers(now_ms())
+                .live_workers()
                 .await?
                 .into_iter()
                 .find_map(|worker| worker.presence.http_address?.parse().ok());

@@ -10,10 +10,11 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 
 use crate::support::hearth_app::{
-    API_KEY, BenchedHearth, HearthProcess, test_env, wait_for_readyz,
+    API_KEY, BenchedHearth, HearthProcess, benched_binary, test_env, wait_for_readyz,
 };
 use crate::support::llm_server::ScriptedLlmServer;
 use crate::support::measure::{cpu_seconds, memory_mb, percentile};
+use crate::support::postgres::PostgresServer;
 use crate::support::workers::Workers;
 
 /// Real hearth processes sharing one database, and what drives them.
@@ -24,6 +25,17 @@ pub struct Deployment {
     pub database_url: String,
     /// The first worker's process start to `/readyz` (a new database).
     pub start_up_ms: f64,
+    /// The PostgreSQL server of `database_url`, whose statements and CPU are counted.
+    pub postgres: Option<&'static PostgresServer>,
+}
+
+/// What the database itself did per turn of the load phase (PostgreSQL).
+#[derive(Clone, Copy)]
+pub struct DatabaseCost {
+    /// Statements the database ran, each a round trip of a worker.
+    pub round_trips: f64,
+    /// CPU time of the server's processes, in milliseconds.
+    pub cpu_ms: f64,
 }
 
 /// One deployment's figures: the load phase (every conversation at once) and the
@@ -49,6 +61,8 @@ pub struct Figures {
     /// logged meanwhile: every reply was still given and remembered once.
     pub turns_twice: usize,
     pub warnings: String,
+    /// PostgreSQL's own work per turn of the load phase; `None` on SQLite.
+    pub database: Option<DatabaseCost>,
 }
 
 impl Deployment {
@@ -65,7 +79,7 @@ impl Deployment {
         let mut processes = vec![process];
         let env = test_env(&[("HEARTH_LOG", "warn,hearth::app=info")]);
         for _ in 1..count {
-            let process = HearthProcess::spawn(config, &env);
+            let process = HearthProcess::spawn_binary(&benched_binary(), config, &env);
             runtime.block_on(wait_for_readyz(&client, &process.base_url));
             processes.push(process);
         }
@@ -76,7 +90,14 @@ impl Deployment {
             runtime,
             database_url: database_url.to_string(),
             start_up_ms,
+            postgres: None,
         }
+    }
+
+    /// Count the statements and CPU of `server`, this deployment's database's, per turn.
+    pub fn on_postgres(mut self, server: &'static PostgresServer) -> Self {
+        self.postgres = Some(server);
+        self
     }
 
     /// The first worker's resident memory (`VmRSS`) now, in MB.
@@ -125,11 +146,41 @@ impl Deployment {
         let mut overhead = self.load(1, sequential, "overhead");
         overhead.sort();
 
+        if self.postgres.is_some() {
+            self.runtime
+                .block_on(PostgresServer::count_statements(&self.database_url));
+        }
+        let database_cpu_before = self.postgres.map(PostgresServer::cpu_seconds);
         let cpu_before = self.cpu_seconds();
         let started = Instant::now();
         let mut latencies = self.load(conversations, turns, "load");
         let elapsed = started.elapsed();
         let cpu_seconds = self.cpu_seconds() - cpu_before;
+        let database = match (self.postgres, database_cpu_before) {
+            (Some(server), Some(before)) => {
+                let statements = self
+                    .runtime
+                    .block_on(PostgresServer::statements_run(&self.database_url));
+                let turns = latencies.len() as f64;
+                if std::env::var_os("HEARTH_BENCH_STATEMENTS").is_some() {
+                    let most = self.runtime.block_on(PostgresServer::statements_most_run(
+                        &self.database_url,
+                        25,
+                    ));
+                    println!("  statements per turn of the load phase, most run first:");
+                    for (calls, query) in most {
+                        let query: String = query.split_whitespace().collect::<Vec<_>>().join(" ");
+                        let shown: String = query.chars().take(110).collect();
+                        println!("  {:>7.2}  {shown}", calls as f64 / turns);
+                    }
+                }
+                Some(DatabaseCost {
+                    round_trips: statements as f64 / turns,
+                    cpu_ms: (server.cpu_seconds() - before) * 1000.0 / turns,
+                })
+            }
+            _ => None,
+        };
         latencies.sort();
 
         let sent = warmup.0 * warmup.1 + sequential + latencies.len();
@@ -162,6 +213,7 @@ impl Deployment {
             checked: format!("{checked}, {model_calls} model calls"),
             turns_twice,
             warnings: self.warnings(),
+            database,
         }
     }
 }

@@ -448,6 +448,7 @@ pub async fn start_with_models(
         telemetry: stores.telemetry.clone(),
         channels: platform_contexts.stored_deliveries(),
         queue: queue.clone().recipient(),
+        worker: shared_worker.clone(),
     }));
 
     let identity = Identity::new(stores.web_access.clone(), config.http.session_days);

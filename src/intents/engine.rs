@@ -78,6 +78,10 @@ pub(super) struct Interaction<'a> {
     pub model: ModelAccess,
     pub role: FamilyRole,
     pub history_count: usize,
+    /// The conversation's lease among workers: a call starts only while it is trusted.
+    /// (A plan's steps are fenced by the plan's version: a worker that lost the race
+    /// for a step finds its save refused.)
+    pub lease: Option<crate::turn::TurnLease>,
 }
 
 impl IntentsEngine {
@@ -103,11 +107,17 @@ impl IntentsEngine {
         }
     }
 
-    fn interaction<'a>(&self, inbound: &'a Inbound, text: String) -> Interaction<'a> {
+    fn interaction<'a>(
+        &self,
+        inbound: &'a Inbound,
+        text: String,
+        lease: Option<crate::turn::TurnLease>,
+    ) -> Interaction<'a> {
         let session_id = inbound.conversation.clone();
         Interaction {
             inbound,
             text,
+            lease,
             rec: StageRecorder::new(
                 self.deps.telemetry.clone(),
                 self.deps.metrics.clone(),
@@ -138,7 +148,7 @@ impl IntentsEngine {
 
     pub async fn run(&self, message: ProcessTurn) -> Result<TurnOutcome, TurnError> {
         let inbound = &message.inbound;
-        let mut turn = self.interaction(inbound, message.text.clone());
+        let mut turn = self.interaction(inbound, message.text.clone(), message.lease.clone());
         // Tried again (an LLM failure, a restart) after its plan was fixed: go on with it.
         if !inbound.conversation.is_delegated()
             && let Some(plan) = self.journaled_plan(&inbound.id).await?
@@ -329,7 +339,7 @@ impl IntentsEngine {
     /// A turn suspended on a confirmation of its tool call, answered.
     pub async fn resume(&self, message: ResumeTurn) -> Result<TurnOutcome, TurnError> {
         let inbound = &message.inbound;
-        let turn = self.interaction(inbound, inbound.text.clone());
+        let turn = self.interaction(inbound, inbound.text.clone(), message.lease.clone());
         // Resumed before and stopped: the plan's step says whether its call started.
         if let Some(plan) = self.journaled_plan(&inbound.id).await? {
             let outcome = self.drive(&turn, plan, Some(message.decision)).await;

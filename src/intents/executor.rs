@@ -405,6 +405,12 @@ impl IntentsEngine {
             step.idempotency_key = Some(key.clone());
         }
         self.deps.plans.save_plan(plan).await?;
+        // Stored, and the lease still surely this worker's: the call starts.
+        if let Some(lease) = &turn.lease
+            && !lease.trusted()
+        {
+            return Err(TurnError::LeaseLost(lease.fence.lease.clone()));
+        }
         let context = self.tool_context(turn, Some(key.clone()));
         let started = Instant::now();
         let result = self.tools.call(tool_name, arguments, &context).await;

@@ -1,13 +1,20 @@
 //! Several hearth processes (workers) on one database: which are alive, and which holds
-//! each lease. A lease is a name (`telegram`, the one worker that long-polls Telegram;
-//! `conversation:<key>`, the one worker running that conversation's turns) held by one
-//! worker until it expires; the holder renews all of its leases with its heartbeat, so a
-//! worker that dies (kill -9 included) loses them within one lease time, and a worker
+//! each lease. A lease is a name (`channel:telegram`, the one worker that long-polls
+//! Telegram; `conversation:<key>`, the one worker running that conversation's turns) held
+//! by one worker until it expires; the holder renews all of its leases with its heartbeat,
+//! so a worker that dies (kill -9 included) loses them within one lease time, and a worker
 //! that stops gracefully hands them back at once (`leave`).
 //!
-//! Times are the workers' own clocks (`clock::now_ms`), so workers on several machines
-//! need synchronised clocks, as the schedules already do. On SQLite, one process owns the
-//! database (the instance lock), so its leases live in that process's memory.
+//! Expiry is judged on the database's clock alone, never a worker's: a worker whose clock
+//! runs ahead does not find others' leases run out early. Each lease has a generation, a
+//! fencing token that grows whenever the lease passes to a holder (another worker, or the
+//! same one taking it again after losing it) and is never given twice, even after the
+//! lease was handed back. A write made for a lease (`Fence`) is conditional on that
+//! generation being the current one, checked in the write itself: a worker that stalled
+//! past its lease and wakes finds its writes refused (`StorageError::Fenced`) instead of
+//! overwriting what the new holder did. On SQLite, one process owns the database (the
+//! instance lock), so its leases live in that process's memory, and the process's clock is
+//! the database's.
 //!
 //! A worker wakes the others (`wake`, PostgreSQL's `NOTIFY`) when it stored something
 //! another may have to act on: a message for a conversation another holds, a turn
@@ -47,6 +54,10 @@ pub enum WakeTopic {
     /// The family changed (its subject: the new version): every worker reads it again, so
     /// what it does unasked (a reminder escalated to the parents) follows at once too.
     Members,
+    /// Reminders or scheduled tasks were added, snoozed, edited or cancelled: its subject
+    /// is the id of the worker that changed them; every other worker's scheduler reads what
+    /// is due next from the database.
+    Schedules,
 }
 
 impl WakeTopic {
@@ -57,6 +68,7 @@ impl WakeTopic {
             WakeTopic::Outbox => "outbox",
             WakeTopic::Cancel => "cancel",
             WakeTopic::Members => "members",
+            WakeTopic::Schedules => "schedules",
         }
     }
 
@@ -67,6 +79,7 @@ impl WakeTopic {
             WakeTopic::Outbox,
             WakeTopic::Cancel,
             WakeTopic::Members,
+            WakeTopic::Schedules,
         ]
         .into_iter()
         .find(|topic| topic.as_str() == text)
@@ -125,6 +138,54 @@ pub fn wake_ups_of(receiver: tokio::sync::broadcast::Receiver<WakeUp>) -> WakeUp
     ))
 }
 
+/// A lease as its holder holds it: the name, and the generation it was taken at. Writes
+/// made for it are conditional on that generation still being the lease's (a fencing
+/// token): one passed to another holder meanwhile makes them fail with
+/// `StorageError::Fenced`, and write nothing.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Fence {
+    pub lease: String,
+    pub generation: i64,
+}
+
+impl Fence {
+    /// The error of a write refused because this fence's generation is no longer current.
+    pub fn refused(&self) -> StorageError {
+        StorageError::Fenced {
+            lease: self.lease.clone(),
+            generation: self.generation,
+        }
+    }
+}
+
+/// A worker's hold on its leases, on its own monotonic clock (`tokio::time::Instant`, which
+/// no change of the date moves): every lease it holds is surely still its own until
+/// `trusted_until`, a margin before any other worker could find it run out. `None` once
+/// that passed without a heartbeat confirming them (the database away, the process
+/// stalled): the worker then runs and claims nothing until a heartbeat succeeds again, and
+/// `term` has grown, so nothing of the earlier term goes on as if its leases were held.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Tenure {
+    pub trusted_until: Option<tokio::time::Instant>,
+    /// Grows each time the leases stop being trusted.
+    pub term: u64,
+}
+
+impl Tenure {
+    /// Whether the leases are trusted now.
+    pub fn trusted(&self) -> bool {
+        self.trusted_until
+            .is_some_and(|until| tokio::time::Instant::now() < until)
+    }
+}
+
+/// A lease's current holder: which worker, at which generation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LeaseHolder {
+    pub worker_id: String,
+    pub generation: i64,
+}
+
 /// A worker seen alive, with the leases it holds (sorted).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LiveWorker {
@@ -135,25 +196,24 @@ pub struct LiveWorker {
 
 #[async_trait]
 pub trait Coordination: Send + Sync {
-    /// `worker` is alive at `now_ms`: it is listed until `now_ms + ttl_ms`, and every lease
-    /// it still holds is kept until then too.
-    async fn heartbeat(
-        &self,
-        worker: &WorkerPresence,
-        now_ms: i64,
-        ttl_ms: i64,
-    ) -> Result<(), StorageError>;
+    /// `worker` is alive: it is listed for `ttl_ms` from now on the database's clock, and
+    /// every lease it holds that has not run out is kept until then too.
+    async fn heartbeat(&self, worker: &WorkerPresence, ttl_ms: i64) -> Result<(), StorageError>;
 
-    /// Take the lease `name` for `worker_id` until `now_ms + ttl_ms`, when nobody holds it,
-    /// its holder's time ran out, or `worker_id` holds it already (then it is extended);
-    /// whether `worker_id` holds it now. Of workers racing for one lease, one wins.
+    /// Take the lease `name` for `worker_id` for `ttl_ms` from now on the database's clock,
+    /// when nobody holds it, its holder's time ran out, or `worker_id` holds it already;
+    /// the generation `worker_id` holds it at now, or `None` when another worker holds it.
+    /// Of workers racing for one lease, one wins. `held` is the generation the caller
+    /// believes it holds the lease at: the lease is extended at that generation when it is
+    /// still `worker_id`'s at it, and every other take starts a new generation (a worker
+    /// that took a lease again after losing track of it never reuses the old one).
     async fn take_lease(
         &self,
         name: &str,
         worker_id: &str,
-        now_ms: i64,
+        held: Option<i64>,
         ttl_ms: i64,
-    ) -> Result<bool, StorageError>;
+    ) -> Result<Option<i64>, StorageError>;
 
     /// Hand the lease `name` back, when `worker_id` holds it.
     async fn release_lease(&self, name: &str, worker_id: &str) -> Result<(), StorageError>;
@@ -161,14 +221,23 @@ pub trait Coordination: Send + Sync {
     /// A graceful stop: every lease of `worker_id` handed back and the worker unlisted.
     async fn leave(&self, worker_id: &str) -> Result<(), StorageError>;
 
-    /// The worker holding `name` at `now_ms`, if any.
-    async fn lease_holder(&self, name: &str, now_ms: i64) -> Result<Option<String>, StorageError>;
+    /// Who holds `name` now, if anyone.
+    async fn lease_holder(&self, name: &str) -> Result<Option<LeaseHolder>, StorageError>;
 
-    /// The workers alive at `now_ms`, oldest first, each with the leases it holds then.
-    async fn live_workers(&self, now_ms: i64) -> Result<Vec<LiveWorker>, StorageError>;
+    /// The workers alive now, oldest first, each with the leases it holds.
+    async fn live_workers(&self) -> Result<Vec<LiveWorker>, StorageError>;
 
     /// Wake every worker listening (this one too) with `wake_up`.
     async fn wake(&self, wake_up: &WakeUp) -> Result<(), StorageError>;
+
+    /// Wake every worker listening with each of `wake_ups`, in order: one round trip to
+    /// the database where it can. The same wake-up twice in one batch may be heard once.
+    async fn wake_all(&self, wake_ups: &[WakeUp]) -> Result<(), StorageError> {
+        for wake_up in wake_ups {
+            self.wake(wake_up).await?;
+        }
+        Ok(())
+    }
 
     /// Listen: the wake-ups from now on.
     async fn wake_ups(&self) -> Result<WakeUps, StorageError>;

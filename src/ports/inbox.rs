@@ -4,7 +4,7 @@
 use async_trait::async_trait;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use super::{HistoryEntry, OutgoingMessage, StorageError};
+use super::{Fence, HistoryEntry, OutgoingMessage, StorageError};
 use crate::ids::{ConversationKey, MemberId};
 
 /// A message from a family member, normalised by a channel actor.
@@ -228,12 +228,23 @@ pub trait Inbox: Send + Sync {
         &self,
         conversation: &ConversationKey,
     ) -> Result<Vec<InboxRecord>, StorageError>;
-    /// Store the turn's history and reply, mark the message (accepted or suspended)
-    /// answered and queue `turn.outgoing` for delivery, in one transaction; the outbox id.
+    /// `complete_fenced` for a turn that holds no lease (alone on its database).
     async fn complete(
         &self,
         inbox_id: &str,
         turn: &TurnRecord,
+    ) -> Result<Option<i64>, StorageError> {
+        self.complete_fenced(inbox_id, turn, None).await
+    }
+    /// Store the turn's history and reply, mark the message (accepted or suspended)
+    /// answered and queue `turn.outgoing` for delivery, in one transaction; the outbox id.
+    /// With a `fence`, only while it is its lease's current generation (else
+    /// `StorageError::Fenced`, and nothing is written).
+    async fn complete_fenced(
+        &self,
+        inbox_id: &str,
+        turn: &TurnRecord,
+        fence: Option<&Fence>,
     ) -> Result<Option<i64>, StorageError>;
     /// Count a failed attempt and when to try again; returns the attempts so far.
     async fn record_failure(
@@ -251,14 +262,27 @@ pub trait Inbox: Send + Sync {
         text: &str,
         extras: &InboundExtras,
     ) -> Result<(), StorageError>;
-    /// Give up on a message (it is not resumed again) and queue `outgoing`, telling the
-    /// member, in one transaction; the outbox id.
+    /// `give_up_fenced` for a turn that holds no lease (alone on its database).
     async fn give_up(
         &self,
         inbox_id: &str,
         error: &str,
         reply: &str,
         outgoing: Option<&OutgoingMessage>,
+    ) -> Result<Option<i64>, StorageError> {
+        self.give_up_fenced(inbox_id, error, reply, outgoing, None)
+            .await
+    }
+    /// Give up on a message (it is not resumed again) and queue `outgoing`, telling the
+    /// member, in one transaction; the outbox id. With a `fence`, only while it is current
+    /// (else `StorageError::Fenced`, and nothing is written).
+    async fn give_up_fenced(
+        &self,
+        inbox_id: &str,
+        error: &str,
+        reply: &str,
+        outgoing: Option<&OutgoingMessage>,
+        fence: Option<&Fence>,
     ) -> Result<Option<i64>, StorageError>;
     async fn get(&self, inbox_id: &str) -> Result<Option<InboxRecord>, StorageError>;
     /// Whether a message of `channel` with this platform event id was accepted already (a

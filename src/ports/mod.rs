@@ -30,7 +30,8 @@ mod web_access;
 pub use channel_state::ChannelState;
 pub use conversation_memory::{ConversationMemory, HistoryEntry};
 pub use coordination::{
-    Coordination, LiveWorker, WakeTopic, WakeUp, WakeUps, WorkerPresence, wake_ups_of,
+    Coordination, Fence, LeaseHolder, LiveWorker, Tenure, WakeTopic, WakeUp, WakeUps,
+    WorkerPresence, wake_ups_of,
 };
 pub use inbox::{
     Acceptance, Attachment, AttachmentKind, Inbound, InboundExtras, Inbox, InboxRecord,
@@ -102,6 +103,12 @@ pub enum StorageError {
     /// instead of overwriting that change. Names the record.
     #[error("{0} changed meanwhile; the write based on the earlier version was refused")]
     Stale(String),
+    /// A write made for a lease (`Fence`) whose generation is no longer the lease's: it
+    /// passed to another holder (this worker stalled past it), and nothing was written.
+    #[error(
+        "lease {lease:?} is no longer held at generation {generation} (another worker took it); nothing was written"
+    )]
+    Fenced { lease: String, generation: i64 },
 }
 
 impl StorageError {

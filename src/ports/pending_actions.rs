@@ -6,7 +6,7 @@
 use async_trait::async_trait;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use super::{Inbound, OutgoingMessage, StorageError};
+use super::{Fence, Inbound, OutgoingMessage, StorageError};
 use crate::ids::{ConfirmationId, ConversationKey, MemberId};
 
 /// A tool call waiting for confirmation, with everything needed to resume its turn.
@@ -252,6 +252,16 @@ pub trait PendingActions: Send + Sync {
         &self,
         confirmation: &PendingConfirmation,
         prompts: &[OutgoingMessage],
+    ) -> Result<Vec<i64>, StorageError> {
+        self.suspend_fenced(confirmation, prompts, None).await
+    }
+    /// `suspend`, with a `fence` only while it is its lease's current generation (else
+    /// `StorageError::Fenced`, and nothing is written).
+    async fn suspend_fenced(
+        &self,
+        confirmation: &PendingConfirmation,
+        prompts: &[OutgoingMessage],
+        fence: Option<&Fence>,
     ) -> Result<Vec<i64>, StorageError>;
     /// Record `member_id`'s answer from `place`, if the confirmation is theirs
     /// (`PendingConfirmation::answerable_by`), was asked there (`admits_place`, else

@@ -161,12 +161,10 @@ impl RemindersToolset {
             })
             .await?
             .ok_or(FormError::Changed(id))?;
-        if let Some(next_due_ms) = edited.next_due_ms {
-            self.parts.changes.do_send(SchedulesChanged {
-                schedule_id: edited.id,
-                next_due_ms,
-            });
-        }
+        self.parts.changes.do_send(SchedulesChanged {
+            schedule_id: edited.id,
+            next_due_ms: edited.next_due_ms,
+        });
         tracing::info!(schedule = id, member = %member.id, "reminder edited");
         Ok(format!(
             "Reminder #{} changed: “{}”, {}.",

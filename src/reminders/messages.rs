@@ -12,14 +12,16 @@ use super::listing::{ListingError, ReminderListing};
 use crate::ids::{FiringId, MemberId};
 use crate::ports::StorageError;
 
-/// A schedule was added or moved: the scheduler arms a timer for it when it is due before
-/// what it holds in memory reaches. (A cancelled one needs no word: its claim finds it
+/// A schedule was added, moved (snoozed, edited) or cancelled: the scheduler arms a timer
+/// for it when it is due (`next_due_ms`, `None` once cancelled) before what it holds in
+/// memory reaches, and wakes the other workers' schedulers, which read what is due next
+/// from the database. (Here a cancelled one needs nothing more: its claim finds it
 /// taken.)
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Message)]
 #[rtype(result = "()")]
 pub struct SchedulesChanged {
     pub schedule_id: i64,
-    pub next_due_ms: i64,
+    pub next_due_ms: Option<i64>,
 }
 
 /// What the member answered a fired reminder.

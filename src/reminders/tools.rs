@@ -194,12 +194,10 @@ impl RemindersToolset {
             .add(&schedule)
             .await
             .map_err(|error| ToolError::failed(tool, error))?;
-        if let Some(next_due_ms) = stored.next_due_ms {
-            self.parts.changes.do_send(SchedulesChanged {
-                schedule_id: stored.id,
-                next_due_ms,
-            });
-        }
+        self.parts.changes.do_send(SchedulesChanged {
+            schedule_id: stored.id,
+            next_due_ms: stored.next_due_ms,
+        });
         Ok(stored)
     }
 
@@ -396,7 +394,13 @@ impl RemindersToolset {
         let member = self.asking(tool, context)?;
         let id = schedule_number(tool, arguments)?;
         match listing::cancel(self.parts.schedules.as_ref(), &member, id).await {
-            Ok(schedule) => Ok(listing::cancelled_text(&schedule)),
+            Ok(schedule) => {
+                self.parts.changes.do_send(SchedulesChanged {
+                    schedule_id: schedule.id,
+                    next_due_ms: None,
+                });
+                Ok(listing::cancelled_text(&schedule))
+            }
             Err(error @ ListingError::NotVisible(_)) => Err(ToolError::invalid(
                 tool,
                 format!("{error}; list_reminders shows the numbers"),

@@ -2,13 +2,13 @@
 //! kept in a mutex, for tests and for running the actors without a file.
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 
 use crate::ids::{ConfirmationId, ConversationKey, MemberId};
 use crate::ports::{
-    Acceptance, AnswerPlace, AnswerRefused, ChannelState, ConversationMemory, Decision,
+    Acceptance, AnswerPlace, AnswerRefused, ChannelState, ConversationMemory, Decision, Fence,
     HistoryEntry, Inbound, InboundExtras, Inbox, InboxRecord, InboxStatus, OpenConfirmation,
     OutgoingMessage, PendingActions, PendingConfirmation, ProfileFacts, StorageError,
     TelemetryEvent, TelemetrySink, TurnJournal, TurnRecord, UserProfiles,
@@ -59,6 +59,8 @@ pub struct InMemoryStore {
     pub(super) members: Mutex<super::in_memory_members::MembersState>,
     /// Sign-in codes, links, web sessions and member tokens (`in_memory_web_access.rs`).
     pub(super) web_access: Mutex<super::in_memory_web_access::WebAccessState>,
+    /// This store's workers and leases: its fenced writes are checked against them.
+    coordination: Arc<super::in_memory_coordination::InMemoryCoordination>,
 }
 
 fn find_confirmation<'a>(
@@ -72,6 +74,11 @@ fn find_confirmation<'a>(
 }
 
 impl InMemoryStore {
+    /// The leases this store's fenced writes are checked against (its `Coordination`).
+    pub fn coordination(&self) -> Arc<super::in_memory_coordination::InMemoryCoordination> {
+        self.coordination.clone()
+    }
+
     /// Every telemetry event recorded so far.
     pub fn events(&self) -> Vec<TelemetryEvent> {
         self.lock().events.clone()
@@ -163,11 +170,13 @@ impl Inbox for InMemoryStore {
             .collect())
     }
 
-    async fn complete(
+    async fn complete_fenced(
         &self,
         inbox_id: &str,
         turn: &TurnRecord,
+        fence: Option<&Fence>,
     ) -> Result<Option<i64>, StorageError> {
+        let _held = self.coordination.hold(fence)?;
         let mut state = self.lock();
         let record = find_waiting(&mut state, inbox_id)?;
         record.status = InboxStatus::Answered;
@@ -215,13 +224,15 @@ impl Inbox for InMemoryStore {
         Ok(())
     }
 
-    async fn give_up(
+    async fn give_up_fenced(
         &self,
         inbox_id: &str,
         error: &str,
         reply: &str,
         outgoing: Option<&OutgoingMessage>,
+        fence: Option<&Fence>,
     ) -> Result<Option<i64>, StorageError> {
+        let _held = self.coordination.hold(fence)?;
         let mut state = self.lock();
         let record = find_waiting(&mut state, inbox_id)?;
         record.status = InboxStatus::Failed;
@@ -336,11 +347,13 @@ impl TelemetrySink for InMemoryStore {
 
 #[async_trait]
 impl PendingActions for InMemoryStore {
-    async fn suspend(
+    async fn suspend_fenced(
         &self,
         confirmation: &PendingConfirmation,
         prompts: &[OutgoingMessage],
+        fence: Option<&Fence>,
     ) -> Result<Vec<i64>, StorageError> {
+        let _held = self.coordination.hold(fence)?;
         let mut state = self.lock();
         if state
             .confirmations
@@ -540,11 +553,13 @@ impl TurnJournal for InMemoryStore {
         Ok(self.lock().journal.get(inbox_id).cloned())
     }
 
-    async fn save_turn(
+    async fn save_turn_fenced(
         &self,
         inbox_id: &str,
         state: &serde_json::Value,
+        fence: Option<&Fence>,
     ) -> Result<(), StorageError> {
+        let _held = self.coordination.hold(fence)?;
         let mut locked = self.lock();
         // As SQLite's foreign key: only a stored message has a turn.
         if !locked

@@ -1,12 +1,18 @@
 //! `Coordination` in one process's memory: the in-memory store's, and SQLite's, whose
-//! database only one process may open (the instance lock).
+//! database only one process may open (the instance lock). The process's clock
+//! (`clock::now_ms`) is the database's here. The in-memory store and the SQLite store
+//! check their fenced writes against it (`check`), so a stale generation is refused on
+//! every adapter alike.
 
 use std::collections::BTreeMap;
 use std::sync::Mutex;
 
 use async_trait::async_trait;
 
-use crate::ports::{Coordination, LiveWorker, StorageError, WakeUp, WakeUps, WorkerPresence};
+use crate::clock::now_ms;
+use crate::ports::{
+    Coordination, Fence, LeaseHolder, LiveWorker, StorageError, WakeUp, WakeUps, WorkerPresence,
+};
 
 /// Wake-ups not yet taken by a slow listener before it misses some (it looks anyway).
 const WAKE_UPS_BUFFERED: usize = 1024;
@@ -25,12 +31,20 @@ impl Default for InMemoryCoordination {
     }
 }
 
+/// One lease: who holds it, at which generation, until when.
+struct Held {
+    worker_id: String,
+    generation: i64,
+    expires_at_ms: i64,
+}
+
 #[derive(Default)]
 struct State {
     /// By worker id: what it said, when it was last seen, until when it is listed.
     workers: BTreeMap<String, (WorkerPresence, i64, i64)>,
-    /// By lease name: holder and expiry.
-    leases: BTreeMap<String, (String, i64)>,
+    leases: BTreeMap<String, Held>,
+    /// The last generation given: each new tenure of any lease gets the next one.
+    last_generation: i64,
 }
 
 impl InMemoryCoordination {
@@ -39,24 +53,49 @@ impl InMemoryCoordination {
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
+
+    /// `Ok` when `fence` (if any) is its lease's current generation: what a fenced write
+    /// of the SQLite store checks just before it writes (in its one writer, in this one
+    /// process, where only this process takes leases).
+    pub fn check(&self, fence: Option<&Fence>) -> Result<(), StorageError> {
+        self.hold(fence).map(drop)
+    }
+
+    /// `check`, keeping the leases as they are (no take nor release) until the guard is
+    /// dropped: the in-memory store writes while holding it, so a check and its write are
+    /// one step.
+    pub fn hold(
+        &self,
+        fence: Option<&Fence>,
+    ) -> Result<Option<std::sync::MutexGuard<'_, impl Sized>>, StorageError> {
+        let Some(fence) = fence else {
+            return Ok(None);
+        };
+        let state = self.state();
+        let current = state
+            .leases
+            .get(&fence.lease)
+            .is_some_and(|held| held.generation == fence.generation);
+        if current {
+            Ok(Some(state))
+        } else {
+            Err(fence.refused())
+        }
+    }
 }
 
 #[async_trait]
 impl Coordination for InMemoryCoordination {
-    async fn heartbeat(
-        &self,
-        worker: &WorkerPresence,
-        now_ms: i64,
-        ttl_ms: i64,
-    ) -> Result<(), StorageError> {
-        let until = now_ms.saturating_add(ttl_ms);
+    async fn heartbeat(&self, worker: &WorkerPresence, ttl_ms: i64) -> Result<(), StorageError> {
+        let now = now_ms();
+        let until = now.saturating_add(ttl_ms);
         let mut state = self.state();
         state
             .workers
-            .insert(worker.worker_id.clone(), (worker.clone(), now_ms, until));
-        for (holder, expires_at_ms) in state.leases.values_mut() {
-            if *holder == worker.worker_id {
-                *expires_at_ms = until;
+            .insert(worker.worker_id.clone(), (worker.clone(), now, until));
+        for held in state.leases.values_mut() {
+            if held.worker_id == worker.worker_id && held.expires_at_ms > now {
+                held.expires_at_ms = until;
             }
         }
         Ok(())
@@ -66,21 +105,35 @@ impl Coordination for InMemoryCoordination {
         &self,
         name: &str,
         worker_id: &str,
-        now_ms: i64,
+        held: Option<i64>,
         ttl_ms: i64,
-    ) -> Result<bool, StorageError> {
+    ) -> Result<Option<i64>, StorageError> {
+        let now = now_ms();
+        let until = now.saturating_add(ttl_ms);
         let mut state = self.state();
-        let free = match state.leases.get(name) {
-            Some((holder, expires_at_ms)) => holder == worker_id || *expires_at_ms <= now_ms,
-            None => true,
+        let kept = match state.leases.get(name) {
+            Some(lease) if lease.worker_id == worker_id => {
+                (Some(lease.generation) == held).then_some(lease.generation)
+            }
+            Some(lease) if lease.expires_at_ms > now => return Ok(None),
+            _ => None,
         };
-        if free {
-            state.leases.insert(
-                name.to_string(),
-                (worker_id.to_string(), now_ms.saturating_add(ttl_ms)),
-            );
-        }
-        Ok(free)
+        let generation = match kept {
+            Some(generation) => generation,
+            None => {
+                state.last_generation += 1;
+                state.last_generation
+            }
+        };
+        state.leases.insert(
+            name.to_string(),
+            Held {
+                worker_id: worker_id.to_string(),
+                generation,
+                expires_at_ms: until,
+            },
+        );
+        Ok(Some(generation))
     }
 
     async fn release_lease(&self, name: &str, worker_id: &str) -> Result<(), StorageError> {
@@ -88,7 +141,7 @@ impl Coordination for InMemoryCoordination {
         if state
             .leases
             .get(name)
-            .is_some_and(|(holder, _)| holder == worker_id)
+            .is_some_and(|held| held.worker_id == worker_id)
         {
             state.leases.remove(name);
         }
@@ -97,34 +150,39 @@ impl Coordination for InMemoryCoordination {
 
     async fn leave(&self, worker_id: &str) -> Result<(), StorageError> {
         let mut state = self.state();
-        state.leases.retain(|_, (holder, _)| holder != worker_id);
+        state.leases.retain(|_, held| held.worker_id != worker_id);
         state.workers.remove(worker_id);
         Ok(())
     }
 
-    async fn lease_holder(&self, name: &str, now_ms: i64) -> Result<Option<String>, StorageError> {
+    async fn lease_holder(&self, name: &str) -> Result<Option<LeaseHolder>, StorageError> {
+        let now = now_ms();
         Ok(self
             .state()
             .leases
             .get(name)
-            .filter(|(_, expires_at_ms)| *expires_at_ms > now_ms)
-            .map(|(holder, _)| holder.clone()))
+            .filter(|held| held.expires_at_ms > now)
+            .map(|held| LeaseHolder {
+                worker_id: held.worker_id.clone(),
+                generation: held.generation,
+            }))
     }
 
-    async fn live_workers(&self, now_ms: i64) -> Result<Vec<LiveWorker>, StorageError> {
+    async fn live_workers(&self) -> Result<Vec<LiveWorker>, StorageError> {
+        let now = now_ms();
         let state = self.state();
         let mut live: Vec<LiveWorker> = state
             .workers
             .values()
-            .filter(|(_, _, until)| *until > now_ms)
+            .filter(|(_, _, until)| *until > now)
             .map(|(presence, seen_at_ms, _)| LiveWorker {
                 presence: presence.clone(),
                 seen_at_ms: *seen_at_ms,
                 leases: state
                     .leases
                     .iter()
-                    .filter(|(_, (holder, expires_at_ms))| {
-                        *holder == presence.worker_id && *expires_at_ms > now_ms
+                    .filter(|(_, held)| {
+                        held.worker_id == presence.worker_id && held.expires_at_ms > now
                     })
                     .map(|(name, _)| name.clone())
                     .collect(),

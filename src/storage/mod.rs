@@ -8,7 +8,7 @@
 
 pub mod copy;
 pub mod in_memory;
-mod in_memory_coordination;
+pub(crate) mod in_memory_coordination;
 mod in_memory_intents;
 mod in_memory_members;
 mod in_memory_notes;
@@ -103,7 +103,7 @@ impl Stores {
             members: store.clone(),
             web_access: store.clone(),
             usage: store.clone(),
-            coordination: Arc::new(in_memory_coordination::InMemoryCoordination::default()),
+            coordination: store.coordination(),
             sqlite: None,
             postgres: None,
             telemetry: store,
@@ -132,7 +132,7 @@ impl Stores {
             members: store.clone(),
             web_access: store.clone(),
             usage: store.clone(),
-            coordination: Arc::new(in_memory_coordination::InMemoryCoordination::default()),
+            coordination: store.coordination(),
             sqlite: Some(store),
             postgres: None,
             telemetry,

@@ -22,6 +22,9 @@ pub struct ProcessTurn {
     /// Who hears the reply's text while the model writes it (the member's web page), in
     /// memory only: a retry or a restart answers without it.
     pub listener: Option<crate::llm::TextListener>,
+    /// The conversation's lease among workers (`None` alone on the database, and for a
+    /// delegated sub-turn, which its parent's call covers).
+    pub lease: Option<super::TurnLease>,
 }
 
 /// Resume a turn suspended on `confirmation`, with the member's decision; `None`
@@ -32,6 +35,8 @@ pub struct ResumeTurn {
     pub inbound: Inbound,
     pub confirmation: PendingConfirmation,
     pub decision: Option<Decision>,
+    /// The conversation's lease among workers, as for `ProcessTurn`.
+    pub lease: Option<super::TurnLease>,
 }
 
 /// Where a turn got to. Nothing is stored yet: the queue stores it.
@@ -71,6 +76,11 @@ pub enum TurnError {
     /// The message's voice note will not be transcribed; the member is told why.
     #[error("voice note refused: {0:?}")]
     Voice(crate::voice::VoiceRefusal),
+    /// This worker no longer trusts the conversation's lease (no heartbeat confirmed it in
+    /// time): the turn stopped before its next step, and the worker that takes the
+    /// conversation goes on from the journal.
+    #[error("the lease {0:?} is no longer surely this worker's; the turn stopped")]
+    LeaseLost(String),
 }
 
 /// What a slash command's turn answers when the member declined its start
@@ -91,7 +101,17 @@ impl TurnError {
             TurnError::BadTurnState(_) => false,
             TurnError::Transcription(error) => error.is_transient(),
             TurnError::Voice(_) => false,
+            TurnError::LeaseLost(_) => false,
         }
+    }
+
+    /// The turn stopped because its conversation's lease is not (surely) this worker's any
+    /// more: nothing of it is stored here, and whoever holds the lease runs it.
+    pub fn lease_lost(&self) -> bool {
+        matches!(
+            self,
+            TurnError::LeaseLost(_) | TurnError::Storage(StorageError::Fenced { .. })
+        )
     }
 
     pub fn kind(&self) -> &'static str {
@@ -102,6 +122,7 @@ impl TurnError {
             TurnError::BadTurnState(_) => "turn_state",
             TurnError::Transcription(_) => "transcription",
             TurnError::Voice(_) => "voice_refused",
+            TurnError::LeaseLost(_) => "lease_lost",
         }
     }
 }

@@ -60,6 +60,7 @@ mod plugin_kinds;
 mod plugins;
 mod postgres_hearth;
 mod postgres_membership;
+mod postgres_leases;
 mod postgres_questions;
 mod postgres_telegram_workers;
 mod postgres_workers;

@@ -591,9 +591,18 @@ pub struct BenchedHearth {
     pub client: reqwest::Client,
 }
 
+/// The hearth binary a benchmark measures: `HEARTH_BENCH_BINARY` when set (another build,
+/// such as the one before a change, measured by the same harness), else this build's.
+pub fn benched_binary() -> std::path::PathBuf {
+    std::env::var_os("HEARTH_BENCH_BINARY")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| std::path::PathBuf::from(env!("CARGO_BIN_EXE_hearth")))
+}
+
 impl BenchedHearth {
     pub fn start(config: &Path, connections: usize) -> BenchedHearth {
-        let process = HearthProcess::spawn(
+        let process = HearthProcess::spawn_binary(
+            &benched_binary(),
             config,
             &test_env(&[("HEARTH_LOG", "warn,hearth::app=info")]),
         );

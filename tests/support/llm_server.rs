@@ -50,6 +50,10 @@ pub enum Step {
     Gated(Gate, Box<Step>),
     /// Answer `"echo: <text of the last user message>"` (the default when nothing is scripted).
     Echo,
+    /// Ask for this tool call (name, arguments); once the request's last message is a
+    /// tool's result, answer as `Echo` does: one call per turn, whichever conversation's
+    /// turn asks, for load that runs tools.
+    CallThenEcho(String, Value),
     /// Streamed: send the first half of this text's answer, then cut the connection.
     /// Asked for a whole answer: fail with HTTP 502, as a proxy losing its upstream would.
     BrokenStream(String),
@@ -359,6 +363,8 @@ struct Asked {
     last_user: String,
     input_words: u64,
     forced_tool: Option<String>,
+    /// The last message is a tool's result: the model has its call's answer.
+    after_tool_result: bool,
 }
 
 impl Asked {
@@ -378,7 +384,14 @@ impl Asked {
                 last_user = Some(text);
             }
         }
+        let after_tool_result = messages.last().is_some_and(|last| {
+            last["role"] == "tool"
+                || last["content"]
+                    .as_array()
+                    .is_some_and(|parts| parts.iter().any(|part| part["type"] == "tool_result"))
+        });
         Asked {
+            after_tool_result,
             model: body["model"]
                 .as_str()
                 .unwrap_or("scripted-model")
@@ -467,6 +480,8 @@ async fn serve(wire: Wire, request: &HttpRequest, body: &[u8], shared: &Shared) 
                 *inner
             }
             Step::Echo => Step::Reply(format!("echo: {}", asked.last_user)),
+            Step::CallThenEcho(_, _) if asked.after_tool_result => Step::Echo,
+            Step::CallThenEcho(name, arguments) => Step::ToolCalls(vec![(name, arguments)]),
             other => {
                 break match streamed {
                     Some(usage) => stream(wire, other, &asked, usage, shared),
@@ -552,7 +567,7 @@ fn respond(wire: Wire, step: Step, asked: &Asked, shared: &Shared) -> HttpRespon
         Step::BrokenStream(_) => error_response(wire, 502, None, "the upstream went away"),
         Step::ToolCalls(calls) => tool_calls_response(wire, id, calls, asked),
         // `serve` resolves these before calling here.
-        Step::Delay(..) | Step::Hang | Step::Gated(..) | Step::Echo => {
+        Step::Delay(..) | Step::Hang | Step::Gated(..) | Step::Echo | Step::CallThenEcho(..) => {
             HttpResponse::InternalServerError().finish()
         }
     }

@@ -5,6 +5,7 @@ pub mod background_server;
 pub mod browser;
 pub mod buy_server;
 pub mod calendar_server;
+pub mod faketime;
 pub mod hearth_app;
 pub mod intents_profile;
 pub mod llm_server;

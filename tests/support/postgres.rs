@@ -8,6 +8,10 @@
 //! stops the server and removes its folder when the test process is gone, however it ends.
 //! With `HEARTH_REQUIRE_REAL_SERVERS=1` a missing install fails the test, otherwise the test
 //! skips.
+//!
+//! For the benchmarks the server counts the statements each database runs
+//! (`pg_stat_statements`, preloaded; `count_statements`, `statements_run`) and says how
+//! much CPU its processes used (`cpu_seconds`).
 
 // Not every includer uses the whole API.
 #![allow(dead_code)]
@@ -31,7 +35,8 @@ const ROLE: &str = "hearth";
 const WATCH: &str = r#"
 "$2/postgres" -D "$3/data" -k "$3" -h 127.0.0.1 -p "$4" \
     -c fsync=off -c synchronous_commit=off -c full_page_writes=off \
-    -c max_connections=400 -c shared_buffers=64MB >"$3/server.log" 2>&1 &
+    -c max_connections=400 -c shared_buffers=64MB \
+    -c shared_preload_libraries=pg_stat_statements >"$3/server.log" 2>&1 &
 server=$!
 while [ -d "/proc/$1" ] && kill -0 "$server" 2>/dev/null; do sleep 1; done
 kill -INT "$server" 2>/dev/null
@@ -202,8 +207,82 @@ impl PostgresServer {
         std::fs::read_to_string(self.folder.join("server.log")).unwrap_or_default()
     }
 
+    /// The CPU time (user and system, in seconds) every process of the server has used:
+    /// the postmaster, its children alive now and those it has reaped.
+    pub fn cpu_seconds(&self) -> f64 {
+        let pid_file = std::fs::read_to_string(self.folder.join("data").join("postmaster.pid"))
+            .unwrap_or_default();
+        let Some(postmaster) = pid_file
+            .lines()
+            .next()
+            .and_then(|pid| pid.trim().parse::<u32>().ok())
+        else {
+            return f64::NAN;
+        };
+        let mut seconds = process_cpu(postmaster, true);
+        for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+            let Some(pid) = entry
+                .file_name()
+                .to_str()
+                .and_then(|name| name.parse::<u32>().ok())
+            else {
+                continue;
+            };
+            if parent_of(pid) == Some(postmaster) {
+                seconds += process_cpu(pid, false);
+            }
+        }
+        seconds
+    }
+
     pub fn url(&self, database: &str) -> String {
         format!("postgres://{ROLE}@127.0.0.1:{}/{database}", self.port)
+    }
+
+    /// Count the statements `database_url` runs from now on (`statements_run`).
+    pub async fn count_statements(database_url: &str) {
+        let mut connection = sqlx::PgConnection::connect(database_url).await.unwrap();
+        sqlx::raw_sql("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
+            .execute(&mut connection)
+            .await
+            .unwrap();
+        sqlx::raw_sql("SELECT pg_stat_statements_reset()")
+            .execute(&mut connection)
+            .await
+            .unwrap();
+        connection.close().await.unwrap();
+    }
+
+    /// The statements `database_url` ran since `count_statements`, each one round trip of
+    /// its workers (transactions' `BEGIN` and `COMMIT` included).
+    pub async fn statements_run(database_url: &str) -> i64 {
+        let mut connection = sqlx::PgConnection::connect(database_url).await.unwrap();
+        let count: i64 = sqlx::query_scalar(
+            "SELECT COALESCE(sum(calls), 0)::bigint FROM pg_stat_statements \
+             WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())",
+        )
+        .fetch_one(&mut connection)
+        .await
+        .unwrap();
+        connection.close().await.unwrap();
+        count
+    }
+
+    /// The `top` statements `database_url` ran most since `count_statements`: how many
+    /// times each, and its text.
+    pub async fn statements_most_run(database_url: &str, top: i64) -> Vec<(i64, String)> {
+        let mut connection = sqlx::PgConnection::connect(database_url).await.unwrap();
+        let rows: Vec<(i64, String)> = sqlx::query_as(
+            "SELECT calls::bigint, query FROM pg_stat_statements \
+             WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database()) \
+             ORDER BY calls DESC LIMIT $1",
+        )
+        .bind(top)
+        .fetch_all(&mut connection)
+        .await
+        .unwrap();
+        connection.close().await.unwrap();
+        rows
     }
 
     /// A new, empty database of its own; its URL.
@@ -232,4 +311,27 @@ impl PostgresServer {
         admin.close().await.unwrap();
         self.url(&name)
     }
+}
+
+/// Fields of `/proc/<pid>/stat` after the command name (which may hold spaces).
+fn stat_fields(pid: u32) -> Vec<String> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    stat.rsplit_once(')')
+        .map(|(_, rest)| rest.split_whitespace().map(str::to_string).collect())
+        .unwrap_or_default()
+}
+
+fn parent_of(pid: u32) -> Option<u32> {
+    stat_fields(pid).get(1).and_then(|ppid| ppid.parse().ok())
+}
+
+/// User and system CPU of `pid` in seconds, with its reaped children's when `reaped`.
+fn process_cpu(pid: u32, reaped: bool) -> f64 {
+    let fields = stat_fields(pid);
+    let indexes: &[usize] = if reaped { &[11, 12, 13, 14] } else { &[11, 12] };
+    indexes
+        .iter()
+        .filter_map(|index| fields.get(*index).and_then(|v| v.parse::<f64>().ok()))
+        .sum::<f64>()
+        / 100.0
 }

@@ -249,6 +249,8 @@ impl SubTurn {
                         slash_command: None,
                         follows_plan: false,
                         listener: None,
+                        // The parent's call, started under its lease, covers the sub-turn.
+                        lease: None,
                     })
                     .await
             }
@@ -258,6 +260,7 @@ impl SubTurn {
                         inbound: inbound.clone(),
                         confirmation: *confirmation,
                         decision,
+                        lease: None,
                     })
                     .await
             }

@@ -16,13 +16,22 @@
 //!
 //! Delegated sub-turns have no inbox message of their own and are not journaled: the
 //! parent's `delegate_to_service` call is, so a delegation is never run twice either.
+//!
+//! Among the workers of one database, a turn runs under its conversation's lease
+//! (`TurnLease`): every save is fenced by the lease's generation, so a worker that lost
+//! the lease writes nothing; and a call starts only once its in-flight mark is stored and
+//! the worker still trusts the lease (its last heartbeat's confirmation not run out), so
+//! it starts at least `workers::LEASE_MARGIN` before any other worker could take the
+//! conversation over. A turn waiting on the model stops as soon as the lease is no longer
+//! trusted (`until_lost`).
 
+use std::future::Future;
 use std::sync::Arc;
 
 use super::turn::TurnState;
 use crate::llm::ToolCall;
 use crate::ports::{Inbound, TurnJournal};
-use crate::turn::TurnError;
+use crate::turn::{TurnError, TurnLease};
 
 /// The tool result of a call that was running when hearth stopped.
 pub const INTERRUPTED_CALL_RESULT: &str = "hearth stopped while this ran; whether it \
@@ -41,6 +50,8 @@ pub(super) const FAST_PATH_CALL: &str = "hearth:pending-plugin-call";
 pub(super) struct Journal {
     port: Option<Arc<dyn TurnJournal>>,
     inbox_id: String,
+    /// The conversation's lease among workers; `None` alone on the database.
+    lease: Option<TurnLease>,
 }
 
 /// Where a turn loaded from the journal goes on.
@@ -56,10 +67,38 @@ pub(super) enum Recovered {
 }
 
 impl Journal {
-    pub(super) fn for_turn(port: &Arc<dyn TurnJournal>, inbound: &Inbound) -> Self {
+    pub(super) fn for_turn(
+        port: &Arc<dyn TurnJournal>,
+        inbound: &Inbound,
+        lease: Option<TurnLease>,
+    ) -> Self {
         Journal {
             port: (!inbound.conversation.is_delegated()).then(|| port.clone()),
             inbox_id: inbound.id.clone(),
+            lease,
+        }
+    }
+
+    /// `Err(LeaseLost)` once this worker no longer trusts the conversation's lease: the
+    /// turn takes no further step.
+    pub(super) fn still_held(&self) -> Result<(), TurnError> {
+        match &self.lease {
+            Some(lease) if !lease.trusted() => Err(TurnError::LeaseLost(lease.fence.lease.clone())),
+            _ => Ok(()),
+        }
+    }
+
+    /// `work` (a wait on the model), given up as soon as the lease is no longer trusted.
+    pub(super) async fn until_lost<T>(
+        &self,
+        work: impl Future<Output = Result<T, TurnError>>,
+    ) -> Result<T, TurnError> {
+        let Some(lease) = &self.lease else {
+            return work.await;
+        };
+        tokio::select! {
+            done = work => done,
+            () = lease.lost() => Err(TurnError::LeaseLost(lease.fence.lease.clone())),
         }
     }
 
@@ -88,7 +127,8 @@ impl Journal {
         };
         let _stage = crate::metrics::StageTimer::start("journal_save");
         let value = state.to_stored_value()?;
-        port.save_turn(&self.inbox_id, &value).await?;
+        let fence = self.lease.as_ref().map(|lease| &lease.fence);
+        port.save_turn_fenced(&self.inbox_id, &value, fence).await?;
         Ok(())
     }
 }

@@ -95,7 +95,7 @@ impl TurnRunner {
         let settings = &self.profile.processing;
         let inbound = &message.inbound;
         let conversation_key = inbound.conversation.clone();
-        let journal = Journal::for_turn(&self.deps.journal, inbound);
+        let journal = Journal::for_turn(&self.deps.journal, inbound, message.lease.clone());
         let listener = message.listener.as_ref();
         if let Some(saved) = journal.load().await? {
             return self.go_on(inbound, saved, &journal, listener).await;
@@ -124,6 +124,7 @@ impl TurnRunner {
                         ..TurnState::default()
                     };
                     journal.save(&state).await?;
+                    journal.still_held()?;
                     let context = ToolContext {
                         idempotency_key: Some(journal.idempotency_key(0)),
                         ..context
@@ -233,7 +234,8 @@ impl TurnRunner {
 
     pub(super) async fn resume(&self, message: ResumeTurn) -> Result<TurnOutcome, TurnError> {
         // A journal entry is newer than the confirmation: the resumed turn got that far.
-        let journal = Journal::for_turn(&self.deps.journal, &message.inbound);
+        let journal =
+            Journal::for_turn(&self.deps.journal, &message.inbound, message.lease.clone());
         if let Some(saved) = journal.load().await? {
             return self.go_on(&message.inbound, saved, &journal, None).await;
         }
@@ -440,35 +442,38 @@ impl TurnRunner {
                 // Its result is kept before anything else happens: never run again.
                 journal.save(&state).await?;
             }
+            journal.still_held()?;
             state.rounds += 1;
             // The last round offers no tools, so the model has to answer in words.
             let offer_tools = state.rounds < max_rounds && !tools.is_empty();
             let llm_round = StageTimer::start("llm_round");
-            let response = self
-                .deps
-                .broker
-                .send(GenerateChat {
-                    llm_name: settings.llm_model.clone(),
-                    fallback_llm_name: settings.llm_fallback_model.clone(),
-                    request: ChatRequest {
-                        messages: state.messages.clone(),
-                        tools: if offer_tools {
-                            tools.clone()
-                        } else {
-                            Vec::new()
-                        },
-                        ..ChatRequest::default()
+            let generating = self.deps.broker.send(GenerateChat {
+                llm_name: settings.llm_model.clone(),
+                fallback_llm_name: settings.llm_fallback_model.clone(),
+                request: ChatRequest {
+                    messages: state.messages.clone(),
+                    tools: if offer_tools {
+                        tools.clone()
+                    } else {
+                        Vec::new()
                     },
-                    origin: CallOrigin {
-                        profile_id: Some(self.profile.id.clone()),
-                        conversation_key: Some(conversation_key.clone()),
-                        member_id: Some(inbound.member_id.clone()),
-                    },
-                    // Streamed only while someone listens: a page gone mid-turn costs nothing.
-                    listener: listener.filter(|listener| listener.is_open()).cloned(),
+                    ..ChatRequest::default()
+                },
+                origin: CallOrigin {
+                    profile_id: Some(self.profile.id.clone()),
+                    conversation_key: Some(conversation_key.clone()),
+                    member_id: Some(inbound.member_id.clone()),
+                },
+                // Streamed only while someone listens: a page gone mid-turn costs nothing.
+                listener: listener.filter(|listener| listener.is_open()).cloned(),
+            });
+            let response = journal
+                .until_lost(async {
+                    Ok(generating
+                        .await
+                        .map_err(|error| TurnError::Mailbox(error.to_string()))??)
                 })
-                .await
-                .map_err(|error| TurnError::Mailbox(error.to_string()))??;
+                .await?;
             drop(llm_round);
             if response.tool_calls.is_empty() || !offer_tools {
                 let reply = if response.content.trim().is_empty() {
@@ -505,6 +510,9 @@ impl TurnRunner {
         state.calls_started += 1;
         state.in_flight = Some(call.id.clone());
         journal.save(state).await?;
+        // Stored, and the lease still surely this worker's: the call starts, well before
+        // any other worker could take the conversation over.
+        journal.still_held()?;
         Ok(ToolContext {
             idempotency_key: Some(journal.idempotency_key(state.calls_started)),
             ..context.clone()

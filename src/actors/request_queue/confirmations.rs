@@ -41,6 +41,7 @@ impl RequestQueue {
                     reply_to,
                 }),
                 listener: Default::default(),
+                fence: None,
             },
             ctx,
         );

@@ -138,6 +138,20 @@ impl<K: Eq + Hash + Clone, T> Lanes<K, T> {
         lane.items.into_iter().collect()
     }
 
+    /// Everything waiting in `key`'s lane goes (another worker may run the conversation
+    /// now): what waited. An item running there runs on, and the lane ends when it
+    /// finishes.
+    pub fn drop_waiting(&mut self, key: &K) -> Vec<T> {
+        match self.lanes.get_mut(key) {
+            Some(lane) if lane.state == LaneState::Running => {
+                self.queued -= lane.items.len();
+                lane.items.drain(..).collect()
+            }
+            Some(_) => self.finish_and_drop(key),
+            None => Vec::new(),
+        }
+    }
+
     /// The running item of `key` failed and will be retried: it goes back to the
     /// head of its lane, and the lane waits until `release`.
     pub fn hold(&mut self, key: &K, item: T) {

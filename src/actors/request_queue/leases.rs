@@ -7,11 +7,20 @@
 //! A lane runs only while its lease is held: a turn for a conversation not held waits in
 //! `ConversationLeases::waiting` while the lease is taken, and is dropped when another
 //! worker holds it (the holder runs the stored row; a confirmation's turn is found
-//! answered by its holder). A lane that empties hands its lease back, then reads the
-//! conversation's unanswered rows once more, so a message stored meanwhile by another
-//! worker, who found the lease held, is never left behind. A worker killed outright loses
+//! answered by its holder). A lane that stays empty for `IDLE_HELD` hands its lease back
+//! (the member's next message, which usually comes sooner, runs here without taking the
+//! lease again), then reads the conversation's unanswered rows once more, so a message
+//! stored meanwhile by another worker, who found the lease held, is never left behind. A worker killed outright loses
 //! its leases when `LEASE_TIME` runs out; `look_for_orphans` (every `ORPHANS_LOOKED_FOR`)
 //! finds the conversations with unanswered messages and nobody holding them.
+//!
+//! A lease is held at a generation (`ports::Fence`): the turns of the conversation run
+//! under it (`TurnLease`), their journal writes and their end are conditional on it, and a
+//! turn whose write finds the lease passed on stops, its end stored by nobody here
+//! (`Finished::Moved`). When this worker stops trusting its leases (no heartbeat in time,
+//! `workers::Tenure`), it lets go of every conversation at once: what waits in their lanes
+//! goes (it is stored), running turns stop at their next step, and nothing is claimed until
+//! a heartbeat succeeds again; a conversation taken again gets a new generation.
 //!
 //! What a member sends to a running turn reaches it wherever it runs: a message another
 //! worker stored is handed to the question the turn asks that member (and its row closed),
@@ -30,7 +39,8 @@ use actix::{AsyncContext, Context, StreamHandler};
 use super::noted_questions::{member_in, read_member_in};
 use super::{QueuedTurn, RequestQueue};
 use crate::ids::{ConversationKey, MemberId};
-use crate::ports::{InboxRecord, StorageError, TurnRecord, WakeTopic, WakeUp};
+use crate::ports::{Fence, InboxRecord, StorageError, Tenure, TurnRecord, WakeTopic, WakeUp};
+use crate::turn::TurnLease;
 use crate::workers::Worker;
 
 /// How often a worker looks for conversations whose messages nobody runs (their worker
@@ -38,6 +48,8 @@ use crate::workers::Worker;
 pub const ORPHANS_LOOKED_FOR: Duration = Duration::from_secs(3);
 /// A claim that failed on the database is tried again after this.
 const CLAIM_RETRY: Duration = Duration::from_secs(1);
+/// How long a conversation whose lane emptied stays held before its lease goes back.
+const IDLE_HELD: Duration = Duration::from_secs(2);
 /// How long a turn that ended here is remembered: a reading of the conversation begun
 /// before its end was stored still lists its message, which must not run again.
 const ENDED_REMEMBERED: Duration = Duration::from_secs(600);
@@ -46,7 +58,11 @@ const ENDED_REMEMBERED: Duration = Duration::from_secs(600);
 #[derive(Default)]
 pub(super) struct ConversationLeases {
     worker: Option<Arc<Worker>>,
-    held: HashSet<ConversationKey>,
+    /// The conversations held, each at its lease's generation, in term `term`.
+    held: HashMap<ConversationKey, i64>,
+    /// This worker's trust in its leases as last seen (`None` without a worker).
+    tenure: Option<tokio::sync::watch::Receiver<Tenure>>,
+    term: u64,
     claiming: HashSet<ConversationKey>,
     releasing: HashSet<ConversationKey>,
     /// Conversations whose last turn's end is being stored: not handed back before.
@@ -59,14 +75,47 @@ pub(super) struct ConversationLeases {
     /// The messages whose turns ended here lately (answered, asked, given up), by inbox
     /// id, with when.
     ended_here: HashMap<String, tokio::time::Instant>,
+    /// Held conversations whose lane emptied, with when it last did; those with a hand-back
+    /// check armed are in `hand_back_armed`.
+    idle_since: HashMap<ConversationKey, tokio::time::Instant>,
+    hand_back_armed: HashSet<ConversationKey>,
 }
 
 impl ConversationLeases {
     pub(super) fn new(worker: Option<Arc<Worker>>) -> Self {
+        let tenure = worker.as_ref().map(|worker| worker.tenure());
+        let term = tenure.as_ref().map_or(0, |tenure| tenure.borrow().term);
         ConversationLeases {
             worker,
+            tenure,
+            term,
             ..Default::default()
         }
+    }
+
+    /// Whether this worker may claim conversations now: it trusts its leases (always
+    /// without a worker).
+    fn may_claim(&self) -> bool {
+        self.tenure
+            .as_ref()
+            .is_none_or(|tenure| tenure.borrow().trusted())
+    }
+
+    /// The lease a turn of `key` runs under: `None` without a worker, or when `key` is not
+    /// held here.
+    pub(super) fn turn_lease(&self, key: &ConversationKey) -> Option<TurnLease> {
+        let generation = *self.held.get(key)?;
+        let tenure = self.tenure.clone()?;
+        let fence = Fence {
+            lease: lease_name(key),
+            generation,
+        };
+        Some(TurnLease::new(fence, tenure, self.term))
+    }
+
+    /// Whether this process is one worker among others of its database.
+    pub(super) fn among_workers(&self) -> bool {
+        self.worker.is_some()
     }
 
     pub(super) fn settling(&mut self, key: &ConversationKey) {
@@ -89,17 +138,6 @@ impl ConversationLeases {
 
 fn lease_name(key: &ConversationKey) -> String {
     format!("conversation:{key}")
-}
-
-/// Take `key`'s lease for this worker (always held without a worker).
-pub(super) async fn take(
-    worker: Option<Arc<Worker>>,
-    key: &ConversationKey,
-) -> Result<bool, StorageError> {
-    match worker {
-        Some(worker) => worker.take(&lease_name(key)).await,
-        None => Ok(true),
-    }
 }
 
 impl RequestQueue {
@@ -148,7 +186,7 @@ impl RequestQueue {
             .entry(key.clone())
             .or_default()
             .push(turn);
-        if self.leases.held.contains(&key) {
+        if self.leases.held.contains_key(&key) {
             self.reload(key, ctx);
         } else if !self.leases.busy(&key) {
             self.claim(key, ctx);
@@ -174,7 +212,7 @@ impl RequestQueue {
                 .into_actor(self)
                 .map(move |records, act, ctx| {
                     // Handed back meanwhile: the claim after the release queues them.
-                    if !act.leases.held.contains(&key) {
+                    if !act.leases.held.contains_key(&key) {
                         return;
                     }
                     match records {
@@ -232,22 +270,39 @@ impl RequestQueue {
         let Some(worker) = self.leases.worker.clone() else {
             return;
         };
-        if self.leases.held.contains(&key) || self.leases.busy(&key) {
+        // A turn of an earlier term still running here ends first; nothing is claimed while
+        // this worker does not trust its leases (`tenure_changed` claims again).
+        if self.leases.held.contains_key(&key)
+            || self.leases.busy(&key)
+            || self.running.contains_key(&key)
+            || !self.leases.may_claim()
+        {
             return;
         }
         self.leases.claiming.insert(key.clone());
         let inbox = self.inbox.clone();
         let wanted = key.clone();
+        let term = self.leases.term;
         let work = async move {
-            if !take(Some(worker), &wanted).await? {
+            // Taken anew: whatever this worker held of it before is not trusted.
+            let Some(generation) = worker.take(&lease_name(&wanted), None).await? else {
                 return Ok(None);
-            }
-            inbox.unanswered_in(&wanted).await.map(Some)
+            };
+            let records = inbox.unanswered_in(&wanted).await?;
+            Ok::<_, StorageError>(Some((generation, records)))
         };
         ctx.spawn(work.into_actor(self).map(move |claimed, act, ctx| {
             act.leases.claiming.remove(&key);
+            // Taken in a term that has ended: as if not taken (the lease runs out, or the
+            // next claim takes it at a new generation).
+            let claimed = match claimed {
+                Ok(Some(_)) if act.leases.term != term => Err(StorageError::Database(
+                    "the lease was taken while this worker stopped trusting its leases".into(),
+                )),
+                other => other,
+            };
             match claimed {
-                Ok(Some(records)) => act.claimed(key, records, ctx),
+                Ok(Some((generation, records))) => act.claimed(key, generation, records, ctx),
                 Ok(None) => act.held_elsewhere(&key, ctx),
                 Err(error) => {
                     tracing::warn!(conversation = %key, %error, "conversation not claimed; trying again");
@@ -264,11 +319,12 @@ impl RequestQueue {
     fn claimed(
         &mut self,
         key: ConversationKey,
+        generation: i64,
         records: Vec<InboxRecord>,
         ctx: &mut Context<Self>,
     ) {
-        self.leases.held.insert(key.clone());
-        tracing::debug!(conversation = %key, unanswered = records.len(), "conversation taken");
+        self.leases.held.insert(key.clone(), generation);
+        tracing::debug!(conversation = %key, generation, unanswered = records.len(), "conversation taken");
         self.queue_stored(&key, records);
         self.run_cancels_when_free(&key, ctx);
         // Answered confirmations of this conversation resume here now.
@@ -326,18 +382,9 @@ impl RequestQueue {
         true
     }
 
-    /// Whether `key`'s lease is still this worker's, checked on the database just before a
-    /// turn's end is stored (always, alone on the database).
-    pub(super) fn still_held(
-        &self,
-        key: &ConversationKey,
-    ) -> impl std::future::Future<Output = Result<bool, StorageError>> + 'static {
-        let (worker, key) = (self.leases.worker.clone(), key.clone());
-        async move { take(worker, &key).await }
-    }
-
-    /// `key`'s lease went to another worker while a turn ran: nothing of it runs here any
-    /// more (the new holder runs its stored messages).
+    /// `key`'s lease went to another worker while a turn ran (or this worker stopped
+    /// trusting it): nothing of it runs here any more (the holder runs its stored
+    /// messages).
     pub(super) fn conversation_moved(&mut self, key: &ConversationKey) {
         self.leases.held.remove(key);
         for turn in self.lanes.finish_and_drop(key) {
@@ -347,9 +394,51 @@ impl RequestQueue {
         }
     }
 
+    /// This worker's trust in its leases changed. A new term: every conversation held
+    /// goes at once, what waits in their lanes dropped (it is stored; the worker taking the
+    /// conversation runs it) and running turns left to stop at their next step. Trusted
+    /// (again): the conversations with turns waiting here are claimed.
+    fn tenure_changed(&mut self, tenure: Tenure, ctx: &mut Context<Self>) {
+        if tenure.term != self.leases.term {
+            self.leases.term = tenure.term;
+            let lost: Vec<ConversationKey> = self.leases.held.drain().map(|(key, _)| key).collect();
+            if !lost.is_empty() {
+                tracing::warn!(
+                    conversations = lost.len(),
+                    term = tenure.term,
+                    "this worker no longer trusts its leases: its conversations go to whichever worker takes them"
+                );
+            }
+            for key in lost {
+                for turn in self.lanes.drop_waiting(&key) {
+                    if let Some(resume) = &turn.resume {
+                        self.resuming.remove(&resume.confirmation.id);
+                    }
+                }
+            }
+        }
+        if tenure.trusted_until.is_some() {
+            let waiting: Vec<ConversationKey> = self.leases.waiting.keys().cloned().collect();
+            for key in waiting {
+                self.claim(key, ctx);
+            }
+        }
+    }
+
+    /// A turn of `key` ended while the conversation is not held here (its lease lost
+    /// meanwhile): turns that came for it meanwhile are claimed again.
+    pub(super) fn claim_if_waiting(&mut self, key: &ConversationKey, ctx: &mut Context<Self>) {
+        if self.leases.worker.is_some()
+            && !self.leases.held.contains_key(key)
+            && self.leases.waiting.contains_key(key)
+        {
+            self.claim(key.clone(), ctx);
+        }
+    }
+
     /// Whether `key` runs here: always alone on the database; among workers, while held.
     pub(super) fn runs_here(&self, key: &ConversationKey) -> bool {
-        self.leases.worker.is_none() || self.leases.held.contains(key)
+        self.leases.worker.is_none() || self.leases.held.contains_key(key)
     }
 
     /// A reply of a turn answering message `inbox_id`: when that message is an answer
@@ -383,19 +472,60 @@ impl RequestQueue {
         );
     }
 
-    /// A conversation whose lane emptied: its lease goes back, then its unanswered
-    /// messages are read once more (one stored meanwhile by another worker is claimed).
-    pub(super) fn release_if_idle(&mut self, key: &ConversationKey, ctx: &mut Context<Self>) {
-        let Some(worker) = self.leases.worker.clone() else {
-            return;
-        };
-        let idle = self.leases.held.contains(key)
+    /// Whether `key` is held here with nothing of it running, queued or being settled.
+    fn idle(&self, key: &ConversationKey) -> bool {
+        self.leases.held.contains_key(key)
             && !self.lanes.has_lane(key)
             && !self.running.contains_key(key)
             && !self.cancels.contains_key(key)
             && !self.leases.waiting.contains_key(key)
-            && !self.leases.settling.contains_key(key);
-        if !idle {
+            && !self.leases.settling.contains_key(key)
+    }
+
+    /// A conversation whose lane emptied: its lease goes back once it stayed idle for
+    /// `IDLE_HELD` (`hand_back_if_idle`).
+    pub(super) fn release_if_idle(&mut self, key: &ConversationKey, ctx: &mut Context<Self>) {
+        if self.leases.worker.is_none() || !self.idle(key) {
+            return;
+        }
+        self.leases
+            .idle_since
+            .insert(key.clone(), tokio::time::Instant::now());
+        if self.leases.hand_back_armed.insert(key.clone()) {
+            self.hand_back_after(key.clone(), IDLE_HELD, ctx);
+        }
+    }
+
+    fn hand_back_after(&mut self, key: ConversationKey, wait: Duration, ctx: &mut Context<Self>) {
+        ctx.run_later(wait, move |act, ctx| {
+            let since = act.leases.idle_since.get(&key).copied();
+            match since {
+                // Busy again meanwhile, or idle again more lately: not yet.
+                Some(since) if act.idle(&key) && since.elapsed() < IDLE_HELD => {
+                    let left = IDLE_HELD - since.elapsed();
+                    act.hand_back_after(key, left, ctx);
+                }
+                Some(_) if act.idle(&key) => {
+                    act.leases.hand_back_armed.remove(&key);
+                    act.leases.idle_since.remove(&key);
+                    act.hand_back_if_idle(&key, ctx);
+                }
+                _ => {
+                    // Busy (its lane empties again later and arms a new check) or gone.
+                    act.leases.hand_back_armed.remove(&key);
+                    act.leases.idle_since.remove(&key);
+                }
+            }
+        });
+    }
+
+    /// An idle conversation's lease goes back, then its unanswered messages are read once
+    /// more (one stored meanwhile by another worker is claimed).
+    fn hand_back_if_idle(&mut self, key: &ConversationKey, ctx: &mut Context<Self>) {
+        let Some(worker) = self.leases.worker.clone() else {
+            return;
+        };
+        if !self.idle(key) {
             return;
         }
         self.leases.held.remove(key);
@@ -447,10 +577,14 @@ impl RequestQueue {
             return;
         };
         ctx.add_stream(worker.wake_ups());
+        ctx.add_stream(worker.tenure_changes());
         ctx.run_interval(ORPHANS_LOOKED_FOR, |act, ctx| act.look_for_orphans(ctx));
     }
 
     fn look_for_orphans(&mut self, ctx: &mut Context<Self>) {
+        if !self.leases.may_claim() {
+            return;
+        }
         let inbox = self.inbox.clone();
         ctx.spawn(
             async move { inbox.unanswered().await }
@@ -462,7 +596,7 @@ impl RequestQueue {
                             .map(|record| record.inbound.conversation)
                             .collect();
                         for key in keys {
-                            if !act.leases.held.contains(&key) {
+                            if !act.leases.held.contains_key(&key) {
                                 act.claim(key, ctx);
                             }
                         }
@@ -475,13 +609,22 @@ impl RequestQueue {
     /// Another worker stored a message of `key` (or answered one of its confirmations):
     /// run it when held here, or claim it.
     fn conversation_woken(&mut self, key: ConversationKey, ctx: &mut Context<Self>) {
-        if self.leases.held.contains(&key) {
+        if self.leases.held.contains_key(&key) {
             self.reload(key, ctx);
             self.resume_answered(ctx);
         } else {
             self.claim(key, ctx);
         }
     }
+}
+
+impl StreamHandler<Tenure> for RequestQueue {
+    fn handle(&mut self, tenure: Tenure, ctx: &mut Self::Context) {
+        self.tenure_changed(tenure, ctx);
+    }
+
+    /// The worker is gone: nothing changes any more.
+    fn finished(&mut self, _ctx: &mut Self::Context) {}
 }
 
 impl StreamHandler<WakeUp> for RequestQueue {
@@ -501,7 +644,7 @@ impl StreamHandler<WakeUp> for RequestQueue {
                     tracing::warn!(subject = %wake_up.subject, "a cancel wake-up names no member and conversation")
                 }
             },
-            WakeTopic::Answered | WakeTopic::Outbox | WakeTopic::Members => {}
+            WakeTopic::Answered | WakeTopic::Outbox | WakeTopic::Members | WakeTopic::Schedules => {}
         }
     }
 

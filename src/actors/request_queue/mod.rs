@@ -56,8 +56,8 @@ use crate::ids::{ConfirmationId, ConversationKey, MemberId};
 use crate::llm::TextListener;
 use crate::metrics::{Metrics, StageTimer};
 use crate::ports::{
-    Acceptance, Decision, Inbound, Inbox, Outbox, PendingActions, PendingConfirmation,
-    PendingPluginCalls, ScriptWorkflows, TurnRecord, now_ms,
+    Acceptance, Decision, Fence, Inbound, Inbox, Outbox, PendingActions, PendingConfirmation,
+    PendingPluginCalls, ScriptWorkflows, StorageError, TurnRecord, now_ms,
 };
 use crate::readiness::Readiness;
 use crate::turn::{ProcessTurn, ResumeTurn, TurnError, TurnOutcome, TurnResult};
@@ -69,6 +69,9 @@ struct QueuedTurn {
     resume: Option<Resume>,
     /// Who hears its text as the model writes it; nobody unless its sender listens.
     listener: TextListener,
+    /// The conversation's lease its run started under (among workers): its end is stored
+    /// only while that generation is current.
+    fence: Option<Fence>,
 }
 
 impl QueuedTurn {
@@ -78,6 +81,7 @@ impl QueuedTurn {
             attempts,
             resume: None,
             listener: TextListener::default(),
+            fence: None,
         }
     }
 }
@@ -256,6 +260,15 @@ impl RequestQueue {
     }
 
     fn start_turn(&mut self, key: ConversationKey, mut turn: QueuedTurn, ctx: &mut Context<Self>) {
+        let lease = self.leases.turn_lease(&key);
+        if self.leases.among_workers() && lease.is_none() {
+            // Its lease went (this worker stopped trusting its leases) after it was queued:
+            // it waits for the conversation to be claimed again.
+            self.lanes.finish(&key);
+            self.push_turn(turn, ctx);
+            return;
+        }
+        turn.fence = lease.as_ref().map(|lease| lease.fence.clone());
         if Self::needs_transcript(&turn) {
             return self.transcribe_first(key, turn, ctx);
         }
@@ -280,6 +293,7 @@ impl RequestQueue {
             slash_command,
             follows_plan: false,
             listener: Some(turn.listener.clone()),
+            lease: lease.clone(),
         };
         let resume = turn
             .resume
@@ -322,6 +336,7 @@ impl RequestQueue {
                         inbound: process.inbound,
                         confirmation: *confirmation,
                         decision,
+                        lease,
                     })
                     .await
                     .map_err(|error| TurnError::Mailbox(error.to_string()))?
@@ -358,7 +373,7 @@ impl RequestQueue {
     ) {
         let inbox = self.inbox.clone();
         let inbox_id = turn.inbound.id.clone();
-        let still_held = self.still_held(&key);
+        let fence = turn.fence.clone();
         let stored = match outcome.result {
             TurnResult::Answered { reply, messages } => {
                 let reply = transcribing::as_heard(&turn.inbound, reply);
@@ -371,7 +386,9 @@ impl RequestQueue {
                 };
                 let profile_id = outcome.profile_id;
                 async move {
-                    let outbox_id = inbox.complete(&inbox_id, &record).await?;
+                    let outbox_id = inbox
+                        .complete_fenced(&inbox_id, &record, fence.as_ref())
+                        .await?;
                     Ok(Finished::Answered {
                         profile_id,
                         reply,
@@ -381,7 +398,7 @@ impl RequestQueue {
                 .boxed_local()
             }
             TurnResult::NeedsConfirmation(confirmation) => {
-                self.suspend_turn(&turn.inbound, confirmation)
+                self.suspend_turn(&turn.inbound, confirmation, turn.fence.clone())
             }
             // Handed back by a plan's profile, the message went to its own; this is only
             // reached if that one handed it back too.
@@ -392,11 +409,12 @@ impl RequestQueue {
             }
             .boxed_local(),
         };
+        // Refused for its lease: another worker holds the conversation now.
         let stored = async move {
-            if !still_held.await? {
-                return Ok(Finished::Moved);
+            match stored.await {
+                Err(TurnError::Storage(StorageError::Fenced { .. })) => Ok(Finished::Moved),
+                other => other,
             }
-            stored.await
         };
         let stage = StageTimer::start("store_turn");
         ctx.spawn(stored.into_actor(self).map(move |stored, act, ctx| {
@@ -412,9 +430,20 @@ impl RequestQueue {
         ctx: &mut Context<Self>,
     ) {
         let key = turn.inbound.conversation.clone();
+        // Stopped for its lease: nothing of it is stored here; whoever holds the
+        // conversation goes on from the journal.
+        let result = match result {
+            Err(error) if error.lease_lost() => {
+                tracing::debug!(inbox_id = %turn.inbound.id, %error, "turn stopped");
+                Ok(Finished::Moved)
+            }
+            other => other,
+        };
         let retrying = matches!(&result, Err(error) if error.is_transient())
             && turn.attempts + 1 < self.settings.max_attempts;
-        if !retrying {
+        // A turn that moved did not end: taken here again, its message runs again.
+        let moved = matches!(result, Ok(Finished::Moved));
+        if !retrying && !moved {
             self.turn_ended_here(&turn.inbound.id);
         }
         if let Some(resume) = &turn.resume
@@ -479,6 +508,7 @@ impl RequestQueue {
         self.run_cancels_when_free(&key, ctx);
         self.pump(ctx);
         self.release_if_idle(&key, ctx);
+        self.claim_if_waiting(&key, ctx);
     }
 }
 

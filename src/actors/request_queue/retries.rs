@@ -113,12 +113,19 @@ impl RequestQueue {
         let error_text = error.to_string();
         let inbound = turn.inbound.clone();
         let stored_notice = notice.clone();
+        let fence = turn.fence.clone();
         // The conversation is not handed to another worker before the failure is stored.
         self.leases.settling(&key);
         ctx.spawn(
             async move {
                 inbox
-                    .give_up(&inbox_id, &error_text, &stored_notice, outgoing.as_ref())
+                    .give_up_fenced(
+                        &inbox_id,
+                        &error_text,
+                        &stored_notice,
+                        outgoing.as_ref(),
+                        fence.as_ref(),
+                    )
                     .await
             }
             .into_actor(self)

@@ -10,7 +10,7 @@ use futures::FutureExt;
 use futures::future::LocalBoxFuture;
 
 use super::{DeliverReply, Finished, ReplyKind, RequestQueue};
-use crate::ports::{Inbound, OutgoingMessage, PendingConfirmation};
+use crate::ports::{Fence, Inbound, OutgoingMessage, PendingConfirmation};
 use crate::turn::TurnError;
 
 /// What the member whose request was escalated to the parents is told on a chat platform.
@@ -32,11 +32,13 @@ pub(super) struct ShownPrompt {
 
 impl RequestQueue {
     /// Store `confirmation` for the turn of `inbound` with every message asking it (the
-    /// asking member's and each approver's), in one transaction.
+    /// asking member's and each approver's), in one transaction, while `fence` (the
+    /// conversation's lease the turn ran under, among workers) is current.
     pub(super) fn suspend_turn(
         &mut self,
         inbound: &Inbound,
         confirmation: Box<PendingConfirmation>,
+        fence: Option<Fence>,
     ) -> LocalBoxFuture<'static, Result<Finished, TurnError>> {
         let (text, kind) = self.asking_member_sees(&confirmation);
         let asking_row = self.outgoing(inbound, &text, &kind);
@@ -71,7 +73,9 @@ impl RequestQueue {
         }
         let pending = self.pending.clone();
         async move {
-            let ids = pending.suspend(&confirmation, &rows).await?;
+            let ids = pending
+                .suspend_fenced(&confirmation, &rows, fence.as_ref())
+                .await?;
             if ids.len() != rows.len() {
                 return Err(TurnError::BadTurnState(format!(
                     "{} prompts of confirmation {} stored as {} rows",

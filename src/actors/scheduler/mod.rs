@@ -11,6 +11,14 @@
 //! fires once across kill -9 and several hearths; what is missed while hearth is down fires
 //! at start-up, late within `reminders.grace_minutes` or told as missed.
 //!
+//! Among the workers of one PostgreSQL database every scheduler holds every schedule, so
+//! whichever worker is alive at the due time fires it (the claim lets one of them): a
+//! schedule added, snoozed, edited or cancelled on one worker wakes the others
+//! (`WakeTopic::Schedules`), which read what is due next from the database at once (reads
+//! asked for while one runs make one more), and each reads again every `LOOK_EVERY` for
+//! what a lost wake-up left. A worker killed right after storing a reminder has woken the
+//! others already: it fires on time on one of them.
+//!
 //! Done and Snooze (`SettleReminder`, `answers.rs`) settle a fired reminder once. A
 //! channel's `/reminders` lists a member's schedules (`ListReminders`) and cancels one from
 //! that list (`CancelReminder`) here, by `reminders::listing`'s rules, the same as the
@@ -30,7 +38,7 @@ use std::time::Duration;
 use actix::fut::{ActorFutureExt, WrapFuture};
 use actix::{
     Actor, AsyncContext, Context, Handler, Recipient, ResponseActFuture, ResponseFuture,
-    SpawnHandle,
+    SpawnHandle, StreamHandler,
 };
 use chrono::{DateTime, Utc};
 use futures::future::join_all;
@@ -42,10 +50,12 @@ use crate::family::{Family, OwnChats};
 use crate::ids::{FiringId, MemberId};
 use crate::metrics::Metrics;
 use crate::ports::{Schedules, StorageError, TelemetrySink, now_ms};
+use crate::ports::{WakeTopic, WakeUp};
 use crate::reminders::{
     CancelReminder, ListReminders, ListingError, ReminderCancelled, ReminderError, ReminderListing,
     ReminderSettled, SchedulesChanged, SettleReminder, listing,
 };
+use crate::workers::Worker;
 
 /// Most due items held in memory; the rest are read when these are done.
 const HELD: usize = 1024;
@@ -53,6 +63,9 @@ const HELD: usize = 1024;
 const LOOKAHEAD_MS: i64 = 6 * 60 * 60 * 1000;
 /// After a failed read, how long until the next try.
 const RETRY_AFTER: Duration = Duration::from_secs(5);
+/// Among workers, how often what is due is read again without a wake-up: the most a
+/// change whose wake-up was lost (a listener reconnecting) waits to be seen.
+pub const LOOK_EVERY: Duration = Duration::from_secs(30);
 
 /// What the scheduler fires with.
 pub struct SchedulerDeps {
@@ -66,6 +79,9 @@ pub struct SchedulerDeps {
     pub channels: HashMap<String, Recipient<DeliverStored>>,
     /// Where a task's turn, stored accepted, is queued.
     pub queue: Recipient<QueueStored>,
+    /// This process as one worker of a shared database (`None` alone on it): changes are
+    /// told to the other workers' schedulers, and theirs heard.
+    pub worker: Option<Arc<Worker>>,
 }
 
 /// A due item.
@@ -88,6 +104,8 @@ pub struct Scheduler {
     /// A read of what is due is running: schedules changed meanwhile, which the read may
     /// have missed, join what it found.
     reading: Option<Vec<(i64, Due)>>,
+    /// Another read was asked for while one ran: it runs when that one ends.
+    read_again: bool,
 }
 
 impl Scheduler {
@@ -99,12 +117,14 @@ impl Scheduler {
             timer: None,
             firing: false,
             reading: None,
+            read_again: false,
         }
     }
 
     /// Read the next due items again, then arm the timer.
     fn reload(&mut self, ctx: &mut Context<Self>) {
         if self.reading.is_some() {
+            self.read_again = true;
             return;
         }
         self.reading = Some(Vec::new());
@@ -118,6 +138,9 @@ impl Scheduler {
         ctx.spawn(read.into_actor(self).map(|read, act, ctx| {
             let changed_meanwhile = act.reading.take().unwrap_or_default();
             act.read(read, changed_meanwhile, ctx);
+            if std::mem::take(&mut act.read_again) {
+                act.reload(ctx);
+            }
         }));
     }
 
@@ -285,6 +308,37 @@ impl Actor for Scheduler {
     fn started(&mut self, ctx: &mut Self::Context) {
         ctx.set_mailbox_capacity(4096);
         self.reload(ctx);
+        if let Some(worker) = &self.deps.worker {
+            ctx.add_stream(worker.wake_ups());
+            ctx.run_interval(LOOK_EVERY, |act, ctx| act.reload(ctx));
+        }
+    }
+}
+
+/// Another worker changed schedules: what is due next is read from the database.
+impl StreamHandler<WakeUp> for Scheduler {
+    fn handle(&mut self, wake_up: WakeUp, ctx: &mut Self::Context) {
+        let ours = self
+            .deps
+            .worker
+            .as_ref()
+            .is_some_and(|worker| worker.worker_id() == wake_up.subject);
+        if wake_up.topic == WakeTopic::Schedules && !ours {
+            self.reload(ctx);
+        }
+    }
+
+    /// The wake-ups end only when the database closes: the periodic read goes on.
+    fn finished(&mut self, _ctx: &mut Self::Context) {}
+}
+
+impl Scheduler {
+    /// Tell the other workers' schedulers that schedules changed here.
+    fn tell_other_workers(&self) {
+        if let Some(worker) = self.deps.worker.clone() {
+            let wake_up = WakeUp::new(WakeTopic::Schedules, worker.worker_id());
+            actix::spawn(async move { worker.wake(wake_up).await });
+        }
     }
 }
 
@@ -292,12 +346,16 @@ impl Handler<SchedulesChanged> for Scheduler {
     type Result = ();
 
     fn handle(&mut self, changed: SchedulesChanged, ctx: &mut Self::Context) {
-        let item = (changed.next_due_ms, Due::Occurrence(changed.schedule_id));
+        self.tell_other_workers();
+        let Some(next_due_ms) = changed.next_due_ms else {
+            return;
+        };
+        let item = (next_due_ms, Due::Occurrence(changed.schedule_id));
         if let Some(meanwhile) = &mut self.reading {
             meanwhile.push(item);
             return;
         }
-        if changed.next_due_ms > self.horizon_ms {
+        if next_due_ms > self.horizon_ms {
             return;
         }
         self.held.insert(item, ());
@@ -319,10 +377,11 @@ impl Handler<SettleReminder> for Scheduler {
         Box::pin(work.into_actor(self).map(|settled, act, ctx| {
             let (settled, snoozed) = settled?;
             if let Some((schedule_id, next_due_ms)) = snoozed {
-                act.handle(
+                <Self as Handler<SchedulesChanged>>::handle(
+                    act,
                     SchedulesChanged {
                         schedule_id,
-                        next_due_ms,
+                        next_due_ms: Some(next_due_ms),
                     },
                     ctx,
                 );
@@ -362,6 +421,11 @@ impl Handler<CancelReminder> for Scheduler {
             let schedule =
                 listing::cancel(deps.schedules.as_ref(), &member, asked.schedule_id).await?;
             tracing::info!(schedule = schedule.id, member = %member.id, "schedule cancelled from a list");
+            if let Some(worker) = deps.worker.clone() {
+                worker
+                    .wake(WakeUp::new(WakeTopic::Schedules, worker.worker_id()))
+                    .await;
+            }
             Ok(ReminderCancelled {
                 schedule_id: schedule.id,
                 text: listing::cancelled_text(&schedule),

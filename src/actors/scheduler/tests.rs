@@ -114,6 +114,7 @@ fn start(store: &Arc<InMemoryStore>) -> Setup {
         telemetry: Arc::new(TracingTelemetry),
         channels: HashMap::from([("telegram".to_string(), recorder.clone().recipient())]),
         queue: recorder.recipient(),
+        worker: None,
     };
     Setup {
         scheduler: Scheduler::new(deps).start(),
@@ -211,7 +212,7 @@ async fn reminders_fire_in_order_and_one_added_later_joins_the_timer() {
         .unwrap();
     setup.scheduler.do_send(SchedulesChanged {
         schedule_id: added.id,
-        next_due_ms: now + 5_000,
+        next_due_ms: Some(now + 5_000),
     });
     tokio::time::sleep(Duration::from_secs(40)).await;
     assert_eq!(

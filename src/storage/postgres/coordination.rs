@@ -1,76 +1,109 @@
-//! `Coordination` on PostgreSQL: tables `workers` and `leases`. Taking a lease is one
-//! upsert that only overwrites a lease that is the taker's own or has run out, so of
-//! workers racing for it exactly one gets a row back.
+//! `Coordination` on PostgreSQL: tables `workers` and `leases`, every time read from the
+//! database's clock (`hearth_now_ms()`, migration 0025), never a worker's. Taking a lease
+//! is one upsert that only overwrites a lease that is the taker's own or has run out, so
+//! of workers racing for it exactly one gets a row back; a new tenure takes the next
+//! generation of the sequence `lease_generations`.
+//!
+//! A fenced write (`hold_fence`, or the same condition inside one statement) locks its lease's row `FOR SHARE` while it
+//! checks the generation, in the statement or transaction that writes: a take by another
+//! worker (an `UPDATE` of that row) waits for the write to commit, so the new holder's
+//! reads, which come after its take, see it; and a write after the take finds the new
+//! generation and writes nothing.
 
 use async_trait::async_trait;
-use sqlx::Row;
+use sqlx::{PgConnection, Row};
 
 use super::{PostgresStore, database_error};
-use crate::ports::{Coordination, LiveWorker, StorageError, WakeUp, WakeUps, WorkerPresence};
+use crate::ports::{
+    Coordination, Fence, LeaseHolder, LiveWorker, StorageError, WakeUp, WakeUps, WorkerPresence,
+};
 
 /// The one `LISTEN`/`NOTIFY` channel of hearth's wake-ups.
 const WAKE_CHANNEL: &str = "hearth_wake";
 
+/// In the caller's transaction: `Ok` when `fence` (if any) is its lease's current
+/// generation, its row locked until the transaction ends; else `StorageError::Fenced`.
+pub(super) async fn hold_fence(
+    connection: &mut PgConnection,
+    fence: Option<&Fence>,
+) -> Result<(), StorageError> {
+    let Some(fence) = fence else {
+        return Ok(());
+    };
+    let held = sqlx::query("SELECT 1 FROM leases WHERE name = $1 AND generation = $2 FOR SHARE")
+        .bind(&fence.lease)
+        .bind(fence.generation)
+        .fetch_optional(&mut *connection)
+        .await
+        .map_err(database_error)?;
+    match held {
+        Some(_) => Ok(()),
+        None => Err(fence.refused()),
+    }
+}
+
+/// The lease name and generation to bind for a fenced statement (`NULL`s: unfenced).
+pub(super) fn fence_binds(fence: Option<&Fence>) -> (Option<&str>, Option<i64>) {
+    (
+        fence.map(|fence| fence.lease.as_str()),
+        fence.map(|fence| fence.generation),
+    )
+}
+
 #[async_trait]
 impl Coordination for PostgresStore {
-    async fn heartbeat(
-        &self,
-        worker: &WorkerPresence,
-        now_ms: i64,
-        ttl_ms: i64,
-    ) -> Result<(), StorageError> {
-        let until = now_ms.saturating_add(ttl_ms);
-        let mut transaction = self.pool.begin().await.map_err(database_error)?;
+    async fn heartbeat(&self, worker: &WorkerPresence, ttl_ms: i64) -> Result<(), StorageError> {
+        // One statement: the worker listed and its leases that have not run out kept.
         sqlx::query(
-            "INSERT INTO workers (id, pid, host, http_address, started_at_ms, seen_at_ms, \
-             expires_at_ms) VALUES ($1, $2, $3, $4, $5, $6, $7) \
+            "WITH seen AS (INSERT INTO workers (id, pid, host, http_address, started_at_ms, \
+             seen_at_ms, expires_at_ms) \
+             VALUES ($1, $2, $3, $4, $5, hearth_now_ms(), hearth_now_ms() + $6) \
              ON CONFLICT (id) DO UPDATE SET http_address = excluded.http_address, \
-             seen_at_ms = excluded.seen_at_ms, expires_at_ms = excluded.expires_at_ms",
+             seen_at_ms = excluded.seen_at_ms, expires_at_ms = excluded.expires_at_ms \
+             RETURNING expires_at_ms) \
+             UPDATE leases SET expires_at_ms = (SELECT expires_at_ms FROM seen) \
+             WHERE worker_id = $1 AND expires_at_ms > hearth_now_ms()",
         )
         .bind(&worker.worker_id)
         .bind(i64::from(worker.pid))
         .bind(&worker.host)
         .bind(&worker.http_address)
         .bind(worker.started_at_ms)
-        .bind(now_ms)
-        .bind(until)
-        .execute(&mut *transaction)
+        .bind(ttl_ms)
+        .execute(&self.pool)
         .await
-        .map_err(database_error)?;
-        sqlx::query("UPDATE leases SET expires_at_ms = $1 WHERE worker_id = $2")
-            .bind(until)
-            .bind(&worker.worker_id)
-            .execute(&mut *transaction)
-            .await
-            .map_err(database_error)?;
-        transaction.commit().await.map_err(database_error)
+        .map(|_| ())
+        .map_err(database_error)
     }
 
     async fn take_lease(
         &self,
         name: &str,
         worker_id: &str,
-        now_ms: i64,
+        held: Option<i64>,
         ttl_ms: i64,
-    ) -> Result<bool, StorageError> {
-        let taken = sqlx::query(
-            "INSERT INTO leases (name, worker_id, taken_at_ms, expires_at_ms) \
-             VALUES ($1, $2, $3, $4) \
+    ) -> Result<Option<i64>, StorageError> {
+        sqlx::query_scalar(
+            "INSERT INTO leases AS lease (name, worker_id, generation, taken_at_ms, \
+             expires_at_ms) \
+             VALUES ($1, $2, nextval('lease_generations'), hearth_now_ms(), \
+             hearth_now_ms() + $4) \
              ON CONFLICT (name) DO UPDATE SET worker_id = excluded.worker_id, \
-             taken_at_ms = CASE WHEN leases.worker_id = excluded.worker_id \
-             THEN leases.taken_at_ms ELSE excluded.taken_at_ms END, \
+             generation = CASE WHEN lease.worker_id = excluded.worker_id \
+             AND lease.generation = $3 THEN lease.generation ELSE excluded.generation END, \
+             taken_at_ms = CASE WHEN lease.worker_id = excluded.worker_id \
+             AND lease.generation = $3 THEN lease.taken_at_ms ELSE excluded.taken_at_ms END, \
              expires_at_ms = excluded.expires_at_ms \
-             WHERE leases.worker_id = excluded.worker_id OR leases.expires_at_ms <= $3 \
-             RETURNING worker_id",
+             WHERE lease.worker_id = excluded.worker_id OR lease.expires_at_ms <= hearth_now_ms() \
+             RETURNING generation",
         )
         .bind(name)
         .bind(worker_id)
-        .bind(now_ms)
-        .bind(now_ms.saturating_add(ttl_ms))
+        .bind(held)
+        .bind(ttl_ms)
         .fetch_optional(&self.pool)
         .await
-        .map_err(database_error)?;
-        Ok(taken.is_some())
+        .map_err(database_error)
     }
 
     async fn release_lease(&self, name: &str, worker_id: &str) -> Result<(), StorageError> {
@@ -84,41 +117,44 @@ impl Coordination for PostgresStore {
     }
 
     async fn leave(&self, worker_id: &str) -> Result<(), StorageError> {
-        let mut transaction = self.pool.begin().await.map_err(database_error)?;
-        sqlx::query("DELETE FROM leases WHERE worker_id = $1")
-            .bind(worker_id)
-            .execute(&mut *transaction)
-            .await
-            .map_err(database_error)?;
-        sqlx::query("DELETE FROM workers WHERE id = $1")
-            .bind(worker_id)
-            .execute(&mut *transaction)
-            .await
-            .map_err(database_error)?;
-        transaction.commit().await.map_err(database_error)
+        sqlx::query(
+            "WITH released AS (DELETE FROM leases WHERE worker_id = $1) \
+             DELETE FROM workers WHERE id = $1",
+        )
+        .bind(worker_id)
+        .execute(&self.pool)
+        .await
+        .map(|_| ())
+        .map_err(database_error)
     }
 
-    async fn lease_holder(&self, name: &str, now_ms: i64) -> Result<Option<String>, StorageError> {
-        sqlx::query_scalar("SELECT worker_id FROM leases WHERE name = $1 AND expires_at_ms > $2")
-            .bind(name)
-            .bind(now_ms)
-            .fetch_optional(&self.pool)
-            .await
-            .map_err(database_error)
+    async fn lease_holder(&self, name: &str) -> Result<Option<LeaseHolder>, StorageError> {
+        let row = sqlx::query(
+            "SELECT worker_id, generation FROM leases \
+             WHERE name = $1 AND expires_at_ms > hearth_now_ms()",
+        )
+        .bind(name)
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(database_error)?;
+        Ok(row.map(|row| LeaseHolder {
+            worker_id: row.get("worker_id"),
+            generation: row.get("generation"),
+        }))
     }
 
-    async fn live_workers(&self, now_ms: i64) -> Result<Vec<LiveWorker>, StorageError> {
+    async fn live_workers(&self) -> Result<Vec<LiveWorker>, StorageError> {
         let rows = sqlx::query(
-            "SELECT workers.id, workers.pid, workers.host, workers.http_address, \
+            "WITH now AS (SELECT hearth_now_ms() AS ms) \
+             SELECT workers.id, workers.pid, workers.host, workers.http_address, \
              workers.started_at_ms, workers.seen_at_ms, \
              COALESCE(array_agg(leases.name ORDER BY leases.name) \
              FILTER (WHERE leases.name IS NOT NULL), '{}') AS leases \
-             FROM workers LEFT JOIN leases ON leases.worker_id = workers.id \
-             AND leases.expires_at_ms > $1 \
-             WHERE workers.expires_at_ms > $1 GROUP BY workers.id \
+             FROM now, workers LEFT JOIN leases ON leases.worker_id = workers.id \
+             AND leases.expires_at_ms > (SELECT ms FROM now) \
+             WHERE workers.expires_at_ms > now.ms GROUP BY workers.id \
              ORDER BY workers.started_at_ms, workers.id",
         )
-        .bind(now_ms)
         .fetch_all(&self.pool)
         .await
         .map_err(database_error)?;
@@ -146,6 +182,21 @@ impl Coordination for PostgresStore {
             .await
             .map_err(database_error)?;
         Ok(())
+    }
+
+    async fn wake_all(&self, wake_ups: &[WakeUp]) -> Result<(), StorageError> {
+        if wake_ups.is_empty() {
+            return Ok(());
+        }
+        let payloads: Vec<String> = wake_ups.iter().map(WakeUp::to_payload).collect();
+        // One statement for all: `NOTIFY` sends them on commit, in order.
+        sqlx::query("SELECT pg_notify($1, payload) FROM unnest($2::text[]) AS payload")
+            .bind(WAKE_CHANNEL)
+            .bind(&payloads)
+            .execute(&self.pool)
+            .await
+            .map(|_| ())
+            .map_err(database_error)
     }
 
     async fn wake_ups(&self) -> Result<WakeUps, StorageError> {

@@ -1,19 +1,45 @@
 //! `Inbox` on PostgreSQL: table `inbox`, and `messages` for the turn written on
-//! completion, in the transaction that marks it answered.
+//! completion, in the statement that marks it answered: a turn's end (its lease checked,
+//! the message answered, its journal cleared, its history and its reply's outbox row
+//! written) is one statement, one round trip.
 
 use async_trait::async_trait;
 use sqlx::postgres::PgRow;
 use sqlx::{PgConnection, Row};
 
-use super::memory::insert_entries;
+use super::coordination::{fence_binds, hold_fence};
 use super::outbox::insert_if_any;
 use super::{PostgresStore, conversation_from_row, database_error, id_column};
 use crate::ids::ConversationKey;
 use crate::ports::{
-    Acceptance, Inbound, InboundExtras, Inbox, InboxRecord, InboxStatus, OutgoingMessage,
+    Acceptance, Fence, Inbound, InboundExtras, Inbox, InboxRecord, InboxStatus, OutgoingMessage,
     StorageError, TurnRecord, now_ms,
 };
-use crate::storage::rows::extras_json;
+use crate::storage::rows::{entries_json, extras_json};
+
+/// A turn's end in one statement. `$1`/`$2`: the fence (lease and generation, `NULL`s when
+/// unfenced), its row locked `FOR SHARE` while it is checked; `$3`: the message; `$4`: the
+/// reply; `$5`: now; `$6`: the history (`entries_json`); `$7`–`$11`: the reply's outbox row
+/// (channel, conversation, kind, text, event replied to), none when `$7` is `NULL`.
+const COMPLETE: &str = "WITH fence AS (SELECT 1 FROM leases WHERE name = $1 AND generation = $2 \
+     FOR SHARE), \
+     ended AS (UPDATE inbox SET status = 'answered', reply = $4, error = NULL, \
+     updated_at_ms = $5 WHERE id = $3 AND status IN ('accepted', 'suspended') \
+     AND ($1::text IS NULL OR EXISTS (SELECT 1 FROM fence)) RETURNING id), \
+     cleared AS (DELETE FROM turn_journal WHERE inbox_id IN (SELECT id FROM ended)), \
+     remembered AS (INSERT INTO messages (conversation_key, inbox_id, profile_id, role, \
+     content, tool_calls, tool_call_id, is_chat_text, created_at_ms) \
+     SELECT entry->>'conversation_key', ended.id, entry->>'profile_id', entry->>'role', \
+     entry->>'content', entry->>'tool_calls', entry->>'tool_call_id', \
+     (entry->>'is_chat_text')::integer <> 0, (entry->>'created_at_ms')::bigint \
+     FROM ended, jsonb_array_elements($6::jsonb) WITH ORDINALITY AS entries (entry, position) \
+     ORDER BY position), \
+     queued AS (INSERT INTO outbox (channel, conversation_id, inbox_id, kind, text, \
+     reply_to_event, created_at_ms, updated_at_ms) \
+     SELECT $7, $8, ended.id, $9, $10, $11, $5, $5 FROM ended WHERE $7::text IS NOT NULL \
+     RETURNING id) \
+     SELECT (SELECT count(*) FROM ended) AS ended, (SELECT id FROM queued) AS outbox_id, \
+     ($1::text IS NULL OR EXISTS (SELECT 1 FROM fence)) AS held";
 
 /// The columns of an `InboxRecord`, spelled once for every query that reads one.
 macro_rules! select_record {
@@ -156,24 +182,43 @@ impl Inbox for PostgresStore {
         rows.iter().map(record_from_row).collect()
     }
 
-    async fn complete(
+    async fn complete_fenced(
         &self,
         inbox_id: &str,
         turn: &TurnRecord,
+        fence: Option<&Fence>,
     ) -> Result<Option<i64>, StorageError> {
         // The answer, its history and the reply's delivery commit together or not at all.
-        let mut transaction = self.pool.begin().await.map_err(database_error)?;
-        end_turn(&mut transaction, inbox_id, "answered", &turn.reply, None).await?;
-        insert_entries(
-            &mut transaction,
-            turn.conversation_key.as_str(),
-            Some(inbox_id),
-            &turn.messages,
-        )
-        .await?;
-        let queued = insert_if_any(&mut transaction, turn.outgoing.as_ref()).await?;
-        transaction.commit().await.map_err(database_error)?;
-        Ok(queued)
+        let (lease, generation) = fence_binds(fence);
+        let history = entries_json(turn.conversation_key.as_str(), &turn.messages)?;
+        let outgoing = turn.outgoing.as_ref();
+        let kind = outgoing
+            .map(|message| serde_json::to_string(&message.kind))
+            .transpose()
+            .map_err(|error| StorageError::Corrupt(format!("outbox kind: {error}")))?;
+        let row = sqlx::query(COMPLETE)
+            .bind(lease)
+            .bind(generation)
+            .bind(inbox_id)
+            .bind(&turn.reply)
+            .bind(now_ms())
+            .bind(&history)
+            .bind(outgoing.map(|message| message.conversation.channel()))
+            .bind(outgoing.map(|message| message.conversation.conversation_id()))
+            .bind(kind)
+            .bind(outgoing.map(|message| message.text.as_str()))
+            .bind(outgoing.and_then(|message| message.reply_to_event.as_deref()))
+            .fetch_one(&self.pool)
+            .await
+            .map_err(database_error)?;
+        if row.get::<i64, _>("ended") == 1 {
+            return Ok(row.get("outbox_id"));
+        }
+        match fence {
+            Some(fence) if !row.get::<bool, _>("held") => Err(fence.refused()),
+            // Ended already (or unknown): writing the history again would duplicate it.
+            _ => Err(not_waiting(inbox_id)),
+        }
     }
 
     async fn record_failure(
@@ -222,14 +267,16 @@ impl Inbox for PostgresStore {
         Ok(())
     }
 
-    async fn give_up(
+    async fn give_up_fenced(
         &self,
         inbox_id: &str,
         error: &str,
         reply: &str,
         outgoing: Option<&OutgoingMessage>,
+        fence: Option<&Fence>,
     ) -> Result<Option<i64>, StorageError> {
         let mut transaction = self.pool.begin().await.map_err(database_error)?;
+        hold_fence(&mut transaction, fence).await?;
         end_turn(&mut transaction, inbox_id, "failed", reply, Some(error)).await?;
         let queued = insert_if_any(&mut transaction, outgoing).await?;
         transaction.commit().await.map_err(database_error)?;

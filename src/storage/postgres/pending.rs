@@ -10,7 +10,7 @@ use super::outbox::insert_outgoing;
 use super::{PostgresStore, conversation_from_row, database_error, id_column};
 use crate::ids::{ConfirmationId, MemberId};
 use crate::ports::{
-    AnswerPlace, AnswerRefused, Decision, OpenConfirmation, OutgoingMessage, PendingActions,
+    AnswerPlace, AnswerRefused, Decision, Fence, OpenConfirmation, OutgoingMessage, PendingActions,
     PendingConfirmation, StorageError, now_ms,
 };
 
@@ -71,13 +71,15 @@ impl PostgresStore {
 
 #[async_trait]
 impl PendingActions for PostgresStore {
-    async fn suspend(
+    async fn suspend_fenced(
         &self,
         confirmation: &PendingConfirmation,
         prompts: &[OutgoingMessage],
+        fence: Option<&Fence>,
     ) -> Result<Vec<i64>, StorageError> {
         // The suspended turn, its question and the prompts asking it commit together.
         let mut transaction = self.pool.begin().await.map_err(database_error)?;
+        super::coordination::hold_fence(&mut transaction, fence).await?;
         let suspended = sqlx::query(
             "UPDATE inbox SET status = 'suspended', updated_at_ms = $1 \
              WHERE id = $2 AND status IN ('accepted', 'suspended')",

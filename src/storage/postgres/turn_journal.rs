@@ -4,8 +4,9 @@
 use async_trait::async_trait;
 use sqlx::{PgConnection, Row};
 
+use super::coordination::fence_binds;
 use super::{PostgresStore, database_error};
-use crate::ports::{StorageError, TurnJournal, now_ms};
+use crate::ports::{Fence, StorageError, TurnJournal, now_ms};
 
 /// Forget the journal of `inbox_id`'s turn, in the caller's transaction that ends it.
 pub(super) async fn clear(
@@ -36,22 +37,33 @@ impl TurnJournal for PostgresStore {
         .transpose()
     }
 
-    async fn save_turn(
+    async fn save_turn_fenced(
         &self,
         inbox_id: &str,
         state: &serde_json::Value,
+        fence: Option<&Fence>,
     ) -> Result<(), StorageError> {
-        sqlx::query(
-            "INSERT INTO turn_journal (inbox_id, state, updated_at_ms) VALUES ($1, $2, $3) \
+        let (lease, generation) = fence_binds(fence);
+        // One statement: the lease's row is locked while its generation is checked, so a
+        // take by another worker comes wholly before or after this write.
+        let saved = sqlx::query(
+            "INSERT INTO turn_journal (inbox_id, state, updated_at_ms) SELECT $1, $2, $3 \
+             WHERE $4::text IS NULL OR EXISTS (SELECT 1 FROM leases \
+             WHERE name = $4 AND generation = $5 FOR SHARE) \
              ON CONFLICT (inbox_id) DO UPDATE SET state = excluded.state, \
              updated_at_ms = excluded.updated_at_ms",
         )
         .bind(inbox_id)
         .bind(state.to_string())
         .bind(now_ms())
+        .bind(lease)
+        .bind(generation)
         .execute(&self.pool)
         .await
-        .map(|_| ())
-        .map_err(database_error)
+        .map_err(database_error)?;
+        match fence {
+            Some(fence) if saved.rows_affected() == 0 => Err(fence.refused()),
+            _ => Ok(()),
+        }
     }
 }

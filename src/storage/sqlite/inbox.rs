@@ -8,7 +8,7 @@ use super::outbox::insert_if_any;
 use super::{SqliteStore, conversation_from_row, database_error, id_column, memory::entries_json};
 use crate::ids::ConversationKey;
 use crate::ports::{
-    Acceptance, HistoryEntry, Inbound, InboundExtras, Inbox, InboxRecord, InboxStatus,
+    Acceptance, Fence, HistoryEntry, Inbound, InboundExtras, Inbox, InboxRecord, InboxStatus,
     OutgoingMessage, StorageError, TurnRecord, now_ms,
 };
 use crate::storage::rows::extras_json;
@@ -130,11 +130,13 @@ impl Inbox for SqliteStore {
         rows.iter().map(record_from_row).collect()
     }
 
-    async fn complete(
+    async fn complete_fenced(
         &self,
         inbox_id: &str,
         turn: &TurnRecord,
+        fence: Option<&Fence>,
     ) -> Result<Option<i64>, StorageError> {
+        let (coordination, fence) = (self.coordination(), fence.cloned());
         // The trigger `inbox_answered_writes_history` writes the history from
         // `turn_messages` within the UPDATE; the reply's delivery is queued in the same
         // transaction: all of it commits or none does.
@@ -145,6 +147,7 @@ impl Inbox for SqliteStore {
             .writer
             .run_atomically(move |connection| {
                 Box::pin(async move {
+                    coordination.check(fence.as_ref())?;
                     let updated = sqlx::query(
                         "UPDATE inbox SET status = 'answered', reply = ?, turn_messages = ?, \
                          error = NULL, updated_at_ms = ? WHERE id = ? AND status IN ('accepted', 'suspended')",
@@ -243,18 +246,21 @@ impl Inbox for SqliteStore {
         Ok(())
     }
 
-    async fn give_up(
+    async fn give_up_fenced(
         &self,
         inbox_id: &str,
         error: &str,
         reply: &str,
         outgoing: Option<&OutgoingMessage>,
+        fence: Option<&Fence>,
     ) -> Result<Option<i64>, StorageError> {
         let (id, error, reply) = (inbox_id.to_string(), error.to_string(), reply.to_string());
         let outgoing = outgoing.cloned();
+        let (coordination, fence) = (self.coordination(), fence.cloned());
         self.writer
             .run_atomically(move |connection| {
                 Box::pin(async move {
+                    coordination.check(fence.as_ref())?;
                     let updated = sqlx::query(
                         "UPDATE inbox SET status = 'failed', error = ?, reply = ?, \
                          updated_at_ms = ? WHERE id = ? AND status IN ('accepted', 'suspended')",

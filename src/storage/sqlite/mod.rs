@@ -50,6 +50,9 @@ pub struct SqliteStore {
     writer: writer::Writer,
     profiles: std::sync::Arc<profiles::ProfileCache>,
     history: std::sync::Arc<tokio::sync::Mutex<history_cache::HistoryCache>>,
+    /// This process's workers and leases (one process owns the file): the fenced writes
+    /// are checked against them.
+    coordination: std::sync::Arc<super::in_memory_coordination::InMemoryCoordination>,
 }
 
 impl SqliteStore {
@@ -100,6 +103,7 @@ impl SqliteStore {
             writer,
             profiles: Default::default(),
             history: Default::default(),
+            coordination: Default::default(),
         })
     }
 
@@ -128,6 +132,7 @@ impl SqliteStore {
             writer: writer::Writer::read_only(),
             profiles: Default::default(),
             history: Default::default(),
+            coordination: Default::default(),
         })
     }
 
@@ -160,7 +165,15 @@ impl SqliteStore {
             writer,
             profiles: Default::default(),
             history: Default::default(),
+            coordination: Default::default(),
         })
+    }
+
+    /// The leases this store's fenced writes are checked against (its `Coordination`).
+    pub fn coordination(
+        &self,
+    ) -> std::sync::Arc<super::in_memory_coordination::InMemoryCoordination> {
+        self.coordination.clone()
     }
 
     /// Stop writing: every write queued before this commits, the writer's connection

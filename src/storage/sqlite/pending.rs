@@ -8,7 +8,7 @@ use super::outbox::insert_outgoing;
 use super::{SqliteStore, conversation_from_row, database_error, id_column};
 use crate::ids::{ConfirmationId, MemberId};
 use crate::ports::{
-    AnswerPlace, AnswerRefused, Decision, OpenConfirmation, OutgoingMessage, PendingActions,
+    AnswerPlace, AnswerRefused, Decision, Fence, OpenConfirmation, OutgoingMessage, PendingActions,
     PendingConfirmation, StorageError,
 };
 
@@ -56,16 +56,19 @@ fn decision_from_row(row: &SqliteRow) -> Result<Option<Decision>, StorageError> 
 
 #[async_trait]
 impl PendingActions for SqliteStore {
-    async fn suspend(
+    async fn suspend_fenced(
         &self,
         confirmation: &PendingConfirmation,
         prompts: &[OutgoingMessage],
+        fence: Option<&Fence>,
     ) -> Result<Vec<i64>, StorageError> {
         let confirmation = confirmation.clone();
         let prompts = prompts.to_vec();
+        let (coordination, fence) = (self.coordination(), fence.cloned());
         self.writer
             .run_atomically(move |connection| {
                 Box::pin(async move {
+                    coordination.check(fence.as_ref())?;
                     let suspended = sqlx::query(
                         "UPDATE inbox SET status = 'suspended' \
                          WHERE id = ? AND status IN ('accepted', 'suspended')",

@@ -5,7 +5,7 @@ use async_trait::async_trait;
 use sqlx::Row;
 
 use super::{SqliteStore, database_error};
-use crate::ports::{StorageError, TurnJournal, now_ms};
+use crate::ports::{Fence, StorageError, TurnJournal, now_ms};
 
 #[async_trait]
 impl TurnJournal for SqliteStore {
@@ -23,15 +23,20 @@ impl TurnJournal for SqliteStore {
         .transpose()
     }
 
-    async fn save_turn(
+    async fn save_turn_fenced(
         &self,
         inbox_id: &str,
         state: &serde_json::Value,
+        fence: Option<&Fence>,
     ) -> Result<(), StorageError> {
         let (id, state) = (inbox_id.to_string(), state.to_string());
+        let (coordination, fence) = (self.coordination(), fence.cloned());
         self.writer
             .run(move |connection| {
                 Box::pin(async move {
+                    // Checked in the one writer, just before the write, in the one process
+                    // that takes this database's leases.
+                    coordination.check(fence.as_ref())?;
                     sqlx::query(
                         "INSERT INTO turn_journal (inbox_id, state, updated_at_ms) VALUES (?, ?, ?) \
                          ON CONFLICT (inbox_id) DO UPDATE SET state = excluded.state, \

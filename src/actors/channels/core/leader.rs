@@ -10,7 +10,10 @@
 //! every `LOOK_EVERY` for rows a lost wake-up left. The lease is checked every
 //! `HEARTBEAT_EVERY`: a worker that loses it (its database away longer than the lease)
 //! stops receiving and delivering at once, and one that finds it free (the leader stopped
-//! or was killed, its lease ran out) takes over and reads what is left undelivered.
+//! or was killed, its lease ran out) takes over and reads what is left undelivered. A
+//! worker that stops trusting its leases (no heartbeat in time, `workers::Tenure`) steps
+//! down too, before any other worker can take the lease, and takes it again at a new
+//! generation.
 //!
 //! On SQLite (one process) there is no leader: the channel receives and delivers from
 //! its start.
@@ -25,7 +28,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::actor::ChannelActor;
 use super::adapter::PlatformAdapter;
-use crate::ports::{OutgoingMessage, StorageError, WakeTopic, WakeUp};
+use crate::ports::{OutgoingMessage, StorageError, Tenure, WakeTopic, WakeUp};
 use crate::workers::{HEARTBEAT_EVERY, LEASE_TIME, Worker};
 
 /// How often the leader reads the outbox without being woken.
@@ -37,6 +40,10 @@ pub(crate) struct ChannelLeader {
     lease: String,
     /// When the lease was last found held by this worker; `None` while it is not.
     held_since_check: Option<Instant>,
+    /// The generation this worker holds the lease at, while it does.
+    generation: Option<i64>,
+    /// The term of this worker's trust in its leases that `generation` belongs to.
+    term: u64,
     /// Ends the event source when this worker stops leading.
     receiving: Option<CancellationToken>,
     /// A reading of the outbox is under way; `look_again`: a wake-up came meanwhile.
@@ -46,10 +53,13 @@ pub(crate) struct ChannelLeader {
 
 impl ChannelLeader {
     pub(crate) fn new(worker: Arc<Worker>, channel: &str) -> Self {
+        let term = worker.tenure().borrow().term;
         ChannelLeader {
             worker,
             lease: format!("channel:{channel}"),
             held_since_check: None,
+            generation: None,
+            term,
             receiving: None,
             looking: false,
             look_again: false,
@@ -79,6 +89,7 @@ impl<A: PlatformAdapter> ChannelActor<A> {
             "waiting to learn whether another worker of the database leads this platform",
         );
         ctx.add_stream(leader.worker.wake_ups());
+        ctx.add_stream(leader.worker.tenure_changes());
         self.check_lead(ctx);
         ctx.run_interval(HEARTBEAT_EVERY, |act, ctx| act.check_lead(ctx));
         ctx.run_interval(LOOK_EVERY, |act, ctx| act.look(ctx));
@@ -86,18 +97,25 @@ impl<A: PlatformAdapter> ChannelActor<A> {
 
     fn check_lead(&mut self, ctx: &mut Context<Self>) {
         let Some(leader) = &self.leader else { return };
+        // Nothing is taken while this worker does not trust its leases.
+        let tenure = *leader.worker.tenure().borrow();
+        if !tenure.trusted() {
+            return;
+        }
         let (worker, lease) = (leader.worker.clone(), leader.lease.clone());
+        let held = leader.generation;
         let checked_at = Instant::now();
         ctx.spawn(
-            async move { worker.take(&lease).await }
+            async move { worker.take(&lease, held).await }
                 .into_actor(self)
-                .map(move |taken, act, ctx| act.lead_checked(taken, checked_at, ctx)),
+                .map(move |taken, act, ctx| act.lead_checked(taken, tenure.term, checked_at, ctx)),
         );
     }
 
     fn lead_checked(
         &mut self,
-        taken: Result<bool, StorageError>,
+        taken: Result<Option<i64>, StorageError>,
+        term: u64,
         checked_at: Instant,
         ctx: &mut Context<Self>,
     ) {
@@ -105,16 +123,22 @@ impl<A: PlatformAdapter> ChannelActor<A> {
         let Some(leader) = &mut self.leader else {
             return;
         };
+        // Checked in a term that has ended: the next check takes it anew.
+        if leader.term != term {
+            return;
+        }
         match taken {
-            Ok(true) => {
+            Ok(Some(generation)) => {
                 leader.held_since_check = Some(checked_at);
+                leader.generation = Some(generation);
                 if !leader.leading() {
                     tracing::info!(channel, lease = %leader.lease, "this worker now leads the platform");
                     self.begin_leading(ctx);
                 }
             }
-            Ok(false) => {
+            Ok(None) => {
                 leader.held_since_check = None;
+                leader.generation = None;
                 if leader.leading() {
                     tracing::warn!(channel, "another worker took the platform's lease");
                     self.step_down();
@@ -134,6 +158,7 @@ impl<A: PlatformAdapter> ChannelActor<A> {
                 tracing::warn!(channel, %error, "the platform's lease not checked");
                 if leader.leading() && expired {
                     leader.held_since_check = None;
+                    leader.generation = None;
                     self.step_down();
                 }
             }
@@ -231,6 +256,32 @@ impl<A: PlatformAdapter> ChannelActor<A> {
             }
         }
     }
+}
+
+impl<A: PlatformAdapter> StreamHandler<Tenure> for ChannelActor<A> {
+    /// A new term: what this worker held is not trusted, so it leads no more until it
+    /// takes the lease again (at a new generation).
+    fn handle(&mut self, tenure: Tenure, ctx: &mut Context<Self>) {
+        let channel = self.channel();
+        let Some(leader) = &mut self.leader else {
+            return;
+        };
+        if leader.term != tenure.term {
+            leader.term = tenure.term;
+            leader.held_since_check = None;
+            leader.generation = None;
+            if leader.leading() {
+                tracing::warn!(
+                    channel,
+                    "no heartbeat in time: this worker stops leading the platform"
+                );
+                self.step_down();
+            }
+        }
+        self.check_lead(ctx);
+    }
+
+    fn finished(&mut self, _ctx: &mut Context<Self>) {}
 }
 
 impl<A: PlatformAdapter> StreamHandler<WakeUp> for ChannelActor<A> {
