@@ -163,10 +163,9 @@ impl Deployment {
                     .block_on(PostgresServer::statements_run(&self.database_url));
                 let turns = latencies.len() as f64;
                 if std::env::var_os("HEARTH_BENCH_STATEMENTS").is_some() {
-                    let most = self.runtime.block_on(PostgresServer::statements_most_run(
-                        &self.database_url,
-                        25,
-                    ));
+                    let most = self
+                        .runtime
+                        .block_on(PostgresServer::statements_most_run(&self.database_url, 25));
                     println!("  statements per turn of the load phase, most run first:");
                     for (calls, query) in most {
                         let query: String = query.split_whitespace().collect::<Vec<_>>().join(" ");

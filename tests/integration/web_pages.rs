@@ -103,7 +103,7 @@ impl Member {
             .new_sign_in_link(&member.parse().unwrap(), hearth::ports::now_ms())
             .await
             .unwrap();
-        Member::sign_in_with_link(&app.base_url, &secret).await
+        Member::sign_in_with_link(base_url, &secret).await
     }
 
     /// Sign in on the hearth at `base_url` with a one-time link's `secret` (what follows

@@ -644,7 +644,8 @@ impl StreamHandler<WakeUp> for RequestQueue {
                     tracing::warn!(subject = %wake_up.subject, "a cancel wake-up names no member and conversation")
                 }
             },
-            WakeTopic::Answered | WakeTopic::Outbox | WakeTopic::Members | WakeTopic::Schedules => {}
+            WakeTopic::Answered | WakeTopic::Outbox | WakeTopic::Members | WakeTopic::Schedules => {
+            }
         }
     }
 
