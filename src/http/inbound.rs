@@ -260,7 +260,7 @@ async fn wait_for_reply(
     state: &HttpState,
     waiter_id: String,
     inbox_id: String,
-    receiver: oneshot::Receiver<DeliverReply>,
+    receiver: impl std::future::Future<Output = Result<DeliverReply, oneshot::error::RecvError>>,
 ) -> HttpResponse {
     match tokio::time::timeout(state.reply_timeout, receiver).await {
         Ok(Ok(reply)) => match reply.kind {
@@ -417,13 +417,31 @@ pub async fn post_confirm(
             ),
         }));
     }
-    wait_for_reply(
-        &state,
-        answered.inbox_id.clone(),
-        answered.inbox_id,
-        receiver,
-    )
-    .await
+    // Among workers, the conversation may be held by another, which resumes the turn:
+    // the queue here then drops the waiter it was given, and the turn's reply is read back
+    // once that worker stored its end, as for a message sent again.
+    let channel = state.channel.clone();
+    let waited_for = answered.inbox_id.clone();
+    let reply = async move {
+        match receiver.await {
+            Ok(reply) => Ok(reply),
+            Err(_) => {
+                let (reply_to, receiver) = oneshot::channel();
+                let inbox_id = waited_for;
+                if channel
+                    .send(AwaitReply { inbox_id, reply_to })
+                    .await
+                    .is_err()
+                {
+                    tracing::debug!(
+                        "http channel stopped while a confirmation's reply was awaited"
+                    );
+                }
+                receiver.await
+            }
+        }
+    };
+    wait_for_reply(&state, answered.inbox_id.clone(), answered.inbox_id, reply).await
 }
 
 #[derive(Debug, Deserialize)]

@@ -10,7 +10,9 @@
 //! (`WakeTopic::Answered`), and the waiter here is answered from the inbox.
 //!
 //! A message sent again while its first turn runs (on this worker or another) waits like
-//! the first one (`AwaitReply`): one message may have several waiters, each answered.
+//! the first one (`AwaitReply`): one message may have several waiters, each answered. So
+//! does an answer to a confirmation whose turn another worker resumes. A waiter registered
+//! after the turn ended elsewhere is answered at once from what is stored.
 
 use std::collections::HashMap;
 
@@ -235,11 +237,23 @@ impl Handler<ForgetReply> for HttpChannel {
 impl Handler<AwaitReply> for HttpChannel {
     type Result = ();
 
-    fn handle(&mut self, message: AwaitReply, _ctx: &mut Self::Context) {
+    fn handle(&mut self, message: AwaitReply, ctx: &mut Self::Context) {
+        let inbox_id = message.inbox_id;
         self.waiters
-            .entry(message.inbox_id)
+            .entry(inbox_id.clone())
             .or_default()
             .push(message.reply_to);
+        // Among workers, the turn may have ended on another before this waiter was
+        // registered, and its wake-up gone by: what is stored answers at once.
+        let Some(shared) = &self.shared else {
+            return;
+        };
+        let read = Self::stored_reply(shared.inbox.clone(), shared.pending.clone(), inbox_id);
+        ctx.spawn(read.into_actor(self).map(|reply, act, _ctx| {
+            if let Some(reply) = reply {
+                act.answer(reply);
+            }
+        }));
     }
 }
 
