@@ -24,8 +24,9 @@
 //! - [`turn`]: a running turn's messages, shared by processing, the intents engine, the queue
 //!   and delegation, and what a turn asks or tells its member through the queue.
 //! - [`ports`]: the storage-shaped ports (`Inbox`, `ConversationMemory`, `UserProfiles`,
-//!   `PendingActions`, `ChannelState`, `TelemetrySink`, `Schedules`, `Notes`, ...); [`storage`]: their SQLite and
-//!   in-memory adapters.
+//!   `PendingActions`, `ChannelState`, `TelemetrySink`, `Schedules`, `Notes`, ...); [`storage`]: their
+//!   three adapters: SQLite (one process), PostgreSQL (a database shared by several workers)
+//!   and in-memory (tests).
 //! - [`format`]: the model's markdown as Telegram HTML, Matrix HTML or plain text.
 //! - [`local_time`]: members' local dates, times, ISO 8601 delays and recurrences to instants
 //!   (DST-aware, in their IANA zone), and the words that say them back.

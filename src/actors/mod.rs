@@ -1,8 +1,11 @@
 //! The actors of hearth and the typed messages they exchange.
 //!
-//! Each actor owns a folder; its messages live in `messages.rs` beside it, but for those that
-//! modules below the actors send too: running a turn and what a turn asks or tells its member
-//! (`crate::turn`), a chat completion (`crate::llm::GenerateChat`).
+//! Each actor owns a folder; its messages live beside it (`messages.rs`, or the file of their
+//! handler), but for those that modules below the actors send too: running a turn and what a
+//! turn asks or tells its member (`crate::turn`), a chat completion and a transcription
+//! (`crate::llm::GenerateChat`, `crate::llm::Transcribe`), and what the reminder tools and the
+//! channels ask of the scheduler (`crate::reminders`). Each message's doc says who sends it
+//! and which file handles it (paths under `src/`, under `src/actors/` for an actor's folder).
 //! Requests are imperative (`GenerateChat`), notifications past tense.
 //! Actors are wired explicitly in `app/`; addresses travel through constructors.
 

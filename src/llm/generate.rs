@@ -19,6 +19,10 @@ pub struct CallOrigin {
 
 /// Run one chat completion on the model named `llm_name` (a key of config `llms`),
 /// falling back to `fallback_llm_name` when the primary fails after its retries.
+///
+/// Sent by the tool loop (`processing/turn.rs`), the intents engine (`intents/llm.rs`), the
+/// plugins (`plugins/runtime.rs`) and the plugin LLM API (`http/plugins.rs`); handled in
+/// `llm_broker/mod.rs`.
 #[derive(Debug, Clone, Message)]
 #[rtype(result = "Result<ChatResponse, LlmError>")]
 pub struct GenerateChat {

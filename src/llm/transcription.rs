@@ -24,6 +24,9 @@ pub struct AudioFile {
 }
 
 /// Transcribe `audio` on the configured transcription backend.
+///
+/// Sent by the queue before a voice note's turn (`request_queue/transcribing.rs`); handled
+/// in `llm_broker/mod.rs`.
 #[derive(Debug, Clone, Message)]
 #[rtype(result = "Result<Transcript, LlmError>")]
 pub struct Transcribe {

@@ -17,6 +17,10 @@ use crate::ports::StorageError;
 /// memory reaches, and wakes the other workers' schedulers, which read what is due next
 /// from the database. (Here a cancelled one needs nothing more: its claim finds it
 /// taken.)
+///
+/// Sent by the reminder tools (`reminders/tools.rs`) and the web page's forms
+/// (`reminders/editing.rs`); handled in `scheduler/mod.rs`, whose `SettleReminder` handler
+/// also applies one itself after a snooze.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Message)]
 #[rtype(result = "()")]
 pub struct SchedulesChanged {
@@ -34,6 +38,10 @@ pub enum ReminderChoice {
 
 /// `member_id` answers the fired occurrence `firing` (a button, a reaction, a reply, the
 /// HTTP API, the `snooze_reminder` tool). Only the member it is for may.
+///
+/// Sent by the channel core (`channels/core/reminder_answers.rs`), the `snooze_reminder`
+/// tool (`reminders/tools.rs`), the HTTP API (`http/reminders.rs`) and the web page
+/// (`http/page/reminders.rs`); handled in `scheduler/mod.rs` (with `scheduler/answers.rs`).
 #[derive(Debug, Clone, Message)]
 #[rtype(result = "Result<ReminderSettled, ReminderError>")]
 pub struct SettleReminder {
@@ -62,6 +70,9 @@ pub enum ReminderError {
 }
 
 /// `member_id` asks for their list (`/reminders`): what they may see, in their words.
+///
+/// Sent by the channel core (`channels/core/reminder_lists.rs`); handled in
+/// `scheduler/mod.rs`.
 #[derive(Debug, Clone, Message)]
 #[rtype(result = "Result<ReminderListing, ListingError>")]
 pub struct ListReminders {
@@ -70,6 +81,9 @@ pub struct ListReminders {
 
 /// `member_id` cancels schedule `schedule_id` from their list (a button, a numbered
 /// reply), when they may.
+///
+/// Sent by the channel core (`channels/core/reminder_lists.rs`) and the web page
+/// (`http/page/reminders.rs`); handled in `scheduler/mod.rs`.
 #[derive(Debug, Clone, Message)]
 #[rtype(result = "Result<ReminderCancelled, ListingError>")]
 pub struct CancelReminder {

@@ -1,10 +1,22 @@
-//! Storage adapters of the ports in `ports/`: SQLite (sqlx) and in-memory.
+//! Storage adapters of the ports in `ports/`, three of them, each filling every port of
+//! `Stores`:
+//! - SQLite (`sqlite/`, sqlx): one WAL-mode file for one process, written by one connection
+//!   on its own thread (`sqlite/writer.rs`); `instance_lock` keeps a second process off the
+//!   file, and its `Coordination` is the process's own (`in_memory_coordination.rs`);
+//! - PostgreSQL (`postgres/`, sqlx): one database shared by any number of workers, nothing
+//!   cached, migrations under an advisory lock; the workers' leases and wake-ups in
+//!   `postgres/coordination.rs`;
+//! - in memory (`in_memory.rs` and the `in_memory_*.rs` beside it): the same behaviour in a
+//!   mutex, for tests and for running the actors without a database (`Stores::in_memory`).
 //!
-//! Only this module knows SQL. `open` picks the adapter from `database_url` (and migrates
-//! it: only under the instance lock); `open_read_only` reads an existing database beside a
-//! running hearth, never migrating or writing it; `Stores::close` commits what is queued
-//! and closes the database; `instance_lock` keeps a second process off a database file in
-//! use.
+//! Only this module knows SQL: besides the two SQL adapters, `rows.rs` (what both read from
+//! a row alike), `schema.rs` (whether a database's migrations are this binary's) and
+//! `copy.rs` (`hearth copy-store`). `open` picks the adapter from `database_url`
+//! (`sqlite:` or `postgres:`) and migrates it (called for a SQLite file only under its
+//! instance lock); `open_read_only` and `open_existing_read_only` read an existing database beside
+//! a running hearth, never migrating or writing it; `open_beside_running` writes beside it
+//! only the rows no hearth caches; `Stores::close` commits what is queued and closes the
+//! database.
 
 pub mod copy;
 pub mod in_memory;

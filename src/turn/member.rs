@@ -12,6 +12,9 @@ use crate::ports::StorageError;
 /// delegated turn's conversation counts as its parent's): the member's next message
 /// there is sent to `answer_to` instead of starting a turn. Dropping the receiver
 /// withdraws the question.
+///
+/// Sent by an MCP server's question (`tools/mcp/elicitation_chat.rs`); handled in
+/// `request_queue/questions.rs`.
 #[derive(Debug, Message)]
 #[rtype(result = "Result<(), AskError>")]
 pub struct AskMember {
@@ -78,6 +81,9 @@ pub enum AskError {
 /// delivers through the outbox it goes out at once, stored under `once_key` so a retry of
 /// the turn saying it again is not delivered twice; elsewhere (HTTP, the console, a waiting
 /// call) the turn answers once, and says it in its answer.
+///
+/// Sent by the intents engine (`intents/executor.rs`); handled in
+/// `request_queue/telling.rs`.
 #[derive(Debug, Message)]
 #[rtype(result = "Result<Told, StorageError>")]
 pub struct TellMember {

@@ -8,6 +8,10 @@ use crate::llm::LlmError;
 use crate::ports::{Decision, HistoryEntry, Inbound, PendingConfirmation, StorageError};
 
 /// Run one turn: answer `text` (the inbound text without its slash command).
+///
+/// Sent by the queue (`start_turn` in `request_queue/mod.rs`, through `process_new` in
+/// `request_queue/waiting_plans.rs`) and by `Delegation` (`delegation/mod.rs`); handled in
+/// `processing/mod.rs`.
 #[derive(Debug, Clone, Message)]
 #[rtype(result = "Result<TurnOutcome, TurnError>")]
 pub struct ProcessTurn {
@@ -29,6 +33,9 @@ pub struct ProcessTurn {
 
 /// Resume a turn suspended on `confirmation`, with the member's decision; `None`
 /// when the decision was already used once (hearth stopped while acting on it).
+///
+/// Sent by the queue (`start_turn` in `request_queue/mod.rs`) and by `Delegation`
+/// (`delegation/mod.rs`); handled in `processing/mod.rs`.
 #[derive(Debug, Clone, Message)]
 #[rtype(result = "Result<TurnOutcome, TurnError>")]
 pub struct ResumeTurn {

@@ -31,6 +31,9 @@ use crate::ports::{Inbound, InboxStatus, WakeTopic, WakeUp};
 use crate::workers::Worker;
 
 /// Submit `inbound` to the queue; its reply will be sent to `reply_to`.
+///
+/// Sent by `POST /inbound` (`http/inbound.rs`) and the web page's chat
+/// (`http/page/chat.rs`); handled here, in `channels/http.rs`.
 #[derive(Message)]
 #[rtype(result = "Result<Submitted, HttpSubmitError>")]
 pub struct SubmitHttpInbound {
@@ -51,6 +54,9 @@ pub enum HttpSubmitError {
 }
 
 /// A caller stopped waiting for `inbox_id`: the waiters whose caller is gone are dropped.
+///
+/// Sent by `http/inbound.rs`, `http/page/chat.rs` and `http/page/chat_stream.rs` when
+/// their wait ends without the reply; handled here, in `channels/http.rs`.
 #[derive(Message)]
 #[rtype(result = "()")]
 pub struct ForgetReply {
@@ -59,6 +65,9 @@ pub struct ForgetReply {
 
 /// Wait for the reply of `inbox_id`, a message stored before (sent again while its turn
 /// runs).
+///
+/// Sent by `POST /inbound` (a message sent again) and `POST /inbound/confirm` (a turn
+/// another worker resumes), both in `http/inbound.rs`; handled here, in `channels/http.rs`.
 #[derive(Message)]
 #[rtype(result = "()")]
 pub struct AwaitReply {

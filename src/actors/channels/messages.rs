@@ -8,6 +8,10 @@ use crate::ports::OutgoingMessage;
 
 /// Deliver outbox row `outbox_id`, stored by whatever sends on its own (a fired reminder,
 /// its close, a parent told of it): in order with the conversation's other rows.
+///
+/// Sent by the scheduler (`hand_on`, `scheduler/mod.rs`) and by `PrivateChats::tell_in`
+/// (`channels/core/private_chats.rs`: the family's commands, the web page's sign-in);
+/// handled in `channels/core/actor.rs`.
 #[derive(Debug, Clone, Message)]
 #[rtype(result = "()")]
 pub struct DeliverStored {

@@ -9,6 +9,9 @@ use crate::tools::ToolContext;
 
 /// Start or continue a delegation for the turn described by `parent`. One message
 /// for both, so the tool needs a single address of the actor.
+///
+/// Sent by the `delegate_to_service` tool (`delegation/tool.rs`); handled in
+/// `delegation/mod.rs`.
 #[derive(Debug, Clone, Message)]
 #[rtype(result = "Result<Delegated, DelegationError>")]
 pub struct Delegate {

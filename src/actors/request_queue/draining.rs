@@ -12,6 +12,8 @@ use tokio::sync::oneshot;
 use super::RequestQueue;
 
 /// Start no more turns; answer once no turn runs.
+///
+/// Sent by `RunningApp::stop` (`app/mod.rs`); handled here, in `request_queue/draining.rs`.
 #[derive(Debug, Message)]
 #[rtype(result = "()")]
 pub struct DrainTurns;

@@ -8,6 +8,9 @@ use crate::ids::{ConfirmationId, ConversationKey, MemberId};
 use crate::ports::{Inbound, InboxRecord, OutgoingKind, OutgoingMessage, StorageError};
 
 /// Accept a message from a channel: stored durably before this answers `Accepted`.
+///
+/// Sent by the channel core (`channels/core/inbound.rs`), `HttpChannel` (`channels/http.rs`)
+/// and the console (`channels/console.rs`); handled in `request_queue/mod.rs`.
 #[derive(Debug, Clone, Message)]
 #[rtype(result = "Result<Submitted, SubmitError>")]
 pub struct SubmitInbound {
@@ -47,6 +50,10 @@ pub enum SubmitError {
 /// request came from: its next reply goes to `reply_to` when given and the member answering
 /// is the one who asked, else to the channel of the asking member's conversation (an
 /// approver answering a child's escalation gets nothing through `reply_to`: it is dropped).
+///
+/// Sent by the channel core (`channels/core/commands.rs`), the console
+/// (`channels/console.rs`), `POST /inbound/confirm` (`http/inbound.rs`) and the web page
+/// (`http/page/waiting.rs`); handled in `request_queue/confirmations.rs`.
 #[derive(Debug, Message)]
 #[rtype(result = "Result<Answered, AnswerError>")]
 pub struct AnswerConfirmation {
@@ -78,6 +85,9 @@ pub enum AnswerError {
 /// `conversation_key`, and drop the question they are being asked there (at once), their
 /// pending plugin call, script workflow and waiting intents plan (in the conversation's
 /// lane: after a turn of theirs running there has ended). Answers what was cancelled.
+///
+/// Sent by the channel core's `/cancel` (`channels/core/commands.rs`); handled in
+/// `request_queue/cancelling.rs`.
 #[derive(Debug, Message)]
 #[rtype(result = "Result<Cancelled, StorageError>")]
 pub struct CancelPending {
@@ -135,6 +145,9 @@ impl Cancelled {
 
 /// A message stored as accepted elsewhere (a scheduled task's turn, stored with its
 /// firing): queue it in its conversation's lane like one submitted.
+///
+/// Sent by the scheduler (`hand_on`, `scheduler/mod.rs`); handled in
+/// `request_queue/scheduled.rs`.
 #[derive(Debug, Clone, Message)]
 #[rtype(result = "()")]
 pub struct QueueStored {
@@ -198,6 +211,10 @@ impl ReplyKind {
 }
 
 /// Send a reply for the inbound message `inbox_id` to its conversation.
+///
+/// Sent by the queue (`deliver_to_channel`, `request_queue/delivery.rs`; a caller waiting
+/// for the reply gets it through its oneshot instead); handled by every channel:
+/// `channels/core/actor.rs` (Telegram, Matrix), `channels/http.rs`, `channels/console.rs`.
 #[derive(Debug, Clone, Message)]
 #[rtype(result = "()")]
 pub struct DeliverReply {

@@ -137,6 +137,9 @@ impl Handler<AskMember> for RequestQueue {
 
 /// The question `member_id` is asked in `conversation_key` now, if any: for a page that
 /// shows it (with its form) again each time it is loaded.
+///
+/// Sent by the web page (`http/page/question.rs`); handled here, in
+/// `request_queue/questions.rs`.
 #[derive(Debug, actix::Message)]
 #[rtype(result = "Option<AskedQuestion>")]
 pub struct ShowQuestion {
