@@ -35,6 +35,12 @@
 //! - [`scripts`]: the family's scripts (`scripts_dir`), their workflow state and toolset.
 //! - [`reminders`]: reminders and scheduled tasks: when, for whom, where, what they say, who
 //!   may see and cancel them, and the tools; the scheduler actor fires them.
+//! - [`calendar`]: a profile's calendars (CalDAV and subscribed `.ics`), read within bounds
+//!   off the actors' thread, their recurring events expanded within a budget, the tools.
+//! - [`voice`]: voice notes: what waits for its transcript, audio measured from its file,
+//!   what the member is told when one cannot be understood.
+//! - [`workers`]: this process as one worker of its database: heartbeats, leases and the
+//!   trust in them, wake-ups from the other workers.
 //! - [`notes`]: the family's notes: who reads, changes and deletes which, the tools, and the
 //!   titles given to the model each turn.
 //! - [`ids`]: member, confirmation, conversation and prompt ids, each parsed once where it

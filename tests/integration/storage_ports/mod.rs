@@ -1,6 +1,7 @@
 //! One behavioural suite for the storage ports, run against every adapter: the in-memory
-//! store and SQLite on a temporary file (`adapters!` lists them; a new adapter is its opener
-//! and one entry there). Each check is an async fn over `Stores`, in the file of its port;
+//! store, SQLite on a temporary file and PostgreSQL on a fresh database of the test
+//! process's scratch server (`adapters!` lists them; a new adapter is its opener and one
+//! entry there). Each check is an async fn over `Stores`, in the file of its port;
 //! `adapter_suite!` at the top of that file turns its checks into one test per check and
 //! adapter (`storage_ports::<port>::<adapter>::<check>`). What only SQLite has (its
 //! telemetry tables, durability, urls) is tested beside, on SQLite alone, and what only
