@@ -312,11 +312,14 @@ impl RequestQueue {
             },
         );
         let pending = self.pending.clone();
-        let follows_plan = (turn.resume.is_none() && process.slash_command.is_none() && !scheduled)
-            .then(|| WaitingPlans {
-                plans: self.plans.clone(),
-                services: self.services.clone(),
-            });
+        let follows_plan = (turn.resume.is_none()
+            && process.slash_command.is_none()
+            && !scheduled
+            && self.router.plans_wait())
+        .then(|| WaitingPlans {
+            plans: self.plans.clone(),
+            services: self.services.clone(),
+        });
         let work = async move {
             let mut consumed = None;
             let outcome = async {

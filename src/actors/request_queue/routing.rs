@@ -3,12 +3,15 @@
 
 use std::collections::HashMap;
 
-use crate::config::ResolvedProfile;
+use crate::config::{Engine, ResolvedProfile};
 
 #[derive(Clone)]
 pub struct Router {
     by_command: HashMap<String, String>,
     default_profile_id: String,
+    /// Whether a profile runs the intents engine, the only one whose plans wait for a
+    /// member's next message (`waiting_plans.rs`).
+    plans_wait: bool,
 }
 
 impl Router {
@@ -22,7 +25,16 @@ impl Router {
         Router {
             by_command,
             default_profile_id: default_profile_id.to_string(),
+            plans_wait: profiles
+                .iter()
+                .any(|profile| profile.processing.engine == Engine::Intents),
         }
+    }
+
+    /// Whether a new message may answer a plan waiting for its member: only when a profile
+    /// runs the intents engine. Without one no plan is continued, so none is read.
+    pub fn plans_wait(&self) -> bool {
+        self.plans_wait
     }
 
     /// Whether `command` (`/focused`) picks a profile.

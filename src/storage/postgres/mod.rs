@@ -45,6 +45,15 @@ static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/postgres
 /// write, to be retried, instead of holding a turn forever.
 const STATEMENT_TIMEOUT: &str = "30s";
 
+/// A pooled connection idle longer than this is pinged before it is lent out; one used
+/// more lately is lent at once. A ping is a round trip of its own: before every statement
+/// it doubled a turn's waits on the database. A connection that broke within this time of
+/// its last use fails its next statement once, as any database error does (a turn is
+/// tried again from the inbox, a request answered 503) and is dropped; one that sat idle,
+/// where a server restart or an idle timeout leaves it dead most often, is tested and
+/// replaced first.
+pub const PING_WHEN_IDLE_FOR: Duration = Duration::from_secs(5);
+
 /// Implements every storage port of `ports/` on one PostgreSQL database.
 #[derive(Clone)]
 pub struct PostgresStore {
@@ -58,7 +67,7 @@ impl PostgresStore {
             .map_err(|error| StorageError::unsupported_url(database_url, error.to_string()))?
             .application_name("hearth")
             .options([("statement_timeout", STATEMENT_TIMEOUT)]);
-        let pool = PgPoolOptions::new()
+        let pool = pool_options()
             .max_connections(max_connections.max(2))
             .acquire_timeout(Duration::from_secs(30))
             .connect_with(options)
@@ -84,7 +93,7 @@ impl PostgresStore {
             .await
             .map_err(|error| connect_error(database_url, error))?;
         let _ = sqlx::Connection::close(probe).await;
-        let pool = PgPoolOptions::new()
+        let pool = pool_options()
             .max_connections(2)
             .acquire_timeout(Duration::from_secs(10))
             .connect_with(options)
@@ -143,6 +152,20 @@ impl PostgresStore {
     pub async fn close(&self) {
         self.pool.close().await;
     }
+}
+
+/// A pool whose connections are pinged before use only after `PING_WHEN_IDLE_FOR` idle.
+fn pool_options() -> PgPoolOptions {
+    PgPoolOptions::new()
+        .test_before_acquire(false)
+        .before_acquire(|connection, metadata| {
+            Box::pin(async move {
+                if metadata.idle_for >= PING_WHEN_IDLE_FOR {
+                    sqlx::Connection::ping(connection).await?;
+                }
+                Ok(true)
+            })
+        })
 }
 
 /// A failed connection, said with the url's password left out.

@@ -127,6 +127,7 @@ mod pending_actions;
 mod pending_decisions;
 mod plans;
 mod plugin_ports;
+mod postgres_connections;
 mod postgres_fencing;
 mod postgres_only;
 mod profiles;
