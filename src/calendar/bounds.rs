@@ -6,8 +6,11 @@
 //! (a school's feed, what a CalDAV server returns) cannot end or stall hearth.
 //!
 //! The pass reads the text exactly as the parser will: carriage returns taken out, folded
-//! lines unfolded with the parser's own `unfold`, lines split at `\n`. Its count of the
-//! depth is never below the parser's:
+//! lines unfolded with the parser's own `unfold`, lines split at `\n`; the parser is then
+//! given those lines each ended by CRLF, as RFC 5545 writes them (the parser looks for the
+//! end of each property's value as `\r\n` first: on a text without any, that search runs
+//! to the end of the text for every property, and reading grows with the square of its
+//! length). Its count of the depth is never below the parser's:
 //! - every line starting with `BEGIN:` (any case, after any blanks) counts one level down;
 //! - only a line that is `END:` and a name (any case) and nothing else counts one level
 //!   up; an `END:` line with more on it (`END:AXBEGIN:B`) counts nothing, since the parser
@@ -41,8 +44,8 @@ pub enum Refused {
     OpenQuote { line: usize },
 }
 
-/// The text the parser is given: `text` without carriage returns, unfolded; or why it is
-/// refused.
+/// The text the parser is given: `text` without carriage returns, unfolded, each line
+/// ended by CRLF; or why it is refused.
 pub fn checked_for_parsing(text: &str) -> Result<String, Refused> {
     let unfolded = icalendar::parser::unfold(&text.replace('\r', ""));
     let mut depth: usize = 0;
@@ -68,7 +71,7 @@ pub fn checked_for_parsing(text: &str) -> Result<String, Refused> {
             depth = depth.saturating_sub(1);
         }
     }
-    Ok(unfolded)
+    Ok(unfolded.replace('\n', "\r\n"))
 }
 
 fn starts_with_ignoring_case(line: &str, prefix: &str) -> bool {
@@ -115,10 +118,13 @@ mod tests {
     const ORDINARY: &str = "BEGIN:VCALENDAR\r\nVERSION:2.0\r\nBEGIN:VTIMEZONE\r\nTZID:Europe/Berlin\r\nBEGIN:STANDARD\r\nDTSTART:19701025T030000\r\nEND:STANDARD\r\nEND:VTIMEZONE\r\nBEGIN:VEVENT\r\nUID:a\r\nATTENDEE;CN=\"Alice, Mum\";ROLE=CHAIR:mailto:a@example.org\r\nSUMMARY:Swim\r\n ming\r\nBEGIN:VALARM\r\nTRIGGER:-PT5M\r\nEND:VALARM\r\nEND:VEVENT\r\nEND:VCALENDAR\r\n";
 
     #[test]
-    fn an_ordinary_calendar_passes_unfolded_and_without_carriage_returns() {
+    fn an_ordinary_calendar_passes_unfolded_with_each_line_ended_by_crlf() {
         let text = checked_for_parsing(ORDINARY).unwrap();
-        assert!(text.contains("SUMMARY:Swimming\n"), "{text}");
-        assert!(!text.contains('\r'));
+        assert!(text.contains("\r\nSUMMARY:Swimming\r\n"), "{text}");
+        assert_eq!(text.matches('\r').count(), text.matches('\n').count());
+        // Lone carriage returns and bare line feeds become CRLF line ends alike.
+        let mixed = checked_for_parsing("BEGIN:VCALENDAR\nX-A:a\rb\r\nEND:VCALENDAR").unwrap();
+        assert_eq!(mixed, "BEGIN:VCALENDAR\r\nX-A:ab\r\nEND:VCALENDAR");
         assert!(checked_for_parsing(&nested(MAX_NESTING)).is_ok());
     }
 
