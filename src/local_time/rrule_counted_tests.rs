@@ -203,3 +203,34 @@ fn a_hundred_thousand_times_every_five_minutes_are_counted_not_walked() {
     );
     assert_eq!(plain, Some(utc("2025-11-20T10:10:00Z")));
 }
+
+#[test]
+fn a_reminder_counted_from_decades_ago_is_answered_from_a_moved_start() {
+    // A reminder's next time after now, for a rule started in 1960: moved to within days of
+    // the asked time with the COUNT left, not walked through 24,000 days.
+    let start = wall("1960-01-01 07:00");
+    let after = utc("2026-12-05T12:00:00Z");
+    let after_wall = after.with_timezone(&berlin().tz()).naive_local();
+    let rule = RecurrenceRule::parse("FREQ=DAILY;COUNT=100000").unwrap();
+    let CountedStart::Moved(moved, at) = counted_start(
+        &rule.with_start_parts_written_out(start),
+        start,
+        after_wall - TimeDelta::days(3),
+    ) else {
+        panic!("a daily rule is moved");
+    };
+    assert!(after_wall - at < TimeDelta::days(4), "moved to {at}");
+    let days_passed = (at - start).num_days() as u32;
+    assert_eq!(moved.get_count(), Some(100_000 - days_passed));
+    let next = rule.next_after(berlin(), start, after);
+    assert_eq!(next, Some(utc("2026-12-06T06:00:00Z")));
+    assert_eq!(
+        next,
+        rule.next_after_walking_from_start(berlin(), start, after)
+    );
+    // Used up long ago: no walk at all.
+    let used_up = RecurrenceRule::parse("FREQ=HOURLY;BYMINUTE=0,30;COUNT=100000").unwrap();
+    assert_eq!(used_up.next_after(berlin(), start, after), None);
+    // And a COUNT beyond what hearth walks is refused when the rule is read.
+    assert!(RecurrenceRule::parse("FREQ=DAILY;COUNT=2000000").is_err());
+}
