@@ -24,7 +24,7 @@ use rrule::{Frequency, NWeekday, RRule, Unvalidated};
 #[derive(Debug, Clone)]
 pub(super) enum CountedStart {
     /// From here, with the COUNT left: the same times as the rule from its start.
-    Moved(RRule<Unvalidated>, NaiveDateTime),
+    Moved(Box<RRule<Unvalidated>>, NaiveDateTime),
     /// The count was used up before the moved start: nothing from there on.
     Ended,
     /// The rule cannot be moved: walk it from its start.
@@ -72,7 +72,9 @@ pub(super) fn counted_start(
     };
     let passed = u64::from(in_first_period) * periods as u64;
     match u64::from(count).checked_sub(passed) {
-        Some(left) if left > 0 => CountedStart::Moved(rule.clone().count(left as u32), moved),
+        Some(left) if left > 0 => {
+            CountedStart::Moved(Box::new(rule.clone().count(left as u32)), moved)
+        }
         _ => CountedStart::Ended,
     }
 }

@@ -260,7 +260,7 @@ impl RecurrenceRule {
         }
         if self.rule.get_count().is_some() {
             return match counted_start(&self.with_start_parts_written_out(start), start, target) {
-                CountedStart::Moved(rule, moved) => Some((rule, moved)),
+                CountedStart::Moved(rule, moved) => Some((*rule, moved)),
                 CountedStart::Ended => None,
                 CountedStart::FromStart => unchanged,
             };
