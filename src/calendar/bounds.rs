@@ -18,7 +18,10 @@
 //! - the parser's quoted parameter values run across lines (`X;P="...` up to the next
 //!   `"`), so a line whose last `"` opens such a value (it follows `=` or `,`) is refused:
 //!   RFC 5545 allows no line break inside quotes, and the lines it would hide could be
-//!   `END:` lines this pass counted.
+//!   `END:` lines this pass counted;
+//! - the parser's unquoted parameter values run up to the next `;` or `:`, across lines
+//!   (`X;P=v` then `END:VEVENT` is one property to it), so a line whose parameters are not
+//!   ended by a `:` on that line is refused: every content line has one.
 
 /// The deepest nesting read: a normal object nests three deep (VCALENDAR > VEVENT >
 /// VALARM, VCALENDAR > VTIMEZONE > STANDARD).
@@ -42,6 +45,8 @@ pub enum Refused {
     LineTooLong { line: usize },
     #[error("line {line} opens a quoted value it does not close")]
     OpenQuote { line: usize },
+    #[error("line {line} has parameters without a `:` and a value after them")]
+    UnendedParameters { line: usize },
 }
 
 /// The text the parser is given: `text` without carriage returns, unfolded, each line
@@ -58,6 +63,9 @@ pub fn checked_for_parsing(text: &str) -> Result<String, Refused> {
         if opens_a_quote_at_its_end(line) {
             return Err(Refused::OpenQuote { line: number });
         }
+        if parameters_run_past_the_line(line) {
+            return Err(Refused::UnendedParameters { line: number });
+        }
         if starts_with_ignoring_case(line.trim_start(), "BEGIN:") {
             depth += 1;
             components += 1;
@@ -72,6 +80,26 @@ pub fn checked_for_parsing(text: &str) -> Result<String, Refused> {
         }
     }
     Ok(unfolded.replace('\n', "\r\n"))
+}
+
+/// Whether the line's name is followed by parameters (`;` before any `:`) that no `:`
+/// outside quotes ends on this line: the parser would read on into the next lines.
+fn parameters_run_past_the_line(line: &str) -> bool {
+    let Some(start) = line.find([';', ':']) else {
+        return false;
+    };
+    if line.as_bytes()[start] == b':' {
+        return false;
+    }
+    let mut quoted = false;
+    for byte in &line.as_bytes()[start..] {
+        match byte {
+            b'"' => quoted = !quoted,
+            b':' if !quoted => return false,
+            _ => {}
+        }
+    }
+    true
 }
 
 fn starts_with_ignoring_case(line: &str, prefix: &str) -> bool {
@@ -182,6 +210,29 @@ mod tests {
             checked_for_parsing(listed),
             Err(Refused::OpenQuote { line: 2 })
         );
+    }
+
+    #[test]
+    fn parameters_not_ended_on_their_line_are_refused() {
+        // The parser reads `X;P=v` and the next line as one property: each `END:VEVENT`
+        // hidden so, twelve thousand components nest (and overflow a thread's stack).
+        let hiding = format!(
+            "BEGIN:VCALENDAR\r\n{}END:VCALENDAR\r\n",
+            "BEGIN:VEVENT\r\nX;P=v\r\nEND:VEVENT\r\n".repeat(12_000)
+        );
+        assert_eq!(
+            checked_for_parsing(&hiding),
+            Err(Refused::UnendedParameters { line: 3 })
+        );
+        let after_a_quote = "BEGIN:VEVENT\nX;A=\"p:q\";B=v\nEND:VEVENT\n";
+        assert_eq!(
+            checked_for_parsing(after_a_quote),
+            Err(Refused::UnendedParameters { line: 2 })
+        );
+        // Parameters ended by their `:`, and `;`, `:` and quotes in values, are fine.
+        let fine = "BEGIN:VEVENT\nDESCRIPTION;LANGUAGE=en:say \"hi\"; then go\nX;A=\"p:q\";B=v:w\nSUMMARY:a;b\nX-EMPTY\nEND:VEVENT\n";
+        assert!(checked_for_parsing(fine).is_ok());
+        assert!(checked_for_parsing(ORDINARY).is_ok());
     }
 
     #[test]
