@@ -12,6 +12,7 @@ use tokio::sync::Mutex;
 use super::caldav::{CalDavClient, CalDavError, Collection, Resource, fetch_subscription};
 use super::events::read_events;
 use super::expand::ExpansionBudget;
+use super::read_cache::ReadCache;
 use super::reading::{
     Fetched, OffThreadError, READ_TIME_LIMIT, SearchRange, Searched, off_the_actors_thread,
     read_and_expand,
@@ -41,6 +42,8 @@ pub struct ProfileCalendars {
     subscriptions: Vec<Url>,
     readiness: Arc<Readiness>,
     component: String,
+    /// What the texts fetched lately read to, so a search does not parse them again.
+    read_cache: Arc<ReadCache>,
 }
 
 impl ProfileCalendars {
@@ -72,6 +75,7 @@ impl ProfileCalendars {
             subscriptions,
             readiness,
             component: format!("calendar:{profile_id}"),
+            read_cache: Arc::new(ReadCache::default()),
         }
     }
 
@@ -263,8 +267,9 @@ impl ProfileCalendars {
                 Err(error) => problems.push(format!("{name}: {error}")),
             }
         }
+        let cache = Arc::clone(&self.read_cache);
         let read = off_the_actors_thread("reading the calendars", READ_TIME_LIMIT, move || {
-            read_and_expand(fetched, &range, &ExpansionBudget::for_one_search())
+            read_and_expand(fetched, &range, &ExpansionBudget::for_one_search(), &cache)
         })
         .await;
         let mut searched = match read {

@@ -6,8 +6,11 @@
 //! (a school's feed, what a CalDAV server returns) cannot end or stall hearth.
 //!
 //! The pass reads the text exactly as the parser will: carriage returns taken out, folded
-//! lines unfolded with the parser's own `unfold`, lines split at `\n`. Its count of the
-//! depth is never below the parser's:
+//! lines unfolded with the parser's own `unfold`, lines split at `\n`; the parser is then
+//! given those lines each ended by CRLF, as RFC 5545 writes them (the parser looks for the
+//! end of each property's value as `\r\n` first: on a text without any, that search runs
+//! to the end of the text for every property, and reading grows with the square of its
+//! length). Its count of the depth is never below the parser's:
 //! - every line starting with `BEGIN:` (any case, after any blanks) counts one level down;
 //! - only a line that is `END:` and a name (any case) and nothing else counts one level
 //!   up; an `END:` line with more on it (`END:AXBEGIN:B`) counts nothing, since the parser
@@ -15,7 +18,10 @@
 //! - the parser's quoted parameter values run across lines (`X;P="...` up to the next
 //!   `"`), so a line whose last `"` opens such a value (it follows `=` or `,`) is refused:
 //!   RFC 5545 allows no line break inside quotes, and the lines it would hide could be
-//!   `END:` lines this pass counted.
+//!   `END:` lines this pass counted;
+//! - the parser's unquoted parameter values run up to the next `;` or `:`, across lines
+//!   (`X;P=v` then `END:VEVENT` is one property to it), so a line whose parameters are not
+//!   ended by a `:` on that line is refused: every content line has one.
 
 /// The deepest nesting read: a normal object nests three deep (VCALENDAR > VEVENT >
 /// VALARM, VCALENDAR > VTIMEZONE > STANDARD).
@@ -39,10 +45,12 @@ pub enum Refused {
     LineTooLong { line: usize },
     #[error("line {line} opens a quoted value it does not close")]
     OpenQuote { line: usize },
+    #[error("line {line} has parameters without a `:` and a value after them")]
+    UnendedParameters { line: usize },
 }
 
-/// The text the parser is given: `text` without carriage returns, unfolded; or why it is
-/// refused.
+/// The text the parser is given: `text` without carriage returns, unfolded, each line
+/// ended by CRLF; or why it is refused.
 pub fn checked_for_parsing(text: &str) -> Result<String, Refused> {
     let unfolded = icalendar::parser::unfold(&text.replace('\r', ""));
     let mut depth: usize = 0;
@@ -54,6 +62,9 @@ pub fn checked_for_parsing(text: &str) -> Result<String, Refused> {
         }
         if opens_a_quote_at_its_end(line) {
             return Err(Refused::OpenQuote { line: number });
+        }
+        if parameters_run_past_the_line(line) {
+            return Err(Refused::UnendedParameters { line: number });
         }
         if starts_with_ignoring_case(line.trim_start(), "BEGIN:") {
             depth += 1;
@@ -68,7 +79,27 @@ pub fn checked_for_parsing(text: &str) -> Result<String, Refused> {
             depth = depth.saturating_sub(1);
         }
     }
-    Ok(unfolded)
+    Ok(unfolded.replace('\n', "\r\n"))
+}
+
+/// Whether the line's name is followed by parameters (`;` before any `:`) that no `:`
+/// outside quotes ends on this line: the parser would read on into the next lines.
+fn parameters_run_past_the_line(line: &str) -> bool {
+    let Some(start) = line.find([';', ':']) else {
+        return false;
+    };
+    if line.as_bytes()[start] == b':' {
+        return false;
+    }
+    let mut quoted = false;
+    for byte in &line.as_bytes()[start..] {
+        match byte {
+            b'"' => quoted = !quoted,
+            b':' if !quoted => return false,
+            _ => {}
+        }
+    }
+    true
 }
 
 fn starts_with_ignoring_case(line: &str, prefix: &str) -> bool {
@@ -115,10 +146,13 @@ mod tests {
     const ORDINARY: &str = "BEGIN:VCALENDAR\r\nVERSION:2.0\r\nBEGIN:VTIMEZONE\r\nTZID:Europe/Berlin\r\nBEGIN:STANDARD\r\nDTSTART:19701025T030000\r\nEND:STANDARD\r\nEND:VTIMEZONE\r\nBEGIN:VEVENT\r\nUID:a\r\nATTENDEE;CN=\"Alice, Mum\";ROLE=CHAIR:mailto:a@example.org\r\nSUMMARY:Swim\r\n ming\r\nBEGIN:VALARM\r\nTRIGGER:-PT5M\r\nEND:VALARM\r\nEND:VEVENT\r\nEND:VCALENDAR\r\n";
 
     #[test]
-    fn an_ordinary_calendar_passes_unfolded_and_without_carriage_returns() {
+    fn an_ordinary_calendar_passes_unfolded_with_each_line_ended_by_crlf() {
         let text = checked_for_parsing(ORDINARY).unwrap();
-        assert!(text.contains("SUMMARY:Swimming\n"), "{text}");
-        assert!(!text.contains('\r'));
+        assert!(text.contains("\r\nSUMMARY:Swimming\r\n"), "{text}");
+        assert_eq!(text.matches('\r').count(), text.matches('\n').count());
+        // Lone carriage returns and bare line feeds become CRLF line ends alike.
+        let mixed = checked_for_parsing("BEGIN:VCALENDAR\nX-A:a\rb\r\nEND:VCALENDAR").unwrap();
+        assert_eq!(mixed, "BEGIN:VCALENDAR\r\nX-A:ab\r\nEND:VCALENDAR");
         assert!(checked_for_parsing(&nested(MAX_NESTING)).is_ok());
     }
 
@@ -176,6 +210,29 @@ mod tests {
             checked_for_parsing(listed),
             Err(Refused::OpenQuote { line: 2 })
         );
+    }
+
+    #[test]
+    fn parameters_not_ended_on_their_line_are_refused() {
+        // The parser reads `X;P=v` and the next line as one property: each `END:VEVENT`
+        // hidden so, twelve thousand components nest (and overflow a thread's stack).
+        let hiding = format!(
+            "BEGIN:VCALENDAR\r\n{}END:VCALENDAR\r\n",
+            "BEGIN:VEVENT\r\nX;P=v\r\nEND:VEVENT\r\n".repeat(12_000)
+        );
+        assert_eq!(
+            checked_for_parsing(&hiding),
+            Err(Refused::UnendedParameters { line: 3 })
+        );
+        let after_a_quote = "BEGIN:VEVENT\nX;A=\"p:q\";B=v\nEND:VEVENT\n";
+        assert_eq!(
+            checked_for_parsing(after_a_quote),
+            Err(Refused::UnendedParameters { line: 2 })
+        );
+        // Parameters ended by their `:`, and `;`, `:` and quotes in values, are fine.
+        let fine = "BEGIN:VEVENT\nDESCRIPTION;LANGUAGE=en:say \"hi\"; then go\nX;A=\"p:q\";B=v:w\nSUMMARY:a;b\nX-EMPTY\nEND:VEVENT\n";
+        assert!(checked_for_parsing(fine).is_ok());
+        assert!(checked_for_parsing(ORDINARY).is_ok());
     }
 
     #[test]

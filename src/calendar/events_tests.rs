@@ -42,6 +42,23 @@ fn another_clients_event_is_read_with_its_zone_duration_exdates_and_changed_occu
 }
 
 #[test]
+fn line_feeds_carriage_returns_and_folds_read_to_the_same_events() {
+    let crlf = read_events(FROM_ANOTHER_CLIENT).unwrap();
+    let lf = read_events(&FROM_ANOTHER_CLIENT.replace("\r\n", "\n")).unwrap();
+    assert_eq!(lf, crlf);
+    let folded = FROM_ANOTHER_CLIENT
+        .replace("SUMMARY:Swimming\r\n", "SUMMARY:Swim\n ming\r\n")
+        .replace("LOCATION:City pool", "LOCATION:City\r\n  pool");
+    assert_eq!(read_events(&folded).unwrap(), crlf);
+    // No value keeps a carriage return, and a text without a final line end reads whole.
+    for event in &crlf {
+        assert!(!format!("{event:?}").contains('\r'), "{event:?}");
+    }
+    let unended = FROM_ANOTHER_CLIENT.trim_end_matches("\r\n");
+    assert_eq!(read_events(unended).unwrap(), crlf);
+}
+
+#[test]
 fn all_day_utc_and_floating_times_resolve_as_the_calendar_means_them() {
     let text = "BEGIN:VCALENDAR\r\nBEGIN:VEVENT\r\nUID:a\r\nDTSTART;VALUE=DATE:20261224\r\nSUMMARY:Christmas Eve\r\nEND:VEVENT\r\nBEGIN:VEVENT\r\nUID:b\r\nDTSTART:20261201T140000Z\r\nDTEND:20261201T150000Z\r\nSUMMARY:Call\r\nEND:VEVENT\r\nBEGIN:VEVENT\r\nUID:c\r\nDTSTART:20261201T090000\r\nSUMMARY:Floating\r\nEND:VEVENT\r\nEND:VCALENDAR\r\n";
     let events = read_events(text).unwrap();

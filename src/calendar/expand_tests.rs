@@ -208,22 +208,48 @@ fn one_walk_finds_the_times_asking_again_and_again_found() {
     assert!(compared > 10_000, "only {compared} times compared");
 }
 
-/// Every five minutes of every hour from 340 days ago, a hundred thousand times.
-fn costly_event() -> Vec<EventData> {
+/// Every five minutes of every hour from 340 days ago, a hundred thousand times, with
+/// `more` rule parts (`;BYDAY=...`).
+fn costly_event(more: &str) -> Vec<EventData> {
     let start = (Utc::now() - TimeDelta::days(340)).format("%Y%m%dT%H0000Z");
     let minutes: Vec<String> = (0..60).step_by(5).map(|m| m.to_string()).collect();
     let text = format!(
-        "BEGIN:VCALENDAR\r\nBEGIN:VEVENT\r\nUID:costly\r\nDTSTART:{start}\r\nDURATION:PT5M\r\nRRULE:FREQ=HOURLY;BYMINUTE={};COUNT=100000\r\nSUMMARY:Costly\r\nEND:VEVENT\r\nEND:VCALENDAR\r\n",
+        "BEGIN:VCALENDAR\r\nBEGIN:VEVENT\r\nUID:costly\r\nDTSTART:{start}\r\nDURATION:PT5M\r\nRRULE:FREQ=HOURLY;BYMINUTE={}{more};COUNT=100000\r\nSUMMARY:Costly\r\nEND:VEVENT\r\nEND:VCALENDAR\r\n",
         minutes.join(",")
     );
     read_events(&text).unwrap()
+}
+
+/// The same times, but a rule whose COUNT is walked from its start: BYDAY with
+/// FREQ=HOURLY is not moved on by whole periods.
+fn costly_walked_event() -> Vec<EventData> {
+    costly_event(";BYDAY=MO,TU,WE,TH,FR,SA,SU")
+}
+
+#[test]
+fn a_hundred_thousand_times_every_five_minutes_are_counted_by_periods_and_listed() {
+    let from = Utc::now();
+    let to = from + TimeDelta::days(7);
+    let (found, cut) = occurrences(&costly_event(""), from, to, berlin(), &budget());
+    assert_eq!(cut, None);
+    // The listed times include its first, 340 days back, outside the range.
+    assert_eq!(found.len(), MAX_OCCURRENCES_PER_EVENT - 1);
+    // The same times the walk from the start finds, given the room to walk them all.
+    let large = ExpansionBudget {
+        max_walked_per_event: 200_000,
+        deadline: std::time::Instant::now() + std::time::Duration::from_secs(600),
+    };
+    let (walked, cut) = occurrences(&costly_walked_event(), from, to, berlin(), &large);
+    assert_eq!(cut, None);
+    let starts = |found: &[Occurrence]| found.iter().map(|o| o.start).collect::<Vec<_>>();
+    assert_eq!(starts(&found), starts(&walked));
 }
 
 #[test]
 fn a_rule_walked_past_the_cap_is_listed_once_with_a_note() {
     let from = Utc::now();
     let to = from + TimeDelta::days(7);
-    let (found, cut) = occurrences(&costly_event(), from, to, berlin(), &budget());
+    let (found, cut) = occurrences(&costly_walked_event(), from, to, berlin(), &budget());
     let cut = cut.expect("the rule is cut short");
     assert_eq!(cut.summary, "Costly");
     assert!(
@@ -263,7 +289,7 @@ fn a_rule_walked_past_the_cap_is_listed_once_with_a_note() {
         max_walked_per_event: 200_000,
         deadline: std::time::Instant::now() + std::time::Duration::from_secs(600),
     };
-    let (found, cut) = occurrences(&costly_event(), from, to, berlin(), &large);
+    let (found, cut) = occurrences(&costly_walked_event(), from, to, berlin(), &large);
     assert_eq!(cut, None);
     assert!(!found.is_empty());
 }
@@ -276,7 +302,7 @@ fn a_rule_still_walking_at_the_deadline_is_listed_once_with_a_note() {
     };
     let from = Utc::now();
     let (found, cut) = occurrences(
-        &costly_event(),
+        &costly_walked_event(),
         from,
         from + TimeDelta::days(7),
         berlin(),
@@ -326,4 +352,58 @@ fn many_exdates_and_a_long_rule_stay_cheap_and_short() {
         &budget(),
     );
     assert!(cut.unwrap().rule.chars().count() <= 121);
+}
+
+#[test]
+fn a_counted_weekly_event_far_from_its_start_keeps_its_exdates_changes_and_local_time() {
+    // From Wednesday 1 January 2025, Mondays and Thursdays at 08:30 Berlin, 150 times: the
+    // 150th is Monday 8 June 2026. Thursday 26 March 2026 is taken out, Monday 30 March
+    // (after the change to summer time on the 29th) moved to 10:00.
+    let mut events = vec![event_with(
+        "DTSTART;TZID=Europe/Berlin:20250101T083000\r\nEXDATE;TZID=Europe/Berlin:20260326T083000",
+        "FREQ=WEEKLY;BYDAY=MO,TH;COUNT=150",
+    )];
+    events.extend(
+        read_events(
+            "BEGIN:VCALENDAR\r\nBEGIN:VEVENT\r\nUID:r\r\nRECURRENCE-ID;TZID=Europe/Berlin:20260330T083000\r\nDTSTART;TZID=Europe/Berlin:20260330T100000\r\nDURATION:PT45M\r\nSUMMARY:Moved\r\nEND:VEVENT\r\nEND:VCALENDAR\r\n",
+        )
+        .unwrap(),
+    );
+    let starts = |from: (i32, u32, u32), to: (i32, u32, u32)| -> Vec<String> {
+        let from = Utc
+            .with_ymd_and_hms(from.0, from.1, from.2, 0, 0, 0)
+            .unwrap();
+        let to = Utc.with_ymd_and_hms(to.0, to.1, to.2, 0, 0, 0).unwrap();
+        let (found, cut) = occurrences(&events, from, to, berlin(), &budget());
+        assert_eq!(cut, None);
+        found
+            .iter()
+            .map(|o| format!("{} {}", o.start.format("%m-%d %H:%MZ"), o.event.summary))
+            .collect()
+    };
+    assert_eq!(
+        starts((2026, 3, 20), (2026, 4, 6)),
+        [
+            "03-23 07:30Z Rule",
+            "03-30 08:00Z Moved",
+            "04-02 06:30Z Rule"
+        ]
+    );
+    assert_eq!(
+        starts((2026, 6, 1), (2026, 6, 20)),
+        [
+            "06-01 06:30Z Rule",
+            "06-04 06:30Z Rule",
+            "06-08 06:30Z Rule"
+        ]
+    );
+    // The event's first time is its DTSTART, a Wednesday; its COUNT counts the rule's.
+    assert_eq!(
+        starts((2024, 12, 31), (2025, 1, 7)),
+        [
+            "01-01 07:30Z Rule",
+            "01-02 07:30Z Rule",
+            "01-06 07:30Z Rule"
+        ]
+    );
 }

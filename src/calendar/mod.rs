@@ -13,7 +13,8 @@
 //! - `expand.rs`: a recurring event's occurrences in a range, on its zone's wall clock,
 //!   its rule walked once per search within a budget;
 //! - `reading.rs`: the fetched texts read and expanded on the blocking pool with a time
-//!   limit, the earliest occurrences kept;
+//!   limit, the earliest occurrences kept; `read_cache.rs`: each text's events kept under
+//!   its hash, so the same text fetched again is not parsed again (bounded, per profile);
 //! - `account.rs`: one profile's calendars, found once, searched together, each failure
 //!   told to readiness as degraded, and each reached once for `hearth doctor`;
 //! - `timing.rs`: a tool's arguments read into an event; `phrasing.rs`: events in words;
@@ -25,6 +26,7 @@ pub mod caldav;
 mod events;
 mod expand;
 mod phrasing;
+mod read_cache;
 mod reading;
 mod timing;
 mod tools;
@@ -38,6 +40,7 @@ pub use expand::{
     SEARCH_EXPANSION_TIME, occurrences,
 };
 pub use phrasing::{say_event, say_occurrence};
+pub use read_cache::{MAX_CACHED_BYTES, MAX_CACHED_TEXTS, ReadCache, ReadGroups};
 pub use reading::{
     Fetched, Found, MAX_KEPT, OffThreadError, READ_TIME_LIMIT, SearchRange, Searched,
     read_and_expand,

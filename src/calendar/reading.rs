@@ -1,12 +1,12 @@
 //! The calendars' texts read and expanded off the actors' thread: what a search fetched is
 //! handed to tokio's blocking pool ([`off_the_actors_thread`]) with a time limit, where each
-//! calendar is read (checked against `bounds.rs` first), its events grouped by UID and
+//! calendar is read (checked against `bounds.rs` first; a text read before is taken from
+//! the profile's `read_cache.rs` instead), its events grouped by UID and
 //! expanded within one [`ExpansionBudget`], and the earliest occurrences kept. A calendar
 //! that cannot be read, or whose reading panics, is a problem named by its calendar beside
 //! what the others gave; the whole work running past its limit or panicking is an error
 //! for the caller, never an abort of the process nor a stall of the thread that awaits it.
 
-use std::collections::HashMap;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 use std::time::Duration;
@@ -16,6 +16,7 @@ use reqwest::Url;
 
 use super::events::{EventData, ReadError, read_events};
 use super::expand::{ExpansionBudget, NotExpanded, Occurrence, occurrences};
+use super::read_cache::ReadCache;
 use crate::local_time::ZoneName;
 
 /// How long reading and expanding one search's calendars (or reading one event) may take
@@ -120,19 +121,28 @@ pub async fn read_events_off_thread(text: String) -> Result<Vec<EventData>, Stri
     .map_err(|error| error.to_string())?
 }
 
-/// The calendars in `fetched` read and searched for `range` within `budget` (run it on
-/// the blocking pool: its cost grows with the texts).
+/// The calendars in `fetched` read (through `cache`: a text read before is not parsed
+/// again) and searched for `range` within `budget` (run it on the blocking pool: its cost
+/// grows with the texts).
 pub fn read_and_expand(
     fetched: Vec<Fetched>,
     range: &SearchRange,
     budget: &ExpansionBudget,
+    cache: &ReadCache,
 ) -> Searched {
     let mut kept = Kept::default();
     let mut searched = Searched::default();
     for one in fetched {
         let fallback = one.calendar.clone();
         let read = catch_unwind(AssertUnwindSafe(|| {
-            read_one(&one, range, budget, &mut kept, &mut searched.not_expanded)
+            read_one(
+                &one,
+                range,
+                budget,
+                cache,
+                &mut kept,
+                &mut searched.not_expanded,
+            )
         }));
         match read {
             Ok(Ok(())) => {}
@@ -159,6 +169,7 @@ fn read_one(
     one: &Fetched,
     range: &SearchRange,
     budget: &ExpansionBudget,
+    cache: &ReadCache,
     kept: &mut Kept,
     not_expanded: &mut Vec<NotExpanded>,
 ) -> Result<(), String> {
@@ -167,10 +178,11 @@ fn read_one(
         true => calendar_name(&one.text).unwrap_or_else(|| one.calendar.clone()),
         false => one.calendar.clone(),
     };
-    let events =
-        read_events(&one.text).map_err(|error| unreadable(&calendar, whole_calendar, &error))?;
-    for group in by_uid(events) {
-        let (found, cut) = occurrences(&group, range.from, range.to, range.zone, budget);
+    let groups = cache
+        .read(&one.text)
+        .map_err(|error| unreadable(&calendar, whole_calendar, &error))?;
+    for group in groups.iter() {
+        let (found, cut) = occurrences(group, range.from, range.to, range.zone, budget);
         not_expanded.extend(cut);
         let mut verdicts: Vec<(*const EventData, bool)> = Vec::new();
         for occurrence in found {
@@ -200,30 +212,6 @@ fn unreadable(calendar: &str, whole_calendar: bool, error: &ReadError) -> String
         true => format!("{calendar}: the calendar could not be read ({error})"),
         false => format!("{calendar}: an event could not be read ({error})"),
     }
-}
-
-/// Events grouped by UID (a main event with its changed occurrences), each group's main
-/// event first; events without a UID stand alone.
-fn by_uid(events: Vec<EventData>) -> Vec<Vec<EventData>> {
-    let mut groups: Vec<Vec<EventData>> = Vec::new();
-    let mut index: HashMap<String, usize> = HashMap::new();
-    for event in events {
-        if event.uid.is_empty() {
-            groups.push(vec![event]);
-            continue;
-        }
-        match index.get(&event.uid) {
-            Some(at) => groups[*at].push(event),
-            None => {
-                index.insert(event.uid.clone(), groups.len());
-                groups.push(vec![event]);
-            }
-        }
-    }
-    for group in &mut groups {
-        group.sort_by_key(|event| event.recurrence_id.is_some());
-    }
-    groups
 }
 
 /// Whether the event's title or place holds every word.

@@ -1,6 +1,7 @@
 use chrono::{TimeDelta, TimeZone, Utc};
 
 use super::*;
+use crate::calendar::read_cache::ReadCache;
 
 fn berlin() -> ZoneName {
     ZoneName::parse("Europe/Berlin").unwrap()
@@ -49,7 +50,12 @@ fn a_calendar_nested_too_deep_is_a_problem_naming_it_and_the_others_are_read() {
             holidays(&event("a", "Swimming", "20261015T170000", "")),
         ),
     ];
-    let searched = read_and_expand(fetched, &range(&[]), &ExpansionBudget::for_one_search());
+    let searched = read_and_expand(
+        fetched,
+        &range(&[]),
+        &ExpansionBudget::for_one_search(),
+        &ReadCache::default(),
+    );
     assert_eq!(searched.found.len(), 1);
     assert_eq!(searched.found[0].calendar, "School holidays");
     assert_eq!(searched.problems.len(), 1, "{:?}", searched.problems);
@@ -69,7 +75,12 @@ fn one_event_of_a_caldav_calendar_that_cannot_be_read_is_named_as_an_event() {
         text: "not a calendar".into(),
         resource: Some((url, Some("\"1\"".into()))),
     }];
-    let searched = read_and_expand(fetched, &range(&[]), &ExpansionBudget::for_one_search());
+    let searched = read_and_expand(
+        fetched,
+        &range(&[]),
+        &ExpansionBudget::for_one_search(),
+        &ReadCache::default(),
+    );
     assert!(
         searched.problems[0].starts_with("Family: an event could not be read (not an iCalendar"),
         "{:?}",
@@ -101,7 +112,14 @@ fn a_changed_occurrence_anywhere_in_the_feed_joins_its_event_and_words_filter() 
         ),
     ));
     let budget = ExpansionBudget::for_one_search();
-    let all = read_and_expand(vec![subscription("s", text.clone())], &range(&[]), &budget);
+    // The three searches share one cache: the text is read once and searched three times.
+    let cache = ReadCache::default();
+    let all = read_and_expand(
+        vec![subscription("s", text.clone())],
+        &range(&[]),
+        &budget,
+        &cache,
+    );
     let said: Vec<&str> = all
         .found
         .iter()
@@ -112,9 +130,16 @@ fn a_changed_occurrence_anywhere_in_the_feed_joins_its_event_and_words_filter() 
         vec![subscription("s", text.clone())],
         &range(&["music"]),
         &budget,
+        &cache,
     );
     assert_eq!(music.found.len(), 1);
-    let late = read_and_expand(vec![subscription("s", text)], &range(&["late"]), &budget);
+    let late = read_and_expand(
+        vec![subscription("s", text)],
+        &range(&["late"]),
+        &budget,
+        &cache,
+    );
+    assert_eq!(cache.size().0, 1);
     assert_eq!(late.found[0].occurrence.event.summary, "Swimming (late)");
 }
 
@@ -136,6 +161,7 @@ fn only_the_earliest_occurrences_are_kept_and_the_rest_counted() {
         vec![subscription("s", text.clone())],
         &range(&[]),
         &ExpansionBudget::for_one_search(),
+        &ReadCache::default(),
     );
     let asked = range(&[]);
     let mut every: Vec<_> = read_events(&text)

@@ -26,6 +26,7 @@ mod error;
 mod instants;
 pub mod phrasing;
 mod recurrence;
+mod rrule_counted;
 mod rrule_rule;
 mod zone;
 
@@ -37,6 +38,8 @@ mod instants_tests;
 mod phrasing_tests;
 #[cfg(test)]
 mod recurrence_tests;
+#[cfg(test)]
+mod rrule_counted_tests;
 #[cfg(test)]
 mod rrule_tests;
 

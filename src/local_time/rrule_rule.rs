@@ -13,7 +13,10 @@
 //! A reminder asks for its next time ([`RecurrenceRule::next_after`]); a calendar search
 //! asks for every time in a range ([`RecurrenceRule::occurrences_between`]), walked once
 //! for the whole range, at most so many occurrences and until a deadline ([`WalkLimits`]),
-//! since a rule with COUNT is walked from its start and someone else wrote it.
+//! since a rule with COUNT may have to be walked from its start and someone else wrote it.
+//! Both begin walking where the rule allows it: a rule without COUNT from a start moved on
+//! by whole periods, one with COUNT likewise when it holds the same times in every period
+//! (`rrule_counted.rs`).
 
 use std::fmt;
 
@@ -25,6 +28,7 @@ use rrule::{Frequency, NWeekday, RRule, Unvalidated};
 
 use super::error::shown;
 use super::instants::resolve_local;
+use super::rrule_counted::{CountedStart, counted_start};
 use super::{LocalTimeError, ZoneName};
 
 /// The shortest spacing an RRULE may fire at.
@@ -48,7 +52,7 @@ const DEADLINE_EVERY: usize = 64;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct WalkLimits {
     /// The most occurrences passed, counted from where the walk starts (with COUNT, the
-    /// rule's start).
+    /// rule's start, unless the rule repeats by whole periods: see `rrule_counted.rs`).
     pub max_walked: usize,
     /// When the walk gives up.
     pub deadline: std::time::Instant,
@@ -218,7 +222,7 @@ impl RecurrenceRule {
         after: DateTime<Utc>,
     ) -> Option<DateTime<Utc>> {
         let after_wall = after.with_timezone(&zone.tz()).naive_local();
-        let (rule, start) = self.expansion_start(start, after_wall);
+        let (rule, start) = self.expansion_start(start, after_wall)?;
         self.walk(rule, zone, start, after)
     }
 
@@ -238,18 +242,28 @@ impl RecurrenceRule {
     /// for years is not walked from its start at every firing. Without COUNT, a start moved
     /// on by whole periods (INTERVAL times the FREQ) yields the same occurrences from there
     /// on, once the parts the crate would take from the start (the day of the month, the
-    /// month) are written out. With COUNT, every occurrence since the start counts.
+    /// month) are written out. With COUNT, every occurrence since the start counts: a rule
+    /// that holds the same times in every period is moved on with its COUNT lowered by
+    /// what the periods passed held (`rrule_counted.rs`), any other is walked from its
+    /// start. `None` when its COUNT was used up before the moved start.
     fn expansion_start(
         &self,
         start: NaiveDateTime,
         after_wall: NaiveDateTime,
-    ) -> (RRule<Unvalidated>, NaiveDateTime) {
-        let unchanged = (self.rule.clone(), start);
+    ) -> Option<(RRule<Unvalidated>, NaiveDateTime)> {
+        let unchanged = Some((self.rule.clone(), start));
         // Well before `after`: an occurrence before the moved start, even moved forward by
         // a gap, is not after it.
         let target = after_wall - TimeDelta::days(3);
-        if self.rule.get_count().is_some() || target <= start {
+        if target <= start {
             return unchanged;
+        }
+        if self.rule.get_count().is_some() {
+            return match counted_start(&self.with_start_parts_written_out(start), start, target) {
+                CountedStart::Moved(rule, moved) => Some((*rule, moved)),
+                CountedStart::Ended => None,
+                CountedStart::FromStart => unchanged,
+            };
         }
         let interval = i64::from(self.rule.get_interval());
         let whole = |units: i64| units / interval * interval;
@@ -284,12 +298,12 @@ impl RecurrenceRule {
         if moved <= start {
             return unchanged;
         }
-        (self.with_start_parts_written_out(start), moved)
+        Some((self.with_start_parts_written_out(start), moved))
     }
 
     /// The rule with the day of the month (and for FREQ=YEARLY the month) that the crate
     /// would otherwise take from the start, as it does when no other day part is given.
-    fn with_start_parts_written_out(&self, start: NaiveDateTime) -> RRule<Unvalidated> {
+    pub(super) fn with_start_parts_written_out(&self, start: NaiveDateTime) -> RRule<Unvalidated> {
         let rule = self.rule.clone();
         let has_day_parts = !rule.get_by_week_no().is_empty()
             || !rule.get_by_year_day().is_empty()
@@ -318,7 +332,7 @@ impl RecurrenceRule {
     /// Every occurrence strictly after `after` and before `before`, sorted, each instant
     /// once, at most `max_listed` (the earliest), for a rule starting at the local time
     /// `start` in `zone`: the rule walked once for the whole range (from a start moved on
-    /// by whole periods, or from its start when COUNT counts every occurrence), within
+    /// by whole periods where the rule allows it, see [`Self::expansion_start`]), within
     /// `limits`. The same instants as [`Self::next_after`] asked again and again.
     pub fn occurrences_between(
         &self,
@@ -330,8 +344,40 @@ impl RecurrenceRule {
         limits: WalkLimits,
     ) -> Result<Vec<DateTime<Utc>>, WalkCut> {
         let after_wall = after.with_timezone(&zone.tz()).naive_local();
+        let Some((rule, walk_start)) = self.expansion_start(start, after_wall) else {
+            return Ok(Vec::new());
+        };
+        let range = (after, before, max_listed);
+        self.walk_between(rule, walk_start, zone, range, limits)
+    }
+
+    /// The same, walking every occurrence from the start: what
+    /// [`Self::occurrences_between`] must equal.
+    #[cfg(test)]
+    pub(crate) fn occurrences_between_walking_from_start(
+        &self,
+        zone: ZoneName,
+        start: NaiveDateTime,
+        after: DateTime<Utc>,
+        before: DateTime<Utc>,
+        max_listed: usize,
+        limits: WalkLimits,
+    ) -> Result<Vec<DateTime<Utc>>, WalkCut> {
+        let range = (after, before, max_listed);
+        self.walk_between(self.rule.clone(), start, zone, range, limits)
+    }
+
+    /// The walk of [`Self::occurrences_between`] of `rule` from `walk_start` over `range`
+    /// (after, before, the most listed).
+    fn walk_between(
+        &self,
+        rule: RRule<Unvalidated>,
+        walk_start: NaiveDateTime,
+        zone: ZoneName,
+        (after, before, max_listed): (DateTime<Utc>, DateTime<Utc>, usize),
+        limits: WalkLimits,
+    ) -> Result<Vec<DateTime<Utc>>, WalkCut> {
         let before_wall = before.with_timezone(&zone.tz()).naive_local();
-        let (rule, walk_start) = self.expansion_start(start, after_wall);
         let Ok(set) = rule.build(rrule::Tz::UTC.from_utc_datetime(&walk_start)) else {
             return Ok(Vec::new());
         };
