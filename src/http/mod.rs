@@ -9,7 +9,7 @@
 mod auth;
 mod health;
 mod inbound;
-mod inbound_form;
+pub(crate) mod inbound_form;
 mod page;
 mod plugins;
 mod reminders;
