@@ -8,22 +8,11 @@
 #![no_main]
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
-use std::sync::OnceLock;
 
 use hearth::config::{ConfigError, LoadOptions, load_with_env, render_resolved_profiles};
 use hearth::tools::LOCAL_TOOL_NAMES;
 use hearth_fuzz_checks::refusal::{check_key_path, check_shown};
 use libfuzzer_sys::fuzz_target;
-
-fn file() -> &'static PathBuf {
-    static FOLDER: OnceLock<tempfile::TempDir> = OnceLock::new();
-    static FILE: OnceLock<PathBuf> = OnceLock::new();
-    FILE.get_or_init(|| {
-        let folder = FOLDER.get_or_init(|| tempfile::tempdir().expect("a scratch folder"));
-        folder.path().join("hearth.yaml")
-    })
-}
 
 /// The secrets the example configuration names, as a deployment has them.
 fn environment() -> BTreeMap<String, String> {
@@ -44,7 +33,7 @@ fuzz_target!(|data: &[u8]| {
     let Some(text) = hearth_fuzz_checks::text(data) else {
         return;
     };
-    let path = file();
+    let path = &hearth_fuzz_checks::scratch::folder().join("hearth.yaml");
     std::fs::write(path, text).expect("the scratch file is written");
     let options = LoadOptions {
         known_local_tools: LOCAL_TOOL_NAMES,

@@ -13,31 +13,14 @@
 #![no_main]
 
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
 
 use hearth::fuzzing::{FormRefusal, ReceivedForm, read_form};
+use hearth_fuzz_checks::scratch::{folder as scratch, runtime};
 use libfuzzer_sys::fuzz_target;
 
 const LIMIT: u64 = 4096;
 /// A text field's bytes at most (16,000 characters of four bytes).
 const MAX_FIELD_BYTES: usize = 64_000;
-
-fn scratch() -> &'static Path {
-    static FOLDER: OnceLock<tempfile::TempDir> = OnceLock::new();
-    FOLDER
-        .get_or_init(|| tempfile::tempdir().expect("a scratch folder"))
-        .path()
-}
-
-fn runtime() -> &'static tokio::runtime::Runtime {
-    static RUNTIME: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
-    RUNTIME.get_or_init(|| {
-        tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .expect("a runtime")
-    })
-}
 
 /// What a read gives, comparable across folders: the fields, and the audio file's
 /// attachment with its bytes.

@@ -14,6 +14,7 @@ use std::sync::OnceLock;
 
 use hearth::scripts::{ManifestError, ScriptCatalog};
 use hearth_fuzz_checks::refusal::{check_key_path, check_shown};
+use hearth_fuzz_checks::scratch::runtime;
 use libfuzzer_sys::fuzz_target;
 
 fn folder() -> &'static Path {
@@ -37,16 +38,6 @@ fn folder() -> &'static Path {
             folder
         })
         .path()
-}
-
-fn runtime() -> &'static tokio::runtime::Runtime {
-    static RUNTIME: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
-    RUNTIME.get_or_init(|| {
-        tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .expect("a runtime")
-    })
 }
 
 fuzz_target!(|data: &[u8]| {
