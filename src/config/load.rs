@@ -176,14 +176,32 @@ fn check_yaml_syntax(path: &Path, text: &str) -> Result<(), ConfigError> {
             ),
         )),
         Err(error) => {
-            let location = error.location();
-            Err(syntax_error(
-                location.as_ref().map(|location| location.line()),
-                location.as_ref().map(|location| location.column()),
-                error.to_string(),
-            ))
+            // serde_yaml places every error but one: a second document (`---`) is refused
+            // with no position, and is named here at the line that starts it.
+            let (line, column) = match error.location() {
+                Some(location) => (location.line(), location.column()),
+                None => (second_document_line(text).unwrap_or(1), 1),
+            };
+            Err(syntax_error(Some(line), Some(column), error.to_string()))
         }
     }
+}
+
+/// The 1-based line where a second YAML document starts (`---` or `...` after the first
+/// document's content), if one does.
+fn second_document_line(text: &str) -> Option<usize> {
+    let mut content_seen = false;
+    for (index, line) in text.lines().enumerate() {
+        let marker = line == "---" || line.starts_with("--- ") || line.starts_with("...");
+        if marker && content_seen {
+            return Some(index + 1);
+        }
+        let trimmed = line.trim_start();
+        if !marker && !trimmed.is_empty() && !trimmed.starts_with('#') && !line.starts_with('%') {
+            content_seen = true;
+        }
+    }
+    None
 }
 
 fn yaml_kind(value: &serde_yaml::Value) -> &'static str {
@@ -329,4 +347,24 @@ pub(crate) fn describe_serde_message(message: &str) -> String {
         return format!("unknown value {rest}");
     }
     message.to_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_second_document_is_named_at_the_line_that_starts_it() {
+        // Found by the fuzz target `config_file`: serde_yaml refuses a second document
+        // without a position, and the refusal named no line.
+        let text =
+            "# hearth\ndatabase_url: \"sqlite://data/hearth.db\"\n---\nhttp:\n  enabled: true\n";
+        let error = check_yaml_syntax(Path::new("hearth.yaml"), text).unwrap_err();
+        let ConfigError::Syntax { line, column, .. } = &error else {
+            panic!("{error:?}");
+        };
+        assert_eq!((*line, *column), (Some(3), Some(1)), "{error}");
+        assert_eq!(second_document_line("---\na: 1\n...\n"), Some(3));
+        assert_eq!(second_document_line("---\n# only a comment\n"), None);
+    }
 }
