@@ -25,7 +25,13 @@ fn id_text(value: &Value) -> String {
 
 fn check_message(message: &Value, reading: &IncomingReading) {
     let from = &message["from"];
-    let is_person = from.is_object() && !from["is_bot"].as_bool().unwrap_or(false);
+    // Telegram's four kinds of chat: an update naming another is not Telegram's, and the
+    // Bot API types refuse it whole.
+    let known_chat = matches!(
+        message["chat"]["type"].as_str(),
+        Some("private" | "group" | "supergroup" | "channel")
+    );
+    let is_person = known_chat && from.is_object() && !from["is_bot"].as_bool().unwrap_or(false);
     let IncomingReading::Message {
         sender,
         sender_name,
