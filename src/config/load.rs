@@ -85,12 +85,16 @@ pub(crate) fn read_config(
         .add_source(environment_source)
         .build()
         .map_err(|error| match error {
-            ::config::ConfigError::FileParse { cause, .. } => ConfigError::Syntax {
-                file: path.to_path_buf(),
-                line: None,
-                column: None,
-                message: cause.to_string(),
-            },
+            ::config::ConfigError::FileParse { cause, .. } => {
+                let message = cause.to_string();
+                let (line, column) = position_in_message(&message).unzip();
+                ConfigError::Syntax {
+                    file: path.to_path_buf(),
+                    line,
+                    column,
+                    message,
+                }
+            }
             other => ConfigError::Environment {
                 file: path.to_path_buf(),
                 message: other.to_string(),
@@ -185,6 +189,16 @@ fn check_yaml_syntax(path: &Path, text: &str) -> Result<(), ConfigError> {
             Err(syntax_error(Some(line), Some(column), error.to_string()))
         }
     }
+}
+
+/// The position the `config` crate's YAML parser writes into its message (`... at byte 11558
+/// line 193 column 63`): it refuses a little that serde_yaml lets through, and gives the
+/// position only in words.
+fn position_in_message(message: &str) -> Option<(usize, usize)> {
+    let (_, rest) = message.rsplit_once(" line ")?;
+    let (line, rest) = rest.split_once(" column ")?;
+    let column: String = rest.chars().take_while(char::is_ascii_digit).collect();
+    Some((line.trim().parse().ok()?, column.parse().ok()?))
 }
 
 /// The 1-based line where a second YAML document starts (`---` or `...` after the first
@@ -366,5 +380,28 @@ mod tests {
         assert_eq!((*line, *column), (Some(3), Some(1)), "{error}");
         assert_eq!(second_document_line("---\na: 1\n...\n"), Some(3));
         assert_eq!(second_document_line("---\n# only a comment\n"), None);
+    }
+
+    #[test]
+    fn a_quoted_value_only_the_config_parser_refuses_is_named_at_its_line() {
+        // Found by the fuzz target `config_file`: serde_yaml reads this quoted value's
+        // indentation, the `config` crate's parser refuses it, and the refusal named no line.
+        assert_eq!(
+            position_in_message(
+                "invalid indentation in quoted scalar at byte 11558 line 193 column 63"
+            ),
+            Some((193, 63))
+        );
+        assert_eq!(position_in_message("no position here"), None);
+        let folder = tempfile::tempdir().unwrap();
+        let path = folder.path().join("hearth.yaml");
+        std::fs::write(&path, "a:\n  - id: x\n    description: \"Short\n  # rt\"\n").unwrap();
+        let Err(error) = read_config(&path, &BTreeMap::new()) else {
+            panic!("the quoted value was read");
+        };
+        let ConfigError::Syntax { line, column, .. } = &error else {
+            panic!("{error:?}");
+        };
+        assert!(line.is_some() && column.is_some(), "{error}");
     }
 }
