@@ -53,6 +53,8 @@
 //! - [`backoff`]: how long every retry loop waits after failures in a row.
 //! - [`clock`]: the wall clock every expiry, retry and time-to-live reads; tests make it
 //!   follow tokio's paused clock.
+//! - `fuzzing` (hidden): the entry points of the fuzz targets in `fuzz/` that are not public
+//!   otherwise.
 //!
 //! Cargo features: `telegram`, `matrix` (the chat platforms) and `mcp` (the MCP client), all
 //! in the default build; config that needs one left out is refused at start-up.
@@ -69,6 +71,8 @@ pub mod config;
 pub mod doctor;
 pub mod family;
 pub mod format;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod http;
 pub mod identity;
 pub mod ids;

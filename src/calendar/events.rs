@@ -279,7 +279,15 @@ pub fn changed_event_text(
     event.timestamp(now);
     event.remove_property("DURATION");
     apply(event, fields);
-    Ok(calendar.to_string())
+    let written = calendar.to_string();
+    // `icalendar` does not always write what it read in a form it reads again (a
+    // parameter value holding a quote, which RFC 5545 forbids, comes back quoted around
+    // its quotes): such an event is left as the other client stored it, never replaced
+    // with text no client can read.
+    parsed_calendar(&written).map_err(|error| {
+        format!("its text as hearth would write it back cannot be read again ({error})")
+    })?;
+    Ok(written)
 }
 
 fn apply(event: &mut Event, fields: &EventFields) {

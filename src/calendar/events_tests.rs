@@ -152,3 +152,14 @@ fn a_change_keeps_what_another_client_stored_and_counts_the_sequence_up() {
     // The changed occurrence is still there, untouched.
     assert_eq!(events[1].summary, "Swimming (late)");
 }
+
+#[test]
+fn an_event_whose_text_would_not_read_again_is_left_as_it_is() {
+    // Found by the fuzz target `icalendar`: a parameter value holding quotes, which
+    // `icalendar` reads but writes back quoted around them, unreadable.
+    let text = "BEGIN:VCALENDAR\r\nBEGIN:VEVENT\r\nUID:q\r\nDTSTART:20261203T100000Z\r\nSUMMARY:Dentist\r\nATTENDEE;CN=\"Alice, Mum\";ROLE=CHAI=\"Alice, Mum\"R:mailto:a@example.org\r\nEND:VEVENT\r\nEND:VCALENDAR\r\n";
+    let events = read_events(text).unwrap();
+    assert_eq!(events[0].summary, "Dentist");
+    let error = changed_event_text(text, &fields(), Utc::now()).unwrap_err();
+    assert!(error.contains("cannot be read again"), "{error}");
+}

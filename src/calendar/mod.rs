@@ -23,7 +23,7 @@
 mod account;
 mod bounds;
 pub mod caldav;
-mod events;
+pub(crate) mod events;
 mod expand;
 mod phrasing;
 mod read_cache;

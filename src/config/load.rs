@@ -86,12 +86,16 @@ pub(crate) fn read_config(
         .add_source(environment_source)
         .build()
         .map_err(|error| match error {
-            ::config::ConfigError::FileParse { cause, .. } => ConfigError::Syntax {
-                file: path.to_path_buf(),
-                line: None,
-                column: None,
-                message: cause.to_string(),
-            },
+            ::config::ConfigError::FileParse { cause, .. } => {
+                let message = cause.to_string();
+                let (line, column) = position_in_message(&message).unzip();
+                ConfigError::Syntax {
+                    file: path.to_path_buf(),
+                    line,
+                    column,
+                    message,
+                }
+            }
             other => ConfigError::Environment {
                 file: path.to_path_buf(),
                 message: other.to_string(),
@@ -177,14 +181,42 @@ fn check_yaml_syntax(path: &Path, text: &str) -> Result<(), ConfigError> {
             ),
         )),
         Err(error) => {
-            let location = error.location();
-            Err(syntax_error(
-                location.as_ref().map(|location| location.line()),
-                location.as_ref().map(|location| location.column()),
-                error.to_string(),
-            ))
+            // serde_yaml places every error but one: a second document (`---`) is refused
+            // with no position, and is named here at the line that starts it.
+            let (line, column) = match error.location() {
+                Some(location) => (location.line(), location.column()),
+                None => (second_document_line(text).unwrap_or(1), 1),
+            };
+            Err(syntax_error(Some(line), Some(column), error.to_string()))
         }
     }
+}
+
+/// The position the `config` crate's YAML parser writes into its message (`... at byte 11558
+/// line 193 column 63`): it refuses a little that serde_yaml lets through, and gives the
+/// position only in words.
+fn position_in_message(message: &str) -> Option<(usize, usize)> {
+    let (_, rest) = message.rsplit_once(" line ")?;
+    let (line, rest) = rest.split_once(" column ")?;
+    let column: String = rest.chars().take_while(char::is_ascii_digit).collect();
+    Some((line.trim().parse().ok()?, column.parse().ok()?))
+}
+
+/// The 1-based line where a second YAML document starts (`---` or `...` after the first
+/// document's content), if one does.
+fn second_document_line(text: &str) -> Option<usize> {
+    let mut content_seen = false;
+    for (index, line) in text.lines().enumerate() {
+        let marker = line == "---" || line.starts_with("--- ") || line.starts_with("...");
+        if marker && content_seen {
+            return Some(index + 1);
+        }
+        let trimmed = line.trim_start();
+        if !marker && !trimmed.is_empty() && !trimmed.starts_with('#') && !line.starts_with('%') {
+            content_seen = true;
+        }
+    }
+    None
 }
 
 fn yaml_kind(value: &serde_yaml::Value) -> &'static str {
@@ -330,4 +362,47 @@ pub(crate) fn describe_serde_message(message: &str) -> String {
         return format!("unknown value {rest}");
     }
     message.to_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_second_document_is_named_at_the_line_that_starts_it() {
+        // Found by the fuzz target `config_file`: serde_yaml refuses a second document
+        // without a position, and the refusal named no line.
+        let text =
+            "# hearth\ndatabase_url: \"sqlite://data/hearth.db\"\n---\nhttp:\n  enabled: true\n";
+        let error = check_yaml_syntax(Path::new("hearth.yaml"), text).unwrap_err();
+        let ConfigError::Syntax { line, column, .. } = &error else {
+            panic!("{error:?}");
+        };
+        assert_eq!((*line, *column), (Some(3), Some(1)), "{error}");
+        assert_eq!(second_document_line("---\na: 1\n...\n"), Some(3));
+        assert_eq!(second_document_line("---\n# only a comment\n"), None);
+    }
+
+    #[test]
+    fn a_quoted_value_only_the_config_parser_refuses_is_named_at_its_line() {
+        // Found by the fuzz target `config_file`: serde_yaml reads this quoted value's
+        // indentation, the `config` crate's parser refuses it, and the refusal named no line.
+        assert_eq!(
+            position_in_message(
+                "invalid indentation in quoted scalar at byte 11558 line 193 column 63"
+            ),
+            Some((193, 63))
+        );
+        assert_eq!(position_in_message("no position here"), None);
+        let folder = tempfile::tempdir().unwrap();
+        let path = folder.path().join("hearth.yaml");
+        std::fs::write(&path, "a:\n  - id: x\n    description: \"Short\n  # rt\"\n").unwrap();
+        let Err(error) = read_config(&path, &BTreeMap::new()) else {
+            panic!("the quoted value was read");
+        };
+        let ConfigError::Syntax { line, column, .. } = &error else {
+            panic!("{error:?}");
+        };
+        assert!(line.is_some() && column.is_some(), "{error}");
+    }
 }

@@ -98,9 +98,12 @@ pub(crate) fn parse_yaml_document<T: DeserializeOwned>(text: &str) -> Result<T, 
                         .map(str::to_owned)
                 })
                 .unwrap_or_else(|| full_message.clone());
+            // At the end of a file without a final line break serde_yaml names the line
+            // after the last; the reader looks for the last.
+            let last_line = text.split('\n').count();
             return Err(PluginFileProblem {
                 key_path: KeyPath::root(),
-                line: location.map(|location| location.line()),
+                line: location.map(|location| location.line().min(last_line)),
                 message: format!("invalid yaml: {message}"),
             });
         }
@@ -363,6 +366,16 @@ capabilities:
 
     fn line(path: KeyPath) -> Option<usize> {
         yaml_line_of(TEXT, &path)
+    }
+
+    #[test]
+    fn an_error_at_the_end_of_a_file_without_a_last_line_break_names_its_last_line() {
+        // Found by the fuzz targets `plugin_manifest` and `intents_file`: serde_yaml named
+        // the line after the last ("line 31" of a 30-line file).
+        let problem = parse_yaml_document::<serde_yaml::Value>("a: [\n  {b: 1}").unwrap_err();
+        assert_eq!(problem.line, Some(2), "{}", problem.message);
+        let problem = parse_yaml_document::<serde_yaml::Value>("a: [\n  {b: 1}\n").unwrap_err();
+        assert!(problem.line <= Some(3), "{:?}", problem.line);
     }
 
     #[test]

@@ -74,7 +74,7 @@ pub(crate) fn parse(markdown: &str) -> Vec<Block> {
         | Options::ENABLE_SUBSCRIPT
         | Options::ENABLE_TASKLISTS;
     let mut events = Parser::new_ext(markdown, options).peekable();
-    let mut builder = Builder { depth: 0 };
+    let mut builder = Builder { depth: 0, links: 0 };
     let mut blocks = Vec::new();
     // A stray end event at the top level cannot come from the parser, but the loop must
     // make progress whatever it is handed.
@@ -91,6 +91,8 @@ type Events<'a> = std::iter::Peekable<Parser<'a>>;
 
 struct Builder {
     depth: usize,
+    /// Links (and images) whose content is being read.
+    links: usize,
 }
 
 impl Builder {
@@ -274,8 +276,18 @@ impl Builder {
     /// Reads the rest of an inline element whose start event was consumed, with its end,
     /// and appends it to `content`.
     fn inline(&mut self, tag: Tag, events: &mut Events, content: &mut Vec<Inline>) {
+        let is_link = matches!(tag, Tag::Link { .. } | Tag::Image { .. });
+        self.links += usize::from(is_link);
         let inner = self.inlines(events);
+        self.links -= usize::from(is_link);
         events.next(); // the element's end
+        // A link within a link's text (an image as a link's text, an address written in
+        // it) keeps only its text: no client opens a link inside a link, and Telegram
+        // refuses the message.
+        if is_link && self.links > 0 {
+            content.extend(inner);
+            return;
+        }
         let element = match tag {
             Tag::Emphasis => Inline::Emphasis(inner),
             Tag::Strong => Inline::Strong(inner),

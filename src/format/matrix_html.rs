@@ -191,6 +191,16 @@ mod tests {
     }
 
     #[test]
+    fn matrix_link_inside_a_link_keeps_only_its_text() {
+        assert_eq!(
+            matrix_html(
+                "[![build](https://ci.example.org/badge.svg)](https://ci.example.org) [<d@x>](http:)"
+            ),
+            "<p><a href=\"https://ci.example.org\">build</a> <a href=\"http:\">d@x</a></p>"
+        );
+    }
+
+    #[test]
     fn matrix_nested_lists() {
         assert_eq!(
             matrix_html("- a\n  1. b\n  2. c\n- d\n\n5. five"),

@@ -252,6 +252,16 @@ mod tests {
     }
 
     #[test]
+    fn telegram_link_inside_a_link_keeps_only_its_text() {
+        // Found by the fuzz target `format`: Telegram refuses a link inside a link.
+        assert_eq!(telegram_html("[<d@x>](http:)"), "<a href=\"http:\">d@x</a>");
+        assert_eq!(
+            telegram_html("[![build](https://ci.example.org/badge.svg)](https://ci.example.org)"),
+            "<a href=\"https://ci.example.org\">build</a>"
+        );
+    }
+
+    #[test]
     fn telegram_headings_become_bold_lines() {
         assert_eq!(
             telegram_html("# Plan for **today**\n\nText\n\n## Later\nmore"),

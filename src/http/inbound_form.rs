@@ -59,7 +59,7 @@ pub async fn post_inbound_form(
     };
     let id = Inbound::new_id();
     let folder = state.attachments_dir.join(&id);
-    let received = receive(&state, form, &folder).await;
+    let received = receive(state.max_attachment_bytes, form, &folder).await;
     let kept = match received {
         Ok(form) => form,
         Err(refused) => return discard(&folder, refused).await,
@@ -109,18 +109,62 @@ async fn discard(folder: &Path, response: HttpResponse) -> HttpResponse {
 }
 
 /// The form as it came: its text fields and its stored audio file.
-#[derive(Default)]
-struct ReceivedForm {
-    user_id: Option<String>,
-    text: Option<String>,
-    session_id: Option<String>,
-    message_id: Option<String>,
-    audio: Option<Attachment>,
+#[derive(Debug, Default)]
+pub struct ReceivedForm {
+    pub user_id: Option<String>,
+    pub text: Option<String>,
+    pub session_id: Option<String>,
+    pub message_id: Option<String>,
+    pub audio: Option<Attachment>,
 }
 
-/// Every field of `form` read, the audio file stored in `folder`; else the answer to give.
+/// A form refused: the answer's status and its `error`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FormRefusal {
+    pub status: u16,
+    pub error: String,
+}
+
+/// Reads `body` (as the chunks it arrives in), sent with `content_type`, as `POST /inbound`
+/// reads a form, its audio file stored in `folder` within `limit` bytes: what the fuzz
+/// target `inbound_form` checks. No caller, member or queue is involved.
+pub async fn read_form(
+    content_type: &str,
+    body: Vec<Vec<u8>>,
+    folder: &Path,
+    limit: u64,
+) -> Result<ReceivedForm, FormRefusal> {
+    let mut headers = actix_web::http::header::HeaderMap::new();
+    let value =
+        actix_web::http::header::HeaderValue::from_str(content_type).map_err(|_| FormRefusal {
+            status: 400,
+            error: "the content type is not a header value".to_string(),
+        })?;
+    headers.insert(actix_web::http::header::CONTENT_TYPE, value);
+    let chunks = futures::stream::iter(
+        body.into_iter()
+            .map(|chunk| Ok::<_, actix_web::error::PayloadError>(web::Bytes::from(chunk))),
+    );
+    match receive(limit, Multipart::new(&headers, chunks), folder).await {
+        Ok(form) => Ok(form),
+        Err(response) => {
+            let status = response.status().as_u16();
+            let body = actix_web::body::to_bytes(response.into_body())
+                .await
+                .unwrap_or_default();
+            let error = serde_json::from_slice::<serde_json::Value>(&body)
+                .ok()
+                .and_then(|answer| answer.get("error")?.as_str().map(str::to_string))
+                .unwrap_or_default();
+            Err(FormRefusal { status, error })
+        }
+    }
+}
+
+/// Every field of `form` read, the audio file stored in `folder` within `limit` bytes; else
+/// the answer to give.
 async fn receive(
-    state: &HttpState,
+    limit: u64,
     mut form: Multipart,
     folder: &Path,
 ) -> Result<ReceivedForm, HttpResponse> {
@@ -133,7 +177,7 @@ async fn receive(
                 if received.audio.is_some() {
                     return Err(bad_request("only one `audio` file is read".into()));
                 }
-                received.audio = Some(store_audio(state, field, folder).await?);
+                received.audio = Some(store_audio(limit, field, folder).await?);
                 continue;
             }
             "user_id" => &mut received.user_id,
@@ -165,12 +209,8 @@ async fn read_text(mut field: Field, name: &str) -> Result<String, HttpResponse>
     String::from_utf8(bytes).map_err(|_| bad_request(format!("field `{name}` is not UTF-8")))
 }
 
-/// The audio file streamed into `folder` within the limit, as the message's attachment.
-async fn store_audio(
-    state: &HttpState,
-    field: Field,
-    folder: &Path,
-) -> Result<Attachment, HttpResponse> {
+/// The audio file streamed into `folder` within `limit` bytes, as the message's attachment.
+async fn store_audio(limit: u64, field: Field, folder: &Path) -> Result<Attachment, HttpResponse> {
     let mime = field
         .content_type()
         .map(|mime| mime.essence_str().to_ascii_lowercase())
@@ -189,7 +229,6 @@ async fn store_audio(
             .unwrap_or(default_name(&mime)),
     );
     let path: PathBuf = folder.join(&file_name);
-    let limit = state.max_attachment_bytes;
     // Whether a failure was the upload's (told to the caller) or hearth's own disk's
     // (logged; the caller hears nothing of hearth's folders).
     let upload_broke = std::cell::Cell::new(None);

@@ -10,7 +10,7 @@ mod auth;
 pub mod client;
 mod health;
 mod inbound;
-mod inbound_form;
+pub(crate) mod inbound_form;
 mod page;
 mod plugins;
 mod reminders;

@@ -49,6 +49,10 @@ pub enum IdError {
         "{0:?} cannot name a delegated conversation: it is empty or contains '/' or a control character"
     )]
     BadDelegationPart(String),
+    /// A Matrix conversation id is `<room id>/<thread root>`: a `/` in the room id (which
+    /// the Matrix ids' parser lets through) would end it early and name another room.
+    #[error("matrix room id {0:?} contains '/'")]
+    SlashInRoomId(String),
 }
 
 /// A family member's role: a `child` may be limited by intents and policy, and a

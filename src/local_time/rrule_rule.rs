@@ -222,8 +222,9 @@ impl RecurrenceRule {
         after: DateTime<Utc>,
     ) -> Option<DateTime<Utc>> {
         let after_wall = after.with_timezone(&zone.tz()).naive_local();
-        let (rule, start) = self.expansion_start(start, after_wall)?;
-        self.walk(rule, zone, start, after)
+        let first = resolve_local(zone, start).instant;
+        let (rule, moved) = self.expansion_start(start, after_wall)?;
+        self.walk(rule, zone, moved, first, after)
     }
 
     /// The same, walking every occurrence from the start: what [`Self::next_after`] must
@@ -235,7 +236,8 @@ impl RecurrenceRule {
         start: NaiveDateTime,
         after: DateTime<Utc>,
     ) -> Option<DateTime<Utc>> {
-        self.walk(self.rule.clone(), zone, start, after)
+        let first = resolve_local(zone, start).instant;
+        self.walk(self.rule.clone(), zone, start, first, after)
     }
 
     /// Where expanding may begin for an answer after `after_wall`, so that a rule running
@@ -444,6 +446,7 @@ impl RecurrenceRule {
         rule: RRule<Unvalidated>,
         zone: ZoneName,
         start: NaiveDateTime,
+        first: DateTime<Utc>,
         after: DateTime<Utc>,
     ) -> Option<DateTime<Utc>> {
         let wall_start = rrule::Tz::UTC.from_utc_datetime(&start);
@@ -461,6 +464,11 @@ impl RecurrenceRule {
             if let Some(Until::Instant(until)) = self.until
                 && instant > until
             {
+                continue;
+            }
+            // A start in a skipped hour fires later by the gap; the rule's wall-clock
+            // times right after it (03:00 after a skipped 02:30) are then before it.
+            if instant < first {
                 continue;
             }
             if instant > after && best.is_none_or(|best| instant < best) {

@@ -193,6 +193,29 @@ fn a_rule_runs_on_the_wall_clock_across_a_gap_and_a_repeated_hour() {
 }
 
 #[test]
+fn a_start_in_a_skipped_hour_fires_nothing_before_it() {
+    // Found by the fuzz target `recurrence`: 02:30 on the spring-forward night is 03:30,
+    // and the rule's 03:00 was given as the first occurrence, before the start.
+    let rule = recurring(
+        "Europe/Berlin",
+        "2025-03-30 02:30",
+        "FREQ=HOURLY;BYMINUTE=0,15,30,45",
+    );
+    assert_eq!(
+        rule.next_after(utc("2025-03-29T12:00:00Z")),
+        Some(utc("2025-03-30T01:30:00Z"))
+    );
+    assert_eq!(
+        occurrences(&rule, 3),
+        [
+            "2025-03-30T01:30:00Z",
+            "2025-03-30T01:45:00Z",
+            "2025-03-30T02:00:00Z"
+        ]
+    );
+}
+
+#[test]
 fn rules_firing_more_often_than_every_five_minutes_are_refused() {
     let cases = [
         ("FREQ=MINUTELY", "FREQ=MINUTELY"),

@@ -85,6 +85,9 @@ impl Script {
     }
 }
 
+/// The key path of a problem of the whole document, as the configuration's errors say it.
+const TOP_LEVEL: &str = "(top level)";
+
 /// Why the scripts folder cannot be used.
 #[derive(Debug, thiserror::Error)]
 pub enum ManifestError {
@@ -126,7 +129,7 @@ impl ScriptCatalog {
             .unwrap_or_else(|error| {
                 Err(ManifestError::Invalid {
                     file: PathBuf::from(MANIFEST_FILE),
-                    problems: vec![(String::new(), format!("reading stopped: {error}"))],
+                    problems: vec![(TOP_LEVEL.to_owned(), format!("reading stopped: {error}"))],
                 })
             })
     }
@@ -145,7 +148,11 @@ impl ScriptCatalog {
         let scripts: Vec<Script> =
             serde_path_to_error::deserialize(&mut deserializer).map_err(|error| {
                 let path = error.path().to_string();
-                let key = if path == "." { String::new() } else { path };
+                let key = if path == "." {
+                    TOP_LEVEL.to_owned()
+                } else {
+                    path
+                };
                 invalid(vec![(key, error.into_inner().to_string())])
             })?;
         let root = folder
@@ -331,4 +338,25 @@ fn check_path(root: &Path, path: &str, kind: ScriptKind) -> Result<(), String> {
     #[cfg(not(unix))]
     let _ = kind;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_manifest_that_is_not_json_is_refused_at_the_top_level() {
+        // Found by the fuzz target `scripts_manifest`: an empty manifest was refused under
+        // an empty key (`manifest.json: : EOF while parsing a value`).
+        let folder = tempfile::tempdir().unwrap();
+        std::fs::write(folder.path().join(MANIFEST_FILE), "").unwrap();
+        let Err(ManifestError::Invalid { problems, .. }) =
+            ScriptCatalog::load_blocking(folder.path())
+        else {
+            panic!("an empty manifest was not refused as invalid");
+        };
+        assert_eq!(problems.len(), 1);
+        assert_eq!(problems[0].0, "(top level)");
+        assert!(problems[0].1.contains("EOF"), "{problems:?}");
+    }
 }

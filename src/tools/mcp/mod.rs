@@ -35,7 +35,7 @@ mod elicitation;
 #[cfg(feature = "mcp")]
 mod elicitation_chat;
 #[cfg(feature = "mcp")]
-mod elicitation_form;
+pub(crate) mod elicitation_form;
 #[cfg(feature = "mcp")]
 mod oversized;
 #[cfg(feature = "mcp")]

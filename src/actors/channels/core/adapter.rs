@@ -94,6 +94,67 @@ pub(crate) enum Incoming<M, A> {
     Ignored,
 }
 
+/// An `Incoming` without the platform's own event: what a fuzz target checks an adapter's
+/// reading of a platform event against.
+#[derive(Debug, Clone, PartialEq)]
+pub enum IncomingReading {
+    Message {
+        sender: String,
+        sender_name: Option<String>,
+        conversation: ConversationKey,
+        event_id: String,
+        text: String,
+    },
+    Answer {
+        sender: String,
+        event_id: String,
+        conversation: Option<ConversationKey>,
+        prompt: PromptId,
+        approve: bool,
+    },
+    Cancel {
+        sender: String,
+        event_id: String,
+        conversation: Option<ConversationKey>,
+        list_event: Option<String>,
+        schedule_id: i64,
+    },
+    Say,
+    Ignored,
+    /// A button press on a button the platform's adapter did not make.
+    NotMine,
+}
+
+impl<M, A> From<Incoming<M, A>> for IncomingReading {
+    fn from(incoming: Incoming<M, A>) -> Self {
+        match incoming {
+            Incoming::Message(message) => IncomingReading::Message {
+                sender: message.sender,
+                sender_name: message.sender_name,
+                conversation: message.conversation,
+                event_id: message.event_id,
+                text: message.text,
+            },
+            Incoming::Answer(answer) => IncomingReading::Answer {
+                sender: answer.sender,
+                event_id: answer.event_id,
+                conversation: answer.conversation,
+                prompt: answer.prompt,
+                approve: answer.approve,
+            },
+            Incoming::Cancel(cancel) => IncomingReading::Cancel {
+                sender: cancel.sender,
+                event_id: cancel.event_id,
+                conversation: cancel.conversation,
+                list_event: cancel.list_event,
+                schedule_id: cancel.schedule_id,
+            },
+            Incoming::Say(_) => IncomingReading::Say,
+            Incoming::Ignored => IncomingReading::Ignored,
+        }
+    }
+}
+
 /// What became of an answer, for the platform to tell the person who gave it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum AnswerOutcome {

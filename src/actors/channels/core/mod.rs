@@ -70,10 +70,10 @@ pub(crate) mod typing;
 
 pub(crate) use actor::ChannelActor;
 pub use actor::ChannelDeps;
-pub use adapter::ProfileCommands;
 pub(crate) use adapter::{
     AnswerOutcome, Incoming, IncomingAnswer, IncomingCancel, IncomingMessage, PlatformAdapter,
 };
+pub use adapter::{IncomingReading, ProfileCommands};
 pub use delivery::DeliverySettings;
 pub use membership::{MembershipParts, SignInLinks};
 pub use messages::{EventReceived, StopChannel};

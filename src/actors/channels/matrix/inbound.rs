@@ -12,7 +12,7 @@ use matrix_sdk::ruma::events::room::message::{
     MessageType, OriginalSyncRoomMessageEvent, Relation,
 };
 use matrix_sdk::ruma::events::{AnySyncMessageLikeEvent, AnySyncTimelineEvent};
-use matrix_sdk::ruma::{OwnedEventId, OwnedUserId};
+use matrix_sdk::ruma::{OwnedEventId, OwnedUserId, RoomId};
 
 use super::MatrixAdapter;
 use super::confirmations::{prompt_of, reaction_answer, yes_or_no};
@@ -25,6 +25,7 @@ use crate::actors::channels::core::commands;
 use crate::actors::channels::core::{
     AnswerOutcome, Incoming, IncomingAnswer, IncomingCancel, IncomingMessage,
 };
+use crate::ids::{ConversationKey, IdError};
 use crate::ports::{Attachment, AttachmentKind, QuotedMessage};
 
 pub(super) const UNDECRYPTABLE_REPLY: &str = "I can't read your last message: it was encrypted \
@@ -80,14 +81,21 @@ fn own_text(body: &str, is_reply: bool) -> String {
         .to_string()
 }
 
-async fn read_message(
-    adapter: &MatrixAdapter,
-    room: Room,
-    event: OriginalSyncRoomMessageEvent,
-) -> Result<Incoming<MatrixMessage, MatrixAnswer>, ChannelError> {
+/// A room message as hearth reads it before the store is asked whether it answers a prompt
+/// or a list: where it is, what it replies to, the member's own words and its file.
+struct ReadMessage {
+    conversation: Conversation,
+    replied_to: Option<OwnedEventId>,
+    text: String,
+    media: Option<Media>,
+}
+
+/// The message `event` of room `room_id`, read without I/O; `None` for what is not a new
+/// message from a person (an edit, a bot's notice).
+fn read_content(room_id: &RoomId, event: &OriginalSyncRoomMessageEvent) -> Option<ReadMessage> {
     let (thread_root, replied_to) = match &event.content.relates_to {
         // An edit changes a message already answered: not a new message.
-        Some(Relation::Replacement(_)) => return Ok(Incoming::Ignored),
+        Some(Relation::Replacement(_)) => return None,
         Some(Relation::Reply(reply)) => (None, Some(reply.in_reply_to.event_id.clone())),
         Some(Relation::Thread(thread)) => (
             Some(thread.event_id.clone()),
@@ -100,7 +108,7 @@ async fn read_message(
         _ => (None, None),
     };
     let conversation = Conversation {
-        room_id: room.room_id().to_owned(),
+        room_id: room_id.to_owned(),
         thread_root,
     };
     let (body, media) = match &event.content.msgtype {
@@ -153,11 +161,33 @@ async fn read_message(
             }),
         ),
         // Notices are what bots send.
-        MessageType::Notice(_) => return Ok(Incoming::Ignored),
+        MessageType::Notice(_) => return None,
         // A location, a video...: nothing to read.
         _ => (String::new(), None),
     };
     let text = own_text(&body, replied_to.is_some());
+    Some(ReadMessage {
+        conversation,
+        replied_to,
+        text,
+        media,
+    })
+}
+
+async fn read_message(
+    adapter: &MatrixAdapter,
+    room: Room,
+    event: OriginalSyncRoomMessageEvent,
+) -> Result<Incoming<MatrixMessage, MatrixAnswer>, ChannelError> {
+    let Some(ReadMessage {
+        conversation,
+        replied_to,
+        text,
+        media,
+    }) = read_content(room.room_id(), &event)
+    else {
+        return Ok(Incoming::Ignored);
+    };
     // "yes" / "no" in reply to a prompt answers it.
     if let Some(prompt) = &replied_to
         && let Some(approve) = yes_or_no(&text)
@@ -431,6 +461,73 @@ fn read_undecryptable(
         format!("{UNDECRYPTABLE_REPLY}{device}"),
         Some(event.event_id.to_string()),
     ))
+}
+
+/// What hearth reads of a room message event on its own, before the homeserver or the store
+/// is asked anything: what the fuzz target `matrix_event` checks against the event's JSON.
+#[derive(Debug)]
+pub struct RoomMessageReading {
+    /// The conversation it is in, as stored (`matrix:<room id>[/<thread root>]`).
+    pub conversation: Result<ConversationKey, IdError>,
+    /// The room id and thread root read back from that conversation's id.
+    pub conversation_read_back: Option<(String, Option<String>)>,
+    pub replied_to: Option<String>,
+    /// The member's own words.
+    pub text: String,
+    /// What a reply saying this answers a prompt with.
+    pub answer: Option<bool>,
+    /// The reminder list entry a reply saying this cancels.
+    pub list_entry: Option<i64>,
+    /// Its file, as recorded before the download.
+    pub file: Option<MediaReading>,
+}
+
+/// A message's file as its event describes it.
+#[derive(Debug)]
+pub struct MediaReading {
+    pub kind: AttachmentKind,
+    /// The name it is stored under in the message's folder.
+    pub file_name: String,
+    pub mime: Option<String>,
+    pub size: Option<u64>,
+    pub duration_seconds: Option<u32>,
+}
+
+/// Reads `event`, a room message event's JSON as a sync delivers it, in room `room_id`:
+/// `Ok(None)` for an edit or a notice, `Err` when either is not what Matrix sends.
+pub fn read_room_message(room_id: &str, event: &str) -> Result<Option<RoomMessageReading>, String> {
+    let room_id = <&RoomId>::try_from(room_id).map_err(|error| error.to_string())?;
+    let event: OriginalSyncRoomMessageEvent =
+        serde_json::from_str(event).map_err(|error| error.to_string())?;
+    let Some(read) = read_content(room_id, &event) else {
+        return Ok(None);
+    };
+    let conversation = read.conversation.key();
+    let conversation_read_back = conversation
+        .as_ref()
+        .ok()
+        .and_then(Conversation::of_key)
+        .map(|back| {
+            (
+                back.room_id.to_string(),
+                back.thread_root.map(|root| root.to_string()),
+            )
+        });
+    Ok(Some(RoomMessageReading {
+        conversation,
+        conversation_read_back,
+        replied_to: read.replied_to.map(|event_id| event_id.to_string()),
+        answer: yes_or_no(&read.text),
+        list_entry: list_number(&read.text),
+        file: read.media.map(|media| MediaReading {
+            kind: media.kind,
+            file_name: safe_file_name(&media.name),
+            mime: media.mime,
+            size: media.size,
+            duration_seconds: media.duration_seconds,
+        }),
+        text: read.text,
+    }))
 }
 
 #[cfg(test)]

@@ -29,7 +29,7 @@
 
 mod check;
 mod confirmations;
-mod inbound;
+pub(crate) mod inbound;
 mod lists;
 mod media;
 mod outbound;

@@ -46,6 +46,9 @@ impl Conversation {
 
     /// The conversation this room (and thread) is.
     pub(super) fn key(&self) -> Result<ConversationKey, IdError> {
+        if self.room_id.as_str().contains('/') {
+            return Err(IdError::SlashInRoomId(self.room_id.to_string()));
+        }
         ConversationKey::new(MATRIX_CHANNEL, &self.conversation_id())
     }
 
@@ -196,5 +199,16 @@ mod tests {
             assert_eq!(Conversation::of_key(&key), Some(conversation));
         }
         assert_eq!(Conversation::parse("alice"), None);
+    }
+
+    #[test]
+    fn a_room_id_holding_a_slash_is_no_conversation() {
+        // Found by the fuzz target `matrix_event`: the Matrix ids' parser takes a room id
+        // with a '/', and its key read back named the room before the '/'.
+        let room: OwnedRoomId = "!abc:examp//example.org/ghi".parse().unwrap();
+        assert_eq!(
+            Conversation::room(room).key(),
+            Err(IdError::SlashInRoomId("!abc:examp//example.org/ghi".into()))
+        );
     }
 }

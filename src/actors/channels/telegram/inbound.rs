@@ -15,7 +15,9 @@ use super::{buttons, list_buttons};
 use crate::actors::channels::core::attachments::{
     StoreError, safe_file_name, store_limited, too_large_note,
 };
-use crate::actors::channels::core::{Incoming, IncomingAnswer, IncomingCancel, IncomingMessage};
+use crate::actors::channels::core::{
+    Incoming, IncomingAnswer, IncomingCancel, IncomingMessage, IncomingReading,
+};
 use crate::ports::{Attachment, AttachmentKind, QuotedMessage};
 
 /// `update` as the channel core handles it: a message from a person, or a button press.
@@ -27,12 +29,35 @@ pub(super) async fn read(
         "hearth_telegram_updates_total",
         &[("kind", update_kind(&update.kind))],
     );
-    match update.kind {
-        UpdateKind::Message(message) => read_message(message),
-        UpdateKind::CallbackQuery(query) => read_press(adapter, query).await,
-        // Only messages and button presses are asked for (`allowed_updates`).
-        _ => Incoming::Ignored,
+    match read_update(update.kind) {
+        Ok(incoming) => incoming,
+        Err(query) => {
+            buttons::not_mine(adapter, &query).await;
+            Incoming::Ignored
+        }
     }
+}
+
+/// An update read as the channel core handles it, without I/O; a press on a button
+/// hearth did not make comes back as the error (the presser is told so).
+fn read_update(kind: UpdateKind) -> Result<Incoming<Message, CallbackQuery>, Box<CallbackQuery>> {
+    match kind {
+        UpdateKind::Message(message) => Ok(read_message(message)),
+        UpdateKind::CallbackQuery(query) => read_press(query),
+        // Only messages and button presses are asked for (`allowed_updates`).
+        _ => Ok(Incoming::Ignored),
+    }
+}
+
+/// Reads `update`, an update's JSON as the Bot API sends it (to the webhook or in
+/// `getUpdates`), as the channel core gets it: what the fuzz target `telegram_update`
+/// checks against the JSON. `Err` when it is not an update.
+pub fn read_update_json(update: &str) -> Result<IncomingReading, String> {
+    let update: Update = serde_json::from_str(update).map_err(|error| error.to_string())?;
+    Ok(match read_update(update.kind) {
+        Ok(incoming) => incoming.into(),
+        Err(_) => IncomingReading::NotMine,
+    })
 }
 
 fn update_kind(kind: &UpdateKind) -> &'static str {
@@ -71,11 +96,11 @@ fn read_message(message: Message) -> Incoming<Message, CallbackQuery> {
 }
 
 /// A button press: answers the prompt, or cancels from the reminder list, in the chat (and
-/// topic) of the message whose button was pressed, where it is answered.
-async fn read_press(
-    adapter: &TelegramAdapter,
+/// topic) of the message whose button was pressed, where it is answered. A press on a
+/// button that is not hearth's comes back as the error.
+fn read_press(
     query: CallbackQuery,
-) -> Incoming<Message, CallbackQuery> {
+) -> Result<Incoming<Message, CallbackQuery>, Box<CallbackQuery>> {
     let conversation = query
         .message
         .as_ref()
@@ -85,27 +110,26 @@ async fn read_press(
     // A press is delivered again under the same query id.
     let event_id = format!("press:{}", query.id.0);
     if let Some(schedule_id) = list_buttons::cancel_of(&query) {
-        return Incoming::Cancel(IncomingCancel {
+        return Ok(Incoming::Cancel(IncomingCancel {
             sender,
             event_id,
             conversation,
             list_event: list_buttons::list_of(&query),
             schedule_id,
             source: query,
-        });
+        }));
     }
     let Some((prompt, approve)) = buttons::answer_of(&query) else {
-        buttons::not_mine(adapter, &query).await;
-        return Incoming::Ignored;
+        return Err(Box::new(query));
     };
-    Incoming::Answer(IncomingAnswer {
+    Ok(Incoming::Answer(IncomingAnswer {
         sender,
         event_id,
         conversation,
         prompt,
         approve,
         source: query,
-    })
+    }))
 }
 
 /// The replied-to message as context: who wrote it and its text.

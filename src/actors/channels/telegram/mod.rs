@@ -28,7 +28,7 @@ mod api;
 mod buttons;
 mod chat;
 mod check;
-mod inbound;
+pub(crate) mod inbound;
 mod list_buttons;
 mod outbound;
 mod polling;
