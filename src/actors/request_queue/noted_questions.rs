@@ -49,27 +49,31 @@ impl RequestQueue {
     }
 
     /// `member_id` is asked `text` in `conversation` by the turn of message `inbox_id`.
+    /// Done when the note is stored (at once when there are no other workers): the
+    /// question is shown only then, so a `/cancel` or an answer the member sends to another
+    /// worker after seeing it always finds the note.
     pub(super) fn note_question(
         &self,
         conversation: &ConversationKey,
         member_id: &MemberId,
         inbox_id: &str,
         text: &str,
-    ) {
-        let Some(notes) = self.notes() else { return };
+    ) -> impl std::future::Future<Output = ()> + 'static {
+        let notes = self.notes();
         let key = member_in(conversation, member_id);
         let note = NotedQuestion {
             inbox_id: inbox_id.to_owned(),
             text: text.to_owned(),
         };
-        let Ok(value) = serde_json::to_string(&note) else {
-            return;
-        };
-        actix::spawn(async move {
+        async move {
+            let Some(notes) = notes else { return };
+            let Ok(value) = serde_json::to_string(&note) else {
+                return;
+            };
             if let Err(error) = notes.put_state(NOTES, &key, &value).await {
                 tracing::warn!(%error, "question not noted for the other workers");
             }
-        });
+        }
     }
 
     /// The question `member_id` was asked in `conversation` is gone (answered, withdrawn,

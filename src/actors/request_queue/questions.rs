@@ -5,7 +5,8 @@
 //! (`Submitted::AnsweredQuestion`). A question is keyed by conversation and member, so in
 //! a group only the member who was asked answers it, and it dies with its turn.
 
-use actix::{Context, Handler};
+use actix::fut::{ActorFutureExt, WrapFuture};
+use actix::{AsyncContext, Context, Handler};
 use tokio::sync::oneshot;
 
 use super::{DeliverReply, ReplyKind, RequestQueue};
@@ -118,9 +119,9 @@ impl Handler<AskMember> for RequestQueue {
             });
         }
         tracing::info!(inbox_id = %inbound.id, conversation = %slot.0, "asking the member a question");
-        self.note_question(&slot.0, &slot.1, &inbound.id, &message.question);
+        let noted = self.note_question(&slot.0, &slot.1, &inbound.id, &message.question);
         self.questions.insert(
-            slot,
+            slot.clone(),
             OpenQuestion {
                 answer_to: message.answer_to,
                 shown: AskedQuestion {
@@ -130,7 +131,16 @@ impl Handler<AskMember> for RequestQueue {
                 inbox_id: inbound.id.clone(),
             },
         );
-        self.deliver_queued(&inbound, message.question, ReplyKind::Question, ctx);
+        // Shown once noted for the other workers, and only if still asked by then.
+        ctx.spawn(noted.into_actor(self).map(move |(), act, ctx| {
+            let still_asked = act
+                .questions
+                .get(&slot)
+                .is_some_and(|open| open.inbox_id == inbound.id);
+            if still_asked {
+                act.deliver_queued(&inbound, message.question, ReplyKind::Question, ctx);
+            }
+        }));
         Ok(())
     }
 }
