@@ -109,6 +109,26 @@ fn a_range_walked_from_a_moved_counted_start_holds_every_time_of_the_plain_walk(
 }
 
 #[test]
+fn a_range_from_a_start_in_a_skipped_hour_holds_nothing_before_it() {
+    // 02:30 on the spring-forward night is 03:30: the rule's 03:00 is before its start, as
+    // `next_after` says too.
+    let start = wall("2025-03-30 02:30");
+    let rule = RecurrenceRule::parse("FREQ=HOURLY;BYMINUTE=0,15,30,45").unwrap();
+    let after = utc("2025-03-29T12:00:00Z");
+    let before = utc("2025-03-30T12:00:00Z");
+    let listed = rule
+        .occurrences_between(berlin(), start, after, before, 3, no_limits())
+        .unwrap();
+    let expected = [
+        utc("2025-03-30T01:30:00Z"),
+        utc("2025-03-30T01:45:00Z"),
+        utc("2025-03-30T02:00:00Z"),
+    ];
+    assert_eq!(listed, expected);
+    assert_eq!(rule.next_after(berlin(), start, after), Some(expected[0]));
+}
+
+#[test]
 fn only_rules_that_repeat_by_whole_periods_are_moved() {
     let start = wall("2025-03-15 08:00");
     let later = wall("2026-03-15 08:00");

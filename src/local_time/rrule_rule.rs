@@ -346,11 +346,12 @@ impl RecurrenceRule {
         limits: WalkLimits,
     ) -> Result<Vec<DateTime<Utc>>, WalkCut> {
         let after_wall = after.with_timezone(&zone.tz()).naive_local();
+        let first = resolve_local(zone, start).instant;
         let Some((rule, walk_start)) = self.expansion_start(start, after_wall) else {
             return Ok(Vec::new());
         };
         let range = (after, before, max_listed);
-        self.walk_between(rule, walk_start, zone, range, limits)
+        self.walk_between(rule, walk_start, first, zone, range, limits)
     }
 
     /// The same, walking every occurrence from the start: what
@@ -365,16 +366,18 @@ impl RecurrenceRule {
         max_listed: usize,
         limits: WalkLimits,
     ) -> Result<Vec<DateTime<Utc>>, WalkCut> {
+        let first = resolve_local(zone, start).instant;
         let range = (after, before, max_listed);
-        self.walk_between(self.rule.clone(), start, zone, range, limits)
+        self.walk_between(self.rule.clone(), start, first, zone, range, limits)
     }
 
     /// The walk of [`Self::occurrences_between`] of `rule` from `walk_start` over `range`
-    /// (after, before, the most listed).
+    /// (after, before, the most listed), nothing before the rule's `first` instant.
     fn walk_between(
         &self,
         rule: RRule<Unvalidated>,
         walk_start: NaiveDateTime,
+        first: DateTime<Utc>,
         zone: ZoneName,
         (after, before, max_listed): (DateTime<Utc>, DateTime<Utc>, usize),
         limits: WalkLimits,
@@ -406,6 +409,11 @@ impl RecurrenceRule {
             }
             let instant = resolve_local(zone, wall).instant;
             if matches!(self.until, Some(Until::Instant(until)) if instant > until) {
+                continue;
+            }
+            // A start in a skipped hour fires later by the gap, after the rule's next
+            // wall-clock times (as in `walk`).
+            if instant < first {
                 continue;
             }
             if instant > after && instant < before && found.last() != Some(&instant) {
