@@ -4,6 +4,10 @@
 //! hold the conversation wakes the others, so the holder (or a worker free to take it)
 //! runs it from the inbox.
 //!
+//! A message stored while its conversation is held here is stored with the conversation's
+//! unanswered messages read in the same statement (`Inbox::accept_reading`, `push_stored`),
+//! the reading a new turn of a held conversation is queued after.
+//!
 //! A lane runs only while its lease is held: a turn for a conversation not held waits in
 //! `ConversationLeases::waiting` while the lease is taken, and is dropped when another
 //! worker holds it (the holder runs the stored row; a confirmation's turn is found
@@ -190,6 +194,42 @@ impl RequestQueue {
             self.reload(key, ctx);
         } else if !self.leases.busy(&key) {
             self.claim(key, ctx);
+        }
+    }
+
+    /// The generation `key` is held at here, when this worker holds it among others:
+    /// a message of it stored now is stored with its conversation's unanswered messages
+    /// read (`Inbox::accept_reading`, for `push_stored`).
+    pub(super) fn held_at(&self, key: &ConversationKey) -> Option<i64> {
+        self.leases.held.get(key).copied()
+    }
+
+    /// Queue the `turn` of a message just stored. `read`: the conversation's unanswered
+    /// messages, read in the statement that stored it while this worker held the
+    /// conversation at that generation. Held at it still, that reading is the one
+    /// `push_turn` would make again (the lease's generation unchanged, nobody else ran the
+    /// conversation meanwhile, and what ended here since is known here), so it is queued
+    /// at once; else `push_turn`.
+    pub(super) fn push_stored(
+        &mut self,
+        turn: QueuedTurn,
+        read: Option<(i64, Vec<InboxRecord>)>,
+        ctx: &mut Context<Self>,
+    ) {
+        let key = turn.inbound.conversation.clone();
+        match read {
+            Some((generation, records)) if self.held_at(&key) == Some(generation) => {
+                if self.knows_turn(&key, &turn.inbound.id) {
+                    return;
+                }
+                self.leases
+                    .waiting
+                    .entry(key.clone())
+                    .or_default()
+                    .push(turn);
+                self.queue_stored(&key, records);
+            }
+            _ => self.push_turn(turn, ctx),
         }
     }
 

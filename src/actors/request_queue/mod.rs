@@ -589,6 +589,8 @@ impl Handler<SubmitInbound> for RequestQueue {
         self.reserved += 1;
         let inbox = self.inbox.clone();
         let listener = message.listener;
+        // Held here among workers: the conversation's stored messages are read with it.
+        let held_at = self.held_at(conversation);
         Box::pin(
             async move {
                 let _stage = StageTimer::start("accept");
@@ -601,7 +603,16 @@ impl Handler<SubmitInbound> for RequestQueue {
                 if only_answer && asked.is_none() {
                     return (message.inbound, None, None);
                 }
-                let accepted = inbox.accept(&message.inbound).await;
+                let accepted = match held_at {
+                    Some(generation) => inbox
+                        .accept_reading(&message.inbound)
+                        .await
+                        .map(|(acceptance, read)| (acceptance, Some((generation, read)))),
+                    None => inbox
+                        .accept(&message.inbound)
+                        .await
+                        .map(|acceptance| (acceptance, None)),
+                };
                 (message.inbound, Some(accepted), asked)
             }
             .into_actor(self)
@@ -611,18 +622,18 @@ impl Handler<SubmitInbound> for RequestQueue {
                     return Err(SubmitError::NoOpenQuestion);
                 };
                 let result = match accepted {
-                    Ok(Acceptance::New) => {
+                    Ok((Acceptance::New, read)) => {
                         let mut turn = QueuedTurn::new(inbound, 0);
                         if let Some(listener) = listener {
                             turn.listener = listener;
                         }
-                        act.push_turn(turn, ctx);
+                        act.push_stored(turn, read, ctx);
                         Ok(match asked {
                             Some((asking, _)) => Submitted::AnsweredQuestion { inbox_id: asking },
                             None => Submitted::Accepted,
                         })
                     }
-                    Ok(Acceptance::Duplicate(record)) => Ok(Submitted::Duplicate(record)),
+                    Ok((Acceptance::Duplicate(record), _)) => Ok(Submitted::Duplicate(record)),
                     Err(error) => {
                         act.metrics.error("storage");
                         Err(SubmitError::Storage(error))
