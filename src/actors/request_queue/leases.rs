@@ -197,6 +197,11 @@ impl RequestQueue {
         }
     }
 
+    /// Whether this process shares its database with other workers.
+    pub(super) fn leases_shared(&self) -> bool {
+        self.leases.among_workers()
+    }
+
     /// The generation `key` is held at here, when this worker holds it among others:
     /// a message of it stored now is stored with its conversation's unanswered messages
     /// read (`Inbox::accept_reading`, for `push_stored`).
@@ -222,6 +227,12 @@ impl RequestQueue {
                 if self.knows_turn(&key, &turn.inbound.id) {
                     return;
                 }
+                // Stored by the statement that read, while held at `generation`: a run of
+                // it elsewhere needs the lease at another generation, so its first run
+                // here under this one finds no journal (a run under a generation that has
+                // passed writes nothing: every journal write and its end are fenced).
+                let mut turn = turn;
+                turn.unjournaled = Some(Some(generation));
                 self.leases
                     .waiting
                     .entry(key.clone())
