@@ -220,6 +220,22 @@ pub struct TurnRecord {
 pub trait Inbox: Send + Sync {
     /// Store an inbound message unless its id or platform event id is already known.
     async fn accept(&self, inbound: &Inbound) -> Result<Acceptance, StorageError>;
+    /// `accept`, and when the message was stored, the messages of its conversation
+    /// accepted and not yet answered or failed as stored with it (`unanswered_in`, this
+    /// message among them), oldest first: what a worker already holding the conversation
+    /// queues. One round trip where the database allows (PostgreSQL); a duplicate reads
+    /// nothing more.
+    async fn accept_reading(
+        &self,
+        inbound: &Inbound,
+    ) -> Result<(Acceptance, Vec<InboxRecord>), StorageError> {
+        let acceptance = self.accept(inbound).await?;
+        let unanswered = match acceptance {
+            Acceptance::New => self.unanswered_in(&inbound.conversation).await?,
+            Acceptance::Duplicate(_) => Vec::new(),
+        };
+        Ok((acceptance, unanswered))
+    }
     /// Every message accepted and not yet answered or failed, oldest first.
     async fn unanswered(&self) -> Result<Vec<InboxRecord>, StorageError>;
     /// The messages of `conversation` accepted and not yet answered or failed, oldest

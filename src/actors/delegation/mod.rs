@@ -251,6 +251,7 @@ impl SubTurn {
                         listener: None,
                         // The parent's call, started under its lease, covers the sub-turn.
                         lease: None,
+                        unjournaled: false,
                     })
                     .await
             }

@@ -97,7 +97,10 @@ impl TurnRunner {
         let conversation_key = inbound.conversation.clone();
         let journal = Journal::for_turn(&self.deps.journal, inbound, message.lease.clone());
         let listener = message.listener.as_ref();
-        if let Some(saved) = journal.load().await? {
+        // A message stored just now has nothing journaled: one round trip fewer.
+        if !message.unjournaled
+            && let Some(saved) = journal.load().await?
+        {
             return self.go_on(inbound, saved, &journal, listener).await;
         }
         if message.slash_command.is_none()

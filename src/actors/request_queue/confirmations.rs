@@ -42,6 +42,7 @@ impl RequestQueue {
                 }),
                 listener: Default::default(),
                 fence: None,
+                unjournaled: None,
             },
             ctx,
         );

@@ -4,6 +4,16 @@
 //! hold the conversation wakes the others, so the holder (or a worker free to take it)
 //! runs it from the inbox.
 //!
+//! A take that finds the conversation held by another worker is believed for
+//! `HELD_ELSEWHERE_KNOWN`: a message of it stored here meanwhile wakes the holder without
+//! a take, and a wake-up for it (this worker's own among them) takes nothing here; the
+//! holder runs it, or takes it again after handing it back, and a dead holder's
+//! conversations are found by `look_for_orphans`.
+//!
+//! A message stored while its conversation is held here is stored with the conversation's
+//! unanswered messages read in the same statement (`Inbox::accept_reading`, `push_stored`),
+//! the reading a new turn of a held conversation is queued after.
+//!
 //! A lane runs only while its lease is held: a turn for a conversation not held waits in
 //! `ConversationLeases::waiting` while the lease is taken, and is dropped when another
 //! worker holds it (the holder runs the stored row; a confirmation's turn is found
@@ -50,6 +60,9 @@ pub const ORPHANS_LOOKED_FOR: Duration = Duration::from_secs(3);
 const CLAIM_RETRY: Duration = Duration::from_secs(1);
 /// How long a conversation whose lane emptied stays held before its lease goes back.
 const IDLE_HELD: Duration = Duration::from_secs(2);
+/// How long a take that found a conversation held by another worker is believed: a
+/// message of it stored here meanwhile only wakes the holder, without a take of its own.
+const HELD_ELSEWHERE_KNOWN: Duration = Duration::from_secs(2);
 /// How long a turn that ended here is remembered: a reading of the conversation begun
 /// before its end was stored still lists its message, which must not run again.
 const ENDED_REMEMBERED: Duration = Duration::from_secs(600);
@@ -79,6 +92,11 @@ pub(super) struct ConversationLeases {
     /// check armed are in `hand_back_armed`.
     idle_since: HashMap<ConversationKey, tokio::time::Instant>,
     hand_back_armed: HashSet<ConversationKey>,
+    /// Conversations a take here found held by another worker, with when (believed for
+    /// `HELD_ELSEWHERE_KNOWN`): a message of one stored here wakes the holder without a
+    /// take, and a wake-up for one takes nothing here (the holder runs it, or takes it
+    /// again after handing it back; a dead holder's are found by `look_for_orphans`).
+    seen_held_elsewhere: HashMap<ConversationKey, tokio::time::Instant>,
 }
 
 impl ConversationLeases {
@@ -134,6 +152,21 @@ impl ConversationLeases {
     fn busy(&self, key: &ConversationKey) -> bool {
         self.claiming.contains(key) || self.releasing.contains(key)
     }
+
+    /// Whether a take here lately found `key` held by another worker.
+    fn seen_held_elsewhere(&self, key: &ConversationKey) -> bool {
+        self.seen_held_elsewhere
+            .get(key)
+            .is_some_and(|at| at.elapsed() < HELD_ELSEWHERE_KNOWN)
+    }
+
+    fn saw_held_elsewhere(&mut self, key: &ConversationKey) {
+        let seen = &mut self.seen_held_elsewhere;
+        if seen.len() % 128 == 127 {
+            seen.retain(|_, at| at.elapsed() < HELD_ELSEWHERE_KNOWN);
+        }
+        seen.insert(key.clone(), tokio::time::Instant::now());
+    }
 }
 
 fn lease_name(key: &ConversationKey) -> String {
@@ -188,8 +221,60 @@ impl RequestQueue {
             .push(turn);
         if self.leases.held.contains_key(&key) {
             self.reload(key, ctx);
-        } else if !self.leases.busy(&key) {
+        } else if self.leases.busy(&key) {
+            // The claim under way queues it.
+        } else if self.leases.seen_held_elsewhere(&key) && !self.cancels.contains_key(&key) {
+            // Its holder runs the stored row, woken; no take to find the same again.
+            self.held_elsewhere(&key, ctx);
+        } else {
             self.claim(key, ctx);
+        }
+    }
+
+    /// Whether this process shares its database with other workers.
+    pub(super) fn leases_shared(&self) -> bool {
+        self.leases.among_workers()
+    }
+
+    /// The generation `key` is held at here, when this worker holds it among others:
+    /// a message of it stored now is stored with its conversation's unanswered messages
+    /// read (`Inbox::accept_reading`, for `push_stored`).
+    pub(super) fn held_at(&self, key: &ConversationKey) -> Option<i64> {
+        self.leases.held.get(key).copied()
+    }
+
+    /// Queue the `turn` of a message just stored. `read`: the conversation's unanswered
+    /// messages, read in the statement that stored it while this worker held the
+    /// conversation at that generation. Held at it still, that reading is the one
+    /// `push_turn` would make again (the lease's generation unchanged, nobody else ran the
+    /// conversation meanwhile, and what ended here since is known here), so it is queued
+    /// at once; else `push_turn`.
+    pub(super) fn push_stored(
+        &mut self,
+        turn: QueuedTurn,
+        read: Option<(i64, Vec<InboxRecord>)>,
+        ctx: &mut Context<Self>,
+    ) {
+        let key = turn.inbound.conversation.clone();
+        match read {
+            Some((generation, records)) if self.held_at(&key) == Some(generation) => {
+                if self.knows_turn(&key, &turn.inbound.id) {
+                    return;
+                }
+                // Stored by the statement that read, while held at `generation`: a run of
+                // it elsewhere needs the lease at another generation, so its first run
+                // here under this one finds no journal (a run under a generation that has
+                // passed writes nothing: every journal write and its end are fenced).
+                let mut turn = turn;
+                turn.unjournaled = Some(Some(generation));
+                self.leases
+                    .waiting
+                    .entry(key.clone())
+                    .or_default()
+                    .push(turn);
+                self.queue_stored(&key, records);
+            }
+            _ => self.push_turn(turn, ctx),
         }
     }
 
@@ -303,7 +388,10 @@ impl RequestQueue {
             };
             match claimed {
                 Ok(Some((generation, records))) => act.claimed(key, generation, records, ctx),
-                Ok(None) => act.held_elsewhere(&key, ctx),
+                Ok(None) => {
+                    act.leases.saw_held_elsewhere(&key);
+                    act.held_elsewhere(&key, ctx);
+                }
                 Err(error) => {
                     tracing::warn!(conversation = %key, %error, "conversation not claimed; trying again");
                     ctx.run_later(CLAIM_RETRY, move |act, ctx| {
@@ -324,6 +412,7 @@ impl RequestQueue {
         ctx: &mut Context<Self>,
     ) {
         self.leases.held.insert(key.clone(), generation);
+        self.leases.seen_held_elsewhere.remove(&key);
         tracing::debug!(conversation = %key, generation, unanswered = records.len(), "conversation taken");
         self.queue_stored(&key, records);
         self.run_cancels_when_free(&key, ctx);
@@ -612,6 +701,12 @@ impl RequestQueue {
         if self.leases.held.contains_key(&key) {
             self.reload(key, ctx);
             self.resume_answered(ctx);
+        } else if self.leases.seen_held_elsewhere(&key)
+            && !self.leases.waiting.contains_key(&key)
+            && !self.cancels.contains_key(&key)
+        {
+            // Held by another worker as a take here found lately (often this worker's own
+            // wake-up for it): that one runs it.
         } else {
             self.claim(key, ctx);
         }

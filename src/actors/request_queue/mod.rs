@@ -72,6 +72,11 @@ struct QueuedTurn {
     /// The conversation's lease its run started under (among workers): its end is stored
     /// only while that generation is current.
     fence: Option<Fence>,
+    /// Its message was stored just now, so no run of it has journaled anything: alone on
+    /// the database (`Some(None)`), or among workers while this one held the conversation
+    /// at this generation (`Some(Some(_))`, `push_stored`). Its first run here under that
+    /// lease takes it and does not read the journal; any other run reads it.
+    unjournaled: Option<Option<i64>>,
 }
 
 impl QueuedTurn {
@@ -82,6 +87,7 @@ impl QueuedTurn {
             resume: None,
             listener: TextListener::default(),
             fence: None,
+            unjournaled: None,
         }
     }
 }
@@ -287,6 +293,11 @@ impl RequestQueue {
         };
         let profile_id = self.profile_of(&turn).to_string();
         let service = self.services.get(&profile_id).cloned();
+        // Only the first run under the lease the message was stored under: a retry, or a
+        // run under another generation (another worker may have run it meanwhile), reads.
+        let unjournaled = turn.unjournaled.take()
+            == Some(lease.as_ref().map(|lease| lease.fence.generation))
+            && turn.resume.is_none();
         let process = ProcessTurn {
             inbound: turn.inbound.clone(),
             text: text.to_string(),
@@ -294,6 +305,7 @@ impl RequestQueue {
             follows_plan: false,
             listener: Some(turn.listener.clone()),
             lease: lease.clone(),
+            unjournaled,
         };
         let resume = turn
             .resume
@@ -589,6 +601,8 @@ impl Handler<SubmitInbound> for RequestQueue {
         self.reserved += 1;
         let inbox = self.inbox.clone();
         let listener = message.listener;
+        // Held here among workers: the conversation's stored messages are read with it.
+        let held_at = self.held_at(conversation);
         Box::pin(
             async move {
                 let _stage = StageTimer::start("accept");
@@ -601,7 +615,16 @@ impl Handler<SubmitInbound> for RequestQueue {
                 if only_answer && asked.is_none() {
                     return (message.inbound, None, None);
                 }
-                let accepted = inbox.accept(&message.inbound).await;
+                let accepted = match held_at {
+                    Some(generation) => inbox
+                        .accept_reading(&message.inbound)
+                        .await
+                        .map(|(acceptance, read)| (acceptance, Some((generation, read)))),
+                    None => inbox
+                        .accept(&message.inbound)
+                        .await
+                        .map(|acceptance| (acceptance, None)),
+                };
                 (message.inbound, Some(accepted), asked)
             }
             .into_actor(self)
@@ -611,18 +634,21 @@ impl Handler<SubmitInbound> for RequestQueue {
                     return Err(SubmitError::NoOpenQuestion);
                 };
                 let result = match accepted {
-                    Ok(Acceptance::New) => {
+                    Ok((Acceptance::New, read)) => {
                         let mut turn = QueuedTurn::new(inbound, 0);
                         if let Some(listener) = listener {
                             turn.listener = listener;
                         }
-                        act.push_turn(turn, ctx);
+                        if !act.leases_shared() {
+                            turn.unjournaled = Some(None);
+                        }
+                        act.push_stored(turn, read, ctx);
                         Ok(match asked {
                             Some((asking, _)) => Submitted::AnsweredQuestion { inbox_id: asking },
                             None => Submitted::Accepted,
                         })
                     }
-                    Ok(Acceptance::Duplicate(record)) => Ok(Submitted::Duplicate(record)),
+                    Ok((Acceptance::Duplicate(record), _)) => Ok(Submitted::Duplicate(record)),
                     Err(error) => {
                         act.metrics.error("storage");
                         Err(SubmitError::Storage(error))

@@ -50,6 +50,7 @@ pub(super) async fn process_new(
         Some(waiting) => waiting.service(&process, routed_to).await?,
         None => None,
     };
+    let tried_plan = plan_service.is_some();
     if let Some(plan_service) = plan_service {
         let for_plan = ProcessTurn {
             follows_plan: true,
@@ -65,6 +66,11 @@ pub(super) async fn process_new(
         tracing::info!(inbox_id = %process.inbound.id, profile = %routed_to,
             "not an answer to the waiting plan; routed as usual");
     }
+    // The plan's profile may have journaled its own reading of the message.
+    let process = ProcessTurn {
+        unjournaled: process.unjournaled && !tried_plan,
+        ..process
+    };
     service
         .send(process)
         .await

@@ -1,7 +1,8 @@
 //! `Inbox` on PostgreSQL: table `inbox`, and `messages` for the turn written on
 //! completion, in the statement that marks it answered: a turn's end (its lease checked,
 //! the message answered, its journal cleared, its history and its reply's outbox row
-//! written) is one statement, one round trip.
+//! written) is one statement, one round trip; so is a message stored with its
+//! conversation's unanswered messages read (`accept_reading`).
 
 use async_trait::async_trait;
 use sqlx::postgres::PgRow;
@@ -42,15 +43,38 @@ const COMPLETE: &str = "WITH fence AS (SELECT 1 FROM leases WHERE name = $1 AND 
      ($1::text IS NULL OR EXISTS (SELECT 1 FROM fence)) AS held";
 
 /// The columns of an `InboxRecord`, spelled once for every query that reads one.
-macro_rules! select_record {
-    ($tail:literal) => {
+macro_rules! record_columns {
+    () => {
         concat!(
-            "SELECT id, channel, conversation_id, member_id, text, platform_event_id, extras, ",
-            "received_at_ms, status, attempts, next_attempt_at_ms, reply, error FROM inbox ",
-            $tail
+            "id, channel, conversation_id, member_id, text, platform_event_id, extras, ",
+            "received_at_ms, status, attempts, next_attempt_at_ms, reply, error"
         )
     };
 }
+
+/// A query reading `InboxRecord`s from `inbox`, `$tail` its conditions.
+macro_rules! select_record {
+    ($tail:literal) => {
+        concat!("SELECT ", record_columns!(), " FROM inbox ", $tail)
+    };
+}
+
+/// `accept_reading` in one statement: the message stored (`$1`–`$9`, as `insert_inbound`
+/// binds them) and, when it was, its conversation's unanswered messages with it. The
+/// statement's snapshot does not see the row it inserts, so that one comes from
+/// `RETURNING`; a row another transaction numbers after it commits after this snapshot.
+const ACCEPT_READING: &str = concat!(
+    "WITH stored AS (INSERT INTO inbox (id, channel, conversation_id, member_id, text, ",
+    "platform_event_id, extras, received_at_ms, updated_at_ms) ",
+    "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT DO NOTHING RETURNING seq, ",
+    record_columns!(),
+    ") SELECT seq, ",
+    record_columns!(),
+    " FROM stored UNION ALL SELECT seq, ",
+    record_columns!(),
+    " FROM inbox WHERE status = 'accepted' AND channel = $2 AND conversation_id = $3 ",
+    "AND EXISTS (SELECT 1 FROM stored) ORDER BY seq"
+);
 
 fn record_from_row(row: &PgRow) -> Result<InboxRecord, StorageError> {
     let status: String = row.get("status");
@@ -111,6 +135,24 @@ pub(super) async fn insert_inbound(
     Ok(inserted.rows_affected() == 1)
 }
 
+/// The message `inbound` repeats (its id or its platform event accepted before).
+async fn duplicate_of(
+    connection: &mut PgConnection,
+    inbound: &Inbound,
+) -> Result<Acceptance, StorageError> {
+    let existing = sqlx::query(select_record!(
+        "WHERE id = $1 OR (channel = $2 AND platform_event_id IS NOT NULL \
+         AND platform_event_id = $3) ORDER BY seq LIMIT 1"
+    ))
+    .bind(&inbound.id)
+    .bind(inbound.conversation.channel())
+    .bind(&inbound.platform_event_id)
+    .fetch_one(&mut *connection)
+    .await
+    .map_err(database_error)?;
+    Ok(Acceptance::Duplicate(Box::new(record_from_row(&existing)?)))
+}
+
 /// End the turn of `inbox_id` (`status` 'answered' or 'failed'), clearing its journal, in
 /// the caller's transaction; refused when it was not waiting for an answer.
 async fn end_turn(
@@ -146,17 +188,33 @@ impl Inbox for PostgresStore {
         if insert_inbound(&mut connection, inbound).await? {
             return Ok(Acceptance::New);
         }
-        let existing = sqlx::query(select_record!(
-            "WHERE id = $1 OR (channel = $2 AND platform_event_id IS NOT NULL \
-             AND platform_event_id = $3) ORDER BY seq LIMIT 1"
-        ))
-        .bind(&inbound.id)
-        .bind(inbound.conversation.channel())
-        .bind(&inbound.platform_event_id)
-        .fetch_one(&mut *connection)
-        .await
-        .map_err(database_error)?;
-        Ok(Acceptance::Duplicate(Box::new(record_from_row(&existing)?)))
+        duplicate_of(&mut connection, inbound).await
+    }
+
+    async fn accept_reading(
+        &self,
+        inbound: &Inbound,
+    ) -> Result<(Acceptance, Vec<InboxRecord>), StorageError> {
+        let extras = extras_json(&inbound.extras)?;
+        let rows = sqlx::query(ACCEPT_READING)
+            .bind(&inbound.id)
+            .bind(inbound.conversation.channel())
+            .bind(inbound.conversation.conversation_id())
+            .bind(inbound.member_id.as_str())
+            .bind(&inbound.text)
+            .bind(&inbound.platform_event_id)
+            .bind(&extras)
+            .bind(inbound.received_at_ms)
+            .bind(now_ms())
+            .fetch_all(&self.pool)
+            .await
+            .map_err(database_error)?;
+        if rows.is_empty() {
+            let mut connection = self.pool.acquire().await.map_err(database_error)?;
+            return Ok((duplicate_of(&mut connection, inbound).await?, Vec::new()));
+        }
+        let unanswered = rows.iter().map(record_from_row).collect::<Result<_, _>>()?;
+        Ok((Acceptance::New, unanswered))
     }
 
     async fn unanswered(&self) -> Result<Vec<InboxRecord>, StorageError> {

@@ -1,8 +1,9 @@
 //! `TelemetrySink` on PostgreSQL: a background task writes `llm_calls` and
-//! `telemetry_events` in batches (one `INSERT … SELECT FROM UNNEST` per table and batch),
-//! so recording costs a turn one channel send and never waits for the database.
+//! `telemetry_events` in batches (one statement per batch, an `INSERT … SELECT FROM
+//! UNNEST` per table, gathered for `GATHER` after the first event), so recording costs a
+//! turn one channel send and never waits for the database.
 
-use sqlx::{PgConnection, PgPool};
+use sqlx::PgPool;
 use tokio::sync::{mpsc, oneshot};
 
 use super::PostgresStore;
@@ -12,6 +13,9 @@ use crate::ports::{LlmCallRecord, TelemetryEvent, TelemetrySink};
 /// without bound.
 const QUEUE_CAPACITY: usize = 10_000;
 const BATCH: usize = 256;
+/// How long a batch waits for more events after its first: each write is a round trip,
+/// and telemetry may be late by this much.
+const GATHER: std::time::Duration = std::time::Duration::from_millis(20);
 
 /// What the writing task is asked to do, in order.
 enum Command {
@@ -58,6 +62,18 @@ async fn write_batches(pool: PgPool, mut receiver: mpsc::Receiver<Command>) {
     let mut commands = Vec::with_capacity(BATCH);
     let mut batch = Vec::with_capacity(BATCH);
     while receiver.recv_many(&mut commands, BATCH).await > 0 {
+        // A busy worker's events of many turns go in one statement; a flush waits for none.
+        if !commands
+            .iter()
+            .any(|command| matches!(command, Command::Flush(_)))
+        {
+            tokio::time::sleep(GATHER).await;
+            while commands.len() < BATCH
+                && let Ok(command) = receiver.try_recv()
+            {
+                commands.push(command);
+            }
+        }
         let mut flushed = Vec::new();
         for command in commands.drain(..) {
             match command {
@@ -77,7 +93,8 @@ async fn write_batches(pool: PgPool, mut receiver: mpsc::Receiver<Command>) {
     }
 }
 
-/// Write `batch` whole or not at all.
+/// Write `batch` whole or not at all, in one statement (one round trip): the calls
+/// inserted by a data-modifying `WITH`, the stage events by the statement itself.
 async fn write_batch(pool: &PgPool, batch: &[TelemetryEvent]) -> Result<(), sqlx::Error> {
     let mut calls = Vec::new();
     let mut stages = Stages::default();
@@ -99,23 +116,14 @@ async fn write_batch(pool: &PgPool, batch: &[TelemetryEvent]) -> Result<(), sqlx
             }
         }
     }
-    let mut transaction = pool.begin().await?;
-    if !calls.is_empty() {
-        insert_calls(&mut transaction, &calls).await?;
-    }
-    if !stages.at_ms.is_empty() {
-        sqlx::query(
-            "INSERT INTO telemetry_events (at_ms, conversation_key, stage, payload) \
-             SELECT * FROM UNNEST($1::bigint[], $2::text[], $3::text[], $4::text[])",
-        )
+    bind_calls(sqlx::query(WRITE_BATCH), &calls)
         .bind(&stages.at_ms)
         .bind(&stages.conversation_key)
         .bind(&stages.stage)
         .bind(&stages.payload)
-        .execute(&mut *transaction)
-        .await?;
-    }
-    transaction.commit().await
+        .execute(pool)
+        .await
+        .map(|_| ())
 }
 
 /// The stage events of a batch, column by column.
@@ -127,10 +135,11 @@ struct Stages {
     payload: Vec<String>,
 }
 
-async fn insert_calls(
-    connection: &mut PgConnection,
+/// `query` (`WRITE_BATCH`) with the calls' columns bound as `$1`–`$14`.
+fn bind_calls<'q>(
+    query: sqlx::query::Query<'q, sqlx::Postgres, sqlx::postgres::PgArguments>,
     calls: &[&LlmCallRecord],
-) -> Result<(), sqlx::Error> {
+) -> sqlx::query::Query<'q, sqlx::Postgres, sqlx::postgres::PgArguments> {
     let column = |value: fn(&LlmCallRecord) -> i64| -> Vec<i64> {
         calls.iter().map(|call| value(call)).collect()
     };
@@ -157,44 +166,45 @@ async fn insert_calls(
     let profile_ids: Vec<Option<String>> =
         calls.iter().map(|call| call.profile_id.clone()).collect();
     let costs: Vec<f64> = calls.iter().map(|call| call.cost_usd).collect();
-    sqlx::query(
-        "INSERT INTO llm_calls (at_ms, llm_name, model, backend, wire, profile_id, \
-         conversation_key, attempt, outcome, input_tokens, output_tokens, latency_ms, \
-         cost_usd, member_id) \
-         SELECT * FROM UNNEST($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[], \
-         $6::text[], $7::text[], $8::bigint[], $9::text[], $10::bigint[], $11::bigint[], \
-         $12::bigint[], $13::float8[], $14::text[])",
-    )
-    .bind(column(|call| call.at_ms))
-    .bind(text(|call| &call.llm_name))
-    .bind(text(|call| &call.model))
-    .bind(text(|call| &call.backend))
-    .bind(text(|call| &call.wire))
-    .bind(profile_ids)
-    .bind(conversation_keys)
-    .bind(column(|call| i64::from(call.attempt)))
-    .bind(text(|call| &call.outcome))
-    .bind(
-        calls
-            .iter()
-            .map(|call| count(call.input_tokens))
-            .collect::<Vec<_>>(),
-    )
-    .bind(
-        calls
-            .iter()
-            .map(|call| count(call.output_tokens))
-            .collect::<Vec<_>>(),
-    )
-    .bind(
-        calls
-            .iter()
-            .map(|call| count(call.latency_ms))
-            .collect::<Vec<_>>(),
-    )
-    .bind(costs)
-    .bind(member_ids)
-    .execute(&mut *connection)
-    .await
-    .map(|_| ())
+    query
+        .bind(column(|call| call.at_ms))
+        .bind(text(|call| &call.llm_name))
+        .bind(text(|call| &call.model))
+        .bind(text(|call| &call.backend))
+        .bind(text(|call| &call.wire))
+        .bind(profile_ids)
+        .bind(conversation_keys)
+        .bind(column(|call| i64::from(call.attempt)))
+        .bind(text(|call| &call.outcome))
+        .bind(
+            calls
+                .iter()
+                .map(|call| count(call.input_tokens))
+                .collect::<Vec<_>>(),
+        )
+        .bind(
+            calls
+                .iter()
+                .map(|call| count(call.output_tokens))
+                .collect::<Vec<_>>(),
+        )
+        .bind(
+            calls
+                .iter()
+                .map(|call| count(call.latency_ms))
+                .collect::<Vec<_>>(),
+        )
+        .bind(costs)
+        .bind(member_ids)
 }
+
+/// One batch: its LLM calls (`$1`–`$14`, column by column) and its stage events
+/// (`$15`–`$18`); an empty array inserts nothing.
+const WRITE_BATCH: &str = "WITH calls AS (INSERT INTO llm_calls (at_ms, llm_name, model, \
+     backend, wire, profile_id, conversation_key, attempt, outcome, input_tokens, \
+     output_tokens, latency_ms, cost_usd, member_id) \
+     SELECT * FROM UNNEST($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[], \
+     $6::text[], $7::text[], $8::bigint[], $9::text[], $10::bigint[], $11::bigint[], \
+     $12::bigint[], $13::float8[], $14::text[])) \
+     INSERT INTO telemetry_events (at_ms, conversation_key, stage, payload) \
+     SELECT * FROM UNNEST($15::bigint[], $16::text[], $17::text[], $18::text[])";

@@ -17,6 +17,7 @@ adapter_suite!(
     inbox_deduplicates_platform_events_per_channel,
     inbox_lists_unanswered_in_acceptance_order,
     inbox_lists_one_conversations_unanswered_in_acceptance_order,
+    inbox_accepting_reads_the_conversations_unanswered_with_it,
     inbox_complete_stores_reply_and_history,
     inbox_complete_twice_is_refused_without_duplicating_history,
     inbox_record_failure_counts_attempts,
@@ -150,6 +151,56 @@ async fn inbox_lists_one_conversations_unanswered_in_acceptance_order(stores: &S
             .unwrap()
             .is_empty()
     );
+}
+
+async fn inbox_accepting_reads_the_conversations_unanswered_with_it(stores: &Stores) {
+    let kitchen = hearth::ids::ConversationKey::new("http", "kitchen").unwrap();
+    let message = |id: &str, conversation: &str| {
+        let mut message = inbound(id, "http", Some(&format!("event-{id}")));
+        message.conversation = hearth::ids::ConversationKey::new("http", conversation).unwrap();
+        message
+    };
+    for (id, conversation) in [
+        ("k-1", "kitchen"),
+        ("f-1", "family-chat"),
+        ("k-2", "kitchen"),
+    ] {
+        expect_new(stores, &message(id, conversation)).await;
+    }
+    let answered = record_of(stores, "k-1").await.inbound;
+    stores
+        .inbox
+        .complete("k-1", &turn_for(&answered, "done"))
+        .await
+        .unwrap();
+
+    // Stored, with what waits in its conversation: itself last, as `unanswered_in` reads.
+    let third = message("k-3", "kitchen");
+    let (acceptance, unanswered) = stores.inbox.accept_reading(&third).await.unwrap();
+    assert_eq!(acceptance, Acceptance::New);
+    assert_eq!(ids(&unanswered), ["k-2", "k-3"]);
+    assert_eq!(unanswered[1].inbound, third);
+    assert_eq!(unanswered[1].status, InboxStatus::Accepted);
+    assert_eq!(
+        unanswered,
+        stores.inbox.unanswered_in(&kitchen).await.unwrap()
+    );
+
+    // A duplicate (by id or by platform event) names its original and reads nothing.
+    for again in [third.clone(), {
+        let mut resent = message("k-9", "kitchen");
+        resent.platform_event_id = third.platform_event_id.clone();
+        resent
+    }] {
+        match stores.inbox.accept_reading(&again).await.unwrap() {
+            (Acceptance::Duplicate(original), read) => {
+                assert_eq!(original.inbound, third);
+                assert!(read.is_empty(), "a duplicate reads nothing: {read:?}");
+            }
+            (Acceptance::New, _) => panic!("{:?} was accepted twice", again.id),
+        }
+    }
+    assert_eq!(stores.inbox.get("k-9").await.unwrap(), None);
 }
 
 async fn inbox_complete_stores_reply_and_history(stores: &Stores) {
