@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 use chrono::{DateTime, TimeDelta, TimeZone, Utc};
 use hearth::calendar::{
     EventData, ExpansionBudget, Fetched, MAX_KEPT, MAX_WALKED_PER_EVENT, SEARCH_EXPANSION_TIME,
-    SearchRange, read_and_expand, read_events,
+    ReadCache, SearchRange, read_and_expand, read_events,
 };
 use hearth::fuzzing::{EventFields, changed_event_text, new_event_text};
 use hearth::local_time::ZoneName;
@@ -128,7 +128,8 @@ fn check_search(text: &str, events: &[EventData]) {
         text: text.to_owned(),
         resource: None,
     }];
-    let searched = read_and_expand(fetched, &range, &budget);
+    // A fresh cache: the text is read, not found among earlier inputs' readings.
+    let searched = read_and_expand(fetched, &range, &budget, &ReadCache::default());
     let took = began.elapsed();
     assert!(
         took <= SEARCH_EXPANSION_TIME + READING_ALLOWANCE,
