@@ -24,7 +24,7 @@ pub(crate) fn codes_in(telegram: &TelegramServer, chat: i64) -> Vec<String> {
         .bot_messages_in(chat)
         .into_iter()
         .filter_map(|message| message.text)
-        .filter(|text| text.contains("sign in to hearth's web page"))
+        .filter(|text| text.starts_with("Your code to sign in to hearth's web page"))
         .filter_map(|text| {
             text.split(|c: char| !c.is_ascii_digit())
                 .find(|part| part.len() == 6)
