@@ -23,6 +23,7 @@ use ::config::{Config, Environment, File, FileFormat, Map, Source, Value, ValueK
 
 use super::error::{ConfigError, ConfigProblem, Problems};
 use super::types::HearthConfig;
+use super::yaml_file::KeyPath;
 
 /// The prefix of override variables, with its separator. `HEARTH_CONFIG` (one underscore), the
 /// CLI's path variable, does not match and is never read as a key.
@@ -309,14 +310,10 @@ fn strip_prefix_ignore_case<'a>(text: &'a str, prefix: &str) -> Option<&'a str> 
         .then(|| &text[prefix.len()..])
 }
 
-/// `serde_path_to_error` writes the root as `.`; a problem there is about the whole file.
+/// The key path `serde_path_to_error` found, as hearth shows every key path (`(top level)`
+/// for the whole file, odd keys quoted, nothing below a key that is not a string).
 pub(crate) fn display_key_path(path: &serde_path_to_error::Path) -> String {
-    let shown = path.to_string();
-    if shown == "." {
-        "(top level)".to_owned()
-    } else {
-        shown
-    }
+    KeyPath::from_serde_path(path).to_string()
 }
 
 /// The key path and message for an error of the `config` crate's deserializer. Its errors carry
@@ -404,5 +401,25 @@ mod tests {
             panic!("{error:?}");
         };
         assert!(line.is_some() && column.is_some(), "{error}");
+    }
+
+    #[test]
+    fn a_key_that_is_not_a_name_is_shown_quoted_in_its_path() {
+        // Found by the fuzz target `config_file`: the unknown top-level key `.1:http` was
+        // named as the path `.1:http`, which reads as an empty step and another key.
+        let folder = tempfile::tempdir().unwrap();
+        let path = folder.path().join("hearth.yaml");
+        std::fs::write(&path, ".1:http:\n  bind\n").unwrap();
+        let options = crate::config::LoadOptions {
+            known_local_tools: &[],
+            local_model: false,
+        };
+        let Err(ConfigError::Invalid { problems, .. }) =
+            crate::config::load_with_env(&path, &BTreeMap::new(), &options)
+        else {
+            panic!("the unknown key was not refused");
+        };
+        let paths: Vec<&str> = problems.iter().map(|p| p.key_path.as_str()).collect();
+        assert!(paths.contains(&"\".1:http\""), "{paths:?}");
     }
 }

@@ -98,12 +98,9 @@ pub(crate) fn parse_yaml_document<T: DeserializeOwned>(text: &str) -> Result<T, 
                         .map(str::to_owned)
                 })
                 .unwrap_or_else(|| full_message.clone());
-            // At the end of a file without a final line break serde_yaml names the line
-            // after the last; the reader looks for the last.
-            let last_line = text.split('\n').count();
             return Err(PluginFileProblem {
                 key_path: KeyPath::root(),
-                line: location.map(|location| location.line().min(last_line)),
+                line: location.map(|location| within_text(text, location.line())),
                 message: format!("invalid yaml: {message}"),
             });
         }
@@ -205,12 +202,31 @@ impl fmt::Display for KeyPath {
         }
         for (position, segment) in self.segments.iter().enumerate() {
             match segment {
-                KeySegment::Key(key) if position == 0 => formatter.write_str(key)?,
-                KeySegment::Key(key) => write!(formatter, ".{key}")?,
+                KeySegment::Key(key) => {
+                    if position > 0 {
+                        formatter.write_str(".")?;
+                    }
+                    write_key(formatter, key)?;
+                }
                 KeySegment::Index(index) => write!(formatter, "[{index}]")?,
             }
         }
         Ok(())
+    }
+}
+
+/// A key as a path shows it: bare when it is a name (`llm_model`, `home-assistant`), quoted
+/// otherwise, so that a key written as `.1:http` or `a b` or `""` cannot be read as two steps
+/// of the path or as none.
+fn write_key(formatter: &mut fmt::Formatter<'_>, key: &str) -> fmt::Result {
+    let is_name = !key.is_empty()
+        && key
+            .chars()
+            .all(|character| character.is_alphanumeric() || matches!(character, '_' | '-'));
+    if is_name {
+        formatter.write_str(key)
+    } else {
+        write!(formatter, "{key:?}")
     }
 }
 
@@ -227,8 +243,17 @@ pub(crate) fn yaml_line_of(text: &str, path: &KeyPath) -> Option<usize> {
     .deserialize(deserializer)
     {
         Ok(()) => None,
-        Err(error) => error.location().map(|location| location.line()),
+        Err(error) => error
+            .location()
+            .map(|location| within_text(text, location.line())),
     }
+}
+
+/// A line serde_yaml names, as a line of `text`: at the end of a text (one without a final
+/// line break, or holding only comments) serde_yaml names the line after the last, and the
+/// reader looks for the last.
+fn within_text(text: &str, line: usize) -> usize {
+    line.min(text.split('\n').count())
 }
 
 /// The error the walk raises where the path ends; serde_yaml stamps it with that node's mark.
@@ -366,6 +391,39 @@ capabilities:
 
     fn line(path: KeyPath) -> Option<usize> {
         yaml_line_of(TEXT, &path)
+    }
+
+    #[test]
+    fn a_problem_at_the_end_of_the_text_is_on_its_last_line() {
+        // Found by the fuzz targets `intents_file` and `plugin_manifest`: a file of comments
+        // only, without a final line break, was refused at "line 2" of a one-line file.
+        let text = "# The intents of a profile (no final line break)";
+        let problem = parse_yaml_document::<MustHaveId>(text).unwrap_err();
+        assert_eq!(problem.line, Some(1), "{problem}");
+        let text = "# a plugin\n# call as JSON{\n ";
+        let problem = parse_yaml_document::<MustHaveId>(text).unwrap_err();
+        assert_eq!(problem.line, Some(3), "{problem}");
+    }
+
+    #[derive(Debug, serde::Deserialize)]
+    struct MustHaveId {
+        #[allow(dead_code)]
+        id: String,
+    }
+
+    #[test]
+    fn a_key_that_is_not_a_name_is_quoted_so_the_path_reads_one_way() {
+        let path = KeyPath::root()
+            .key(".1:http")
+            .index(0)
+            .key("a b")
+            .key("")
+            .key("llm_model");
+        assert_eq!(path.to_string(), r#"".1:http"[0]."a b"."".llm_model"#);
+        assert_eq!(
+            KeyPath::root().key("home-assistant").to_string(),
+            "home-assistant"
+        );
     }
 
     #[test]

@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::parameters::check_value;
+use crate::config::KeyPath;
 
 /// The manifest's file name inside the scripts folder.
 pub const MANIFEST_FILE: &str = "manifest.json";
@@ -147,12 +148,7 @@ impl ScriptCatalog {
         let mut deserializer = serde_json::Deserializer::from_str(&text);
         let scripts: Vec<Script> =
             serde_path_to_error::deserialize(&mut deserializer).map_err(|error| {
-                let path = error.path().to_string();
-                let key = if path == "." {
-                    TOP_LEVEL.to_owned()
-                } else {
-                    path
-                };
+                let key = KeyPath::from_serde_path(error.path()).to_string();
                 invalid(vec![(key, error.into_inner().to_string())])
             })?;
         let root = folder
@@ -358,5 +354,25 @@ mod tests {
         assert_eq!(problems.len(), 1);
         assert_eq!(problems[0].0, "(top level)");
         assert!(problems[0].1.contains("EOF"), "{problems:?}");
+    }
+
+    #[test]
+    fn a_key_that_is_not_a_string_is_refused_at_the_entry_that_holds_it() {
+        // Found by the fuzz target `scripts_manifest`: JSON broken inside an entry's key was
+        // refused at the key path `[0].?`, a step that names nothing.
+        let folder = tempfile::tempdir().unwrap();
+        let manifest = r#"[{"name": "x", .sh","description": "y", "path": "hello.sh", "type": "sh"#;
+        std::fs::write(folder.path().join(MANIFEST_FILE), manifest).unwrap();
+        let Err(ManifestError::Invalid { problems, .. }) =
+            ScriptCatalog::load_blocking(folder.path())
+        else {
+            panic!("the broken manifest was not refused as invalid");
+        };
+        assert_eq!(problems.len(), 1);
+        assert_eq!(problems[0].0, "[0]", "{problems:?}");
+        assert!(
+            problems[0].1.contains("key must be a string"),
+            "{problems:?}"
+        );
     }
 }

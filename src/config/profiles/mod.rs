@@ -26,6 +26,7 @@ use super::confirm_tools::ApprovalName;
 use super::error::Problems;
 use super::load::{describe_serde_message, display_key_path};
 use super::types::HearthConfig;
+use super::yaml_file::KeyPath;
 
 /// The profile used when `service_profiles` is empty.
 pub const IMPLICIT_PROFILE_ID: &str = "default_assistant";
@@ -375,7 +376,7 @@ fn typed_layer<T: Layer>(raw: &Mapping, layer_path: &str, problems: &mut Problem
             Err(error) => {
                 let inner_path = display_key_path(error.path());
                 let inner_path = if inner_path == "(top level)" {
-                    yaml_key_text(key)
+                    KeyPath::root().key(yaml_key_text(key)).to_string()
                 } else {
                     inner_path
                 };
