@@ -6,6 +6,7 @@
 
 use matrix_sdk::Room;
 use matrix_sdk::ruma::events::reaction::OriginalSyncReactionEvent;
+use matrix_sdk::ruma::events::relation::RelationType;
 use matrix_sdk::ruma::events::room::MediaSource;
 use matrix_sdk::ruma::events::room::encrypted::OriginalSyncRoomEncryptedEvent;
 use matrix_sdk::ruma::events::room::message::{
@@ -94,8 +95,9 @@ struct ReadMessage {
 /// message from a person (an edit, a bot's notice).
 fn read_content(room_id: &RoomId, event: &OriginalSyncRoomMessageEvent) -> Option<ReadMessage> {
     let (thread_root, replied_to) = match &event.content.relates_to {
-        // An edit changes a message already answered: not a new message.
-        Some(Relation::Replacement(_)) => return None,
+        // An edit changes a message already answered: not a new message. An edit whose
+        // target is not an event id reads as a relation of unknown shape, still `m.replace`.
+        Some(relation) if relation.rel_type() == Some(RelationType::Replacement) => return None,
         Some(Relation::Reply(reply)) => (None, Some(reply.in_reply_to.event_id.clone())),
         Some(Relation::Thread(thread)) => (
             Some(thread.event_id.clone()),
@@ -542,6 +544,25 @@ mod tests {
         );
         assert_eq!(own_text("> quoting myself", false), "> quoting myself");
         assert_eq!(own_text("  plain  ", true), "plain");
+    }
+
+    #[test]
+    fn an_edit_is_not_a_new_message_even_when_its_target_is_no_event_id() {
+        // Found by the fuzz target `matrix_event`: an `m.replace` naming `Hev0:example.org`
+        // was read as the new message "* fixed".
+        let edit = |target: &str| {
+            format!(
+                r#"{{"type": "m.room.message", "event_id": "$ev1:example.org",
+                "sender": "@ann:example.org", "origin_server_ts": 1700000000000,
+                "content": {{"msgtype": "m.text", "body": "* fixed",
+                "m.new_content": {{"msgtype": "m.text", "body": "fixed"}},
+                "m.relates_to": {{"rel_type": "m.replace", "event_id": "{target}"}}}}}}"#
+            )
+        };
+        for target in ["$ev0:example.org", "Hev0:example.org"] {
+            let read = read_room_message("!abc:example.org", &edit(target)).unwrap();
+            assert!(read.is_none(), "the edit of {target} was read as {read:?}");
+        }
     }
 
     #[test]
