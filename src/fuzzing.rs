@@ -5,7 +5,9 @@
 //! functions the channels, the web routes and the tools call.
 //!
 //! - [`read_update_json`] (target `telegram_update`): a Telegram update's JSON read as the
-//!   Telegram adapter reads it, into an [`IncomingReading`].
+//!   Telegram adapter reads it, into an [`IncomingReading`]; [`message_kind_read`] says
+//!   whether the Bot API types read its message's kind (a message they cannot read has no
+//!   text).
 //! - [`read_room_message`] (target `matrix_event`): a Matrix room message event read as
 //!   the Matrix adapter reads it, into a [`RoomMessageReading`] (files as
 //!   [`MediaReading`]).
@@ -27,7 +29,7 @@ pub use crate::actors::channels::matrix::inbound::{
     MediaReading, RoomMessageReading, read_room_message,
 };
 #[cfg(feature = "telegram")]
-pub use crate::actors::channels::telegram::inbound::read_update_json;
+pub use crate::actors::channels::telegram::inbound::{message_kind_read, read_update_json};
 pub use crate::calendar::events::{EventFields, changed_event_text, new_event_text};
 pub use crate::http::inbound_form::{FormRefusal, ReceivedForm, read_form};
 #[cfg(feature = "mcp")]
