@@ -163,3 +163,33 @@ fn an_event_whose_text_would_not_read_again_is_left_as_it_is() {
     let error = changed_event_text(text, &fields(), Utc::now()).unwrap_err();
     assert!(error.contains("cannot be read again"), "{error}");
 }
+
+#[test]
+fn an_event_without_a_uid_is_written_over_with_one_and_otherwise_the_same() {
+    // Found by the fuzz target `icalendar`: an event with no UID (a line that only looks
+    // like one) read back, written over, with a UID. RFC 5545 requires one; `icalendar`
+    // writes a fresh one, and the event keeps everything else it said.
+    let text = "BEGIN:VCALENDAR\r\nBEGIN:VEVENT\r\nUIXXXXRT;TZID=America/New_York:20261231T22000D:y1\r\nDTSTART;VALUE=DATE:20240229\r\nRRULE:FREQ=YEARLY\r\nSUMMARY:Leap birthday\r\nEND:VEVENT\r\nEND:VCALENDAR\r\n";
+    let events = read_events(text).unwrap();
+    assert_eq!(events[0].uid, "");
+    let main = &events[0];
+    let own_fields = EventFields {
+        summary: main.summary.clone(),
+        location: main.location.clone(),
+        description: main.description.clone(),
+        start: main.start.clone(),
+        end: main.end.clone(),
+        rrule: main.rrule.clone(),
+    };
+    let written = changed_event_text(text, &own_fields, Utc::now()).unwrap();
+    let read = read_events(&written).unwrap();
+    assert_eq!(read.len(), 1);
+    assert!(!read[0].uid.is_empty(), "{written}");
+    assert_eq!(
+        read[0],
+        EventData {
+            uid: read[0].uid.clone(),
+            ..main.clone()
+        }
+    );
+}
