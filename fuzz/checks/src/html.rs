@@ -157,12 +157,60 @@ pub fn link_allowed(url: &str) -> bool {
             .any(|allowed| scheme.eq_ignore_ascii_case(allowed))
 }
 
-/// Checks `html` against Telegram's `parse_mode: HTML`: only the tags it accepts, with
-/// only their attributes, properly nested; nothing inside `pre` but its `code`, nothing
-/// inside `code`, no link in a link, no blockquote in a blockquote, no style inside the
-/// same style (Telegram refuses those); links only to the schemes hearth allows.
-pub fn check_telegram(html: &str) -> Result<(), String> {
-    const TAGS: [&str; 16] = [
+/// What a platform renders: its tags, those that stand alone (no closing tag), and the
+/// check of one opening tag (its attributes) against the tags open around it.
+struct Platform {
+    name: &'static str,
+    tags: &'static [&'static str],
+    void: &'static [&'static str],
+    check_open: fn(&str, &[&str], &[(&str, String)]) -> Result<(), String>,
+}
+
+/// Walks `html` holding it to `platform`: known tags only, each opening tag checked, each
+/// closing tag closing the innermost open one, nothing left open.
+fn check_tags(html: &str, platform: &Platform) -> Result<(), String> {
+    let mut open: Vec<&str> = Vec::new();
+    for token in tokens(html)? {
+        match token {
+            Token::Char(_) => {}
+            Token::Open {
+                name, attributes, ..
+            } => {
+                if !platform.tags.contains(&name) {
+                    return Err(format!("{} renders no tag <{name}>", platform.name));
+                }
+                (platform.check_open)(name, &open, &attributes)?;
+                if !platform.void.contains(&name) {
+                    open.push(name);
+                }
+            }
+            Token::Close { name } => match open.pop() {
+                Some(top) if top == name => {}
+                top => return Err(format!("</{name}> closes {top:?}")),
+            },
+        }
+    }
+    match open.is_empty() {
+        true => Ok(()),
+        false => Err(format!("unclosed {open:?}")),
+    }
+}
+
+/// A link's one attribute, `href`, to a scheme hearth allows.
+fn check_link(href: &str) -> Result<(), String> {
+    match link_allowed(href) {
+        true => Ok(()),
+        false => Err(format!("a link to {href:?}")),
+    }
+}
+
+fn attribute_keys<'a>(attributes: &[(&'a str, String)]) -> Vec<&'a str> {
+    attributes.iter().map(|(key, _)| *key).collect()
+}
+
+const TELEGRAM: Platform = Platform {
+    name: "telegram",
+    tags: &[
         "b",
         "strong",
         "i",
@@ -179,68 +227,47 @@ pub fn check_telegram(html: &str) -> Result<(), String> {
         "code",
         "pre",
         "blockquote",
-    ];
-    let mut open: Vec<&str> = Vec::new();
-    for token in tokens(html)? {
-        match token {
-            Token::Char(_) => {}
-            Token::Open {
-                name, attributes, ..
-            } => {
-                if !TAGS.contains(&name) {
-                    return Err(format!("telegram has no tag <{name}>"));
-                }
-                let parent = open.last().copied();
-                if parent == Some("code") || (parent == Some("pre") && name != "code") {
-                    return Err(format!("<{name}> inside <{}>", parent.unwrap_or_default()));
-                }
-                if open.contains(&name) {
-                    return Err(format!("<{name}> inside another <{name}>"));
-                }
-                let keys: Vec<&str> = attributes.iter().map(|(key, _)| *key).collect();
-                match (name, keys.as_slice()) {
-                    ("a", ["href"]) => {
-                        if !link_allowed(&attributes[0].1) {
-                            return Err(format!("a link to {:?}", attributes[0].1));
-                        }
-                    }
-                    ("code", ["class"]) => {
-                        if parent != Some("pre") || !attributes[0].1.starts_with("language-") {
-                            return Err(format!(
-                                "<code class={:?}> outside <pre>",
-                                attributes[0].1
-                            ));
-                        }
-                    }
-                    ("span", ["class"]) if attributes[0].1 == "tg-spoiler" => {}
-                    ("blockquote", [] | ["expandable"]) => {}
-                    ("tg-emoji", ["emoji-id"]) => {}
-                    ("a" | "span" | "tg-emoji", _) => {
-                        return Err(format!("<{name}> with attributes {keys:?}"));
-                    }
-                    (_, []) => {}
-                    (_, _) => return Err(format!("<{name}> with attributes {keys:?}")),
-                }
-                open.push(name);
-            }
-            Token::Close { name } => match open.pop() {
-                Some(top) if top == name => {}
-                top => return Err(format!("</{name}> closes {top:?}")),
-            },
-        }
+    ],
+    void: &[],
+    check_open: telegram_open,
+};
+
+fn telegram_open(name: &str, open: &[&str], attributes: &[(&str, String)]) -> Result<(), String> {
+    let parent = open.last().copied();
+    if parent == Some("code") || (parent == Some("pre") && name != "code") {
+        return Err(format!("<{name}> inside <{}>", parent.unwrap_or_default()));
     }
-    match open.is_empty() {
-        true => Ok(()),
-        false => Err(format!("unclosed {open:?}")),
+    if open.contains(&name) {
+        return Err(format!("<{name}> inside another <{name}>"));
+    }
+    let keys = attribute_keys(attributes);
+    match (name, keys.as_slice()) {
+        ("a", ["href"]) => check_link(&attributes[0].1),
+        ("code", ["class"]) => {
+            match parent == Some("pre") && attributes[0].1.starts_with("language-") {
+                true => Ok(()),
+                false => Err(format!("<code class={:?}> outside <pre>", attributes[0].1)),
+            }
+        }
+        ("span", ["class"]) if attributes[0].1 == "tg-spoiler" => Ok(()),
+        ("blockquote", [] | ["expandable"]) | ("tg-emoji", ["emoji-id"]) => Ok(()),
+        ("a" | "span" | "tg-emoji", _) => Err(format!("<{name}> with attributes {keys:?}")),
+        (_, []) => Ok(()),
+        (_, _) => Err(format!("<{name}> with attributes {keys:?}")),
     }
 }
 
-/// Checks `html` against the HTML the Matrix spec lets clients render: its tags, with the
-/// attributes hearth writes (`a href`, `ol start`, `code class="language-…"`,
-/// `span data-mx-spoiler`), properly nested (`br` and `hr` are void); links only to the
-/// schemes hearth allows.
-pub fn check_matrix(html: &str) -> Result<(), String> {
-    const TAGS: [&str; 34] = [
+/// Checks `html` against Telegram's `parse_mode: HTML`: only the tags it accepts, with
+/// only their attributes, properly nested; nothing inside `pre` but its `code`, nothing
+/// inside `code`, no link in a link, no blockquote in a blockquote, no style inside the
+/// same style (Telegram refuses those); links only to the schemes hearth allows.
+pub fn check_telegram(html: &str) -> Result<(), String> {
+    check_tags(html, &TELEGRAM)
+}
+
+const MATRIX: Platform = Platform {
+    name: "matrix",
+    tags: &[
         "font",
         "del",
         "h1",
@@ -275,58 +302,40 @@ pub fn check_matrix(html: &str) -> Result<(), String> {
         "td",
         "pre",
         "span",
-    ];
-    let mut open: Vec<&str> = Vec::new();
-    for token in tokens(html)? {
-        match token {
-            Token::Char(_) => {}
-            Token::Open {
-                name, attributes, ..
-            } => {
-                if !TAGS.contains(&name) {
-                    return Err(format!("matrix renders no tag <{name}>"));
-                }
-                if open.last() == Some(&"code") {
-                    return Err(format!("<{name}> inside <code>"));
-                }
-                if name == "a" && open.contains(&"a") {
-                    return Err("a link inside a link".to_string());
-                }
-                let keys: Vec<&str> = attributes.iter().map(|(key, _)| *key).collect();
-                match (name, keys.as_slice()) {
-                    ("a", ["href"]) => {
-                        if !link_allowed(&attributes[0].1) {
-                            return Err(format!("a link to {:?}", attributes[0].1));
-                        }
-                    }
-                    ("ol", ["start"]) => {
-                        if attributes[0].1.parse::<u64>().is_err() {
-                            return Err(format!("<ol start={:?}>", attributes[0].1));
-                        }
-                    }
-                    ("code", ["class"]) => {
-                        if !attributes[0].1.starts_with("language-") {
-                            return Err(format!("<code class={:?}>", attributes[0].1));
-                        }
-                    }
-                    ("span", ["data-mx-spoiler"]) => {}
-                    (_, []) => {}
-                    (_, _) => return Err(format!("<{name}> with attributes {keys:?}")),
-                }
-                if !matches!(name, "br" | "hr") {
-                    open.push(name);
-                }
-            }
-            Token::Close { name } => match open.pop() {
-                Some(top) if top == name => {}
-                top => return Err(format!("</{name}> closes {top:?}")),
-            },
-        }
+    ],
+    void: &["br", "hr"],
+    check_open: matrix_open,
+};
+
+fn matrix_open(name: &str, open: &[&str], attributes: &[(&str, String)]) -> Result<(), String> {
+    if open.last() == Some(&"code") {
+        return Err(format!("<{name}> inside <code>"));
     }
-    match open.is_empty() {
-        true => Ok(()),
-        false => Err(format!("unclosed {open:?}")),
+    if name == "a" && open.contains(&"a") {
+        return Err("a link inside a link".to_string());
     }
+    let keys = attribute_keys(attributes);
+    match (name, keys.as_slice()) {
+        ("a", ["href"]) => check_link(&attributes[0].1),
+        ("ol", ["start"]) => match attributes[0].1.parse::<u64>() {
+            Ok(_) => Ok(()),
+            Err(_) => Err(format!("<ol start={:?}>", attributes[0].1)),
+        },
+        ("code", ["class"]) => match attributes[0].1.starts_with("language-") {
+            true => Ok(()),
+            false => Err(format!("<code class={:?}>", attributes[0].1)),
+        },
+        ("span", ["data-mx-spoiler"]) | (_, []) => Ok(()),
+        (_, _) => Err(format!("<{name}> with attributes {keys:?}")),
+    }
+}
+
+/// Checks `html` against the HTML the Matrix spec lets clients render: its tags, with the
+/// attributes hearth writes (`a href`, `ol start`, `code class="language-…"`,
+/// `span data-mx-spoiler`), properly nested (`br` and `hr` are void); links only to the
+/// schemes hearth allows.
+pub fn check_matrix(html: &str) -> Result<(), String> {
+    check_tags(html, &MATRIX)
 }
 
 /// The text a reader sees in `html`, each character with the tags open around it, as
