@@ -24,6 +24,7 @@ use ::config::{Config, Environment, File, FileFormat, Map, Source, Value, ValueK
 use super::error::{ConfigError, ConfigProblem, Problems};
 use super::types::HearthConfig;
 use super::yaml_file::KeyPath;
+use super::yaml_syntax::check_yaml_syntax;
 
 /// The prefix of override variables, with its separator. `HEARTH_CONFIG` (one underscore), the
 /// CLI's path variable, does not match and is never read as a key.
@@ -161,38 +162,6 @@ pub(crate) fn with_override_sources(
         .collect()
 }
 
-/// Parses the text with serde_yaml first: it gives a line and column for syntax errors and,
-/// unlike the `config` crate's parser, refuses a key written twice in one mapping instead of
-/// silently keeping the last one.
-fn check_yaml_syntax(path: &Path, text: &str) -> Result<(), ConfigError> {
-    let syntax_error = |line, column, message| ConfigError::Syntax {
-        file: path.to_path_buf(),
-        line,
-        column,
-        message,
-    };
-    match serde_yaml::from_str::<serde_yaml::Value>(text) {
-        Ok(serde_yaml::Value::Mapping(_) | serde_yaml::Value::Null) => Ok(()),
-        Ok(other) => Err(syntax_error(
-            Some(1),
-            Some(1),
-            format!(
-                "the top level must be a mapping of keys, found {}",
-                yaml_kind(&other)
-            ),
-        )),
-        Err(error) => {
-            // serde_yaml places every error but one: a second document (`---`) is refused
-            // with no position, and is named here at the line that starts it.
-            let (line, column) = match error.location() {
-                Some(location) => (location.line(), location.column()),
-                None => (second_document_line(text).unwrap_or(1), 1),
-            };
-            Err(syntax_error(Some(line), Some(column), error.to_string()))
-        }
-    }
-}
-
 /// The position the `config` crate's YAML parser writes into its message (`... at byte 11558
 /// line 193 column 63`): it refuses a little that serde_yaml lets through, and gives the
 /// position only in words.
@@ -201,35 +170,6 @@ fn position_in_message(message: &str) -> Option<(usize, usize)> {
     let (line, rest) = rest.split_once(" column ")?;
     let column: String = rest.chars().take_while(char::is_ascii_digit).collect();
     Some((line.trim().parse().ok()?, column.parse().ok()?))
-}
-
-/// The 1-based line where a second YAML document starts (`---` or `...` after the first
-/// document's content), if one does.
-fn second_document_line(text: &str) -> Option<usize> {
-    let mut content_seen = false;
-    for (index, line) in text.lines().enumerate() {
-        let marker = line == "---" || line.starts_with("--- ") || line.starts_with("...");
-        if marker && content_seen {
-            return Some(index + 1);
-        }
-        let trimmed = line.trim_start();
-        if !marker && !trimmed.is_empty() && !trimmed.starts_with('#') && !line.starts_with('%') {
-            content_seen = true;
-        }
-    }
-    None
-}
-
-fn yaml_kind(value: &serde_yaml::Value) -> &'static str {
-    match value {
-        serde_yaml::Value::Null => "nothing",
-        serde_yaml::Value::Bool(_) => "a boolean",
-        serde_yaml::Value::Number(_) => "a number",
-        serde_yaml::Value::String(_) => "a string",
-        serde_yaml::Value::Sequence(_) => "a list",
-        serde_yaml::Value::Mapping(_) => "a mapping",
-        serde_yaml::Value::Tagged(_) => "a tagged value",
-    }
 }
 
 /// The `config` crate source for the `HEARTH__*` entries of `env`, with list indexes rewritten
@@ -364,21 +304,6 @@ pub(crate) fn describe_serde_message(message: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_second_document_is_named_at_the_line_that_starts_it() {
-        // Found by the fuzz target `config_file`: serde_yaml refuses a second document
-        // without a position, and the refusal named no line.
-        let text =
-            "# hearth\ndatabase_url: \"sqlite://data/hearth.db\"\n---\nhttp:\n  enabled: true\n";
-        let error = check_yaml_syntax(Path::new("hearth.yaml"), text).unwrap_err();
-        let ConfigError::Syntax { line, column, .. } = &error else {
-            panic!("{error:?}");
-        };
-        assert_eq!((*line, *column), (Some(3), Some(1)), "{error}");
-        assert_eq!(second_document_line("---\na: 1\n...\n"), Some(3));
-        assert_eq!(second_document_line("---\n# only a comment\n"), None);
-    }
 
     #[test]
     fn a_quoted_value_only_the_config_parser_refuses_is_named_at_its_line() {

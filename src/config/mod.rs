@@ -8,7 +8,9 @@
 //! reports every problem it finds at once, one per line, so a broken file is fixed in one pass.
 //!
 //! - `types.rs`: the file's shape and defaults;
-//! - `load.rs`: reading, YAML syntax, `HEARTH__*` overrides, typing with key paths;
+//! - `load.rs`: reading, `HEARTH__*` overrides, typing with key paths;
+//! - `yaml_syntax.rs`: what the text must be before it is typed (YAML, one document, a
+//!   mapping, keys that are text, numbers or booleans), each mistake at its line and column;
 //! - `profiles/`: profile merging and the resolved profile types (`mod.rs`), the checks of
 //!   profile settings at the key where each is written (`checks.rs`);
 //! - `validate.rs`: the other checks;
@@ -41,6 +43,7 @@ mod transcription;
 mod types;
 mod validate;
 pub(crate) mod yaml_file;
+mod yaml_syntax;
 
 use std::collections::BTreeMap;
 use std::fmt;
