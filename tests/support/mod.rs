@@ -21,6 +21,7 @@ pub mod real_llm;
 pub mod seed;
 pub mod synapse;
 pub mod telegram;
+pub mod test_config;
 pub mod transcription_server;
 pub mod voice;
 pub mod workers;

@@ -14,6 +14,7 @@ mod example;
 mod profiles;
 mod secrets;
 mod shape;
+mod test_config;
 mod validation;
 mod voice_notes;
 
