@@ -155,6 +155,38 @@ impl RecurrenceRule {
             reason,
             min_minutes: MIN_RECURRENCE_SPACING_MINUTES,
         })?;
+        // RFC 5545 has no day, week or position 0; the crate drops a 0 from BYMONTHDAY
+        // before its own checks, while the rule hearth walks keeps it.
+        for (part, values) in [
+            (
+                "BYMONTHDAY",
+                rule.get_by_month_day()
+                    .iter()
+                    .map(|&v| i32::from(v))
+                    .collect::<Vec<_>>(),
+            ),
+            (
+                "BYYEARDAY",
+                rule.get_by_year_day()
+                    .iter()
+                    .map(|&v| i32::from(v))
+                    .collect(),
+            ),
+            (
+                "BYWEEKNO",
+                rule.get_by_week_no()
+                    .iter()
+                    .map(|&v| i32::from(v))
+                    .collect(),
+            ),
+            ("BYSETPOS", rule.get_by_set_pos().to_vec()),
+        ] {
+            if values.contains(&0) {
+                return Err(bad(format!(
+                    "{part}=0 names nothing: count from 1, or from -1 for the last"
+                )));
+            }
+        }
         // The crate's own checks (ranges, BY parts allowed with FREQ) need a start; any will do.
         let any_start = NaiveDate::from_ymd_opt(2000, 1, 3)
             .unwrap_or_default()

@@ -373,3 +373,17 @@ fn expanding_from_a_later_start_finds_what_walking_from_the_start_finds() {
         }
     }
 }
+
+#[test]
+fn a_month_day_of_zero_is_refused_however_it_is_written() {
+    // Found by the fuzz target `recurrence`: `BYMONTHDAY=-0` read as day 0, which RFC 5545
+    // does not allow, and its next occurrences depended on where the search started.
+    for rule in [
+        "FREQ=MONTHLY;BYMONTHDAY=0",
+        "FREQ=MONTHLY;BYMONTHDAY=-0",
+        "FREQ=MONTHLY;BYMONTHDAY=+0",
+    ] {
+        let error = Recurrence::parse(rule).unwrap_err();
+        assert!(error.to_string().contains("BYMONTHDAY"), "{rule}: {error}");
+    }
+}
