@@ -137,7 +137,7 @@ impl ScriptCatalog {
 
     fn load_blocking(folder: &Path) -> Result<ScriptCatalog, ManifestError> {
         let file = folder.join(MANIFEST_FILE);
-        let text = std::fs::read_to_string(&file).map_err(|source| ManifestError::Read {
+        let bytes = std::fs::read(&file).map_err(|source| ManifestError::Read {
             file: file.clone(),
             source,
         })?;
@@ -145,6 +145,15 @@ impl ScriptCatalog {
             file: file.clone(),
             problems,
         };
+        let text = String::from_utf8(bytes).map_err(|error| {
+            invalid(vec![(
+                TOP_LEVEL.to_owned(),
+                format!(
+                    "not UTF-8 text (byte {} is not): save it as UTF-8",
+                    error.utf8_error().valid_up_to()
+                ),
+            )])
+        })?;
         let mut deserializer = serde_json::Deserializer::from_str(&text);
         let scripts: Vec<Script> =
             serde_path_to_error::deserialize(&mut deserializer).map_err(|error| {
@@ -354,6 +363,24 @@ mod tests {
         assert_eq!(problems.len(), 1);
         assert_eq!(problems[0].0, "(top level)");
         assert!(problems[0].1.contains("EOF"), "{problems:?}");
+    }
+
+    #[test]
+    fn a_manifest_that_is_not_utf8_is_refused_at_the_top_level_in_words() {
+        // Found by the fuzz target `scripts_manifest`: such a manifest was "unreadable",
+        // as if the file could not be opened.
+        let folder = tempfile::tempdir().unwrap();
+        std::fs::write(folder.path().join(MANIFEST_FILE), b"[{\"name\": \"\xff\"}]").unwrap();
+        let Err(ManifestError::Invalid { problems, .. }) =
+            ScriptCatalog::load_blocking(folder.path())
+        else {
+            panic!("the manifest was not refused as invalid");
+        };
+        assert_eq!(problems[0].0, "(top level)");
+        assert!(
+            problems[0].1.contains("not UTF-8 text (byte 11"),
+            "{problems:?}"
+        );
     }
 
     #[test]
