@@ -6,14 +6,15 @@
 //!
 //! Properties, checked against the JSON: an edit (`m.replace`) and a bot's `m.notice` are
 //! not new messages; any other message is in the conversation of its room, or of the
-//! thread its `m.thread` relation names, and that conversation's id reads back to the
-//! same room and thread; it replies to the event its `m.in_reply_to` names (not in a
-//! thread's fallback); its text is the member's own words, trimmed, without a reply's
-//! quoted fallback; its file (image, file, audio) is kept under a name that cannot leave
-//! the message's folder, an audio clip with its stated duration in whole seconds.
+//! thread its `m.thread` relation names (when that root is an event id), and that
+//! conversation's id reads back to the same room and thread; it replies to the event its
+//! `m.in_reply_to` names (not in a thread's fallback); its text is the member's own words,
+//! trimmed, without a reply's quoted fallback; its file (image, file, audio) is kept under
+//! a name that cannot leave the message's folder, an audio clip with its stated duration
+//! in whole seconds.
 #![no_main]
 
-use hearth::fuzzing::{RoomMessageReading, read_room_message};
+use hearth::fuzzing::{RoomMessageReading, is_event_id, read_room_message};
 use hearth::ports::AttachmentKind;
 use libfuzzer_sys::fuzz_target;
 use serde_json::Value;
@@ -36,7 +37,10 @@ fn check(room: &str, event: &Value, read: &RoomMessageReading) {
     let rel_type = relation["rel_type"].as_str();
     let thread_root = (rel_type == Some("m.thread"))
         .then(|| relation["event_id"].as_str())
-        .flatten();
+        .flatten()
+        .filter(|root| is_event_id(root));
+    // A thread whose root is no event id is no relation hearth knows.
+    let rel_type = rel_type.filter(|&kind| kind != "m.thread" || thread_root.is_some());
     match &read.conversation {
         Ok(conversation) => {
             assert_eq!(conversation.channel(), "matrix");

@@ -495,6 +495,12 @@ pub struct MediaReading {
     pub duration_seconds: Option<u32>,
 }
 
+/// Whether `text` is an event id as Matrix writes them (`$…`): a thread whose root is not
+/// one is no thread hearth can follow, and its message is read as the room's.
+pub fn is_event_id(text: &str) -> bool {
+    <&matrix_sdk::ruma::EventId>::try_from(text).is_ok()
+}
+
 /// Reads `event`, a room message event's JSON as a sync delivers it, in room `room_id`:
 /// `Ok(None)` for an edit or a notice, `Err` when either is not what Matrix sends.
 pub fn read_room_message(room_id: &str, event: &str) -> Result<Option<RoomMessageReading>, String> {
@@ -563,6 +569,33 @@ mod tests {
             let read = read_room_message("!abc:example.org", &edit(target)).unwrap();
             assert!(read.is_none(), "the edit of {target} was read as {read:?}");
         }
+    }
+
+    #[test]
+    fn a_thread_whose_root_is_no_event_id_is_read_as_the_rooms() {
+        // Found by the fuzz target `matrix_event`: the root `$root:exampl`.org` is no event
+        // id; the message is the room's, not a thread's.
+        let message = |root: &str| {
+            format!(
+                r#"{{"type": "m.room.message", "event_id": "$ev1:example.org",
+                "sender": "@ann:example.org", "origin_server_ts": 1700000000000,
+                "content": {{"msgtype": "m.text", "body": "hi",
+                "m.relates_to": {{"rel_type": "m.thread", "event_id": "{root}"}}}}}}"#
+            )
+        };
+        let room = "!abc:example.org";
+        let read = read_room_message(room, &message("$root:example.org"))
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            read.conversation.unwrap().conversation_id(),
+            "!abc:example.org/$root:example.org"
+        );
+        assert!(!is_event_id("$root:exampl`.org"));
+        let read = read_room_message(room, &message("$root:exampl`.org"))
+            .unwrap()
+            .unwrap();
+        assert_eq!(read.conversation.unwrap().conversation_id(), room);
     }
 
     #[test]
