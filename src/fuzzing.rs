@@ -5,12 +5,12 @@
 //! functions the channels, the web routes and the tools call.
 //!
 //! - [`read_update_json`] (target `telegram_update`): a Telegram update's JSON read as the
-//!   Telegram adapter reads it, into an [`IncomingReading`]; [`message_kind_read`] says
-//!   whether the Bot API types read its message's kind (a message they cannot read has no
-//!   text).
+//!   Telegram adapter reads it, into an [`IncomingReading`]; [`bot_api_reading`] says how
+//!   far the Bot API types read it (a message of a kind they cannot read has no text, an
+//!   update they cannot read is ignored).
 //! - [`read_room_message`] (target `matrix_event`): a Matrix room message event read as
 //!   the Matrix adapter reads it, into a [`RoomMessageReading`] (files as
-//!   [`MediaReading`]).
+//!   [`MediaReading`]); [`is_event_id`] says which thread roots it can follow.
 //! - [`read_form`] (target `inbound_form`): the body of `POST /inbound` read as the route
 //!   reads it, into a [`ReceivedForm`] or a [`FormRefusal`].
 //! - [`question_form`], [`render_question`], [`read_reply`] (target `elicitation_form`): an
@@ -26,10 +26,12 @@
 pub use crate::actors::channels::core::IncomingReading;
 #[cfg(feature = "matrix")]
 pub use crate::actors::channels::matrix::inbound::{
-    MediaReading, RoomMessageReading, read_room_message,
+    MediaReading, RoomMessageReading, is_event_id, read_room_message,
 };
 #[cfg(feature = "telegram")]
-pub use crate::actors::channels::telegram::inbound::{message_kind_read, read_update_json};
+pub use crate::actors::channels::telegram::inbound::{
+    BotApiReading, bot_api_reading, read_update_json,
+};
 pub use crate::calendar::events::{EventFields, changed_event_text, new_event_text};
 pub use crate::http::inbound_form::{FormRefusal, ReceivedForm, read_form};
 #[cfg(feature = "mcp")]

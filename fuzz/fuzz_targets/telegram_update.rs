@@ -5,13 +5,14 @@
 //! Properties, checked against the update's JSON: a message from a person is read with its
 //! sender's id, the conversation of its chat (and forum topic, only for topic messages),
 //! the event id `<chat>:<message>` and its text or caption (none when the Bot API types
-//! cannot read what kind of message it is: the member is told so); a bot's message, a message
+//! cannot read what kind of message it is: the member is told so; an update they cannot
+//! read at all is ignored); a bot's message, a message
 //! without a sender and any other kind of update are ignored; a button press is an answer
 //! to the prompt its data names (`hc:<prompt>:y|n`), a cancel of the list entry it names
 //! (`hr:<schedule>`), or refused as not hearth's, with the event id `press:<query id>`.
 #![no_main]
 
-use hearth::fuzzing::{IncomingReading, message_kind_read, read_update_json};
+use hearth::fuzzing::{BotApiReading, IncomingReading, bot_api_reading, read_update_json};
 use hearth::ids::PromptId;
 use libfuzzer_sys::fuzz_target;
 use serde_json::Value;
@@ -134,8 +135,12 @@ fuzz_target!(|data: &[u8]| {
         return;
     };
     let update: Value = serde_json::from_str(text).expect("an update read is JSON");
-    if update["message"].is_object() {
-        check_message(&update["message"], &reading, message_kind_read(text));
+    let bot_api = bot_api_reading(text);
+    if bot_api == BotApiReading::Unreadable {
+        assert_eq!(reading, IncomingReading::Ignored, "{text}");
+    } else if update["message"].is_object() {
+        let kind_read = bot_api == BotApiReading::Whole;
+        check_message(&update["message"], &reading, kind_read);
     } else if update["callback_query"].is_object() {
         check_press(&update["callback_query"], &reading);
     } else {

@@ -60,15 +60,30 @@ pub fn read_update_json(update: &str) -> Result<IncomingReading, String> {
     })
 }
 
-/// Whether the Bot API types read what kind of message `update`'s message is. A kind newer
-/// than them, or a part of it they cannot read (a quoted message whose sender has no id),
-/// leaves the message without text, and the channel core tells the member it could not be
-/// read: what the fuzz target `telegram_update` expects of such a message.
-pub fn message_kind_read(update: &str) -> bool {
-    serde_json::from_str::<Update>(update).is_ok_and(|update| match update.kind {
-        UpdateKind::Message(message) => !matches!(message.kind, MessageKind::Empty {}),
-        _ => true,
-    })
+/// How far the Bot API types read an update: what the fuzz target `telegram_update`
+/// expects hearth to make of it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BotApiReading {
+    /// Read whole.
+    Whole,
+    /// A message whose kind they cannot read: a kind newer than them, or a part of it they
+    /// cannot read (a quoted message whose sender has no id). It is read without text, and
+    /// the channel core tells the member it could not be read.
+    MessageOfUnknownKind,
+    /// An update they cannot read at all (a button press without the fields Telegram always
+    /// sends): ignored.
+    Unreadable,
+}
+
+/// How far the Bot API types read `update`, the JSON of an update.
+pub fn bot_api_reading(update: &str) -> BotApiReading {
+    match serde_json::from_str::<Update>(update).map(|update| update.kind) {
+        Ok(UpdateKind::Message(message)) if matches!(message.kind, MessageKind::Empty {}) => {
+            BotApiReading::MessageOfUnknownKind
+        }
+        Ok(UpdateKind::Error(_)) | Err(_) => BotApiReading::Unreadable,
+        Ok(_) => BotApiReading::Whole,
+    }
 }
 
 fn update_kind(kind: &UpdateKind) -> &'static str {
@@ -327,17 +342,30 @@ mod tests {
             "reply_to_message": {"message_id": 40, "date": 1699999999,
             "chat": {"id": -100123, "type": "supergroup", "title": "Family"},
             "from": {"0d": 998, "is_bot": true, "first_name": "hearth"}, "text": "Confirm?"}}}"#;
-        assert!(!message_kind_read(update));
+        assert_eq!(bot_api_reading(update), BotApiReading::MessageOfUnknownKind);
         let IncomingReading::Message { text, sender, .. } = read_update_json(update).unwrap()
         else {
             panic!("the message was not read as a message");
         };
         assert_eq!((text.as_str(), sender.as_str()), ("", "111"));
         let readable = update.replace(r#""0d": 998"#, r#""id": 998"#);
-        assert!(message_kind_read(&readable));
+        assert_eq!(bot_api_reading(&readable), BotApiReading::Whole);
         let IncomingReading::Message { text, .. } = read_update_json(&readable).unwrap() else {
             panic!("the message was not read as a message");
         };
         assert_eq!(text, "a reply");
+    }
+
+    #[test]
+    fn a_button_press_the_bot_api_types_cannot_read_is_ignored() {
+        // Found by the fuzz target `telegram_update`: a press without `chat_instance`, which
+        // Telegram always sends.
+        let press = r#"{"update_id": 1001, "callback_query": {"id": "q4",
+            "from": {"id": 111, "is_bot": false, "first_name": "Ann"},
+            "chafromstance": "ci", "data": "hc:1:y"}}"#;
+        assert_eq!(bot_api_reading(press), BotApiReading::Unreadable);
+        assert_eq!(read_update_json(press).unwrap(), IncomingReading::Ignored);
+        let whole = press.replace("chafromstance", "chat_instance");
+        assert_eq!(bot_api_reading(&whole), BotApiReading::Whole);
     }
 }
