@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use crate::support::llm_server::{ScriptedLlmServer, Step};
 use crate::support::telegram::TelegramServer;
-use crate::telegram_channel::{TOKEN, alice, start_on_telegram};
+use crate::support::telegram_family::{TOKEN, alice, start_on_telegram};
 
 const WAIT: Duration = Duration::from_secs(60);
 

@@ -6,11 +6,11 @@
 //! in the chat of the account they have, and `/link switch` there says yes. And what
 //! stays in the outbox once delivered: no code.
 
-use crate::invites_telegram::code_in;
 use crate::sign_in_guessing::outbox_keeps_no_secret;
 use crate::support::llm_server::{ScriptedLlmServer, Step};
 use crate::support::telegram::{TelegramServer, TgChat, TgUser};
-use crate::telegram_channel::{TOKEN, alice, bob, bot_says, start_on_telegram};
+use crate::support::telegram_family::code_in;
+use crate::support::telegram_family::{TOKEN, alice, bob, bot_says, start_on_telegram};
 
 const GROUP: i64 = -4242;
 
@@ -71,10 +71,12 @@ async fn codes_asked_in_a_group_go_to_the_private_chat_only() {
         "I sent the invite code to our private chat, Alice",
     )
     .await;
-    let invite = crate::invites_telegram::code_said(&telegram, 1001, "Invite code for Max").await;
+    let invite =
+        crate::support::telegram_family::code_said(&telegram, 1001, "Invite code for Max").await;
     telegram.push_group_text(&group, &alice(), "/link", None);
     bot_says(&telegram, GROUP, "I sent the link code to our private chat").await;
-    let link = crate::invites_telegram::code_said(&telegram, 1001, "To be the same Alice").await;
+    let link =
+        crate::support::telegram_family::code_said(&telegram, 1001, "To be the same Alice").await;
     telegram.push_group_text(&group, &alice(), "/signin", None);
     bot_says(
         &telegram,
@@ -111,14 +113,16 @@ async fn a_second_account_of_a_platform_asks_the_member_first() {
     let telegram = TelegramServer::start(TOKEN);
     let app = start_on_telegram(&llm, &telegram, "", None, &[]).await;
     telegram.push_private_text(&alice(), "/invite child Max");
-    let invite = crate::invites_telegram::code_said(&telegram, 1001, "Invite code for Max").await;
+    let invite =
+        crate::support::telegram_family::code_said(&telegram, 1001, "Invite code for Max").await;
     let max = TgUser::new(3003, "Max");
     telegram.push_private_text(&max, &format!("/join {invite}"));
     bot_says(&telegram, 3003, "Welcome to the family, Max!").await;
 
     // Max's link code used from the account he has: nothing changes, and it says so.
     telegram.push_private_text(&max, "/link");
-    let code = crate::invites_telegram::code_said(&telegram, 3003, "To be the same Max").await;
+    let code =
+        crate::support::telegram_family::code_said(&telegram, 3003, "To be the same Max").await;
     telegram.push_private_text(&max, &format!("/join {code}"));
     bot_says(
         &telegram,

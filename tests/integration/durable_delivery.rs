@@ -5,12 +5,10 @@
 //! kill at a random moment are each answered once, in order per chat. Stopping hearth waits
 //! for the reply being sent.
 
-use std::collections::{BTreeMap, BTreeSet};
-use std::path::Path;
+use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
-use sqlx::Row;
-
+use crate::support::delivery::{each_answered_once_in_order, undelivered, wait_for};
 use crate::support::hearth_app::{HearthProcess, test_env, write_telegram_family_config};
 use crate::support::llm_server::{ScriptedLlmServer, Step};
 use crate::support::matrix_family::{
@@ -19,35 +17,9 @@ use crate::support::matrix_family::{
 use crate::support::matrix_member::MatrixMember;
 use crate::support::seed::seeded;
 use crate::support::telegram::{TelegramServer, TgError, TgUser};
-use crate::telegram_channel::{TOKEN, alice, start_on_telegram, write_telegram_config};
-
-pub(crate) async fn wait_for(what: &str, limit: Duration, mut done: impl FnMut() -> bool) {
-    let deadline = Instant::now() + limit;
-    while !done() {
-        assert!(Instant::now() < deadline, "never happened: {what}");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
-
-/// The outbox rows of the database in `folder` not delivered yet, as (id, text).
-pub(crate) async fn undelivered(folder: &Path) -> Vec<(i64, String)> {
-    let url = format!("sqlite://{}", folder.join("hearth.db").display());
-    let pool = sqlx::SqlitePool::connect(&url).await.unwrap();
-    let rows = sqlx::query("SELECT id, text FROM outbox WHERE status = 'pending' ORDER BY id")
-        .fetch_all(&pool)
-        .await
-        .unwrap();
-    pool.close().await;
-    rows.iter()
-        .map(|row| (row.get("id"), row.get("text")))
-        .collect()
-}
-
-pub(crate) fn telegram_env(extra: &[(&str, &str)]) -> BTreeMap<String, String> {
-    let mut pairs = vec![("TEST_TELEGRAM_TOKEN", TOKEN)];
-    pairs.extend_from_slice(extra);
-    test_env(&pairs)
-}
+use crate::support::telegram_family::{
+    TOKEN, alice, start_on_telegram, telegram_env, write_telegram_config,
+};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_reply_telegram_refuses_until_hearth_is_killed_is_delivered_once_after_restart() {
@@ -73,7 +45,7 @@ async fn a_reply_telegram_refuses_until_hearth_is_killed_is_delivered_once_after
 
     telegram.clear_faults();
     let _second = HearthProcess::spawn(&config, &env);
-    crate::telegram_channel::bot_says(&telegram, 1001, "Here is your answer.").await;
+    crate::support::telegram_family::bot_says(&telegram, 1001, "Here is your answer.").await;
     tokio::time::sleep(Duration::from_millis(1500)).await;
     let answers = telegram
         .bot_messages_in(1001)
@@ -181,12 +153,6 @@ async fn a_matrix_message_sent_again_after_a_crash_is_shown_once() {
     assert_eq!(copies, 1, "the homeserver recognised the resend");
 }
 
-/// The reply to "m <chat> <n>" is "echo: m <chat> <n>".
-fn number_of(text: &str) -> Option<(i64, u32)> {
-    let mut words = text.strip_prefix("echo: m ")?.split(' ');
-    Some((words.next()?.parse().ok()?, words.next()?.parse().ok()?))
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_thousand_messages_with_a_kill_at_a_random_moment_are_each_answered_once_in_order() {
     const CHATS: i64 = 50;
@@ -253,46 +219,9 @@ async fn a_thousand_messages_with_a_kill_at_a_random_moment_are_each_answered_on
     each_answered_once_in_order(&telegram, 5000, CHATS, PER_CHAT, &window);
 }
 
-/// Each of `chats` chats (users from `first_user`) holds the replies to its `per_chat`
-/// messages "m <chat> <n>" once each and in order; only a reply in `window` (sent by a
-/// worker killed before it noted so) may come twice, right after itself.
-pub(crate) fn each_answered_once_in_order(
-    telegram: &TelegramServer,
-    first_user: i64,
-    chats: i64,
-    per_chat: u32,
-    window: &BTreeSet<String>,
-) {
-    for chat in 0..chats {
-        let replies: Vec<String> = telegram
-            .bot_messages_in(first_user + chat)
-            .into_iter()
-            .filter_map(|message| message.text)
-            .collect();
-        let mut seen: Vec<u32> = Vec::new();
-        for reply in &replies {
-            let (of_chat, n) = number_of(reply).unwrap_or_else(|| panic!("{reply:?}"));
-            assert_eq!(
-                of_chat,
-                first_user + chat,
-                "a reply in the wrong chat: {reply}"
-            );
-            if seen.last() == Some(&n) && window.contains(reply) {
-                continue;
-            }
-            seen.push(n);
-        }
-        let expected: Vec<u32> = (0..per_chat).collect();
-        assert_eq!(
-            seen, expected,
-            "chat {chat}: each message answered once, in order (window: {window:?})"
-        );
-    }
-}
-
 #[actix::test]
 async fn a_reply_that_cannot_be_delivered_is_given_up_counted_and_logged_never_silently() {
-    use crate::telegram_channel::{bot_says, start_on_telegram};
+    use crate::support::telegram_family::{bot_says, start_on_telegram};
     let llm = ScriptedLlmServer::start();
     let telegram = TelegramServer::start(TOKEN);
     let app = start_on_telegram(&llm, &telegram, "", None, &[]).await;

@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 use crate::family_scripts::{SCRIPT_TOOLS, write_scripts};
 use crate::support::llm_server::{ScriptedLlmServer, Step};
 use crate::support::telegram::{StoredMessage, TelegramServer};
-use crate::telegram_channel::{TOKEN, alice, bot_says, start_on_telegram};
+use crate::support::telegram_family::{TOKEN, alice, bot_says, start_on_telegram};
 
 const WAIT: Duration = Duration::from_secs(10);
 

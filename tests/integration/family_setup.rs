@@ -8,11 +8,11 @@ use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
 
-use crate::invites_telegram::{code_in, code_said};
 use crate::support::hearth_app::test_env;
 use crate::support::llm_server::ScriptedLlmServer;
 use crate::support::telegram::{TelegramServer, TgUser};
-use crate::telegram_channel::{TOKEN, bot_says, write_telegram_config};
+use crate::support::telegram_family::{TOKEN, bot_says, write_telegram_config};
+use crate::support::telegram_family::{code_in, code_said};
 
 fn family(config: &std::path::Path, args: &[&str]) -> (bool, String) {
     let output = Command::new(env!("CARGO_BIN_EXE_hearth"))

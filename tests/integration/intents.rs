@@ -5,7 +5,7 @@
 //! `intents_policy.rs`, kills of the real binary in `intents_restart.rs`, Telegram in
 //! `intents_escalation.rs`.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde_json::{Value, json};
 
@@ -17,117 +17,12 @@ use hearth::intents::{
 };
 use hearth::storage::Stores;
 
-use crate::support::hearth_app::{TestApp, test_env, write_config};
-use crate::support::intents_profile::orders_profile;
+use crate::support::hearth_app::{TestApp, test_env};
+use crate::support::intents_profile::{
+    Wire, asked_which_order, classified, example_intents, orders_config, orders_config_with,
+    stage_names, stages, start, successful_calls,
+};
 use crate::support::llm_server::{ScriptedLlmServer, Step};
-
-/// The shipped example: `config/intents.example.yaml` over `data/orders.json`.
-pub(crate) fn example_intents() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("config/intents.example.yaml")
-}
-
-#[derive(Clone, Copy, Debug)]
-pub(crate) enum Wire {
-    OpenAi,
-    Anthropic,
-}
-
-/// The test config plus an `orders` profile (`/orders`) on `intents_file`, with bob a child.
-pub(crate) fn orders_config(
-    folder: &Path,
-    llm: &ScriptedLlmServer,
-    intents_file: &Path,
-) -> PathBuf {
-    orders_config_with(folder, llm, intents_file, "")
-}
-
-/// `orders_config`, `processing` adding keys to the profile's `processing_config`.
-pub(crate) fn orders_config_with(
-    folder: &Path,
-    llm: &ScriptedLlmServer,
-    intents_file: &Path,
-    processing: &str,
-) -> PathBuf {
-    let path = write_config(folder, &llm.base_url());
-    let mut text = std::fs::read_to_string(&path).unwrap();
-    text = text.replace(
-        "- { id: bob, name: Bob }",
-        "- { id: bob, name: Bob, role: child }",
-    );
-    text.push_str(&orders_profile(intents_file, processing));
-    std::fs::write(&path, text).unwrap();
-    path
-}
-
-pub(crate) async fn start(llm: &ScriptedLlmServer, intents_file: &Path, wire: Wire) -> TestApp {
-    let folder = tempfile::tempdir().unwrap();
-    let path = orders_config(folder.path(), llm, intents_file);
-    let anthropic_url = llm.anthropic_base_url();
-    let overrides: Vec<(&str, &str)> = match wire {
-        Wire::OpenAi => Vec::new(),
-        Wire::Anthropic => vec![
-            ("HEARTH__LLMS__MAIN__PROVIDER", "anthropic"),
-            ("HEARTH__LLMS__MAIN__BASE_URL", anthropic_url.as_str()),
-        ],
-    };
-    TestApp::start_from(folder, &path, &overrides).await
-}
-
-/// The classifier's JSON answer.
-pub(crate) fn classified(intent: Option<&str>, params: Value, confidence: f64) -> Step {
-    Step::Reply(classified_text(intent, params, confidence))
-}
-
-/// The classifier's answer naming `intent` with `params`, as the model writes it.
-pub(crate) fn classified_text(intent: Option<&str>, params: Value, confidence: f64) -> String {
-    json!({"intent_id": intent, "extracted_params": params, "missing_params": [],
-           "confidence": confidence})
-    .to_string()
-}
-
-/// `member` asks `/orders check my order` and is asked `question` for the missing id: a
-/// plan of theirs now waits for the answer.
-pub(crate) async fn asked_which_order(
-    app: &TestApp,
-    llm: &ScriptedLlmServer,
-    member: &str,
-    question: &str,
-) {
-    llm.push_many([
-        classified(Some("order_status"), json!({}), 0.9),
-        Step::Reply(question.into()),
-    ]);
-    assert_eq!(app.ask(member, "/orders check my order").await, question);
-}
-
-/// How many of `events` are a tool call that ran and succeeded.
-pub(crate) fn successful_calls(events: &[Value]) -> usize {
-    events
-        .iter()
-        .filter(|e| e["stage"] == "tool_execute" && e["payload"]["success"] == true)
-        .count()
-}
-
-/// The stage events stored for a conversation, flushed first.
-pub(crate) async fn stages(app: &TestApp, conversation: &str) -> Vec<Value> {
-    app.running.stores.telemetry.flush().await;
-    app.running
-        .stores
-        .usage
-        .stages_of(&conversation.parse().unwrap(), 1000)
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|event| event.payload)
-        .collect()
-}
-
-pub(crate) fn stage_names(events: &[Value]) -> Vec<String> {
-    events
-        .iter()
-        .map(|event| event["stage"].as_str().unwrap().to_string())
-        .collect()
-}
 
 async fn single_turn(wire: Wire) {
     let llm = ScriptedLlmServer::start();

@@ -10,10 +10,10 @@ use hearth::actors::request_queue::{CancelPending, Cancelled};
 use hearth::intents::CANCELLED_REPLY;
 use hearth::ports::now_ms;
 
-use crate::intents::{
+use crate::support::hearth_app::TestApp;
+use crate::support::intents_profile::{
     Wire, asked_which_order, classified, example_intents, stages, start, successful_calls,
 };
-use crate::support::hearth_app::TestApp;
 use crate::support::llm_server::{Gate, ScriptedLlmServer, Step};
 
 /// What the plan answers when alice's answer "O-22222" lets it go on.

@@ -11,8 +11,8 @@ use serde_json::json;
 
 use hearth::intents::IntentsRegistry;
 
-use crate::intents::{classified, orders_config};
 use crate::support::hearth_app::{TestApp, test_env};
+use crate::support::intents_profile::{classified, orders_config};
 use crate::support::llm_server::ScriptedLlmServer;
 
 /// `order_status` over `check_order_status`, without a `data_source`.

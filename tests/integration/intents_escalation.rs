@@ -10,8 +10,8 @@ use crate::support::hearth_app::TestApp;
 use crate::support::intents_profile::{orders_profile, write_intents};
 use crate::support::llm_server::{ScriptedLlmServer, Step};
 use crate::support::telegram::{StoredMessage, TelegramServer};
-use crate::telegram_buttons::press;
-use crate::telegram_channel::{TOKEN, alice, bob, bot_says, write_telegram_config};
+use crate::support::telegram_family::press;
+use crate::support::telegram_family::{TOKEN, alice, bob, bot_says, write_telegram_config};
 
 pub(crate) const WAIT: Duration = Duration::from_secs(10);
 

@@ -10,13 +10,13 @@ use async_trait::async_trait;
 
 use hearth::ports::{Outbox, OutboxEntry, OutgoingMessage, StorageError};
 
-use crate::durable_delivery::undelivered;
 use crate::intents_escalation::{WAIT, escalation_config, nth_prompt, refund};
+use crate::support::delivery::undelivered;
 use crate::support::hearth_app::{HearthProcess, TestApp, test_env};
 use crate::support::llm_server::ScriptedLlmServer;
 use crate::support::telegram::{TelegramServer, TgError, TgUser};
-use crate::telegram_buttons::press;
-use crate::telegram_channel::{TOKEN, alice, bob, bot_says};
+use crate::support::telegram_family::press;
+use crate::support::telegram_family::{TOKEN, alice, bob, bot_says};
 
 /// carol, a second parent, on Telegram (her private chat is 1003).
 const CAROL: &str = "\n  - { id: carol, name: Carol, telegram_user_id: 1003 }";

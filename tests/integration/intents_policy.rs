@@ -9,9 +9,11 @@ use serde_json::{Value, json};
 
 use hearth::actors::request_queue::CancelPending;
 
-use crate::intents::{Wire, classified, orders_config_with, stages, start, successful_calls};
 use crate::support::hearth_app::{HearthProcess, TestApp, test_env, write_config};
 use crate::support::intents_profile::write_intents;
+use crate::support::intents_profile::{
+    Wire, classified, orders_config_with, stages, start, successful_calls,
+};
 use crate::support::llm_server::ScriptedLlmServer;
 use crate::support::llm_server::Step;
 use crate::support::mcp::everything_stdio_or_skip;

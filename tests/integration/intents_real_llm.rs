@@ -17,9 +17,9 @@ use serde_json::Value;
 
 use hearth::intents::{NOT_SURE_REPLY, SOMETHING_WRONG_REPLY, STAGES};
 
-use crate::intents::{example_intents, stage_names, stages};
 use crate::support::hearth_app::{TestApp, write_config};
 use crate::support::intents_profile::orders_profile;
+use crate::support::intents_profile::{example_intents, stage_names, stages};
 use crate::support::real_llm::{REAL_LLM_MODEL, RealLlmServer, start_real_llm_or_skip};
 
 /// A turn takes a second or two on an idle machine; the rest of the suite may share the cores.

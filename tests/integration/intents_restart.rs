@@ -5,10 +5,10 @@ use std::path::Path;
 
 use serde_json::{Value, json};
 
-use crate::intents::{classified, example_intents, orders_config};
 use crate::intents_policy::{refund, write_policy_intents};
 use crate::support::hearth_app::{API_KEY, HearthProcess, test_env};
 use crate::support::intents_profile::write_intents;
+use crate::support::intents_profile::{classified, example_intents, orders_config};
 use crate::support::llm_server::{ScriptedLlmServer, Step};
 use hearth::intents::STAGES;
 

@@ -7,8 +7,10 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 
-use crate::intents::{classified, example_intents, orders_config, stages, successful_calls};
 use crate::support::hearth_app::TestApp;
+use crate::support::intents_profile::{
+    classified, example_intents, orders_config, stages, successful_calls,
+};
 use crate::support::llm_server::ScriptedLlmServer;
 
 /// Refuses every write of the turn journal, as a full disk or a broken database would.

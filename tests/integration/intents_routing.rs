@@ -5,10 +5,10 @@
 
 use serde_json::json;
 
-use crate::intents::{
+use crate::support::hearth_app::TestApp;
+use crate::support::intents_profile::{
     Wire, asked_which_order, classified, example_intents, orders_config, stage_names, stages, start,
 };
-use crate::support::hearth_app::TestApp;
 use crate::support::llm_server::ScriptedLlmServer;
 use hearth::intents::STAGES;
 

@@ -14,8 +14,8 @@ use std::time::Duration;
 
 use serde_json::json;
 
-use crate::intents::{example_intents, orders_config};
 use crate::support::hearth_app::TestApp;
+use crate::support::intents_profile::{example_intents, orders_config};
 use crate::support::llm_server::ScriptedLlmServer;
 use hearth::ports::{
     AnswerPlace, Inbound, PendingConfirmation, PlanExecution, PlanStep, StepExecution, StepStatus,
@@ -251,7 +251,10 @@ async fn asked_anew_and_approved(folder: tempfile::TempDir, llm: &ScriptedLlmSer
     assert_eq!(status, 200, "{body}");
     assert_eq!(body["reply"], format!("{PRE}\n\n{POST}"));
     assert_eq!(llm.request_count(), 0);
-    let events = crate::intents::stages(&app, "http:alice").await;
-    assert_eq!(crate::intents::successful_calls(&events), 1);
+    let events = crate::support::intents_profile::stages(&app, "http:alice").await;
+    assert_eq!(
+        crate::support::intents_profile::successful_calls(&events),
+        1
+    );
     app.stop().await;
 }

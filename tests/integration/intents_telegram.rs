@@ -8,13 +8,14 @@ use std::time::Duration;
 
 use serde_json::json;
 
-use crate::durable_delivery::{telegram_env, undelivered, wait_for};
-use crate::intents::classified;
+use crate::support::delivery::{undelivered, wait_for};
 use crate::support::hearth_app::{HearthProcess, TestApp};
+use crate::support::intents_profile::classified;
 use crate::support::intents_profile::{orders_profile, write_intents};
 use crate::support::llm_server::{ScriptedLlmServer, Step};
 use crate::support::telegram::{TelegramServer, TgError};
-use crate::telegram_channel::{TOKEN, alice, bot_says, write_telegram_config};
+use crate::support::telegram_family::telegram_env;
+use crate::support::telegram_family::{TOKEN, alice, bot_says, write_telegram_config};
 
 const INTENTS: &str = r#"
 data_source: { kind: json, path: "ORDERS" }

@@ -3,13 +3,13 @@
 //! a member who then chats and whose role counts, and the inviting parent is told in their
 //! own room.
 
-use crate::invites_telegram::code_in;
 use crate::support::hearth_app::TestApp;
 use crate::support::llm_server::{ScriptedLlmServer, Step};
 use crate::support::matrix_family::{
     homeserver, matrix_env, reply_from_hearth, room_with_hearth, write_matrix_config,
 };
 use crate::support::matrix_member::MatrixMember;
+use crate::support::telegram_family::code_in;
 
 #[actix::test]
 async fn a_stranger_joins_by_invite_on_matrix_and_chats() {

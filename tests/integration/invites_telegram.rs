@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use crate::support::llm_server::{ScriptedLlmServer, Step};
 use crate::support::telegram::{TelegramServer, TgUser};
-use crate::telegram_channel::{TOKEN, alice, bob, bot_says, start_on_telegram};
+use crate::support::telegram_family::{TOKEN, alice, bob, bot_says, code_said, start_on_telegram};
 
 fn max() -> TgUser {
     TgUser::new(3003, "Maximilian")
@@ -17,25 +17,6 @@ fn max() -> TgUser {
 
 fn mallory() -> TgUser {
     TgUser::new(6666, "Mallory")
-}
-
-/// The invite code in `text` (`ABCD-EFGH`), if any.
-pub fn code_in(text: &str) -> Option<String> {
-    text.split(|c: char| !(c.is_ascii_alphanumeric() || c == '-'))
-        .find(|word| word.len() == 9 && word.as_bytes()[4] == b'-')
-        .map(str::to_string)
-}
-
-/// The code in the bot's last message in `chat` containing `needle`.
-pub async fn code_said(telegram: &TelegramServer, chat: i64, needle: &str) -> String {
-    bot_says(telegram, chat, needle).await;
-    let text = telegram
-        .bot_messages_in(chat)
-        .into_iter()
-        .rev()
-        .find_map(|message| message.text.filter(|text| text.contains(needle)))
-        .unwrap_or_default();
-    code_in(&text).unwrap_or_else(|| panic!("no code in {text:?}"))
 }
 
 /// Nothing more from the bot in `chat` than the `before` messages, after a while.

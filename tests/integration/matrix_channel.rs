@@ -13,7 +13,7 @@ use crate::support::matrix_family::{
     Homeserver, homeserver, matrix_env, reply_from_hearth, room_with_hearth, write_matrix_config,
 };
 use crate::support::matrix_member::{MatrixMember, NewRoom};
-use crate::telegram_channel::SECURE_PROFILE;
+use crate::support::telegram_family::SECURE_PROFILE;
 use hearth::actors::processing::DECLINED_RESULT;
 
 /// hearth on Matrix as `@hearth:localhost`, alice and bob in the family.

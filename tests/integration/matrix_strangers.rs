@@ -9,13 +9,13 @@ use std::time::{Duration, Instant};
 use matrix_sdk::ruma::events::room::member::MembershipState;
 use matrix_sdk::ruma::{RoomId, UserId};
 
-use crate::invites_telegram::code_in;
 use crate::support::hearth_app::TestApp;
 use crate::support::llm_server::ScriptedLlmServer;
 use crate::support::matrix_family::{
     homeserver, matrix_env, reply_from_hearth, room_with_hearth, write_matrix_config,
 };
 use crate::support::matrix_member::MatrixMember;
+use crate::support::telegram_family::code_in;
 
 /// Rooms hearth joins on strangers' invites at once, at most (the README's number).
 const STRANGER_ROOMS: usize = 5;

@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 use crate::support::hearth_app::TestApp;
 use crate::support::llm_server::{ScriptedLlmServer, Step};
 use crate::support::telegram::TelegramServer;
-use crate::telegram_channel::{TOKEN, alice, bot_says, start_on_telegram};
+use crate::support::telegram_family::{TOKEN, alice, bot_says, start_on_telegram};
 
 /// A `command` plugin `echoer` whose program is the Python script `script`.
 fn write_command_plugin(plugins: &std::path::Path, script: &str, timeout_seconds: u64) {

@@ -14,12 +14,12 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use sqlx::Row;
 
-use crate::reminders_telegram::REMIND_TOOLS;
 use crate::support::faketime::clock_ahead;
 use crate::support::hearth_app::{HearthProcess, test_env, write_config};
 use crate::support::llm_server::{Gate, ScriptedLlmServer, Step};
 use crate::support::plugin_server::PluginServer;
 use crate::support::postgres::{PostgresServer, use_database};
+use crate::support::reminders::REMIND_TOOLS;
 use crate::support::workers::Workers;
 
 /// The test config on a fresh database of the test cluster with `plugin` as the `buy`

@@ -22,7 +22,7 @@ use crate::support::hearth_app::{HearthProcess, post_with_key, test_env, write_c
 use crate::support::llm_server::{Gate, ScriptedLlmServer, Step};
 use crate::support::postgres::{PostgresServer, use_database};
 use crate::support::telegram::{TelegramServer, TgUser};
-use crate::telegram_channel::{TOKEN, alice, write_telegram_config};
+use crate::support::telegram_family::{TOKEN, alice, write_telegram_config};
 use crate::web_pages::Member;
 
 /// A failover takes a lease time and a poll: this long at most.
@@ -53,7 +53,7 @@ async fn code_said(telegram: &TelegramServer, chat: i64, needle: &str) -> String
         .rev()
         .find(|text| text.contains(needle))
         .unwrap();
-    crate::invites_telegram::code_in(&text).unwrap_or_else(|| panic!("no code in {text:?}"))
+    crate::support::telegram_family::code_in(&text).unwrap_or_else(|| panic!("no code in {text:?}"))
 }
 
 struct Family {

@@ -16,7 +16,7 @@ use crate::support::llm_server::{ScriptedLlmServer, Step};
 use crate::support::mcp::ELICITATION_TOOL;
 use crate::support::postgres::{PostgresServer, use_database};
 use crate::support::telegram::{TelegramServer, TgChat};
-use crate::telegram_channel::{TOKEN, alice, bot_says};
+use crate::support::telegram_family::{TOKEN, alice, bot_says};
 
 const WEBHOOK_SECRET: &str = "s3cret-token";
 

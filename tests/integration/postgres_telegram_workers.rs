@@ -10,12 +10,13 @@ use std::time::Duration;
 use serde_json::Value;
 use sqlx::Row;
 
-use crate::durable_delivery::{each_answered_once_in_order, telegram_env, wait_for};
+use crate::support::delivery::{each_answered_once_in_order, wait_for};
 use crate::support::hearth_app::{HearthProcess, write_telegram_family_config};
 use crate::support::llm_server::{ScriptedLlmServer, Step};
 use crate::support::postgres::{PostgresServer, use_database};
 use crate::support::telegram::{TelegramServer, TgUser};
-use crate::telegram_channel::TOKEN;
+use crate::support::telegram_family::TOKEN;
+use crate::support::telegram_family::telegram_env;
 
 const CHATS: i64 = 50;
 const PER_CHAT: u32 = 20;

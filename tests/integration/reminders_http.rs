@@ -7,9 +7,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 
-use crate::reminders_telegram::REMIND_TOOLS;
 use crate::support::hearth_app::{TestApp, write_config};
 use crate::support::llm_server::{ScriptedLlmServer, Step};
+use crate::support::reminders::REMIND_TOOLS;
 
 async fn start(llm: &ScriptedLlmServer) -> TestApp {
     let folder = tempfile::tempdir().unwrap();

@@ -7,13 +7,13 @@
 use matrix_sdk::ruma::OwnedRoomId;
 use serde_json::json;
 
-use crate::reminders_telegram::REMIND_PROFILE;
 use crate::support::hearth_app::TestApp;
 use crate::support::llm_server::{ScriptedLlmServer, Step};
 use crate::support::matrix_family::{
     Homeserver, homeserver, matrix_env, reply_from_hearth, room_with_hearth, write_matrix_config,
 };
 use crate::support::matrix_member::MatrixMember;
+use crate::support::reminders::REMIND_PROFILE;
 
 /// hearth on a real Synapse, Alice in an encrypted room with it, where she set a reminder
 /// to call grandma.

@@ -13,59 +13,14 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 
 use crate::support::llm_server::{ScriptedLlmServer, Step};
-use crate::support::telegram::{StoredMessage, TelegramServer, TgError, TgUser};
-use crate::telegram_buttons::press;
-use crate::telegram_channel::{TOKEN, alice, bob, bot_says, start_on_telegram};
+use crate::support::reminders::{REMIND_PROFILE, WAIT, fired_in, script_reminder, times_said};
+use crate::support::telegram::{TelegramServer, TgError, TgUser};
+use crate::support::telegram_family::press;
+use crate::support::telegram_family::{TOKEN, alice, bob, bot_says, start_on_telegram};
 use hearth::reminders::DONE_OUTCOME;
-
-pub(crate) const WAIT: Duration = Duration::from_secs(15);
-
-/// Every reminder tool, as `enable_local_tools` lists them.
-pub const REMIND_TOOLS: &str =
-    "schedule_reminder, list_reminders, cancel_reminder, snooze_reminder, schedule_task";
-
-/// A profile with every reminder tool, on `/remind`.
-pub const REMIND_PROFILE: &str = r#"  - id: remind
-    description: "Reminders and scheduled tasks."
-    slash_commands: ["/remind"]
-    tools_config: { enable_local_tools: [schedule_reminder, list_reminders, cancel_reminder, snooze_reminder, schedule_task] }
-"#;
 
 fn carol() -> TgUser {
     TgUser::new(1003, "Carol")
-}
-
-/// The model asks for a reminder with these arguments, then says `reply`.
-pub(crate) fn script_reminder(llm: &ScriptedLlmServer, arguments: serde_json::Value, reply: &str) {
-    llm.push_many([
-        Step::ToolCalls(vec![("schedule_reminder".into(), arguments)]),
-        Step::Reply(reply.into()),
-    ]);
-}
-
-/// The reminder saying `text` shown in `chat` with its buttons, once there.
-pub(crate) async fn fired_in(telegram: &TelegramServer, chat: i64, text: &str) -> StoredMessage {
-    telegram
-        .wait_for_message(
-            chat,
-            |message| {
-                message.from_bot
-                    && !message.button_data().is_empty()
-                    && message.text.as_deref().unwrap_or("").contains(text)
-            },
-            WAIT,
-        )
-        .await
-        .unwrap_or_else(|| panic!("no reminder {text:?} in chat {chat}"))
-}
-
-/// How many of the bot's messages in `chat` say `text`.
-pub(crate) fn times_said(telegram: &TelegramServer, chat: i64, text: &str) -> usize {
-    telegram
-        .bot_messages_in(chat)
-        .iter()
-        .filter(|message| message.text.as_deref().unwrap_or("").contains(text))
-        .count()
 }
 
 #[actix::test]
@@ -189,7 +144,7 @@ async fn a_parent_sets_one_for_a_child_and_a_child_cannot_for_a_sibling() {
     let llm = ScriptedLlmServer::start();
     let telegram = TelegramServer::start(TOKEN);
     let folder = tempfile::tempdir().unwrap();
-    let path = crate::telegram_channel::write_telegram_config(
+    let path = crate::support::telegram_family::write_telegram_config(
         folder.path(),
         &llm,
         &telegram,
@@ -261,7 +216,7 @@ async fn start_with_a_child(
     telegram: &TelegramServer,
 ) -> crate::support::hearth_app::TestApp {
     let folder = tempfile::tempdir().unwrap();
-    let path = crate::telegram_channel::write_telegram_config(
+    let path = crate::support::telegram_family::write_telegram_config(
         folder.path(),
         llm,
         telegram,
@@ -378,7 +333,7 @@ async fn a_scheduled_task_runs_its_profile_s_turn_whose_asking_tool_waits_for_th
     let telegram = TelegramServer::start(TOKEN);
     let profiles = format!(
         "{REMIND_PROFILE}{}",
-        crate::telegram_channel::SECURE_PROFILE
+        crate::support::telegram_family::SECURE_PROFILE
     );
     let app = start_on_telegram(&llm, &telegram, &profiles, None, &[]).await;
     llm.push_many([

@@ -11,20 +11,21 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 use sqlx::Row;
 
-use crate::durable_delivery::{telegram_env, undelivered};
-use crate::reminders_telegram::{REMIND_PROFILE, WAIT, fired_in, script_reminder, times_said};
+use crate::support::delivery::undelivered;
 use crate::support::hearth_app::HearthProcess;
 use crate::support::llm_server::ScriptedLlmServer;
+use crate::support::reminders::{REMIND_PROFILE, WAIT, fired_in, script_reminder, times_said};
 use crate::support::telegram::{StoredMessage, TelegramServer};
-use crate::telegram_buttons::press;
-use crate::telegram_channel::{TOKEN, alice, bot_says};
+use crate::support::telegram_family::press;
+use crate::support::telegram_family::telegram_env;
+use crate::support::telegram_family::{TOKEN, alice, bot_says};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn killed_just_before_it_is_due_the_reminder_fires_once_after_restart_marked_late() {
     let llm = ScriptedLlmServer::start();
     let telegram = TelegramServer::start(TOKEN);
     let folder = tempfile::tempdir().unwrap();
-    let config = crate::telegram_channel::write_telegram_config(
+    let config = crate::support::telegram_family::write_telegram_config(
         folder.path(),
         &llm,
         &telegram,
@@ -99,7 +100,7 @@ async fn kill_while_the_reminder_is_sent(fate: HeldSend) -> KilledWhileSending {
     let llm = ScriptedLlmServer::start();
     let telegram = TelegramServer::start(TOKEN);
     let folder = tempfile::tempdir().unwrap();
-    let config = crate::telegram_channel::write_telegram_config(
+    let config = crate::support::telegram_family::write_telegram_config(
         folder.path(),
         &llm,
         &telegram,

@@ -9,13 +9,14 @@ use std::time::Duration;
 
 use serde_json::json;
 
-use crate::durable_delivery::{telegram_env, undelivered, wait_for};
-use crate::reminders_telegram::REMIND_PROFILE;
+use crate::support::delivery::{undelivered, wait_for};
 use crate::support::hearth_app::{HearthProcess, TestApp};
 use crate::support::llm_server::{ScriptedLlmServer, Step};
+use crate::support::reminders::REMIND_PROFILE;
 use crate::support::telegram::{StoredMessage, TelegramServer, TgChat, TgError, TgUser};
-use crate::telegram_buttons::press;
-use crate::telegram_channel::{TOKEN, alice, bob, bot_says, start_on_telegram};
+use crate::support::telegram_family::press;
+use crate::support::telegram_family::telegram_env;
+use crate::support::telegram_family::{TOKEN, alice, bob, bot_says, start_on_telegram};
 use hearth::ports::{Schedule, ScheduleStatus};
 
 const WAIT: Duration = Duration::from_secs(15);
@@ -236,7 +237,7 @@ async fn a_child_or_a_stranger_pressing_a_parent_s_list_cancels_nothing() {
     let llm = ScriptedLlmServer::start();
     let telegram = TelegramServer::start(TOKEN);
     let folder = tempfile::tempdir().unwrap();
-    let path = crate::telegram_channel::write_telegram_config(
+    let path = crate::support::telegram_family::write_telegram_config(
         folder.path(),
         &llm,
         &telegram,
@@ -287,7 +288,7 @@ async fn a_press_delivered_again_after_a_kill_and_restart_changes_nothing() {
     let llm = ScriptedLlmServer::start();
     let telegram = TelegramServer::start(TOKEN);
     let folder = tempfile::tempdir().unwrap();
-    let config = crate::telegram_channel::write_telegram_config(
+    let config = crate::support::telegram_family::write_telegram_config(
         folder.path(),
         &llm,
         &telegram,

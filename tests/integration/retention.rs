@@ -10,7 +10,7 @@ use sqlx::Row;
 
 use crate::support::llm_server::ScriptedLlmServer;
 use crate::support::telegram::TelegramServer;
-use crate::telegram_channel::{TOKEN, start_on_telegram};
+use crate::support::telegram_family::{TOKEN, start_on_telegram};
 use hearth::ports::now_ms;
 
 const DAY_MS: i64 = 24 * 3600 * 1000;

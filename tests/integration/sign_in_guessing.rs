@@ -11,7 +11,7 @@ use hearth::ports::{JOIN_LIMITS_OVERALL, JOIN_LIMITS_PER_SOURCE, SECRET_REMOVED}
 
 use crate::support::llm_server::ScriptedLlmServer;
 use crate::support::telegram::TelegramServer;
-use crate::telegram_channel::{TOKEN, alice, bob, bot_says};
+use crate::support::telegram_family::{TOKEN, alice, bob, bot_says};
 use crate::web_join::Visitor;
 use crate::web_sign_in::{ask_code, codes_in, enter_code, link_in, start_behind_proxy, use_link};
 
@@ -153,7 +153,8 @@ async fn a_guesser_of_invite_codes_on_the_page_is_limited_per_address_and_overal
     let telegram = TelegramServer::start(TOKEN);
     let app = start_behind_proxy(&llm, &telegram).await;
     telegram.push_private_text(&alice(), "/invite child Max");
-    let code = crate::invites_telegram::code_said(&telegram, 1001, "Invite code for Max").await;
+    let code =
+        crate::support::telegram_family::code_said(&telegram, 1001, "Invite code for Max").await;
     let wrong = |n: usize| {
         let letters = b"ABCDEFGHJKMNPQRSTUVWXYZ23456789";
         let pick = |k: usize| letters[(n * 7 + k * 13) % letters.len()] as char;

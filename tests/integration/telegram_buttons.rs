@@ -8,10 +8,12 @@ use std::time::Duration;
 
 use serde_json::json;
 
-use crate::durable_delivery::wait_for;
+use crate::support::delivery::wait_for;
 use crate::support::llm_server::{ScriptedLlmServer, Step};
 use crate::support::telegram::{StoredMessage, TelegramServer, TgChat, TgUser};
-use crate::telegram_channel::{SECURE_PROFILE, TOKEN, alice, bob, bot_says, start_on_telegram};
+use crate::support::telegram_family::{
+    SECURE_PROFILE, TOKEN, alice, bob, bot_says, press, prompt_in, start_on_telegram,
+};
 use hearth::actors::processing::{DECLINED_RESULT, EXPIRED_RESULT};
 
 const WAIT: Duration = Duration::from_secs(10);
@@ -24,39 +26,6 @@ fn script_city(llm: &ScriptedLlmServer, city: &str) {
         )]),
         Step::Reply(format!("Done: {city}.")),
     ]);
-}
-
-/// The confirmation message the bot shows in `chat`, once it is there.
-pub(crate) async fn prompt_in(telegram: &TelegramServer, chat: i64) -> StoredMessage {
-    telegram
-        .wait_for_message(chat, |message| !message.button_data().is_empty(), WAIT)
-        .await
-        .expect("a confirmation with buttons")
-}
-
-/// Press button `index` (0 = ✅, 1 = ❌) of `prompt` as `who`; the text of the answer
-/// to the press, and whether it is shown as an alert.
-pub(crate) async fn press(
-    telegram: &TelegramServer,
-    who: &TgUser,
-    prompt: &StoredMessage,
-    index: usize,
-) -> (String, bool) {
-    let data = &prompt.button_data()[index];
-    let pushed = telegram.push_callback(who, prompt.chat_id, prompt.message_id, data);
-    let id = pushed.callback_query_id.unwrap();
-    let call = telegram
-        .wait_for_call(
-            "answerCallbackQuery",
-            |call| call.str("callback_query_id") == Some(id.as_str()),
-            WAIT,
-        )
-        .await
-        .expect("the press is answered");
-    (
-        call.str("text").unwrap_or_default().to_string(),
-        call.params["show_alert"] == true,
-    )
 }
 
 async fn edited_to(telegram: &TelegramServer, prompt: &StoredMessage, outcome: &str) {

@@ -6,100 +6,16 @@
 
 use std::time::{Duration, Instant};
 
-use tempfile::TempDir;
-
-use crate::support::hearth_app::{TestApp, write_config};
 use crate::support::llm_server::{ScriptedLlmServer, Step};
 use crate::support::telegram::{TelegramServer, TgChat, TgError, TgUser};
+use crate::support::telegram_family::{
+    SECURE_PROFILE, TOKEN, alice, bob, bot_says, start_on_telegram,
+};
 
-pub const TOKEN: &str = "123456:TEST-token";
 const WAIT: Duration = Duration::from_secs(10);
-
-pub fn alice() -> TgUser {
-    TgUser::new(1001, "Alice")
-}
-
-pub fn bob() -> TgUser {
-    TgUser::new(1002, "Bob")
-}
 
 fn stranger() -> TgUser {
     TgUser::new(4242, "Mallory")
-}
-
-/// A profile whose `profile_update` needs the member's approval, on `/secure`.
-pub const SECURE_PROFILE: &str = r#"  - id: secure
-    description: "Changes what hearth knows about you."
-    slash_commands: ["/secure"]
-    tools_config: { enable_local_tools: [profile_get, profile_update], confirm_tools: [profile_update] }
-"#;
-
-/// hearth on Telegram (the fake at `telegram`), alice 1001 and bob 1002 in the family,
-/// with `extra_profiles`; in `folder` when given (a restart), else a new one.
-pub async fn start_on_telegram(
-    llm: &ScriptedLlmServer,
-    telegram: &TelegramServer,
-    extra_profiles: &str,
-    folder: Option<TempDir>,
-    overrides: &[(&str, &str)],
-) -> TestApp {
-    let folder = folder.unwrap_or_else(|| tempfile::tempdir().expect("temporary folder"));
-    let path = write_telegram_config(folder.path(), llm, telegram, extra_profiles);
-    let mut env = vec![("TEST_TELEGRAM_TOKEN", TOKEN)];
-    env.extend_from_slice(overrides);
-    TestApp::start_from(folder, &path, &env).await
-}
-
-/// The test config in `folder` with Telegram on `telegram` (token `TEST_TELEGRAM_TOKEN`),
-/// alice (1001) and bob (1002) in the family.
-pub fn write_telegram_config(
-    folder: &std::path::Path,
-    llm: &ScriptedLlmServer,
-    telegram: &TelegramServer,
-    extra_profiles: &str,
-) -> std::path::PathBuf {
-    let path = write_config(folder, &llm.base_url());
-    let text = std::fs::read_to_string(&path)
-        .expect("test config")
-        .replace(
-            "{ id: alice, name: Alice }",
-            "{ id: alice, name: Alice, telegram_user_id: 1001 }",
-        )
-        .replace(
-            "{ id: bob, name: Bob }",
-            "{ id: bob, name: Bob, telegram_user_id: 1002 }",
-        );
-    let attachments = folder.join("attachments");
-    let text = format!(
-        "{text}{extra_profiles}channels:\n  telegram: {{ enabled: true, token_env: TEST_TELEGRAM_TOKEN, \
-         api_url: \"{}\", poll_timeout_seconds: 1, attachments_dir: \"{}\", max_attachment_bytes: 4096 }}\n",
-        telegram.api_url(),
-        attachments.display()
-    );
-    std::fs::write(&path, text).expect("test config written");
-    path
-}
-
-/// The bot's messages in `chat` whose text contains `needle`, waiting up to `WAIT` for one.
-pub async fn bot_says(telegram: &TelegramServer, chat: i64, needle: &str) -> i64 {
-    telegram
-        .wait_for_message(
-            chat,
-            |message| message.from_bot && message.text.as_deref().unwrap_or("").contains(needle),
-            WAIT,
-        )
-        .await
-        .unwrap_or_else(|| {
-            panic!(
-                "the bot never said {needle:?} in chat {chat}; it said {:?}",
-                telegram
-                    .bot_messages_in(chat)
-                    .iter()
-                    .map(|message| message.text.clone())
-                    .collect::<Vec<_>>()
-            )
-        })
-        .message_id
 }
 
 #[actix::test]

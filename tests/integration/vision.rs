@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 
 use crate::support::llm_server::{ScriptedLlmServer, Step};
 use crate::support::telegram::{TelegramServer, TgChat};
-use crate::telegram_channel::{SECURE_PROFILE, TOKEN, alice, bot_says, start_on_telegram};
+use crate::support::telegram_family::{SECURE_PROFILE, TOKEN, alice, bot_says, start_on_telegram};
 
 const SEES: (&str, &str) = ("HEARTH__LLMS__MAIN__VISION", "true");
 const FALLBACK: (&str, &str) = (

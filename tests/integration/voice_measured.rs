@@ -8,13 +8,13 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use crate::durable_delivery::telegram_env;
 use crate::support::hearth_app::{API_KEY, HearthProcess};
 use crate::support::llm_server::{ScriptedLlmServer, Step};
 use crate::support::telegram::{TelegramServer, TgChat};
+use crate::support::telegram_family::telegram_env;
+use crate::support::telegram_family::{TOKEN, alice, bot_says, write_telegram_config};
 use crate::support::transcription_server::{Step as Heard, TranscriptionServer};
 use crate::support::voice::{opusinfo_seconds, spoken_ogg, stored_audio};
-use crate::telegram_channel::{TOKEN, alice, bot_says, write_telegram_config};
 use crate::voice_transcribed::{borrowed, transcribing_on};
 
 const WAIT: Duration = Duration::from_secs(20);

@@ -12,9 +12,9 @@ use crate::matrix_media::files_in;
 use crate::support::hearth_app::{API_KEY, TestApp};
 use crate::support::llm_server::{ScriptedLlmServer, Step};
 use crate::support::telegram::{InboundMessage, TelegramServer, TgChat};
+use crate::support::telegram_family::{TOKEN, alice, bot_says, start_on_telegram};
 use crate::support::transcription_server::{Step as Heard, TranscriptionServer};
 use crate::support::voice::{is_ogg, opusinfo_seconds, spoken_ogg, stored_audio};
-use crate::telegram_channel::{TOKEN, alice, bot_says, start_on_telegram};
 use crate::voice_transcribed::{borrowed, transcribing_on};
 
 #[actix::test]

@@ -9,14 +9,14 @@
 
 use serde_json::json;
 
-use crate::reminders_telegram::{REMIND_TOOLS, script_reminder};
 use crate::support::hearth_app::TestApp;
 use crate::support::llm_server::{ScriptedLlmServer, Step};
+use crate::support::reminders::{REMIND_TOOLS, script_reminder};
 use crate::support::telegram::{TelegramServer, TgChat};
+use crate::support::telegram_family::{SECURE_PROFILE, TOKEN, alice, bot_says, start_on_telegram};
+use crate::support::telegram_family::{press, prompt_in};
 use crate::support::transcription_server::{Step as Heard, TranscriptionServer};
 use crate::support::voice::{opusinfo_seconds, spoken_ogg, stored_audio};
-use crate::telegram_buttons::{press, prompt_in};
-use crate::telegram_channel::{SECURE_PROFILE, TOKEN, alice, bot_says, start_on_telegram};
 use crate::voice_notes::{field, file, post_form};
 use hearth::voice::TRANSCRIPTION_DELAYED;
 

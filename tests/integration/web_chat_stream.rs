@@ -6,8 +6,8 @@
 
 use serde_json::{Value, json};
 
-use crate::intents::{Wire, classified, example_intents};
 use crate::support::hearth_app::TestApp;
+use crate::support::intents_profile::{Wire, classified, example_intents};
 use crate::support::llm_server::{ScriptedLlmServer, Step};
 use crate::web_pages::Member;
 
@@ -157,7 +157,7 @@ async fn a_turn_resumed_after_an_approval_answers_whole_and_the_next_streams_alo
 #[actix::test]
 async fn a_turn_on_an_intents_profile_answers_whole_over_the_stream() {
     let llm = ScriptedLlmServer::start();
-    let app = crate::intents::start(&llm, &example_intents(), Wire::OpenAi).await;
+    let app = crate::support::intents_profile::start(&llm, &example_intents(), Wire::OpenAi).await;
     let alice = Member::sign_in(&app, "alice").await;
     llm.push_many([
         classified(Some("order_status"), json!({}), 0.9),

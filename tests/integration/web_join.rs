@@ -9,11 +9,11 @@ use std::time::Duration;
 
 use serde_json::json;
 
-use crate::invites_telegram::code_said;
 use crate::support::hearth_app::TestApp;
 use crate::support::llm_server::{ScriptedLlmServer, Step};
 use crate::support::telegram::TelegramServer;
-use crate::telegram_channel::{TOKEN, alice, bot_says, start_on_telegram};
+use crate::support::telegram_family::code_said;
+use crate::support::telegram_family::{TOKEN, alice, bot_says, start_on_telegram};
 
 const CONFIRM_PROFILE_UPDATE: (&str, &str) = (
     "HEARTH__DEFAULT_PROFILE_SETTINGS__TOOLS_CONFIG__CONFIRM_TOOLS",

@@ -17,7 +17,7 @@ use crate::support::browser::{Browser, Width};
 use crate::support::hearth_app::{API_KEY, HearthProcess, test_env, wait_for_readyz};
 use crate::support::llm_server::{ScriptedLlmServer, Step};
 use crate::support::telegram::TelegramServer;
-use crate::telegram_channel::{TOKEN, alice, bob, bot_says};
+use crate::support::telegram_family::{TOKEN, alice, bob, bot_says};
 
 const WAIT: Duration = Duration::from_secs(20);
 const CONFIRM_PROFILE_UPDATE: (&str, &str) = (

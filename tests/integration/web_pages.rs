@@ -11,9 +11,9 @@ use reqwest::header::{COOKIE, LOCATION, SET_COOKIE};
 use serde_json::json;
 
 use crate::notes_http::NOTE_TOOLS;
-use crate::reminders_telegram::REMIND_TOOLS;
 use crate::support::hearth_app::{TestApp, write_config};
 use crate::support::llm_server::{ScriptedLlmServer, Step};
+use crate::support::reminders::REMIND_TOOLS;
 
 /// hearth with the reminder and note tools; alice a parent, bob a child.
 pub(crate) async fn start(llm: &ScriptedLlmServer) -> TestApp {

@@ -9,8 +9,8 @@
 use serde_json::json;
 
 use crate::family_scripts::{approve_run, ask_to_run, overrides, write_scripts};
-use crate::intents::{classified, example_intents, orders_config};
 use crate::support::hearth_app::TestApp;
+use crate::support::intents_profile::{classified, example_intents, orders_config};
 use crate::support::llm_server::ScriptedLlmServer;
 use crate::web_pages::{Member, field, start};
 

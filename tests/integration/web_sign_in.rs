@@ -15,7 +15,7 @@ use serde_json::json;
 use crate::support::hearth_app::{HearthProcess, TestApp, test_env, wait_for_readyz, write_config};
 use crate::support::llm_server::ScriptedLlmServer;
 use crate::support::telegram::TelegramServer;
-use crate::telegram_channel::{TOKEN, alice, bot_says, start_on_telegram};
+use crate::support::telegram_family::{TOKEN, alice, bot_says, start_on_telegram};
 use crate::web_join::Visitor;
 
 /// The codes the bot sent to `chat`, oldest first.
@@ -144,7 +144,7 @@ async fn wrong_codes_lock_signing_in_by_code_and_codes_are_rationed() {
     assert!(page.contains("Three codes went to your chat"), "{page}");
 
     // Each member's codes go to their own chat only, and are rationed per member.
-    telegram.push_private_text(&crate::telegram_channel::bob(), "hello");
+    telegram.push_private_text(&crate::support::telegram_family::bob(), "hello");
     bot_says(&telegram, 1002, "echo: hello").await;
     assert_eq!(ask_code(&again, "bob").await.0, 303);
     bot_says(&telegram, 1002, "sign in to hearth's web page").await;

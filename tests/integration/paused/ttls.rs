@@ -13,8 +13,8 @@ use hearth::ports::{ShoppingItem, now_ms};
 use serde_json::{Value, json};
 
 use super::with_family_scripts;
-use crate::intents::{classified_text, example_intents};
 use crate::support::intents_profile::orders_profile;
+use crate::support::intents_profile::{classified_text, example_intents};
 use crate::support::paused::{CHANNEL, PausedHearth, run_paused, settle};
 
 const MINUTE: Duration = Duration::from_secs(60);
