@@ -9,7 +9,7 @@
 //! Codemap:
 //! - [`config`]: the YAML configuration, environment overrides, profile merging, validation,
 //!   and the names it is written in (`confirm_tools` entries, MCP tool names, YAML files).
-//! - [`app`]: start-up wiring of every actor.
+//! - [`app`]: start-up wiring of every actor: `app::start_with_models` is the list of steps.
 //! - [`doctor`]: `hearth doctor`, every part the configuration names tried once.
 //! - [`actors`]: the actors and their messages (`request_queue`, `processing`,
 //!   `delegation`, `llm_broker`, `channels` with `telegram` and `matrix`, `scheduler`).
@@ -25,8 +25,9 @@
 //!   and delegation, and what a turn asks or tells its member through the queue.
 //! - [`ports`]: the storage-shaped ports (`Inbox`, `ConversationMemory`, `UserProfiles`,
 //!   `PendingActions`, `ChannelState`, `TelemetrySink`, `Schedules`, `Notes`, ...); [`storage`]: their
-//!   three adapters: SQLite (one process), PostgreSQL (a database shared by several workers)
-//!   and in-memory (tests).
+//!   three adapters, each filling every port: SQLite (one file written by one process, under
+//!   its instance lock), PostgreSQL (one database shared by several workers, nothing cached)
+//!   and in memory (tests).
 //! - [`format`]: the model's markdown as Telegram HTML, Matrix HTML or plain text.
 //! - [`local_time`]: members' local dates, times, ISO 8601 delays and recurrences to instants
 //!   (DST-aware, in their IANA zone), and the words that say them back.

@@ -1,11 +1,21 @@
 //! The `hearth` command: `run` (the bot), `chat` (the console channel, through the
 //! running hearth's HTTP API when one runs on the database), `check-config` (print the
 //! resolved profiles), `doctor` (try each part the configuration names), `migrate` and
-//! `telemetry`.
+//! `telemetry` (`--conversation`: the intents engine's stages); beside them `family`
+//! (`family_command.rs`), `token` and `web-link` (`web_command.rs`) and `copy-store`
+//! (`copy_store_command.rs`), each in a file of its own, as are `check-config`
+//! (`check_config_command.rs`) and `doctor` (`doctor/`).
+//!
+//! `chat` beside a running hearth speaks through its HTTP API with a token of its member
+//! made for the chat and revoked at its end; with none running it holds the database lock
+//! itself. `run` and `chat` take `--local-model`, and say plainly when a very small model
+//! answers. While nobody is a member, `run` prints set-up's code for the first parent.
 //!
 //! Only `run`, standalone `chat` and `migrate` write the database, each holding its
 //! instance lock; `check-config`, `doctor` and `telemetry` open it read-only, beside a
-//! running hearth too. An error ends the command with its message and causes, never a backtrace.
+//! running hearth too, never migrating it. An error ends the command with its message and
+//! causes, never a backtrace. Logging is set up here, and the actix System runs on this
+//! process's one actors' thread (ARCHITECTURE.md, Threads).
 
 mod check_config_command;
 mod copy_store_command;

@@ -1,17 +1,60 @@
-//! What follows the family as the database has it: each member's own chats, read anew
-//! with the roster (the platforms' chats of each member's accounts, the channel each
-//! prefers, nothing kept of who left), and, among the workers of a shared database, the
-//! others woken when the family changed here.
+//! The family as the database has it, loaded before any actor, and what follows it: each
+//! member's own chats, read anew with the roster (the platforms' chats of each member's
+//! accounts, the channel each prefers, nothing kept of who left), and, among the workers
+//! of a shared database, the others woken when the family changed here.
 
 use std::sync::Arc;
 
+use super::StartError;
+use super::foundation::Foundation;
 use super::platforms;
+use crate::config::HearthConfig;
 use crate::family::{Family, Membership, OwnChats};
 use crate::ports::{WakeTopic, WakeUp};
 use crate::workers::Worker;
 
+/// The family and what changes and follows it.
+pub(super) struct FamilyParts {
+    /// Who is a member (the configuration's and those the database keeps).
+    pub family: Arc<Family>,
+    /// Changing the family: invites, links, joins, roles, removals.
+    pub membership: Arc<Membership>,
+    /// Each member's own chats, following the family.
+    pub own_chats: Arc<OwnChats>,
+}
+
+/// The family of config and of the database, loaded before any actor so the members who
+/// joined in chat answer from the first message on; each member's own chats follow it, and
+/// on a shared database a change made here wakes the other workers.
+pub(super) async fn load_family(
+    config: &HearthConfig,
+    base: &Foundation,
+) -> Result<FamilyParts, StartError> {
+    let stores = &base.stores;
+    let family = Arc::new(
+        Family::with_metrics(&config.family, base.metrics.clone())
+            .stored_in(stores.members.clone()),
+    );
+    let membership = Arc::new(Membership::new(
+        family.clone(),
+        stores.members.clone(),
+        config.invites.tell_strangers,
+    ));
+    let own_chats = own_chats_following(&family);
+    // The members who joined in chat answer from the first message on.
+    membership.load().await?;
+    if let Some(worker) = &base.shared_worker {
+        share_changes(worker, &membership);
+    }
+    Ok(FamilyParts {
+        family,
+        membership,
+        own_chats,
+    })
+}
+
 /// Each member's own chats, following `family` whenever it is read anew.
-pub(super) fn own_chats_following(family: &Family) -> Arc<OwnChats> {
+fn own_chats_following(family: &Family) -> Arc<OwnChats> {
     let own_chats = Arc::new(OwnChats::default());
     let following = own_chats.clone();
     family.on_reload(Box::new(move |members, stored| {
@@ -34,7 +77,7 @@ pub(super) fn own_chats_following(family: &Family) -> Arc<OwnChats> {
 /// reminder escalated to the parents, a member's own chats) follows at once. Every request
 /// checks the family's version anyway (`Family::refresh`), so a wake-up missed only delays
 /// the unasked.
-pub(super) fn share_changes(worker: &Arc<Worker>, membership: &Arc<Membership>) {
+fn share_changes(worker: &Arc<Worker>, membership: &Arc<Membership>) {
     let waking = worker.clone();
     membership.on_change(Box::new(move |version| {
         let worker = waking.clone();

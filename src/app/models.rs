@@ -1,19 +1,46 @@
 //! The LLM providers of config `llms`: one per named chat model, sharing one HTTP client;
-//! the transcriber of its `kind: transcription` entry, if there is one; and the small local
-//! model's server, started when every profile answers with it.
+//! the transcriber of its `kind: transcription` entry, if there is one; the small local
+//! model's server, started when every profile answers with it; and the `LlmBroker` over
+//! them, the only door to a model.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
+use actix::{Actor, Addr};
+
+use super::foundation::Foundation;
 use super::{StartError, secret_named_by};
-use crate::actors::llm_broker::{ModelEntry, TranscriptionEntry};
+use crate::actors::llm_broker::{BrokerSettings, LlmBroker, ModelEntry, TranscriptionEntry};
 use crate::config::{HearthConfig, LOCAL_MODEL_LLM, LlmModelConfig, LlmProviderKind, LoadedConfig};
 use crate::llm::anthropic::AnthropicProvider;
 use crate::llm::openai::OpenAiProvider;
 use crate::llm::openai_transcription::OpenAiTranscriber;
 use crate::llm::{LlmProvider, ProviderSettings};
 use crate::local_model::{LocalModelInstall, LocalModelServer};
+
+/// The `LlmBroker` over `models` and config's transcription entry, with config's bounds on
+/// calls at once and retries. Started before the tools and the profiles, which all send it
+/// their requests (the plugins' parameter resolver, the intents engine, every turn).
+pub(super) fn start_llm_broker(
+    loaded: &LoadedConfig,
+    models: HashMap<String, ModelEntry>,
+    base: &Foundation,
+) -> Result<Addr<LlmBroker>, StartError> {
+    let config = &loaded.config;
+    let broker = LlmBroker::new(
+        models,
+        BrokerSettings {
+            max_concurrent_local: config.llm_max_concurrent_local,
+            max_concurrent_cloud: config.llm_max_concurrent_cloud,
+            retry: config.llm_retry.clone(),
+            transcription: build_transcription(loaded)?,
+        },
+        base.stores.telemetry.clone(),
+        base.metrics.clone(),
+    );
+    Ok(broker.start())
+}
 
 /// The small local model's server, running and ready, when every profile answers with it.
 pub(super) async fn start_local_model(

@@ -1,10 +1,20 @@
 //! Each profile's tools (seed 004's stack): its local tools, the plugins it routes to, its
-//! MCP servers' tools and delegation, composed, then wrapped by the confirmation layer.
+//! MCP servers' tools and delegation, composed, then wrapped by the confirmation layer; and
+//! the sources they are made from, loaded once for every profile (the MCP servers, the
+//! plugins, the family scripts, what the reminder tools need).
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use actix::Recipient;
+use actix::{Addr, AsyncContext, Context, Recipient};
+
+use super::StartError;
+use super::addresses::EarlyAddresses;
+use super::family::FamilyParts;
+use super::foundation::Foundation;
+use super::plugins::start_plugins;
+use crate::actors::llm_broker::LlmBroker;
+use crate::actors::request_queue::RequestQueue;
 
 use crate::actors::delegation::{DELEGATE_TOOL, Delegate, DelegationTargetInfo, DelegationTool};
 use crate::calendar::{CALENDAR_TOOL_NAMES, CalendarToolset, ProfileCalendars};
@@ -19,9 +29,112 @@ use crate::reminders::{REMINDER_TOOL_NAMES, RemindersParts, RemindersToolset};
 use crate::scripts::{RUN_SCRIPT, SCRIPT_TOOL_NAMES, ScriptsToolset};
 #[cfg(feature = "mcp")]
 use crate::tools::McpServers;
+#[cfg(feature = "mcp")]
+use crate::tools::mcp::{ChatElicitation, MAX_ELICITATION_WAIT, McpOptions};
 use crate::tools::{
-    CompositeToolsProvider, ConfirmingToolsProvider, FilteredToolsProvider, ToolsProvider,
+    CompositeToolsProvider, ConfirmingToolsProvider, FilteredToolsProvider, LocalToolsProvider,
+    ToolsProvider,
 };
+
+/// What the tools of every profile are made from, loaded once.
+pub(super) struct ToolSources {
+    /// The MCP servers of config, connected or retried in the background.
+    #[cfg(feature = "mcp")]
+    pub mcp: Arc<McpServers>,
+    /// The local tools (the member's facts), before each profile's filter.
+    pub local_tools: Arc<dyn ToolsProvider>,
+    /// The plugins' catalog and runtime, shared by every profile's `route_to_plugin`.
+    pub plugins: Arc<PluginRuntime>,
+    /// The family scripts, when a profile enables their tools.
+    pub scripts: Option<Arc<ScriptsToolset>>,
+}
+
+/// The MCP servers, the local tools, the plugins (their catalog checked against every
+/// profile's `confirm_tools`) and the family scripts. After the broker (the plugins'
+/// parameter resolver asks a model) and the queue's address (an MCP server's questions are
+/// asked through it), before the profiles whose tools they make.
+pub(super) async fn load_tool_sources(
+    loaded: &LoadedConfig,
+    base: &Foundation,
+    family: &FamilyParts,
+    broker: &Addr<LlmBroker>,
+    queue: &Context<RequestQueue>,
+) -> Result<ToolSources, StartError> {
+    let config = &loaded.config;
+    let stores = &base.stores;
+    #[cfg(feature = "mcp")]
+    let mcp = start_mcp(loaded, queue).await;
+    #[cfg(not(feature = "mcp"))]
+    let _ = queue;
+    let local_tools: Arc<dyn ToolsProvider> =
+        Arc::new(LocalToolsProvider::new(stores.profiles.clone()));
+    let plugins = start_plugins(
+        config,
+        stores,
+        family.family.clone(),
+        broker.clone().recipient(),
+    )
+    .await?;
+    plugins.catalog.check_approval_names(loaded)?;
+    let scripts = crate::scripts::load_if_used(loaded).await?.map(|catalog| {
+        Arc::new(ScriptsToolset::new(
+            catalog,
+            stores.script_workflows.clone(),
+            config.scripts.clone(),
+        ))
+    });
+    Ok(ToolSources {
+        #[cfg(feature = "mcp")]
+        mcp,
+        local_tools,
+        plugins,
+        scripts,
+    })
+}
+
+/// The MCP servers of config, connected (or retried in the background: a server that fails
+/// to start does not stop hearth, its tools answer "unavailable" meanwhile).
+#[cfg(feature = "mcp")]
+async fn start_mcp(
+    loaded: &LoadedConfig,
+    queue_context: &Context<RequestQueue>,
+) -> Arc<McpServers> {
+    // A server's question waits for the member as long as a confirmation of the asking
+    // profile would (`ToolContext::question_timeout`), never longer than the cap.
+    let options = McpOptions {
+        elicitation: Some(Arc::new(ChatElicitation::new(
+            queue_context.address().recipient(),
+            MAX_ELICITATION_WAIT,
+        ))),
+        ..McpOptions::default()
+    };
+    Arc::new(McpServers::start(&loaded.config.mcp_servers, options).await)
+}
+
+/// What the reminder tools of every profile and the web page's reminder form are made of:
+/// the schedules, the family and their own chats, the channels a reminder may be pushed to
+/// (the chat platforms), and the scheduler's address, told of every change and settling.
+pub(super) fn reminders_parts(
+    loaded: &LoadedConfig,
+    base: &Foundation,
+    family: &FamilyParts,
+    addresses: &EarlyAddresses,
+) -> RemindersParts {
+    RemindersParts {
+        schedules: base.stores.schedules.clone(),
+        family: family.family.clone(),
+        own_chats: family.own_chats.clone(),
+        settings: loaded.config.reminders.clone(),
+        push_channels: addresses.channels.durable.iter().cloned().collect(),
+        profiles: loaded
+            .profiles
+            .iter()
+            .map(|profile| profile.id.clone())
+            .collect(),
+        changes: addresses.scheduler.address().recipient(),
+        settle: addresses.scheduler.address().recipient(),
+    }
+}
 
 /// What every profile's tools are made from.
 pub(super) struct ToolParts {

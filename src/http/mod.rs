@@ -5,6 +5,20 @@
 //! `GET /healthz`, `GET /readyz`, `GET /metrics`, and the routes a chat platform adds (Telegram's
 //! webhook, in webhook mode) through the channels' `PlatformRoutes`. Routes only translate HTTP to actor
 //! messages; this module knows no chat platform.
+//!
+//! - `inbound.rs`: `POST /inbound`, `POST /inbound/confirm` and `GET /inbound/{id}`, in each
+//!   member's own conversations; `inbound_form.rs`: the same message as a
+//!   `multipart/form-data` form with one audio file, streamed to disk within
+//!   `http.max_attachment_bytes`;
+//! - `health.rs`: health, readiness and metrics; `plugins.rs`: the plugin API;
+//!   `reminders.rs`: the members' reminders;
+//! - `auth.rs`: the API keys and their scopes, compared by their digests, and who an
+//!   inbound request speaks as (the shared key, or a member's own token), the family read
+//!   again first when it changed;
+//! - `client.rs`: who a request comes from (its address through the trusted proxies) and
+//!   whether over HTTPS, never by the `Host` header;
+//! - `page/`: the family's web page (its `mod.rs` lists a file per page);
+//! - here: `serve`, every route of the API, and every answer's security headers.
 
 mod auth;
 pub mod client;

@@ -1,9 +1,52 @@
 //! The ports of hearth's core (seed 003's primitives): storage-shaped traits the
 //! actors depend on, and the plain records that cross them.
 //!
-//! Each trait has a real adapter (`storage::sqlite`) and an in-memory one
-//! (`storage::in_memory`); `tests/integration/storage_ports/` runs one suite
-//! against both. `LlmProvider` lives in `llm/` and `ToolsProvider` in `tools/`.
+//! Each trait has three adapters in `storage/`: SQLite (`storage::sqlite`), PostgreSQL
+//! (`storage::postgres`) and in memory (`storage::in_memory` and the files beside it);
+//! `tests/integration/storage_ports/` runs one suite against every one of them.
+//! `LlmProvider` lives in `llm/` and `ToolsProvider` in `tools/`.
+//!
+//! One file per port, with its records:
+//! - `inbox.rs`: `Inbox`, the accepted messages (a voice note's transcript stored while
+//!   its message waits), and conversation keys: a message's, and the member's own
+//!   conversation a delegated turn's key belongs to;
+//! - `conversation_memory.rs`: `ConversationMemory`; `user_profiles.rs`: `UserProfiles`;
+//! - `pending_actions.rs`: `PendingActions`, suspended turns and where an answer may come
+//!   from; `turn_journal.rs`: `TurnJournal`, running turns' progress;
+//! - `outbox.rs`: `Outbox`, what channels still have to deliver (a secret's text kept only
+//!   until delivered);
+//! - `retention.rs`: `Retention`, pruning and what goes when (`Prunable`);
+//! - `telemetry.rs`: `TelemetrySink` and `UsageReport` (what each member used per day, and
+//!   the intents engine's stages per conversation, read back);
+//! - `web_access.rs`: `WebAccess`, sign-in codes and links, web sessions and member tokens,
+//!   each secret as a hash, a code or link spent in one step, wrong codes counted per
+//!   member, address and overall with the check, nothing cached;
+//! - `plan_executions.rs`: `PlanExecutions`, the intents engine's plans step by step;
+//!   `intent_records.rs`: `IntentRecords`, what its data source reads from the database;
+//! - `channel_state.rs`: `ChannelState`, small durable facts of channel actors;
+//! - `schedules.rs`: `Schedules`, reminders and scheduled tasks, each occurrence's firing
+//!   claimed once with the outbox rows and the task's turn it stores;
+//! - `members.rs`: `Members`, the members who joined by invite and their accounts, and the
+//!   invite codes: a code redeemed with its member added or linked in one step, the
+//!   family's version moved by every change, a change decided on the family as stored in
+//!   its own transaction (`check_change`, `check_invite`), wrong codes counted per sender
+//!   and overall, a write changing only its columns;
+//! - `try_limits.rs`: wrong tries counted in windows, the lock they make and how long it
+//!   lasts, one place for every adapter;
+//! - `notes.rs`: `Notes`, the family's notes, family or private, titles compared trimmed
+//!   and case-insensitively, shown to a reader only when theirs to read; a search's words
+//!   taken as words, never query syntax;
+//! - for plugins: `shopping_lists.rs` (`ShoppingLists`, the family's shared lists, names
+//!   compared trimmed and case-insensitively), `pending_plugin_calls.rs`
+//!   (`PendingPluginCalls`, a call waiting for a missing parameter, one per conversation
+//!   and member, seed 000 §3.6), `registered_plugins.rs` (`RegisteredPlugins`, external
+//!   plugins' manifests);
+//! - `coordination.rs`: `Coordination`, the workers on one database, each beating, and the
+//!   leases they hold;
+//! - `script_workflows.rs`: `ScriptWorkflows`, where a member's family-script workflow
+//!   stands (one per conversation and member, forgotten past a TTL) and the runs that
+//!   ended, kept once per run for the family page until retention prunes them;
+//! - here: `StorageError`.
 
 mod channel_state;
 mod conversation_memory;

@@ -1,22 +1,38 @@
 //! Storage adapters of the ports in `ports/`, three of them, each filling every port of
 //! `Stores`:
-//! - SQLite (`sqlite/`, sqlx): one WAL-mode file for one process, written by one connection
-//!   on its own thread (`sqlite/writer.rs`); `instance_lock` keeps a second process off the
-//!   file, and its `Coordination` is the process's own (`in_memory_coordination.rs`);
+//! - SQLite (`sqlite/`, sqlx): one WAL-mode file for one process, checkpointed in the
+//!   background, read through a small pool and written by one connection on its own
+//!   thread that group-commits the writes arriving together from a bounded queue
+//!   (`sqlite/writer.rs`, stopped in order by `Stores::close`); member profiles and each
+//!   conversation's newest history cached in memory (`sqlite/history_cache.rs`), which is
+//!   why one process only may write the file: `instance_lock.rs` keeps a second one off it
+//!   (an OS lock on `<database file>.lock` naming its holder: pid, HTTP address, start
+//!   time). Its `Coordination` is the process's own (`in_memory_coordination.rs`).
+//!   Migrations from `migrations/sqlite`;
 //! - PostgreSQL (`postgres/`, sqlx): one database shared by any number of workers, nothing
-//!   cached, migrations under an advisory lock; the workers' leases and wake-ups in
-//!   `postgres/coordination.rs`;
-//! - in memory (`in_memory.rs` and the `in_memory_*.rs` beside it): the same behaviour in a
-//!   mutex, for tests and for running the actors without a database (`Stores::in_memory`).
+//!   cached since other workers write too; what SQLite does in triggers is done in the same
+//!   transaction or by a generated column; a pooled connection pinged before use only
+//!   after `PING_WHEN_IDLE_FOR` (5 s) idle; migrations from `migrations/postgres` under an
+//!   advisory lock; the workers' leases and wake-ups in `postgres/coordination.rs`;
+//! - in memory (`in_memory.rs` and the `in_memory_*.rs` beside it, a file per group of
+//!   ports: outbox, intents, plugins, scripts, schedules, notes, members, web access,
+//!   usage, coordination): the same behaviour in a mutex, for tests: unit tests, and the
+//!   whole app run on tokio's paused clock (`Stores::in_memory`).
+//!
+//! Both SQL adapters have one file per port, named alike (`inbox.rs`, `memory.rs` for
+//! `ConversationMemory`, `profiles.rs` for `UserProfiles`, `pending.rs` for
+//! `PendingActions`, `intents.rs` for `PlanExecutions` and `IntentRecords`, `usage.rs` for
+//! `UsageReport`, ...); each file's doc says its tables.
 //!
 //! Only this module knows SQL: besides the two SQL adapters, `rows.rs` (what both read from
 //! a row alike), `schema.rs` (whether a database's migrations are this binary's) and
-//! `copy.rs` (`hearth copy-store`). `open` picks the adapter from `database_url`
-//! (`sqlite:` or `postgres:`) and migrates it (called for a SQLite file only under its
-//! instance lock); `open_read_only` and `open_existing_read_only` read an existing database beside
-//! a running hearth, never migrating or writing it; `open_beside_running` writes beside it
-//! only the rows no hearth caches; `Stores::close` commits what is queued and closes the
-//! database.
+//! `copy.rs` (`hearth copy-store`: every SQLite table into an empty PostgreSQL database in
+//! one transaction). `open` picks the adapter from `database_url` (`sqlite:` or
+//! `postgres:`) and migrates it (called for a SQLite file only under its instance lock);
+//! `open_read_only` and `open_existing_read_only` read an existing database beside a
+//! running hearth, never migrating or writing it (a schema older than the binary's is
+//! refused); `open_beside_running` writes beside it only the rows no hearth caches;
+//! `Stores::close` commits what is queued and closes the database.
 
 pub mod copy;
 pub mod in_memory;

@@ -111,6 +111,8 @@ mod tests {
         type Context = Context<Self>;
     }
 
+    /// A turn of the one conversation started or stopped, as `ChannelActor` tells its
+    /// `TypingTurns`. Sent by the tests below; handled by `Shows`, here.
     #[derive(Message)]
     #[rtype(result = "bool")]
     enum Turn {
