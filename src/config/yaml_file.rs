@@ -171,6 +171,25 @@ impl KeyPath {
         Self { segments }
     }
 
+    /// This path followed by `relative`, a path hearth's own checks write (`params[0].value`,
+    /// `time.from`): split at its dots and indexes. Never for keys a file wrote, which may
+    /// hold dots themselves: those go in whole with [`KeyPath::key`].
+    pub fn then(&self, relative: &str) -> Self {
+        let mut path = self.clone();
+        for part in relative.split('.') {
+            let (name, indexes) = part.split_once('[').unwrap_or((part, ""));
+            if !name.is_empty() {
+                path = path.key(name);
+            }
+            for index in indexes.split('[') {
+                if let Ok(index) = index.trim_end_matches(']').parse() {
+                    path = path.index(index);
+                }
+            }
+        }
+        path
+    }
+
     pub fn segments(&self) -> &[KeySegment] {
         &self.segments
     }
@@ -420,6 +439,12 @@ capabilities:
             .key("")
             .key("llm_model");
         assert_eq!(path.to_string(), r#"".1:http"[0]."a b"."".llm_model"#);
+        let rule = KeyPath::root().key("policy").key("rules").index(1);
+        assert_eq!(
+            rule.then("params[0].value").to_string(),
+            "policy.rules[1].params[0].value"
+        );
+        assert_eq!(rule.then("time.from").to_string(), "policy.rules[1].time.from");
         assert_eq!(
             KeyPath::root().key("home-assistant").to_string(),
             "home-assistant"

@@ -394,7 +394,7 @@ fn check(document: &IntentsDocument) -> Vec<PluginFileProblem> {
                 param
                     .problems()
                     .into_iter()
-                    .map(|(key, message)| PluginFileProblem::new(param_path.key(key), message)),
+                    .map(|(key, message)| PluginFileProblem::new(param_path.then(&key), message)),
             );
         }
         let templates = [
@@ -455,7 +455,7 @@ fn check(document: &IntentsDocument) -> Vec<PluginFileProblem> {
             rule.problems()
                 .into_iter()
                 .chain(bound_problems(rule, &document.intents))
-                .map(|(key, message)| PluginFileProblem::new(path.key(key), message)),
+                .map(|(key, message)| PluginFileProblem::new(path.then(&key), message)),
         );
     }
     problems

@@ -7,43 +7,10 @@
 
 use serde_json::{Value, json};
 
-use crate::support::hearth_app::{TestApp, write_config};
+use crate::support::hearth_app::TestApp;
 use crate::support::llm_server::{ScriptedLlmServer, Step};
+use crate::support::radicale::write_calendar_config;
 use crate::support::radicale::{PASSWORD, Radicale};
-
-pub const CALENDAR_TOOLS: &str =
-    "search_calendar_events, add_calendar_event, modify_calendar_event, delete_calendar_event";
-const ASKING: &str = "add_calendar_event, modify_calendar_event, delete_calendar_event";
-
-/// The test config with the calendar tools on Radicale's Family calendar; writes ask
-/// first when `asking`.
-pub fn write_calendar_config(
-    folder: &std::path::Path,
-    llm: &str,
-    caldav_url: &str,
-    asking: bool,
-) -> std::path::PathBuf {
-    let path = write_config(folder, llm);
-    let confirm = if asking {
-        format!("\n    confirm_tools: [{ASKING}]")
-    } else {
-        String::new()
-    };
-    let text = std::fs::read_to_string(&path)
-        .unwrap()
-        .replace(
-            "    llm_model: main\n  tools_config:",
-            &format!(
-                "    llm_model: main\n    calendar_config: {{ caldav: {{ url: \"{caldav_url}\", username: alice, password_env: TEST_CALDAV_PASSWORD, calendars: [Family] }} }}\n  tools_config:"
-            ),
-        )
-        .replace(
-            "enable_local_tools: [profile_get, profile_update]",
-            &format!("enable_local_tools: [profile_get, profile_update, {CALENDAR_TOOLS}]{confirm}"),
-        );
-    std::fs::write(&path, text).unwrap();
-    path
-}
 
 async fn start(llm: &ScriptedLlmServer, radicale: &Radicale, password: &str) -> TestApp {
     start_at(llm, &radicale.base_url(), password).await

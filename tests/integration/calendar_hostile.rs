@@ -17,8 +17,8 @@ use serde_json::{Value, json};
 use crate::support::calendar_server::{Answer, CalendarServer, Recorded};
 use crate::support::hearth_app::{API_KEY, HearthProcess, test_env, wait_for_readyz, write_config};
 use crate::support::llm_server::{ScriptedLlmServer, Step};
-use crate::web_page::web_link;
-use crate::web_pages::Member;
+use crate::support::web_page::Member;
+use crate::support::web_page::web_link;
 
 /// The test config with `feeds` subscribed in every profile and the search tool on.
 fn subscribed_config(folder: &std::path::Path, llm: &str, feeds: &[String]) -> std::path::PathBuf {

@@ -12,9 +12,9 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
-use crate::calendar::write_calendar_config;
 use crate::support::hearth_app::{API_KEY, HearthProcess, test_env};
 use crate::support::llm_server::{ScriptedLlmServer, Step};
+use crate::support::radicale::write_calendar_config;
 use crate::support::radicale::{PASSWORD, Radicale};
 use hearth::actors::processing::INTERRUPTED_CALL_RESULT;
 

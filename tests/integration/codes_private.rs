@@ -6,7 +6,7 @@
 //! in the chat of the account they have, and `/link switch` there says yes. And what
 //! stays in the outbox once delivered: no code.
 
-use crate::sign_in_guessing::outbox_keeps_no_secret;
+use crate::support::delivery::outbox_keeps_no_secret;
 use crate::support::llm_server::{ScriptedLlmServer, Step};
 use crate::support::telegram::{TelegramServer, TgChat, TgUser};
 use crate::support::telegram_family::code_in;

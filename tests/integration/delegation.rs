@@ -9,26 +9,8 @@ use serde_json::{Value, json};
 
 use crate::support::hearth_app::{HearthProcess, TestApp, test_env, write_config};
 use crate::support::llm_server::{ScriptedLlmServer, Step};
+use crate::support::tool_lists::{DELEGATION_TOOLS, PROFILES, SECURE_OPS};
 use hearth::actors::processing::DECLINED_RESULT;
-
-pub(crate) const PROFILES: &str = r#"  - id: helper
-    description: "Does sums."
-    processing_config: { delegation_security_level: unrestricted, prompts: { system_prompt: "You are the helper." } }
-  - id: helper2
-    description: "Second helper."
-    processing_config: { delegation_security_level: unrestricted }
-  - id: helper3
-    description: "Third helper."
-    processing_config: { delegation_security_level: unrestricted }
-  - id: vault
-    description: "Keeps secrets."
-    processing_config: { delegation_security_level: blocked }
-"#;
-
-pub(crate) const DELEGATION_TOOLS: (&str, &str) = (
-    "HEARTH__DEFAULT_PROFILE_SETTINGS__TOOLS_CONFIG__ENABLE_LOCAL_TOOLS",
-    "profile_get,profile_update,delegate_to_service",
-);
 
 async fn start(llm: &ScriptedLlmServer) -> TestApp {
     TestApp::start_with_profiles(&llm.base_url(), PROFILES, &[DELEGATION_TOOLS]).await
@@ -211,13 +193,6 @@ async fn loops_and_deep_chains_are_refused() {
         "{refused}"
     );
 }
-
-/// A target that may be delegated to at once and asks before `profile_update`.
-pub(crate) const SECURE_OPS: &str = r#"  - id: secure_ops
-    description: "Keeps records."
-    processing_config: { delegation_security_level: unrestricted, confirmation_timeout_seconds: 600, prompts: { system_prompt: "You are secure_ops." } }
-    tools_config: { enable_local_tools: [profile_get, profile_update], confirm_tools: [profile_update] }
-"#;
 
 async fn start_with_secure_ops(llm: &ScriptedLlmServer, secure_ops: &str) -> TestApp {
     let profiles = format!("{PROFILES}{secure_ops}");

@@ -10,7 +10,7 @@ use serde_json::{Map, Value, json};
 
 use hearth::scripts::{RunLimits, ScriptCatalog, run_script};
 
-use crate::family_scripts::overrides;
+use crate::support::family_scripts::overrides;
 use crate::support::hearth_app::{load, test_env, write_config};
 
 const LIMITS: RunLimits = RunLimits {

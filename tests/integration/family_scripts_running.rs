@@ -11,7 +11,7 @@ use serde_json::{Map, Value, json};
 
 use hearth::scripts::{RunLimits, ScriptCatalog, run_script};
 
-use crate::family_scripts::{
+use crate::support::family_scripts::{
     approve_run, ask_to_run, call, last_system_prompt, overrides, runs, say, start, write_scripts,
 };
 use crate::support::hearth_app::{API_KEY, HearthProcess, test_env, write_config};

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::family_scripts::{SCRIPT_TOOLS, write_scripts};
+use crate::support::family_scripts::{SCRIPT_TOOLS, write_scripts};
 use crate::support::llm_server::{ScriptedLlmServer, Step};
 use crate::support::telegram::{StoredMessage, TelegramServer};
 use crate::support::telegram_family::{TOKEN, alice, bot_says, start_on_telegram};

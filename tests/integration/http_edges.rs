@@ -7,7 +7,7 @@ use serde_json::json;
 
 use crate::support::hearth_app::TestApp;
 use crate::support::llm_server::ScriptedLlmServer;
-use crate::voice_notes::{field, file, post_form};
+use crate::support::voice::{field, file, post_form};
 
 /// The `Set-Cookie` of the page's form cookie on `GET /sign-in` with `headers`.
 async fn form_cookie(app: &TestApp, headers: &[(&str, &str)]) -> String {

@@ -7,34 +7,11 @@ use std::time::Duration;
 use serde_json::json;
 
 use crate::support::hearth_app::TestApp;
-use crate::support::intents_profile::{orders_profile, write_intents};
-use crate::support::llm_server::{ScriptedLlmServer, Step};
-use crate::support::telegram::{StoredMessage, TelegramServer};
+use crate::support::intents_profile::{WAIT, escalation_config, nth_prompt, refund};
+use crate::support::llm_server::ScriptedLlmServer;
+use crate::support::telegram::TelegramServer;
 use crate::support::telegram_family::press;
-use crate::support::telegram_family::{TOKEN, alice, bob, bot_says, write_telegram_config};
-
-pub(crate) const WAIT: Duration = Duration::from_secs(10);
-
-pub const LIMITS: &str = r#"
-data_source: { kind: json, path: "ORDERS" }
-intents:
-  - id: refund_request
-    description: Ask for a refund of an order
-    required_params: [order_id, { name: amount, type: number }]
-    tool: check_order_status
-    respond:
-      pre: "Refunding {amount} on {order_id}."
-      post: "Refund of {amount} for {order_id} noted ({result.status})."
-policy:
-  rules:
-    - { intent: refund_request, role: child, params: [{ name: amount, op: ">", value: 20 }], decision: escalate, message: "refunds over 20 need a parent" }
-"#;
-
-/// The `/orders` intents profile with `LIMITS`, its intents file written in `folder`;
-/// `processing` adds keys to its `processing_config`.
-pub fn limits_profile(folder: &std::path::Path, processing: &str) -> String {
-    orders_profile(&write_intents(folder, LIMITS), processing)
-}
+use crate::support::telegram_family::{TOKEN, alice, bob, bot_says};
 
 async fn start(llm: &ScriptedLlmServer, telegram: &TelegramServer) -> TestApp {
     start_with(llm, telegram, "").await
@@ -49,61 +26,6 @@ async fn start_with(
     let folder = tempfile::tempdir().unwrap();
     let path = escalation_config(folder.path(), llm, telegram, more_family);
     TestApp::start_from(folder, &path, &[("TEST_TELEGRAM_TOKEN", TOKEN)]).await
-}
-
-/// The config in `folder`: Telegram on `telegram`, the `/orders` profile with `LIMITS`,
-/// alice (1001) a parent, bob (1002) a child, and `more_family` (YAML list entries).
-pub(crate) fn escalation_config(
-    folder: &std::path::Path,
-    llm: &ScriptedLlmServer,
-    telegram: &TelegramServer,
-    more_family: &str,
-) -> std::path::PathBuf {
-    let profile = limits_profile(folder, "");
-    let path = write_telegram_config(folder, llm, telegram, &profile);
-    let text = std::fs::read_to_string(&path).unwrap().replace(
-        "{ id: bob, name: Bob, telegram_user_id: 1002 }",
-        &format!("{{ id: bob, name: Bob, telegram_user_id: 1002, role: child }}{more_family}"),
-    );
-    std::fs::write(&path, text).unwrap();
-    path
-}
-
-pub fn refund(amount: &str) -> Step {
-    Step::Reply(
-        json!({"intent_id": "refund_request",
-               "extracted_params": {"order_id": "O-12345", "amount": amount},
-               "missing_params": [], "confidence": 0.9})
-        .to_string(),
-    )
-}
-
-/// The `nth` escalation prompt the bot showed in `chat` (counting from 0; answered ones
-/// keep their text).
-pub(crate) async fn nth_prompt(telegram: &TelegramServer, chat: i64, nth: usize) -> StoredMessage {
-    let deadline = std::time::Instant::now() + WAIT;
-    loop {
-        let prompts: Vec<StoredMessage> = telegram
-            .bot_messages_in(chat)
-            .into_iter()
-            .filter(|message| {
-                message
-                    .text
-                    .as_deref()
-                    .is_some_and(|text| text.contains("asks a parent to approve"))
-            })
-            .collect();
-        if let Some(prompt) = prompts.get(nth) {
-            return prompt.clone();
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "no prompt {nth} in chat {chat}: {:?}; in the child's chat: {:?}",
-            telegram.bot_messages_in(chat),
-            telegram.bot_messages_in(1002)
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
 }
 
 #[actix::test]

@@ -10,9 +10,9 @@ use async_trait::async_trait;
 
 use hearth::ports::{Outbox, OutboxEntry, OutgoingMessage, StorageError};
 
-use crate::intents_escalation::{WAIT, escalation_config, nth_prompt, refund};
 use crate::support::delivery::undelivered;
 use crate::support::hearth_app::{HearthProcess, TestApp, test_env};
+use crate::support::intents_profile::{WAIT, escalation_config, nth_prompt, refund};
 use crate::support::llm_server::ScriptedLlmServer;
 use crate::support::telegram::{TelegramServer, TgError, TgUser};
 use crate::support::telegram_family::press;

@@ -2,8 +2,8 @@
 //! shown to the parent in the parent's own room with hearth (found as hearth syncs), the
 //! parent's ✅ reaction approves it, and the result reaches the child's room.
 
-use crate::intents_escalation::{limits_profile, refund};
 use crate::support::hearth_app::TestApp;
+use crate::support::intents_profile::{limits_profile, refund};
 use crate::support::llm_server::ScriptedLlmServer;
 use crate::support::matrix_family::{
     Homeserver, homeserver, matrix_env, reply_from_hearth, room_with_hearth, write_matrix_config,

@@ -3,60 +3,21 @@
 //! each value read once into its declared type, the number the policy compares being the
 //! one the tool gets, and a value that cannot be read asked for again.
 
-use std::path::{Path, PathBuf};
-
 use serde_json::{Value, json};
 
 use hearth::actors::request_queue::CancelPending;
 
 use crate::support::hearth_app::{HearthProcess, TestApp, test_env, write_config};
+use crate::support::intents_profile::refund_of_order;
 use crate::support::intents_profile::write_intents;
-use crate::support::intents_profile::{
-    Wire, classified, orders_config_with, stages, start, successful_calls,
-};
+use crate::support::intents_profile::write_policy_intents;
+use crate::support::intents_profile::{Wire, orders_config_with, stages, start, successful_calls};
 use crate::support::llm_server::ScriptedLlmServer;
 use crate::support::llm_server::Step;
 use crate::support::mcp::everything_stdio_or_skip;
 
 /// How long a child's message may take to get its outcome after a parent's answer.
 const WAIT: std::time::Duration = std::time::Duration::from_secs(15);
-
-/// An intents file for policy and redaction: `refund_request` (order id and amount, the
-/// order tool standing in for a refund) with rules on role, amount and order.
-pub(crate) const POLICY_INTENTS: &str = r#"
-data_source: { kind: json, path: "ORDERS" }
-redaction: { params: [card_number] }
-intents:
-  - id: refund_request
-    description: Ask for a refund of an order
-    required_params: [order_id, { name: amount, type: number, min: 0 }, card_number]
-    tool: check_order_status
-    respond:
-      post: "Refund of {amount} for {order_id} noted ({result.status})."
-policy:
-  rules:
-    - intent: refund_request
-      params: [{ name: order_id, op: "==", value: "O-66666" }]
-      decision: deny
-      message: "order O-66666 was refunded already"
-    - intent: refund_request
-      role: child
-      params: [{ name: amount, op: ">", value: 20 }]
-      decision: escalate
-      message: "refunds over 20 need a parent"
-"#;
-
-pub(crate) fn write_policy_intents(folder: &Path) -> PathBuf {
-    write_intents(folder, POLICY_INTENTS)
-}
-
-pub(crate) fn refund(order: &str, amount: &str) -> Step {
-    classified(
-        Some("refund_request"),
-        json!({"order_id": order, "amount": amount, "card_number": "4111111111111111"}),
-        0.9,
-    )
-}
 
 #[actix::test]
 async fn policy_allows_denies_and_escalates_and_params_are_redacted() {
@@ -65,19 +26,19 @@ async fn policy_allows_denies_and_escalates_and_params_are_redacted() {
     let file = write_policy_intents(intents.path());
     let app = start(&llm, &file, Wire::OpenAi).await;
 
-    llm.push(refund("O-12345", "25"));
+    llm.push(refund_of_order("O-12345", "25"));
     assert_eq!(
         app.ask("alice", "/orders refund 25 on O-12345").await,
         "Refund of 25 for O-12345 noted (shipped)."
     );
-    llm.push(refund("O-66666", "5"));
+    llm.push(refund_of_order("O-66666", "5"));
     assert_eq!(
         app.ask("alice", "/orders refund O-66666").await,
         "I can't process that request: order O-66666 was refunded already"
     );
     // Escalated: it waits for a parent (a_child_s_request_over_the_limit_waits_for_a_parent).
     escalated(&app, &llm).await;
-    llm.push(refund("O-12345", "5"));
+    llm.push(refund_of_order("O-12345", "5"));
     assert_eq!(
         app.ask("bob", "/orders refund 5 on O-12345").await,
         "Refund of 5 for O-12345 noted (shipped)."
@@ -111,7 +72,7 @@ async fn policy_allows_denies_and_escalates_and_params_are_redacted() {
 
 /// Bob (a child) asks for a refund over the limit: the escalation's confirmation.
 pub(crate) async fn escalated(app: &TestApp, llm: &ScriptedLlmServer) -> Value {
-    llm.push(refund("O-12345", "25"));
+    llm.push(refund_of_order("O-12345", "25"));
     let (status, asked) = app
         .send(json!({"user_id": "bob", "text": "/orders refund 25 on O-12345"}))
         .await;
@@ -240,7 +201,7 @@ async fn a_child_s_refund_of_1_000_is_a_thousand_for_the_policy_and_the_tool() {
     let intents = tempfile::tempdir().unwrap();
     let file = write_policy_intents(intents.path());
     let app = start(&llm, &file, Wire::OpenAi).await;
-    llm.push(refund("O-12345", "1,000"));
+    llm.push(refund_of_order("O-12345", "1,000"));
     let (status, asked) = app
         .send(json!({"user_id": "bob", "text": "/orders refund 1,000 on O-12345"}))
         .await;
@@ -291,7 +252,7 @@ async fn a_value_that_cannot_be_read_is_asked_for_again_and_nothing_runs() {
     let intents = tempfile::tempdir().unwrap();
     let file = write_policy_intents(intents.path());
     let app = start(&llm, &file, Wire::OpenAi).await;
-    llm.push(refund("O-12345", "1e3"));
+    llm.push(refund_of_order("O-12345", "1e3"));
     assert_eq!(
         app.ask("alice", "/orders refund 1e3 on O-12345").await,
         "I couldn't read \"1e3\" as the amount: please write it as a number, like 25 or 12.50."
@@ -313,7 +274,7 @@ async fn a_value_that_cannot_be_read_is_asked_for_again_and_nothing_runs() {
              12.50.",
         ),
     ] {
-        llm.push(refund("O-12345", written));
+        llm.push(refund_of_order("O-12345", written));
         assert_eq!(app.ask("alice", written).await, told);
     }
     let events = stages(&app, "http:alice").await;
@@ -329,7 +290,7 @@ async fn a_value_that_cannot_be_read_is_asked_for_again_and_nothing_runs() {
         &json!([{"param": "amount", "problem": "not_a_number"}])
     );
     // A value that can be read runs the call, with it.
-    llm.push(refund("O-12345", "$12.50"));
+    llm.push(refund_of_order("O-12345", "$12.50"));
     assert_eq!(
         app.ask("alice", "$12.50").await,
         "Refund of 12.5 for O-12345 noted (shipped)."

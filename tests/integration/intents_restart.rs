@@ -5,10 +5,10 @@ use std::path::Path;
 
 use serde_json::{Value, json};
 
-use crate::intents_policy::{refund, write_policy_intents};
 use crate::support::hearth_app::{API_KEY, HearthProcess, test_env};
 use crate::support::intents_profile::write_intents;
 use crate::support::intents_profile::{classified, example_intents, orders_config};
+use crate::support::intents_profile::{refund_of_order, write_policy_intents};
 use crate::support::llm_server::{ScriptedLlmServer, Step};
 use hearth::intents::STAGES;
 
@@ -99,7 +99,7 @@ async fn an_escalation_survives_a_kill_and_a_parent_answers_after_the_restart() 
     let config = orders_config(folder.path(), &llm, &file);
     let env = test_env(&[]);
     let first = HearthProcess::spawn(&config, &env);
-    llm.push(refund("O-12345", "25"));
+    llm.push(refund_of_order("O-12345", "25"));
     let (status, asked) = first
         .post_json(
             "/inbound",

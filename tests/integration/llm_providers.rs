@@ -5,9 +5,6 @@
 
 use std::time::{Duration, Instant};
 
-use hearth::llm::ProviderSettings;
-use hearth::llm::anthropic::AnthropicProvider;
-use hearth::llm::openai::OpenAiProvider;
 use hearth::llm::{
     ChatMessage, ChatRequest, IMAGES_NOT_SHOWN, ImageContent, LlmError, LlmProvider,
     ResponseFormat, ToolCall, ToolSpec,
@@ -15,49 +12,7 @@ use hearth::llm::{
 use serde_json::{Value, json};
 
 use crate::support::llm_server::*;
-
-const TIMEOUT: Duration = Duration::from_secs(5);
-
-fn openai_at(base_url: String, api_key: Option<&str>, timeout: Duration) -> OpenAiProvider {
-    OpenAiProvider::new(
-        ProviderSettings {
-            base_url,
-            model: "gpt-test".to_string(),
-            api_key: api_key.map(str::to_string),
-            timeout,
-            max_tokens: None,
-        },
-        reqwest::Client::new(),
-    )
-}
-
-fn anthropic_at(base_url: String, api_key: Option<&str>, timeout: Duration) -> AnthropicProvider {
-    AnthropicProvider::new(
-        ProviderSettings {
-            base_url,
-            model: "claude-test".to_string(),
-            api_key: api_key.map(str::to_string),
-            timeout,
-            max_tokens: None,
-        },
-        reqwest::Client::new(),
-    )
-}
-
-pub(crate) fn openai(server: &ScriptedLlmServer) -> OpenAiProvider {
-    openai_at(server.base_url(), Some("sk-test"), TIMEOUT)
-}
-
-pub(crate) fn anthropic(server: &ScriptedLlmServer) -> AnthropicProvider {
-    anthropic_at(server.anthropic_base_url(), Some("ak-test"), TIMEOUT)
-}
-
-pub(crate) fn ask(text: &str) -> ChatRequest {
-    ChatRequest {
-        messages: vec![ChatMessage::system("be kind"), ChatMessage::user(text)],
-        ..Default::default()
-    }
-}
+use crate::support::providers::{TIMEOUT, anthropic, anthropic_at, ask, openai, openai_at};
 
 /// A question with a photo; "Man" is "TWFu" in base64, so the expected data is known by hand.
 fn ask_with_photo() -> ChatRequest {

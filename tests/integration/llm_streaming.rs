@@ -7,8 +7,8 @@ use std::time::Duration;
 use hearth::llm::{LlmError, LlmProvider, ResponseFormat, StreamEvent, TextListener};
 use serde_json::json;
 
-use crate::llm_providers::{anthropic, ask, openai};
 use crate::support::llm_server::*;
+use crate::support::providers::{anthropic, ask, openai};
 
 /// Every text piece heard so far (a restart would be a failure here).
 fn pieces(heard: &mut tokio::sync::mpsc::Receiver<StreamEvent>) -> Vec<String> {

@@ -8,13 +8,14 @@ use std::time::Duration;
 
 use crate::support::hearth_app::{HearthProcess, test_env};
 use crate::support::llm_server::{ScriptedLlmServer, Step};
+use crate::support::matrix_family::files_in;
 use crate::support::matrix_family::{
     homeserver, matrix_env, reply_from_hearth, room_with_hearth, write_matrix_config,
 };
 use crate::support::matrix_member::MatrixMember;
 use crate::support::transcription_server::{Step as Heard, TranscriptionServer};
+use crate::support::voice::transcribing_on;
 use crate::support::voice::{is_ogg, opusinfo_seconds, spoken_ogg, stored_audio};
-use crate::voice_transcribed::transcribing_on;
 
 /// The highest resident memory the process ever had, in kB.
 fn peak_rss_kb(pid: u32) -> u64 {
@@ -24,24 +25,6 @@ fn peak_rss_kb(pid: u32) -> u64 {
         .find_map(|line| line.strip_prefix("VmHWM:"))
         .and_then(|value| value.split_whitespace().next()?.parse().ok())
         .unwrap()
-}
-
-/// Every file in the message folders of the attachments folder `folder` (none if it is
-/// missing).
-pub(crate) fn files_in(folder: &std::path::Path) -> Vec<std::path::PathBuf> {
-    let Ok(entries) = std::fs::read_dir(folder) else {
-        return Vec::new();
-    };
-    entries
-        .flatten()
-        .flat_map(|entry| {
-            std::fs::read_dir(entry.path())
-                .into_iter()
-                .flatten()
-                .flatten()
-        })
-        .map(|entry| entry.path())
-        .collect()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -7,6 +7,8 @@ use serde_json::{Value, json};
 
 use crate::support::hearth_app::TestApp;
 use crate::support::llm_server::{ScriptedLlmServer, Step};
+use crate::support::mcp::app_with_everything;
+use crate::support::mcp::app_with_everything_and;
 use crate::support::mcp::{ELICITATION_TOOL, everything_stdio_or_skip};
 
 #[actix::test]
@@ -66,38 +68,6 @@ mcp_servers:
     let tools = &llm.requests()[2].body["tools"];
     assert!(!tools.to_string().contains("everything__"), "{tools}");
     app.stop().await;
-}
-
-/// hearth with the `/tools` profile on server-everything, or `None` (skipped) without npm.
-pub(crate) async fn app_with_everything(test: &str, llm: &ScriptedLlmServer) -> Option<TestApp> {
-    app_with_everything_and(test, llm, &[]).await
-}
-
-/// The `/tools` profile on server-everything over stdio, and the server, as config lines
-/// to append to the test config's profiles; `None` (the test skipped) when not installed.
-pub(crate) fn toolbox_on_everything(test: &str) -> Option<String> {
-    let everything = everything_stdio_or_skip(test)?;
-    let command = everything.command.clone().unwrap();
-    let args: Vec<String> = everything.args.clone();
-    Some(format!(
-        r#"  - id: toolbox
-    slash_commands: ["/tools"]
-    description: "Signs people up."
-    processing_config: {{ delegation_security_level: unrestricted }}
-    tools_config: {{ enable_mcp_server_ids: [everything] }}
-mcp_servers:
-  everything: {{ command: {command:?}, args: {args:?} }}
-"#
-    ))
-}
-
-async fn app_with_everything_and(
-    test: &str,
-    llm: &ScriptedLlmServer,
-    overrides: &[(&str, &str)],
-) -> Option<TestApp> {
-    let extra = toolbox_on_everything(test)?;
-    Some(TestApp::start_with_profiles(&llm.base_url(), &extra, overrides).await)
 }
 
 fn says(user: &str, text: &str) -> Value {

@@ -8,9 +8,7 @@ use serde_json::{Value, json};
 
 use crate::support::hearth_app::{TestApp, write_config};
 use crate::support::llm_server::{ScriptedLlmServer, Step};
-
-/// Every note tool, as `enable_local_tools` lists them.
-pub const NOTE_TOOLS: &str = "add_or_update_note, get_note, search_notes, list_notes, delete_note";
+use crate::support::tool_lists::NOTE_TOOLS;
 
 /// hearth with the note tools, the titles in the prompt, and Bob a child.
 async fn start(llm: &ScriptedLlmServer) -> TestApp {

@@ -4,13 +4,13 @@
 
 use serde_json::json;
 
-use crate::notes_http::NOTE_TOOLS;
 use crate::support::hearth_app::TestApp;
 use crate::support::llm_server::{ScriptedLlmServer, Step};
 use crate::support::matrix_family::{
     homeserver, matrix_env, reply_from_hearth, room_with_hearth, write_matrix_config,
 };
 use crate::support::matrix_member::MatrixMember;
+use crate::support::tool_lists::NOTE_TOOLS;
 
 #[actix::test]
 async fn a_private_note_never_reaches_another_member_on_matrix() {

@@ -4,10 +4,10 @@
 
 use serde_json::json;
 
-use crate::notes_http::NOTE_TOOLS;
 use crate::support::llm_server::{ScriptedLlmServer, Step};
 use crate::support::telegram::TelegramServer;
 use crate::support::telegram_family::{TOKEN, alice, bob, bot_says, start_on_telegram};
+use crate::support::tool_lists::NOTE_TOOLS;
 
 #[actix::test]
 async fn a_private_note_never_reaches_another_member_on_telegram() {

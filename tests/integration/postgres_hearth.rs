@@ -353,8 +353,8 @@ async fn the_commands_beside_a_running_worker_read_and_write_postgres() {
         .send()
         .await
         .unwrap();
-    let form_cookie = crate::web_pages::cookie_set(&shown, "hearth_form");
-    let form = crate::web_pages::field(&shown.text().await.unwrap(), "form");
+    let form_cookie = crate::support::web_page::cookie_set(&shown, "hearth_form");
+    let form = crate::support::web_page::field(&shown.text().await.unwrap(), "form");
     let signed_in = plain
         .post(format!("{}/sign-in/link", running.base_url))
         .header("cookie", format!("hearth_form={form_cookie}"))

@@ -17,13 +17,13 @@ use hearth::ports::{
 };
 use serde_json::json;
 
-use crate::postgres_telegram_workers::telegram_leader_pid;
 use crate::support::hearth_app::{HearthProcess, post_with_key, test_env, write_config};
 use crate::support::llm_server::{Gate, ScriptedLlmServer, Step};
 use crate::support::postgres::{PostgresServer, use_database};
 use crate::support::telegram::{TelegramServer, TgUser};
 use crate::support::telegram_family::{TOKEN, alice, write_telegram_config};
-use crate::web_pages::Member;
+use crate::support::web_page::Member;
+use crate::support::workers::telegram_leader_pid;
 
 /// A failover takes a lease time and a poll: this long at most.
 const AFTER_A_FAILOVER: Duration = Duration::from_secs(40);

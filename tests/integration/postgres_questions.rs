@@ -10,10 +10,10 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::mcp_pipeline::toolbox_on_everything;
 use crate::support::hearth_app::{HearthProcess, test_env, write_config};
 use crate::support::llm_server::{ScriptedLlmServer, Step};
 use crate::support::mcp::ELICITATION_TOOL;
+use crate::support::mcp::toolbox_on_everything;
 use crate::support::postgres::{PostgresServer, use_database};
 use crate::support::telegram::{TelegramServer, TgChat};
 use crate::support::telegram_family::{TOKEN, alice, bot_says};

@@ -4,10 +4,9 @@
 //! getUpdates request" before the kill), another takes over within the lease time, and
 //! every message is answered once, in order per chat, whichever worker ran its turn.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::time::Duration;
 
-use serde_json::Value;
 use sqlx::Row;
 
 use crate::support::delivery::{each_answered_once_in_order, wait_for};
@@ -17,48 +16,11 @@ use crate::support::postgres::{PostgresServer, use_database};
 use crate::support::telegram::{TelegramServer, TgUser};
 use crate::support::telegram_family::TOKEN;
 use crate::support::telegram_family::telegram_env;
+use crate::support::workers::telegram_leader_pid;
 
 const CHATS: i64 = 50;
 const PER_CHAT: u32 = 20;
 const FIRST_USER: i64 = 5000;
-
-/// The worker holding the Telegram lease, as `/readyz` of `process` lists the workers.
-pub(crate) async fn telegram_leader_pid(
-    process: &HearthProcess,
-    env: &BTreeMap<String, String>,
-) -> u32 {
-    let client = reqwest::Client::new();
-    let started = std::time::Instant::now();
-    loop {
-        assert!(
-            started.elapsed() < Duration::from_secs(30),
-            "no worker leads telegram"
-        );
-        let ready: Value = client
-            .get(format!("{}/readyz", process.base_url))
-            .header("X-API-Key", &env["TEST_HEARTH_ADMIN_KEY"])
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
-        let workers = ready["components"]["workers"]["detail"]
-            .as_str()
-            .unwrap_or_default()
-            .to_string();
-        let leader = workers
-            .split("; ")
-            .find(|worker| worker.contains("channel:telegram"))
-            .and_then(|worker| worker.split("(pid ").nth(1))
-            .and_then(|rest| rest.split(' ').next())
-            .and_then(|pid| pid.parse().ok());
-        if let Some(pid) = leader {
-            return pid;
-        }
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
-}
 
 /// The texts the outbox of `database_url` still holds undelivered.
 async fn undelivered(database_url: &str) -> Vec<String> {

@@ -5,15 +5,16 @@
 //! on the join page the same. And what stays in the outbox: no code or link once
 //! delivered.
 
-use std::time::Duration;
+use hearth::ports::{JOIN_LIMITS_OVERALL, JOIN_LIMITS_PER_SOURCE};
 
-use hearth::ports::{JOIN_LIMITS_OVERALL, JOIN_LIMITS_PER_SOURCE, SECRET_REMOVED};
-
+use crate::support::delivery::outbox_keeps_no_secret;
 use crate::support::llm_server::ScriptedLlmServer;
 use crate::support::telegram::TelegramServer;
 use crate::support::telegram_family::{TOKEN, alice, bob, bot_says};
-use crate::web_join::Visitor;
-use crate::web_sign_in::{ask_code, codes_in, enter_code, link_in, start_behind_proxy, use_link};
+use crate::support::web_page::Visitor;
+use crate::support::web_page::{
+    ask_code, codes_in, enter_code, link_in, start_behind_proxy, use_link,
+};
 
 /// Guesses a guesser makes, far more than any limit allows.
 const GUESSES: usize = 30;
@@ -98,53 +99,6 @@ async fn a_guesser_gets_few_checks_the_member_is_told_and_signs_in_by_link() {
     let secrets = [alice_code, bob_code, link];
     outbox_keeps_no_secret(&app, &secrets).await;
     app.stop().await;
-}
-
-/// The outbox of `app`'s SQLite file, once every row is delivered: no text holds one of
-/// `secrets`, and the rows that carried one read `SECRET_REMOVED`.
-pub(crate) async fn outbox_keeps_no_secret(
-    app: &crate::support::hearth_app::TestApp,
-    secrets: &[String],
-) {
-    let url = format!("sqlite://{}", app.folder.path().join("hearth.db").display());
-    let pool = sqlx::SqlitePool::connect(&url).await.unwrap();
-    let deadline = std::time::Instant::now() + Duration::from_secs(20);
-    loop {
-        let pending: i64 =
-            sqlx::query_scalar("SELECT COUNT(*) FROM outbox WHERE status = 'pending'")
-                .fetch_one(&pool)
-                .await
-                .unwrap();
-        if pending == 0 {
-            break;
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "{pending} rows undelivered"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    let rows: Vec<(String, i64)> = sqlx::query_as("SELECT text, secret FROM outbox")
-        .fetch_all(&pool)
-        .await
-        .unwrap();
-    pool.close().await;
-    for (text, _) in &rows {
-        for secret in secrets {
-            assert!(
-                !text.contains(secret.as_str()),
-                "the outbox keeps {secret}: {text}"
-            );
-        }
-    }
-    let scrubbed = rows.iter().filter(|(_, secret)| *secret == 1).count();
-    assert!(scrubbed >= secrets.len(), "{rows:?}");
-    assert!(
-        rows.iter()
-            .filter(|(_, secret)| *secret == 1)
-            .all(|(text, _)| text == SECRET_REMOVED),
-        "{rows:?}"
-    );
 }
 
 #[actix::test]

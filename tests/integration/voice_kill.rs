@@ -11,8 +11,8 @@ use crate::support::hearth_app::{HearthProcess, test_env, write_config};
 use crate::support::llm_server::{ScriptedLlmServer, Step};
 use crate::support::transcription_server::{Step as Heard, TranscriptionServer};
 use crate::support::voice::spoken_ogg;
-use crate::voice_notes::{field, file, post_form_to};
-use crate::voice_transcribed::transcribing_on;
+use crate::support::voice::transcribing_on;
+use crate::support::voice::{field, file, post_form_to};
 
 const WAIT: Duration = Duration::from_secs(15);
 

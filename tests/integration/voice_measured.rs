@@ -14,8 +14,8 @@ use crate::support::telegram::{TelegramServer, TgChat};
 use crate::support::telegram_family::telegram_env;
 use crate::support::telegram_family::{TOKEN, alice, bot_says, write_telegram_config};
 use crate::support::transcription_server::{Step as Heard, TranscriptionServer};
+use crate::support::voice::{borrowed, transcribing_on};
 use crate::support::voice::{opusinfo_seconds, spoken_ogg, stored_audio};
-use crate::voice_transcribed::{borrowed, transcribing_on};
 
 const WAIT: Duration = Duration::from_secs(20);
 

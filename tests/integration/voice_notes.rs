@@ -6,16 +6,16 @@
 
 use std::path::Path;
 
-use serde_json::Value;
-
-use crate::matrix_media::files_in;
-use crate::support::hearth_app::{API_KEY, TestApp};
+use crate::support::hearth_app::TestApp;
 use crate::support::llm_server::{ScriptedLlmServer, Step};
+use crate::support::matrix_family::files_in;
 use crate::support::telegram::{InboundMessage, TelegramServer, TgChat};
 use crate::support::telegram_family::{TOKEN, alice, bot_says, start_on_telegram};
 use crate::support::transcription_server::{Step as Heard, TranscriptionServer};
+use crate::support::voice::field;
+use crate::support::voice::{borrowed, transcribing_on};
+use crate::support::voice::{file, post_form};
 use crate::support::voice::{is_ogg, opusinfo_seconds, spoken_ogg, stored_audio};
-use crate::voice_transcribed::{borrowed, transcribing_on};
 
 #[actix::test]
 async fn a_telegram_voice_note_and_audio_file_are_stored_as_audio_with_their_duration() {
@@ -115,87 +115,6 @@ async fn a_telegram_voice_note_over_the_limit_is_stored_with_the_reason_and_no_f
     let kept = files_in(&app.folder.path().join("attachments"));
     assert!(kept.is_empty(), "{kept:?}");
     app.stop().await;
-}
-
-/// One part of a `multipart/form-data` body: a text field, or a file with its type.
-pub(crate) struct Part<'a> {
-    name: &'a str,
-    file: Option<(&'a str, &'a str)>,
-    bytes: &'a [u8],
-}
-
-pub(crate) fn field<'a>(name: &'a str, value: &'a str) -> Part<'a> {
-    Part {
-        name,
-        file: None,
-        bytes: value.as_bytes(),
-    }
-}
-
-pub(crate) fn file<'a>(
-    name: &'a str,
-    file_name: &'a str,
-    content_type: &'a str,
-    bytes: &'a [u8],
-) -> Part<'a> {
-    Part {
-        name,
-        file: Some((file_name, content_type)),
-        bytes,
-    }
-}
-
-/// `POST /inbound` with `parts` as `multipart/form-data` and the API key.
-pub(crate) async fn post_form(app: &TestApp, parts: &[Part<'_>]) -> (u16, Value) {
-    post_form_to(&app.client, &app.base_url, parts)
-        .await
-        .expect("the form is posted")
-}
-
-/// `POST /inbound` to the hearth at `base_url`; `None` when no answer came (it was killed).
-pub(crate) async fn post_form_to(
-    client: &reqwest::Client,
-    base_url: &str,
-    parts: &[Part<'_>],
-) -> Option<(u16, Value)> {
-    let boundary = "hearth-test-boundary-7MA4YWxkTrZu0gW";
-    let mut body = Vec::new();
-    for part in parts {
-        body.extend(format!("--{boundary}\r\n").as_bytes());
-        match part.file {
-            Some((file_name, content_type)) => body.extend(
-                format!(
-                    "Content-Disposition: form-data; name=\"{}\"; filename=\"{file_name}\"\r\n\
-                     Content-Type: {content_type}\r\n\r\n",
-                    part.name
-                )
-                .as_bytes(),
-            ),
-            None => body.extend(
-                format!(
-                    "Content-Disposition: form-data; name=\"{}\"\r\n\r\n",
-                    part.name
-                )
-                .as_bytes(),
-            ),
-        }
-        body.extend(part.bytes);
-        body.extend(b"\r\n");
-    }
-    body.extend(format!("--{boundary}--\r\n").as_bytes());
-    let response = client
-        .post(format!("{base_url}/inbound"))
-        .header("X-API-Key", API_KEY)
-        .header(
-            "content-type",
-            format!("multipart/form-data; boundary={boundary}"),
-        )
-        .body(body)
-        .send()
-        .await
-        .ok()?;
-    let status = response.status().as_u16();
-    Some((status, response.json().await.unwrap_or(Value::Null)))
 }
 
 #[actix::test]

@@ -16,44 +16,11 @@ use crate::support::telegram::{TelegramServer, TgChat};
 use crate::support::telegram_family::{SECURE_PROFILE, TOKEN, alice, bot_says, start_on_telegram};
 use crate::support::telegram_family::{press, prompt_in};
 use crate::support::transcription_server::{Step as Heard, TranscriptionServer};
+use crate::support::voice::borrowed;
+use crate::support::voice::transcribing_on;
+use crate::support::voice::{field, file, post_form};
 use crate::support::voice::{opusinfo_seconds, spoken_ogg, stored_audio};
-use crate::voice_notes::{field, file, post_form};
 use hearth::voice::TRANSCRIPTION_DELAYED;
-
-/// The overrides naming `server` as the transcription backend `whisper`, English spoken,
-/// voice notes up to 1 MB on Telegram; then `extra`.
-pub(crate) fn transcribing_on(
-    server: &TranscriptionServer,
-    extra: &[(&str, &str)],
-) -> Vec<(String, String)> {
-    let mut env: Vec<(String, String)> = [
-        ("HEARTH__LLMS__WHISPER__PROVIDER", "openai"),
-        ("HEARTH__LLMS__WHISPER__KIND", "transcription"),
-        ("HEARTH__LLMS__WHISPER__MODEL", "whisper-1"),
-        ("HEARTH__LLMS__WHISPER__TIMEOUT_SECONDS", "5"),
-        ("HEARTH__VOICE_NOTES__LANGUAGE", "en"),
-        (
-            "HEARTH__CHANNELS__TELEGRAM__MAX_ATTACHMENT_BYTES",
-            "1048576",
-        ),
-    ]
-    .iter()
-    .map(|(key, value)| (key.to_string(), value.to_string()))
-    .collect();
-    env.push(("HEARTH__LLMS__WHISPER__BASE_URL".into(), server.base_url()));
-    env.extend(
-        extra
-            .iter()
-            .map(|(key, value)| (key.to_string(), value.to_string())),
-    );
-    env
-}
-
-pub(crate) fn borrowed(env: &[(String, String)]) -> Vec<(&str, &str)> {
-    env.iter()
-        .map(|(key, value)| (key.as_str(), value.as_str()))
-        .collect()
-}
 
 /// A test's folder, and its attachments folder, where the HTTP API keeps files too.
 fn folder_with_attachments() -> (tempfile::TempDir, String) {

@@ -9,11 +9,11 @@
 
 use chrono::{NaiveDate, TimeDelta};
 
-use crate::calendar::write_calendar_config;
 use crate::support::hearth_app::{TestApp, write_config};
 use crate::support::llm_server::ScriptedLlmServer;
+use crate::support::radicale::write_calendar_config;
 use crate::support::radicale::{PASSWORD, Radicale, StoredEvent};
-use crate::web_pages::{Member, field};
+use crate::support::web_page::{Member, field};
 
 /// Today in Berlin, the profile's zone (alice and bob have none of their own).
 fn berlin_today() -> NaiveDate {

@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 use crate::support::hearth_app::TestApp;
 use crate::support::intents_profile::{Wire, classified, example_intents};
 use crate::support::llm_server::{ScriptedLlmServer, Step};
-use crate::web_pages::Member;
+use crate::support::web_page::Member;
 
 type Events = Vec<(String, Value)>;
 

@@ -9,131 +9,16 @@ use std::time::Duration;
 
 use serde_json::json;
 
-use crate::support::hearth_app::TestApp;
 use crate::support::llm_server::{ScriptedLlmServer, Step};
 use crate::support::telegram::TelegramServer;
 use crate::support::telegram_family::code_said;
 use crate::support::telegram_family::{TOKEN, alice, bot_says, start_on_telegram};
+use crate::support::web_page::Visitor;
 
 const CONFIRM_PROFILE_UPDATE: (&str, &str) = (
     "HEARTH__DEFAULT_PROFILE_SETTINGS__TOOLS_CONFIG__CONFIRM_TOOLS",
     "profile_update",
 );
-
-/// A visitor of the page: keeps the cookies it is given, follows no redirect.
-pub(crate) struct Visitor {
-    client: reqwest::Client,
-    base: String,
-    cookies: std::sync::Mutex<Vec<(String, String)>>,
-    /// The address a trusted proxy would say it forwards for (`X-Forwarded-For`).
-    forwarded_for: Option<String>,
-}
-
-impl Visitor {
-    pub(crate) fn new(app: &TestApp) -> Visitor {
-        Visitor::at(&app.base_url)
-    }
-
-    /// A visitor of the page at `base_url` (any worker's).
-    pub(crate) fn at(base_url: &str) -> Visitor {
-        Visitor {
-            client: reqwest::Client::builder()
-                .redirect(reqwest::redirect::Policy::none())
-                .build()
-                .unwrap(),
-            base: base_url.to_string(),
-            cookies: Default::default(),
-            forwarded_for: None,
-        }
-    }
-
-    /// A visitor from `address`, as the proxy in front of the page (loopback, trusted by
-    /// `http.trusted_proxies`) says.
-    pub(crate) fn from_address(base_url: &str, address: &str) -> Visitor {
-        Visitor {
-            forwarded_for: Some(address.to_string()),
-            ..Visitor::at(base_url)
-        }
-    }
-
-    fn cookie_header(&self) -> String {
-        self.cookies
-            .lock()
-            .unwrap()
-            .iter()
-            .map(|(name, value)| format!("{name}={value}"))
-            .collect::<Vec<_>>()
-            .join("; ")
-    }
-
-    fn keep_cookies(&self, response: &reqwest::Response) {
-        let mut kept = self.cookies.lock().unwrap();
-        for set in response.headers().get_all("set-cookie") {
-            let set = set.to_str().unwrap();
-            let (name, rest) = set.split_once('=').unwrap();
-            let value = rest.split(';').next().unwrap().to_string();
-            kept.retain(|(kept, _)| kept != name);
-            if !value.is_empty() {
-                kept.push((name.to_string(), value));
-            }
-        }
-    }
-
-    pub(crate) async fn get(&self, path: &str) -> (u16, String, Option<String>) {
-        self.send(self.client.get(format!("{}{path}", self.base)))
-            .await
-    }
-
-    pub(crate) async fn post(
-        &self,
-        path: &str,
-        form: &[(&str, &str)],
-    ) -> (u16, String, Option<String>) {
-        self.send(self.client.post(format!("{}{path}", self.base)).form(form))
-            .await
-    }
-
-    /// Send `request` with the cookies kept, keep those it sets: status, body, location.
-    async fn send(&self, request: reqwest::RequestBuilder) -> (u16, String, Option<String>) {
-        let request = match &self.forwarded_for {
-            Some(address) => request.header("x-forwarded-for", address.as_str()),
-            None => request,
-        };
-        let response = request
-            .header("cookie", self.cookie_header())
-            .send()
-            .await
-            .unwrap();
-        self.keep_cookies(&response);
-        let location = response
-            .headers()
-            .get("location")
-            .map(|value| value.to_str().unwrap().to_string());
-        (
-            response.status().as_u16(),
-            response.text().await.unwrap(),
-            location,
-        )
-    }
-
-    /// The value of the hidden field `name` on `page`.
-    pub(crate) fn field(page: &str, name: &str) -> String {
-        let marker = format!("name=\"{name}\" value=\"");
-        let at = page
-            .find(&marker)
-            .unwrap_or_else(|| panic!("no field {name} in {page}"))
-            + marker.len();
-        page[at..].split('"').next().unwrap().to_string()
-    }
-
-    /// Enter `code` and `name` on the join page; status and where it sends the visitor.
-    pub(crate) async fn join(&self, code: &str, name: &str) -> (u16, String, Option<String>) {
-        let (_, page, _) = self.get("/join").await;
-        let form = Visitor::field(&page, "form");
-        self.post("/join", &[("form", &form), ("code", code), ("name", name)])
-            .await
-    }
-}
 
 #[actix::test]
 async fn an_invite_code_entered_on_the_page_makes_a_member_and_tells_the_parents() {

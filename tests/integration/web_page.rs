@@ -6,18 +6,18 @@
 //! is shown as text; a form without its CSRF token, another member's URLs and a signed-out
 //! session open nothing. Each page is saved as a screenshot at phone and desktop width.
 
-use std::path::Path;
 use std::time::Duration;
 
 use anyhow::Context;
 use serde_json::json;
 
-use crate::intents_escalation::{escalation_config, refund};
 use crate::support::browser::{Browser, Width};
 use crate::support::hearth_app::{API_KEY, HearthProcess, test_env, wait_for_readyz};
+use crate::support::intents_profile::{escalation_config, refund};
 use crate::support::llm_server::{ScriptedLlmServer, Step};
 use crate::support::telegram::TelegramServer;
 use crate::support::telegram_family::{TOKEN, alice, bob, bot_says};
+use crate::support::web_page::web_link;
 
 const WAIT: Duration = Duration::from_secs(20);
 const CONFIRM_PROFILE_UPDATE: (&str, &str) = (
@@ -594,25 +594,4 @@ async fn wait_for_pending(base: &str, cookie: &str) -> String {
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-}
-
-/// `hearth web-link --user member` of the real binary, beside the running hearth.
-pub(crate) fn web_link(
-    config: &Path,
-    env: &std::collections::BTreeMap<String, String>,
-    member: &str,
-) -> String {
-    let output = std::process::Command::new(env!("CARGO_BIN_EXE_hearth"))
-        .arg("--config")
-        .arg(config)
-        .args(["web-link", "--user", member])
-        .envs(env)
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    String::from_utf8(output.stdout).unwrap().trim().to_string()
 }

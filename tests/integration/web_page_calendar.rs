@@ -4,10 +4,10 @@
 
 use chrono::TimeDelta;
 
-use crate::calendar::write_calendar_config;
 use crate::support::browser::{Browser, Width};
 use crate::support::hearth_app::TestApp;
 use crate::support::llm_server::ScriptedLlmServer;
+use crate::support::radicale::write_calendar_config;
 use crate::support::radicale::{PASSWORD, Radicale};
 
 #[actix::test]

@@ -8,11 +8,11 @@
 
 use serde_json::json;
 
-use crate::family_scripts::{approve_run, ask_to_run, overrides, write_scripts};
+use crate::support::family_scripts::{approve_run, ask_to_run, overrides, write_scripts};
 use crate::support::hearth_app::TestApp;
 use crate::support::intents_profile::{classified, example_intents, orders_config};
 use crate::support::llm_server::ScriptedLlmServer;
-use crate::web_pages::{Member, field, start};
+use crate::support::web_page::{Member, field, start};
 
 /// The schedules `member` has, as the port keeps them.
 async fn reminders_of(app: &TestApp, member: &str) -> Vec<hearth::ports::Schedule> {

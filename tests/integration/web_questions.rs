@@ -5,11 +5,11 @@
 
 use serde_json::json;
 
-use crate::mcp_pipeline::app_with_everything;
 use crate::support::hearth_app::TestApp;
 use crate::support::llm_server::{ScriptedLlmServer, Step};
 use crate::support::mcp::ELICITATION_TOOL;
-use crate::web_pages::Member;
+use crate::support::mcp::app_with_everything;
+use crate::support::web_page::Member;
 
 const ASKED: &str = "Please provide inputs for the following fields:";
 

@@ -16,61 +16,10 @@ use crate::support::hearth_app::{HearthProcess, TestApp, test_env, wait_for_read
 use crate::support::llm_server::ScriptedLlmServer;
 use crate::support::telegram::TelegramServer;
 use crate::support::telegram_family::{TOKEN, alice, bot_says, start_on_telegram};
-use crate::web_join::Visitor;
-
-/// The codes the bot sent to `chat`, oldest first.
-pub(crate) fn codes_in(telegram: &TelegramServer, chat: i64) -> Vec<String> {
-    telegram
-        .bot_messages_in(chat)
-        .into_iter()
-        .filter_map(|message| message.text)
-        .filter(|text| text.starts_with("Your code to sign in to hearth's web page"))
-        .filter_map(|text| {
-            text.split(|c: char| !c.is_ascii_digit())
-                .find(|part| part.len() == 6)
-                .map(str::to_string)
-        })
-        .collect()
-}
-
-pub(crate) async fn ask_code(visitor: &Visitor, member: &str) -> (u16, String, Option<String>) {
-    let (_, page, _) = visitor.get("/sign-in").await;
-    let form = Visitor::field(&page, "form");
-    visitor
-        .post("/sign-in", &[("form", &form), ("member", member)])
-        .await
-}
-
-pub(crate) async fn enter_code(
-    visitor: &Visitor,
-    member: &str,
-    code: &str,
-) -> (u16, String, Option<String>) {
-    let (_, page, _) = visitor.get(&format!("/sign-in/code?member={member}")).await;
-    let form = Visitor::field(&page, "form");
-    visitor
-        .post(
-            "/sign-in/code",
-            &[("form", &form), ("member", member), ("code", code)],
-        )
-        .await
-}
-
-/// The app on the fake Bot API with loopback trusted as the proxy in front of the page,
-/// so each visitor's `X-Forwarded-For` is the address the limits count.
-pub(crate) async fn start_behind_proxy(
-    llm: &ScriptedLlmServer,
-    telegram: &TelegramServer,
-) -> TestApp {
-    start_on_telegram(
-        llm,
-        telegram,
-        "",
-        None,
-        &[("HEARTH__HTTP__TRUSTED_PROXIES", "127.0.0.1")],
-    )
-    .await
-}
+use crate::support::web_page::Visitor;
+use crate::support::web_page::{
+    ask_code, codes_in, enter_code, link_in, start_behind_proxy, use_link,
+};
 
 #[actix::test]
 async fn wrong_codes_lock_signing_in_by_code_and_codes_are_rationed() {
@@ -152,31 +101,6 @@ async fn wrong_codes_lock_signing_in_by_code_and_codes_are_rationed() {
     // A name that is nobody's.
     assert_eq!(ask_code(&again, "mallory").await.0, 400);
     app.stop().await;
-}
-
-/// The newest sign-in link the bot sent to `chat` (waiting for it).
-pub(crate) async fn link_in(telegram: &TelegramServer, chat: i64) -> String {
-    bot_says(telegram, chat, "/sign-in/link/").await;
-    telegram
-        .bot_messages_in(chat)
-        .into_iter()
-        .rev()
-        .filter_map(|message| message.text)
-        .find_map(|text| {
-            text.split_whitespace()
-                .find(|word| word.contains("/sign-in/link/"))
-                .map(|url| url.rsplit('/').next().unwrap().to_string())
-        })
-        .expect("a sign-in link")
-}
-
-/// Open the link with secret `secret` and press its button.
-pub(crate) async fn use_link(visitor: &Visitor, secret: &str) -> (u16, String, Option<String>) {
-    let (_, page, _) = visitor.get(&format!("/sign-in/link/{secret}")).await;
-    let form = Visitor::field(&page, "form");
-    visitor
-        .post("/sign-in/link", &[("form", &form), ("link", secret)])
-        .await
 }
 
 fn token_command(

@@ -1,6 +1,6 @@
 //! What the delivery tests look at from outside: waiting for something to happen, the
-//! outbox rows of a stopped hearth's database not delivered yet, and replies in Telegram
-//! chats each answered once and in order.
+//! outbox rows of a stopped hearth's database not delivered yet, that no delivered row
+//! keeps a secret, and replies in Telegram chats each answered once and in order.
 
 // The integration tests and the benchmarks each use a different part of this.
 #![allow(dead_code)]
@@ -9,6 +9,7 @@ use std::collections::BTreeSet;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+use hearth::ports::SECRET_REMOVED;
 use sqlx::Row;
 
 use super::telegram::TelegramServer;
@@ -77,4 +78,48 @@ pub fn each_answered_once_in_order(
             "chat {chat}: each message answered once, in order (window: {window:?})"
         );
     }
+}
+
+/// The outbox of `app`'s SQLite file, once every row is delivered: no text holds one of
+/// `secrets`, and the rows that carried one read `SECRET_REMOVED`.
+pub async fn outbox_keeps_no_secret(app: &super::hearth_app::TestApp, secrets: &[String]) {
+    let url = format!("sqlite://{}", app.folder.path().join("hearth.db").display());
+    let pool = sqlx::SqlitePool::connect(&url).await.unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let pending: i64 =
+            sqlx::query_scalar("SELECT COUNT(*) FROM outbox WHERE status = 'pending'")
+                .fetch_one(&pool)
+                .await
+                .unwrap();
+        if pending == 0 {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{pending} rows undelivered"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let rows: Vec<(String, i64)> = sqlx::query_as("SELECT text, secret FROM outbox")
+        .fetch_all(&pool)
+        .await
+        .unwrap();
+    pool.close().await;
+    for (text, _) in &rows {
+        for secret in secrets {
+            assert!(
+                !text.contains(secret.as_str()),
+                "the outbox keeps {secret}: {text}"
+            );
+        }
+    }
+    let scrubbed = rows.iter().filter(|(_, secret)| *secret == 1).count();
+    assert!(scrubbed >= secrets.len(), "{rows:?}");
+    assert!(
+        rows.iter()
+            .filter(|(_, secret)| *secret == 1)
+            .all(|(text, _)| text == SECRET_REMOVED),
+        "{rows:?}"
+    );
 }

@@ -1,16 +1,20 @@
-//! The `/orders` service profile on the intents engine, as the tests and the intents
-//! benchmark add it to the test config, intents files written for it, hearth started with
-//! it, the classifier's answers scripted and the stages a turn stored.
+//! The intents engine's profiles as the tests and the intents benchmark add them to the
+//! test config: `/orders` and the refund limits with their intents files, escalation to a
+//! parent; hearth started with them, the classifier's answers scripted, and the stages a
+//! turn stored.
 
 // The integration tests and the intents benchmark each use a different part of this.
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use serde_json::{Value, json};
 
 use super::hearth_app::{TestApp, write_config};
 use super::llm_server::{ScriptedLlmServer, Step};
+use super::telegram::{StoredMessage, TelegramServer};
+use super::telegram_family::write_telegram_config;
 
 /// Stands in an intents file's text for the path of the shipped `data/orders.json`.
 pub const ORDERS_PATH: &str = "ORDERS";
@@ -144,4 +148,120 @@ pub fn stage_names(events: &[Value]) -> Vec<String> {
         .iter()
         .map(|event| event["stage"].as_str().unwrap().to_string())
         .collect()
+}
+
+pub const WAIT: Duration = Duration::from_secs(10);
+
+/// The `/orders` intents profile with `LIMITS`, its intents file written in `folder`;
+/// `processing` adds keys to its `processing_config`.
+pub fn limits_profile(folder: &std::path::Path, processing: &str) -> String {
+    orders_profile(&write_intents(folder, LIMITS), processing)
+}
+
+/// The config in `folder`: Telegram on `telegram`, the `/orders` profile with `LIMITS`,
+/// alice (1001) a parent, bob (1002) a child, and `more_family` (YAML list entries).
+pub fn escalation_config(
+    folder: &std::path::Path,
+    llm: &ScriptedLlmServer,
+    telegram: &TelegramServer,
+    more_family: &str,
+) -> std::path::PathBuf {
+    let profile = limits_profile(folder, "");
+    let path = write_telegram_config(folder, llm, telegram, &profile);
+    let text = std::fs::read_to_string(&path).unwrap().replace(
+        "{ id: bob, name: Bob, telegram_user_id: 1002 }",
+        &format!("{{ id: bob, name: Bob, telegram_user_id: 1002, role: child }}{more_family}"),
+    );
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+pub fn refund(amount: &str) -> Step {
+    Step::Reply(
+        json!({"intent_id": "refund_request",
+               "extracted_params": {"order_id": "O-12345", "amount": amount},
+               "missing_params": [], "confidence": 0.9})
+        .to_string(),
+    )
+}
+
+/// The `nth` escalation prompt the bot showed in `chat` (counting from 0; answered ones
+/// keep their text).
+pub async fn nth_prompt(telegram: &TelegramServer, chat: i64, nth: usize) -> StoredMessage {
+    let deadline = std::time::Instant::now() + WAIT;
+    loop {
+        let prompts: Vec<StoredMessage> = telegram
+            .bot_messages_in(chat)
+            .into_iter()
+            .filter(|message| {
+                message
+                    .text
+                    .as_deref()
+                    .is_some_and(|text| text.contains("asks a parent to approve"))
+            })
+            .collect();
+        if let Some(prompt) = prompts.get(nth) {
+            return prompt.clone();
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no prompt {nth} in chat {chat}: {:?}; in the child's chat: {:?}",
+            telegram.bot_messages_in(chat),
+            telegram.bot_messages_in(1002)
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+pub fn write_policy_intents(folder: &Path) -> PathBuf {
+    write_intents(folder, POLICY_INTENTS)
+}
+
+pub const LIMITS: &str = r#"
+data_source: { kind: json, path: "ORDERS" }
+intents:
+  - id: refund_request
+    description: Ask for a refund of an order
+    required_params: [order_id, { name: amount, type: number }]
+    tool: check_order_status
+    respond:
+      pre: "Refunding {amount} on {order_id}."
+      post: "Refund of {amount} for {order_id} noted ({result.status})."
+policy:
+  rules:
+    - { intent: refund_request, role: child, params: [{ name: amount, op: ">", value: 20 }], decision: escalate, message: "refunds over 20 need a parent" }
+"#;
+
+/// An intents file for policy and redaction: `refund_request` (order id and amount, the
+/// order tool standing in for a refund) with rules on role, amount and order.
+pub const POLICY_INTENTS: &str = r#"
+data_source: { kind: json, path: "ORDERS" }
+redaction: { params: [card_number] }
+intents:
+  - id: refund_request
+    description: Ask for a refund of an order
+    required_params: [order_id, { name: amount, type: number, min: 0 }, card_number]
+    tool: check_order_status
+    respond:
+      post: "Refund of {amount} for {order_id} noted ({result.status})."
+policy:
+  rules:
+    - intent: refund_request
+      params: [{ name: order_id, op: "==", value: "O-66666" }]
+      decision: deny
+      message: "order O-66666 was refunded already"
+    - intent: refund_request
+      role: child
+      params: [{ name: amount, op: ">", value: 20 }]
+      decision: escalate
+      message: "refunds over 20 need a parent"
+"#;
+
+/// The classifier asks for a refund of `amount` on `order`, paid by card.
+pub fn refund_of_order(order: &str, amount: &str) -> Step {
+    classified(
+        Some("refund_request"),
+        json!({"order_id": order, "amount": amount, "card_number": "4111111111111111"}),
+        0.9,
+    )
 }

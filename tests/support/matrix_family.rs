@@ -1,5 +1,6 @@
 //! A real Synapse with hearth's account and a family, and hearth's config for it: shared
-//! by the Matrix tests and the Matrix benchmark (each uses part of it).
+//! by the Matrix tests and the Matrix benchmark (each uses part of it); the files hearth
+//! stored for a message (`files_in`).
 #![allow(dead_code)]
 
 use matrix_sdk::ruma::OwnedRoomId;
@@ -112,4 +113,22 @@ pub async fn reply_from_hearth(
             message.rel_type.as_deref() != Some("m.replace") && matches(message)
         })
         .await
+}
+
+/// Every file in the message folders of the attachments folder `folder` (none if it is
+/// missing).
+pub fn files_in(folder: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let Ok(entries) = std::fs::read_dir(folder) else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .flat_map(|entry| {
+            std::fs::read_dir(entry.path())
+                .into_iter()
+                .flatten()
+                .flatten()
+        })
+        .map(|entry| entry.path())
+        .collect()
 }

@@ -4,8 +4,9 @@
 //! `$HEARTH_TEST_CACHE/mcp` (default `~/.cache/hearth-test/mcp`), where
 //! `scripts/install-test-mcp.sh` installs them. With `HEARTH_REQUIRE_REAL_SERVERS=1` a missing
 //! install fails the test, otherwise the test skips. Also: a scripted elicitation handler,
-//! process helpers (is a pid alive, kill it) for the crash and no-orphan tests, and server
-//! configs loaded from a real file (for the `*_env` secrets).
+//! process helpers (is a pid alive, kill it) for the crash and no-orphan tests, server
+//! configs loaded from a real file (for the `*_env` secrets), and hearth started with every
+//! server's tools (`app_with_everything`).
 
 // Not every includer uses the whole API.
 #![allow(dead_code)]
@@ -24,6 +25,8 @@ use hearth::tools::{
     McpServers, ServerState, ToolContext, ToolsProvider,
 };
 
+use super::hearth_app::TestApp;
+use super::llm_server::ScriptedLlmServer;
 use super::real_llm::require_real_servers;
 
 pub const EVERYTHING: &str = "server-everything";
@@ -344,4 +347,36 @@ pub async fn eventually(what: &str, limit: Duration, mut check: impl FnMut() -> 
         assert!(Instant::now() < deadline, "gave up waiting: {what}");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
+}
+
+/// hearth with the `/tools` profile on server-everything, or `None` (skipped) without npm.
+pub async fn app_with_everything(test: &str, llm: &ScriptedLlmServer) -> Option<TestApp> {
+    app_with_everything_and(test, llm, &[]).await
+}
+
+/// The `/tools` profile on server-everything over stdio, and the server, as config lines
+/// to append to the test config's profiles; `None` (the test skipped) when not installed.
+pub fn toolbox_on_everything(test: &str) -> Option<String> {
+    let everything = everything_stdio_or_skip(test)?;
+    let command = everything.command.clone().unwrap();
+    let args: Vec<String> = everything.args.clone();
+    Some(format!(
+        r#"  - id: toolbox
+    slash_commands: ["/tools"]
+    description: "Signs people up."
+    processing_config: {{ delegation_security_level: unrestricted }}
+    tools_config: {{ enable_mcp_server_ids: [everything] }}
+mcp_servers:
+  everything: {{ command: {command:?}, args: {args:?} }}
+"#
+    ))
+}
+
+pub async fn app_with_everything_and(
+    test: &str,
+    llm: &ScriptedLlmServer,
+    overrides: &[(&str, &str)],
+) -> Option<TestApp> {
+    let extra = toolbox_on_everything(test)?;
+    Some(TestApp::start_with_profiles(&llm.base_url(), &extra, overrides).await)
 }

@@ -7,6 +7,7 @@
 //! folder in a temporary folder. With `HEARTH_REQUIRE_REAL_SERVERS=1` a missing install
 //! fails the test, otherwise the test skips. The test itself reads and changes the calendar
 //! through plain CalDAV requests, as another family member's phone would.
+//! `write_calendar_config` points a test config's calendar tools at one.
 
 // Not every includer uses the whole API.
 #![allow(dead_code)]
@@ -18,6 +19,7 @@ use std::time::{Duration, Instant};
 
 use reqwest::Method;
 
+use super::hearth_app::write_config;
 use super::real_llm::require_real_servers;
 
 pub const USER: &str = "alice";
@@ -232,3 +234,38 @@ impl Drop for Radicale {
         self.stop();
     }
 }
+
+/// The test config with the calendar tools on Radicale's Family calendar; writes ask
+/// first when `asking`.
+pub fn write_calendar_config(
+    folder: &std::path::Path,
+    llm: &str,
+    caldav_url: &str,
+    asking: bool,
+) -> std::path::PathBuf {
+    let path = write_config(folder, llm);
+    let confirm = if asking {
+        format!("\n    confirm_tools: [{ASKING}]")
+    } else {
+        String::new()
+    };
+    let text = std::fs::read_to_string(&path)
+        .unwrap()
+        .replace(
+            "    llm_model: main\n  tools_config:",
+            &format!(
+                "    llm_model: main\n    calendar_config: {{ caldav: {{ url: \"{caldav_url}\", username: alice, password_env: TEST_CALDAV_PASSWORD, calendars: [Family] }} }}\n  tools_config:"
+            ),
+        )
+        .replace(
+            "enable_local_tools: [profile_get, profile_update]",
+            &format!("enable_local_tools: [profile_get, profile_update, {CALENDAR_TOOLS}]{confirm}"),
+        );
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+pub const CALENDAR_TOOLS: &str =
+    "search_calendar_events, add_calendar_event, modify_calendar_event, delete_calendar_event";
+
+pub const ASKING: &str = "add_calendar_event, modify_calendar_event, delete_calendar_event";

@@ -6,10 +6,13 @@
 // The tests and the benchmark each use a different part of this.
 #![allow(dead_code)]
 
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
+
+use super::hearth_app::HearthProcess;
 
 /// How long one message may take to be answered, however many workers it went through.
 const ANSWER_WITHIN: Duration = Duration::from_secs(90);
@@ -92,5 +95,40 @@ impl Workers {
                 _ => panic!("{body}: {status} {answer}"),
             }
         }
+    }
+}
+
+/// The worker holding the Telegram lease, as `/readyz` of `process` lists the workers.
+pub async fn telegram_leader_pid(process: &HearthProcess, env: &BTreeMap<String, String>) -> u32 {
+    let client = reqwest::Client::new();
+    let started = std::time::Instant::now();
+    loop {
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "no worker leads telegram"
+        );
+        let ready: Value = client
+            .get(format!("{}/readyz", process.base_url))
+            .header("X-API-Key", &env["TEST_HEARTH_ADMIN_KEY"])
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        let workers = ready["components"]["workers"]["detail"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        let leader = workers
+            .split("; ")
+            .find(|worker| worker.contains("channel:telegram"))
+            .and_then(|worker| worker.split("(pid ").nth(1))
+            .and_then(|rest| rest.split(' ').next())
+            .and_then(|pid| pid.parse().ok());
+        if let Some(pid) = leader {
+            return pid;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
     }
 }

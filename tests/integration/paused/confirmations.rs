@@ -16,9 +16,9 @@ use serde_json::{Value, json};
 use tokio::time::Instant;
 
 use super::with_family_scripts;
-use crate::delegation::{DELEGATION_TOOLS, PROFILES, SECURE_OPS};
-use crate::family_scripts::runs;
+use crate::support::family_scripts::runs;
 use crate::support::paused::{CHANNEL, PausedHearth, run_paused};
+use crate::support::tool_lists::{DELEGATION_TOOLS, PROFILES, SECURE_OPS};
 
 const TIMEOUT: (&str, &str) = (
     "HEARTH__DEFAULT_PROFILE_SETTINGS__PROCESSING_CONFIG__CONFIRMATION_TIMEOUT_SECONDS",

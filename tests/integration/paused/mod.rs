@@ -9,7 +9,7 @@ use std::path::PathBuf;
 
 use tempfile::TempDir;
 
-use crate::family_scripts::{overrides as script_overrides, write_scripts};
+use crate::support::family_scripts::{overrides as script_overrides, write_scripts};
 use crate::support::paused::PausedHearth;
 
 mod confirmations;
