@@ -4,7 +4,7 @@
 use async_trait::async_trait;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use super::{Fence, HistoryEntry, OutgoingMessage, StorageError};
+use super::{Fence, HistoryEntry, OutgoingMessage, StorageError, WakeUp};
 use crate::ids::{ConversationKey, MemberId};
 
 /// A message from a family member, normalised by a channel actor.
@@ -262,6 +262,22 @@ pub trait Inbox: Send + Sync {
         turn: &TurnRecord,
         fence: Option<&Fence>,
     ) -> Result<Option<i64>, StorageError>;
+    /// `complete_fenced`, and `wake_ups` sent to every worker with the turn's end where
+    /// the store can (PostgreSQL: `NOTIFY` in the statement that stores it, so they go
+    /// out at its commit, and only when it ended the turn); the outbox id, and whether
+    /// they were sent. Not sent (SQLite, in memory): the caller sends them after the
+    /// commit.
+    async fn complete_waking(
+        &self,
+        inbox_id: &str,
+        turn: &TurnRecord,
+        fence: Option<&Fence>,
+        wake_ups: &[WakeUp],
+    ) -> Result<(Option<i64>, bool), StorageError> {
+        let _ = wake_ups;
+        let outbox_id = self.complete_fenced(inbox_id, turn, fence).await?;
+        Ok((outbox_id, false))
+    }
     /// Count a failed attempt and when to try again; returns the attempts so far.
     async fn record_failure(
         &self,

@@ -644,14 +644,31 @@ impl RequestQueue {
     /// A turn's end is stored: a caller waiting on another worker (`POST /inbound` there)
     /// reads it now. Only channels without an outbox have such callers.
     pub(super) fn turn_stored(&mut self, inbound: &crate::ports::Inbound) {
+        let wake_ups = self.answered_wake_ups(inbound);
         if let Some(worker) = self.leases.worker.clone()
-            && !self
+            && !wake_ups.is_empty()
+        {
+            actix::spawn(async move {
+                for wake_up in wake_ups {
+                    worker.wake(wake_up).await;
+                }
+            });
+        }
+    }
+
+    /// What tells the other workers that the turn of `inbound` ended: nothing alone on the
+    /// database or for a channel with an outbox (no caller waits elsewhere). Sent by the
+    /// statement storing an answer where the store can (`Inbox::complete_waking`), else by
+    /// `turn_stored`.
+    pub(super) fn answered_wake_ups(&self, inbound: &crate::ports::Inbound) -> Vec<WakeUp> {
+        if self.leases.worker.is_none()
+            || self
                 .durable_channels
                 .contains(inbound.conversation.channel())
         {
-            let wake_up = WakeUp::new(WakeTopic::Answered, inbound.id.clone());
-            actix::spawn(async move { worker.wake(wake_up).await });
+            return Vec::new();
         }
+        vec![WakeUp::new(WakeTopic::Answered, inbound.id.clone())]
     }
 
     pub(super) fn wake(&self, wake_up: WakeUp, ctx: &mut Context<Self>) {

@@ -107,6 +107,9 @@ enum Finished {
         profile_id: String,
         reply: String,
         outbox_id: Option<i64>,
+        /// Whether the other workers were woken with the turn's end, by the statement
+        /// that stored it (else `turn_stored` wakes them).
+        woken: bool,
     },
     /// Suspended, stored with every message asking it (`suspending.rs`).
     Asked {
@@ -400,14 +403,16 @@ impl RequestQueue {
                     outgoing,
                 };
                 let profile_id = outcome.profile_id;
+                let wake_ups = self.answered_wake_ups(&turn.inbound);
                 async move {
-                    let outbox_id = inbox
-                        .complete_fenced(&inbox_id, &record, fence.as_ref())
+                    let (outbox_id, woken) = inbox
+                        .complete_waking(&inbox_id, &record, fence.as_ref(), &wake_ups)
                         .await?;
                     Ok(Finished::Answered {
                         profile_id,
                         reply,
                         outbox_id,
+                        woken,
                     })
                 }
                 .boxed_local()
@@ -471,13 +476,16 @@ impl RequestQueue {
                 profile_id,
                 reply,
                 outbox_id,
+                woken,
             }) => {
                 self.metrics.increment(
                     "hearth_turns_total",
                     &[("profile", &profile_id), ("outcome", "answered")],
                 );
                 self.deliver(&turn.inbound, reply, ReplyKind::Answer, outbox_id, ctx);
-                self.turn_stored(&turn.inbound);
+                if !woken {
+                    self.turn_stored(&turn.inbound);
+                }
                 self.lanes.finish(&key);
             }
             Ok(Finished::Asked {
