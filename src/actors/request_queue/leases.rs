@@ -553,7 +553,7 @@ impl RequestQueue {
             async move { (inbox.complete(&inbound.id, &turn).await, inbound) }
                 .into_actor(self)
                 .map(|(completed, inbound), act, _ctx| match completed {
-                    Ok(_) => act.turn_stored(&inbound),
+                    Ok(_) => act.turn_stored(&inbound, None),
                     Err(error) => {
                         tracing::warn!(inbox_id = %inbound.id, %error, "answer to a question not closed")
                     }
@@ -643,8 +643,8 @@ impl RequestQueue {
 
     /// A turn's end is stored: a caller waiting on another worker (`POST /inbound` there)
     /// reads it now. Only channels without an outbox have such callers.
-    pub(super) fn turn_stored(&mut self, inbound: &crate::ports::Inbound) {
-        let wake_ups = self.answered_wake_ups(inbound);
+    pub(super) fn turn_stored(&mut self, inbound: &crate::ports::Inbound, reply: Option<&str>) {
+        let wake_ups = self.answered_wake_ups(inbound, reply);
         if let Some(worker) = self.leases.worker.clone()
             && !wake_ups.is_empty()
         {
@@ -657,10 +657,15 @@ impl RequestQueue {
     }
 
     /// What tells the other workers that the turn of `inbound` ended: nothing alone on the
-    /// database or for a channel with an outbox (no caller waits elsewhere). Sent by the
-    /// statement storing an answer where the store can (`Inbox::complete_waking`), else by
-    /// `turn_stored`.
-    pub(super) fn answered_wake_ups(&self, inbound: &crate::ports::Inbound) -> Vec<WakeUp> {
+    /// database or for a channel with an outbox (no caller waits elsewhere); else its
+    /// `reply` (when answered, and it fits in a wake-up), which answers a caller waiting
+    /// elsewhere without a read, then `Answered`. Sent by the statement storing an answer
+    /// where the store can (`Inbox::complete_waking`), else by `turn_stored`.
+    pub(super) fn answered_wake_ups(
+        &self,
+        inbound: &crate::ports::Inbound,
+        reply: Option<&str>,
+    ) -> Vec<WakeUp> {
         if self.leases.worker.is_none()
             || self
                 .durable_channels
@@ -668,7 +673,20 @@ impl RequestQueue {
         {
             return Vec::new();
         }
-        vec![WakeUp::new(WakeTopic::Answered, inbound.id.clone())]
+        let replied = reply.and_then(|reply| {
+            crate::ports::AnsweredWith {
+                inbox_id: inbound.id.clone(),
+                conversation: inbound.conversation.clone(),
+                member_id: inbound.member_id.clone(),
+                reply_to_event: inbound.platform_event_id.clone(),
+                reply: reply.to_owned(),
+            }
+            .wake_up()
+        });
+        replied
+            .into_iter()
+            .chain([WakeUp::new(WakeTopic::Answered, inbound.id.clone())])
+            .collect()
     }
 
     pub(super) fn wake(&self, wake_up: WakeUp, ctx: &mut Context<Self>) {
@@ -756,8 +774,11 @@ impl StreamHandler<WakeUp> for RequestQueue {
                     tracing::warn!(subject = %wake_up.subject, "a cancel wake-up names no member and conversation")
                 }
             },
-            WakeTopic::Answered | WakeTopic::Outbox | WakeTopic::Members | WakeTopic::Schedules => {
-            }
+            WakeTopic::Answered
+            | WakeTopic::Replied
+            | WakeTopic::Outbox
+            | WakeTopic::Members
+            | WakeTopic::Schedules => {}
         }
     }
 

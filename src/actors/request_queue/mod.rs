@@ -403,7 +403,7 @@ impl RequestQueue {
                     outgoing,
                 };
                 let profile_id = outcome.profile_id;
-                let wake_ups = self.answered_wake_ups(&turn.inbound);
+                let wake_ups = self.answered_wake_ups(&turn.inbound, Some(&reply));
                 async move {
                     let (outbox_id, woken) = inbox
                         .complete_waking(&inbox_id, &record, fence.as_ref(), &wake_ups)
@@ -482,9 +482,11 @@ impl RequestQueue {
                     "hearth_turns_total",
                     &[("profile", &profile_id), ("outcome", "answered")],
                 );
+                // Not woken by the statement that stored it: after the commit.
+                let unsent = (!woken).then(|| reply.clone());
                 self.deliver(&turn.inbound, reply, ReplyKind::Answer, outbox_id, ctx);
-                if !woken {
-                    self.turn_stored(&turn.inbound);
+                if let Some(reply) = unsent {
+                    self.turn_stored(&turn.inbound, Some(&reply));
                 }
                 self.lanes.finish(&key);
             }
@@ -498,7 +500,7 @@ impl RequestQueue {
                 );
                 self.schedule_expiry(confirmation.expires_at_ms, ctx);
                 self.show_prompts(prompts, ctx);
-                self.turn_stored(&turn.inbound);
+                self.turn_stored(&turn.inbound, None);
                 // The conversation goes on while the question waits.
                 self.lanes.finish(&key);
             }
