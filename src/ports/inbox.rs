@@ -195,6 +195,10 @@ pub struct InboxRecord {
     pub next_attempt_at_ms: Option<i64>,
     pub reply: Option<String>,
     pub error: Option<String>,
+    /// Whether the turn journal held a run of it when it was read (`TurnJournal`): a
+    /// message read without one, while the reader held its conversation's lease, has none
+    /// for its first run under that lease (every other run's writes are fenced).
+    pub journaled: bool,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -236,7 +240,8 @@ pub trait Inbox: Send + Sync {
         };
         Ok((acceptance, unanswered))
     }
-    /// Every message accepted and not yet answered or failed, oldest first.
+    /// Every message accepted and not yet answered or failed, oldest first. Every read of
+    /// records says whether each had a journal (`InboxRecord::journaled`), in its snapshot.
     async fn unanswered(&self) -> Result<Vec<InboxRecord>, StorageError>;
     /// The messages of `conversation` accepted and not yet answered or failed, oldest
     /// first: what the worker taking the conversation over runs.

@@ -272,7 +272,7 @@ impl RequestQueue {
                     .entry(key.clone())
                     .or_default()
                     .push(turn);
-                self.queue_stored(&key, records);
+                self.queue_stored(&key, records, Some(generation));
             }
             _ => self.push_turn(turn, ctx),
         }
@@ -292,6 +292,8 @@ impl RequestQueue {
     fn reload(&mut self, key: ConversationKey, ctx: &mut Context<Self>) {
         let inbox = self.inbox.clone();
         let wanted = key.clone();
+        // Read under this generation: what it says of the journal holds for it.
+        let generation = self.held_at(&key);
         ctx.spawn(
             async move { inbox.unanswered_in(&wanted).await }
                 .into_actor(self)
@@ -301,7 +303,7 @@ impl RequestQueue {
                         return;
                     }
                     match records {
-                        Ok(records) => act.queue_stored(&key, records),
+                        Ok(records) => act.queue_stored(&key, records, generation),
                         Err(error) => {
                             tracing::warn!(conversation = %key, %error, "conversation not read; its turns wait");
                             let waiting = act.leases.waiting.remove(&key).unwrap_or_default();
@@ -318,7 +320,18 @@ impl RequestQueue {
 
     /// `records` (stored, oldest first) and the turns waiting for `key`, queued in its lane;
     /// a message another worker stored that answers a question asked here goes to it.
-    fn queue_stored(&mut self, key: &ConversationKey, records: Vec<InboxRecord>) {
+    /// `generation`: the lease's generation `records` were read under, after its take. Held
+    /// at it still, a record read without a journal and never tried has none for its first
+    /// run under it (`QueuedTurn::unjournaled`): a run under an earlier generation journaled
+    /// before the take (and the reading saw it) or is refused, and this generation's runs
+    /// are this worker's, which runs each message once at a time (`knows_turn`).
+    fn queue_stored(
+        &mut self,
+        key: &ConversationKey,
+        records: Vec<InboxRecord>,
+        generation: Option<i64>,
+    ) {
+        let fresh_under = generation.filter(|generation| self.held_at(key) == Some(*generation));
         let mut waiting = self.leases.waiting.remove(key).unwrap_or_default();
         for record in records {
             let id = &record.inbound.id;
@@ -334,14 +347,21 @@ impl RequestQueue {
                     .insert(id, record.inbound);
                 continue;
             }
+            let fresh = !record.journaled && record.attempts == 0;
             // A turn submitted here keeps its listener.
-            let turn = match waiting
+            let mut turn = match waiting
                 .iter()
                 .position(|turn| turn.resume.is_none() && turn.inbound.id == record.inbound.id)
             {
                 Some(index) => waiting.remove(index),
                 None => QueuedTurn::new(record.inbound, record.attempts),
             };
+            if let Some(generation) = fresh_under
+                && fresh
+                && turn.unjournaled.is_none()
+            {
+                turn.unjournaled = Some(Some(generation));
+            }
             self.queue_here(turn);
         }
         for turn in waiting {
@@ -414,7 +434,7 @@ impl RequestQueue {
         self.leases.held.insert(key.clone(), generation);
         self.leases.seen_held_elsewhere.remove(&key);
         tracing::debug!(conversation = %key, generation, unanswered = records.len(), "conversation taken");
-        self.queue_stored(&key, records);
+        self.queue_stored(&key, records, Some(generation));
         self.run_cancels_when_free(&key, ctx);
         // Answered confirmations of this conversation resume here now.
         self.resume_answered(ctx);

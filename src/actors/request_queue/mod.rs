@@ -72,10 +72,11 @@ struct QueuedTurn {
     /// The conversation's lease its run started under (among workers): its end is stored
     /// only while that generation is current.
     fence: Option<Fence>,
-    /// Its message was stored just now, so no run of it has journaled anything: alone on
-    /// the database (`Some(None)`), or among workers while this one held the conversation
-    /// at this generation (`Some(Some(_))`, `push_stored`). Its first run here under that
-    /// lease takes it and does not read the journal; any other run reads it.
+    /// No run of its message has journaled anything: stored just now alone on the database
+    /// (`Some(None)`), or among workers stored while this one held the conversation at this
+    /// generation, or read without a journal and never tried under it (`Some(Some(_))`,
+    /// `push_stored`, `queue_stored`). Its first run here under that lease takes it and
+    /// does not read the journal; any other run reads it.
     unjournaled: Option<Option<i64>>,
 }
 

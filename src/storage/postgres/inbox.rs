@@ -58,10 +58,24 @@ macro_rules! record_columns {
     };
 }
 
+/// Whether a row of `inbox` has a turn journal, as the column `journaled`.
+macro_rules! journaled_column {
+    () => {
+        "EXISTS (SELECT 1 FROM turn_journal WHERE turn_journal.inbox_id = inbox.id) AS journaled"
+    };
+}
+
 /// A query reading `InboxRecord`s from `inbox`, `$tail` its conditions.
 macro_rules! select_record {
     ($tail:literal) => {
-        concat!("SELECT ", record_columns!(), " FROM inbox ", $tail)
+        concat!(
+            "SELECT ",
+            record_columns!(),
+            ", ",
+            journaled_column!(),
+            " FROM inbox ",
+            $tail
+        )
     };
 }
 
@@ -76,8 +90,10 @@ const ACCEPT_READING: &str = concat!(
     record_columns!(),
     ") SELECT seq, ",
     record_columns!(),
-    " FROM stored UNION ALL SELECT seq, ",
+    ", false AS journaled FROM stored UNION ALL SELECT seq, ",
     record_columns!(),
+    ", ",
+    journaled_column!(),
     " FROM inbox WHERE status = 'accepted' AND channel = $2 AND conversation_id = $3 ",
     "AND EXISTS (SELECT 1 FROM stored) ORDER BY seq"
 );
@@ -104,6 +120,7 @@ fn record_from_row(row: &PgRow) -> Result<InboxRecord, StorageError> {
         next_attempt_at_ms: row.get("next_attempt_at_ms"),
         reply: row.get("reply"),
         error: row.get("error"),
+        journaled: row.get("journaled"),
     })
 }
 
