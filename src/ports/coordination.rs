@@ -47,6 +47,11 @@ pub enum WakeTopic {
     /// A conversation has an accepted message or an answered confirmation: its subject is
     /// the conversation key; the worker holding (or free to take) it runs it.
     Conversation,
+    /// A conversation has an answered confirmation (sent after its `Conversation`): its
+    /// subject is the conversation key; the worker holding it reads the answered
+    /// confirmations and resumes their turns, which a `Conversation` alone does not make
+    /// it read (a worker not knowing this topic does on every `Conversation`).
+    Confirmed,
     /// A message was answered (or given up): its subject is the inbox id.
     Answered,
     /// A message was answered, with its reply: its subject is an `AnsweredWith` (JSON), from
@@ -72,6 +77,7 @@ impl WakeTopic {
     pub fn as_str(self) -> &'static str {
         match self {
             WakeTopic::Conversation => "conversation",
+            WakeTopic::Confirmed => "confirmed",
             WakeTopic::Answered => "answered",
             WakeTopic::Replied => "replied",
             WakeTopic::Outbox => "outbox",
@@ -84,6 +90,7 @@ impl WakeTopic {
     fn parse(text: &str) -> Option<WakeTopic> {
         [
             WakeTopic::Conversation,
+            WakeTopic::Confirmed,
             WakeTopic::Answered,
             WakeTopic::Replied,
             WakeTopic::Outbox,

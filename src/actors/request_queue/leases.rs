@@ -37,6 +37,12 @@
 //! and a `/cancel` taken by another worker wakes the holder to withdraw the question, then
 //! runs in the conversation's lane once that worker claimed it (`cancelling.rs`).
 //!
+//! A confirmation answered on a worker not holding its conversation wakes the holder with
+//! `Conversation`, then `Confirmed`; only the latter makes the holder read the answered
+//! confirmations (`resume_answered`), so a message stored elsewhere costs it no such read.
+//! One missed (or sent by a worker that does not know `Confirmed`) is found within
+//! `STUCK_CHECK_EVERY`.
+//!
 //! Without a worker (a test's own stores), every conversation is this process's.
 
 use std::collections::{HashMap, HashSet};
@@ -453,6 +459,10 @@ impl RequestQueue {
             tracing::debug!(conversation = %key, turns = dropped.len(), "conversation held by another worker");
             self.wake(WakeUp::new(WakeTopic::Conversation, key.as_str()), ctx);
         }
+        // An answered confirmation among them: the holder reads the answered ones.
+        if dropped.iter().any(|turn| turn.resume.is_some()) {
+            self.wake(WakeUp::new(WakeTopic::Confirmed, key.as_str()), ctx);
+        }
         // A `/cancel` runs here once the holder's turn ended and its lease came back.
         if self.cancels.contains_key(key) {
             let key = key.clone();
@@ -750,12 +760,12 @@ impl RequestQueue {
         );
     }
 
-    /// Another worker stored a message of `key` (or answered one of its confirmations):
-    /// run it when held here, or claim it.
+    /// Another worker stored a message of `key` (or answered one of its confirmations, then
+    /// `confirmed`): run it when held here, or claim it (a take reads the answered
+    /// confirmations too).
     fn conversation_woken(&mut self, key: ConversationKey, ctx: &mut Context<Self>) {
         if self.leases.held.contains_key(&key) {
             self.reload(key, ctx);
-            self.resume_answered(ctx);
         } else if self.leases.seen_held_elsewhere(&key)
             && !self.leases.waiting.contains_key(&key)
             && !self.cancels.contains_key(&key)
@@ -782,6 +792,13 @@ impl StreamHandler<WakeUp> for RequestQueue {
         match wake_up.topic {
             WakeTopic::Conversation => match wake_up.subject.parse::<ConversationKey>() {
                 Ok(key) => self.conversation_woken(key, ctx),
+                Err(error) => tracing::warn!(%error, "a wake-up names no conversation"),
+            },
+            // Another worker answered a confirmation of a conversation held here: its turn
+            // resumes here (a conversation not held was claimed on its `Conversation`).
+            WakeTopic::Confirmed => match wake_up.subject.parse::<ConversationKey>() {
+                Ok(key) if self.leases.held.contains_key(&key) => self.resume_answered(ctx),
+                Ok(_) => {}
                 Err(error) => tracing::warn!(%error, "a wake-up names no conversation"),
             },
             WakeTopic::Cancel => match read_member_in(&wake_up.subject) {
