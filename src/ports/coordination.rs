@@ -24,7 +24,10 @@
 
 use async_trait::async_trait;
 
+use serde::{Deserialize, Serialize};
+
 use super::StorageError;
+use crate::ids::{ConversationKey, MemberId};
 
 /// What a worker says about itself with each heartbeat.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -44,8 +47,18 @@ pub enum WakeTopic {
     /// A conversation has an accepted message or an answered confirmation: its subject is
     /// the conversation key; the worker holding (or free to take) it runs it.
     Conversation,
+    /// A conversation has an answered confirmation (sent after its `Conversation`): its
+    /// subject is the conversation key; the worker holding it reads the answered
+    /// confirmations and resumes their turns, which a `Conversation` alone does not make
+    /// it read (a worker not knowing this topic does on every `Conversation`).
+    Confirmed,
     /// A message was answered (or given up): its subject is the inbox id.
     Answered,
+    /// A message was answered, with its reply: its subject is an `AnsweredWith` (JSON), from
+    /// which a caller waiting on another worker is answered without reading the inbox.
+    /// Sent before the message's `Answered` when it fits in a wake-up (a worker that does
+    /// not know this topic ignores it and reads the inbox on `Answered`).
+    Replied,
     /// A channel has rows to deliver: its subject is the conversation key.
     Outbox,
     /// A member sent `/cancel`: its subject is `<member id> <conversation key>`; the worker
@@ -64,7 +77,9 @@ impl WakeTopic {
     pub fn as_str(self) -> &'static str {
         match self {
             WakeTopic::Conversation => "conversation",
+            WakeTopic::Confirmed => "confirmed",
             WakeTopic::Answered => "answered",
+            WakeTopic::Replied => "replied",
             WakeTopic::Outbox => "outbox",
             WakeTopic::Cancel => "cancel",
             WakeTopic::Members => "members",
@@ -75,7 +90,9 @@ impl WakeTopic {
     fn parse(text: &str) -> Option<WakeTopic> {
         [
             WakeTopic::Conversation,
+            WakeTopic::Confirmed,
             WakeTopic::Answered,
+            WakeTopic::Replied,
             WakeTopic::Outbox,
             WakeTopic::Cancel,
             WakeTopic::Members,
@@ -111,6 +128,34 @@ impl WakeUp {
     pub fn from_payload(payload: &str) -> Option<WakeUp> {
         let (topic, subject) = payload.split_once(':')?;
         Some(WakeUp::new(WakeTopic::parse(topic)?, subject))
+    }
+}
+
+/// The longest wake-up payload sent, in bytes: PostgreSQL's `NOTIFY` takes less than 8000.
+pub const WAKE_UP_MAX_BYTES: usize = 7_900;
+
+/// What a `WakeTopic::Replied` wake-up says: the message answered, and its reply as stored.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AnsweredWith {
+    pub inbox_id: String,
+    pub conversation: ConversationKey,
+    pub member_id: MemberId,
+    /// The platform id of the message answered (`Inbound::platform_event_id`).
+    pub reply_to_event: Option<String>,
+    pub reply: String,
+}
+
+impl AnsweredWith {
+    /// This answer as a wake-up, when its payload fits in one (`WAKE_UP_MAX_BYTES`).
+    pub fn wake_up(&self) -> Option<WakeUp> {
+        let subject = serde_json::to_string(self).ok()?;
+        let wake_up = WakeUp::new(WakeTopic::Replied, subject);
+        (wake_up.to_payload().len() <= WAKE_UP_MAX_BYTES).then_some(wake_up)
+    }
+
+    /// The answer a `Replied` wake-up's subject says, if it says one.
+    pub fn read(subject: &str) -> Option<AnsweredWith> {
+        serde_json::from_str(subject).ok()
     }
 }
 
@@ -241,4 +286,45 @@ pub trait Coordination: Send + Sync {
 
     /// Listen: the wake-ups from now on.
     async fn wake_ups(&self) -> Result<WakeUps, StorageError>;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn answered(reply: &str) -> AnsweredWith {
+        AnsweredWith {
+            inbox_id: "m-1".into(),
+            conversation: "http:alice/s1".parse().unwrap(),
+            member_id: "alice".parse().unwrap(),
+            reply_to_event: Some("alice/7".into()),
+            reply: reply.into(),
+        }
+    }
+
+    #[test]
+    fn an_answer_reads_back_from_its_wake_up_as_sent() {
+        let sent = answered("Done: milk: on the list.\n\"quoted\" ✓");
+        let wake_up = sent.wake_up().expect("a short reply fits");
+        let heard = WakeUp::from_payload(&wake_up.to_payload()).unwrap();
+        assert_eq!(heard.topic, WakeTopic::Replied);
+        assert_eq!(AnsweredWith::read(&heard.subject), Some(sent));
+        assert_eq!(AnsweredWith::read("not json"), None);
+    }
+
+    #[test]
+    fn an_answer_too_long_for_a_wake_up_is_not_sent_in_one() {
+        assert!(answered(&"x".repeat(WAKE_UP_MAX_BYTES)).wake_up().is_none());
+        // Counted in bytes, as PostgreSQL counts a payload.
+        assert!(
+            answered(&"é".repeat(WAKE_UP_MAX_BYTES / 2))
+                .wake_up()
+                .is_none()
+        );
+        assert!(
+            answered(&"é".repeat(WAKE_UP_MAX_BYTES / 4))
+                .wake_up()
+                .is_some()
+        );
+    }
 }

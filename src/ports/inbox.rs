@@ -4,7 +4,7 @@
 use async_trait::async_trait;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use super::{Fence, HistoryEntry, OutgoingMessage, StorageError};
+use super::{Fence, HistoryEntry, OutgoingMessage, StorageError, WakeUp};
 use crate::ids::{ConversationKey, MemberId};
 
 /// A message from a family member, normalised by a channel actor.
@@ -195,6 +195,10 @@ pub struct InboxRecord {
     pub next_attempt_at_ms: Option<i64>,
     pub reply: Option<String>,
     pub error: Option<String>,
+    /// Whether the turn journal held a run of it when it was read (`TurnJournal`): a
+    /// message read without one, while the reader held its conversation's lease, has none
+    /// for its first run under that lease (every other run's writes are fenced).
+    pub journaled: bool,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -236,7 +240,8 @@ pub trait Inbox: Send + Sync {
         };
         Ok((acceptance, unanswered))
     }
-    /// Every message accepted and not yet answered or failed, oldest first.
+    /// Every message accepted and not yet answered or failed, oldest first. Every read of
+    /// records says whether each had a journal (`InboxRecord::journaled`), in its snapshot.
     async fn unanswered(&self) -> Result<Vec<InboxRecord>, StorageError>;
     /// The messages of `conversation` accepted and not yet answered or failed, oldest
     /// first: what the worker taking the conversation over runs.
@@ -262,6 +267,22 @@ pub trait Inbox: Send + Sync {
         turn: &TurnRecord,
         fence: Option<&Fence>,
     ) -> Result<Option<i64>, StorageError>;
+    /// `complete_fenced`, and `wake_ups` sent to every worker with the turn's end where
+    /// the store can (PostgreSQL: `NOTIFY` in the statement that stores it, so they go
+    /// out at its commit, and only when it ended the turn); the outbox id, and whether
+    /// they were sent. Not sent (SQLite, in memory): the caller sends them after the
+    /// commit.
+    async fn complete_waking(
+        &self,
+        inbox_id: &str,
+        turn: &TurnRecord,
+        fence: Option<&Fence>,
+        wake_ups: &[WakeUp],
+    ) -> Result<(Option<i64>, bool), StorageError> {
+        let _ = wake_ups;
+        let outbox_id = self.complete_fenced(inbox_id, turn, fence).await?;
+        Ok((outbox_id, false))
+    }
     /// Count a failed attempt and when to try again; returns the attempts so far.
     async fn record_failure(
         &self,

@@ -73,8 +73,8 @@ mod web_access;
 pub use channel_state::ChannelState;
 pub use conversation_memory::{ConversationMemory, HistoryEntry};
 pub use coordination::{
-    Coordination, Fence, LeaseHolder, LiveWorker, Tenure, WakeTopic, WakeUp, WakeUps,
-    WorkerPresence, wake_ups_of,
+    AnsweredWith, Coordination, Fence, LeaseHolder, LiveWorker, Tenure, WAKE_UP_MAX_BYTES,
+    WakeTopic, WakeUp, WakeUps, WorkerPresence, wake_ups_of,
 };
 pub use inbox::{
     Acceptance, Attachment, AttachmentKind, Inbound, InboundExtras, Inbox, InboxRecord,

@@ -124,7 +124,7 @@ impl State {
                     && record.inbound.platform_event_id == inbound.platform_event_id)
         });
         if let Some(existing) = duplicate {
-            return Acceptance::Duplicate(Box::new(existing.clone()));
+            return Acceptance::Duplicate(Box::new(self.read(existing)));
         }
         self.inbox.push(InboxRecord {
             inbound: inbound.clone(),
@@ -133,8 +133,17 @@ impl State {
             next_attempt_at_ms: None,
             reply: None,
             error: None,
+            journaled: false,
         });
         Acceptance::New
+    }
+
+    /// `record` as a read returns it: whether its turn has a journal now.
+    fn read(&self, record: &InboxRecord) -> InboxRecord {
+        InboxRecord {
+            journaled: self.journal.contains_key(&record.inbound.id),
+            ..record.clone()
+        }
     }
 }
 
@@ -145,12 +154,12 @@ impl Inbox for InMemoryStore {
     }
 
     async fn unanswered(&self) -> Result<Vec<InboxRecord>, StorageError> {
-        Ok(self
-            .lock()
+        let state = self.lock();
+        Ok(state
             .inbox
             .iter()
             .filter(|record| record.status == InboxStatus::Accepted)
-            .cloned()
+            .map(|record| state.read(record))
             .collect())
     }
 
@@ -158,15 +167,15 @@ impl Inbox for InMemoryStore {
         &self,
         conversation: &ConversationKey,
     ) -> Result<Vec<InboxRecord>, StorageError> {
-        Ok(self
-            .lock()
+        let state = self.lock();
+        Ok(state
             .inbox
             .iter()
             .filter(|record| {
                 record.status == InboxStatus::Accepted
                     && record.inbound.conversation == *conversation
             })
-            .cloned()
+            .map(|record| state.read(record))
             .collect())
     }
 
@@ -246,12 +255,12 @@ impl Inbox for InMemoryStore {
     }
 
     async fn get(&self, inbox_id: &str) -> Result<Option<InboxRecord>, StorageError> {
-        Ok(self
-            .lock()
+        let state = self.lock();
+        Ok(state
             .inbox
             .iter()
             .find(|record| record.inbound.id == inbox_id)
-            .cloned())
+            .map(|record| state.read(record)))
     }
 
     async fn knows_event(

@@ -29,8 +29,9 @@ pub struct ProcessTurn {
     /// The conversation's lease among workers (`None` alone on the database, and for a
     /// delegated sub-turn, which its parent's call covers).
     pub lease: Option<super::TurnLease>,
-    /// The queue knows no run of this message journaled anything (stored just now, its
-    /// first run under the lease it was stored under): the journal is not read.
+    /// The queue knows no run of this message journaled anything (stored just now, or read
+    /// without a journal under the lease it runs under, on its first run under it): the
+    /// journal is not read.
     pub unjournaled: bool,
 }
 

@@ -6,8 +6,9 @@
 //! the inbox and can be read with `GET /inbound/{id}`.
 //!
 //! Among several workers on one database, the turn may run on the worker holding its
-//! conversation: that one wakes the others when the turn's end is stored
-//! (`WakeTopic::Answered`), and the waiter here is answered from the inbox.
+//! conversation: that one wakes the others when the turn's end is stored, and the waiter
+//! here is answered from the reply the wake-up carries (`WakeTopic::Replied`), else from
+//! the inbox (`WakeTopic::Answered`).
 //!
 //! A message sent again while its first turn runs (on this worker or another) waits like
 //! the first one (`AwaitReply`): one message may have several waiters, each answered. So
@@ -27,7 +28,7 @@ use tokio::sync::oneshot;
 use crate::actors::request_queue::{
     DeliverReply, ReplyKind, RequestQueue, SubmitError, SubmitInbound, Submitted,
 };
-use crate::ports::{Inbound, InboxStatus, WakeTopic, WakeUp};
+use crate::ports::{AnsweredWith, Inbound, InboxStatus, WakeTopic, WakeUp};
 use crate::workers::Worker;
 
 /// Submit `inbound` to the queue; its reply will be sent to `reply_to`.
@@ -179,6 +180,20 @@ impl StreamHandler<WakeUp> for HttpChannel {
         let Some(shared) = &self.shared else {
             return;
         };
+        if wake_up.topic == WakeTopic::Replied {
+            if let Some(answered) = AnsweredWith::read(&wake_up.subject) {
+                self.answer(DeliverReply {
+                    inbox_id: answered.inbox_id,
+                    conversation: answered.conversation,
+                    member_id: answered.member_id,
+                    text: answered.reply,
+                    kind: ReplyKind::Answer,
+                    reply_to_event: answered.reply_to_event,
+                    outbox_id: None,
+                });
+            }
+            return;
+        }
         if wake_up.topic != WakeTopic::Answered || !self.waiters.contains_key(&wake_up.subject) {
             return;
         }

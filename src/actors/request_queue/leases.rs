@@ -37,6 +37,12 @@
 //! and a `/cancel` taken by another worker wakes the holder to withdraw the question, then
 //! runs in the conversation's lane once that worker claimed it (`cancelling.rs`).
 //!
+//! A confirmation answered on a worker not holding its conversation wakes the holder with
+//! `Conversation`, then `Confirmed`; only the latter makes the holder read the answered
+//! confirmations (`resume_answered`), so a message stored elsewhere costs it no such read.
+//! One missed (or sent by a worker that does not know `Confirmed`) is found within
+//! `STUCK_CHECK_EVERY`.
+//!
 //! Without a worker (a test's own stores), every conversation is this process's.
 
 use std::collections::{HashMap, HashSet};
@@ -272,7 +278,7 @@ impl RequestQueue {
                     .entry(key.clone())
                     .or_default()
                     .push(turn);
-                self.queue_stored(&key, records);
+                self.queue_stored(&key, records, Some(generation));
             }
             _ => self.push_turn(turn, ctx),
         }
@@ -292,6 +298,8 @@ impl RequestQueue {
     fn reload(&mut self, key: ConversationKey, ctx: &mut Context<Self>) {
         let inbox = self.inbox.clone();
         let wanted = key.clone();
+        // Read under this generation: what it says of the journal holds for it.
+        let generation = self.held_at(&key);
         ctx.spawn(
             async move { inbox.unanswered_in(&wanted).await }
                 .into_actor(self)
@@ -301,7 +309,7 @@ impl RequestQueue {
                         return;
                     }
                     match records {
-                        Ok(records) => act.queue_stored(&key, records),
+                        Ok(records) => act.queue_stored(&key, records, generation),
                         Err(error) => {
                             tracing::warn!(conversation = %key, %error, "conversation not read; its turns wait");
                             let waiting = act.leases.waiting.remove(&key).unwrap_or_default();
@@ -318,7 +326,18 @@ impl RequestQueue {
 
     /// `records` (stored, oldest first) and the turns waiting for `key`, queued in its lane;
     /// a message another worker stored that answers a question asked here goes to it.
-    fn queue_stored(&mut self, key: &ConversationKey, records: Vec<InboxRecord>) {
+    /// `generation`: the lease's generation `records` were read under, after its take. Held
+    /// at it still, a record read without a journal and never tried has none for its first
+    /// run under it (`QueuedTurn::unjournaled`): a run under an earlier generation journaled
+    /// before the take (and the reading saw it) or is refused, and this generation's runs
+    /// are this worker's, which runs each message once at a time (`knows_turn`).
+    fn queue_stored(
+        &mut self,
+        key: &ConversationKey,
+        records: Vec<InboxRecord>,
+        generation: Option<i64>,
+    ) {
+        let fresh_under = generation.filter(|generation| self.held_at(key) == Some(*generation));
         let mut waiting = self.leases.waiting.remove(key).unwrap_or_default();
         for record in records {
             let id = &record.inbound.id;
@@ -334,14 +353,21 @@ impl RequestQueue {
                     .insert(id, record.inbound);
                 continue;
             }
+            let fresh = !record.journaled && record.attempts == 0;
             // A turn submitted here keeps its listener.
-            let turn = match waiting
+            let mut turn = match waiting
                 .iter()
                 .position(|turn| turn.resume.is_none() && turn.inbound.id == record.inbound.id)
             {
                 Some(index) => waiting.remove(index),
                 None => QueuedTurn::new(record.inbound, record.attempts),
             };
+            if let Some(generation) = fresh_under
+                && fresh
+                && turn.unjournaled.is_none()
+            {
+                turn.unjournaled = Some(Some(generation));
+            }
             self.queue_here(turn);
         }
         for turn in waiting {
@@ -414,7 +440,7 @@ impl RequestQueue {
         self.leases.held.insert(key.clone(), generation);
         self.leases.seen_held_elsewhere.remove(&key);
         tracing::debug!(conversation = %key, generation, unanswered = records.len(), "conversation taken");
-        self.queue_stored(&key, records);
+        self.queue_stored(&key, records, Some(generation));
         self.run_cancels_when_free(&key, ctx);
         // Answered confirmations of this conversation resume here now.
         self.resume_answered(ctx);
@@ -432,6 +458,10 @@ impl RequestQueue {
         if !dropped.is_empty() {
             tracing::debug!(conversation = %key, turns = dropped.len(), "conversation held by another worker");
             self.wake(WakeUp::new(WakeTopic::Conversation, key.as_str()), ctx);
+        }
+        // An answered confirmation among them: the holder reads the answered ones.
+        if dropped.iter().any(|turn| turn.resume.is_some()) {
+            self.wake(WakeUp::new(WakeTopic::Confirmed, key.as_str()), ctx);
         }
         // A `/cancel` runs here once the holder's turn ended and its lease came back.
         if self.cancels.contains_key(key) {
@@ -553,7 +583,7 @@ impl RequestQueue {
             async move { (inbox.complete(&inbound.id, &turn).await, inbound) }
                 .into_actor(self)
                 .map(|(completed, inbound), act, _ctx| match completed {
-                    Ok(_) => act.turn_stored(&inbound),
+                    Ok(_) => act.turn_stored(&inbound, None),
                     Err(error) => {
                         tracing::warn!(inbox_id = %inbound.id, %error, "answer to a question not closed")
                     }
@@ -643,15 +673,50 @@ impl RequestQueue {
 
     /// A turn's end is stored: a caller waiting on another worker (`POST /inbound` there)
     /// reads it now. Only channels without an outbox have such callers.
-    pub(super) fn turn_stored(&mut self, inbound: &crate::ports::Inbound) {
+    pub(super) fn turn_stored(&mut self, inbound: &crate::ports::Inbound, reply: Option<&str>) {
+        let wake_ups = self.answered_wake_ups(inbound, reply);
         if let Some(worker) = self.leases.worker.clone()
-            && !self
+            && !wake_ups.is_empty()
+        {
+            actix::spawn(async move {
+                for wake_up in wake_ups {
+                    worker.wake(wake_up).await;
+                }
+            });
+        }
+    }
+
+    /// What tells the other workers that the turn of `inbound` ended: nothing alone on the
+    /// database or for a channel with an outbox (no caller waits elsewhere); else its
+    /// `reply` (when answered, and it fits in a wake-up), which answers a caller waiting
+    /// elsewhere without a read, then `Answered`. Sent by the statement storing an answer
+    /// where the store can (`Inbox::complete_waking`), else by `turn_stored`.
+    pub(super) fn answered_wake_ups(
+        &self,
+        inbound: &crate::ports::Inbound,
+        reply: Option<&str>,
+    ) -> Vec<WakeUp> {
+        if self.leases.worker.is_none()
+            || self
                 .durable_channels
                 .contains(inbound.conversation.channel())
         {
-            let wake_up = WakeUp::new(WakeTopic::Answered, inbound.id.clone());
-            actix::spawn(async move { worker.wake(wake_up).await });
+            return Vec::new();
         }
+        let replied = reply.and_then(|reply| {
+            crate::ports::AnsweredWith {
+                inbox_id: inbound.id.clone(),
+                conversation: inbound.conversation.clone(),
+                member_id: inbound.member_id.clone(),
+                reply_to_event: inbound.platform_event_id.clone(),
+                reply: reply.to_owned(),
+            }
+            .wake_up()
+        });
+        replied
+            .into_iter()
+            .chain([WakeUp::new(WakeTopic::Answered, inbound.id.clone())])
+            .collect()
     }
 
     pub(super) fn wake(&self, wake_up: WakeUp, ctx: &mut Context<Self>) {
@@ -695,12 +760,12 @@ impl RequestQueue {
         );
     }
 
-    /// Another worker stored a message of `key` (or answered one of its confirmations):
-    /// run it when held here, or claim it.
+    /// Another worker stored a message of `key` (or answered one of its confirmations, then
+    /// `confirmed`): run it when held here, or claim it (a take reads the answered
+    /// confirmations too).
     fn conversation_woken(&mut self, key: ConversationKey, ctx: &mut Context<Self>) {
         if self.leases.held.contains_key(&key) {
             self.reload(key, ctx);
-            self.resume_answered(ctx);
         } else if self.leases.seen_held_elsewhere(&key)
             && !self.leases.waiting.contains_key(&key)
             && !self.cancels.contains_key(&key)
@@ -729,6 +794,13 @@ impl StreamHandler<WakeUp> for RequestQueue {
                 Ok(key) => self.conversation_woken(key, ctx),
                 Err(error) => tracing::warn!(%error, "a wake-up names no conversation"),
             },
+            // Another worker answered a confirmation of a conversation held here: its turn
+            // resumes here (a conversation not held was claimed on its `Conversation`).
+            WakeTopic::Confirmed => match wake_up.subject.parse::<ConversationKey>() {
+                Ok(key) if self.leases.held.contains_key(&key) => self.resume_answered(ctx),
+                Ok(_) => {}
+                Err(error) => tracing::warn!(%error, "a wake-up names no conversation"),
+            },
             WakeTopic::Cancel => match read_member_in(&wake_up.subject) {
                 Some((member_id, key)) => {
                     if self.cancel_question(&key, &member_id) {
@@ -739,8 +811,11 @@ impl StreamHandler<WakeUp> for RequestQueue {
                     tracing::warn!(subject = %wake_up.subject, "a cancel wake-up names no member and conversation")
                 }
             },
-            WakeTopic::Answered | WakeTopic::Outbox | WakeTopic::Members | WakeTopic::Schedules => {
-            }
+            WakeTopic::Answered
+            | WakeTopic::Replied
+            | WakeTopic::Outbox
+            | WakeTopic::Members
+            | WakeTopic::Schedules => {}
         }
     }
 

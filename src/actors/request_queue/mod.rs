@@ -72,10 +72,11 @@ struct QueuedTurn {
     /// The conversation's lease its run started under (among workers): its end is stored
     /// only while that generation is current.
     fence: Option<Fence>,
-    /// Its message was stored just now, so no run of it has journaled anything: alone on
-    /// the database (`Some(None)`), or among workers while this one held the conversation
-    /// at this generation (`Some(Some(_))`, `push_stored`). Its first run here under that
-    /// lease takes it and does not read the journal; any other run reads it.
+    /// No run of its message has journaled anything: stored just now alone on the database
+    /// (`Some(None)`), or among workers stored while this one held the conversation at this
+    /// generation, or read without a journal and never tried under it (`Some(Some(_))`,
+    /// `push_stored`, `queue_stored`). Its first run here under that lease takes it and
+    /// does not read the journal; any other run reads it.
     unjournaled: Option<Option<i64>>,
 }
 
@@ -107,6 +108,9 @@ enum Finished {
         profile_id: String,
         reply: String,
         outbox_id: Option<i64>,
+        /// Whether the other workers were woken with the turn's end, by the statement
+        /// that stored it (else `turn_stored` wakes them).
+        woken: bool,
     },
     /// Suspended, stored with every message asking it (`suspending.rs`).
     Asked {
@@ -400,14 +404,16 @@ impl RequestQueue {
                     outgoing,
                 };
                 let profile_id = outcome.profile_id;
+                let wake_ups = self.answered_wake_ups(&turn.inbound, Some(&reply));
                 async move {
-                    let outbox_id = inbox
-                        .complete_fenced(&inbox_id, &record, fence.as_ref())
+                    let (outbox_id, woken) = inbox
+                        .complete_waking(&inbox_id, &record, fence.as_ref(), &wake_ups)
                         .await?;
                     Ok(Finished::Answered {
                         profile_id,
                         reply,
                         outbox_id,
+                        woken,
                     })
                 }
                 .boxed_local()
@@ -471,13 +477,18 @@ impl RequestQueue {
                 profile_id,
                 reply,
                 outbox_id,
+                woken,
             }) => {
                 self.metrics.increment(
                     "hearth_turns_total",
                     &[("profile", &profile_id), ("outcome", "answered")],
                 );
+                // Not woken by the statement that stored it: after the commit.
+                let unsent = (!woken).then(|| reply.clone());
                 self.deliver(&turn.inbound, reply, ReplyKind::Answer, outbox_id, ctx);
-                self.turn_stored(&turn.inbound);
+                if let Some(reply) = unsent {
+                    self.turn_stored(&turn.inbound, Some(&reply));
+                }
                 self.lanes.finish(&key);
             }
             Ok(Finished::Asked {
@@ -490,7 +501,7 @@ impl RequestQueue {
                 );
                 self.schedule_expiry(confirmation.expires_at_ms, ctx);
                 self.show_prompts(prompts, ctx);
-                self.turn_stored(&turn.inbound);
+                self.turn_stored(&turn.inbound, None);
                 // The conversation goes on while the question waits.
                 self.lanes.finish(&key);
             }

@@ -137,7 +137,7 @@ impl RequestQueue {
                 if queued {
                     act.deliver(&inbound, notice, ReplyKind::Failed, outbox_id, ctx);
                 }
-                act.turn_stored(&inbound);
+                act.turn_stored(&inbound, None);
                 act.leases.settled(&inbound.conversation);
                 act.release_if_idle(&inbound.conversation, ctx);
             }),

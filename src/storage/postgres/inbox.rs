@@ -1,27 +1,30 @@
 //! `Inbox` on PostgreSQL: table `inbox`, and `messages` for the turn written on
 //! completion, in the statement that marks it answered: a turn's end (its lease checked,
 //! the message answered, its journal cleared, its history and its reply's outbox row
-//! written) is one statement, one round trip; so is a message stored with its
+//! written, and the wake-ups telling the other workers sent at its commit) is one
+//! statement, one round trip; so is a message stored with its
 //! conversation's unanswered messages read (`accept_reading`).
 
 use async_trait::async_trait;
 use sqlx::postgres::PgRow;
 use sqlx::{PgConnection, Row};
 
-use super::coordination::{fence_binds, hold_fence};
+use super::coordination::{WAKE_CHANNEL, fence_binds, hold_fence};
 use super::outbox::insert_if_any;
 use super::{PostgresStore, conversation_from_row, database_error, id_column};
 use crate::ids::ConversationKey;
 use crate::ports::{
     Acceptance, Fence, Inbound, InboundExtras, Inbox, InboxRecord, InboxStatus, OutgoingMessage,
-    StorageError, TurnRecord, now_ms,
+    StorageError, TurnRecord, WakeUp, now_ms,
 };
 use crate::storage::rows::{entries_json, extras_json};
 
 /// A turn's end in one statement. `$1`/`$2`: the fence (lease and generation, `NULL`s when
 /// unfenced), its row locked `FOR SHARE` while it is checked; `$3`: the message; `$4`: the
 /// reply; `$5`: now; `$6`: the history (`entries_json`); `$7`–`$11`: the reply's outbox row
-/// (channel, conversation, kind, text, event replied to), none when `$7` is `NULL`.
+/// (channel, conversation, kind, text, event replied to), none when `$7` is `NULL`;
+/// `$12`: the payloads of the wake-ups sent with the turn's end (`NOTIFY` on `$13`, the
+/// wake-ups' channel: at the commit, only when it ended the turn).
 const COMPLETE: &str = "WITH fence AS (SELECT 1 FROM leases WHERE name = $1 AND generation = $2 \
      FOR SHARE), \
      ended AS (UPDATE inbox SET status = 'answered', reply = $4, error = NULL, \
@@ -38,9 +41,12 @@ const COMPLETE: &str = "WITH fence AS (SELECT 1 FROM leases WHERE name = $1 AND 
      queued AS (INSERT INTO outbox (channel, conversation_id, inbox_id, kind, text, \
      reply_to_event, created_at_ms, updated_at_ms) \
      SELECT $7, $8, ended.id, $9, $10, $11, $5, $5 FROM ended WHERE $7::text IS NOT NULL \
-     RETURNING id) \
+     RETURNING id), \
+     woken AS (SELECT pg_notify($13, payload) FROM ended, \
+     unnest($12::text[]) AS payload) \
      SELECT (SELECT count(*) FROM ended) AS ended, (SELECT id FROM queued) AS outbox_id, \
-     ($1::text IS NULL OR EXISTS (SELECT 1 FROM fence)) AS held";
+     ($1::text IS NULL OR EXISTS (SELECT 1 FROM fence)) AS held, \
+     (SELECT count(*) FROM woken) AS woken";
 
 /// The columns of an `InboxRecord`, spelled once for every query that reads one.
 macro_rules! record_columns {
@@ -52,10 +58,24 @@ macro_rules! record_columns {
     };
 }
 
+/// Whether a row of `inbox` has a turn journal, as the column `journaled`.
+macro_rules! journaled_column {
+    () => {
+        "EXISTS (SELECT 1 FROM turn_journal WHERE turn_journal.inbox_id = inbox.id) AS journaled"
+    };
+}
+
 /// A query reading `InboxRecord`s from `inbox`, `$tail` its conditions.
 macro_rules! select_record {
     ($tail:literal) => {
-        concat!("SELECT ", record_columns!(), " FROM inbox ", $tail)
+        concat!(
+            "SELECT ",
+            record_columns!(),
+            ", ",
+            journaled_column!(),
+            " FROM inbox ",
+            $tail
+        )
     };
 }
 
@@ -70,8 +90,10 @@ const ACCEPT_READING: &str = concat!(
     record_columns!(),
     ") SELECT seq, ",
     record_columns!(),
-    " FROM stored UNION ALL SELECT seq, ",
+    ", false AS journaled FROM stored UNION ALL SELECT seq, ",
     record_columns!(),
+    ", ",
+    journaled_column!(),
     " FROM inbox WHERE status = 'accepted' AND channel = $2 AND conversation_id = $3 ",
     "AND EXISTS (SELECT 1 FROM stored) ORDER BY seq"
 );
@@ -98,6 +120,7 @@ fn record_from_row(row: &PgRow) -> Result<InboxRecord, StorageError> {
         next_attempt_at_ms: row.get("next_attempt_at_ms"),
         reply: row.get("reply"),
         error: row.get("error"),
+        journaled: row.get("journaled"),
     })
 }
 
@@ -246,6 +269,18 @@ impl Inbox for PostgresStore {
         turn: &TurnRecord,
         fence: Option<&Fence>,
     ) -> Result<Option<i64>, StorageError> {
+        self.complete_waking(inbox_id, turn, fence, &[])
+            .await
+            .map(|(outbox_id, _)| outbox_id)
+    }
+
+    async fn complete_waking(
+        &self,
+        inbox_id: &str,
+        turn: &TurnRecord,
+        fence: Option<&Fence>,
+        wake_ups: &[WakeUp],
+    ) -> Result<(Option<i64>, bool), StorageError> {
         // The answer, its history and the reply's delivery commit together or not at all.
         let (lease, generation) = fence_binds(fence);
         let history = entries_json(turn.conversation_key.as_str(), &turn.messages)?;
@@ -266,11 +301,13 @@ impl Inbox for PostgresStore {
             .bind(kind)
             .bind(outgoing.map(|message| message.text.as_str()))
             .bind(outgoing.and_then(|message| message.reply_to_event.as_deref()))
+            .bind(wake_ups.iter().map(WakeUp::to_payload).collect::<Vec<_>>())
+            .bind(WAKE_CHANNEL)
             .fetch_one(&self.pool)
             .await
             .map_err(database_error)?;
         if row.get::<i64, _>("ended") == 1 {
-            return Ok(row.get("outbox_id"));
+            return Ok((row.get("outbox_id"), true));
         }
         match fence {
             Some(fence) if !row.get::<bool, _>("held") => Err(fence.refused()),

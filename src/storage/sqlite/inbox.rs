@@ -18,7 +18,9 @@ macro_rules! select_record {
     ($tail:literal) => {
         concat!(
             "SELECT id, channel, conversation_id, member_id, text, platform_event_id, extras, ",
-            "received_at_ms, status, attempts, next_attempt_at_ms, reply, error FROM inbox ",
+            "received_at_ms, status, attempts, next_attempt_at_ms, reply, error, ",
+            "EXISTS (SELECT 1 FROM turn_journal WHERE turn_journal.inbox_id = inbox.id) ",
+            "AS journaled FROM inbox ",
             $tail
         )
     };
@@ -46,6 +48,7 @@ fn record_from_row(row: &SqliteRow) -> Result<InboxRecord, StorageError> {
         next_attempt_at_ms: row.get("next_attempt_at_ms"),
         reply: row.get("reply"),
         error: row.get("error"),
+        journaled: row.get("journaled"),
     })
 }
 

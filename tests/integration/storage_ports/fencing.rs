@@ -4,9 +4,11 @@
 //! lease passed to another (it stalled past it, its clock ran ahead) is refused with
 //! `StorageError::Fenced` and writes nothing, and the new holder's writes go on.
 
+use futures::StreamExt;
 use hearth::llm::Role;
 use hearth::ports::{
     Fence, Inbound, InboxStatus, OutgoingKind, OutgoingMessage, StorageError, TurnRecord,
+    WakeTopic, WakeUp,
 };
 use hearth::storage::Stores;
 use serde_json::json;
@@ -18,6 +20,7 @@ adapter_suite!(
     fencing_a_stale_generation_neither_journals_nor_starts_a_call,
     fencing_a_turn_ends_only_under_the_current_generation,
     fencing_a_lease_handed_back_fences_its_writes,
+    fencing_a_turn_end_wakes_the_workers_only_when_it_ends,
 );
 
 const KEPT: i64 = 60_000;
@@ -269,4 +272,68 @@ async fn fencing_a_lease_handed_back_fences_its_writes(stores: &Stores) {
             .await,
         &fence,
     );
+}
+
+/// A turn's end sent with its wake-ups (`Inbox::complete_waking`): where the store sends
+/// them (PostgreSQL, in the statement that ends the turn) every worker hears them once the
+/// end is stored, and a refused end sends nothing; where it does not, nothing is sent and
+/// the caller sends them after.
+async fn fencing_a_turn_end_wakes_the_workers_only_when_it_ends(stores: &Stores) {
+    let mut heard = stores.coordination.wake_ups().await.unwrap();
+    expect_new(stores, &inbound("f-woken", "http", None)).await;
+    let (old, new) = taken_over(stores).await;
+    let message = inbound("f-woken", "http", None);
+    let stale = WakeUp::new(WakeTopic::Answered, "from the stalled worker");
+    refused(
+        stores
+            .inbox
+            .complete_waking("f-woken", &answer(&message, "stale"), Some(&old), &[stale])
+            .await,
+        &old,
+    );
+    let wake_ups = [
+        WakeUp::new(WakeTopic::Answered, "f-woken"),
+        WakeUp::new(WakeTopic::Outbox, "http:family-chat"),
+    ];
+    let (_, sent) = stores
+        .inbox
+        .complete_waking("f-woken", &answer(&message, "held"), Some(&new), &wake_ups)
+        .await
+        .unwrap();
+    assert_eq!(
+        record_status(stores, "f-woken").await,
+        InboxStatus::Answered,
+        "the end is stored whether or not the store sends the wake-ups"
+    );
+    let within = std::time::Duration::from_millis(if sent { 5_000 } else { 300 });
+    let mut got = Vec::new();
+    while let Ok(Some(wake_up)) = tokio::time::timeout(within, heard.next()).await {
+        got.push(wake_up);
+        if got.len() == wake_ups.len() {
+            break;
+        }
+    }
+    if sent {
+        assert_eq!(
+            got, wake_ups,
+            "sent in order, and the refused end sent nothing"
+        );
+    } else {
+        assert!(
+            got.is_empty(),
+            "a store that does not send them sends none: {got:?}"
+        );
+    }
+    // Refused afterwards too (ended already): nothing more is sent.
+    let again = stores
+        .inbox
+        .complete_waking("f-woken", &answer(&message, "again"), Some(&new), &wake_ups)
+        .await;
+    assert!(again.is_err(), "{again:?}");
+    let more = tokio::time::timeout(std::time::Duration::from_millis(300), heard.next()).await;
+    assert!(more.is_err(), "a refused end woke the workers: {more:?}");
+}
+
+async fn record_status(stores: &Stores, id: &str) -> InboxStatus {
+    stores.inbox.get(id).await.unwrap().unwrap().status
 }

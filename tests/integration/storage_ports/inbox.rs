@@ -18,6 +18,7 @@ adapter_suite!(
     inbox_lists_unanswered_in_acceptance_order,
     inbox_lists_one_conversations_unanswered_in_acceptance_order,
     inbox_accepting_reads_the_conversations_unanswered_with_it,
+    inbox_reads_say_which_messages_have_a_turn_journal,
     inbox_complete_stores_reply_and_history,
     inbox_complete_twice_is_refused_without_duplicating_history,
     inbox_record_failure_counts_attempts,
@@ -564,4 +565,66 @@ async fn adapters_agree_on_the_original_of_an_ambiguous_duplicate() {
     for (name, other) in &originals[1..] {
         assert_eq!(other, original, "{name} vs {first}");
     }
+}
+
+/// Every read of a record says whether its turn had a journal then: `unanswered_in` and
+/// `accept_reading` (the reads a worker holding the conversation queues from), `unanswered`
+/// and `get`; a message stored just now has none, and a turn's end clears it.
+async fn inbox_reads_say_which_messages_have_a_turn_journal(stores: &Stores) {
+    let first = inbound("j-1", "http", None);
+    let second = inbound("j-2", "http", None);
+    expect_new(stores, &first).await;
+    expect_new(stores, &second).await;
+    stores
+        .turn_journal
+        .save_turn("j-1", &serde_json::json!({"rounds": 1}))
+        .await
+        .unwrap();
+    let journaled = |records: &[hearth::ports::InboxRecord]| {
+        records
+            .iter()
+            .map(|record| (record.inbound.id.clone(), record.journaled))
+            .collect::<Vec<_>>()
+    };
+    let pair = |id: &str, journaled: bool| (id.to_string(), journaled);
+    assert_eq!(
+        journaled(
+            &stores
+                .inbox
+                .unanswered_in(&first.conversation)
+                .await
+                .unwrap()
+        ),
+        [pair("j-1", true), pair("j-2", false)]
+    );
+    assert_eq!(
+        journaled(&stores.inbox.unanswered().await.unwrap()),
+        [pair("j-1", true), pair("j-2", false)]
+    );
+    let third = inbound("j-3", "http", None);
+    let (acceptance, read) = stores.inbox.accept_reading(&third).await.unwrap();
+    assert_eq!(acceptance, Acceptance::New);
+    assert_eq!(
+        journaled(&read),
+        [pair("j-1", true), pair("j-2", false), pair("j-3", false)]
+    );
+    assert!(record_of(stores, "j-1").await.journaled);
+    assert!(!record_of(stores, "j-2").await.journaled);
+    // Its turn ended: the journal went with it.
+    stores
+        .inbox
+        .complete("j-1", &turn_for(&first, "done"))
+        .await
+        .unwrap();
+    assert!(!record_of(stores, "j-1").await.journaled);
+    assert_eq!(
+        journaled(
+            &stores
+                .inbox
+                .unanswered_in(&first.conversation)
+                .await
+                .unwrap()
+        ),
+        [pair("j-2", false), pair("j-3", false)]
+    );
 }
