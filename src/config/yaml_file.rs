@@ -444,7 +444,10 @@ capabilities:
             rule.then("params[0].value").to_string(),
             "policy.rules[1].params[0].value"
         );
-        assert_eq!(rule.then("time.from").to_string(), "policy.rules[1].time.from");
+        assert_eq!(
+            rule.then("time.from").to_string(),
+            "policy.rules[1].time.from"
+        );
         assert_eq!(
             KeyPath::root().key("home-assistant").to_string(),
             "home-assistant"

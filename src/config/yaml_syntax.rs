@@ -25,7 +25,16 @@ pub(super) fn check_yaml_syntax(path: &Path, text: &str) -> Result<(), ConfigErr
     match serde_yaml::from_str::<serde_yaml::Value>(text) {
         Ok(serde_yaml::Value::Mapping(_)) => keys_are_scalars(text)
             .map_err(|(line, column, message)| syntax_error(Some(line), Some(column), message)),
-        Ok(serde_yaml::Value::Null) => Ok(()),
+        // Nothing but comments and document markers is an empty configuration; a null
+        // written out (`~`, `null`, an anchor alone) is not a mapping.
+        Ok(serde_yaml::Value::Null) => match first_content_line(text) {
+            None => Ok(()),
+            Some(line) => Err(syntax_error(
+                Some(line),
+                Some(1),
+                "the top level must be a mapping of keys, found nothing".to_owned(),
+            )),
+        },
         Ok(other) => Err(syntax_error(
             Some(1),
             Some(1),
@@ -73,6 +82,20 @@ fn yaml_kind(value: &serde_yaml::Value) -> &'static str {
         serde_yaml::Value::Mapping(_) => "a mapping",
         serde_yaml::Value::Tagged(_) => "a tagged value",
     }
+}
+
+/// The 1-based line of the first thing that is not a comment, a blank or a document marker.
+fn first_content_line(text: &str) -> Option<usize> {
+    text.lines()
+        .position(|line| {
+            let trimmed = line.trim();
+            !(trimmed.is_empty()
+                || trimmed.starts_with('#')
+                || trimmed == "---"
+                || trimmed == "..."
+                || line.starts_with('%'))
+        })
+        .map(|index| index + 1)
 }
 
 /// Walks the text with serde_yaml's own parser and refuses the first mapping key that is not
@@ -234,12 +257,34 @@ mod tests {
                 "{key}"
             );
         }
-        for fine in ["a: 1\n1: x\ntrue: y\n1.5: z\n", "a: !tag {b: 1}\n", ""] {
+        for fine in [
+            "a: 1\n1: x\ntrue: y\n1.5: z\n",
+            "a: !tag {b: 1}\n",
+            "",
+            "# only a comment\n---\n",
+        ] {
             assert_eq!(
                 check_yaml_syntax(Path::new("hearth.yaml"), fine).ok(),
                 Some(()),
                 "{fine}"
             );
+        }
+    }
+
+    #[test]
+    fn a_null_written_out_is_no_mapping_at_its_line() {
+        // Found by the fuzz target `config_file`: `&1-2` (an anchor alone) reads as null,
+        // which the `config` crate refused with no line.
+        for (text, line) in [("&1-2", 1), ("# hearth\n~\n", 2), ("null\n", 1)] {
+            let error = check_yaml_syntax(Path::new("hearth.yaml"), text).unwrap_err();
+            let ConfigError::Syntax {
+                line: at, message, ..
+            } = &error
+            else {
+                panic!("{error:?}");
+            };
+            assert_eq!(*at, Some(line), "{text:?}: {error}");
+            assert!(message.contains("found nothing"), "{error}");
         }
     }
 }
