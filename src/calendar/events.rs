@@ -187,7 +187,11 @@ fn read_event(event: &Event) -> Option<EventData> {
             .filter(|d| !d.is_empty()),
         start,
         end,
-        rrule: event.property_value("RRULE").map(str::to_owned),
+        // Some writers repeat the property's name in its value (`RRULE:RRULE:FREQ=...`);
+        // the rule is what follows it, as hearth writes it back.
+        rrule: event
+            .property_value("RRULE")
+            .map(|rule| rule.trim_start_matches("RRULE:").to_owned()),
         exdates,
         recurrence_id: event.get_recurrence_id().map(EventTime::from_ical),
     })

@@ -193,3 +193,15 @@ fn an_event_without_a_uid_is_written_over_with_one_and_otherwise_the_same() {
         }
     );
 }
+
+#[test]
+fn a_rule_whose_value_repeats_its_name_reads_as_the_rule_hearth_writes_back() {
+    // Found by the fuzz target `icalendar`: `RRULE:RRULE:FREQ=...` read with the name in
+    // its value, written back without it, and so read back otherwise.
+    let text = "BEGIN:VCALENDAR\r\nBEGIN:VEVENT\r\nUID:m1\r\nDTSTART:20261231T220000Z\r\nRRULE:RRULE:FREQ=MONTHLY;BYMONTHDAY=31;COUNT=12\r\nSUMMARY:Month end\r\nEND:VEVENT\r\nEND:VCALENDAR\r\n";
+    let events = read_events(text).unwrap();
+    assert_eq!(
+        events[0].rrule.as_deref(),
+        Some("FREQ=MONTHLY;BYMONTHDAY=31;COUNT=12")
+    );
+}
