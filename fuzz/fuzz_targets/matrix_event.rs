@@ -125,7 +125,11 @@ fuzz_target!(|data: &[u8]| {
     let Ok(read) = read_room_message(room, event_json) else {
         return;
     };
-    let event: Value = serde_json::from_str(event_json).expect("an event read is JSON");
+    // A number beyond what serde_json's Value holds, in a field hearth never reads, is
+    // no reason to refuse the rest; the properties are checked where the JSON reads.
+    let Ok(event) = serde_json::from_str::<Value>(event_json) else {
+        return;
+    };
     let content = &event["content"];
     match read {
         None => assert!(

@@ -6,8 +6,8 @@
 //! what is wrong, on one line `file[:line]: key: what`, its line within the file; a
 //! manifest in a folder of another name is refused at `id`. A manifest that loads passes
 //! its own check, and its JSON form reads back to the same manifest; text that is JSON
-//! reads the same through the registration API as from the file, and when refused there,
-//! each problem still names a key path.
+//! (and YAML: a tab can make it only JSON) reads the same through the registration API as
+//! from the file, and when refused there, each problem still names a key path.
 #![no_main]
 
 use std::path::Path;
@@ -80,6 +80,17 @@ fuzz_target!(|data: &[u8]| {
     let Ok(json) = serde_json::from_str::<serde_json::Value>(text) else {
         return;
     };
+    // JSON that YAML refuses (a tab where YAML allows none) is refused from the file at its
+    // line: there is no file reading to compare with.
+    let refused_as_yaml = from_file.as_ref().is_err_and(|error| {
+        error
+            .problems()
+            .iter()
+            .any(|problem| problem.message.starts_with("invalid yaml:"))
+    });
+    if refused_as_yaml {
+        return;
+    }
     match PluginManifest::from_json_value(json) {
         Ok(registered) => assert_eq!(
             from_file.as_ref().ok(),

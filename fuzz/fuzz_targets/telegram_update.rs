@@ -134,7 +134,11 @@ fuzz_target!(|data: &[u8]| {
     let Ok(reading) = read_update_json(text) else {
         return;
     };
-    let update: Value = serde_json::from_str(text).expect("an update read is JSON");
+    // A number beyond what serde_json's Value holds, in a field hearth never reads, is
+    // no reason to refuse the rest; the properties are checked where the JSON reads.
+    let Ok(update) = serde_json::from_str::<Value>(text) else {
+        return;
+    };
     let bot_api = bot_api_reading(text);
     if bot_api == BotApiReading::Unreadable {
         assert_eq!(reading, IncomingReading::Ignored, "{text}");
