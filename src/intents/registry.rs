@@ -394,7 +394,7 @@ fn check(document: &IntentsDocument) -> Vec<PluginFileProblem> {
                 param
                     .problems()
                     .into_iter()
-                    .map(|(key, message)| PluginFileProblem::new(param_path.then(&key), message)),
+                    .map(|(key, message)| PluginFileProblem::new(param_path.then(key), message)),
             );
         }
         let templates = [
