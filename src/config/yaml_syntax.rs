@@ -25,8 +25,8 @@ pub(super) fn check_yaml_syntax(path: &Path, text: &str) -> Result<(), ConfigErr
     match serde_yaml::from_str::<serde_yaml::Value>(text) {
         Ok(serde_yaml::Value::Mapping(_)) => keys_are_scalars(text)
             .map_err(|(line, column, message)| syntax_error(Some(line), Some(column), message)),
-        // Nothing but comments and document markers is an empty configuration; a null
-        // written out (`~`, `null`, an anchor alone) is not a mapping.
+        // Nothing but comments is an empty configuration; a null written out (`~`, `null`,
+        // an anchor alone, a document marker with nothing after it) is not a mapping.
         Ok(serde_yaml::Value::Null) => match first_content_line(text) {
             None => Ok(()),
             Some(line) => Err(syntax_error(
@@ -84,16 +84,13 @@ fn yaml_kind(value: &serde_yaml::Value) -> &'static str {
     }
 }
 
-/// The 1-based line of the first thing that is not a comment, a blank or a document marker.
+/// The 1-based line of the first thing that is not a comment or a blank: a document marker
+/// alone (`---`) is a document holding null, which the `config` crate refuses too.
 fn first_content_line(text: &str) -> Option<usize> {
     text.lines()
         .position(|line| {
             let trimmed = line.trim();
-            !(trimmed.is_empty()
-                || trimmed.starts_with('#')
-                || trimmed == "---"
-                || trimmed == "..."
-                || line.starts_with('%'))
+            !(trimmed.is_empty() || trimmed.starts_with('#'))
         })
         .map(|index| index + 1)
 }
@@ -261,7 +258,7 @@ mod tests {
             "a: 1\n1: x\ntrue: y\n1.5: z\n",
             "a: !tag {b: 1}\n",
             "",
-            "# only a comment\n---\n",
+            "# only a comment\n",
         ] {
             assert_eq!(
                 check_yaml_syntax(Path::new("hearth.yaml"), fine).ok(),
@@ -275,7 +272,7 @@ mod tests {
     fn a_null_written_out_is_no_mapping_at_its_line() {
         // Found by the fuzz target `config_file`: `&1-2` (an anchor alone) reads as null,
         // which the `config` crate refused with no line.
-        for (text, line) in [("&1-2", 1), ("# hearth\n~\n", 2), ("null\n", 1)] {
+        for (text, line) in [("&1-2", 1), ("# hearth\n~\n", 2), ("null\n", 1), ("---", 1)] {
             let error = check_yaml_syntax(Path::new("hearth.yaml"), text).unwrap_err();
             let ConfigError::Syntax {
                 line: at, message, ..
