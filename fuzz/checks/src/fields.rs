@@ -50,10 +50,13 @@ impl<'a> Fields<'a> {
 
     /// `key` as an instant (RFC 3339), or `default`.
     pub fn instant(&self, key: &str, default: &str) -> DateTime<Utc> {
+        // A leap second (`23:59:60`) is no instant a clock hands hearth (chrono's `Utc::now`
+        // never does), and chrono's arithmetic across one is off by that second.
         let read = |text: &str| {
             DateTime::parse_from_rfc3339(text.trim())
                 .ok()
                 .map(|instant| instant.with_timezone(&Utc))
+                .filter(|instant| instant.timestamp_subsec_nanos() < 1_000_000_000)
         };
         self.get(key)
             .and_then(read)
@@ -82,5 +85,15 @@ mod tests {
         assert_eq!(fields.get("b"), Some("two\nlines\nnot a key: x"));
         assert_eq!(fields.all("a"), ["1", "3"]);
         assert_eq!(fields.get("c"), None);
+    }
+
+    #[test]
+    fn a_leap_second_is_no_instant_and_the_default_stands() {
+        let fields = Fields::read("now: 2010-11-29T00:00:60Z", &["now"]);
+        let default = "2025-03-30T00:30:00Z";
+        assert_eq!(
+            fields.instant("now", default).to_rfc3339(),
+            "2025-03-30T00:30:00+00:00"
+        );
     }
 }

@@ -1,6 +1,7 @@
 //! What hearth's fuzz targets check: reading a target's input written as `key: value`
 //! lines ([`fields`]), checking rendered HTML against what Telegram and Matrix accept and
-//! reading back the text a reader sees ([`html`]), and checking that a refusal names its
+//! reading back the text a reader sees ([`html`]), JSON whose reading is ambiguous
+//! ([`json`]), and checking that a refusal names its
 //! file and key ([`refusal`]); a scratch folder and a runtime made once per process
 //! ([`scratch`]).
 //!
@@ -9,6 +10,7 @@
 
 pub mod fields;
 pub mod html;
+pub mod json;
 pub mod refusal;
 pub mod scratch;
 
