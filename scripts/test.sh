@@ -2,8 +2,8 @@
 # Runs every test of hearth on a fresh machine: installs what the tests need
 # (the small local model for the real-model tests, the MCP servers, Synapse, Radicale,
 # headless Chromium and chromedriver for the web tests, PostgreSQL for the storage suite,
-# espeak-ng and opusenc for real voice notes), then the whole cargo suite. The fuzz
-# targets run separately (scripts/fuzz.sh; CONTRIBUTING.md, "Fuzzing").
+# espeak-ng and opusenc for real voice notes, cargo-fuzz for the fuzz targets), then the
+# whole cargo suite, then each fuzz target for a few seconds on its corpus.
 # Extra arguments go to `cargo test` (e.g. a test-name filter).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -31,4 +31,11 @@ if [ "$#" -eq 0 ]; then
     for features in telegram matrix; do
         cargo test --lib --no-default-features --features "$features"
     done
+fi
+
+# Each fuzz target a few seconds on its committed corpus and what it mutates from it (no
+# filter given): a failed property, a panic or a stall fails the run (scripts/fuzz.sh;
+# CONTRIBUTING.md, "Fuzzing").
+if [ "$#" -eq 0 ]; then
+    bash scripts/fuzz.sh --seconds 5
 fi
