@@ -100,7 +100,7 @@ fn first_content_line(text: &str) -> Option<usize> {
 /// key), at its line and column.
 fn keys_are_scalars(text: &str) -> Result<(), (usize, usize, String)> {
     let deserializer = serde_yaml::Deserializer::from_str(text);
-    match AnyNode.deserialize(deserializer) {
+    match ANY_VALUE.deserialize(deserializer) {
         Ok(()) => Ok(()),
         Err(error) => {
             let (line, column) = error
@@ -116,10 +116,27 @@ fn keys_are_scalars(text: &str) -> Result<(), (usize, usize, String)> {
     }
 }
 
-/// Any YAML node, its mappings' keys held to [`ScalarKey`].
-struct AnyNode;
+/// A YAML node as the `config` crate reads it; as a mapping key (`as_key`) only text, a
+/// number or a boolean.
+#[derive(Clone, Copy)]
+struct Node {
+    as_key: bool,
+}
 
-impl<'de> DeserializeSeed<'de> for AnyNode {
+const ANY_VALUE: Node = Node { as_key: false };
+const KEY: Node = Node { as_key: true };
+
+impl Node {
+    /// Refuses `what` where a key stands, accepts it elsewhere.
+    fn not_as_key<E: de::Error>(self, what: de::Unexpected<'_>) -> Result<(), E> {
+        match self.as_key {
+            true => Err(E::invalid_type(what, &self)),
+            false => Ok(()),
+        }
+    }
+}
+
+impl<'de> DeserializeSeed<'de> for Node {
     type Value = ();
 
     fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
@@ -127,11 +144,14 @@ impl<'de> DeserializeSeed<'de> for AnyNode {
     }
 }
 
-impl<'de> Visitor<'de> for AnyNode {
+impl<'de> Visitor<'de> for Node {
     type Value = ();
 
     fn expecting(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
-        formatter.write_str("any value")
+        formatter.write_str(match self.as_key {
+            true => "a key that is text, a number or a boolean",
+            false => "any value",
+        })
     }
 
     fn visit_bool<E>(self, _: bool) -> Result<(), E> {
@@ -149,63 +169,31 @@ impl<'de> Visitor<'de> for AnyNode {
     fn visit_str<E>(self, _: &str) -> Result<(), E> {
         Ok(())
     }
-    fn visit_unit<E>(self) -> Result<(), E> {
-        Ok(())
+    fn visit_unit<E: de::Error>(self) -> Result<(), E> {
+        self.not_as_key(de::Unexpected::Unit)
     }
-    fn visit_none<E>(self) -> Result<(), E> {
-        Ok(())
+    fn visit_none<E: de::Error>(self) -> Result<(), E> {
+        self.not_as_key(de::Unexpected::Option)
     }
     fn visit_some<D: Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
         deserializer.deserialize_any(self)
     }
     fn visit_enum<A: de::EnumAccess<'de>>(self, data: A) -> Result<(), A::Error> {
+        self.not_as_key(de::Unexpected::Enum)?;
         // A tagged value (`!tag value`): the tag is no key; the value is read on.
         let (IgnoredAny, variant) = data.variant::<IgnoredAny>()?;
-        de::VariantAccess::newtype_variant_seed(variant, AnyNode)
+        de::VariantAccess::newtype_variant_seed(variant, ANY_VALUE)
     }
     fn visit_seq<A: SeqAccess<'de>>(self, mut items: A) -> Result<(), A::Error> {
-        while items.next_element_seed(AnyNode)?.is_some() {}
+        self.not_as_key(de::Unexpected::Seq)?;
+        while items.next_element_seed(ANY_VALUE)?.is_some() {}
         Ok(())
     }
     fn visit_map<A: MapAccess<'de>>(self, mut entries: A) -> Result<(), A::Error> {
-        while entries.next_key_seed(ScalarKey)?.is_some() {
-            entries.next_value_seed(AnyNode)?;
+        self.not_as_key(de::Unexpected::Map)?;
+        while entries.next_key_seed(KEY)?.is_some() {
+            entries.next_value_seed(ANY_VALUE)?;
         }
-        Ok(())
-    }
-}
-
-/// A mapping key the `config` crate reads: text, a number or a boolean.
-struct ScalarKey;
-
-impl<'de> DeserializeSeed<'de> for ScalarKey {
-    type Value = ();
-
-    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
-        deserializer.deserialize_any(self)
-    }
-}
-
-impl<'de> Visitor<'de> for ScalarKey {
-    type Value = ();
-
-    fn expecting(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
-        formatter.write_str("a key that is text, a number or a boolean")
-    }
-
-    fn visit_bool<E>(self, _: bool) -> Result<(), E> {
-        Ok(())
-    }
-    fn visit_i64<E>(self, _: i64) -> Result<(), E> {
-        Ok(())
-    }
-    fn visit_u64<E>(self, _: u64) -> Result<(), E> {
-        Ok(())
-    }
-    fn visit_f64<E>(self, _: f64) -> Result<(), E> {
-        Ok(())
-    }
-    fn visit_str<E>(self, _: &str) -> Result<(), E> {
         Ok(())
     }
 }
