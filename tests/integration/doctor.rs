@@ -6,11 +6,14 @@ use std::net::TcpListener;
 use std::path::Path;
 use std::process::{Command, Output};
 
-use crate::support::hearth_app::{test_env, write_config, write_telegram_family_config};
+use hearth::config::MatrixConfig;
+
+use crate::support::hearth_app::{test_env, write_telegram_family_config};
 use crate::support::llm_server::{ScriptedLlmServer, Step};
 use crate::support::mcp::{EVERYTHING, entry_point};
 use crate::support::synapse::Synapse;
 use crate::support::telegram::{BOT_USERNAME, TelegramServer};
+use crate::support::test_config::TestConfig;
 use crate::support::transcription_server::{Step as TranscriptionStep, TranscriptionServer};
 
 /// The bot's real token, as the fake Bot API knows it.
@@ -255,20 +258,19 @@ async fn doctor_logs_in_to_matrix_and_leaves_no_device_behind() {
     let bot = synapse.register("hearth", PASSWORD, false).await;
     let llm = ScriptedLlmServer::start();
     let folder = tempfile::tempdir().unwrap();
-    let config = write_config(folder.path(), &llm.base_url());
-    let written = std::fs::read_to_string(&config).unwrap();
-    std::fs::write(
-        &config,
-        format!(
-            "{written}channels:\n  matrix: {{ enabled: true, homeserver_url: \"{}\", user_id: \
-             \"{}\", password_env: TEST_MATRIX_PASSWORD, store_path: \"{}\", \
-             store_passphrase_env: TEST_MATRIX_STORE_PASSPHRASE }}\n",
-            synapse.base_url(),
-            bot.user_id,
-            folder.path().join("matrix").display()
-        ),
-    )
-    .unwrap();
+    let config = TestConfig::new(folder.path(), &llm.base_url())
+        .with(|config| {
+            config.channels.matrix = MatrixConfig {
+                enabled: true,
+                homeserver_url: Some(synapse.base_url()),
+                user_id: Some(bot.user_id.clone()),
+                password_env: Some("TEST_MATRIX_PASSWORD".to_owned()),
+                store_path: folder.path().join("matrix").display().to_string(),
+                store_passphrase_env: Some("TEST_MATRIX_STORE_PASSPHRASE".to_owned()),
+                ..MatrixConfig::default()
+            }
+        })
+        .write(folder.path());
     let run = |env: Vec<(&'static str, String)>| {
         let config = config.clone();
         async move {

@@ -11,7 +11,8 @@ use serde_json::{Map, Value, json};
 use hearth::scripts::{RunLimits, ScriptCatalog, run_script};
 
 use crate::support::family_scripts::overrides;
-use crate::support::hearth_app::{load, test_env, write_config};
+use crate::support::hearth_app::{load, test_env};
+use crate::support::test_config::TestConfig;
 
 const LIMITS: RunLimits = RunLimits {
     timeout: Duration::from_secs(30),
@@ -89,7 +90,7 @@ async fn a_manifest_path_leaving_the_folder_stops_start_up() {
     )
     .unwrap();
     std::fs::write(scripts.join("ok.sh"), "echo ok\n").unwrap();
-    let path = write_config(folder.path(), "http://127.0.0.1:9");
+    let path = TestConfig::new(folder.path(), "http://127.0.0.1:9").write(folder.path());
     let owned = overrides(&scripts);
     let env: Vec<(&str, &str)> = owned.iter().map(|(k, v)| (*k, v.as_str())).collect();
     let loaded = load(&path, &test_env(&env));

@@ -14,8 +14,9 @@ use hearth::scripts::{RunLimits, ScriptCatalog, run_script};
 use crate::support::family_scripts::{
     approve_run, ask_to_run, call, last_system_prompt, overrides, runs, say, start, write_scripts,
 };
-use crate::support::hearth_app::{API_KEY, HearthProcess, test_env, write_config};
+use crate::support::hearth_app::{API_KEY, HearthProcess, test_env};
 use crate::support::llm_server::{ScriptedLlmServer, Step};
+use crate::support::test_config::TestConfig;
 
 #[actix::test]
 async fn a_failing_script_reports_its_exit_code_and_errors() {
@@ -123,7 +124,7 @@ async fn a_run_completed_before_hearth_is_killed_is_never_run_again() {
     let llm = ScriptedLlmServer::start();
     let folder = tempfile::tempdir().unwrap();
     let scripts = write_scripts(folder.path());
-    let config = write_config(folder.path(), &llm.base_url());
+    let config = TestConfig::new(folder.path(), &llm.base_url()).write(folder.path());
     let owned = overrides(&scripts);
     let env = test_env(
         &owned

@@ -10,9 +10,10 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use crate::support::hearth_app::{HearthProcess, post_with_key, test_env, write_config};
+use crate::support::hearth_app::{HearthProcess, post_with_key, test_env};
 use crate::support::llm_server::{ScriptedLlmServer, Step};
 use crate::support::postgres::{PostgresServer, config_on};
+use crate::support::test_config::TestConfig;
 
 pub(crate) async fn post(base_url: &str, body: &Value) -> (u16, Value) {
     post_with_key(
@@ -141,7 +142,7 @@ async fn a_family_moves_from_sqlite_to_postgres_with_copy_store() {
     let llm = ScriptedLlmServer::start();
     llm.set_recording(true);
     let folder = tempfile::tempdir().unwrap();
-    let sqlite_config = write_config(folder.path(), &llm.base_url());
+    let sqlite_config = TestConfig::new(folder.path(), &llm.base_url()).write(folder.path());
     let sqlite_url = format!("sqlite://{}", folder.path().join("hearth.db").display());
     let env = test_env(&[]);
 

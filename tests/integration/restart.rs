@@ -6,8 +6,9 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use sqlx::Row;
 
-use crate::support::hearth_app::{API_KEY, HearthProcess, test_env, write_config};
+use crate::support::hearth_app::{API_KEY, HearthProcess, test_env};
 use crate::support::llm_server::{ScriptedLlmServer, Step};
+use crate::support::test_config::TestConfig;
 
 async fn post(client: &reqwest::Client, base_url: &str, body: &Value) -> Option<(u16, Value)> {
     let response = client
@@ -25,7 +26,7 @@ async fn post(client: &reqwest::Client, base_url: &str, body: &Value) -> Option<
 async fn an_accepted_message_is_answered_once_after_a_kill() {
     let llm = ScriptedLlmServer::start();
     let folder = tempfile::tempdir().unwrap();
-    let config = write_config(folder.path(), &llm.base_url());
+    let config = TestConfig::new(folder.path(), &llm.base_url()).write(folder.path());
     let env = test_env(&[]);
     let client = reqwest::Client::new();
     let message = json!({"user_id": "alice", "text": "remember the milk", "message_id": "tg-42"});

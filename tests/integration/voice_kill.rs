@@ -7,8 +7,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::support::hearth_app::{HearthProcess, test_env, write_config};
+use crate::support::hearth_app::{HearthProcess, test_env};
 use crate::support::llm_server::{ScriptedLlmServer, Step};
+use crate::support::test_config::TestConfig;
 use crate::support::transcription_server::{Step as Heard, TranscriptionServer};
 use crate::support::voice::spoken_ogg;
 use crate::support::voice::transcribing_on;
@@ -34,7 +35,7 @@ async fn killed_then_answered(
     killed_at: impl Fn() -> bool,
 ) -> Value {
     let folder = tempfile::tempdir().unwrap();
-    let config = write_config(folder.path(), &llm.base_url());
+    let config = TestConfig::new(folder.path(), &llm.base_url()).write(folder.path());
     let attachments = folder.path().join("attachments").display().to_string();
     let files = [(
         "HEARTH__CHANNELS__TELEGRAM__ATTACHMENTS_DIR",

@@ -12,10 +12,11 @@ use std::process::Command;
 
 use serde_json::json;
 
-use crate::support::hearth_app::{HearthProcess, TestApp, test_env, wait_for_readyz, write_config};
+use crate::support::hearth_app::{HearthProcess, TestApp, test_env, wait_for_readyz};
 use crate::support::llm_server::ScriptedLlmServer;
 use crate::support::telegram::TelegramServer;
 use crate::support::telegram_family::{TOKEN, alice, bot_says, start_on_telegram};
+use crate::support::test_config::TestConfig;
 use crate::support::web_page::Visitor;
 use crate::support::web_page::{
     ask_code, codes_in, enter_code, link_in, start_behind_proxy, use_link,
@@ -127,7 +128,7 @@ fn token_command(
 async fn a_member_token_speaks_only_as_its_member_until_revoked() {
     let llm = ScriptedLlmServer::start();
     let folder = tempfile::tempdir().unwrap();
-    let config = write_config(folder.path(), &llm.base_url());
+    let config = TestConfig::new(folder.path(), &llm.base_url()).write(folder.path());
     let env = test_env(&[]);
     let hearth = HearthProcess::spawn(&config, &env);
     let client = reqwest::Client::new();

@@ -16,12 +16,16 @@ use hearth::app::{self, RunningApp, StartOptions};
 use hearth::config::{self, LoadOptions, LoadedConfig};
 use hearth::tools::LOCAL_TOOL_NAMES;
 
+use super::test_config::TestConfig;
+
 pub const API_KEY: &str = "test-api-key-0123456789";
 /// The plugin API's key (`/api/plugins/llm/*`).
 pub const PLUGIN_API_KEY: &str = "test-plugin-key-0123456789";
 /// The admin key (registering plugins; metrics with `metrics_auth`).
 pub const ADMIN_API_KEY: &str = "test-admin-key-0123456789";
 
+/// The test config as YAML text, for the older tests that edit its text; new tests build
+/// it typed with `TestConfig` (the same configuration: `config_loading::test_config`).
 /// A config for tests: SQLite in `folder`, HTTP on a free loopback port,
 /// models `main` and `backup` on the scripted server, family alice and bob,
 /// profiles `default_assistant` and `focused_assistant` (`/focus`).
@@ -159,7 +163,7 @@ impl TestApp {
         llm_base_url: &str,
         overrides: &[(&str, &str)],
     ) -> TestApp {
-        let path = write_config(folder.path(), llm_base_url);
+        let path = TestConfig::new(folder.path(), llm_base_url).write(folder.path());
         Self::start_from(folder, &path, overrides).await
     }
 
@@ -191,7 +195,7 @@ impl TestApp {
     /// become ready).
     pub async fn start_unready(llm_base_url: &str, overrides: &[(&str, &str)]) -> TestApp {
         let folder = tempfile::tempdir().expect("temporary folder");
-        let path = write_config(folder.path(), llm_base_url);
+        let path = TestConfig::new(folder.path(), llm_base_url).write(folder.path());
         Self::start_from_unready(folder, &path, overrides, None).await
     }
 
