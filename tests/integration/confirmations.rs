@@ -7,8 +7,9 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::support::hearth_app::{HearthProcess, TestApp, test_env, write_config};
+use crate::support::hearth_app::{HearthProcess, TestApp, test_env};
 use crate::support::llm_server::{ScriptedLlmServer, Step};
+use crate::support::test_config::TestConfig;
 use hearth::actors::processing::DECLINED_RESULT;
 
 const CONFIRM_PROFILE_UPDATE: (&str, &str) = (
@@ -158,7 +159,7 @@ async fn only_the_asking_member_may_answer() {
 async fn a_restart_between_question_and_answer_loses_nothing() {
     let llm = ScriptedLlmServer::start();
     let folder = tempfile::tempdir().unwrap();
-    let config = write_config(folder.path(), &llm.base_url());
+    let config = TestConfig::new(folder.path(), &llm.base_url()).write(folder.path());
     let env = test_env(&[CONFIRM_PROFILE_UPDATE]);
     script_profile_update(&llm, "6 Birch Row");
 

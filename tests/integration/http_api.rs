@@ -4,6 +4,7 @@ use serde_json::{Value, json};
 
 use crate::support::hearth_app::{API_KEY, TestApp};
 use crate::support::llm_server::ScriptedLlmServer;
+use crate::support::test_config::TestConfig;
 
 async fn post(app: &TestApp, headers: &[(&str, &str)], body: String) -> (u16, Value) {
     let mut request = app
@@ -254,7 +255,7 @@ async fn each_key_opens_only_its_own_routes() {
 #[test]
 fn one_key_for_two_scopes_is_refused_by_validation() {
     let folder = tempfile::tempdir().unwrap();
-    let config = crate::support::hearth_app::write_config(folder.path(), "http://127.0.0.1:9/v1");
+    let config = TestConfig::new(folder.path(), "http://127.0.0.1:9/v1").write(folder.path());
     let env = crate::support::hearth_app::test_env(&[("TEST_HEARTH_PLUGIN_KEY", API_KEY)]);
     let error = hearth::config::load_with_env(
         &config,
@@ -379,10 +380,10 @@ async fn a_member_never_reaches_another_members_conversation() {
 /// each is counted, and memory stays flat (what is remembered of strangers is bounded).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_flood_of_distinct_strangers_leaves_memory_flat() {
-    use crate::support::hearth_app::{HearthProcess, test_env, write_config};
+    use crate::support::hearth_app::{HearthProcess, test_env};
     let llm = ScriptedLlmServer::start();
     let folder = tempfile::tempdir().unwrap();
-    let config = write_config(folder.path(), &llm.base_url());
+    let config = TestConfig::new(folder.path(), &llm.base_url()).write(folder.path());
     let hearth = HearthProcess::spawn(&config, &test_env(&[]));
     let client = reqwest::Client::new();
     let rss_kb = |pid: u32| -> u64 {

@@ -6,29 +6,19 @@
 
 use serde_json::{Value, json};
 
-use crate::support::hearth_app::{TestApp, write_config};
+use crate::support::hearth_app::TestApp;
 use crate::support::llm_server::{ScriptedLlmServer, Step};
+use crate::support::test_config::TestConfig;
 use crate::support::tool_lists::NOTE_TOOLS;
 
 /// hearth with the note tools, the titles in the prompt, and Bob a child.
 async fn start(llm: &ScriptedLlmServer) -> TestApp {
     let folder = tempfile::tempdir().unwrap();
-    let path = write_config(folder.path(), &llm.base_url());
-    let text = std::fs::read_to_string(&path)
-        .unwrap()
-        .replace(
-            "{ id: bob, name: Bob }",
-            "{ id: bob, name: Bob, role: child }",
-        )
-        .replace(
-            "    llm_model: main\n",
-            "    llm_model: main\n    include_notes_in_prompt: true\n",
-        )
-        .replace(
-            "enable_local_tools: [profile_get, profile_update]",
-            &format!("enable_local_tools: [profile_get, {NOTE_TOOLS}]"),
-        );
-    std::fs::write(&path, text).unwrap();
+    let path = TestConfig::new(folder.path(), &llm.base_url())
+        .child("bob")
+        .default_processing("include_notes_in_prompt", true.into())
+        .default_tools(&format!("profile_get, {NOTE_TOOLS}"))
+        .write(folder.path());
     TestApp::start_from(folder, &path, &[]).await
 }
 

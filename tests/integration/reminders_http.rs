@@ -7,24 +7,19 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 
-use crate::support::hearth_app::{TestApp, write_config};
+use crate::support::hearth_app::TestApp;
 use crate::support::llm_server::{ScriptedLlmServer, Step};
 use crate::support::reminders::REMIND_TOOLS;
+use crate::support::test_config::TestConfig;
 
 async fn start(llm: &ScriptedLlmServer) -> TestApp {
     let folder = tempfile::tempdir().unwrap();
-    let path = write_config(folder.path(), &llm.base_url());
-    let text = std::fs::read_to_string(&path)
-        .unwrap()
-        .replace(
-            "{ id: alice, name: Alice }",
-            "{ id: alice, name: Alice, timezone: America/New_York }",
-        )
-        .replace(
-            "enable_local_tools: [profile_get, profile_update]",
-            &format!("enable_local_tools: [profile_get, profile_update, {REMIND_TOOLS}]"),
-        );
-    std::fs::write(&path, text).unwrap();
+    let path = TestConfig::new(folder.path(), &llm.base_url())
+        .member("alice", |alice| {
+            alice.timezone = Some("America/New_York".into())
+        })
+        .default_tools(&format!("profile_get, profile_update, {REMIND_TOOLS}"))
+        .write(folder.path());
     TestApp::start_from(folder, &path, &[]).await
 }
 

@@ -151,6 +151,43 @@ impl TestConfig {
         self.member(id, |member| member.role = FamilyRole::Parent)
     }
 
+    /// Member `id` a child.
+    pub fn child(self, id: &str) -> TestConfig {
+        self.member(id, |member| member.role = FamilyRole::Child)
+    }
+
+    /// The local tools every profile enables unless it says otherwise, as
+    /// `enable_local_tools` lists them (`"profile_get, schedule_reminder"`; the tool-list
+    /// constants of `tool_lists.rs` and `reminders.rs` are written so).
+    pub fn default_tools(mut self, names: &str) -> TestConfig {
+        let names: Vec<&str> = names
+            .split(',')
+            .map(str::trim)
+            .filter(|name| !name.is_empty())
+            .collect();
+        let confirm = self
+            .config
+            .default_profile_settings
+            .tools_config
+            .get("confirm_tools")
+            .cloned();
+        let mut layer = tools(&names, &[]);
+        if let Some(confirm) = confirm {
+            layer.insert("confirm_tools".into(), confirm);
+        }
+        self.config.default_profile_settings.tools_config = layer;
+        self
+    }
+
+    /// A `processing_config` key every profile has unless it says otherwise.
+    pub fn default_processing(mut self, key: &str, value: Value) -> TestConfig {
+        self.config
+            .default_profile_settings
+            .processing_config
+            .insert(key.into(), value);
+        self
+    }
+
     /// Telegram long-polling the Bot API at `api_url` with the token in
     /// `TEST_TELEGRAM_TOKEN`, files kept in `folder/attachments` up to 4 KiB.
     pub fn telegram(mut self, api_url: &str, folder: &Path) -> TestConfig {

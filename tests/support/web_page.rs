@@ -11,28 +11,21 @@ use std::path::Path;
 
 use reqwest::header::{COOKIE, LOCATION, SET_COOKIE};
 
-use super::hearth_app::{TestApp, write_config};
+use super::hearth_app::TestApp;
 use super::llm_server::ScriptedLlmServer;
 use super::reminders::REMIND_TOOLS;
 use super::telegram::TelegramServer;
 use super::telegram_family::{bot_says, start_on_telegram};
+use super::test_config::TestConfig;
 use super::tool_lists::NOTE_TOOLS;
 
 /// hearth with the reminder and note tools; alice a parent, bob a child.
 pub async fn start(llm: &ScriptedLlmServer) -> TestApp {
     let folder = tempfile::tempdir().unwrap();
-    let path = write_config(folder.path(), &llm.base_url());
-    let text = std::fs::read_to_string(&path)
-        .unwrap()
-        .replace(
-            "{ id: bob, name: Bob }",
-            "{ id: bob, name: Bob, role: child }",
-        )
-        .replace(
-            "enable_local_tools: [profile_get, profile_update]",
-            &format!("enable_local_tools: [profile_get, {REMIND_TOOLS}, {NOTE_TOOLS}]"),
-        );
-    std::fs::write(&path, text).unwrap();
+    let path = TestConfig::new(folder.path(), &llm.base_url())
+        .child("bob")
+        .default_tools(&format!("profile_get, {REMIND_TOOLS}, {NOTE_TOOLS}"))
+        .write(folder.path());
     TestApp::start_from(folder, &path, &[]).await
 }
 
