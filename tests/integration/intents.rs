@@ -19,8 +19,8 @@ use hearth::storage::Stores;
 
 use crate::support::hearth_app::{TestApp, test_env};
 use crate::support::intents_profile::{
-    Wire, asked_which_order, classified, example_intents, orders_config, orders_config_with,
-    stage_names, stages, start, successful_calls,
+    Wire, asked_which_order, classified, example_intents, orders_config, orders_config_confirming,
+    orders_config_with, stage_names, stages, start, successful_calls,
 };
 use crate::support::llm_server::{ScriptedLlmServer, Step};
 
@@ -419,12 +419,7 @@ async fn the_data_source_suite_passes_on_every_adapter() {
 async fn confirm_tools_asks_before_the_intent_s_tool_runs() {
     let llm = ScriptedLlmServer::start();
     let folder = tempfile::tempdir().unwrap();
-    let path = orders_config(folder.path(), &llm, &example_intents());
-    let text = std::fs::read_to_string(&path).unwrap().replace(
-        "confirm_tools: [] }",
-        "confirm_tools: [check_order_status] }",
-    );
-    std::fs::write(&path, text).unwrap();
+    let path = orders_config_confirming(folder.path(), &llm, &example_intents());
     let app = TestApp::start_from(folder, &path, &[]).await;
     for (approve, reply) in [
         (

@@ -9,7 +9,7 @@ use serde_json::json;
 
 use crate::support::hearth_app::TestApp;
 use crate::support::intents_profile::{
-    classified, example_intents, orders_config, stages, successful_calls,
+    classified, example_intents, orders_config_confirming, stages, successful_calls,
 };
 use crate::support::llm_server::ScriptedLlmServer;
 
@@ -45,12 +45,7 @@ async fn failed_once(pool: &sqlx::SqlitePool, id: &str) {
 async fn an_approved_call_whose_resumed_turn_failed_before_it_started_runs_once_on_retry() {
     let llm = ScriptedLlmServer::start();
     let folder = tempfile::tempdir().unwrap();
-    let path = orders_config(folder.path(), &llm, &example_intents());
-    let text = std::fs::read_to_string(&path).unwrap().replace(
-        "confirm_tools: [] }",
-        "confirm_tools: [check_order_status] }",
-    );
-    std::fs::write(&path, text).unwrap();
+    let path = orders_config_confirming(folder.path(), &llm, &example_intents());
     let app = TestApp::start_from(folder, &path, &[]).await;
 
     llm.push(classified(

@@ -15,7 +15,7 @@ use std::time::Duration;
 use serde_json::json;
 
 use crate::support::hearth_app::TestApp;
-use crate::support::intents_profile::{example_intents, orders_config};
+use crate::support::intents_profile::{example_intents, orders_config, orders_config_confirming};
 use crate::support::llm_server::ScriptedLlmServer;
 use hearth::ports::{
     AnswerPlace, Inbound, PendingConfirmation, PlanExecution, PlanStep, StepExecution, StepStatus,
@@ -230,12 +230,7 @@ async fn asked_anew(app: &TestApp) -> serde_json::Value {
 /// hearth starts on `folder` with `check_order_status` asking: the stopped message asks its
 /// confirmation anew, and approving it runs the call once, for the whole answer.
 async fn asked_anew_and_approved(folder: tempfile::TempDir, llm: &ScriptedLlmServer) {
-    let path = orders_config(folder.path(), llm, &example_intents());
-    let text = std::fs::read_to_string(&path).unwrap().replace(
-        "confirm_tools: [] }",
-        "confirm_tools: [check_order_status] }",
-    );
-    std::fs::write(&path, text).unwrap();
+    let path = orders_config_confirming(folder.path(), llm, &example_intents());
     let app = TestApp::start_from(folder, &path, &[]).await;
     let record = asked_anew(&app).await;
     let confirmation = &record["confirmation"];

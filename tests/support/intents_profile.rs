@@ -9,12 +9,14 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use hearth::config::ServiceProfileConfig;
 use serde_json::{Value, json};
 
 use super::hearth_app::{TestApp, write_config};
 use super::llm_server::{ScriptedLlmServer, Step};
 use super::telegram::{StoredMessage, TelegramServer};
 use super::telegram_family::write_telegram_config;
+use super::test_config::{TestConfig, processing, profile, tools};
 
 /// Stands in an intents file's text for the path of the shipped `data/orders.json`.
 pub const ORDERS_PATH: &str = "ORDERS";
@@ -76,6 +78,27 @@ pub fn orders_config_with(
     text.push_str(&orders_profile(intents_file, processing));
     std::fs::write(&path, text).unwrap();
     path
+}
+
+/// The test config with bob a child and the `orders` profile (`/orders`) on `intents_file`,
+/// whose `check_order_status` asks the member before it runs; written typed.
+pub fn orders_config_confirming(
+    folder: &Path,
+    llm: &ScriptedLlmServer,
+    intents_file: &Path,
+) -> PathBuf {
+    TestConfig::new(folder, &llm.base_url())
+        .child("bob")
+        .profile(ServiceProfileConfig {
+            slash_commands: vec!["/orders".to_owned()],
+            processing_config: Some(processing(&[
+                ("engine", "intents".into()),
+                ("intents_file", intents_file.display().to_string().into()),
+            ])),
+            tools_config: Some(tools(&["check_order_status"], &["check_order_status"])),
+            ..profile("orders")
+        })
+        .write(folder)
 }
 
 /// hearth with the `orders` profile on `intents_file`, the model speaking `wire`.
