@@ -44,10 +44,11 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 
-use support::hearth_app::{BenchedHearth, post_with_key, write_config};
+use support::hearth_app::{BenchedHearth, post_with_key};
 use support::intents_profile::orders_profile;
 use support::llm_server::{ScriptedLlmServer, Step};
 use support::measure::{cpu_seconds, env_number, memory_mb, percentile, verdict};
+use support::test_config::TestConfig;
 
 const TARGET_TURNS_PER_SECOND: f64 = 500.0;
 const TARGET_P50_MS: f64 = 5.0;
@@ -237,11 +238,9 @@ fn orders_config(folder: &Path, llm: &ScriptedLlmServer) -> PathBuf {
     let intents_file = folder.join("intents.yaml");
     std::fs::write(&intents_file, intents).expect("intents file written");
 
-    let path = write_config(folder, &llm.base_url());
-    let mut text = std::fs::read_to_string(&path).expect("test config");
-    text.push_str(&orders_profile(&intents_file, ""));
-    std::fs::write(&path, text).expect("test config written");
-    path
+    TestConfig::new(folder, &llm.base_url())
+        .profile(orders_profile(&intents_file, &[]))
+        .write(folder)
 }
 
 /// Where turns are sent.

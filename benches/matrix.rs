@@ -91,7 +91,7 @@ fn main() {
         llm.set_default(Step::Echo);
         llm.set_recording(false);
         let folder = tempfile::tempdir().expect("temporary folder");
-        let config = write_matrix_config(folder.path(), &llm, &server, "");
+        let config = write_matrix_config(folder.path(), &llm, &server, &[]);
         let user_ids: Vec<String> = people.iter().map(|person| person.user_id.clone()).collect();
         add_members(&config, &user_ids);
         let log =

@@ -48,13 +48,12 @@ use std::process::Command;
 use std::time::Duration;
 
 use load::{Deployment, Figures};
-use support::hearth_app::{
-    HearthProcess, test_env, wait_for_readyz, write_config, write_telegram_family_config,
-};
+use support::hearth_app::{HearthProcess, test_env, wait_for_readyz, write_telegram_family_config};
 use support::llm_server::ScriptedLlmServer;
 use support::measure::{env_number, memory_mb, verdict};
 use support::postgres::{PostgresServer, config_on};
 use support::telegram::TelegramServer;
+use support::test_config::TestConfig;
 
 const TARGET_TURNS_PER_SECOND: f64 = 2000.0;
 /// PostgreSQL with one worker, with leases fenced: turns/s and the load phase's p99.
@@ -170,7 +169,7 @@ fn main() {
 /// One worker on SQLite, each figure beside its target, then the footprints at rest.
 fn sqlite_report(llm: &ScriptedLlmServer, conversations: usize, turns: usize, sequential: usize) {
     let folder = tempfile::tempdir().expect("temporary folder");
-    let config = write_config(folder.path(), &llm.base_url());
+    let config = TestConfig::new(folder.path(), &llm.base_url()).write(folder.path());
     let database_url = format!("sqlite://{}", folder.path().join("hearth.db").display());
     let hearth = Deployment::start(&config, &database_url, 1, conversations);
     std::thread::sleep(Duration::from_millis(500));
@@ -289,7 +288,7 @@ fn footprints(
         return;
     };
     let folder = tempfile::tempdir().expect("temporary folder");
-    let config = write_config(folder.path(), &llm.base_url());
+    let config = TestConfig::new(folder.path(), &llm.base_url()).write(folder.path());
     let env = test_env(&[("HEARTH_LOG", "warn,hearth::app=info")]);
     let http_rss = idle_rss(runtime, client, &http_only, &config, &env);
     println!(
@@ -371,7 +370,7 @@ fn postgres_table(
 
     println!("measuring sqlite, 1 worker ...");
     let folder = tempfile::tempdir().expect("temporary folder");
-    let config = write_config(folder.path(), &llm.base_url());
+    let config = TestConfig::new(folder.path(), &llm.base_url()).write(folder.path());
     let database_url = format!("sqlite://{}", folder.path().join("hearth.db").display());
     let figures = Deployment::start(&config, &database_url, 1, conversations).measure(
         llm,

@@ -41,7 +41,7 @@ fn shown_text(html: &str) -> String {
 async fn a_very_large_reply_is_delivered_whole_and_no_tick_is_held_over_a_second() {
     let llm = ScriptedLlmServer::start();
     let telegram = TelegramServer::start(TOKEN);
-    let app = start_on_telegram(&llm, &telegram, "", None, &[]).await;
+    let app = start_on_telegram(&llm, &telegram, &[], None, &[]).await;
     let markdown = large_markdown(300);
     let expected = shown_text(&hearth::format::telegram_html(&markdown));
     llm.push(Step::Reply(markdown.clone()));

@@ -10,10 +10,11 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use crate::support::hearth_app::{TestApp, test_env, write_config};
+use crate::support::hearth_app::{TestApp, test_env};
 use crate::support::llm_server::{ScriptedLlmServer, Step};
 use crate::support::mcp::everything_stdio_or_skip;
 use crate::support::plugin_server::{PluginServer, PluginStep};
+use crate::support::test_config::{ProfileParts, TestConfig, profile};
 
 /// A `buy` plugin (one capability, `place_order`, with an `item` and a `quantity`) reached at
 /// `plugin`'s url, in `folder/plugins`; the plugins folder.
@@ -36,31 +37,19 @@ fn write_buy_plugin(folder: &Path, plugin: &PluginServer) -> PathBuf {
     plugins
 }
 
-async fn start_with_buy(
-    llm: &ScriptedLlmServer,
-    plugin: &PluginServer,
-    confirm_tools: &str,
-) -> TestApp {
+/// hearth with the `buy` plugin, every profile's local tools `profile_get` and
+/// `route_to_plugin`, and `asking` the one tool that asks the member first.
+async fn start_with_buy(llm: &ScriptedLlmServer, plugin: &PluginServer, asking: &str) -> TestApp {
     let folder = tempfile::tempdir().unwrap();
     let plugins = write_buy_plugin(folder.path(), plugin)
         .display()
         .to_string();
-    TestApp::start_in(
-        folder,
-        &llm.base_url(),
-        &[
-            ("HEARTH__PLUGINS_DIR", plugins.as_str()),
-            (
-                "HEARTH__DEFAULT_PROFILE_SETTINGS__TOOLS_CONFIG__ENABLE_LOCAL_TOOLS",
-                "profile_get,route_to_plugin",
-            ),
-            (
-                "HEARTH__DEFAULT_PROFILE_SETTINGS__TOOLS_CONFIG__CONFIRM_TOOLS",
-                confirm_tools,
-            ),
-        ],
-    )
-    .await
+    let path = TestConfig::new(folder.path(), &llm.base_url())
+        .with(|config| config.plugins_dir = plugins)
+        .default_tools("profile_get, route_to_plugin")
+        .default_confirm(&[asking])
+        .write(folder.path());
+    TestApp::start_from(folder, &path, &[]).await
 }
 
 fn order(parameters: Value) -> Step {
@@ -72,9 +61,9 @@ fn order(parameters: Value) -> Step {
 
 #[actix::test]
 async fn a_plugin_capability_in_confirm_tools_asks_before_the_plugin_runs() {
-    for confirm_tools in ["buy.place_order", "buy.*", "route_to_plugin"] {
+    for asking in ["buy.place_order", "buy.*", "route_to_plugin"] {
         let (llm, plugin) = (ScriptedLlmServer::start(), PluginServer::start());
-        let app = start_with_buy(&llm, &plugin, confirm_tools).await;
+        let app = start_with_buy(&llm, &plugin, asking).await;
         llm.push_many([
             order(json!({"item": "milk", "quantity": 2})),
             Step::Reply("Ordered.".into()),
@@ -85,11 +74,11 @@ async fn a_plugin_capability_in_confirm_tools_asks_before_the_plugin_runs() {
         assert_eq!(status, 200, "{asked}");
         assert_eq!(
             asked["status"], "confirmation_required",
-            "{confirm_tools}: {asked}"
+            "{asking}: {asked}"
         );
         let prompt = asked["confirmation"]["prompt"].as_str().unwrap();
         assert!(prompt.contains("milk"), "{prompt}");
-        assert!(plugin.calls().is_empty(), "{confirm_tools}: ran unasked");
+        assert!(plugin.calls().is_empty(), "{asking}: ran unasked");
 
         plugin.push(PluginStep::Text("Order placed.".into()));
         let (_, answered) = app
@@ -147,7 +136,9 @@ async fn a_pending_call_is_completed_only_in_a_profile_that_routes_to_plugins() 
     // The default profile has no plugins; `/shop` has.
     let app = TestApp::start_with_profiles(
         &llm.base_url(),
-        "  - id: shop\n    slash_commands: [\"/shop\"]\n    tools_config: { enable_local_tools: [route_to_plugin] }\n",
+        &[profile("shop")
+            .command("/shop")
+            .local_tools(&["route_to_plugin"])],
         &[("HEARTH__PLUGINS_DIR", plugins.as_str())],
     )
     .await;
@@ -204,7 +195,7 @@ fn hearth(config: &Path, env: &[(&str, &str)]) -> Command {
 fn a_confirm_tools_entry_that_names_nothing_stops_start_up_at_its_key_path() {
     let plugin = PluginServer::start();
     let folder = tempfile::tempdir().unwrap();
-    let config = write_config(folder.path(), "http://127.0.0.1:9/v1");
+    let config = TestConfig::new(folder.path(), "http://127.0.0.1:9/v1").write(folder.path());
     let plugins = write_buy_plugin(folder.path(), &plugin)
         .display()
         .to_string();
@@ -258,7 +249,7 @@ fn a_confirm_tools_entry_that_names_nothing_stops_start_up_at_its_key_path() {
 #[test]
 fn a_plugin_id_with_a_double_underscore_is_refused() {
     let folder = tempfile::tempdir().unwrap();
-    let config = write_config(folder.path(), "http://127.0.0.1:9/v1");
+    let config = TestConfig::new(folder.path(), "http://127.0.0.1:9/v1").write(folder.path());
     let plugin = folder.path().join("plugins/my__shop");
     std::fs::create_dir_all(&plugin).unwrap();
     std::fs::write(
@@ -280,12 +271,15 @@ fn a_plugin_id_with_a_double_underscore_is_refused() {
 fn check_config_says_per_profile_which_tools_ask() {
     let plugin = PluginServer::start();
     let folder = tempfile::tempdir().unwrap();
-    let config = write_config(folder.path(), "http://127.0.0.1:9/v1");
-    let mut text = std::fs::read_to_string(&config).unwrap();
-    text.push_str(
-        "  - id: toolbox\n    slash_commands: [\"/tools\"]\n    tools_config: { enable_mcp_server_ids: [files], confirm_tools: [files__write_file] }\nmcp_servers:\n  files: { command: \"/bin/true\" }\n",
-    );
-    std::fs::write(&config, text).unwrap();
+    let config = TestConfig::new(folder.path(), "http://127.0.0.1:9/v1")
+        .profile(
+            profile("toolbox")
+                .command("/tools")
+                .mcp_servers(&["files"])
+                .confirm(&["files__write_file"]),
+        )
+        .mcp_server("files", "/bin/true", &[], |_| {})
+        .write(folder.path());
     let plugins = write_buy_plugin(folder.path(), &plugin)
         .display()
         .to_string();
@@ -327,7 +321,7 @@ fn check_config_says_per_profile_which_tools_ask() {
 async fn app_behind_a_list_gate(
     test: &str,
     llm: &ScriptedLlmServer,
-    confirm_tools: &str,
+    asking: &[&str],
 ) -> Option<(TestApp, PathBuf, PathBuf)> {
     let everything = everything_stdio_or_skip(test)?;
     let folder = tempfile::tempdir().unwrap();
@@ -343,13 +337,17 @@ async fn app_behind_a_list_gate(
         everything.command.clone().unwrap(),
     ];
     args.extend(everything.args.clone());
-    let path = write_config(folder.path(), &llm.base_url());
-    let mut text = std::fs::read_to_string(&path).unwrap();
-    text.push_str(&format!(
-        "  - id: toolbox\n    slash_commands: [\"/tools\"]\n    tools_config: {{ enable_mcp_server_ids: [everything], confirm_tools: [{confirm_tools}] }}\n\
-         mcp_servers:\n  everything: {{ command: python3, args: {args:?}, init_timeout_seconds: 2 }}\n"
-    ));
-    std::fs::write(&path, text).unwrap();
+    let path = TestConfig::new(folder.path(), &llm.base_url())
+        .profile(
+            profile("toolbox")
+                .command("/tools")
+                .mcp_servers(&["everything"])
+                .confirm(asking),
+        )
+        .mcp_server("everything", "python3", &args, |server| {
+            server.init_timeout_seconds = Some(2)
+        })
+        .write(folder.path());
     let app = TestApp::start_from(folder, &path, &[]).await;
     Some((app, gate, announce))
 }
@@ -369,7 +367,7 @@ fn echo(text: &str) -> Step {
 #[actix::test]
 async fn an_mcp_tool_asks_while_its_servers_list_is_not_known() {
     let llm = ScriptedLlmServer::start();
-    let Some((app, gate, announce)) = app_behind_a_list_gate("mcp_unlisted_asks", &llm, "").await
+    let Some((app, gate, announce)) = app_behind_a_list_gate("mcp_unlisted_asks", &llm, &[]).await
     else {
         return;
     };
@@ -412,7 +410,7 @@ async fn an_mcp_tool_asks_while_its_servers_list_is_not_known() {
 async fn a_confirm_entry_naming_a_tool_the_server_does_not_list_makes_all_its_tools_ask() {
     let llm = ScriptedLlmServer::start();
     let Some((app, gate, _)) =
-        app_behind_a_list_gate("mcp_typo_asks", &llm, "everything__ecoh").await
+        app_behind_a_list_gate("mcp_typo_asks", &llm, &["everything__ecoh"]).await
     else {
         return;
     };

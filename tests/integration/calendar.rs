@@ -9,8 +9,9 @@ use serde_json::{Value, json};
 
 use crate::support::hearth_app::TestApp;
 use crate::support::llm_server::{ScriptedLlmServer, Step};
-use crate::support::radicale::write_calendar_config;
 use crate::support::radicale::{PASSWORD, Radicale};
+use crate::support::radicale::{calendar_config, write_calendar_config};
+use crate::support::test_config::{ProfileParts, entries, profile};
 
 async fn start(llm: &ScriptedLlmServer, radicale: &Radicale, password: &str) -> TestApp {
     start_at(llm, &radicale.base_url(), password).await
@@ -417,13 +418,18 @@ async fn a_childs_profile_sees_only_its_subscribed_calendar_and_writes_nothing()
     let port = serve_subscription(HOLIDAYS).await;
     let llm = ScriptedLlmServer::start();
     let folder = tempfile::tempdir().unwrap();
-    let path = write_calendar_config(folder.path(), &llm.base_url(), &radicale.base_url(), true);
-    let mut text = std::fs::read_to_string(&path).unwrap();
     // The child's profile replaces caldav by subscriptions only.
-    text.push_str(&format!(
-        "  - id: kids\n    slash_commands: [\"/kids\"]\n    processing_config:\n      calendar_config: {{ caldav: false, ical_urls: [\"http://127.0.0.1:{port}/holidays.ics\"] }}\n"
-    ));
-    std::fs::write(&path, text).unwrap();
+    let holidays = format!("http://127.0.0.1:{port}/holidays.ics");
+    let kids = profile("kids").command("/kids").processing(&[(
+        "calendar_config",
+        entries(&[
+            ("caldav", false.into()),
+            ("ical_urls", vec![holidays].into()),
+        ]),
+    )]);
+    let path = calendar_config(folder.path(), &llm.base_url(), &radicale.base_url(), true)
+        .profile(kids)
+        .write(folder.path());
     let app = TestApp::start_from(folder, &path, &[("TEST_CALDAV_PASSWORD", PASSWORD)]).await;
 
     llm.push_many([

@@ -15,30 +15,19 @@ use chrono::{TimeDelta, Utc};
 use serde_json::{Value, json};
 
 use crate::support::calendar_server::{Answer, CalendarServer, Recorded};
-use crate::support::hearth_app::{API_KEY, HearthProcess, test_env, wait_for_readyz, write_config};
+use crate::support::hearth_app::{API_KEY, HearthProcess, test_env, wait_for_readyz};
 use crate::support::llm_server::{ScriptedLlmServer, Step};
+use crate::support::test_config::{TestConfig, entries};
 use crate::support::web_page::Member;
 use crate::support::web_page::web_link;
 
 /// The test config with `feeds` subscribed in every profile and the search tool on.
 fn subscribed_config(folder: &std::path::Path, llm: &str, feeds: &[String]) -> std::path::PathBuf {
-    let path = write_config(folder, llm);
-    let urls: Vec<String> = feeds.iter().map(|feed| format!("\"{feed}\"")).collect();
-    let text = std::fs::read_to_string(&path)
-        .unwrap()
-        .replace(
-            "    llm_model: main\n  tools_config:",
-            &format!(
-                "    llm_model: main\n    calendar_config: {{ ical_urls: [{}] }}\n  tools_config:",
-                urls.join(", ")
-            ),
-        )
-        .replace(
-            "enable_local_tools: [profile_get, profile_update]",
-            "enable_local_tools: [profile_get, search_calendar_events]",
-        );
-    std::fs::write(&path, text).unwrap();
-    path
+    let urls: Vec<&str> = feeds.iter().map(String::as_str).collect();
+    TestConfig::new(folder, llm)
+        .default_processing("calendar_config", entries(&[("ical_urls", urls.into())]))
+        .default_tools("profile_get, search_calendar_events")
+        .write(folder)
 }
 
 /// A feed named `name` holding `events` (VEVENT text).

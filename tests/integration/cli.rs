@@ -8,8 +8,9 @@ use std::time::{Duration, Instant};
 
 use sqlx::Row;
 
-use crate::support::hearth_app::{HearthProcess, test_env, write_config};
+use crate::support::hearth_app::{HearthProcess, test_env};
 use crate::support::llm_server::{ScriptedLlmServer, Step};
+use crate::support::test_config::TestConfig;
 
 fn hearth(config: &std::path::Path) -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_hearth"));
@@ -21,7 +22,7 @@ fn hearth(config: &std::path::Path) -> Command {
 async fn chat_talks_in_the_terminal_and_records_each_llm_call() {
     let llm = ScriptedLlmServer::start();
     let folder = tempfile::tempdir().unwrap();
-    let config = write_config(folder.path(), &llm.base_url());
+    let config = TestConfig::new(folder.path(), &llm.base_url()).write(folder.path());
     llm.push(Step::Reply("Hello Alice, how can I help?".into()));
     let mut child = hearth(&config)
         .args(["chat", "--user", "alice"])
@@ -94,7 +95,7 @@ async fn chat_talks_in_the_terminal_and_records_each_llm_call() {
 #[test]
 fn chat_refuses_someone_who_is_not_family() {
     let folder = tempfile::tempdir().unwrap();
-    let config = write_config(folder.path(), "http://127.0.0.1:9/v1");
+    let config = TestConfig::new(folder.path(), "http://127.0.0.1:9/v1").write(folder.path());
     let output = hearth(&config)
         .args(["chat", "--user", "mallory"])
         .output()
@@ -111,7 +112,7 @@ fn chat_refuses_someone_who_is_not_family() {
 #[test]
 fn check_config_prints_the_resolved_profiles() {
     let folder = tempfile::tempdir().unwrap();
-    let config = write_config(folder.path(), "http://127.0.0.1:9/v1");
+    let config = TestConfig::new(folder.path(), "http://127.0.0.1:9/v1").write(folder.path());
     let output = hearth(&config).arg("check-config").output().unwrap();
     assert!(
         output.status.success(),
@@ -142,14 +143,25 @@ fn check_config_prints_the_resolved_profiles() {
     );
 }
 
+/// The test config written in `folder` with the focused profile's `max_history_messages`
+/// misspelt `max_histroy_messages`.
+fn with_a_misspelt_key(folder: &std::path::Path) -> std::path::PathBuf {
+    TestConfig::new(folder, "http://127.0.0.1:9/v1")
+        .with(|config| {
+            let focused = config.service_profiles[1]
+                .processing_config
+                .as_mut()
+                .unwrap();
+            let value = focused.remove("max_history_messages").unwrap();
+            focused.insert("max_histroy_messages".into(), value);
+        })
+        .write(folder)
+}
+
 #[test]
 fn a_bad_config_stops_before_start_naming_file_and_key() {
     let folder = tempfile::tempdir().unwrap();
-    let config = write_config(folder.path(), "http://127.0.0.1:9/v1");
-    let text = std::fs::read_to_string(&config)
-        .unwrap()
-        .replace("max_history_messages: 2", "max_histroy_messages: 2");
-    std::fs::write(&config, text).unwrap();
+    let config = with_a_misspelt_key(folder.path());
     let output = hearth(&config).arg("run").output().unwrap();
     assert!(!output.status.success());
     let stderr = String::from_utf8_lossy(&output.stderr);
@@ -164,7 +176,7 @@ fn a_bad_config_stops_before_start_naming_file_and_key() {
 #[test]
 fn migrate_creates_the_database() {
     let folder = tempfile::tempdir().unwrap();
-    let config = write_config(folder.path(), "http://127.0.0.1:9/v1");
+    let config = TestConfig::new(folder.path(), "http://127.0.0.1:9/v1").write(folder.path());
     let output = hearth(&config).arg("migrate").output().unwrap();
     assert!(
         output.status.success(),
@@ -186,7 +198,7 @@ fn migrate_creates_the_database() {
 #[actix::test]
 async fn an_unreachable_homeserver_keeps_hearth_running_and_readiness_says_why() {
     let folder = tempfile::tempdir().unwrap();
-    let config = write_config(folder.path(), "http://127.0.0.1:9/v1");
+    let config = TestConfig::new(folder.path(), "http://127.0.0.1:9/v1").write(folder.path());
     let store = folder.path().join("matrix");
     let env = test_env(&[
         ("HEARTH__CHANNELS__MATRIX__ENABLED", "true"),
@@ -243,7 +255,7 @@ async fn an_unreachable_homeserver_keeps_hearth_running_and_readiness_says_why()
 #[test]
 fn a_database_password_never_shows_in_a_start_up_error() {
     let folder = tempfile::tempdir().unwrap();
-    let config = write_config(folder.path(), "http://127.0.0.1:9/v1");
+    let config = TestConfig::new(folder.path(), "http://127.0.0.1:9/v1").write(folder.path());
     for command in ["run", "migrate"] {
         let output = hearth(&config)
             .env(
@@ -302,7 +314,7 @@ async fn recorded_migrations(database: &std::path::Path) -> Vec<i64> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn check_config_and_telemetry_never_migrate_or_write_the_database() {
     let folder = tempfile::tempdir().unwrap();
-    let config = write_config(folder.path(), "http://127.0.0.1:9/v1");
+    let config = TestConfig::new(folder.path(), "http://127.0.0.1:9/v1").write(folder.path());
     let database = database_of_an_older_hearth(folder.path()).await;
     let before = std::fs::read(&database).unwrap();
     let reading: [&[&str]; 2] = [
@@ -345,7 +357,7 @@ async fn check_config_and_telemetry_never_migrate_or_write_the_database() {
 #[test]
 fn check_config_takes_a_postgresql_url_and_never_prints_its_password() {
     let folder = tempfile::tempdir().unwrap();
-    let config = write_config(folder.path(), "http://127.0.0.1:9/v1");
+    let config = TestConfig::new(folder.path(), "http://127.0.0.1:9/v1").write(folder.path());
     let output = hearth(&config)
         .env(
             "HEARTH__DATABASE_URL",
@@ -366,11 +378,7 @@ fn check_config_takes_a_postgresql_url_and_never_prints_its_password() {
 #[test]
 fn a_bad_config_prints_only_the_error_with_rust_backtrace_set() {
     let folder = tempfile::tempdir().unwrap();
-    let config = write_config(folder.path(), "http://127.0.0.1:9/v1");
-    let text = std::fs::read_to_string(&config)
-        .unwrap()
-        .replace("max_history_messages: 2", "max_histroy_messages: 2");
-    std::fs::write(&config, text).unwrap();
+    let config = with_a_misspelt_key(folder.path());
     for command in ["run", "check-config"] {
         let output = hearth(&config)
             .env("RUST_BACKTRACE", "1")
@@ -392,22 +400,13 @@ fn a_bad_config_prints_only_the_error_with_rust_backtrace_set() {
 #[test]
 fn check_config_prints_the_reminder_settings_and_each_member_s_zone() {
     let folder = tempfile::tempdir().unwrap();
-    let config = write_config(folder.path(), "http://127.0.0.1:9/v1");
-    let text = std::fs::read_to_string(&config)
-        .unwrap()
-        .replace(
-            "{ id: alice, name: Alice }",
-            "{ id: alice, name: Alice, timezone: America/New_York }",
-        )
-        .replace(
-            "enable_local_tools: [profile_get, profile_update]",
-            "enable_local_tools: [profile_get, profile_update, schedule_reminder]",
-        );
-    std::fs::write(
-        &config,
-        format!("{text}reminders: {{ snooze_minutes: 15 }}\n"),
-    )
-    .unwrap();
+    let config = TestConfig::new(folder.path(), "http://127.0.0.1:9/v1")
+        .member("alice", |alice| {
+            alice.timezone = Some("America/New_York".into())
+        })
+        .default_tools("profile_get, profile_update, schedule_reminder")
+        .with(|config| config.reminders.snooze_minutes = 15)
+        .write(folder.path());
     let output = hearth(&config).arg("check-config").output().unwrap();
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(
@@ -427,12 +426,9 @@ fn check_config_prints_the_reminder_settings_and_each_member_s_zone() {
 #[test]
 fn a_member_s_zone_that_is_no_iana_name_stops_start_up_naming_the_key() {
     let folder = tempfile::tempdir().unwrap();
-    let config = write_config(folder.path(), "http://127.0.0.1:9/v1");
-    let text = std::fs::read_to_string(&config).unwrap().replace(
-        "{ id: bob, name: Bob }",
-        "{ id: bob, name: Bob, timezone: Europe/Berlni }",
-    );
-    std::fs::write(&config, text).unwrap();
+    let config = TestConfig::new(folder.path(), "http://127.0.0.1:9/v1")
+        .member("bob", |bob| bob.timezone = Some("Europe/Berlni".into()))
+        .write(folder.path());
     for command in ["run", "check-config"] {
         let output = hearth(&config).arg(command).output().unwrap();
         assert!(!output.status.success());

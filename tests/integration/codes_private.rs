@@ -57,7 +57,7 @@ fn no_code_in(telegram: &TelegramServer, chat: i64, codes: &[String]) {
 async fn codes_asked_in_a_group_go_to_the_private_chat_only() {
     let llm = ScriptedLlmServer::start();
     let telegram = TelegramServer::start(TOKEN);
-    let app = start_on_telegram(&llm, &telegram, "", None, &[]).await;
+    let app = start_on_telegram(&llm, &telegram, &[], None, &[]).await;
     let group = TgChat::group(GROUP, "The family");
     telegram.add_chat(&group);
     // Alice has written to the bot before: it may write to her private chat.
@@ -111,7 +111,7 @@ async fn a_second_account_of_a_platform_asks_the_member_first() {
     let llm = ScriptedLlmServer::start();
     llm.set_default(Step::Echo);
     let telegram = TelegramServer::start(TOKEN);
-    let app = start_on_telegram(&llm, &telegram, "", None, &[]).await;
+    let app = start_on_telegram(&llm, &telegram, &[], None, &[]).await;
     telegram.push_private_text(&alice(), "/invite child Max");
     let invite =
         crate::support::telegram_family::code_said(&telegram, 1001, "Invite code for Max").await;

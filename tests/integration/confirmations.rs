@@ -9,8 +9,9 @@ use serde_json::{Value, json};
 
 use crate::support::hearth_app::{HearthProcess, TestApp, test_env};
 use crate::support::llm_server::{ScriptedLlmServer, Step};
-use crate::support::test_config::TestConfig;
+use crate::support::test_config::{ProfileParts, TestConfig, profile};
 use hearth::actors::processing::DECLINED_RESULT;
+use hearth::config::ServiceProfileConfig;
 
 const CONFIRM_PROFILE_UPDATE: (&str, &str) = (
     "HEARTH__DEFAULT_PROFILE_SETTINGS__TOOLS_CONFIG__CONFIRM_TOOLS",
@@ -191,16 +192,18 @@ async fn a_restart_between_question_and_answer_loses_nothing() {
     );
 }
 
-const SECURE_PROFILE: &str = r#"  - id: secure
-    description: "Sensitive errands."
-    slash_commands: ["/secure"]
-    confirm_slash_commands: true
-"#;
+/// `/secure`, whose every turn asks the member first.
+fn secure_profile() -> ServiceProfileConfig {
+    profile("secure")
+        .description("Sensitive errands.")
+        .command("/secure")
+        .confirming_commands()
+}
 
 #[actix::test]
 async fn a_confirmed_slash_command_starts_only_once_approved() {
     let llm = ScriptedLlmServer::start();
-    let app = TestApp::start_with_profiles(&llm.base_url(), SECURE_PROFILE, &[]).await;
+    let app = TestApp::start_with_profiles(&llm.base_url(), &[secure_profile()], &[]).await;
     let (status, asked) = app
         .send(json!({"user_id": "alice", "text": "/secure pay the plumber"}))
         .await;

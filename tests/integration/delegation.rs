@@ -7,13 +7,15 @@
 
 use serde_json::{Value, json};
 
-use crate::support::hearth_app::{HearthProcess, TestApp, test_env, write_config};
+use crate::support::hearth_app::{HearthProcess, TestApp, test_env};
 use crate::support::llm_server::{ScriptedLlmServer, Step};
-use crate::support::tool_lists::{DELEGATION_TOOLS, PROFILES, SECURE_OPS};
+use crate::support::test_config::TestConfig;
+use crate::support::tool_lists::{DELEGATION_TOOLS, delegation_profiles, secure_ops};
 use hearth::actors::processing::DECLINED_RESULT;
+use hearth::config::ServiceProfileConfig;
 
 async fn start(llm: &ScriptedLlmServer) -> TestApp {
-    TestApp::start_with_profiles(&llm.base_url(), PROFILES, &[DELEGATION_TOOLS]).await
+    TestApp::start_with_profiles(&llm.base_url(), &delegation_profiles(), &[DELEGATION_TOOLS]).await
 }
 
 fn delegate(target: &str, request: &str, confirm: Option<bool>) -> Step {
@@ -194,8 +196,12 @@ async fn loops_and_deep_chains_are_refused() {
     );
 }
 
-async fn start_with_secure_ops(llm: &ScriptedLlmServer, secure_ops: &str) -> TestApp {
-    let profiles = format!("{PROFILES}{secure_ops}");
+async fn start_with_secure_ops(
+    llm: &ScriptedLlmServer,
+    secure_ops: ServiceProfileConfig,
+) -> TestApp {
+    let mut profiles = delegation_profiles();
+    profiles.push(secure_ops);
     TestApp::start_with_profiles(&llm.base_url(), &profiles, &[DELEGATION_TOOLS]).await
 }
 
@@ -238,7 +244,7 @@ async fn stored_address(app: &TestApp) -> Option<String> {
 #[actix::test]
 async fn a_delegated_tool_asks_the_member_and_runs_once_approved() {
     let llm = ScriptedLlmServer::start();
-    let app = start_with_secure_ops(&llm, SECURE_OPS).await;
+    let app = start_with_secure_ops(&llm, secure_ops()).await;
     let asked = ask_through_secure_ops(&app, &llm, "9 Lime Street").await;
     assert_eq!(
         asked["confirmation"]["prompt"],
@@ -303,7 +309,7 @@ async fn a_delegated_tool_asks_the_member_and_runs_once_approved() {
 #[actix::test]
 async fn a_denied_delegated_tool_is_not_run_and_the_target_is_told() {
     let llm = ScriptedLlmServer::start();
-    let app = start_with_secure_ops(&llm, SECURE_OPS).await;
+    let app = start_with_secure_ops(&llm, secure_ops()).await;
     let asked = ask_through_secure_ops(&app, &llm, "3 Pine Lane").await;
     llm.push_many([
         Step::Reply("The member declined; nothing saved.".into()),
@@ -323,7 +329,7 @@ async fn a_denied_delegated_tool_is_not_run_and_the_target_is_told() {
 #[actix::test]
 async fn a_delegated_turn_can_ask_twice() {
     let llm = ScriptedLlmServer::start();
-    let app = start_with_secure_ops(&llm, SECURE_OPS).await;
+    let app = start_with_secure_ops(&llm, secure_ops()).await;
     let first = ask_through_secure_ops(&app, &llm, "4 Elm Court").await;
     llm.push(Step::ToolCalls(vec![(
         "profile_update".into(),
@@ -360,7 +366,7 @@ async fn a_delegated_turn_can_ask_twice() {
 #[actix::test]
 async fn a_question_two_delegations_deep_names_the_whole_chain() {
     let llm = ScriptedLlmServer::start();
-    let app = start_with_secure_ops(&llm, SECURE_OPS).await;
+    let app = start_with_secure_ops(&llm, secure_ops()).await;
     llm.push_many([
         delegate("helper", "have secure_ops save 7 Oak Road", None),
         delegate("secure_ops", "save my address: 7 Oak Road", None),
@@ -391,11 +397,10 @@ async fn a_question_two_delegations_deep_names_the_whole_chain() {
 async fn a_restart_between_a_delegated_question_and_its_answer_loses_nothing() {
     let llm = ScriptedLlmServer::start();
     let folder = tempfile::tempdir().unwrap();
-    let config = write_config(folder.path(), &llm.base_url());
-    let mut text = std::fs::read_to_string(&config).unwrap();
-    text.push_str(PROFILES);
-    text.push_str(SECURE_OPS);
-    std::fs::write(&config, text).unwrap();
+    let config = TestConfig::new(folder.path(), &llm.base_url())
+        .profiles(&delegation_profiles())
+        .profile(secure_ops())
+        .write(folder.path());
     let env = test_env(&[DELEGATION_TOOLS]);
     llm.push_many([
         delegate("secure_ops", "save my address: 6 Birch Row", None),

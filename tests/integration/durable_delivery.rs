@@ -26,7 +26,7 @@ async fn a_reply_telegram_refuses_until_hearth_is_killed_is_delivered_once_after
     let llm = ScriptedLlmServer::start();
     let telegram = TelegramServer::start(TOKEN);
     let folder = tempfile::tempdir().unwrap();
-    let config = write_telegram_config(folder.path(), &llm, &telegram, "");
+    let config = write_telegram_config(folder.path(), &llm, &telegram, &[]);
     let env = telegram_env(&[]);
     llm.push(Step::Reply("Here is your answer.".into()));
     telegram.fail_next("sendMessage", 10_000, TgError::bad_gateway());
@@ -64,7 +64,7 @@ async fn a_reply_computed_while_the_homeserver_is_down_is_delivered_once_after_a
     };
     let llm = ScriptedLlmServer::start();
     let folder = tempfile::tempdir().unwrap();
-    let config = write_matrix_config(folder.path(), &llm, &server, "");
+    let config = write_matrix_config(folder.path(), &llm, &server, &[]);
     let env = test_env(&matrix_env());
     let first = HearthProcess::spawn(&config, &env);
     let alice = MatrixMember::login(&server.synapse, &server.alice).await;
@@ -115,7 +115,7 @@ async fn a_matrix_message_sent_again_after_a_crash_is_shown_once() {
     };
     let llm = ScriptedLlmServer::start();
     let folder = tempfile::tempdir().unwrap();
-    let config = write_matrix_config(folder.path(), &llm, &server, "");
+    let config = write_matrix_config(folder.path(), &llm, &server, &[]);
     let env = test_env(&matrix_env());
     let first = HearthProcess::spawn(&config, &env);
     let alice = MatrixMember::login(&server.synapse, &server.alice).await;
@@ -224,7 +224,7 @@ async fn a_reply_that_cannot_be_delivered_is_given_up_counted_and_logged_never_s
     use crate::support::telegram_family::{bot_says, start_on_telegram};
     let llm = ScriptedLlmServer::start();
     let telegram = TelegramServer::start(TOKEN);
-    let app = start_on_telegram(&llm, &telegram, "", None, &[]).await;
+    let app = start_on_telegram(&llm, &telegram, &[], None, &[]).await;
     // A refusal that will not pass: given up at once.
     telegram.fail_next("sendMessage", 1, TgError::blocked_by_user());
     llm.push(Step::Reply("You blocked me.".into()));
@@ -257,7 +257,7 @@ async fn a_reply_that_cannot_be_delivered_is_given_up_counted_and_logged_never_s
     pool.close().await;
     let folder = app.stop().await;
     telegram.fail_next("sendMessage", 1, TgError::too_many_requests(1));
-    let app = start_on_telegram(&llm, &telegram, "", Some(folder), &[]).await;
+    let app = start_on_telegram(&llm, &telegram, &[], Some(folder), &[]).await;
     let undelivered = || {
         app.running.metrics.value(
             "hearth_outbox_undelivered_total",
@@ -293,7 +293,7 @@ async fn a_reply_that_cannot_be_delivered_is_given_up_counted_and_logged_never_s
 async fn stopping_waits_for_the_reply_being_sent_and_notes_it() {
     let llm = ScriptedLlmServer::start();
     let telegram = TelegramServer::start(TOKEN);
-    let app = start_on_telegram(&llm, &telegram, "", None, &[]).await;
+    let app = start_on_telegram(&llm, &telegram, &[], None, &[]).await;
     let held = telegram.hold_next("sendMessage");
     llm.push(Step::Reply("Sent before the stop.".into()));
     telegram.push_private_text(&alice(), "hello");

@@ -11,10 +11,11 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 use crate::support::buy_server::BuyServer;
-use crate::support::hearth_app::{API_KEY, HearthProcess, TestApp, test_env, write_config};
+use crate::support::hearth_app::{API_KEY, HearthProcess, TestApp, test_env};
 use crate::support::llm_server::{ScriptedLlmServer, Step};
 use crate::support::mcp::everything_stdio_or_skip;
 use crate::support::plugin_server::{PluginServer, PluginStep};
+use crate::support::test_config::{ProfileParts, TestConfig, profile};
 use hearth::actors::processing::INTERRUPTED_CALL_RESULT;
 
 /// Presets that make the example plugin run at once for a message naming the item.
@@ -70,7 +71,7 @@ fn config_with_plugins(
     llm: &ScriptedLlmServer,
     plugins: &Path,
 ) -> Vec<(String, String)> {
-    write_config(folder, &llm.base_url());
+    TestConfig::new(folder, &llm.base_url()).write(folder);
     vec![
         ("HEARTH__PLUGINS_DIR".into(), plugins.display().to_string()),
         (
@@ -194,17 +195,15 @@ async fn an_mcp_tool_called_before_hearth_is_killed_is_never_called_again() {
         everything.command.clone().unwrap(),
     ];
     args.extend(everything.args.clone());
-    let config = write_config(folder.path(), &llm.base_url());
-    let mut text = std::fs::read_to_string(&config).unwrap();
-    text = text.replace(
-        "    enable_local_tools: [profile_get, profile_update]",
-        "    enable_local_tools: [profile_get, profile_update]\n    enable_mcp_server_ids: [everything]",
-    );
-    text.push_str(&format!(
-        "mcp_servers:\n  everything: {{ command: python3, args: {args:?}, env: {{ HEARTH_TEST_MCP_CALLS: {:?} }} }}\n",
-        calls.display().to_string()
-    ));
-    std::fs::write(&config, text).unwrap();
+    let calls_file = calls.display().to_string();
+    let config = TestConfig::new(folder.path(), &llm.base_url())
+        .default_mcp_servers(&["everything"])
+        .mcp_server("everything", "python3", &args, |server| {
+            server
+                .env
+                .insert("HEARTH_TEST_MCP_CALLS".into(), calls_file);
+        })
+        .write(folder.path());
     let env = test_env(&[]);
     let logged = || {
         std::fs::read_to_string(&calls)
@@ -293,9 +292,8 @@ async fn a_retry_after_the_llm_failed_replays_the_plugin_result_instead_of_calli
 #[actix::test]
 async fn an_approved_slash_command_whose_model_failed_starts_on_the_retry() {
     let llm = ScriptedLlmServer::start();
-    let profile =
-        "  - id: secure\n    slash_commands: [\"/secure\"]\n    confirm_slash_commands: true\n";
-    let app = TestApp::start_with_profiles(&llm.base_url(), profile, &[]).await;
+    let secure = profile("secure").command("/secure").confirming_commands();
+    let app = TestApp::start_with_profiles(&llm.base_url(), &[secure], &[]).await;
     let (status, asked) = app
         .send(json!({"user_id": "alice", "text": "/secure I moved to 9 Oak Lane"}))
         .await;

@@ -10,10 +10,12 @@ use hearth::ids::FamilyRole;
 use hearth::ports::PlatformUser;
 use hearth::storage::Stores;
 
+use crate::support::test_config::telegram_member;
+
 const T0: i64 = 1_700_000_000_000;
 
 fn alice() -> FamilyMember {
-    serde_yaml::from_str("{ id: alice, name: Alice, telegram_user_id: 1001 }").unwrap()
+    telegram_member("alice", "Alice", 1001)
 }
 
 fn membership(stores: &Stores) -> Membership {

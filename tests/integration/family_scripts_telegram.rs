@@ -35,7 +35,7 @@ async fn a_member_backs_up_the_photos_after_tapping_confirm() {
     let app = start_on_telegram(
         &llm,
         &telegram,
-        "",
+        &[],
         Some(folder),
         &[
             ("HEARTH__SCRIPTS_DIR", scripts_dir.as_str()),

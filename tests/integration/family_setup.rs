@@ -11,7 +11,7 @@ use std::time::Duration;
 use crate::support::hearth_app::test_env;
 use crate::support::llm_server::ScriptedLlmServer;
 use crate::support::telegram::{TelegramServer, TgUser};
-use crate::support::telegram_family::{TOKEN, bot_says, write_telegram_config};
+use crate::support::telegram_family::{TOKEN, bot_says, telegram_family};
 use crate::support::telegram_family::{code_in, code_said};
 
 fn family(config: &std::path::Path, args: &[&str]) -> (bool, String) {
@@ -36,14 +36,10 @@ async fn set_up_makes_the_first_parent_and_the_command_line_changes_the_family()
     let llm = ScriptedLlmServer::start();
     let telegram = TelegramServer::start(TOKEN);
     let folder = tempfile::tempdir().unwrap();
-    let config = write_telegram_config(folder.path(), &llm, &telegram, "");
-    let text = std::fs::read_to_string(&config).unwrap();
-    let nobody: String = text
-        .lines()
-        .filter(|line| !line.trim_start().starts_with("- { id: "))
-        .map(|line| format!("{line}\n"))
-        .collect();
-    std::fs::write(&config, nobody).unwrap();
+    // Nobody in the configuration's family.
+    let config = telegram_family(folder.path(), &llm, &telegram)
+        .with(|config| config.family.clear())
+        .write(folder.path());
 
     let mut child = Command::new(env!("CARGO_BIN_EXE_hearth"))
         .arg("--config")

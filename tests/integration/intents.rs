@@ -464,7 +464,7 @@ async fn another_profile_delegates_to_the_intents_profile() {
         folder.path(),
         &llm,
         &example_intents(),
-        "delegation_security_level: unrestricted, ",
+        &[("delegation_security_level", "unrestricted".into())],
     );
     let tools = (
         "HEARTH__DEFAULT_PROFILE_SETTINGS__TOOLS_CONFIG__ENABLE_LOCAL_TOOLS",

@@ -7,24 +7,25 @@ use std::time::Duration;
 use serde_json::json;
 
 use crate::support::hearth_app::TestApp;
-use crate::support::intents_profile::{WAIT, escalation_config, nth_prompt, refund};
+use crate::support::intents_profile::{WAIT, escalation_family, nth_prompt, refund};
 use crate::support::llm_server::ScriptedLlmServer;
 use crate::support::telegram::TelegramServer;
 use crate::support::telegram_family::press;
 use crate::support::telegram_family::{TOKEN, alice, bob, bot_says};
+use crate::support::test_config::TestConfig;
 
 async fn start(llm: &ScriptedLlmServer, telegram: &TelegramServer) -> TestApp {
-    start_with(llm, telegram, "").await
+    start_with(llm, telegram, |config| config).await
 }
 
-/// `start`, with `more_family` (YAML list entries) in the family too.
+/// `start`, the family changed by `family`.
 async fn start_with(
     llm: &ScriptedLlmServer,
     telegram: &TelegramServer,
-    more_family: &str,
+    family: impl FnOnce(TestConfig) -> TestConfig,
 ) -> TestApp {
     let folder = tempfile::tempdir().unwrap();
-    let path = escalation_config(folder.path(), llm, telegram, more_family);
+    let path = family(escalation_family(folder.path(), llm, telegram)).write(folder.path());
     TestApp::start_from(folder, &path, &[("TEST_TELEGRAM_TOKEN", TOKEN)]).await
 }
 
@@ -109,12 +110,8 @@ async fn a_parent_approves_or_declines_a_child_s_request_from_their_own_chat() {
 async fn with_two_parents_one_answers_and_both_prompts_lose_their_buttons() {
     let llm = ScriptedLlmServer::start();
     let telegram = TelegramServer::start(TOKEN);
-    let app = start_with(
-        &llm,
-        &telegram,
-        "\n  - { id: carol, name: Carol, telegram_user_id: 1003 }",
-    )
-    .await;
+    let with_carol = |config: TestConfig| config.named("carol", "Carol").on_telegram("carol", 1003);
+    let app = start_with(&llm, &telegram, with_carol).await;
     let carol = crate::support::telegram::TgUser::new(1003, "Carol");
     for (parent, chat) in [(alice(), 1001), (carol.clone(), 1003)] {
         telegram.push_private_text(&parent, "hello");

@@ -4,6 +4,7 @@
 //! asked. Once with the outbox's later writes cut off in process, once with the real binary
 //! killed while Telegram takes nothing for the parents.
 
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use async_trait::async_trait;
@@ -12,14 +13,20 @@ use hearth::ports::{Outbox, OutboxEntry, OutgoingMessage, StorageError};
 
 use crate::support::delivery::undelivered;
 use crate::support::hearth_app::{HearthProcess, TestApp, test_env};
-use crate::support::intents_profile::{WAIT, escalation_config, nth_prompt, refund};
+use crate::support::intents_profile::{WAIT, escalation_family, nth_prompt, refund};
 use crate::support::llm_server::ScriptedLlmServer;
 use crate::support::telegram::{TelegramServer, TgError, TgUser};
 use crate::support::telegram_family::press;
 use crate::support::telegram_family::{TOKEN, alice, bob, bot_says};
 
-/// carol, a second parent, on Telegram (her private chat is 1003).
-const CAROL: &str = "\n  - { id: carol, name: Carol, telegram_user_id: 1003 }";
+/// The escalation config for `folder` with carol, a second parent, on Telegram (her
+/// private chat is 1003), written.
+fn with_carol(folder: &Path, llm: &ScriptedLlmServer, telegram: &TelegramServer) -> PathBuf {
+    escalation_family(folder, llm, telegram)
+        .named("carol", "Carol")
+        .on_telegram("carol", 1003)
+        .write(folder)
+}
 
 fn carol() -> TgUser {
     TgUser::new(1003, "Carol")
@@ -111,7 +118,7 @@ async fn the_parents_prompts_need_no_write_after_the_suspension() {
     let llm = ScriptedLlmServer::start();
     let telegram = TelegramServer::start(TOKEN);
     let folder = tempfile::tempdir().unwrap();
-    let path = escalation_config(folder.path(), &llm, &telegram, CAROL);
+    let path = with_carol(folder.path(), &llm, &telegram);
     let database = format!("sqlite://{}", folder.path().join("hearth.db").display());
     let mut stores = hearth::storage::open(&database, 4).await.unwrap();
     stores.outbox = Arc::new(OwnWritesNeverFinish(stores.outbox.clone()));
@@ -134,7 +141,7 @@ async fn killed_right_after_the_child_is_told_hearth_asks_each_parent_once_after
     let llm = ScriptedLlmServer::start();
     let telegram = TelegramServer::start(TOKEN);
     let folder = tempfile::tempdir().unwrap();
-    let config = escalation_config(folder.path(), &llm, &telegram, CAROL);
+    let config = with_carol(folder.path(), &llm, &telegram);
     let env = test_env(&[("TEST_TELEGRAM_TOKEN", TOKEN)]);
     let first = HearthProcess::spawn(&config, &env);
     parents_say_hello(&telegram).await;

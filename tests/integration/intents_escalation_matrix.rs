@@ -6,35 +6,35 @@ use crate::support::hearth_app::TestApp;
 use crate::support::intents_profile::{limits_profile, refund};
 use crate::support::llm_server::ScriptedLlmServer;
 use crate::support::matrix_family::{
-    Homeserver, homeserver, matrix_env, reply_from_hearth, room_with_hearth, write_matrix_config,
+    Homeserver, homeserver, matrix_env, matrix_family, reply_from_hearth, room_with_hearth,
 };
 use crate::support::matrix_member::MatrixMember;
+use crate::support::test_config::{TestConfig, member};
+use hearth::config::FamilyMember;
+use serde_yaml::Value;
 
 /// hearth on Matrix with the `/orders` intents profile of the Telegram escalation tests,
 /// bob a child; `processing` adds keys to its `processing_config`.
-async fn start(llm: &ScriptedLlmServer, server: &Homeserver, processing: &str) -> TestApp {
-    start_with(llm, server, processing, "").await
+async fn start(
+    llm: &ScriptedLlmServer,
+    server: &Homeserver,
+    processing: &[(&str, Value)],
+) -> TestApp {
+    start_with(llm, server, processing, |config| config).await
 }
 
-/// `start`, with `more_family` (YAML list entries) in the family too.
+/// `start`, the family changed by `family`.
 async fn start_with(
     llm: &ScriptedLlmServer,
     server: &Homeserver,
-    processing: &str,
-    more_family: &str,
+    processing: &[(&str, Value)],
+    family: impl FnOnce(TestConfig) -> TestConfig,
 ) -> TestApp {
     let folder = tempfile::tempdir().unwrap();
-    let profile = limits_profile(folder.path(), processing);
-    let path = write_matrix_config(folder.path(), llm, server, &profile);
-    let text = std::fs::read_to_string(&path)
-        .unwrap()
-        .replace(
-            "{ id: bob, name: Bob,",
-            "{ id: bob, name: Bob, role: child,",
-        )
-        .replacen("family:\n", &format!("family:\n{more_family}"), 1);
-    assert!(text.contains("role: child"), "{text}");
-    std::fs::write(&path, text).unwrap();
+    let config = matrix_family(folder.path(), llm, server)
+        .profile(limits_profile(folder.path(), processing))
+        .child("bob");
+    let path = family(config).write(folder.path());
     TestApp::start_from(folder, &path, &matrix_env()).await
 }
 
@@ -44,7 +44,7 @@ async fn a_parent_on_matrix_approves_a_child_s_request_by_reacting_in_their_own_
         return;
     };
     let llm = ScriptedLlmServer::start();
-    let app = start(&llm, &server, "").await;
+    let app = start(&llm, &server, &[]).await;
 
     let alice = MatrixMember::login(&server.synapse, &server.alice).await;
     let alice_room = room_with_hearth(&alice, &server, true, &[]).await;
@@ -103,7 +103,7 @@ async fn an_escalation_that_expires_is_closed_in_the_parent_s_room_and_told_to_t
         return;
     };
     let llm = ScriptedLlmServer::start();
-    let app = start(&llm, &server, "confirmation_timeout_seconds: 2, ").await;
+    let app = start(&llm, &server, &[("confirmation_timeout_seconds", 2.into())]).await;
     let alice = MatrixMember::login(&server.synapse, &server.alice).await;
     let alice_room = room_with_hearth(&alice, &server, true, &[]).await;
     let bob = MatrixMember::login(&server.synapse, &server.bob).await;
@@ -152,11 +152,15 @@ async fn with_two_parents_on_matrix_one_approves_and_both_prompts_are_closed() {
         .register("carol", "carol-password", false)
         .await;
     let llm = ScriptedLlmServer::start();
-    let carol_entry = format!(
-        "  - {{ id: carol, name: Carol, matrix_user_id: \"{}\" }}\n",
-        carol_account.user_id
-    );
-    let app = start_with(&llm, &server, "", &carol_entry).await;
+    // Carol first in the family, a second parent.
+    let carol = FamilyMember {
+        matrix_user_id: Some(carol_account.user_id.clone()),
+        ..member("carol", "Carol")
+    };
+    let app = start_with(&llm, &server, &[], |config| {
+        config.with(|config| config.family.insert(0, carol))
+    })
+    .await;
     let alice = MatrixMember::login(&server.synapse, &server.alice).await;
     let alice_room = room_with_hearth(&alice, &server, true, &[]).await;
     let carol = MatrixMember::login(&server.synapse, &carol_account).await;

@@ -7,14 +7,17 @@ use serde_json::{Value, json};
 
 use hearth::actors::request_queue::CancelPending;
 
-use crate::support::hearth_app::{HearthProcess, TestApp, test_env, write_config};
+use crate::support::hearth_app::{HearthProcess, TestApp, test_env};
 use crate::support::intents_profile::refund_of_order;
 use crate::support::intents_profile::write_intents;
 use crate::support::intents_profile::write_policy_intents;
-use crate::support::intents_profile::{Wire, orders_config_with, stages, start, successful_calls};
+use crate::support::intents_profile::{
+    Wire, orders_config_with, orders_profile, stages, start, successful_calls,
+};
 use crate::support::llm_server::ScriptedLlmServer;
 use crate::support::llm_server::Step;
 use crate::support::mcp::everything_stdio_or_skip;
+use crate::support::test_config::{ProfileParts, TestConfig};
 
 /// How long a child's message may take to get its outcome after a parent's answer.
 const WAIT: std::time::Duration = std::time::Duration::from_secs(15);
@@ -149,7 +152,7 @@ async fn an_escalation_nobody_answers_expires_and_the_child_is_told() {
         folder.path(),
         &llm,
         &file,
-        "confirmation_timeout_seconds: 1, ",
+        &[("confirmation_timeout_seconds", 1.into())],
     );
     let app = TestApp::start_from(folder, &path, &[]).await;
     let asked = escalated(&app, &llm).await;
@@ -339,20 +342,20 @@ policy:
     - { intent: refund_request, role: child, params: [{ name: amount, op: ">", value: 20 }], decision: escalate, message: "refunds over 20 need a parent" }
 "#,
     );
-    let config = write_config(folder.path(), &llm.base_url());
-    let mut text = std::fs::read_to_string(&config).unwrap().replace(
-        "- { id: bob, name: Bob }",
-        "- { id: bob, name: Bob, role: child }",
-    );
-    text.push_str(&format!(
-        "  - id: orders\n    slash_commands: [\"/orders\"]\n    processing_config: {{ engine: \
-         intents, intents_file: \"{}\" }}\n    tools_config: {{ enable_local_tools: [], \
-         enable_mcp_server_ids: [everything], confirm_tools: [] }}\nmcp_servers:\n  everything: \
-         {{ command: python3, args: {args:?}, env: {{ HEARTH_TEST_MCP_CALLS: {:?} }} }}\n",
-        intents.display(),
-        calls.display().to_string()
-    ));
-    std::fs::write(&config, text).unwrap();
+    let calls_file = calls.display().to_string();
+    let config = TestConfig::new(folder.path(), &llm.base_url())
+        .child("bob")
+        .profile(
+            orders_profile(&intents, &[])
+                .local_tools(&[])
+                .mcp_servers(&["everything"]),
+        )
+        .mcp_server("everything", "python3", &args, |server| {
+            server
+                .env
+                .insert("HEARTH_TEST_MCP_CALLS".into(), calls_file);
+        })
+        .write(folder.path());
     let hearth = HearthProcess::spawn(&config, &test_env(&[]));
     llm.push(Step::Reply(
         json!({"intent_id": "refund_request",

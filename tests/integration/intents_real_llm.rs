@@ -15,12 +15,14 @@ use std::path::Path;
 
 use serde_json::Value;
 
+use hearth::config::LlmBackend;
 use hearth::intents::{NOT_SURE_REPLY, SOMETHING_WRONG_REPLY, STAGES};
 
-use crate::support::hearth_app::{TestApp, write_config};
+use crate::support::hearth_app::TestApp;
 use crate::support::intents_profile::orders_profile;
 use crate::support::intents_profile::{example_intents, stage_names, stages};
 use crate::support::real_llm::{REAL_LLM_MODEL, RealLlmServer, start_real_llm_or_skip};
+use crate::support::test_config::TestConfig;
 
 /// A turn takes a second or two on an idle machine; the rest of the suite may share the cores.
 const LLM_TIMEOUT_SECONDS: u64 = 120;
@@ -30,28 +32,21 @@ const MAX_TOKENS: u32 = 200;
 
 /// The test config with `main` on the real server and the example's `/orders` profile.
 fn real_orders_config(folder: &Path, server: &RealLlmServer) -> std::path::PathBuf {
-    let path = write_config(folder, &server.base_url());
-    let text = std::fs::read_to_string(&path).unwrap();
-    let scripted_main = text
-        .lines()
-        .find(|line| line.trim_start().starts_with("main:"))
-        .expect("the test config has a main model")
-        .to_string();
-    let real_main = format!(
-        "  main: {{ provider: openai, base_url: \"{}\", model: \"{REAL_LLM_MODEL}\", backend: local, \
-         timeout_seconds: {LLM_TIMEOUT_SECONDS}, max_tokens: {MAX_TOKENS} }}",
-        server.base_url()
-    );
-    let mut text = text
-        .replace(&scripted_main, &real_main)
-        // The HTTP channel waits for the reply at most this long.
-        .replace(
-            "reply_timeout_seconds: 10",
-            &format!("reply_timeout_seconds: {}", LLM_TIMEOUT_SECONDS * 2),
-        );
-    text.push_str(&orders_profile(&example_intents(), ""));
-    std::fs::write(&path, text).unwrap();
-    path
+    TestConfig::new(folder, &server.base_url())
+        .with(|config| {
+            let main = config
+                .llms
+                .get_mut("main")
+                .expect("the test config's main model");
+            main.model = REAL_LLM_MODEL.to_owned();
+            main.backend = LlmBackend::Local;
+            main.timeout_seconds = LLM_TIMEOUT_SECONDS;
+            main.max_tokens = Some(MAX_TOKENS);
+            // The HTTP channel waits for the reply at most this long.
+            config.http.reply_timeout_seconds = LLM_TIMEOUT_SECONDS * 2;
+        })
+        .profile(orders_profile(&example_intents(), &[]))
+        .write(folder)
 }
 
 /// The stage named `name` among `events`.

@@ -51,8 +51,8 @@ fn orders_on_telegram(
     llm: &ScriptedLlmServer,
     telegram: &TelegramServer,
 ) -> PathBuf {
-    let profile = orders_profile(&write_intents(folder, INTENTS), "");
-    write_telegram_config(folder, llm, telegram, &profile)
+    let profile = orders_profile(&write_intents(folder, INTENTS), &[]);
+    write_telegram_config(folder, llm, telegram, &[profile])
 }
 
 #[actix::test]

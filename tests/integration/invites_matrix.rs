@@ -18,7 +18,7 @@ async fn a_stranger_joins_by_invite_on_matrix_and_chats() {
     };
     let llm = ScriptedLlmServer::start();
     let folder = tempfile::tempdir().unwrap();
-    let path = write_matrix_config(folder.path(), &llm, &server, "");
+    let path = write_matrix_config(folder.path(), &llm, &server, &[]);
     let app = TestApp::start_from(folder, &path, &matrix_env()).await;
     let alice = MatrixMember::login(&server.synapse, &server.alice).await;
     let alices_room = room_with_hearth(&alice, &server, true, &[]).await;

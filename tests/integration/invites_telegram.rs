@@ -34,7 +34,7 @@ async fn bot_stays_silent(telegram: &TelegramServer, chat: i64, before: usize) {
 async fn a_parent_invites_a_child_who_joins_chats_and_is_removed() {
     let llm = ScriptedLlmServer::start();
     let telegram = TelegramServer::start(TOKEN);
-    let app = start_on_telegram(&llm, &telegram, "", None, &[]).await;
+    let app = start_on_telegram(&llm, &telegram, &[], None, &[]).await;
     // Bob has written to the bot before, so it can write to him.
     telegram.push_private_text(&bob(), "/help");
     bot_says(&telegram, 1002, "/cancel").await;
@@ -105,7 +105,7 @@ async fn a_parent_invites_a_child_who_joins_chats_and_is_removed() {
 async fn wrong_codes_are_limited_and_members_stay_across_a_restart() {
     let llm = ScriptedLlmServer::start();
     let telegram = TelegramServer::start(TOKEN);
-    let app = start_on_telegram(&llm, &telegram, "", None, &[]).await;
+    let app = start_on_telegram(&llm, &telegram, &[], None, &[]).await;
     telegram.push_private_text(&bob(), "/invite parent Carol");
     let code = code_said(&telegram, 1002, "Invite code for Carol as a parent").await;
 
@@ -128,7 +128,7 @@ async fn wrong_codes_are_limited_and_members_stay_across_a_restart() {
     .await;
 
     let folder = app.stop().await;
-    let app = start_on_telegram(&llm, &telegram, "", Some(folder), &[]).await;
+    let app = start_on_telegram(&llm, &telegram, &[], Some(folder), &[]).await;
     llm.push(Step::Reply("Still here, Carol.".into()));
     telegram.push_private_text(&dave, "still a member?");
     bot_says(&telegram, 5006, "Still here, Carol.").await;
@@ -145,7 +145,7 @@ async fn strangers_are_told_how_to_join_once_a_day_when_configured() {
     let app = start_on_telegram(
         &llm,
         &telegram,
-        "",
+        &[],
         None,
         &[("HEARTH__INVITES__TELL_STRANGERS", "true")],
     )

@@ -13,19 +13,19 @@ use crate::support::matrix_family::{
     Homeserver, homeserver, matrix_env, reply_from_hearth, room_with_hearth, write_matrix_config,
 };
 use crate::support::matrix_member::{MatrixMember, NewRoom};
-use crate::support::telegram_family::SECURE_PROFILE;
+use crate::support::telegram_family::secure_profile;
 use hearth::actors::processing::DECLINED_RESULT;
 
 /// hearth on Matrix as `@hearth:localhost`, alice and bob in the family.
 async fn start_on_matrix(
     llm: &ScriptedLlmServer,
     server: &Homeserver,
-    extra_profiles: &str,
+    profiles: &[hearth::config::ServiceProfileConfig],
     folder: Option<TempDir>,
     overrides: &[(&str, &str)],
 ) -> TestApp {
     let folder = folder.unwrap_or_else(|| tempfile::tempdir().expect("temporary folder"));
-    let path = write_matrix_config(folder.path(), llm, server, extra_profiles);
+    let path = write_matrix_config(folder.path(), llm, server, profiles);
     let mut env = matrix_env();
     env.extend_from_slice(overrides);
     TestApp::start_from(folder, &path, &env).await
@@ -45,7 +45,7 @@ async fn an_encrypted_chat_works_both_ways_and_strangers_are_refused() {
         return;
     };
     let llm = ScriptedLlmServer::start();
-    let app = start_on_matrix(&llm, &server, "", None, &[]).await;
+    let app = start_on_matrix(&llm, &server, &[], None, &[]).await;
     let alice = MatrixMember::login(&server.synapse, &server.alice).await;
     let room = room_with_hearth(&alice, &server, true, &[]).await;
 
@@ -126,7 +126,7 @@ async fn commands_with_slash_or_bang_reach_their_profile_and_help_lists_them() {
         return;
     };
     let llm = ScriptedLlmServer::start();
-    let app = start_on_matrix(&llm, &server, SECURE_PROFILE, None, &[]).await;
+    let app = start_on_matrix(&llm, &server, &[secure_profile()], None, &[]).await;
     let alice = MatrixMember::login(&server.synapse, &server.alice).await;
     let room = room_with_hearth(&alice, &server, false, &[]).await;
 
@@ -157,7 +157,7 @@ async fn reactions_confirm_or_deny_and_only_the_member_asked_counts() {
         return;
     };
     let llm = ScriptedLlmServer::start();
-    let app = start_on_matrix(&llm, &server, SECURE_PROFILE, None, &[]).await;
+    let app = start_on_matrix(&llm, &server, &[secure_profile()], None, &[]).await;
     let alice = MatrixMember::login(&server.synapse, &server.alice).await;
     let bob = MatrixMember::login(&server.synapse, &server.bob).await;
     let room = room_with_hearth(&alice, &server, true, &[&server.bob.user_id]).await;
@@ -249,7 +249,7 @@ async fn a_restart_keeps_the_device_replays_nothing_and_still_decrypts() {
         return;
     };
     let llm = ScriptedLlmServer::start();
-    let app = start_on_matrix(&llm, &server, "", None, &[]).await;
+    let app = start_on_matrix(&llm, &server, &[], None, &[]).await;
     let alice = MatrixMember::login(&server.synapse, &server.alice).await;
     let room = room_with_hearth(&alice, &server, true, &[]).await;
     llm.push(Step::Reply("First answer.".into()));
@@ -261,7 +261,7 @@ async fn a_restart_keeps_the_device_replays_nothing_and_still_decrypts() {
     // Written while hearth is down, encrypted for the device it had.
     alice.send_text(&room, "second").await;
     llm.push(Step::Reply("Second answer.".into()));
-    let app = start_on_matrix(&llm, &server, "", Some(folder), &[]).await;
+    let app = start_on_matrix(&llm, &server, &[], Some(folder), &[]).await;
     reply_from_hearth(&alice, &server, |message| message.body == "Second answer.").await;
     assert_eq!(
         device_of(app.folder.path()),
@@ -286,7 +286,7 @@ async fn hearth_syncs_again_after_the_homeserver_restarts() {
         return;
     };
     let llm = ScriptedLlmServer::start();
-    let app = start_on_matrix(&llm, &server, "", None, &[]).await;
+    let app = start_on_matrix(&llm, &server, &[], None, &[]).await;
     let alice = MatrixMember::login(&server.synapse, &server.alice).await;
     let room = room_with_hearth(&alice, &server, false, &[]).await;
     server.synapse.stop().await;
@@ -317,7 +317,7 @@ async fn a_message_hearth_cannot_decrypt_is_reported_and_counted() {
         return;
     };
     let llm = ScriptedLlmServer::start();
-    let app = start_on_matrix(&llm, &server, "", None, &[]).await;
+    let app = start_on_matrix(&llm, &server, &[], None, &[]).await;
     let alice = MatrixMember::login(&server.synapse, &server.alice).await;
     let room = room_with_hearth(&alice, &server, true, &[]).await;
     // An encrypted event for a session hearth was never given a key to: what a message
@@ -384,7 +384,7 @@ async fn a_yes_reply_answers_a_prompt_and_an_unanswered_one_expires() {
         "HEARTH__DEFAULT_PROFILE_SETTINGS__PROCESSING_CONFIG__CONFIRMATION_TIMEOUT_SECONDS",
         "4",
     );
-    let app = start_on_matrix(&llm, &server, SECURE_PROFILE, None, &[timeout]).await;
+    let app = start_on_matrix(&llm, &server, &[secure_profile()], None, &[timeout]).await;
     let alice = MatrixMember::login(&server.synapse, &server.alice).await;
     let room = room_with_hearth(&alice, &server, true, &[]).await;
     let script = |city: &str| {
@@ -439,7 +439,7 @@ async fn an_image_in_an_encrypted_room_is_downloaded_and_reaches_the_model() {
         return;
     };
     let llm = ScriptedLlmServer::start();
-    let app = start_on_matrix(&llm, &server, "", None, &[]).await;
+    let app = start_on_matrix(&llm, &server, &[], None, &[]).await;
     let alice = MatrixMember::login(&server.synapse, &server.alice).await;
     let room = room_with_hearth(&alice, &server, true, &[]).await;
     let bytes: Vec<u8> = (0..1500u32).map(|index| (index % 251) as u8).collect();

@@ -34,7 +34,7 @@ async fn a_50_mb_attachment_is_refused_without_being_held_in_memory() {
     };
     let llm = ScriptedLlmServer::start();
     let folder = tempfile::tempdir().unwrap();
-    let config = write_matrix_config(folder.path(), &llm, &server, "");
+    let config = write_matrix_config(folder.path(), &llm, &server, &[]);
     let mut env = matrix_env();
     env.push(("HEARTH__CHANNELS__MATRIX__MAX_ATTACHMENT_BYTES", "1048576"));
     let hearth = HearthProcess::spawn(&config, &test_env(&env));
@@ -88,7 +88,7 @@ async fn a_voice_message_in_an_encrypted_room_is_stored_decrypted_with_its_durat
     };
     let llm = ScriptedLlmServer::start();
     let folder = tempfile::tempdir().unwrap();
-    let config = write_matrix_config(folder.path(), &llm, &server, "");
+    let config = write_matrix_config(folder.path(), &llm, &server, &[]);
     let whisper = TranscriptionServer::start();
     let mut env = test_env(&matrix_env());
     env.extend(transcribing_on(&whisper, &[]));

@@ -51,7 +51,7 @@ async fn strangers_rooms_are_few_while_a_code_is_open_and_left_when_it_closes() 
     };
     let llm = ScriptedLlmServer::start();
     let folder = tempfile::tempdir().unwrap();
-    let path = write_matrix_config(folder.path(), &llm, &server, "");
+    let path = write_matrix_config(folder.path(), &llm, &server, &[]);
     let app = TestApp::start_from(folder, &path, &matrix_env()).await;
     let alice = MatrixMember::login(&server.synapse, &server.alice).await;
     let alices_room = room_with_hearth(&alice, &server, false, &[]).await;
@@ -110,7 +110,7 @@ async fn a_room_with_someone_else_invited_is_no_ones_own() {
     };
     let llm = ScriptedLlmServer::start();
     let folder = tempfile::tempdir().unwrap();
-    let path = write_matrix_config(folder.path(), &llm, &server, "");
+    let path = write_matrix_config(folder.path(), &llm, &server, &[]);
     let app = TestApp::start_from(folder, &path, &matrix_env()).await;
     let alice = MatrixMember::login(&server.synapse, &server.alice).await;
     let own = room_with_hearth(&alice, &server, false, &[]).await;

@@ -10,6 +10,7 @@ use crate::support::llm_server::{ScriptedLlmServer, Step};
 use crate::support::mcp::app_with_everything;
 use crate::support::mcp::app_with_everything_and;
 use crate::support::mcp::{ELICITATION_TOOL, everything_stdio_or_skip};
+use crate::support::test_config::{ProfileParts, TestConfig, profile};
 
 #[actix::test]
 async fn a_profile_calls_its_mcp_servers_tools_and_others_do_not_see_them() {
@@ -18,16 +19,17 @@ async fn a_profile_calls_its_mcp_servers_tools_and_others_do_not_see_them() {
     };
     let command = everything.command.clone().unwrap();
     let args: Vec<String> = everything.args.clone();
-    let extra = format!(
-        r#"  - id: toolbox
-    slash_commands: ["/tools"]
-    tools_config: {{ enable_mcp_server_ids: [everything] }}
-mcp_servers:
-  everything: {{ command: {command:?}, args: {args:?} }}
-"#
-    );
+    let toolbox = |config: TestConfig| {
+        config
+            .profile(
+                profile("toolbox")
+                    .command("/tools")
+                    .mcp_servers(&["everything"]),
+            )
+            .mcp_server("everything", &command, &args, |_| {})
+    };
     let llm = ScriptedLlmServer::start();
-    let app = TestApp::start_with_profiles(&llm.base_url(), &extra, &[]).await;
+    let app = TestApp::start_with(&llm.base_url(), toolbox, &[]).await;
     assert!(app.running.mcp.states()["everything"].connected);
     llm.push_many([
         Step::ToolCalls(vec![(
@@ -251,16 +253,16 @@ async fn a_servers_question_waits_as_long_as_the_profiles_confirmation_timeout()
     };
     let (command, args) = (everything.command.clone().unwrap(), everything.args.clone());
     // The /tools profile gives its member one second; the default profile five minutes.
-    let extra = format!(
-        r#"  - id: toolbox
-    slash_commands: ["/tools"]
-    processing_config: {{ confirmation_timeout_seconds: 1 }}
-    tools_config: {{ enable_mcp_server_ids: [everything] }}
-mcp_servers:
-  everything: {{ command: {command:?}, args: {args:?} }}
-"#
-    );
-    let app = TestApp::start_with_profiles(&llm.base_url(), &extra, &[]).await;
+    let toolbox = |config: TestConfig| {
+        let toolbox = profile("toolbox")
+            .command("/tools")
+            .processing(&[("confirmation_timeout_seconds", 1.into())])
+            .mcp_servers(&["everything"]);
+        config
+            .profile(toolbox)
+            .mcp_server("everything", &command, &args, |_| {})
+    };
+    let app = TestApp::start_with(&llm.base_url(), toolbox, &[]).await;
     llm.push_many([
         Step::ToolCalls(vec![(ELICITATION_TOOL.into(), json!({}))]),
         Step::Reply("Nobody answered.".into()),

@@ -10,6 +10,7 @@ use crate::support::matrix_family::{
     homeserver, matrix_env, reply_from_hearth, room_with_hearth, write_matrix_config,
 };
 use crate::support::matrix_member::MatrixMember;
+use crate::support::test_config::{ProfileParts, names, profile};
 use crate::support::tool_lists::NOTE_TOOLS;
 
 #[actix::test]
@@ -19,10 +20,11 @@ async fn a_private_note_never_reaches_another_member_on_matrix() {
     };
     let llm = ScriptedLlmServer::start();
     let folder = tempfile::tempdir().unwrap();
-    let profile = format!(
-        "  - id: notes\n    slash_commands: [\"/notes\"]\n    processing_config: {{ include_notes_in_prompt: true }}\n    tools_config: {{ enable_local_tools: [{NOTE_TOOLS}] }}\n"
-    );
-    let path = write_matrix_config(folder.path(), &llm, &server, &profile);
+    let notes = profile("notes")
+        .command("/notes")
+        .processing(&[("include_notes_in_prompt", true.into())])
+        .local_tools(&names(NOTE_TOOLS));
+    let path = write_matrix_config(folder.path(), &llm, &server, &[notes]);
     let app = TestApp::start_from(folder, &path, &matrix_env()).await;
     let alice = MatrixMember::login(&server.synapse, &server.alice).await;
     let bob = MatrixMember::login(&server.synapse, &server.bob).await;

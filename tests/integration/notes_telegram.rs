@@ -7,16 +7,19 @@ use serde_json::json;
 use crate::support::llm_server::{ScriptedLlmServer, Step};
 use crate::support::telegram::TelegramServer;
 use crate::support::telegram_family::{TOKEN, alice, bob, bot_says, start_on_telegram};
+use crate::support::test_config::{ProfileParts, names, profile};
 use crate::support::tool_lists::NOTE_TOOLS;
 
 #[actix::test]
 async fn a_private_note_never_reaches_another_member_on_telegram() {
     let llm = ScriptedLlmServer::start();
     let telegram = TelegramServer::start(TOKEN);
-    let profile = format!(
-        "  - id: notes\n    description: \"The family's notes.\"\n    slash_commands: [\"/notes\"]\n    processing_config: {{ include_notes_in_prompt: true }}\n    tools_config: {{ enable_local_tools: [{NOTE_TOOLS}] }}\n"
-    );
-    let app = start_on_telegram(&llm, &telegram, &profile, None, &[]).await;
+    let notes = profile("notes")
+        .description("The family's notes.")
+        .command("/notes")
+        .processing(&[("include_notes_in_prompt", true.into())])
+        .local_tools(&names(NOTE_TOOLS));
+    let app = start_on_telegram(&llm, &telegram, &[notes], None, &[]).await;
     for (member, chat) in [(alice(), 1001), (bob(), 1002)] {
         telegram.push_private_text(&member, "/help");
         bot_says(&telegram, chat, "/notes").await;

@@ -19,8 +19,9 @@ use sqlx::Row;
 use hearth::app::{self, StartError, StartOptions};
 use hearth::storage::instance_lock::{InstanceLock, InstanceLockError};
 
-use crate::support::hearth_app::{API_KEY, HearthProcess, TestApp, load, test_env, write_config};
+use crate::support::hearth_app::{API_KEY, HearthProcess, TestApp, load, test_env};
 use crate::support::llm_server::{Gate, ScriptedLlmServer, Step};
+use crate::support::test_config::TestConfig;
 
 const CONFIRM_PROFILE_UPDATE: (&str, &str) = (
     "HEARTH__DEFAULT_PROFILE_SETTINGS__TOOLS_CONFIG__CONFIRM_TOOLS",
@@ -88,7 +89,7 @@ fn text(bytes: &[u8]) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_second_hearth_is_refused_and_a_killed_one_does_not_block_a_restart() {
     let folder = tempfile::tempdir().unwrap();
-    let config = write_config(folder.path(), "http://127.0.0.1:9/v1");
+    let config = TestConfig::new(folder.path(), "http://127.0.0.1:9/v1").write(folder.path());
     let env = test_env(&[]);
     let database = folder.path().join("hearth.db");
     let first = HearthProcess::spawn(&config, &env);
@@ -147,7 +148,7 @@ async fn a_second_hearth_is_refused_and_a_killed_one_does_not_block_a_restart() 
 async fn chat_beside_a_running_hearth_talks_through_it_and_reruns_nothing() {
     let llm = ScriptedLlmServer::start();
     let folder = tempfile::tempdir().unwrap();
-    let config = write_config(folder.path(), &llm.base_url());
+    let config = TestConfig::new(folder.path(), &llm.base_url()).write(folder.path());
     // Bob's message stays accepted while the model hangs on it (no timeout retries it).
     let overrides = [("HEARTH__LLMS__MAIN__TIMEOUT_SECONDS", "600")];
     let running = HearthProcess::spawn(&config, &test_env(&overrides));
@@ -241,7 +242,7 @@ async fn chat_beside_a_running_hearth_talks_through_it_and_reruns_nothing() {
 async fn a_confirmation_answered_yes_in_chat_resumes_the_running_hearths_turn() {
     let llm = ScriptedLlmServer::start();
     let folder = tempfile::tempdir().unwrap();
-    let config = write_config(folder.path(), &llm.base_url());
+    let config = TestConfig::new(folder.path(), &llm.base_url()).write(folder.path());
     let running = HearthProcess::spawn(&config, &test_env(&[CONFIRM_PROFILE_UPDATE]));
     llm.push_many([
         Step::ToolCalls(vec![(
@@ -293,7 +294,7 @@ async fn a_confirmation_answered_yes_in_chat_resumes_the_running_hearths_turn() 
 async fn a_delayed_answer_is_shown_when_the_running_hearth_has_it() {
     let llm = ScriptedLlmServer::start();
     let folder = tempfile::tempdir().unwrap();
-    let config = write_config(folder.path(), &llm.base_url());
+    let config = TestConfig::new(folder.path(), &llm.base_url()).write(folder.path());
     let overrides = [("HEARTH__LLM_RETRY__MAX_ATTEMPTS", "1")];
     let _running = HearthProcess::spawn(&config, &test_env(&overrides));
     // The first call fails: the member is told the answer is delayed (202), and the
@@ -325,7 +326,7 @@ async fn a_delayed_answer_is_shown_when_the_running_hearth_has_it() {
 async fn beside_a_hearth_without_http_chat_and_run_are_refused() {
     let llm = ScriptedLlmServer::start();
     let folder = tempfile::tempdir().unwrap();
-    let config = write_config(folder.path(), &llm.base_url());
+    let config = TestConfig::new(folder.path(), &llm.base_url()).write(folder.path());
     // A chat with no hearth running is a hearth itself, serving only its terminal.
     let mut first = hearth(&config, &[])
         .args(["chat", "--user", "alice"])
@@ -424,7 +425,7 @@ async fn a_stopping_hearth_ends_its_running_turn_and_closes_the_database_before_
         Box::new(Step::Reply("Done before the stop.".into())),
     ));
     let folder = tempfile::tempdir().unwrap();
-    let config = write_config(folder.path(), &llm.base_url());
+    let config = TestConfig::new(folder.path(), &llm.base_url()).write(folder.path());
     // The request stops waiting for the reply after a second; the turn runs on.
     let env = test_env(&[("HEARTH__HTTP__REPLY_TIMEOUT_SECONDS", "1")]);
     let mut process = HearthProcess::spawn(&config, &env);

@@ -136,7 +136,7 @@ async fn slash_cancel_drops_a_plugin_call_waiting_for_the_next_message() {
     let app = start_on_telegram(
         &llm,
         &telegram,
-        "",
+        &[],
         Some(folder),
         &[
             ("HEARTH__PLUGINS_DIR", plugins_dir.as_str()),

@@ -15,11 +15,12 @@ use serde_json::{Value, json};
 use sqlx::Row;
 
 use crate::support::faketime::clock_ahead;
-use crate::support::hearth_app::{HearthProcess, test_env, write_config};
+use crate::support::hearth_app::{HearthProcess, test_env};
 use crate::support::llm_server::{Gate, ScriptedLlmServer, Step};
 use crate::support::plugin_server::PluginServer;
-use crate::support::postgres::{PostgresServer, use_database};
+use crate::support::postgres::{PostgresServer, config_on};
 use crate::support::reminders::REMIND_TOOLS;
+use crate::support::test_config::TestConfig;
 use crate::support::workers::Workers;
 
 /// The test config on a fresh database of the test cluster with `plugin` as the `buy`
@@ -37,8 +38,7 @@ async fn config_with_plugin(
     let server = PostgresServer::shared()?;
     let database_url = server.fresh_database().await;
     let folder = tempfile::tempdir().unwrap();
-    let path = write_config(folder.path(), &llm.base_url());
-    use_database(&path, &database_url);
+    let path = config_on(folder.path(), &llm.base_url(), &database_url);
     let plugins = folder.path().join("plugins");
     std::fs::create_dir_all(plugins.join("buy")).unwrap();
     std::fs::write(
@@ -84,13 +84,10 @@ async fn config_with_reminders(
     let server = PostgresServer::shared()?;
     let database_url = server.fresh_database().await;
     let folder = tempfile::tempdir().unwrap();
-    let path = write_config(folder.path(), &llm.base_url());
-    let text = std::fs::read_to_string(&path).unwrap().replace(
-        "enable_local_tools: [profile_get, profile_update]",
-        &format!("enable_local_tools: [profile_get, profile_update, {REMIND_TOOLS}]"),
-    );
-    std::fs::write(&path, text).unwrap();
-    use_database(&path, &database_url);
+    let path = TestConfig::new(folder.path(), &llm.base_url())
+        .default_tools(&format!("profile_get, profile_update, {REMIND_TOOLS}"))
+        .database(&database_url)
+        .write(folder.path());
     Some((folder, path, database_url))
 }
 

@@ -17,11 +17,12 @@ use hearth::ports::{
 };
 use serde_json::json;
 
-use crate::support::hearth_app::{HearthProcess, post_with_key, test_env, write_config};
+use crate::support::hearth_app::{HearthProcess, post_with_key, test_env};
 use crate::support::llm_server::{Gate, ScriptedLlmServer, Step};
-use crate::support::postgres::{PostgresServer, use_database};
+use crate::support::postgres::{PostgresServer, config_on};
 use crate::support::telegram::{TelegramServer, TgUser};
-use crate::support::telegram_family::{TOKEN, alice, write_telegram_config};
+use crate::support::telegram_family::{TOKEN, alice, telegram_family};
+use crate::support::test_config::TestConfig;
 use crate::support::web_page::Member;
 use crate::support::workers::telegram_leader_pid;
 
@@ -69,8 +70,9 @@ impl Family {
         let server = PostgresServer::shared()?;
         let database_url = server.fresh_database().await;
         let folder = tempfile::tempdir().unwrap();
-        let config = write_telegram_config(folder.path(), llm, telegram, "");
-        use_database(&config, &database_url);
+        let config = telegram_family(folder.path(), llm, telegram)
+            .database(&database_url)
+            .write(folder.path());
         let env = test_env(&[("TEST_TELEGRAM_TOKEN", TOKEN)]);
         let workers = (0..2)
             .map(|_| Some(HearthProcess::spawn(&config, &env)))
@@ -220,19 +222,11 @@ async fn two_parents_demoting_each_other_on_two_workers_leave_one_parent() {
     let llm = ScriptedLlmServer::start();
     let folder = tempfile::tempdir().unwrap();
     // The configuration's members are children: the family's parents are stored ones.
-    let config = write_config(folder.path(), &llm.base_url());
-    let text = std::fs::read_to_string(&config)
-        .unwrap()
-        .replace(
-            "{ id: alice, name: Alice }",
-            "{ id: alice, name: Alice, role: child }",
-        )
-        .replace(
-            "{ id: bob, name: Bob }",
-            "{ id: bob, name: Bob, role: child }",
-        );
-    std::fs::write(&config, text).unwrap();
-    use_database(&config, &database_url);
+    let config = TestConfig::new(folder.path(), &llm.base_url())
+        .child("alice")
+        .child("bob")
+        .database(&database_url)
+        .write(folder.path());
     let env = test_env(&[]);
     let stores = hearth::storage::open(&database_url, 4).await.unwrap();
     let configured = ConfiguredMembers(vec![
@@ -348,8 +342,7 @@ async fn a_message_sent_again_to_another_worker_waits_for_its_turn_s_reply() {
     let gate = Gate::new();
     llm.push(Step::Gated(gate.clone(), Box::new(Step::Echo)));
     let folder = tempfile::tempdir().unwrap();
-    let config = write_config(folder.path(), &llm.base_url());
-    use_database(&config, &database_url);
+    let config = config_on(folder.path(), &llm.base_url(), &database_url);
     let env = test_env(&[]);
     let workers: Vec<HearthProcess> = (0..2)
         .map(|_| HearthProcess::spawn(&config, &env))

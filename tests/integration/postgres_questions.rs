@@ -10,13 +10,15 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::support::hearth_app::{HearthProcess, test_env, write_config};
+use crate::support::hearth_app::{HearthProcess, test_env};
 use crate::support::llm_server::{ScriptedLlmServer, Step};
 use crate::support::mcp::ELICITATION_TOOL;
 use crate::support::mcp::toolbox_on_everything;
-use crate::support::postgres::{PostgresServer, use_database};
+use crate::support::postgres::PostgresServer;
 use crate::support::telegram::{TelegramServer, TgChat};
 use crate::support::telegram_family::{TOKEN, alice, bot_says};
+use crate::support::test_config::TestConfig;
+use hearth::config::{TelegramConfig, TelegramMode};
 
 const WEBHOOK_SECRET: &str = "s3cret-token";
 
@@ -29,23 +31,22 @@ fn config_with_everything(
     telegram: Option<&TelegramServer>,
     test: &str,
 ) -> Option<PathBuf> {
-    let toolbox = toolbox_on_everything(test)?;
-    let path = write_config(folder, &llm.base_url());
-    let mut text = std::fs::read_to_string(&path).unwrap().replace(
-        "{ id: alice, name: Alice }",
-        "{ id: alice, name: Alice, telegram_user_id: 1001 }",
-    );
-    text.push_str(&toolbox);
+    let config = TestConfig::new(folder, &llm.base_url())
+        .on_telegram("alice", 1001)
+        .database(database_url);
+    let mut config = toolbox_on_everything(config, test)?;
     if let Some(telegram) = telegram {
-        text.push_str(&format!(
-            "channels:\n  telegram: {{ enabled: true, token_env: TEST_TELEGRAM_TOKEN, \
-             api_url: \"{}\", mode: webhook, webhook_url: \"https://hearth.example/telegram/hook\", \
-             webhook_secret_env: TEST_TELEGRAM_WEBHOOK_SECRET }}\n",
-            telegram.api_url()
-        ));
+        config.config.channels.telegram = TelegramConfig {
+            enabled: true,
+            token_env: Some("TEST_TELEGRAM_TOKEN".into()),
+            api_url: telegram.api_url(),
+            mode: TelegramMode::Webhook,
+            webhook_url: Some("https://hearth.example/telegram/hook".into()),
+            webhook_secret_env: Some("TEST_TELEGRAM_WEBHOOK_SECRET".into()),
+            ..TelegramConfig::default()
+        };
     }
-    std::fs::write(&path, text).unwrap();
-    use_database(&path, database_url);
+    let path = config.write(folder);
     Some(path)
 }
 

@@ -10,9 +10,9 @@ use std::time::Duration;
 use sqlx::Row;
 
 use crate::support::delivery::{each_answered_once_in_order, wait_for};
-use crate::support::hearth_app::{HearthProcess, write_telegram_family_config};
+use crate::support::hearth_app::{HearthProcess, telegram_family_config};
 use crate::support::llm_server::{ScriptedLlmServer, Step};
-use crate::support::postgres::{PostgresServer, use_database};
+use crate::support::postgres::PostgresServer;
 use crate::support::telegram::{TelegramServer, TgUser};
 use crate::support::telegram_family::TOKEN;
 use crate::support::telegram_family::telegram_env;
@@ -43,14 +43,15 @@ async fn telegram_over_workers_with_the_poller_killed(count: usize) {
     llm.set_recording(false);
     let telegram = TelegramServer::start(TOKEN);
     let folder = tempfile::tempdir().unwrap();
-    let config = write_telegram_family_config(
+    let config = telegram_family_config(
         folder.path(),
         &llm.base_url(),
         &telegram.api_url(),
         CHATS,
         FIRST_USER,
-    );
-    use_database(&config, &database_url);
+    )
+    .database(&database_url)
+    .write(folder.path());
     let env = telegram_env(&[("HEARTH__QUEUE__MAX_BACKLOG", "5000")]);
     let mut processes: Vec<Option<HearthProcess>> = (0..count)
         .map(|_| Some(HearthProcess::spawn(&config, &env)))

@@ -13,7 +13,7 @@ use crate::support::matrix_family::{
     Homeserver, homeserver, matrix_env, reply_from_hearth, room_with_hearth, write_matrix_config,
 };
 use crate::support::matrix_member::MatrixMember;
-use crate::support::reminders::REMIND_PROFILE;
+use crate::support::reminders::remind_profile;
 
 /// hearth on a real Synapse, Alice in an encrypted room with it, where she set a reminder
 /// to call grandma.
@@ -31,7 +31,7 @@ async fn alice_sets_a_reminder(test: &str, delay: &str) -> Option<Reminded> {
     let server = homeserver(test).await?;
     let llm = ScriptedLlmServer::start();
     let folder = tempfile::tempdir().unwrap();
-    let path = write_matrix_config(folder.path(), &llm, &server, REMIND_PROFILE);
+    let path = write_matrix_config(folder.path(), &llm, &server, &[remind_profile()]);
     let app = TestApp::start_from(folder, &path, &matrix_env()).await;
     let alice = MatrixMember::login(&server.synapse, &server.alice).await;
     let room = room_with_hearth(&alice, &server, true, &[]).await;

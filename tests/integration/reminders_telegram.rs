@@ -13,10 +13,12 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 
 use crate::support::llm_server::{ScriptedLlmServer, Step};
-use crate::support::reminders::{REMIND_PROFILE, WAIT, fired_in, script_reminder, times_said};
+use crate::support::reminders::{WAIT, fired_in, remind_profile, script_reminder, times_said};
 use crate::support::telegram::{TelegramServer, TgError, TgUser};
 use crate::support::telegram_family::press;
-use crate::support::telegram_family::{TOKEN, alice, bob, bot_says, start_on_telegram};
+use crate::support::telegram_family::{
+    TOKEN, alice, bob, bot_says, secure_profile, start_on_telegram, telegram_family,
+};
 use hearth::reminders::DONE_OUTCOME;
 
 fn carol() -> TgUser {
@@ -27,7 +29,7 @@ fn carol() -> TgUser {
 async fn a_reminder_fires_once_in_the_member_s_chat_and_only_they_answer_it_once() {
     let llm = ScriptedLlmServer::start();
     let telegram = TelegramServer::start(TOKEN);
-    let app = start_on_telegram(&llm, &telegram, REMIND_PROFILE, None, &[]).await;
+    let app = start_on_telegram(&llm, &telegram, &[remind_profile()], None, &[]).await;
     script_reminder(
         &llm,
         json!({"text": "call grandma", "delay": "PT2S"}),
@@ -89,7 +91,7 @@ async fn snooze_puts_the_reminder_off_by_the_configured_minutes() {
     let app = start_on_telegram(
         &llm,
         &telegram,
-        REMIND_PROFILE,
+        &[remind_profile()],
         None,
         &[("HEARTH__REMINDERS__SNOOZE_MINUTES", "15")],
     )
@@ -144,17 +146,13 @@ async fn a_parent_sets_one_for_a_child_and_a_child_cannot_for_a_sibling() {
     let llm = ScriptedLlmServer::start();
     let telegram = TelegramServer::start(TOKEN);
     let folder = tempfile::tempdir().unwrap();
-    let path = crate::support::telegram_family::write_telegram_config(
-        folder.path(),
-        &llm,
-        &telegram,
-        REMIND_PROFILE,
-    );
-    let text = std::fs::read_to_string(&path).unwrap().replace(
-        "{ id: bob, name: Bob, telegram_user_id: 1002 }",
-        "{ id: bob, name: Bob, telegram_user_id: 1002, role: child }\n  - { id: carol, name: Carol, telegram_user_id: 1003, role: child }",
-    );
-    std::fs::write(&path, text).unwrap();
+    let path = telegram_family(folder.path(), &llm, &telegram)
+        .profile(remind_profile())
+        .child("bob")
+        .named("carol", "Carol")
+        .on_telegram("carol", 1003)
+        .child("carol")
+        .write(folder.path());
     let app = crate::support::hearth_app::TestApp::start_from(
         folder,
         &path,
@@ -216,17 +214,10 @@ async fn start_with_a_child(
     telegram: &TelegramServer,
 ) -> crate::support::hearth_app::TestApp {
     let folder = tempfile::tempdir().unwrap();
-    let path = crate::support::telegram_family::write_telegram_config(
-        folder.path(),
-        llm,
-        telegram,
-        REMIND_PROFILE,
-    );
-    let text = std::fs::read_to_string(&path).unwrap().replace(
-        "{ id: bob, name: Bob, telegram_user_id: 1002 }",
-        "{ id: bob, name: Bob, telegram_user_id: 1002, role: child }",
-    );
-    std::fs::write(&path, text).unwrap();
+    let path = telegram_family(folder.path(), llm, telegram)
+        .profile(remind_profile())
+        .child("bob")
+        .write(folder.path());
     crate::support::hearth_app::TestApp::start_from(
         folder,
         &path,
@@ -299,7 +290,7 @@ async fn an_unanswered_child_s_reminder_is_told_to_the_parent_once_and_the_child
 async fn telegram_failing_when_it_fires_delays_the_reminder_and_never_repeats_it() {
     let llm = ScriptedLlmServer::start();
     let telegram = TelegramServer::start(TOKEN);
-    let app = start_on_telegram(&llm, &telegram, REMIND_PROFILE, None, &[]).await;
+    let app = start_on_telegram(&llm, &telegram, &[remind_profile()], None, &[]).await;
     script_reminder(
         &llm,
         json!({"text": "take out the bins", "delay": "PT2S"}),
@@ -331,10 +322,7 @@ async fn telegram_failing_when_it_fires_delays_the_reminder_and_never_repeats_it
 async fn a_scheduled_task_runs_its_profile_s_turn_whose_asking_tool_waits_for_the_member() {
     let llm = ScriptedLlmServer::start();
     let telegram = TelegramServer::start(TOKEN);
-    let profiles = format!(
-        "{REMIND_PROFILE}{}",
-        crate::support::telegram_family::SECURE_PROFILE
-    );
+    let profiles = [remind_profile(), secure_profile()];
     let app = start_on_telegram(&llm, &telegram, &profiles, None, &[]).await;
     llm.push_many([
         Step::ToolCalls(vec![(

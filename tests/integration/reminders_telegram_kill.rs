@@ -14,7 +14,7 @@ use sqlx::Row;
 use crate::support::delivery::undelivered;
 use crate::support::hearth_app::HearthProcess;
 use crate::support::llm_server::ScriptedLlmServer;
-use crate::support::reminders::{REMIND_PROFILE, WAIT, fired_in, script_reminder, times_said};
+use crate::support::reminders::{WAIT, fired_in, remind_profile, script_reminder, times_said};
 use crate::support::telegram::{StoredMessage, TelegramServer};
 use crate::support::telegram_family::press;
 use crate::support::telegram_family::telegram_env;
@@ -29,7 +29,7 @@ async fn killed_just_before_it_is_due_the_reminder_fires_once_after_restart_mark
         folder.path(),
         &llm,
         &telegram,
-        REMIND_PROFILE,
+        &[remind_profile()],
     );
     let env = telegram_env(&[]);
     script_reminder(
@@ -104,7 +104,7 @@ async fn kill_while_the_reminder_is_sent(fate: HeldSend) -> KilledWhileSending {
         folder.path(),
         &llm,
         &telegram,
-        REMIND_PROFILE,
+        &[remind_profile()],
     );
     let env = telegram_env(&[]);
     script_reminder(

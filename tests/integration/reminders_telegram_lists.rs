@@ -12,11 +12,13 @@ use serde_json::json;
 use crate::support::delivery::{undelivered, wait_for};
 use crate::support::hearth_app::{HearthProcess, TestApp};
 use crate::support::llm_server::{ScriptedLlmServer, Step};
-use crate::support::reminders::REMIND_PROFILE;
+use crate::support::reminders::remind_profile;
 use crate::support::telegram::{StoredMessage, TelegramServer, TgChat, TgError, TgUser};
 use crate::support::telegram_family::press;
 use crate::support::telegram_family::telegram_env;
-use crate::support::telegram_family::{TOKEN, alice, bob, bot_says, start_on_telegram};
+use crate::support::telegram_family::{
+    TOKEN, alice, bob, bot_says, start_on_telegram, telegram_family, write_telegram_config,
+};
 use hearth::ports::{Schedule, ScheduleStatus};
 
 const WAIT: Duration = Duration::from_secs(15);
@@ -107,7 +109,7 @@ fn shows(telegram: &TelegramServer, list: &StoredMessage, mark: &str, buttons: &
 async fn a_press_on_the_list_cancels_that_reminder_once_and_it_never_fires() {
     let llm = ScriptedLlmServer::start();
     let telegram = TelegramServer::start(TOKEN);
-    let app = start_on_telegram(&llm, &telegram, REMIND_PROFILE, None, &[]).await;
+    let app = start_on_telegram(&llm, &telegram, &[remind_profile()], None, &[]).await;
     let set_at = tokio::time::Instant::now();
     set_reminder(&llm, &telegram, &alice(), "call grandma", "PT10S", "Set.").await;
     set_reminder(
@@ -237,17 +239,10 @@ async fn a_child_or_a_stranger_pressing_a_parent_s_list_cancels_nothing() {
     let llm = ScriptedLlmServer::start();
     let telegram = TelegramServer::start(TOKEN);
     let folder = tempfile::tempdir().unwrap();
-    let path = crate::support::telegram_family::write_telegram_config(
-        folder.path(),
-        &llm,
-        &telegram,
-        REMIND_PROFILE,
-    );
-    let text = std::fs::read_to_string(&path).unwrap().replace(
-        "{ id: bob, name: Bob, telegram_user_id: 1002 }",
-        "{ id: bob, name: Bob, telegram_user_id: 1002, role: child }",
-    );
-    std::fs::write(&path, text).unwrap();
+    let path = telegram_family(folder.path(), &llm, &telegram)
+        .profile(remind_profile())
+        .child("bob")
+        .write(folder.path());
     let app = TestApp::start_from(folder, &path, &[("TEST_TELEGRAM_TOKEN", TOKEN)]).await;
     set_reminder(&llm, &telegram, &alice(), "pay the rent", "PT2H", "Set.").await;
     let rent = schedules_of(&app, "alice").await[0].id;
@@ -288,12 +283,7 @@ async fn a_press_delivered_again_after_a_kill_and_restart_changes_nothing() {
     let llm = ScriptedLlmServer::start();
     let telegram = TelegramServer::start(TOKEN);
     let folder = tempfile::tempdir().unwrap();
-    let config = crate::support::telegram_family::write_telegram_config(
-        folder.path(),
-        &llm,
-        &telegram,
-        REMIND_PROFILE,
-    );
+    let config = write_telegram_config(folder.path(), &llm, &telegram, &[remind_profile()]);
     let env = telegram_env(&[]);
     let first = HearthProcess::spawn(&config, &env);
     set_reminder(&llm, &telegram, &alice(), "call grandma", "PT2H", "Set.").await;

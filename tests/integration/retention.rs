@@ -55,7 +55,7 @@ async fn old_rows_and_files_are_pruned_and_recent_ones_kept() {
     let app = start_on_telegram(
         &llm,
         &telegram,
-        "",
+        &[],
         None,
         &[
             ("HEARTH__RETENTION__INTERVAL_SECONDS", "1"),

@@ -12,7 +12,7 @@ use crate::support::delivery::wait_for;
 use crate::support::llm_server::{ScriptedLlmServer, Step};
 use crate::support::telegram::{StoredMessage, TelegramServer, TgChat, TgUser};
 use crate::support::telegram_family::{
-    SECURE_PROFILE, TOKEN, alice, bob, bot_says, press, prompt_in, start_on_telegram,
+    TOKEN, alice, bob, bot_says, press, prompt_in, secure_profile, start_on_telegram,
 };
 use hearth::actors::processing::{DECLINED_RESULT, EXPIRED_RESULT};
 
@@ -47,7 +47,7 @@ async fn edited_to(telegram: &TelegramServer, prompt: &StoredMessage, outcome: &
 async fn confirm_runs_the_call_and_a_second_press_changes_nothing() {
     let llm = ScriptedLlmServer::start();
     let telegram = TelegramServer::start(TOKEN);
-    let app = start_on_telegram(&llm, &telegram, SECURE_PROFILE, None, &[]).await;
+    let app = start_on_telegram(&llm, &telegram, &[secure_profile()], None, &[]).await;
     script_city(&llm, "Berlin");
     let asked = telegram.push_private_text(&alice(), "/secure I live in Berlin");
     let prompt = prompt_in(&telegram, 1001).await;
@@ -91,7 +91,7 @@ async fn confirm_runs_the_call_and_a_second_press_changes_nothing() {
 async fn cancel_declines_and_the_model_is_told() {
     let llm = ScriptedLlmServer::start();
     let telegram = TelegramServer::start(TOKEN);
-    let app = start_on_telegram(&llm, &telegram, SECURE_PROFILE, None, &[]).await;
+    let app = start_on_telegram(&llm, &telegram, &[secure_profile()], None, &[]).await;
     script_city(&llm, "Paris");
     telegram.push_private_text(&alice(), "/secure I live in Paris");
     let prompt = prompt_in(&telegram, 1001).await;
@@ -114,7 +114,7 @@ async fn cancel_declines_and_the_model_is_told() {
 async fn in_a_group_only_the_member_asked_can_answer() {
     let llm = ScriptedLlmServer::start();
     let telegram = TelegramServer::start(TOKEN);
-    let app = start_on_telegram(&llm, &telegram, SECURE_PROFILE, None, &[]).await;
+    let app = start_on_telegram(&llm, &telegram, &[secure_profile()], None, &[]).await;
     let group = TgChat::group(-6001, "Family");
     script_city(&llm, "Rome");
     telegram.push_group_text(&group, &alice(), "/secure I live in Rome", None);
@@ -141,7 +141,7 @@ async fn in_a_group_only_the_member_asked_can_answer() {
 async fn a_confirmation_is_answered_only_where_it_was_asked() {
     let llm = ScriptedLlmServer::start();
     let telegram = TelegramServer::start(TOKEN);
-    let app = start_on_telegram(&llm, &telegram, SECURE_PROFILE, None, &[]).await;
+    let app = start_on_telegram(&llm, &telegram, &[secure_profile()], None, &[]).await;
     llm.push(Step::ToolCalls(vec![(
         "profile_update".into(),
         json!({"key": "city", "value": "Lima"}),
@@ -214,7 +214,7 @@ async fn an_unanswered_confirmation_expires_and_loses_its_buttons() {
         "HEARTH__DEFAULT_PROFILE_SETTINGS__PROCESSING_CONFIG__CONFIRMATION_TIMEOUT_SECONDS",
         "1",
     );
-    let app = start_on_telegram(&llm, &telegram, SECURE_PROFILE, None, &[timeout]).await;
+    let app = start_on_telegram(&llm, &telegram, &[secure_profile()], None, &[timeout]).await;
     script_city(&llm, "Oslo");
     telegram.push_private_text(&alice(), "/secure I live in Oslo");
     let prompt = prompt_in(&telegram, 1001).await;
@@ -242,7 +242,7 @@ async fn an_unanswered_confirmation_expires_and_loses_its_buttons() {
 async fn slash_cancel_cancels_what_waits_for_you() {
     let llm = ScriptedLlmServer::start();
     let telegram = TelegramServer::start(TOKEN);
-    let app = start_on_telegram(&llm, &telegram, SECURE_PROFILE, None, &[]).await;
+    let app = start_on_telegram(&llm, &telegram, &[secure_profile()], None, &[]).await;
     script_city(&llm, "Lima");
     telegram.push_private_text(&alice(), "/secure I live in Lima");
     let prompt = prompt_in(&telegram, 1001).await;
@@ -259,7 +259,7 @@ async fn slash_cancel_cancels_what_waits_for_you() {
 async fn a_cancel_telegram_delivers_again_leaves_what_was_asked_since_alone() {
     let llm = ScriptedLlmServer::start();
     let telegram = TelegramServer::start(TOKEN);
-    let app = start_on_telegram(&llm, &telegram, SECURE_PROFILE, None, &[]).await;
+    let app = start_on_telegram(&llm, &telegram, &[secure_profile()], None, &[]).await;
     script_city(&llm, "Lima");
     telegram.push_private_text(&alice(), "/secure I live in Lima");
     let first = prompt_in(&telegram, 1001).await;
@@ -295,13 +295,13 @@ async fn a_cancel_telegram_delivers_again_leaves_what_was_asked_since_alone() {
 async fn a_confirmation_survives_a_restart_between_question_and_press() {
     let llm = ScriptedLlmServer::start();
     let telegram = TelegramServer::start(TOKEN);
-    let app = start_on_telegram(&llm, &telegram, SECURE_PROFILE, None, &[]).await;
+    let app = start_on_telegram(&llm, &telegram, &[secure_profile()], None, &[]).await;
     script_city(&llm, "Kyiv");
     telegram.push_private_text(&alice(), "/secure I live in Kyiv");
     let prompt = prompt_in(&telegram, 1001).await;
     let folder = app.stop().await;
 
-    let app = start_on_telegram(&llm, &telegram, SECURE_PROFILE, Some(folder), &[]).await;
+    let app = start_on_telegram(&llm, &telegram, &[secure_profile()], Some(folder), &[]).await;
     assert_eq!(press(&telegram, &alice(), &prompt, 0).await.0, "Confirmed.");
     edited_to(&telegram, &prompt, "✅ Confirmed by Alice.").await;
     bot_says(&telegram, 1001, "Done: Kyiv.").await;
@@ -335,7 +335,7 @@ async fn webhook_mode_takes_updates_only_with_the_secret_token() {
         ),
         ("TEST_TELEGRAM_WEBHOOK_SECRET", "s3cret-token"),
     ];
-    let app = start_on_telegram(&llm, &telegram, "", None, &webhook).await;
+    let app = start_on_telegram(&llm, &telegram, &[], None, &webhook).await;
     assert_eq!(
         telegram.webhook_url().as_deref(),
         Some("https://hearth.example/telegram/hook")

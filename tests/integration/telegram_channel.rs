@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use crate::support::llm_server::{ScriptedLlmServer, Step};
 use crate::support::telegram::{TelegramServer, TgChat, TgError, TgUser};
 use crate::support::telegram_family::{
-    SECURE_PROFILE, TOKEN, alice, bob, bot_says, start_on_telegram,
+    TOKEN, alice, bob, bot_says, secure_profile, start_on_telegram,
 };
 
 const WAIT: Duration = Duration::from_secs(10);
@@ -22,7 +22,7 @@ fn stranger() -> TgUser {
 async fn a_private_message_is_answered_threaded_with_typing_shown() {
     let llm = ScriptedLlmServer::start();
     let telegram = TelegramServer::start(TOKEN);
-    let app = start_on_telegram(&llm, &telegram, "", None, &[]).await;
+    let app = start_on_telegram(&llm, &telegram, &[], None, &[]).await;
     llm.push(Step::Delay(
         Duration::from_millis(300),
         Box::new(Step::Reply("Hello **Alice**! 2 < 3 & 4 > 1".into())),
@@ -50,7 +50,7 @@ async fn a_private_message_is_answered_threaded_with_typing_shown() {
 async fn strangers_get_no_answer_and_in_a_group_only_family_is_heard() {
     let llm = ScriptedLlmServer::start();
     let telegram = TelegramServer::start(TOKEN);
-    let app = start_on_telegram(&llm, &telegram, "", None, &[]).await;
+    let app = start_on_telegram(&llm, &telegram, &[], None, &[]).await;
     let stranger_pushed = telegram.push_private_text(&stranger(), "let me in");
     let group = TgChat::group(-5001, "Family");
     telegram.push_group_text(&group, &stranger(), "me too", None);
@@ -77,7 +77,7 @@ async fn strangers_get_no_answer_and_in_a_group_only_family_is_heard() {
 async fn slash_commands_reach_their_profile_and_help_lists_them() {
     let llm = ScriptedLlmServer::start();
     let telegram = TelegramServer::start(TOKEN);
-    let app = start_on_telegram(&llm, &telegram, SECURE_PROFILE, None, &[]).await;
+    let app = start_on_telegram(&llm, &telegram, &[secure_profile()], None, &[]).await;
     // The menu was registered at start-up, with the channel's own commands.
     let menu: Vec<String> = telegram
         .my_commands()
@@ -124,7 +124,7 @@ async fn slash_commands_reach_their_profile_and_help_lists_them() {
 async fn a_long_reply_is_split_and_refused_html_is_resent_as_plain_text() {
     let llm = ScriptedLlmServer::start();
     let telegram = TelegramServer::start(TOKEN);
-    let app = start_on_telegram(&llm, &telegram, "", None, &[]).await;
+    let app = start_on_telegram(&llm, &telegram, &[], None, &[]).await;
     let paragraph = "A sentence about the family calendar that goes on for a while. ".repeat(20);
     let long = [paragraph.trim_end(); 9].join("\n\n");
     llm.push(Step::Reply(long.clone()));
@@ -167,7 +167,7 @@ async fn a_long_reply_is_split_and_refused_html_is_resent_as_plain_text() {
 async fn an_answer_that_renders_to_nothing_is_sent_as_written() {
     let llm = ScriptedLlmServer::start();
     let telegram = TelegramServer::start(TOKEN);
-    let app = start_on_telegram(&llm, &telegram, "", None, &[]).await;
+    let app = start_on_telegram(&llm, &telegram, &[], None, &[]).await;
     // Only a link reference definition: rendered, nothing would be left to show.
     llm.push(Step::Reply("[docs]: https://example.org/docs".into()));
     telegram.push_private_text(&alice(), "where are the docs?");
@@ -179,7 +179,7 @@ async fn an_answer_that_renders_to_nothing_is_sent_as_written() {
 async fn flood_control_is_waited_out_and_the_reply_still_arrives() {
     let llm = ScriptedLlmServer::start();
     let telegram = TelegramServer::start(TOKEN);
-    let app = start_on_telegram(&llm, &telegram, "", None, &[]).await;
+    let app = start_on_telegram(&llm, &telegram, &[], None, &[]).await;
     telegram.fail_next("sendMessage", 1, TgError::too_many_requests(1));
     llm.push(Step::Reply("Patience pays.".into()));
     let started = Instant::now();
@@ -196,7 +196,7 @@ async fn flood_control_is_waited_out_and_the_reply_still_arrives() {
 async fn the_replied_to_message_and_a_photo_reach_the_model() {
     let llm = ScriptedLlmServer::start();
     let telegram = TelegramServer::start(TOKEN);
-    let app = start_on_telegram(&llm, &telegram, "", None, &[]).await;
+    let app = start_on_telegram(&llm, &telegram, &[], None, &[]).await;
     let chat = TgChat::private(&alice());
     llm.push(Step::Reply("It is on Tuesday.".into()));
     telegram.push_private_text(&alice(), "when is the dentist?");
@@ -278,7 +278,7 @@ fn walk(folder: &std::path::Path) -> Vec<std::path::PathBuf> {
 async fn a_stalled_poll_is_abandoned_and_polling_goes_on() {
     let llm = ScriptedLlmServer::start();
     let telegram = TelegramServer::start(TOKEN);
-    let app = start_on_telegram(&llm, &telegram, "", None, &[]).await;
+    let app = start_on_telegram(&llm, &telegram, &[], None, &[]).await;
     telegram.stall_get_updates(Duration::from_secs(60));
     // Let the stalled poll begin, then speak: only a new poll can fetch this.
     tokio::time::sleep(Duration::from_millis(1500)).await;
@@ -299,7 +299,7 @@ async fn a_stalled_poll_is_abandoned_and_polling_goes_on() {
 async fn a_restart_neither_loses_nor_repeats_a_message() {
     let llm = ScriptedLlmServer::start();
     let telegram = TelegramServer::start(TOKEN);
-    let app = start_on_telegram(&llm, &telegram, "", None, &[]).await;
+    let app = start_on_telegram(&llm, &telegram, &[], None, &[]).await;
     llm.push(Step::Reply("First answer.".into()));
     telegram.push_private_text(&alice(), "first");
     bot_says(&telegram, 1001, "First answer.").await;
@@ -308,7 +308,7 @@ async fn a_restart_neither_loses_nor_repeats_a_message() {
     // Written while hearth is down.
     telegram.push_private_text(&alice(), "second");
     llm.push(Step::Reply("Second answer.".into()));
-    let app = start_on_telegram(&llm, &telegram, "", Some(folder), &[]).await;
+    let app = start_on_telegram(&llm, &telegram, &[], Some(folder), &[]).await;
     bot_says(&telegram, 1001, "Second answer.").await;
     tokio::time::sleep(Duration::from_millis(1500)).await;
     let texts: Vec<String> = telegram

@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 
 use crate::support::llm_server::{ScriptedLlmServer, Step};
 use crate::support::telegram::{TelegramServer, TgChat};
-use crate::support::telegram_family::{SECURE_PROFILE, TOKEN, alice, bot_says, start_on_telegram};
+use crate::support::telegram_family::{TOKEN, alice, bot_says, secure_profile, start_on_telegram};
 
 const SEES: (&str, &str) = ("HEARTH__LLMS__MAIN__VISION", "true");
 const FALLBACK: (&str, &str) = (
@@ -37,7 +37,7 @@ fn last_message(body: &Value) -> &Value {
 async fn a_photo_is_shown_to_a_model_that_can_see_and_history_keeps_the_text() {
     let llm = ScriptedLlmServer::start();
     let telegram = TelegramServer::start(TOKEN);
-    let app = start_on_telegram(&llm, &telegram, "", None, &[SEES]).await;
+    let app = start_on_telegram(&llm, &telegram, &[], None, &[SEES]).await;
     let chat = TgChat::private(&alice());
     let (bytes, base64) = photo();
 
@@ -93,7 +93,7 @@ async fn a_photo_is_shown_to_a_model_that_can_see_and_history_keeps_the_text() {
 async fn a_model_that_cannot_see_gets_only_the_note() {
     let llm = ScriptedLlmServer::start();
     let telegram = TelegramServer::start(TOKEN);
-    let app = start_on_telegram(&llm, &telegram, "", None, &[]).await;
+    let app = start_on_telegram(&llm, &telegram, &[], None, &[]).await;
     let chat = TgChat::private(&alice());
     let (bytes, _) = photo();
 
@@ -124,7 +124,7 @@ async fn a_model_that_cannot_see_gets_only_the_note() {
 async fn a_fallback_model_that_cannot_see_gets_a_note_instead_of_the_image() {
     let llm = ScriptedLlmServer::start();
     let telegram = TelegramServer::start(TOKEN);
-    let app = start_on_telegram(&llm, &telegram, "", None, &[SEES, FALLBACK]).await;
+    let app = start_on_telegram(&llm, &telegram, &[], None, &[SEES, FALLBACK]).await;
     let chat = TgChat::private(&alice());
     let (bytes, _) = photo();
 
@@ -158,7 +158,7 @@ async fn a_fallback_model_that_cannot_see_gets_a_note_instead_of_the_image() {
 async fn a_turn_waiting_for_confirmation_stores_no_image_and_sees_it_again_when_resumed() {
     let llm = ScriptedLlmServer::start();
     let telegram = TelegramServer::start(TOKEN);
-    let app = start_on_telegram(&llm, &telegram, SECURE_PROFILE, None, &[SEES]).await;
+    let app = start_on_telegram(&llm, &telegram, &[secure_profile()], None, &[SEES]).await;
     let chat = TgChat::private(&alice());
     let (bytes, base64) = photo();
     let data_url = format!("data:image/jpeg;base64,{base64}");

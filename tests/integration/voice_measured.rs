@@ -27,7 +27,7 @@ fn hearth_on(
     whisper: &TranscriptionServer,
     extra: &[(&str, &str)],
 ) -> HearthProcess {
-    let config = write_telegram_config(folder, llm, telegram, "");
+    let config = write_telegram_config(folder, llm, telegram, &[]);
     let transcribing = transcribing_on(whisper, extra);
     let env: BTreeMap<String, String> = telegram_env(&borrowed(&transcribing));
     HearthProcess::spawn(&config, &env)

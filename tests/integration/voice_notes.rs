@@ -27,7 +27,7 @@ async fn a_telegram_voice_note_and_audio_file_are_stored_as_audio_with_their_dur
     )];
     let whisper = TranscriptionServer::start();
     let env = transcribing_on(&whisper, &limit);
-    let app = start_on_telegram(&llm, &telegram, "", None, &borrowed(&env)).await;
+    let app = start_on_telegram(&llm, &telegram, &[], None, &borrowed(&env)).await;
     let chat = TgChat::private(&alice());
     let note = spoken_ogg("Please buy milk and bread on the way home");
     whisper.push(Heard::Text(
@@ -83,7 +83,7 @@ async fn a_telegram_voice_note_over_the_limit_is_stored_with_the_reason_and_no_f
     let llm = ScriptedLlmServer::start();
     let telegram = TelegramServer::start(TOKEN);
     // These tests' limit is 4096 bytes: a spoken sentence is larger.
-    let app = start_on_telegram(&llm, &telegram, "", None, &[]).await;
+    let app = start_on_telegram(&llm, &telegram, &[], None, &[]).await;
     let chat = TgChat::private(&alice());
     let note = spoken_ogg("This voice note is a little too long for the limit");
     assert!(note.len() > 4096);

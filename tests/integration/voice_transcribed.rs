@@ -13,7 +13,7 @@ use crate::support::hearth_app::TestApp;
 use crate::support::llm_server::{ScriptedLlmServer, Step};
 use crate::support::reminders::{REMIND_TOOLS, script_reminder};
 use crate::support::telegram::{TelegramServer, TgChat};
-use crate::support::telegram_family::{SECURE_PROFILE, TOKEN, alice, bot_says, start_on_telegram};
+use crate::support::telegram_family::{TOKEN, alice, bot_says, secure_profile, start_on_telegram};
 use crate::support::telegram_family::{press, prompt_in};
 use crate::support::transcription_server::{Step as Heard, TranscriptionServer};
 use crate::support::voice::borrowed;
@@ -51,7 +51,7 @@ async fn a_voice_note_saying_remind_me_to_buy_milk_is_answered_as_if_typed() {
         REMIND_TOOLS,
     )];
     let env = transcribing_on(&whisper, &tools);
-    let app = start_on_telegram(&llm, &telegram, "", None, &borrowed(&env)).await;
+    let app = start_on_telegram(&llm, &telegram, &[], None, &borrowed(&env)).await;
     let note = spoken_ogg("Remind me to buy milk in ten minutes");
     let seconds = opusinfo_seconds(&note).round() as u32;
 
@@ -155,7 +155,7 @@ async fn a_transcription_backend_that_is_down_is_told_once_and_the_note_answered
     let telegram = TelegramServer::start(TOKEN);
     let whisper = TranscriptionServer::start();
     let env = transcribing_on(&whisper, &[]);
-    let app = start_on_telegram(&llm, &telegram, "", None, &borrowed(&env)).await;
+    let app = start_on_telegram(&llm, &telegram, &[], None, &borrowed(&env)).await;
     let note = spoken_ogg("Is it raining");
 
     // The broker's three attempts fail, then the queue's retry succeeds.
@@ -194,7 +194,7 @@ async fn a_voice_note_too_long_unmeasurable_or_not_kept_is_told_plainly_and_reac
     let whisper = TranscriptionServer::start();
     let limits = [("HEARTH__VOICE_NOTES__MAX_DURATION_SECONDS", "1")];
     let env = transcribing_on(&whisper, &limits);
-    let app = start_on_telegram(&llm, &telegram, "", None, &borrowed(&env)).await;
+    let app = start_on_telegram(&llm, &telegram, &[], None, &borrowed(&env)).await;
     let chat = TgChat::private(&alice());
     let note = spoken_ogg("This one goes on and on and on, far longer than it should");
     let seconds = opusinfo_seconds(&note).round() as u32;
@@ -269,7 +269,7 @@ async fn a_spoken_request_asks_for_approval_as_a_typed_one_does() {
     let telegram = TelegramServer::start(TOKEN);
     let whisper = TranscriptionServer::start();
     let env = transcribing_on(&whisper, &[]);
-    let app = start_on_telegram(&llm, &telegram, SECURE_PROFILE, None, &borrowed(&env)).await;
+    let app = start_on_telegram(&llm, &telegram, &[secure_profile()], None, &borrowed(&env)).await;
     let note = spoken_ogg("Slash secure, I live in Berlin");
 
     whisper.push(Heard::Text("Slash secure, I live in Berlin.".into()));

@@ -9,10 +9,11 @@
 
 use chrono::{NaiveDate, TimeDelta};
 
-use crate::support::hearth_app::{TestApp, write_config};
+use crate::support::hearth_app::TestApp;
 use crate::support::llm_server::ScriptedLlmServer;
-use crate::support::radicale::write_calendar_config;
 use crate::support::radicale::{PASSWORD, Radicale, StoredEvent};
+use crate::support::radicale::{calendar_config, write_calendar_config};
+use crate::support::test_config::{ProfileParts, TestConfig, profile};
 use crate::support::web_page::{Member, field};
 
 /// Today in Berlin, the profile's zone (alice and bob have none of their own).
@@ -39,16 +40,16 @@ fn event_text(uid: &str, summary: &str, day: NaiveDate, start: &str, rrule: &str
 }
 
 /// hearth on Radicale's Family calendar with the four tools, `confirm_tools` asking for
-/// every write (the page's form stands for that approval); `edit` changes the config text.
+/// every write (the page's form stands for that approval); `change` changes the config
+/// (given the folder it is written in).
 async fn start(
     llm: &ScriptedLlmServer,
     radicale: &Radicale,
-    edit: impl FnOnce(String, &std::path::Path) -> String,
+    change: impl FnOnce(TestConfig, &std::path::Path) -> TestConfig,
 ) -> TestApp {
     let folder = tempfile::tempdir().unwrap();
-    let path = write_calendar_config(folder.path(), &llm.base_url(), &radicale.base_url(), true);
-    let text = edit(std::fs::read_to_string(&path).unwrap(), folder.path());
-    std::fs::write(&path, text).unwrap();
+    let config = calendar_config(folder.path(), &llm.base_url(), &radicale.base_url(), true);
+    let path = change(config, folder.path()).write(folder.path());
     TestApp::start_from(folder, &path, &[("TEST_CALDAV_PASSWORD", PASSWORD)]).await
 }
 
@@ -108,7 +109,7 @@ async fn alice_lists_adds_changes_and_deletes_events_through_the_page() {
         )
         .await;
     let llm = ScriptedLlmServer::start();
-    let app = start(&llm, &radicale, |text, _| text).await;
+    let app = start(&llm, &radicale, |config, _| config).await;
     let alice = Member::sign_in(&app, "alice").await;
 
     let list = alice.page("/calendar").await;
@@ -359,7 +360,7 @@ async fn alice_lists_adds_changes_and_deletes_events_through_the_page() {
 async fn a_calendar_refusing_the_password_or_none_at_all_is_said_on_the_page() {
     let llm = ScriptedLlmServer::start();
     let folder = tempfile::tempdir().unwrap();
-    let path = write_config(folder.path(), &llm.base_url());
+    let path = TestConfig::new(folder.path(), &llm.base_url()).write(folder.path());
     let app = TestApp::start_from(folder, &path, &[]).await;
     let alice = Member::sign_in(&app, "alice").await;
     let page = alice.page("/calendar").await;
@@ -404,17 +405,19 @@ async fn a_child_whose_entry_needs_a_parent_and_a_tool_not_enabled_are_refused_o
     };
     let family = radicale.make_calendar("family", "Family").await;
     let llm = ScriptedLlmServer::start();
-    let app = start(&llm, &radicale, |text, folder| {
+    let app = start(&llm, &radicale, |config, folder| {
         let intents = folder.join("intents.yaml");
         std::fs::write(&intents, CHILD_ASKS_A_PARENT).unwrap();
-        text.replace("{ id: bob, name: Bob }", "{ id: bob, name: Bob, role: child }")
-            .replace(
-                "  - id: default_assistant\n",
-                &format!(
-                    "  - id: default_assistant\n    processing_config: {{ engine: intents, intents_file: \"{}\" }}\n    tools_config: {{ enable_local_tools: [search_calendar_events, add_calendar_event], confirm_tools: [] }}\n",
-                    intents.display()
-                ),
-            )
+        let intents_file = intents.display().to_string();
+        config.child("bob").with(|config| {
+            config.service_profiles[0] = profile("default_assistant")
+                .processing(&[
+                    ("engine", "intents".into()),
+                    ("intents_file", intents_file.into()),
+                ])
+                .local_tools(&["search_calendar_events", "add_calendar_event"])
+                .confirm(&[]);
+        })
     })
     .await;
     let day = (berlin_today() + TimeDelta::days(1))

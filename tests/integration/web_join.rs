@@ -24,7 +24,7 @@ const CONFIRM_PROFILE_UPDATE: (&str, &str) = (
 async fn an_invite_code_entered_on_the_page_makes_a_member_and_tells_the_parents() {
     let llm = ScriptedLlmServer::start();
     let telegram = TelegramServer::start(TOKEN);
-    let app = start_on_telegram(&llm, &telegram, "", None, &[]).await;
+    let app = start_on_telegram(&llm, &telegram, &[], None, &[]).await;
     telegram.push_private_text(&alice(), "/invite child Max");
     let code = code_said(&telegram, 1001, "Invite code for Max as a child").await;
 
@@ -71,7 +71,7 @@ async fn an_invite_code_entered_on_the_page_makes_a_member_and_tells_the_parents
 async fn a_link_code_signs_a_member_in_as_themselves_with_their_telegram_questions() {
     let llm = ScriptedLlmServer::start();
     let telegram = TelegramServer::start(TOKEN);
-    let app = start_on_telegram(&llm, &telegram, "", None, &[CONFIRM_PROFILE_UPDATE]).await;
+    let app = start_on_telegram(&llm, &telegram, &[], None, &[CONFIRM_PROFILE_UPDATE]).await;
     telegram.push_private_text(&alice(), "/link");
     let code = code_said(&telegram, 1001, "To be the same Alice").await;
     let web = Visitor::new(&app);
@@ -134,7 +134,7 @@ async fn a_link_code_signs_a_member_in_as_themselves_with_their_telegram_questio
 async fn wrong_codes_on_the_page_are_limited() {
     let llm = ScriptedLlmServer::start();
     let telegram = TelegramServer::start(TOKEN);
-    let app = start_on_telegram(&llm, &telegram, "", None, &[]).await;
+    let app = start_on_telegram(&llm, &telegram, &[], None, &[]).await;
     let guesser = Visitor::new(&app);
     for _ in 0..5 {
         let (status, page, _) = guesser.join("AAAA-AAAA", "Eve").await;

@@ -40,7 +40,7 @@ async fn start_family() -> Family {
     let llm = ScriptedLlmServer::start();
     let telegram = TelegramServer::start(TOKEN);
     let folder = tempfile::tempdir().unwrap();
-    let config = escalation_config(folder.path(), &llm, &telegram, "");
+    let config = escalation_config(folder.path(), &llm, &telegram);
     let env = test_env(&[("TEST_TELEGRAM_TOKEN", TOKEN), CONFIRM_PROFILE_UPDATE]);
     let hearth = HearthProcess::spawn(&config, &env);
     wait_for_readyz(&reqwest::Client::new(), &hearth.base_url).await;

@@ -207,7 +207,7 @@ async fn signed_in_by_link(app: &TestApp, member: &str) -> Visitor {
 async fn a_member_s_time_zone_and_preferred_channel_are_theirs_to_set_and_kept() {
     let llm = ScriptedLlmServer::start();
     let telegram = TelegramServer::start(TOKEN);
-    let app = start_on_telegram(&llm, &telegram, "", None, &[]).await;
+    let app = start_on_telegram(&llm, &telegram, &[], None, &[]).await;
     let alice_page = signed_in_by_link(&app, "alice").await;
     let (_, page, _) = alice_page.get("/settings").await;
     let csrf = Visitor::field(&page, "csrf");
@@ -270,7 +270,7 @@ async fn a_member_s_time_zone_and_preferred_channel_are_theirs_to_set_and_kept()
     let folder = app.stop().await;
 
     // Kept across a restart: the zone the roster has, the channel the page shows chosen.
-    let app = start_on_telegram(&llm, &telegram, "", Some(folder), &[]).await;
+    let app = start_on_telegram(&llm, &telegram, &[], Some(folder), &[]).await;
     let family = app.running.membership.family().clone();
     assert_eq!(
         family.member("alice").unwrap().timezone.as_deref(),

@@ -1,5 +1,5 @@
-//! Start hearth for a test: a config file written to a temporary folder, pointing
-//! at a scripted LLM server, and either the whole app in this process (`TestApp`)
+//! Start hearth for a test: a config file written typed (`TestConfig`) to a temporary
+//! folder, pointing at a scripted LLM server, and either the whole app in this process (`TestApp`)
 //! or the real `hearth` binary as a child process (`HearthProcess`).
 
 // The integration tests and the benchmark each use a different part of this.
@@ -13,10 +13,10 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use hearth::app::{self, RunningApp, StartOptions};
-use hearth::config::{self, LoadOptions, LoadedConfig};
+use hearth::config::{self, LoadOptions, LoadedConfig, ServiceProfileConfig, TelegramConfig};
 use hearth::tools::LOCAL_TOOL_NAMES;
 
-use super::test_config::TestConfig;
+use super::test_config::{TestConfig, telegram_member};
 
 pub const API_KEY: &str = "test-api-key-0123456789";
 /// The plugin API's key (`/api/plugins/llm/*`).
@@ -24,53 +24,30 @@ pub const PLUGIN_API_KEY: &str = "test-plugin-key-0123456789";
 /// The admin key (registering plugins; metrics with `metrics_auth`).
 pub const ADMIN_API_KEY: &str = "test-admin-key-0123456789";
 
-/// The test config as YAML text, for the older tests that edit its text; new tests build
-/// it typed with `TestConfig` (the same configuration: `config_loading::test_config`).
-/// A config for tests: SQLite in `folder`, HTTP on a free loopback port,
-/// models `main` and `backup` on the scripted server, family alice and bob,
-/// profiles `default_assistant` and `focused_assistant` (`/focus`).
-pub fn write_config(folder: &Path, llm_base_url: &str) -> PathBuf {
-    let database = folder.join("hearth.db");
-    let text = format!(
-        r#"
-database_url: "sqlite://{database}"
-http: {{ bind: "127.0.0.1:0", auth_enabled: true, auth_api_key_env: TEST_HEARTH_API_KEY, plugin_api_key_env: TEST_HEARTH_PLUGIN_KEY, admin_api_key_env: TEST_HEARTH_ADMIN_KEY, reply_timeout_seconds: 10 }}
-queue: {{ max_parallel_conversations: 8, max_backlog: 256, retry_delay_seconds: 1, max_attempts: 4 }}
-llm_retry: {{ max_attempts: 3, initial_backoff_ms: 10, max_backoff_ms: 50, max_retry_after_seconds: 5 }}
-llms:
-  main: {{ provider: openai, base_url: "{llm_base_url}", model: "scripted-main", backend: cloud, timeout_seconds: 5 }}
-  backup: {{ provider: openai, base_url: "{llm_base_url}", model: "scripted-backup", backend: cloud, timeout_seconds: 5 }}
-family:
-  - {{ id: alice, name: Alice }}
-  - {{ id: bob, name: Bob }}
-default_service_profile_id: default_assistant
-default_profile_settings:
-  processing_config:
-    prompts: {{ system_prompt: "You are a test assistant. Current time is {{current_time}}." }}
-    timezone: "Europe/Berlin"
-    max_history_messages: 10
-    history_max_age_hours: 24
-    llm_model: main
-  tools_config:
-    enable_local_tools: [profile_get, profile_update]
-service_profiles:
-  - id: default_assistant
-  - id: focused_assistant
-    slash_commands: ["/focus"]
-    processing_config:
-      prompts: {{ system_prompt: "You are focused." }}
-      max_history_messages: 2
-"#,
-        database = database.display()
-    );
-    let path = folder.join("hearth.yaml");
-    std::fs::write(&path, text).expect("test config written");
-    path
-}
-
 /// The test config in `folder` with `chats` more family members, `m0`..., each with the
 /// Telegram user id `first_user + n` (and so a private chat of that id), and Telegram on
 /// `api_url` with the token in `TEST_TELEGRAM_TOKEN`: many chats for load.
+pub fn telegram_family_config(
+    folder: &Path,
+    llm_base_url: &str,
+    api_url: &str,
+    chats: i64,
+    first_user: i64,
+) -> TestConfig {
+    let mut config = TestConfig::new(folder, llm_base_url);
+    let many = (0..chats).map(|chat| telegram_member(&format!("m{chat}"), "", first_user + chat));
+    config.config.family.splice(0..0, many);
+    config.config.channels.telegram = TelegramConfig {
+        enabled: true,
+        token_env: Some("TEST_TELEGRAM_TOKEN".to_owned()),
+        api_url: api_url.to_owned(),
+        poll_timeout_seconds: 1,
+        ..TelegramConfig::default()
+    };
+    config
+}
+
+/// `telegram_family_config`, written in `folder`.
 pub fn write_telegram_family_config(
     folder: &Path,
     llm_base_url: &str,
@@ -78,23 +55,7 @@ pub fn write_telegram_family_config(
     chats: i64,
     first_user: i64,
 ) -> PathBuf {
-    let path = write_config(folder, llm_base_url);
-    let members: String = (0..chats)
-        .map(|chat| {
-            format!(
-                "  - {{ id: m{chat}, telegram_user_id: {} }}\n",
-                first_user + chat
-            )
-        })
-        .collect();
-    let text = std::fs::read_to_string(&path)
-        .expect("test config")
-        .replace("family:\n", &format!("family:\n{members}"));
-    let text = format!(
-        "{text}channels:\n  telegram: {{ enabled: true, token_env: TEST_TELEGRAM_TOKEN, api_url: \"{api_url}\", poll_timeout_seconds: 1 }}\n"
-    );
-    std::fs::write(&path, text).expect("test config written");
-    path
+    telegram_family_config(folder, llm_base_url, api_url, chats, first_user).write(folder)
 }
 
 /// The environment a test hearth runs with; `extra` adds `HEARTH__...` overrides.
@@ -142,18 +103,23 @@ impl TestApp {
         Self::start_in(folder, llm_base_url, overrides).await
     }
 
-    /// Start with more service profiles, given as YAML list items appended to
-    /// `service_profiles` (each line starting with two spaces).
+    /// Start with more service profiles, after the test config's.
     pub async fn start_with_profiles(
         llm_base_url: &str,
-        extra_profiles: &str,
+        profiles: &[ServiceProfileConfig],
+        overrides: &[(&str, &str)],
+    ) -> TestApp {
+        Self::start_with(llm_base_url, |config| config.profiles(profiles), overrides).await
+    }
+
+    /// Start with the test config changed by `change`.
+    pub async fn start_with(
+        llm_base_url: &str,
+        change: impl FnOnce(TestConfig) -> TestConfig,
         overrides: &[(&str, &str)],
     ) -> TestApp {
         let folder = tempfile::tempdir().expect("temporary folder");
-        let path = write_config(folder.path(), llm_base_url);
-        let mut text = std::fs::read_to_string(&path).expect("test config");
-        text.push_str(extra_profiles);
-        std::fs::write(&path, text).expect("test config written");
+        let path = change(TestConfig::new(folder.path(), llm_base_url)).write(folder.path());
         Self::start_from(folder, &path, overrides).await
     }
 

@@ -12,24 +12,32 @@ use std::time::Duration;
 use hearth::config::ServiceProfileConfig;
 use serde_json::{Value, json};
 
-use super::hearth_app::{TestApp, write_config};
+use serde_yaml::Value as YamlValue;
+
+use super::hearth_app::TestApp;
 use super::llm_server::{ScriptedLlmServer, Step};
 use super::telegram::{StoredMessage, TelegramServer};
-use super::telegram_family::write_telegram_config;
-use super::test_config::{TestConfig, processing, profile, tools};
+use super::telegram_family::telegram_family;
+use super::test_config::{ProfileParts, TestConfig, profile};
 
 /// Stands in an intents file's text for the path of the shipped `data/orders.json`.
 pub const ORDERS_PATH: &str = "ORDERS";
 
-/// The `/orders` profile over `intents_file`, a `service_profiles` entry of the test config;
-/// `processing` adds keys to its `processing_config` (each ending in ", ").
-pub fn orders_profile(intents_file: &Path, processing: &str) -> String {
-    format!(
-        "  - id: orders\n    slash_commands: [\"/orders\"]\n    processing_config: {{ \
-         {processing}engine: intents, intents_file: \"{}\" }}\n    tools_config: {{ \
-         enable_local_tools: [check_order_status], confirm_tools: [] }}\n",
-        intents_file.display()
-    )
+/// The `/orders` profile over `intents_file` (`check_order_status` its one tool, asking
+/// nobody); `processing` adds keys to its `processing_config`.
+pub fn orders_profile(
+    intents_file: &Path,
+    processing: &[(&str, YamlValue)],
+) -> ServiceProfileConfig {
+    profile("orders")
+        .command("/orders")
+        .processing(processing)
+        .processing(&[
+            ("engine", "intents".into()),
+            ("intents_file", intents_file.display().to_string().into()),
+        ])
+        .local_tools(&["check_order_status"])
+        .confirm(&[])
 }
 
 /// `text` written as `intents.yaml` in `folder`, `ORDERS` in it standing for the shipped
@@ -59,7 +67,7 @@ pub enum Wire {
 
 /// The test config plus an `orders` profile (`/orders`) on `intents_file`, with bob a child.
 pub fn orders_config(folder: &Path, llm: &ScriptedLlmServer, intents_file: &Path) -> PathBuf {
-    orders_config_with(folder, llm, intents_file, "")
+    orders_config_with(folder, llm, intents_file, &[])
 }
 
 /// `orders_config`, `processing` adding keys to the profile's `processing_config`.
@@ -67,21 +75,16 @@ pub fn orders_config_with(
     folder: &Path,
     llm: &ScriptedLlmServer,
     intents_file: &Path,
-    processing: &str,
+    processing: &[(&str, YamlValue)],
 ) -> PathBuf {
-    let path = write_config(folder, &llm.base_url());
-    let mut text = std::fs::read_to_string(&path).unwrap();
-    text = text.replace(
-        "- { id: bob, name: Bob }",
-        "- { id: bob, name: Bob, role: child }",
-    );
-    text.push_str(&orders_profile(intents_file, processing));
-    std::fs::write(&path, text).unwrap();
-    path
+    TestConfig::new(folder, &llm.base_url())
+        .child("bob")
+        .profile(orders_profile(intents_file, processing))
+        .write(folder)
 }
 
 /// The test config with bob a child and the `orders` profile (`/orders`) on `intents_file`,
-/// whose `check_order_status` asks the member before it runs; written typed.
+/// whose `check_order_status` asks the member before it runs.
 pub fn orders_config_confirming(
     folder: &Path,
     llm: &ScriptedLlmServer,
@@ -89,15 +92,7 @@ pub fn orders_config_confirming(
 ) -> PathBuf {
     TestConfig::new(folder, &llm.base_url())
         .child("bob")
-        .profile(ServiceProfileConfig {
-            slash_commands: vec!["/orders".to_owned()],
-            processing_config: Some(processing(&[
-                ("engine", "intents".into()),
-                ("intents_file", intents_file.display().to_string().into()),
-            ])),
-            tools_config: Some(tools(&["check_order_status"], &["check_order_status"])),
-            ..profile("orders")
-        })
+        .profile(orders_profile(intents_file, &[]).confirm(&["check_order_status"]))
         .write(folder)
 }
 
@@ -177,26 +172,29 @@ pub const WAIT: Duration = Duration::from_secs(10);
 
 /// The `/orders` intents profile with `LIMITS`, its intents file written in `folder`;
 /// `processing` adds keys to its `processing_config`.
-pub fn limits_profile(folder: &std::path::Path, processing: &str) -> String {
+pub fn limits_profile(folder: &Path, processing: &[(&str, YamlValue)]) -> ServiceProfileConfig {
     orders_profile(&write_intents(folder, LIMITS), processing)
 }
 
-/// The config in `folder`: Telegram on `telegram`, the `/orders` profile with `LIMITS`,
-/// alice (1001) a parent, bob (1002) a child, and `more_family` (YAML list entries).
-pub fn escalation_config(
-    folder: &std::path::Path,
+/// The config for `folder`: Telegram on `telegram`, the `/orders` profile with `LIMITS`,
+/// alice (1001) a parent, bob (1002) a child.
+pub fn escalation_family(
+    folder: &Path,
     llm: &ScriptedLlmServer,
     telegram: &TelegramServer,
-    more_family: &str,
-) -> std::path::PathBuf {
-    let profile = limits_profile(folder, "");
-    let path = write_telegram_config(folder, llm, telegram, &profile);
-    let text = std::fs::read_to_string(&path).unwrap().replace(
-        "{ id: bob, name: Bob, telegram_user_id: 1002 }",
-        &format!("{{ id: bob, name: Bob, telegram_user_id: 1002, role: child }}{more_family}"),
-    );
-    std::fs::write(&path, text).unwrap();
-    path
+) -> TestConfig {
+    telegram_family(folder, llm, telegram)
+        .child("bob")
+        .profile(limits_profile(folder, &[]))
+}
+
+/// `escalation_family`, written in `folder`.
+pub fn escalation_config(
+    folder: &Path,
+    llm: &ScriptedLlmServer,
+    telegram: &TelegramServer,
+) -> PathBuf {
+    escalation_family(folder, llm, telegram).write(folder)
 }
 
 pub fn refund(amount: &str) -> Step {

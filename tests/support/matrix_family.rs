@@ -3,12 +3,13 @@
 //! stored for a message (`files_in`).
 #![allow(dead_code)]
 
+use hearth::config::ServiceProfileConfig;
 use matrix_sdk::ruma::OwnedRoomId;
 
-use super::hearth_app::write_config;
 use super::llm_server::ScriptedLlmServer;
 use super::matrix_member::{MatrixMember, NewRoom, ReceivedMessage};
 use super::synapse::{RegisteredUser, Synapse};
+use super::test_config::TestConfig;
 
 pub const BOT_PASSWORD: &str = "hearth-bot-password";
 
@@ -44,42 +45,29 @@ pub fn matrix_env() -> Vec<(&'static str, &'static str)> {
     ]
 }
 
-/// The test config in `folder` with Matrix on `server` as `@hearth`, alice and bob in the
+/// The test config for `folder` with Matrix on `server` as `@hearth`, alice and bob in the
 /// family.
+pub fn matrix_family(
+    folder: &std::path::Path,
+    llm: &ScriptedLlmServer,
+    server: &Homeserver,
+) -> TestConfig {
+    TestConfig::new(folder, &llm.base_url())
+        .on_matrix("alice", &server.alice.user_id)
+        .on_matrix("bob", &server.bob.user_id)
+        .matrix(&server.synapse.base_url(), &server.bot.user_id, folder)
+}
+
+/// `matrix_family` with `profiles`, written in `folder`.
 pub fn write_matrix_config(
     folder: &std::path::Path,
     llm: &ScriptedLlmServer,
     server: &Homeserver,
-    extra_profiles: &str,
+    profiles: &[ServiceProfileConfig],
 ) -> std::path::PathBuf {
-    let path = write_config(folder, &llm.base_url());
-    let text = std::fs::read_to_string(&path)
-        .expect("test config")
-        .replace(
-            "{ id: alice, name: Alice }",
-            &format!(
-                "{{ id: alice, name: Alice, matrix_user_id: \"{}\" }}",
-                server.alice.user_id
-            ),
-        )
-        .replace(
-            "{ id: bob, name: Bob }",
-            &format!(
-                "{{ id: bob, name: Bob, matrix_user_id: \"{}\" }}",
-                server.bob.user_id
-            ),
-        );
-    let text = format!(
-        "{text}{extra_profiles}channels:\n  matrix: {{ enabled: true, homeserver_url: \"{}\", \
-         user_id: \"{}\", password_env: TEST_MATRIX_PASSWORD, store_path: \"{}\", \
-         store_passphrase_env: TEST_MATRIX_STORE_PASSPHRASE, attachments_dir: \"{}\" }}\n",
-        server.synapse.base_url(),
-        server.bot.user_id,
-        folder.join("matrix").display(),
-        folder.join("attachments").display(),
-    );
-    std::fs::write(&path, text).expect("test config written");
-    path
+    matrix_family(folder, llm, server)
+        .profiles(profiles)
+        .write(folder)
 }
 
 /// `member` opens a room with hearth (and `others`) and waits until hearth joined.

@@ -28,6 +28,7 @@ use hearth::tools::{
 use super::hearth_app::TestApp;
 use super::llm_server::ScriptedLlmServer;
 use super::real_llm::require_real_servers;
+use super::test_config::{ProfileParts, TestConfig, profile};
 
 pub const EVERYTHING: &str = "server-everything";
 pub const FILESYSTEM: &str = "server-filesystem";
@@ -354,22 +355,22 @@ pub async fn app_with_everything(test: &str, llm: &ScriptedLlmServer) -> Option<
     app_with_everything_and(test, llm, &[]).await
 }
 
-/// The `/tools` profile on server-everything over stdio, and the server, as config lines
-/// to append to the test config's profiles; `None` (the test skipped) when not installed.
-pub fn toolbox_on_everything(test: &str) -> Option<String> {
+/// `config` with the `/tools` profile on server-everything over stdio, and the server;
+/// `None` (the test skipped) when not installed.
+pub fn toolbox_on_everything(config: TestConfig, test: &str) -> Option<TestConfig> {
     let everything = everything_stdio_or_skip(test)?;
     let command = everything.command.clone().unwrap();
-    let args: Vec<String> = everything.args.clone();
-    Some(format!(
-        r#"  - id: toolbox
-    slash_commands: ["/tools"]
-    description: "Signs people up."
-    processing_config: {{ delegation_security_level: unrestricted }}
-    tools_config: {{ enable_mcp_server_ids: [everything] }}
-mcp_servers:
-  everything: {{ command: {command:?}, args: {args:?} }}
-"#
-    ))
+    Some(
+        config
+            .profile(
+                profile("toolbox")
+                    .command("/tools")
+                    .description("Signs people up.")
+                    .processing(&[("delegation_security_level", "unrestricted".into())])
+                    .mcp_servers(&["everything"]),
+            )
+            .mcp_server("everything", &command, &everything.args, |_| {}),
+    )
 }
 
 pub async fn app_with_everything_and(
@@ -377,6 +378,8 @@ pub async fn app_with_everything_and(
     llm: &ScriptedLlmServer,
     overrides: &[(&str, &str)],
 ) -> Option<TestApp> {
-    let extra = toolbox_on_everything(test)?;
-    Some(TestApp::start_with_profiles(&llm.base_url(), &extra, overrides).await)
+    // Skipped before hearth is started when the server is not installed.
+    everything_stdio_or_skip(test)?;
+    let with_toolbox = |config| toolbox_on_everything(config, test).expect("installed");
+    Some(TestApp::start_with(&llm.base_url(), with_toolbox, overrides).await)
 }

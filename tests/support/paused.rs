@@ -32,7 +32,8 @@ use hearth::llm::{ChatRequest, ChatResponse, LlmError, LlmProvider, Role};
 use hearth::ports::{AnswerPlace, Inbound, InboxRecord, now_ms};
 use hearth::storage::Stores;
 
-use super::hearth_app::{load, test_env, write_config};
+use super::hearth_app::{load, test_env};
+use super::test_config::TestConfig;
 
 /// The channel the paused tests' messages come from and their replies go to: the console's
 /// (`hearth chat`), a channel every intent's constraints may name, taken by the test here.
@@ -137,23 +138,21 @@ pub struct PausedHearth {
 }
 
 impl PausedHearth {
-    /// The test config (`hearth_app::write_config`) with `overrides`.
+    /// The test config (`TestConfig::new`) with `overrides`.
     pub async fn start(overrides: &[(&str, &str)]) -> PausedHearth {
-        Self::start_with(overrides, |_| String::new()).await
+        Self::start_with(overrides, |config, _| config).await
     }
 
-    /// The test config, `extra` appending YAML to it (given the folder it lives in), with
+    /// The test config changed by `change` (given the folder it lives in), with
     /// `overrides`.
     pub async fn start_with(
         overrides: &[(&str, &str)],
-        extra: impl FnOnce(&Path) -> String,
+        change: impl FnOnce(TestConfig, &Path) -> TestConfig,
     ) -> PausedHearth {
         let folder = tempfile::tempdir().expect("temporary folder");
         // No model is reached over HTTP: every `llms` entry is the paused model.
-        let path = write_config(folder.path(), "http://127.0.0.1:9/v1");
-        let mut text = std::fs::read_to_string(&path).expect("test config");
-        text.push_str(&extra(folder.path()));
-        std::fs::write(&path, text).expect("test config written");
+        let config = TestConfig::new(folder.path(), "http://127.0.0.1:9/v1");
+        let path = change(config, folder.path()).write(folder.path());
         let loaded = load(&path, &test_env(overrides));
         let model = Arc::new(PausedModel::default());
         let models = loaded

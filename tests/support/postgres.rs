@@ -25,8 +25,8 @@ use std::time::{Duration, Instant};
 
 use sqlx::Connection;
 
-use super::hearth_app::write_config;
 use super::real_llm::require_real_servers;
+use super::test_config::TestConfig;
 
 /// The role every test connects as (the cluster's superuser, trusted on loopback).
 const ROLE: &str = "hearth";
@@ -44,30 +44,12 @@ wait "$server"
 rm -rf "$3"
 "#;
 
-/// The test config of `folder` (`hearth_app::write_config`), on `database_url` instead of
-/// its SQLite file: what every worker of one PostgreSQL database is started with.
+/// The test config of `folder` (`TestConfig::new`), on `database_url` instead of its
+/// SQLite file, written: what every worker of one PostgreSQL database is started with.
 pub fn config_on(folder: &Path, llm: &str, database_url: &str) -> PathBuf {
-    let path = write_config(folder, llm);
-    use_database(&path, database_url);
-    path
-}
-
-/// The config at `path` (any test config) with its `database_url` replaced by
-/// `database_url`.
-pub fn use_database(path: &Path, database_url: &str) {
-    let text = std::fs::read_to_string(path).expect("test config");
-    let text = text
-        .lines()
-        .map(|line| {
-            if line.starts_with("database_url:") {
-                format!("database_url: \"{database_url}\"")
-            } else {
-                line.to_string()
-            }
-        })
-        .collect::<Vec<_>>()
-        .join("\n");
-    std::fs::write(path, text + "\n").expect("test config written");
+    TestConfig::new(folder, llm)
+        .database(database_url)
+        .write(folder)
 }
 
 pub struct PostgresServer {

@@ -19,8 +19,8 @@ use std::time::{Duration, Instant};
 
 use reqwest::Method;
 
-use super::hearth_app::write_config;
 use super::real_llm::require_real_servers;
+use super::test_config::{TestConfig, entries, names};
 
 pub const USER: &str = "alice";
 pub const PASSWORD: &str = "radicale-test-password-7f3a";
@@ -235,34 +235,38 @@ impl Drop for Radicale {
     }
 }
 
-/// The test config with the calendar tools on Radicale's Family calendar; writes ask
-/// first when `asking`.
+/// The test config with the calendar tools on Radicale's Family calendar (as alice, the
+/// password in `TEST_CALDAV_PASSWORD`); writes ask first when `asking`.
+pub fn calendar_config(
+    folder: &std::path::Path,
+    llm: &str,
+    caldav_url: &str,
+    asking: bool,
+) -> TestConfig {
+    let caldav = entries(&[
+        ("url", caldav_url.into()),
+        ("username", "alice".into()),
+        ("password_env", "TEST_CALDAV_PASSWORD".into()),
+        ("calendars", vec!["Family"].into()),
+    ]);
+    let config = TestConfig::new(folder, llm)
+        .default_processing("calendar_config", entries(&[("caldav", caldav)]))
+        .default_tools(&format!("profile_get, profile_update, {CALENDAR_TOOLS}"));
+    if asking {
+        config.default_confirm(&names(ASKING))
+    } else {
+        config
+    }
+}
+
+/// `calendar_config`, written in `folder`.
 pub fn write_calendar_config(
     folder: &std::path::Path,
     llm: &str,
     caldav_url: &str,
     asking: bool,
 ) -> std::path::PathBuf {
-    let path = write_config(folder, llm);
-    let confirm = if asking {
-        format!("\n    confirm_tools: [{ASKING}]")
-    } else {
-        String::new()
-    };
-    let text = std::fs::read_to_string(&path)
-        .unwrap()
-        .replace(
-            "    llm_model: main\n  tools_config:",
-            &format!(
-                "    llm_model: main\n    calendar_config: {{ caldav: {{ url: \"{caldav_url}\", username: alice, password_env: TEST_CALDAV_PASSWORD, calendars: [Family] }} }}\n  tools_config:"
-            ),
-        )
-        .replace(
-            "enable_local_tools: [profile_get, profile_update]",
-            &format!("enable_local_tools: [profile_get, profile_update, {CALENDAR_TOOLS}]{confirm}"),
-        );
-    std::fs::write(&path, text).unwrap();
-    path
+    calendar_config(folder, llm, caldav_url, asking).write(folder)
 }
 
 pub const CALENDAR_TOOLS: &str =

@@ -6,8 +6,11 @@
 
 use std::time::Duration;
 
+use hearth::config::ServiceProfileConfig;
+
 use super::llm_server::{ScriptedLlmServer, Step};
 use super::telegram::{StoredMessage, TelegramServer};
+use super::test_config::{ProfileParts, names, profile};
 
 /// How long a test waits for a reminder to fire.
 pub const WAIT: Duration = Duration::from_secs(15);
@@ -17,11 +20,12 @@ pub const REMIND_TOOLS: &str =
     "schedule_reminder, list_reminders, cancel_reminder, snooze_reminder, schedule_task";
 
 /// A profile with every reminder tool, on `/remind`.
-pub const REMIND_PROFILE: &str = r#"  - id: remind
-    description: "Reminders and scheduled tasks."
-    slash_commands: ["/remind"]
-    tools_config: { enable_local_tools: [schedule_reminder, list_reminders, cancel_reminder, snooze_reminder, schedule_task] }
-"#;
+pub fn remind_profile() -> ServiceProfileConfig {
+    profile("remind")
+        .description("Reminders and scheduled tasks.")
+        .command("/remind")
+        .local_tools(&names(REMIND_TOOLS))
+}
 
 /// The model asks for a reminder with these arguments, then says `reply`.
 pub fn script_reminder(llm: &ScriptedLlmServer, arguments: serde_json::Value, reply: &str) {

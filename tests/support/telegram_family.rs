@@ -1,6 +1,7 @@
 //! The family most Telegram tests use: alice (1001) and bob (1002) on the fake Bot API
 //! with the test token, hearth started on it in process (`start_on_telegram`) or its config
-//! written for the real binary (`write_telegram_config`), and waiting for what the bot says.
+//! written typed for the real binary (`telegram_family`, `write_telegram_config`), and
+//! waiting for what the bot says.
 
 // The integration tests and the benchmarks each use a different part of this.
 #![allow(dead_code)]
@@ -10,9 +11,12 @@ use std::time::Duration;
 
 use tempfile::TempDir;
 
-use super::hearth_app::{TestApp, test_env, write_config};
+use hearth::config::ServiceProfileConfig;
+
+use super::hearth_app::{TestApp, test_env};
 use super::llm_server::ScriptedLlmServer;
 use super::telegram::{StoredMessage, TelegramServer, TgUser};
+use super::test_config::{ProfileParts, TestConfig, profile};
 
 /// How long a test waits for the bot to say something.
 const WAIT: Duration = Duration::from_secs(10);
@@ -28,56 +32,63 @@ pub fn bob() -> TgUser {
 }
 
 /// A profile whose `profile_update` needs the member's approval, on `/secure`.
-pub const SECURE_PROFILE: &str = r#"  - id: secure
-    description: "Changes what hearth knows about you."
-    slash_commands: ["/secure"]
-    tools_config: { enable_local_tools: [profile_get, profile_update], confirm_tools: [profile_update] }
-"#;
+pub fn secure_profile() -> ServiceProfileConfig {
+    profile("secure")
+        .description("Changes what hearth knows about you.")
+        .command("/secure")
+        .local_tools(&["profile_get", "profile_update"])
+        .confirm(&["profile_update"])
+}
 
 /// hearth on Telegram (the fake at `telegram`), alice 1001 and bob 1002 in the family,
-/// with `extra_profiles`; in `folder` when given (a restart), else a new one.
+/// with `profiles`; in `folder` when given (a restart), else a new one.
 pub async fn start_on_telegram(
     llm: &ScriptedLlmServer,
     telegram: &TelegramServer,
-    extra_profiles: &str,
+    profiles: &[ServiceProfileConfig],
     folder: Option<TempDir>,
     overrides: &[(&str, &str)],
 ) -> TestApp {
     let folder = folder.unwrap_or_else(|| tempfile::tempdir().expect("temporary folder"));
-    let path = write_telegram_config(folder.path(), llm, telegram, extra_profiles);
-    let mut env = vec![("TEST_TELEGRAM_TOKEN", TOKEN)];
-    env.extend_from_slice(overrides);
-    TestApp::start_from(folder, &path, &env).await
+    let path = write_telegram_config(folder.path(), llm, telegram, profiles);
+    start_written(folder, &path, overrides).await
 }
 
-/// The test config in `folder` with Telegram on `telegram` (token `TEST_TELEGRAM_TOKEN`),
+/// hearth in `folder` from the config at `path` (one `telegram_family` wrote), with the
+/// Telegram token and `overrides`.
+pub async fn start_written(
+    folder: TempDir,
+    path: &std::path::Path,
+    overrides: &[(&str, &str)],
+) -> TestApp {
+    let mut env = vec![("TEST_TELEGRAM_TOKEN", TOKEN)];
+    env.extend_from_slice(overrides);
+    TestApp::start_from(folder, path, &env).await
+}
+
+/// The test config for `folder` with Telegram on `telegram` (token `TEST_TELEGRAM_TOKEN`),
 /// alice (1001) and bob (1002) in the family.
+pub fn telegram_family(
+    folder: &std::path::Path,
+    llm: &ScriptedLlmServer,
+    telegram: &TelegramServer,
+) -> TestConfig {
+    TestConfig::new(folder, &llm.base_url())
+        .on_telegram("alice", 1001)
+        .on_telegram("bob", 1002)
+        .telegram(&telegram.api_url(), folder)
+}
+
+/// `telegram_family` with `profiles`, written in `folder`.
 pub fn write_telegram_config(
     folder: &std::path::Path,
     llm: &ScriptedLlmServer,
     telegram: &TelegramServer,
-    extra_profiles: &str,
+    profiles: &[ServiceProfileConfig],
 ) -> std::path::PathBuf {
-    let path = write_config(folder, &llm.base_url());
-    let text = std::fs::read_to_string(&path)
-        .expect("test config")
-        .replace(
-            "{ id: alice, name: Alice }",
-            "{ id: alice, name: Alice, telegram_user_id: 1001 }",
-        )
-        .replace(
-            "{ id: bob, name: Bob }",
-            "{ id: bob, name: Bob, telegram_user_id: 1002 }",
-        );
-    let attachments = folder.join("attachments");
-    let text = format!(
-        "{text}{extra_profiles}channels:\n  telegram: {{ enabled: true, token_env: TEST_TELEGRAM_TOKEN, \
-         api_url: \"{}\", poll_timeout_seconds: 1, attachments_dir: \"{}\", max_attachment_bytes: 4096 }}\n",
-        telegram.api_url(),
-        attachments.display()
-    );
-    std::fs::write(&path, text).expect("test config written");
-    path
+    telegram_family(folder, llm, telegram)
+        .profiles(profiles)
+        .write(folder)
 }
 
 /// The bot's messages in `chat` whose text contains `needle`, waiting up to `WAIT` for one.

@@ -17,8 +17,8 @@ use std::path::{Path, PathBuf};
 
 use hearth::config::{
     FamilyMember, FamilyRole, HearthConfig, HttpConfig, LlmBackend, LlmModelConfig,
-    LlmProviderKind, LlmRetryConfig, Mapping, ProfileSettingsConfig, QueueConfig,
-    ServiceProfileConfig, TelegramConfig,
+    LlmProviderKind, LlmRetryConfig, Mapping, MatrixConfig, McpServerConfig, ProfileSettingsConfig,
+    QueueConfig, ServiceProfileConfig, TelegramConfig,
 };
 use serde_yaml::Value;
 
@@ -139,6 +139,11 @@ impl TestConfig {
         self
     }
 
+    /// Member `id` (added when missing) called `name`.
+    pub fn named(self, id: &str, name: &str) -> TestConfig {
+        self.member(id, |member| member.name = Some(name.to_owned()))
+    }
+
     /// Member `id`'s Telegram account.
     pub fn on_telegram(self, id: &str, telegram_user_id: i64) -> TestConfig {
         self.member(id, |member| {
@@ -160,11 +165,7 @@ impl TestConfig {
     /// `enable_local_tools` lists them (`"profile_get, schedule_reminder"`; the tool-list
     /// constants of `tool_lists.rs` and `reminders.rs` are written so).
     pub fn default_tools(mut self, names: &str) -> TestConfig {
-        let names: Vec<&str> = names
-            .split(',')
-            .map(str::trim)
-            .filter(|name| !name.is_empty())
-            .collect();
+        let names = self::names(names);
         let confirm = self
             .config
             .default_profile_settings
@@ -176,6 +177,32 @@ impl TestConfig {
             layer.insert("confirm_tools".into(), confirm);
         }
         self.config.default_profile_settings.tools_config = layer;
+        self
+    }
+
+    /// Member `id`'s Matrix account.
+    pub fn on_matrix(self, id: &str, matrix_user_id: &str) -> TestConfig {
+        self.member(id, |member| {
+            member.matrix_user_id = Some(matrix_user_id.to_owned())
+        })
+    }
+
+    /// The tools every profile asks the member about before they run, unless it says
+    /// otherwise (`confirm_tools` of `default_profile_settings`).
+    pub fn default_confirm(mut self, names: &[&str]) -> TestConfig {
+        self.config
+            .default_profile_settings
+            .tools_config
+            .insert("confirm_tools".into(), list(names));
+        self
+    }
+
+    /// The MCP servers whose tools every profile has unless it says otherwise.
+    pub fn default_mcp_servers(mut self, ids: &[&str]) -> TestConfig {
+        self.config
+            .default_profile_settings
+            .tools_config
+            .insert("enable_mcp_server_ids".into(), list(ids));
         self
     }
 
@@ -203,9 +230,56 @@ impl TestConfig {
         self
     }
 
+    /// Matrix as `bot_user_id` on the homeserver at `homeserver_url`, the password in
+    /// `TEST_MATRIX_PASSWORD`, the store in `folder/matrix` (its passphrase in
+    /// `TEST_MATRIX_STORE_PASSPHRASE`), files kept in `folder/attachments`.
+    pub fn matrix(mut self, homeserver_url: &str, bot_user_id: &str, folder: &Path) -> TestConfig {
+        self.config.channels.matrix = MatrixConfig {
+            enabled: true,
+            homeserver_url: Some(homeserver_url.to_owned()),
+            user_id: Some(bot_user_id.to_owned()),
+            password_env: Some("TEST_MATRIX_PASSWORD".to_owned()),
+            store_path: folder.join("matrix").display().to_string(),
+            store_passphrase_env: Some("TEST_MATRIX_STORE_PASSPHRASE".to_owned()),
+            attachments_dir: folder.join("attachments").display().to_string(),
+            ..MatrixConfig::default()
+        };
+        self
+    }
+
+    /// The database at `database_url` (a PostgreSQL one) instead of the SQLite file.
+    pub fn database(mut self, database_url: &str) -> TestConfig {
+        self.config.database_url = database_url.to_owned();
+        self
+    }
+
+    /// The MCP server `id` started as `command` with `args`; `change` sets anything else.
+    pub fn mcp_server(
+        mut self,
+        id: &str,
+        command: &str,
+        args: &[String],
+        change: impl FnOnce(&mut McpServerConfig),
+    ) -> TestConfig {
+        let mut server = McpServerConfig {
+            command: Some(command.to_owned()),
+            args: args.to_vec(),
+            ..McpServerConfig::default()
+        };
+        change(&mut server);
+        self.config.mcp_servers.insert(id.to_owned(), server);
+        self
+    }
+
     /// One more service profile, after the others.
     pub fn profile(mut self, profile: ServiceProfileConfig) -> TestConfig {
         self.config.service_profiles.push(profile);
+        self
+    }
+
+    /// More service profiles, after the others.
+    pub fn profiles(mut self, profiles: &[ServiceProfileConfig]) -> TestConfig {
+        self.config.service_profiles.extend_from_slice(profiles);
         self
     }
 
@@ -228,6 +302,13 @@ pub fn member(id: &str, name: &str) -> FamilyMember {
         role: FamilyRole::default(),
         timezone: None,
     }
+}
+
+/// A family member with a name and a Telegram account (`name` empty: none).
+pub fn telegram_member(id: &str, name: &str, telegram_user_id: i64) -> FamilyMember {
+    let mut member = member(id, name);
+    member.telegram_user_id = Some(telegram_user_id);
+    member
 }
 
 /// A service profile with only its id: everything else from `default_profile_settings`.
@@ -256,11 +337,89 @@ pub fn entries(keys: &[(&str, Value)]) -> Value {
 
 /// A `tools_config` layer: these local tools, of which `confirm` need the member's approval.
 pub fn tools(local: &[&str], confirm: &[&str]) -> Mapping {
-    let list = |names: &[&str]| Value::Sequence(names.iter().map(|&name| name.into()).collect());
     let mut layer = Mapping::new();
     layer.insert("enable_local_tools".into(), list(local));
     if !confirm.is_empty() {
         layer.insert("confirm_tools".into(), list(confirm));
     }
     layer
+}
+
+/// A list of names, as a value.
+fn list(names: &[&str]) -> Value {
+    Value::Sequence(names.iter().map(|&name| name.into()).collect())
+}
+
+/// A service profile said by its parts: `profile("secure").command("/secure")
+/// .local_tools(&["profile_get", "profile_update"]).confirm(&["profile_update"])`.
+pub trait ProfileParts {
+    /// One more slash command routing to the profile.
+    fn command(self, command: &str) -> Self;
+    /// What the profile is for (delegation and `/help` show it).
+    fn description(self, text: &str) -> Self;
+    /// Its slash commands ask the member before the turn runs (`confirm_slash_commands`).
+    fn confirming_commands(self) -> Self;
+    /// Keys of its `processing_config`, added to (or replacing) those it has.
+    fn processing(self, keys: &[(&str, Value)]) -> Self;
+    /// Its local tools (`enable_local_tools`), in place of the default ones.
+    fn local_tools(self, names: &[&str]) -> Self;
+    /// The tools that ask the member before they run (`confirm_tools`; empty: none, not the
+    /// default ones).
+    fn confirm(self, names: &[&str]) -> Self;
+    /// The MCP servers whose tools it has (`enable_mcp_server_ids`).
+    fn mcp_servers(self, ids: &[&str]) -> Self;
+}
+
+impl ProfileParts for ServiceProfileConfig {
+    fn command(mut self, command: &str) -> Self {
+        self.slash_commands.push(command.to_owned());
+        self
+    }
+
+    fn description(mut self, text: &str) -> Self {
+        self.description = Some(text.to_owned());
+        self
+    }
+
+    fn confirming_commands(mut self) -> Self {
+        self.confirm_slash_commands = true;
+        self
+    }
+
+    fn processing(mut self, keys: &[(&str, Value)]) -> Self {
+        self.processing_config
+            .get_or_insert_with(Mapping::new)
+            .extend(processing(keys));
+        self
+    }
+
+    fn local_tools(mut self, names: &[&str]) -> Self {
+        self.tools_config
+            .get_or_insert_with(Mapping::new)
+            .insert("enable_local_tools".into(), list(names));
+        self
+    }
+
+    fn confirm(mut self, names: &[&str]) -> Self {
+        self.tools_config
+            .get_or_insert_with(Mapping::new)
+            .insert("confirm_tools".into(), list(names));
+        self
+    }
+
+    fn mcp_servers(mut self, ids: &[&str]) -> Self {
+        self.tools_config
+            .get_or_insert_with(Mapping::new)
+            .insert("enable_mcp_server_ids".into(), list(ids));
+        self
+    }
+}
+
+/// Names written as `enable_local_tools` lists them (`"profile_get, schedule_reminder"`;
+/// the tool-list constants are written so), one by one.
+pub fn names(list: &str) -> Vec<&str> {
+    list.split(',')
+        .map(str::trim)
+        .filter(|name| !name.is_empty())
+        .collect()
 }

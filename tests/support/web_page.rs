@@ -395,7 +395,7 @@ pub async fn start_behind_proxy(llm: &ScriptedLlmServer, telegram: &TelegramServ
     start_on_telegram(
         llm,
         telegram,
-        "",
+        &[],
         None,
         &[("HEARTH__HTTP__TRUSTED_PROXIES", "127.0.0.1")],
     )

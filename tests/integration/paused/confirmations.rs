@@ -4,6 +4,7 @@
 //! late answer is refused; one answered behind the queue's back (its turn never put back in
 //! its lane) is resumed within `STUCK_CHECK_EVERY`.
 
+use std::path::Path;
 use std::time::Duration;
 
 use hearth::actors::processing::EXPIRED_RESULT;
@@ -18,7 +19,8 @@ use tokio::time::Instant;
 use super::with_family_scripts;
 use crate::support::family_scripts::runs;
 use crate::support::paused::{CHANNEL, PausedHearth, run_paused};
-use crate::support::tool_lists::{DELEGATION_TOOLS, PROFILES, SECURE_OPS};
+use crate::support::test_config::{ProfileParts, TestConfig};
+use crate::support::tool_lists::{DELEGATION_TOOLS, delegation_profiles, secure_ops};
 
 const TIMEOUT: (&str, &str) = (
     "HEARTH__DEFAULT_PROFILE_SETTINGS__PROCESSING_CONFIG__CONFIRMATION_TIMEOUT_SECONDS",
@@ -177,14 +179,12 @@ async fn told_expired(hearth: &mut PausedHearth, id: &str, asked_at: Instant, ti
 #[test]
 fn a_delegated_question_expires_on_the_target_profile_s_timeout() {
     run_paused(|| async {
-        let profiles = format!(
-            "{PROFILES}{}",
-            SECURE_OPS.replace(
-                "confirmation_timeout_seconds: 600",
-                "confirmation_timeout_seconds: 120"
-            )
-        );
-        let mut hearth = PausedHearth::start_with(&[DELEGATION_TOOLS, TIMEOUT], |_| profiles).await;
+        let secure_ops = secure_ops().processing(&[("confirmation_timeout_seconds", 120.into())]);
+        let with_profiles = |config: TestConfig, _: &Path| {
+            config.profiles(&delegation_profiles()).profile(secure_ops)
+        };
+        let mut hearth =
+            PausedHearth::start_with(&[DELEGATION_TOOLS, TIMEOUT], with_profiles).await;
         let model = hearth.model.clone();
         let request = json!({"target_service_id": "secure_ops",
                              "user_request": "save my address: 5 Ash Way"});

@@ -16,6 +16,7 @@ use super::with_family_scripts;
 use crate::support::intents_profile::orders_profile;
 use crate::support::intents_profile::{classified_text, example_intents};
 use crate::support::paused::{CHANNEL, PausedHearth, run_paused, settle};
+use crate::support::test_config::TestConfig;
 
 const MINUTE: Duration = Duration::from_secs(60);
 
@@ -133,8 +134,12 @@ fn a_family_script_workflow_is_forgotten_past_its_time_to_live() {
 #[test]
 fn an_intents_question_left_unanswered_lets_later_messages_go_where_they_would() {
     run_paused(|| async {
-        let profile = orders_profile(&example_intents(), "confirmation_timeout_seconds: 300, ");
-        let mut hearth = PausedHearth::start_with(&[], |_| profile).await;
+        let profile = orders_profile(
+            &example_intents(),
+            &[("confirmation_timeout_seconds", 300.into())],
+        );
+        let with_orders = |config: TestConfig, _: &Path| config.profile(profile);
+        let mut hearth = PausedHearth::start_with(&[], with_orders).await;
         let model = hearth.model.clone();
         model
             .script
