@@ -6,9 +6,9 @@ use std::net::TcpListener;
 use std::path::Path;
 use std::process::{Command, Output};
 
-use hearth::config::MatrixConfig;
+use hearth::config::{LlmKind, MatrixConfig, McpServerConfig};
 
-use crate::support::hearth_app::{test_env, write_telegram_family_config};
+use crate::support::hearth_app::{telegram_family_config, test_env};
 use crate::support::llm_server::{ScriptedLlmServer, Step};
 use crate::support::mcp::{EVERYTHING, entry_point};
 use crate::support::synapse::Synapse;
@@ -21,18 +21,15 @@ const TOKEN: &str = "4839574812:AAFD39kkdpWt3ywyRZergyOLMaJhac60qc";
 /// A token of the right shape that the fake refuses.
 const WRONG_TOKEN: &str = "4839574812:AAwrongwrongwrongwrongwrongwrongwr";
 
-/// The test config with Telegram on `telegram` and `more` appended.
+/// The test config with Telegram on `telegram`, changed by `change`, written in `folder`.
 fn config_in(
     folder: &Path,
     llm: &ScriptedLlmServer,
     telegram: &TelegramServer,
-    more: &str,
+    change: impl FnOnce(TestConfig) -> TestConfig,
 ) -> std::path::PathBuf {
-    let path = write_telegram_family_config(folder, &llm.base_url(), &telegram.api_url(), 0, 1);
-    let mut text = std::fs::read_to_string(&path).expect("test config");
-    text.push_str(more);
-    std::fs::write(&path, text).expect("test config written");
-    path
+    let config = telegram_family_config(folder, &llm.base_url(), &telegram.api_url(), 0, 1);
+    change(config).write(folder)
 }
 
 fn doctor(config: &Path, env: &[(&str, &str)]) -> Output {
@@ -63,17 +60,18 @@ fn doctor_reports_a_wrong_telegram_token_and_a_down_mcp_server() {
     let llm = ScriptedLlmServer::start();
     let telegram = TelegramServer::start(TOKEN);
     let folder = tempfile::tempdir().unwrap();
-    let config = config_in(
-        folder.path(),
-        &llm,
-        &telegram,
-        &format!(
-            "mcp_servers:\n  \
-             web: {{ url: \"http://127.0.0.1:{}/mcp\" }}\n  \
-             quits: {{ command: sh, args: [\"-c\", \"echo no config here >&2; exit 1\"] }}\n",
-            closed_port()
-        ),
-    );
+    let web = McpServerConfig {
+        url: Some(format!("http://127.0.0.1:{}/mcp", closed_port())),
+        ..McpServerConfig::default()
+    };
+    let quits = ["-c".into(), "echo no config here >&2; exit 1".into()];
+    let config = config_in(folder.path(), &llm, &telegram, |config| {
+        config
+            .with(|config| {
+                config.mcp_servers.insert("web".into(), web);
+            })
+            .mcp_server("quits", "sh", &quits, |_| {})
+    });
     let output = doctor(&config, &[("TEST_TELEGRAM_TOKEN", WRONG_TOKEN)]);
     let (stdout, stderr) = text(&output);
     assert!(!output.status.success(), "{stdout}\n{stderr}");
@@ -116,15 +114,14 @@ fn doctor_passes_a_healthy_setup_and_creates_nothing() {
     let folder = tempfile::tempdir().unwrap();
     // A real MCP server too, where the test servers are installed.
     let everything = entry_point(EVERYTHING);
-    let mcp = if everything.is_file() {
-        format!(
-            "mcp_servers:\n  everything: {{ command: node, args: [\"{}\", stdio] }}\n",
-            everything.display()
-        )
-    } else {
-        String::new()
-    };
-    let config = config_in(folder.path(), &llm, &telegram, &mcp);
+    let config = config_in(folder.path(), &llm, &telegram, |config| {
+        if everything.is_file() {
+            let args = [everything.display().to_string(), "stdio".into()];
+            config.mcp_server("everything", "node", &args, |_| {})
+        } else {
+            config
+        }
+    });
     let output = doctor(&config, &[("TEST_TELEGRAM_TOKEN", TOKEN)]);
     let (stdout, stderr) = text(&output);
     assert!(output.status.success(), "{stdout}\n{stderr}");
@@ -177,7 +174,7 @@ fn doctor_reports_a_refused_model_key_without_showing_it() {
         body: format!("Incorrect API key provided: {KEY}"),
     });
     let folder = tempfile::tempdir().unwrap();
-    let config = config_in(folder.path(), &llm, &telegram, "");
+    let config = config_in(folder.path(), &llm, &telegram, |config| config);
     let output = doctor(
         &config,
         &[
@@ -210,7 +207,7 @@ fn doctor_reports_a_configuration_that_does_not_load() {
     let llm = ScriptedLlmServer::start();
     let telegram = TelegramServer::start(TOKEN);
     let folder = tempfile::tempdir().unwrap();
-    let config = config_in(folder.path(), &llm, &telegram, "");
+    let config = config_in(folder.path(), &llm, &telegram, |config| config);
     // TEST_TELEGRAM_TOKEN is not set.
     let output = doctor(&config, &[]);
     let (stdout, stderr) = text(&output);
@@ -363,17 +360,17 @@ fn doctor_sends_the_transcription_entry_silence_and_reports_a_refused_key() {
     let telegram = TelegramServer::start(TOKEN);
     let whisper = TranscriptionServer::start();
     let folder = tempfile::tempdir().unwrap();
-    let config = config_in(folder.path(), &llm, &telegram, "");
-    let text_with_whisper = std::fs::read_to_string(&config).unwrap().replacen(
-        "llms:\n",
-        &format!(
-            "llms:\n  whisper: {{ kind: transcription, provider: openai, base_url: \"{}\", \
-             model: whisper-1, api_key_env: TEST_WHISPER_KEY, timeout_seconds: 5 }}\n",
-            whisper.base_url()
-        ),
-        1,
-    );
-    std::fs::write(&config, text_with_whisper).unwrap();
+    let config = config_in(folder.path(), &llm, &telegram, |config| {
+        config.with(|config| {
+            // The test config's `main`, on the transcription server as `whisper-1`.
+            let mut entry = config.llms["main"].clone();
+            entry.kind = LlmKind::Transcription;
+            entry.base_url = whisper.base_url();
+            entry.model = "whisper-1".into();
+            entry.api_key_env = Some("TEST_WHISPER_KEY".into());
+            config.llms.insert("whisper".into(), entry);
+        })
+    });
     let env = [("TEST_TELEGRAM_TOKEN", TOKEN), ("TEST_WHISPER_KEY", KEY)];
 
     // A server refusing a tenth of a second of silence still answered and took the key.

@@ -7,22 +7,23 @@ use serde_json::json;
 
 use crate::support::hearth_app::TestApp;
 use crate::support::intents_profile::{
-    Wire, asked_which_order, classified, example_intents, orders_config, stage_names, stages, start,
+    Wire, asked_which_order, classified, example_intents, orders_profile, stage_names, stages,
+    start,
 };
 use crate::support::llm_server::ScriptedLlmServer;
+use crate::support::test_config::TestConfig;
 use hearth::intents::STAGES;
 
 #[actix::test]
 async fn a_message_the_waiting_plan_cannot_place_goes_to_the_default_profile() {
     let llm = ScriptedLlmServer::start();
     let folder = tempfile::tempdir().unwrap();
-    let path = orders_config(folder.path(), &llm, &example_intents());
     // The example's policy stops a child's request at night in the profile's timezone: bob
     // is a parent here, so what this test sees does not depend on the hour it runs at.
-    let text = std::fs::read_to_string(&path)
-        .unwrap()
-        .replace("role: child", "role: parent");
-    std::fs::write(&path, text).unwrap();
+    let path = TestConfig::new(folder.path(), &llm.base_url())
+        .parent("bob")
+        .profile(orders_profile(&example_intents(), &[]))
+        .write(folder.path());
     let app = TestApp::start_from(folder, &path, &[]).await;
     asked_which_order(&app, &llm, "alice", "Which order?").await;
     // Bob's plan waits too, in his own conversation.
