@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Installs the real MCP servers that `tests/integration/mcp_tools.rs` talks to over stdio:
+# Installs the real MCP servers that `tests/integration/tools/mcp_tools.rs` talks to over stdio:
 # the reference servers @modelcontextprotocol/server-everything (echo, elicitation, a tool
 # list that changes) and @modelcontextprotocol/server-filesystem (reads within allowed
 # folders only), from npm into $HEARTH_TEST_CACHE/mcp (default ~/.cache/hearth-test/mcp).

@@ -37,12 +37,12 @@ async fn start(
     std::fs::create_dir_all(&shopping).unwrap();
     std::fs::write(
         shopping.join("plugin.yaml"),
-        include_str!("../../plugins/shopping_list/plugin.yaml"),
+        include_str!("../../../plugins/shopping_list/plugin.yaml"),
     )
     .unwrap();
     std::fs::write(
         shopping.join("config.yml"),
-        include_str!("../../plugins/shopping_list/config.yml"),
+        include_str!("../../../plugins/shopping_list/config.yml"),
     )
     .unwrap();
     let plugins_dir = plugins.display().to_string();

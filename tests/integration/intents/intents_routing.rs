@@ -1,5 +1,5 @@
 //! Where a member's message goes while an intents plan waits for their answer: an answer
-//! continues the plan (`intents.rs`); a message the plan's profile cannot place goes to the
+//! continues the plan (`engine.rs`); a message the plan's profile cannot place goes to the
 //! profile it would have gone to without the plan (the default one), and the plan stops
 //! waiting.
 

@@ -59,7 +59,7 @@ fn env() -> BTreeMap<String, String> {
 
 /// POST `body` to `/inbound` of the worker at `base_url`: the JSON answer.
 async fn post(base_url: &str, body: Value) -> Value {
-    crate::postgres_hearth::post(base_url, &body).await.1
+    super::postgres_hearth::post(base_url, &body).await.1
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -1,0 +1,7 @@
+//! The models: providers, streaming, hearth's own local model, a real model, images.
+
+mod llm_providers;
+mod llm_streaming;
+mod local_model;
+mod real_llm;
+mod vision;
