@@ -165,18 +165,10 @@ impl TestConfig {
     /// `enable_local_tools` lists them (`"profile_get, schedule_reminder"`; the tool-list
     /// constants of `tool_lists.rs` and `reminders.rs` are written so).
     pub fn default_tools(mut self, names: &str) -> TestConfig {
-        let names = self::names(names);
-        let confirm = self
-            .config
+        self.config
             .default_profile_settings
             .tools_config
-            .get("confirm_tools")
-            .cloned();
-        let mut layer = tools(&names, &[]);
-        if let Some(confirm) = confirm {
-            layer.insert("confirm_tools".into(), confirm);
-        }
-        self.config.default_profile_settings.tools_config = layer;
+            .insert("enable_local_tools".into(), list(&self::names(names)));
         self
     }
 
