@@ -3,7 +3,7 @@
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
-use super::StorageError;
+use super::{Fence, StorageError};
 use crate::ids::ConversationKey;
 use crate::llm::{Role, ToolCall};
 
@@ -44,6 +44,20 @@ pub trait ConversationMemory: Send + Sync {
         limit: usize,
         since_ms: i64,
     ) -> Result<Vec<HistoryEntry>, StorageError>;
+    /// `recent`, read by the turn holding the conversation's lease at `held`: an adapter
+    /// shared by several workers may answer from what this worker read and wrote under the
+    /// same generation, since no other worker can write the conversation's history while
+    /// it lasts (and a turn that lost it is refused at its first fenced write).
+    async fn recent_held(
+        &self,
+        conversation_key: &ConversationKey,
+        limit: usize,
+        since_ms: i64,
+        held: Option<&Fence>,
+    ) -> Result<Vec<HistoryEntry>, StorageError> {
+        let _ = held;
+        self.recent(conversation_key, limit, since_ms).await
+    }
     async fn append(
         &self,
         conversation_key: &ConversationKey,

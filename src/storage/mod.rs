@@ -4,7 +4,7 @@
 //!   background, read through a small pool and written by one connection on its own
 //!   thread that group-commits the writes arriving together from a bounded queue
 //!   (`sqlite/writer.rs`, stopped in order by `Stores::close`); member profiles and each
-//!   conversation's newest history cached in memory (`sqlite/history_cache.rs`), which is
+//!   conversation's newest history cached in memory (`history_cache.rs`), which is
 //!   why one process only may write the file: `instance_lock.rs` keeps a second one off it
 //!   (an OS lock on `<database file>.lock` naming its holder: pid, HTTP address, start
 //!   time). Its `Coordination` is the process's own (`in_memory_coordination.rs`).
@@ -35,6 +35,7 @@
 //! `Stores::close` commits what is queued and closes the database.
 
 pub mod copy;
+pub(crate) mod history_cache;
 pub mod in_memory;
 pub(crate) mod in_memory_coordination;
 mod in_memory_intents;

@@ -30,7 +30,7 @@ use std::sync::Arc;
 
 use super::turn::TurnState;
 use crate::llm::ToolCall;
-use crate::ports::{Inbound, TurnJournal};
+use crate::ports::{Fence, Inbound, TurnJournal};
 use crate::turn::{TurnError, TurnLease};
 
 /// The tool result of a call that was running when hearth stopped.
@@ -77,6 +77,11 @@ impl Journal {
             inbox_id: inbound.id.clone(),
             lease,
         }
+    }
+
+    /// The lease generation the turn runs under (`None`: no lease, or a sub-turn).
+    pub(super) fn fence(&self) -> Option<&Fence> {
+        self.lease.as_ref().map(|lease| &lease.fence)
     }
 
     /// `Err(LeaseLost)` once this worker no longer trusts the conversation's lease: the
@@ -127,8 +132,8 @@ impl Journal {
         };
         let _stage = crate::metrics::StageTimer::start("journal_save");
         let value = state.to_stored_value()?;
-        let fence = self.lease.as_ref().map(|lease| &lease.fence);
-        port.save_turn_fenced(&self.inbox_id, &value, fence).await?;
+        port.save_turn_fenced(&self.inbox_id, &value, self.fence())
+            .await?;
         Ok(())
     }
 }

@@ -151,7 +151,12 @@ impl TurnRunner {
         let history = self
             .deps
             .memory
-            .recent(&conversation_key, settings.max_history_messages, since_ms)
+            .recent_held(
+                &conversation_key,
+                settings.max_history_messages,
+                since_ms,
+                journal.fence(),
+            )
             .await?;
         let template = settings
             .prompts

@@ -307,6 +307,12 @@ impl Inbox for PostgresStore {
             .await
             .map_err(database_error)?;
         if row.get::<i64, _>("ended") == 1 {
+            self.turn_remembered(
+                turn.conversation_key.as_str(),
+                inbox_id,
+                &turn.messages,
+                fence,
+            );
             return Ok((row.get("outbox_id"), true));
         }
         match fence {

@@ -485,10 +485,14 @@ async fn committed<T>(
 #[async_trait]
 impl Members for PostgresStore {
     async fn family_version(&self) -> Result<i64, StorageError> {
-        sqlx::query_scalar("SELECT COALESCE((SELECT version FROM family_version WHERE id = 1), 0)")
-            .fetch_one(&self.pool)
-            .await
-            .map_err(database_error)
+        let version: i64 = sqlx::query_scalar(
+            "SELECT COALESCE((SELECT version FROM family_version WHERE id = 1), 0)",
+        )
+        .fetch_one(&self.pool)
+        .await
+        .map_err(database_error)?;
+        self.known_facts.family_read(version);
+        Ok(version)
     }
 
     async fn stored_family(&self) -> Result<StoredFamily, StorageError> {
@@ -510,6 +514,7 @@ impl Members for PostgresStore {
             .await
             .map_err(database_error)?;
         reading.commit().await.map_err(database_error)?;
+        self.known_facts.family_read(version);
         Ok(StoredFamily {
             version,
             members,

@@ -1,5 +1,8 @@
-//! `ConversationMemory` on PostgreSQL: table `messages`, read fresh every time (another
-//! worker may have answered in the conversation since).
+//! `ConversationMemory` on PostgreSQL: table `messages`, read fresh (another worker may
+//! have answered in the conversation since), except by the turn holding the conversation's
+//! lease: no other worker writes its history while the generation lasts, so what this
+//! worker read and wrote under it is kept (`history_cache.rs`) and read again without a
+//! round trip.
 
 use async_trait::async_trait;
 use sqlx::{PgConnection, Row};
@@ -7,7 +10,8 @@ use sqlx::{PgConnection, Row};
 use super::{PostgresStore, database_error};
 use crate::ids::ConversationKey;
 use crate::llm::Role;
-use crate::ports::{ConversationMemory, HistoryEntry, StorageError};
+use crate::ports::{ConversationMemory, Fence, HistoryEntry, StorageError};
+use crate::storage::history_cache::{ENTRIES_PER_CONVERSATION, HistoryCache};
 use crate::storage::rows::entries_json;
 
 /// Store `entries` in order, in one statement (whole or not at all), on the caller's
@@ -40,11 +44,11 @@ pub(super) async fn insert_entries(
     .map_err(database_error)
 }
 
-#[async_trait]
-impl ConversationMemory for PostgresStore {
-    async fn recent(
+impl PostgresStore {
+    /// The newest `limit` chat-text entries at or after `since_ms`, oldest first.
+    async fn read_recent(
         &self,
-        conversation_key: &ConversationKey,
+        conversation_key: &str,
         limit: usize,
         since_ms: i64,
     ) -> Result<Vec<HistoryEntry>, StorageError> {
@@ -53,7 +57,7 @@ impl ConversationMemory for PostgresStore {
              FROM messages WHERE conversation_key = $1 AND is_chat_text AND created_at_ms >= $2 \
              ORDER BY id DESC LIMIT $3",
         )
-        .bind(conversation_key.as_str())
+        .bind(conversation_key)
         .bind(since_ms)
         .bind(i64::try_from(limit).unwrap_or(i64::MAX))
         .fetch_all(&self.pool)
@@ -84,12 +88,94 @@ impl ConversationMemory for PostgresStore {
         Ok(entries)
     }
 
+    fn held_history(&self) -> std::sync::MutexGuard<'_, HistoryCache> {
+        self.held_history
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// A turn's history entries, just committed with its end under `fence` (`None`:
+    /// unfenced, so no tenure can vouch for the conversation's cached entries any more).
+    pub(super) fn turn_remembered(
+        &self,
+        conversation_key: &str,
+        inbox_id: &str,
+        entries: &[HistoryEntry],
+        fence: Option<&Fence>,
+    ) {
+        let mut cache = self.held_history();
+        match fence {
+            Some(fence) => {
+                let stored: Vec<HistoryEntry> = entries
+                    .iter()
+                    .map(|entry| HistoryEntry {
+                        inbox_id: Some(inbox_id.to_string()),
+                        ..entry.clone()
+                    })
+                    .collect();
+                cache.appended_turn(conversation_key, inbox_id, &stored, Some(fence.generation));
+            }
+            None if entries.is_empty() => {}
+            None => cache.forget(conversation_key),
+        }
+    }
+}
+
+#[async_trait]
+impl ConversationMemory for PostgresStore {
+    async fn recent(
+        &self,
+        conversation_key: &ConversationKey,
+        limit: usize,
+        since_ms: i64,
+    ) -> Result<Vec<HistoryEntry>, StorageError> {
+        self.read_recent(conversation_key.as_str(), limit, since_ms)
+            .await
+    }
+
+    async fn recent_held(
+        &self,
+        conversation_key: &ConversationKey,
+        limit: usize,
+        since_ms: i64,
+        held: Option<&Fence>,
+    ) -> Result<Vec<HistoryEntry>, StorageError> {
+        let conversation_key = conversation_key.as_str();
+        let Some(held) = held.filter(|_| limit <= ENTRIES_PER_CONVERSATION) else {
+            return self.read_recent(conversation_key, limit, since_ms).await;
+        };
+        let tenure = Some(held.generation);
+        if let Some(entries) = self
+            .held_history()
+            .recent(conversation_key, limit, since_ms, tenure)
+        {
+            return Ok(entries);
+        }
+        // Not under the cache's lock: the conversation's own turns are one at a time, and
+        // other conversations' reads must not wait for this one.
+        let newest = self
+            .read_recent(conversation_key, ENTRIES_PER_CONVERSATION, i64::MIN)
+            .await?;
+        let answered = {
+            let mut cache = self.held_history();
+            cache.load(conversation_key, newest, tenure);
+            cache.recent(conversation_key, limit, since_ms, tenure)
+        };
+        match answered {
+            Some(entries) => Ok(entries),
+            None => self.read_recent(conversation_key, limit, since_ms).await,
+        }
+    }
+
     async fn append(
         &self,
         conversation_key: &ConversationKey,
         entries: &[HistoryEntry],
     ) -> Result<(), StorageError> {
         let mut connection = self.pool.acquire().await.map_err(database_error)?;
-        insert_entries(&mut connection, conversation_key.as_str(), None, entries).await
+        insert_entries(&mut connection, conversation_key.as_str(), None, entries).await?;
+        // Written without the lease's generation: read the conversation afresh next time.
+        self.held_history().forget(conversation_key.as_str());
+        Ok(())
     }
 }

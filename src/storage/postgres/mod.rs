@@ -1,5 +1,7 @@
 //! The PostgreSQL adapter: every port on one database shared by any number of hearth
-//! processes (workers). Nothing read is cached: another worker may have written it since.
+//! processes (workers). What another worker may have written since is read afresh; kept
+//! in memory is only what no other worker can change unseen (a held conversation's history,
+//! `memory.rs`; members' facts under the family's version, `profiles.rs`).
 //! Each write is one statement or one transaction on a pooled connection, so what SQLite
 //! does in triggers (history written when a turn is answered, the journal cleared when a
 //! turn ends, the notes' search index) happens here in the same transaction, or in a
@@ -37,6 +39,7 @@ use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 
 pub(super) use super::rows::{conversation_from_row, id_column};
 use crate::ports::StorageError;
+use crate::storage::history_cache::HistoryCache;
 pub use telemetry::PostgresTelemetryWriter;
 
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/postgres");
@@ -58,9 +61,22 @@ pub const PING_WHEN_IDLE_FOR: Duration = Duration::from_secs(5);
 #[derive(Clone)]
 pub struct PostgresStore {
     pool: PgPool,
+    /// The history of conversations whose lease this worker holds, as read and written
+    /// under the lease's generation (`ConversationMemory::recent_held`).
+    held_history: std::sync::Arc<std::sync::Mutex<HistoryCache>>,
+    /// Members' facts as read under the family's version (`UserProfiles::get`).
+    known_facts: std::sync::Arc<profiles::KnownFacts>,
 }
 
 impl PostgresStore {
+    fn on(pool: PgPool) -> Self {
+        PostgresStore {
+            pool,
+            held_history: Default::default(),
+            known_facts: Default::default(),
+        }
+    }
+
     /// Connect to the database `database_url` names (it must exist).
     pub async fn connect(database_url: &str, max_connections: u32) -> Result<Self, StorageError> {
         let options = PgConnectOptions::from_str(database_url)
@@ -73,7 +89,7 @@ impl PostgresStore {
             .connect_with(options)
             .await
             .map_err(|error| connect_error(database_url, error))?;
-        Ok(PostgresStore { pool })
+        Ok(PostgresStore::on(pool))
     }
 
     /// Connect to read only (every transaction read-only, so a write through a port is
@@ -133,7 +149,7 @@ impl PostgresStore {
             pool.close().await;
             return Err(error);
         }
-        Ok(PostgresStore { pool })
+        Ok(PostgresStore::on(pool))
     }
 
     /// Apply the migrations this hearth knows and the database lacks.

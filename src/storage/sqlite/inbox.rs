@@ -180,10 +180,12 @@ impl Inbox for SqliteStore {
                 ..entry.clone()
             })
             .collect();
-        self.history
-            .lock()
-            .await
-            .appended_turn(turn.conversation_key.as_str(), inbox_id, &stored);
+        self.history.lock().await.appended_turn(
+            turn.conversation_key.as_str(),
+            inbox_id,
+            &stored,
+            None,
+        );
         Ok(queued)
     }
 

@@ -3,11 +3,11 @@
 use async_trait::async_trait;
 use sqlx::Row;
 
-use super::history_cache::ENTRIES_PER_CONVERSATION;
 use super::{SqliteStore, database_error};
 use crate::ids::ConversationKey;
 use crate::llm::Role;
 use crate::ports::{ConversationMemory, HistoryEntry, StorageError};
+use crate::storage::history_cache::ENTRIES_PER_CONVERSATION;
 pub(super) use crate::storage::rows::entries_json;
 
 impl SqliteStore {
@@ -69,15 +69,15 @@ impl ConversationMemory for SqliteStore {
         }
         // Held across a miss's load so a concurrent write cannot be overtaken by it.
         let mut cache = self.history.lock().await;
-        if let Some(entries) = cache.recent(conversation_key, limit, since_ms) {
+        if let Some(entries) = cache.recent(conversation_key, limit, since_ms, None) {
             return Ok(entries);
         }
         let newest = self
             .read_recent(conversation_key, ENTRIES_PER_CONVERSATION, i64::MIN)
             .await?;
-        cache.load(conversation_key, newest);
+        cache.load(conversation_key, newest, None);
         Ok(cache
-            .recent(conversation_key, limit, since_ms)
+            .recent(conversation_key, limit, since_ms, None)
             .expect("a conversation just loaded answers from the cache"))
     }
 

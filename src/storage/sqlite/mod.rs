@@ -6,7 +6,6 @@
 //! migrations, and a schema older than this binary's reported instead of read.
 
 mod channel_state;
-mod history_cache;
 mod inbox;
 mod intents;
 mod members;
@@ -49,7 +48,7 @@ pub struct SqliteStore {
     pool: SqlitePool,
     writer: writer::Writer,
     profiles: std::sync::Arc<profiles::ProfileCache>,
-    history: std::sync::Arc<tokio::sync::Mutex<history_cache::HistoryCache>>,
+    history: std::sync::Arc<tokio::sync::Mutex<crate::storage::history_cache::HistoryCache>>,
     /// This process's workers and leases (one process owns the file): the fenced writes
     /// are checked against them.
     coordination: std::sync::Arc<super::in_memory_coordination::InMemoryCoordination>,

@@ -130,6 +130,7 @@ mod plugin_ports;
 mod postgres_connections;
 mod postgres_fencing;
 mod postgres_only;
+mod postgres_worker_caches;
 mod profiles;
 mod retention;
 mod schedules;

@@ -1,16 +1,21 @@
 //! The newest chat-text entries of recently active conversations, kept in memory
 //! so a turn reads its history without a database round trip.
 //!
-//! This process is the database's only writer and every history write passes
-//! through `SqliteStore`, which updates the cache after each commit. The cache
-//! holds a conversation's newest entries; `complete` says it holds all of them.
+//! An adapter uses it where it sees every write of what it caches. SQLite: this process
+//! is the database's only writer and every history write passes through `SqliteStore`,
+//! which updates the cache after each commit (the tenure is always `None`). PostgreSQL:
+//! a conversation's history is written by the turns of its lease's holder, each fenced by
+//! the lease's generation, so what this worker read and wrote under one generation (the
+//! entry's tenure) is the whole truth while that generation lasts; a read under another
+//! generation, or none, goes to the database. The cache holds a conversation's newest
+//! entries; `complete` says it holds all of them.
 
 use std::collections::{HashMap, VecDeque};
 
 use crate::ports::HistoryEntry;
 
 /// Entries kept per conversation: above any sensible `max_history_messages`.
-pub(super) const ENTRIES_PER_CONVERSATION: usize = 32;
+pub(crate) const ENTRIES_PER_CONVERSATION: usize = 32;
 /// Conversations kept; the least recently used one is dropped beyond this.
 const CONVERSATIONS: usize = 256;
 
@@ -19,26 +24,34 @@ struct CachedConversation {
     entries: VecDeque<HistoryEntry>,
     /// True when `entries` is every chat-text entry the conversation has.
     complete: bool,
+    /// The lease generation the entries were read and written under (`None`: the
+    /// adapter is the database's only writer).
+    tenure: Option<i64>,
     last_used: u64,
 }
 
 #[derive(Default)]
-pub(super) struct HistoryCache {
+pub(crate) struct HistoryCache {
     conversations: HashMap<String, CachedConversation>,
     clock: u64,
 }
 
 impl HistoryCache {
-    /// What `ConversationMemory::recent` returns, if the cache can tell for sure.
+    /// What `ConversationMemory::recent` returns under `tenure`, if the cache can tell
+    /// for sure.
     pub fn recent(
         &mut self,
         conversation_key: &str,
         limit: usize,
         since_ms: i64,
+        tenure: Option<i64>,
     ) -> Option<Vec<HistoryEntry>> {
         self.clock += 1;
         let clock = self.clock;
-        let cached = self.conversations.get_mut(conversation_key)?;
+        let cached = self
+            .conversations
+            .get_mut(conversation_key)
+            .filter(|cached| cached.tenure == tenure)?;
         cached.last_used = clock;
         let fresh: Vec<&HistoryEntry> = cached
             .entries
@@ -58,9 +71,9 @@ impl HistoryCache {
         Some(fresh.into_iter().skip(skip).cloned().collect())
     }
 
-    /// Remember what the database returned for the newest `ENTRIES_PER_CONVERSATION`
-    /// chat-text entries of a conversation (oldest first).
-    pub fn load(&mut self, conversation_key: &str, newest: Vec<HistoryEntry>) {
+    /// Remember what the database returned, under `tenure`, for the newest
+    /// `ENTRIES_PER_CONVERSATION` chat-text entries of a conversation (oldest first).
+    pub fn load(&mut self, conversation_key: &str, newest: Vec<HistoryEntry>, tenure: Option<i64>) {
         if self.conversations.len() >= CONVERSATIONS
             && !self.conversations.contains_key(conversation_key)
             && let Some(least_used) = self
@@ -78,20 +91,31 @@ impl HistoryCache {
             CachedConversation {
                 entries: newest.into(),
                 complete,
+                tenure,
                 last_used: self.clock,
             },
         );
     }
 
-    /// The entries of the answered message `inbox_id`, just committed. Written without
-    /// this cache's lock, they may already be here: a load that read the database
-    /// after the commit and before this call saw them.
+    /// The entries of the answered message `inbox_id`, just committed under `tenure`.
+    /// Written without this cache's lock, they may already be here: a load that read the
+    /// database after the commit and before this call saw them. Entries held under
+    /// another tenure are forgotten: they no longer tell the whole history.
     pub fn appended_turn(
         &mut self,
         conversation_key: &str,
         inbox_id: &str,
         entries: &[HistoryEntry],
+        tenure: Option<i64>,
     ) {
+        if self
+            .conversations
+            .get(conversation_key)
+            .is_some_and(|cached| cached.tenure != tenure)
+        {
+            self.forget(conversation_key);
+            return;
+        }
         let already_loaded = self
             .conversations
             .get(conversation_key)
@@ -104,6 +128,12 @@ impl HistoryCache {
         if !already_loaded {
             self.appended(conversation_key, entries);
         }
+    }
+
+    /// The conversation is read from the database next time (a write the cache cannot
+    /// place under a tenure).
+    pub fn forget(&mut self, conversation_key: &str) {
+        self.conversations.remove(conversation_key);
     }
 
     /// Entries just committed to the database. A conversation not cached stays
