@@ -164,10 +164,18 @@ async fn one_conversation_is_answered_in_order_while_others_run_in_parallel() {
             .collect();
         assert_eq!(turns.len(), 4);
         for (n, texts) in turns.iter().enumerate() {
-            // Turn n saw all earlier turns of its conversation: strictly one after another.
-            assert_eq!(texts.last().unwrap(), &format!("c{conversation} m{n}"));
+            // Turn n saw all earlier turns of its conversation: strictly one after another,
+            // in the order the messages were stored (on a busy machine the staggered sends
+            // may arrive in another order than sent).
             assert_eq!(texts.len(), 2 + 2 * n, "turn {n} of {prefix}: {texts:?}");
+            if let Some(earlier) = turns.get(n.wrapping_sub(1)) {
+                assert_eq!(&texts[..texts.len() - 2], &earlier[..], "turn {n} of {prefix}");
+            }
         }
+        let mut sent: Vec<&String> = turns.iter().map(|texts| texts.last().unwrap()).collect();
+        sent.sort();
+        let expected: Vec<String> = (0..4).map(|n| format!("c{conversation} m{n}")).collect();
+        assert_eq!(sent, expected.iter().collect::<Vec<_>>());
     }
 }
 
