@@ -19,13 +19,15 @@
 //!   usage, coordination): the same behaviour in a mutex, for tests: unit tests, and the
 //!   whole app run on tokio's paused clock (`Stores::in_memory`).
 //!
-//! Both SQL adapters have one file per port, named alike (`inbox.rs`, `memory.rs` for
-//! `ConversationMemory`, `profiles.rs` for `UserProfiles`, `pending.rs` for
-//! `PendingActions`, `intents.rs` for `PlanExecutions` and `IntentRecords`, `usage.rs` for
-//! `UsageReport`, ...); each file's doc says its tables.
+//! A port the two SQL adapters keep alike is written once, in `sql/<port>.rs`: its
+//! statements (`$N` placeholders, which both bind by number) and row mappings, for every
+//! `sql::SqlBackend`, which `sqlite/backend.rs` and `postgres/backend.rs` implement; where
+//! the dialects differ, `sql::Dialect` says it. The other ports have one file in each
+//! adapter, named alike (`inbox.rs`, `memory.rs` for `ConversationMemory`, `profiles.rs`
+//! for `UserProfiles`, ...). Each file's doc says its tables.
 //!
-//! Only this module knows SQL: besides the two SQL adapters, `rows.rs` (what both read from
-//! a row alike), `schema.rs` (whether a database's migrations are this binary's) and
+//! Only this module knows SQL: besides the SQL adapters, `rows.rs` (`SqlRow`, reading a
+//! row of either database, and what both read from a row alike), `schema.rs` (whether a database's migrations are this binary's) and
 //! `copy.rs` (`hearth copy-store`: every SQLite table into an empty PostgreSQL database in
 //! one transaction). `open` picks the adapter from `database_url` (`sqlite:` or
 //! `postgres:`) and migrates it (called for a SQLite file only under its instance lock);
@@ -50,6 +52,7 @@ pub mod instance_lock;
 pub mod postgres;
 mod rows;
 mod schema;
+mod sql;
 pub mod sqlite;
 
 use std::sync::Arc;

@@ -8,6 +8,7 @@
 //! Migrations (`migrations/postgres`) run under sqlx's advisory lock, so workers starting
 //! together apply each migration once.
 
+mod backend;
 mod channel_state;
 mod coordination;
 mod inbox;
@@ -23,7 +24,6 @@ mod registered_plugins;
 mod retention;
 mod schedules;
 mod script_workflows;
-mod shopping_lists;
 mod telemetry;
 mod turn_journal;
 mod usage;

@@ -5,6 +5,7 @@
 //! hearth (`check-config`, `telemetry`): SQLite's read-only mode, no writer thread, no
 //! migrations, and a schema older than this binary's reported instead of read.
 
+mod backend;
 mod channel_state;
 mod history_cache;
 mod inbox;
@@ -20,7 +21,6 @@ mod registered_plugins;
 mod retention;
 mod schedules;
 mod script_workflows;
-mod shopping_lists;
 mod telemetry;
 mod turn_journal;
 mod usage;
