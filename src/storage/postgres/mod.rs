@@ -9,7 +9,6 @@
 //! together apply each migration once.
 
 mod backend;
-mod channel_state;
 mod coordination;
 mod inbox;
 mod intents;

@@ -14,7 +14,8 @@
 //! Where the two dialects differ, `Dialect` says it, each difference in one method marked
 //! `// dialect:`; a statement built with one is built once per dialect (`per_dialect!`).
 
-mod shopping_lists;
+pub(crate) mod channel_state;
+pub(crate) mod shopping_lists;
 
 use async_trait::async_trait;
 use futures::future::BoxFuture;

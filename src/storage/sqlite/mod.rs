@@ -6,7 +6,6 @@
 //! migrations, and a schema older than this binary's reported instead of read.
 
 mod backend;
-mod channel_state;
 mod history_cache;
 mod inbox;
 mod intents;
