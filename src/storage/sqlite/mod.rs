@@ -16,7 +16,6 @@ mod outbox;
 mod pending;
 mod pending_plugin_calls;
 mod profiles;
-mod registered_plugins;
 mod retention;
 mod schedules;
 mod script_workflows;
