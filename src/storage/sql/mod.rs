@@ -16,6 +16,7 @@
 
 pub(crate) mod channel_state;
 pub(crate) mod registered_plugins;
+pub(crate) mod script_workflows;
 pub(crate) mod shopping_lists;
 
 use async_trait::async_trait;

@@ -18,7 +18,6 @@ mod pending_plugin_calls;
 mod profiles;
 mod retention;
 mod schedules;
-mod script_workflows;
 mod telemetry;
 mod turn_journal;
 mod usage;
