@@ -17,7 +17,6 @@ mod memory;
 mod notes;
 mod outbox;
 mod pending;
-mod pending_plugin_calls;
 mod profiles;
 mod retention;
 mod schedules;

@@ -14,7 +14,6 @@ mod memory;
 mod notes;
 mod outbox;
 mod pending;
-mod pending_plugin_calls;
 mod profiles;
 mod retention;
 mod schedules;
@@ -186,30 +185,6 @@ impl SqliteStore {
             .run(&self.pool)
             .await
             .map_err(|error| StorageError::Migration(error.to_string()))
-    }
-
-    /// Run `delete`, a `DELETE … WHERE conversation_key = ? AND member_id = ?`, for one
-    /// member's rows of one conversation; whether any went.
-    pub(super) async fn delete_members_rows(
-        &self,
-        delete: &'static str,
-        conversation_key: &str,
-        member_id: &str,
-    ) -> Result<bool, StorageError> {
-        let (conversation_key, member_id) = (conversation_key.to_owned(), member_id.to_owned());
-        self.writer
-            .run(move |connection| {
-                Box::pin(async move {
-                    sqlx::query(delete)
-                        .bind(&conversation_key)
-                        .bind(&member_id)
-                        .execute(&mut *connection)
-                        .await
-                        .map(|done| done.rows_affected() > 0)
-                        .map_err(database_error)
-                })
-            })
-            .await
     }
 
     /// The readers' pool, for `hearth copy-store` to read every table.
