@@ -22,7 +22,6 @@ mod retention;
 mod schedules;
 mod telemetry;
 mod turn_journal;
-mod usage;
 mod web_access;
 
 use std::str::FromStr;

@@ -19,6 +19,7 @@ pub(crate) mod pending_plugin_calls;
 pub(crate) mod registered_plugins;
 pub(crate) mod script_workflows;
 pub(crate) mod shopping_lists;
+pub(crate) mod usage;
 
 use async_trait::async_trait;
 use futures::future::BoxFuture;

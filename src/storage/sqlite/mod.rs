@@ -19,7 +19,6 @@ mod retention;
 mod schedules;
 mod telemetry;
 mod turn_journal;
-mod usage;
 mod web_access;
 mod writer;
 
