@@ -18,7 +18,6 @@ mod notes;
 mod outbox;
 mod pending;
 mod profiles;
-mod retention;
 mod schedules;
 mod telemetry;
 mod turn_journal;

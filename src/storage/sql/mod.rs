@@ -17,6 +17,7 @@
 pub(crate) mod channel_state;
 pub(crate) mod pending_plugin_calls;
 pub(crate) mod registered_plugins;
+pub(crate) mod retention;
 pub(crate) mod script_workflows;
 pub(crate) mod shopping_lists;
 pub(crate) mod usage;
