@@ -11,7 +11,6 @@
 mod backend;
 mod coordination;
 mod inbox;
-mod intents;
 mod members;
 mod memory;
 mod notes;

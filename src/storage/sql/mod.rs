@@ -15,6 +15,7 @@
 //! `// dialect:`; a statement built with one is built once per dialect (`per_dialect!`).
 
 pub(crate) mod channel_state;
+pub(crate) mod intents;
 pub(crate) mod pending_plugin_calls;
 pub(crate) mod registered_plugins;
 pub(crate) mod retention;

@@ -8,7 +8,6 @@
 mod backend;
 mod history_cache;
 mod inbox;
-mod intents;
 mod members;
 mod memory;
 mod notes;
