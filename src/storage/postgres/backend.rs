@@ -8,7 +8,7 @@ use sqlx::postgres::{PgArguments, PgRow};
 use sqlx::{PgConnection, Postgres};
 
 use super::{PostgresStore, database_error};
-use crate::ports::{Fence, StorageError};
+use crate::ports::{Fence, Inbound, StorageError};
 use crate::storage::sql::{Arg, Dialect, SqlBackend, SqlConnection, Statement};
 
 /// `statement` as sqlx's query, its values bound in order.
@@ -66,6 +66,13 @@ impl SqlBackend for PostgresStore {
             .await
             .map(|done| done.rows_affected())
             .map_err(database_error)
+    }
+
+    async fn insert_inbound(
+        connection: &mut PgConnection,
+        message: &Inbound,
+    ) -> Result<bool, StorageError> {
+        super::inbox::insert_inbound(connection, message).await
     }
 
     async fn atomically_fenced<T, F>(

@@ -16,9 +16,12 @@
 
 pub(crate) mod channel_state;
 pub(crate) mod intents;
+pub(crate) mod outbox;
+pub(crate) mod pending;
 pub(crate) mod pending_plugin_calls;
 pub(crate) mod registered_plugins;
 pub(crate) mod retention;
+pub(crate) mod schedules;
 pub(crate) mod script_workflows;
 pub(crate) mod shopping_lists;
 pub(crate) mod usage;
@@ -27,7 +30,7 @@ use async_trait::async_trait;
 use futures::future::BoxFuture;
 
 pub(crate) use super::rows::{SqlRow, conversation_from_row, id_column};
-use crate::ports::{Fence, StorageError};
+use crate::ports::{Fence, Inbound, StorageError};
 
 /// A value bound to a statement's `$N`: text or an integer (either may be `NULL`), a
 /// boolean.
@@ -150,6 +153,13 @@ pub(crate) trait SqlBackend: Send + Sync + 'static {
             + Send
             + 'static;
 
+    /// Store `message` as accepted in `connection`'s transaction (the inbox's own
+    /// statement); whether it was new.
+    async fn insert_inbound(
+        connection: &mut Self::Connection,
+        message: &Inbound,
+    ) -> Result<bool, StorageError>;
+
     /// The first row `statement` returns, if any.
     async fn read_optional(&self, statement: Statement) -> Result<Option<Self::Row>, StorageError> {
         Ok(self.read(statement).await?.into_iter().next())
@@ -211,6 +221,22 @@ impl Dialect {
         match self {
             Dialect::Sqlite => "",
             Dialect::Postgres => " FOR UPDATE",
+        }
+    }
+
+    // dialect: whether `member` (a `$N`) may answer a confirmation: one of its JSON list
+    // `approvers`, or its own member when that list is empty.
+    pub(crate) fn may_answer(self, member: &str) -> String {
+        match self {
+            Dialect::Sqlite => format!(
+                "((approvers = '[]' AND member_id = {member}) \
+                 OR EXISTS (SELECT 1 FROM json_each(approvers) WHERE value = {member}))"
+            ),
+            Dialect::Postgres => format!(
+                "((jsonb_array_length(approvers::jsonb) = 0 AND member_id = {member}) \
+                 OR EXISTS (SELECT 1 FROM jsonb_array_elements_text(approvers::jsonb) \
+                 AS approver WHERE approver = {member}))"
+            ),
         }
     }
 

@@ -8,7 +8,7 @@ use sqlx::sqlite::SqliteRow;
 use sqlx::{Sqlite, SqliteConnection};
 
 use super::{SqliteStore, database_error};
-use crate::ports::{Fence, StorageError};
+use crate::ports::{Fence, Inbound, StorageError};
 use crate::storage::sql::{Arg, Dialect, SqlBackend, SqlConnection, Statement};
 
 /// `statement` as sqlx's query, its values bound in order.
@@ -68,6 +68,13 @@ impl SqlBackend for SqliteStore {
         self.writer
             .run(move |connection| Box::pin(connection.execute(statement)))
             .await
+    }
+
+    async fn insert_inbound(
+        connection: &mut SqliteConnection,
+        message: &Inbound,
+    ) -> Result<bool, StorageError> {
+        super::inbox::insert_inbound(connection, message).await
     }
 
     async fn atomically_fenced<T, F>(
