@@ -17,7 +17,6 @@ mod notes;
 mod profiles;
 mod telemetry;
 mod turn_journal;
-mod web_access;
 
 use std::str::FromStr;
 use std::time::Duration;

@@ -25,6 +25,7 @@ pub(crate) mod schedules;
 pub(crate) mod script_workflows;
 pub(crate) mod shopping_lists;
 pub(crate) mod usage;
+pub(crate) mod web_access;
 
 use async_trait::async_trait;
 use futures::future::BoxFuture;
@@ -221,6 +222,26 @@ impl Dialect {
         match self {
             Dialect::Sqlite => "",
             Dialect::Postgres => " FOR UPDATE",
+        }
+    }
+
+    // dialect: what lists rows stored in the same millisecond the same way every time:
+    // SQLite's `rowid`, the order they were stored in; PostgreSQL's tables keep no such
+    // order, so their public `id`.
+    pub(crate) fn stored_order(self) -> &'static str {
+        match self {
+            Dialect::Sqlite => "rowid",
+            Dialect::Postgres => "id",
+        }
+    }
+
+    // dialect: the statement making writers on several workers take turns on a key (`$1`)
+    // until their transaction ends, PostgreSQL's advisory lock; SQLite's one writer runs
+    // one transaction at a time already.
+    pub(crate) fn take_turns(self) -> Option<&'static str> {
+        match self {
+            Dialect::Sqlite => None,
+            Dialect::Postgres => Some("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))"),
         }
     }
 

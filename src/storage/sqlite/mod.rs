@@ -14,7 +14,6 @@ mod notes;
 mod profiles;
 mod telemetry;
 mod turn_journal;
-mod web_access;
 mod writer;
 
 use std::str::FromStr;
