@@ -13,7 +13,6 @@ mod coordination;
 mod inbox;
 mod members;
 mod memory;
-mod notes;
 mod profiles;
 mod telemetry;
 mod turn_journal;

@@ -16,6 +16,7 @@
 
 pub(crate) mod channel_state;
 pub(crate) mod intents;
+pub(crate) mod notes;
 pub(crate) mod outbox;
 pub(crate) mod pending;
 pub(crate) mod pending_plugin_calls;

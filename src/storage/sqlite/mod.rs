@@ -10,7 +10,6 @@ mod history_cache;
 mod inbox;
 mod members;
 mod memory;
-mod notes;
 mod profiles;
 mod telemetry;
 mod turn_journal;
