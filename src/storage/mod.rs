@@ -60,8 +60,8 @@ use std::sync::Arc;
 use crate::ports::{
     ChannelState, ConversationMemory, Coordination, Inbox, IntentRecords, Members, Notes, Outbox,
     PendingActions, PendingPluginCalls, PlanExecutions, RegisteredPlugins, Retention, Schedules,
-    ScriptWorkflows, ShoppingLists, StorageError, TelemetrySink, TurnJournal, UserProfiles,
-    WebAccess,
+    ScriptWorkflows, ShoppingLists, StorageError, TelemetrySink, TurnJournal, UsageReport,
+    UserProfiles, WebAccess,
 };
 
 /// The ports of one database, shared by every actor.
@@ -98,7 +98,7 @@ pub struct Stores {
     /// The members who joined by invite, and their invite codes.
     pub members: Arc<dyn Members>,
     /// What each member used per day (the family page).
-    pub usage: Arc<dyn crate::ports::UsageReport>,
+    pub usage: Arc<dyn UsageReport>,
     /// How members sign in to the web page: codes, links, sessions and API tokens.
     pub web_access: Arc<dyn WebAccess>,
     /// Which workers are alive and which leases each holds (several on PostgreSQL; on
@@ -111,9 +111,19 @@ pub struct Stores {
 }
 
 impl Stores {
-    /// Every port backed by one in-memory store (tests, benchmarks of the actors alone).
-    pub fn in_memory() -> Self {
-        let store = Arc::new(in_memory::InMemoryStore::default());
+    /// Every port from `store`, with `coordination` and `telemetry` as given; `sqlite` and
+    /// `postgres` are left for the caller to fill: the one constructor of every adapter.
+    fn of<S>(
+        store: Arc<S>,
+        coordination: Arc<dyn Coordination>,
+        telemetry: Arc<dyn TelemetrySink>,
+    ) -> Self
+    where
+        S: Inbox + ConversationMemory + UserProfiles + PendingActions + ChannelState,
+        S: ShoppingLists + PendingPluginCalls + RegisteredPlugins + ScriptWorkflows,
+        S: TurnJournal + Outbox + Retention + PlanExecutions + IntentRecords + Schedules,
+        S: Notes + Members + WebAccess + UsageReport + 'static,
+    {
         Stores {
             inbox: store.clone(),
             memory: store.clone(),
@@ -133,40 +143,25 @@ impl Stores {
             notes: store.clone(),
             members: store.clone(),
             web_access: store.clone(),
-            usage: store.clone(),
-            coordination: store.coordination(),
+            usage: store,
+            coordination,
+            telemetry,
             sqlite: None,
             postgres: None,
-            telemetry: store,
         }
+    }
+
+    /// Every port backed by one in-memory store (tests, benchmarks of the actors alone).
+    pub fn in_memory() -> Self {
+        let store = Arc::new(in_memory::InMemoryStore::default());
+        Self::of(store.clone(), store.coordination(), store)
     }
 
     /// Every port of one SQLite store; `telemetry` records what turns report.
     fn of_sqlite(store: Arc<sqlite::SqliteStore>, telemetry: Arc<dyn TelemetrySink>) -> Self {
         Stores {
-            inbox: store.clone(),
-            memory: store.clone(),
-            profiles: store.clone(),
-            pending: store.clone(),
-            channel_state: store.clone(),
-            shopping_lists: store.clone(),
-            pending_plugin_calls: store.clone(),
-            registered_plugins: store.clone(),
-            script_workflows: store.clone(),
-            turn_journal: store.clone(),
-            outbox: store.clone(),
-            retention: store.clone(),
-            plans: store.clone(),
-            intent_records: store.clone(),
-            schedules: store.clone(),
-            notes: store.clone(),
-            members: store.clone(),
-            web_access: store.clone(),
-            usage: store.clone(),
-            coordination: store.coordination(),
-            sqlite: Some(store),
-            postgres: None,
-            telemetry,
+            sqlite: Some(store.clone()),
+            ..Self::of(store.clone(), store.coordination(), telemetry)
         }
     }
 
@@ -181,29 +176,8 @@ impl Stores {
         telemetry: Arc<dyn crate::ports::TelemetrySink>,
     ) -> Self {
         Stores {
-            inbox: store.clone(),
-            memory: store.clone(),
-            profiles: store.clone(),
-            pending: store.clone(),
-            channel_state: store.clone(),
-            shopping_lists: store.clone(),
-            pending_plugin_calls: store.clone(),
-            registered_plugins: store.clone(),
-            script_workflows: store.clone(),
-            turn_journal: store.clone(),
-            outbox: store.clone(),
-            retention: store.clone(),
-            plans: store.clone(),
-            intent_records: store.clone(),
-            schedules: store.clone(),
-            notes: store.clone(),
-            members: store.clone(),
-            web_access: store.clone(),
-            usage: store.clone(),
-            coordination: store.clone(),
-            sqlite: None,
-            telemetry,
-            postgres: Some(store),
+            postgres: Some(store.clone()),
+            ..Self::of(store.clone(), store, telemetry)
         }
     }
 
