@@ -6,7 +6,9 @@
 //! generated column.
 //!
 //! Migrations (`migrations/postgres`) run under sqlx's advisory lock, so workers starting
-//! together apply each migration once.
+//! together apply each migration once. The ports written once for both databases
+//! (`storage/sql/`) run here through `backend.rs`; the files beside it are the ports still
+//! PostgreSQL's own and the workers' coordination.
 
 mod backend;
 mod coordination;

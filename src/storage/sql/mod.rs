@@ -12,7 +12,9 @@
 //! mode, caches and instance lock; PostgreSQL's pool, migrations and coordination.
 //!
 //! Where the two dialects differ, `Dialect` says it, each difference in one method marked
-//! `// dialect:`; a statement built with one is built once per dialect (`per_dialect!`).
+//! `// dialect:`, or, for a difference one port alone has (the notes' search, retention's
+//! finished messages), one function or arm of that port's file marked the same way; a
+//! statement built with one is built once per dialect and kept (`per_dialect!`).
 
 pub(crate) mod channel_state;
 pub(crate) mod intents;
@@ -43,50 +45,26 @@ pub(crate) enum Arg {
     Boolean(bool),
 }
 
-impl From<&str> for Arg {
-    fn from(text: &str) -> Self {
-        Arg::Text(Some(text.to_owned()))
-    }
+/// `From` each type bound for `Arg`: `type => |value| the Arg`.
+macro_rules! args_from {
+    ($($type:ty => |$value:ident| $arg:expr),* $(,)?) => {
+        $(impl From<$type> for Arg {
+            fn from($value: $type) -> Self {
+                $arg
+            }
+        })*
+    };
 }
-impl From<String> for Arg {
-    fn from(text: String) -> Self {
-        Arg::Text(Some(text))
-    }
-}
-impl From<&String> for Arg {
-    fn from(text: &String) -> Self {
-        Arg::Text(Some(text.clone()))
-    }
-}
-impl From<Option<&str>> for Arg {
-    fn from(text: Option<&str>) -> Self {
-        Arg::Text(text.map(str::to_owned))
-    }
-}
-impl From<Option<String>> for Arg {
-    fn from(text: Option<String>) -> Self {
-        Arg::Text(text)
-    }
-}
-impl From<&Option<String>> for Arg {
-    fn from(text: &Option<String>) -> Self {
-        Arg::Text(text.clone())
-    }
-}
-impl From<i64> for Arg {
-    fn from(number: i64) -> Self {
-        Arg::Integer(Some(number))
-    }
-}
-impl From<Option<i64>> for Arg {
-    fn from(number: Option<i64>) -> Self {
-        Arg::Integer(number)
-    }
-}
-impl From<bool> for Arg {
-    fn from(flag: bool) -> Self {
-        Arg::Boolean(flag)
-    }
+args_from! {
+    &str => |text| Arg::Text(Some(text.to_owned())),
+    String => |text| Arg::Text(Some(text)),
+    &String => |text| Arg::Text(Some(text.clone())),
+    Option<&str> => |text| Arg::Text(text.map(str::to_owned)),
+    Option<String> => |text| Arg::Text(text),
+    &Option<String> => |text| Arg::Text(text.clone()),
+    i64 => |number| Arg::Integer(Some(number)),
+    Option<i64> => |number| Arg::Integer(number),
+    bool => |flag| Arg::Boolean(flag),
 }
 
 /// One statement and the values of its `$1`, `$2`, ... in order.
@@ -155,8 +133,8 @@ pub(crate) trait SqlBackend: Send + Sync + 'static {
             + Send
             + 'static;
 
-    /// Store `message` as accepted in `connection`'s transaction (the inbox's own
-    /// statement); whether it was new.
+    /// Store `message` as accepted in `connection`'s transaction (each inbox adapter's
+    /// own statement, `sqlite/inbox.rs`, `postgres/inbox.rs`); whether it was new.
     async fn insert_inbound(
         connection: &mut Self::Connection,
         message: &Inbound,
@@ -190,7 +168,8 @@ pub(crate) fn limit(limit: usize) -> i64 {
     i64::try_from(limit).unwrap_or(i64::MAX)
 }
 
-/// Which SQL a backend speaks: what differs between the two is said here alone.
+/// Which SQL a backend speaks; what differs between the two is said here (or in the one
+/// port that needs it, marked `// dialect:`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Dialect {
     Sqlite = 0,

@@ -1,5 +1,8 @@
 //! The SQLite adapter: one WAL-mode database file, read through a small sqlx pool and
-//! written by one connection on its own thread (`writer.rs`, group commit).
+//! written by one connection on its own thread (`writer.rs`, group commit). The ports
+//! written once for both databases (`storage/sql/`) run here through `backend.rs`; the
+//! files beside it are the ports still SQLite's own, and the caches (`history_cache.rs`,
+//! member profiles).
 //!
 //! `connect_read_only` opens the same file for commands that only read it beside a running
 //! hearth (`check-config`, `telemetry`): SQLite's read-only mode, no writer thread, no
