@@ -27,7 +27,8 @@
 //!   `PendingActions`, `ChannelState`, `TelemetrySink`, `Schedules`, `Notes`, ...); [`storage`]: their
 //!   three adapters, each filling every port: SQLite (one file written by one process, under
 //!   its instance lock), PostgreSQL (one database shared by several workers, nothing cached)
-//!   and in memory (tests).
+//!   and in memory (tests); most ports' SQL is written once for both databases
+//!   (`storage/sql/`).
 //! - [`format`]: the model's markdown as Telegram HTML, Matrix HTML or plain text.
 //! - [`local_time`]: members' local dates, times, ISO 8601 delays and recurrences to instants
 //!   (DST-aware, in their IANA zone), and the words that say them back.

@@ -2,7 +2,8 @@
 //! actors depend on, and the plain records that cross them.
 //!
 //! Each trait has three adapters in `storage/`: SQLite (`storage::sqlite`), PostgreSQL
-//! (`storage::postgres`) and in memory (`storage::in_memory` and the files beside it);
+//! (`storage::postgres`), most of their SQL written once for both (`storage/sql/`), and in
+//! memory (`storage::in_memory` and the files beside it);
 //! `tests/integration/storage_ports/` runs one suite against every one of them.
 //! `LlmProvider` lives in `llm/` and `ToolsProvider` in `tools/`.
 //!

@@ -19,13 +19,15 @@
 //!   usage, coordination): the same behaviour in a mutex, for tests: unit tests, and the
 //!   whole app run on tokio's paused clock (`Stores::in_memory`).
 //!
-//! Both SQL adapters have one file per port, named alike (`inbox.rs`, `memory.rs` for
-//! `ConversationMemory`, `profiles.rs` for `UserProfiles`, `pending.rs` for
-//! `PendingActions`, `intents.rs` for `PlanExecutions` and `IntentRecords`, `usage.rs` for
-//! `UsageReport`, ...); each file's doc says its tables.
+//! A port the two SQL adapters keep alike is written once, in `sql/<port>.rs`: its
+//! statements (`$N` placeholders, which both bind by number) and row mappings, for every
+//! `sql::SqlBackend`, which `sqlite/backend.rs` and `postgres/backend.rs` implement; where
+//! the dialects differ, `sql::Dialect` says it. The other ports have one file in each
+//! adapter, named alike (`inbox.rs`, `memory.rs` for `ConversationMemory`, `profiles.rs`
+//! for `UserProfiles`, ...). Each file's doc says its tables.
 //!
-//! Only this module knows SQL: besides the two SQL adapters, `rows.rs` (what both read from
-//! a row alike), `schema.rs` (whether a database's migrations are this binary's) and
+//! Only this module knows SQL: besides the SQL adapters, `rows.rs` (`SqlRow`, reading a
+//! row of either database, and what both read from a row alike), `schema.rs` (whether a database's migrations are this binary's) and
 //! `copy.rs` (`hearth copy-store`: every SQLite table into an empty PostgreSQL database in
 //! one transaction). `open` picks the adapter from `database_url` (`sqlite:` or
 //! `postgres:`) and migrates it (called for a SQLite file only under its instance lock);
@@ -51,6 +53,7 @@ pub mod instance_lock;
 pub mod postgres;
 mod rows;
 mod schema;
+mod sql;
 pub mod sqlite;
 
 use std::sync::Arc;
@@ -58,8 +61,8 @@ use std::sync::Arc;
 use crate::ports::{
     ChannelState, ConversationMemory, Coordination, Inbox, IntentRecords, Members, Notes, Outbox,
     PendingActions, PendingPluginCalls, PlanExecutions, RegisteredPlugins, Retention, Schedules,
-    ScriptWorkflows, ShoppingLists, StorageError, TelemetrySink, TurnJournal, UserProfiles,
-    WebAccess,
+    ScriptWorkflows, ShoppingLists, StorageError, TelemetrySink, TurnJournal, UsageReport,
+    UserProfiles, WebAccess,
 };
 
 /// The ports of one database, shared by every actor.
@@ -96,7 +99,7 @@ pub struct Stores {
     /// The members who joined by invite, and their invite codes.
     pub members: Arc<dyn Members>,
     /// What each member used per day (the family page).
-    pub usage: Arc<dyn crate::ports::UsageReport>,
+    pub usage: Arc<dyn UsageReport>,
     /// How members sign in to the web page: codes, links, sessions and API tokens.
     pub web_access: Arc<dyn WebAccess>,
     /// Which workers are alive and which leases each holds (several on PostgreSQL; on
@@ -109,9 +112,19 @@ pub struct Stores {
 }
 
 impl Stores {
-    /// Every port backed by one in-memory store (tests, benchmarks of the actors alone).
-    pub fn in_memory() -> Self {
-        let store = Arc::new(in_memory::InMemoryStore::default());
+    /// Every port from `store`, with `coordination` and `telemetry` as given; `sqlite` and
+    /// `postgres` are left for the caller to fill: the one constructor of every adapter.
+    fn of<S>(
+        store: Arc<S>,
+        coordination: Arc<dyn Coordination>,
+        telemetry: Arc<dyn TelemetrySink>,
+    ) -> Self
+    where
+        S: Inbox + ConversationMemory + UserProfiles + PendingActions + ChannelState,
+        S: ShoppingLists + PendingPluginCalls + RegisteredPlugins + ScriptWorkflows,
+        S: TurnJournal + Outbox + Retention + PlanExecutions + IntentRecords + Schedules,
+        S: Notes + Members + WebAccess + UsageReport + 'static,
+    {
         Stores {
             inbox: store.clone(),
             memory: store.clone(),
@@ -131,40 +144,25 @@ impl Stores {
             notes: store.clone(),
             members: store.clone(),
             web_access: store.clone(),
-            usage: store.clone(),
-            coordination: store.coordination(),
+            usage: store,
+            coordination,
+            telemetry,
             sqlite: None,
             postgres: None,
-            telemetry: store,
         }
+    }
+
+    /// Every port backed by one in-memory store (tests, benchmarks of the actors alone).
+    pub fn in_memory() -> Self {
+        let store = Arc::new(in_memory::InMemoryStore::default());
+        Self::of(store.clone(), store.coordination(), store)
     }
 
     /// Every port of one SQLite store; `telemetry` records what turns report.
     fn of_sqlite(store: Arc<sqlite::SqliteStore>, telemetry: Arc<dyn TelemetrySink>) -> Self {
         Stores {
-            inbox: store.clone(),
-            memory: store.clone(),
-            profiles: store.clone(),
-            pending: store.clone(),
-            channel_state: store.clone(),
-            shopping_lists: store.clone(),
-            pending_plugin_calls: store.clone(),
-            registered_plugins: store.clone(),
-            script_workflows: store.clone(),
-            turn_journal: store.clone(),
-            outbox: store.clone(),
-            retention: store.clone(),
-            plans: store.clone(),
-            intent_records: store.clone(),
-            schedules: store.clone(),
-            notes: store.clone(),
-            members: store.clone(),
-            web_access: store.clone(),
-            usage: store.clone(),
-            coordination: store.coordination(),
-            sqlite: Some(store),
-            postgres: None,
-            telemetry,
+            sqlite: Some(store.clone()),
+            ..Self::of(store.clone(), store.coordination(), telemetry)
         }
     }
 
@@ -179,29 +177,8 @@ impl Stores {
         telemetry: Arc<dyn crate::ports::TelemetrySink>,
     ) -> Self {
         Stores {
-            inbox: store.clone(),
-            memory: store.clone(),
-            profiles: store.clone(),
-            pending: store.clone(),
-            channel_state: store.clone(),
-            shopping_lists: store.clone(),
-            pending_plugin_calls: store.clone(),
-            registered_plugins: store.clone(),
-            script_workflows: store.clone(),
-            turn_journal: store.clone(),
-            outbox: store.clone(),
-            retention: store.clone(),
-            plans: store.clone(),
-            intent_records: store.clone(),
-            schedules: store.clone(),
-            notes: store.clone(),
-            members: store.clone(),
-            web_access: store.clone(),
-            usage: store.clone(),
-            coordination: store.clone(),
-            sqlite: None,
-            telemetry,
-            postgres: Some(store),
+            postgres: Some(store.clone()),
+            ..Self::of(store.clone(), store, telemetry)
         }
     }
 

@@ -1,6 +1,9 @@
-//! What every SQL adapter reads from a row the same way: a conversation from its
-//! `channel` and `conversation_id` columns, an id by its one parser; and history entries
-//! as the one JSON array both adapters insert from.
+//! Reading a row of either SQL database: `SqlRow`, a column read as text, an integer or a
+//! number, written once for every sqlx row (the SQLite and PostgreSQL rows
+//! alike), a value that does not decode being `StorageError::Corrupt`, never a panic; and
+//! what both adapters read from a row the same way: a conversation from its `channel` and
+//! `conversation_id` columns, an id by its one parser, a family script's run; history
+//! entries as the one JSON array both adapters insert from.
 
 use std::str::FromStr;
 
@@ -17,33 +20,80 @@ pub(crate) fn extras_json(extras: &InboundExtras) -> Result<Option<String>, Stor
         .map_err(|error| StorageError::Corrupt(format!("inbox extras: {error}")))
 }
 
-/// The conversation of a row of `table`, from its `channel` and `conversation_id` columns,
-/// read by the key's one parser: a row it refuses is unreadable.
-pub(crate) fn conversation_from_row<R>(
-    row: &R,
-    table: &str,
-) -> Result<ConversationKey, StorageError>
+/// A row of either database, read by column name.
+pub(crate) trait SqlRow {
+    fn text(&self, column: &str) -> Result<String, StorageError>;
+    fn optional_text(&self, column: &str) -> Result<Option<String>, StorageError>;
+    fn integer(&self, column: &str) -> Result<i64, StorageError>;
+    fn optional_integer(&self, column: &str) -> Result<Option<i64>, StorageError>;
+    fn real(&self, column: &str) -> Result<f64, StorageError>;
+
+    /// A JSON column (stored as text) of `table`, parsed.
+    fn json<T: serde::de::DeserializeOwned>(
+        &self,
+        table: &str,
+        column: &str,
+    ) -> Result<T, StorageError> {
+        serde_json::from_str(&self.text(column)?)
+            .map_err(|error| StorageError::Corrupt(format!("{table}.{column}: {error}")))
+    }
+}
+
+fn decoded<'r, R, T>(row: &'r R, column: &str) -> Result<T, StorageError>
+where
+    R: Row,
+    T: Decode<'r, R::Database> + Type<R::Database>,
+    for<'a> &'a str: ColumnIndex<R>,
+{
+    row.try_get(column)
+        .map_err(|error| StorageError::Corrupt(format!("column {column}: {error}")))
+}
+
+impl<R> SqlRow for R
 where
     R: Row,
     for<'a> &'a str: ColumnIndex<R>,
     for<'r> String: Decode<'r, R::Database> + Type<R::Database>,
+    for<'r> Option<String>: Decode<'r, R::Database> + Type<R::Database>,
+    for<'r> i64: Decode<'r, R::Database> + Type<R::Database>,
+    for<'r> Option<i64>: Decode<'r, R::Database> + Type<R::Database>,
+    for<'r> f64: Decode<'r, R::Database> + Type<R::Database>,
 {
-    let (channel, conversation_id): (String, String) =
-        (row.get("channel"), row.get("conversation_id"));
+    fn text(&self, column: &str) -> Result<String, StorageError> {
+        decoded(self, column)
+    }
+    fn optional_text(&self, column: &str) -> Result<Option<String>, StorageError> {
+        decoded(self, column)
+    }
+    fn integer(&self, column: &str) -> Result<i64, StorageError> {
+        decoded(self, column)
+    }
+    fn optional_integer(&self, column: &str) -> Result<Option<i64>, StorageError> {
+        decoded(self, column)
+    }
+    fn real(&self, column: &str) -> Result<f64, StorageError> {
+        decoded(self, column)
+    }
+}
+
+/// The conversation of a row of `table`, from its `channel` and `conversation_id` columns,
+/// read by the key's one parser: a row it refuses is unreadable.
+pub(crate) fn conversation_from_row(
+    row: &impl SqlRow,
+    table: &str,
+) -> Result<ConversationKey, StorageError> {
+    let (channel, conversation_id) = (row.text("channel")?, row.text("conversation_id")?);
     ConversationKey::new(&channel, &conversation_id)
         .map_err(|error| StorageError::Corrupt(format!("{table}: {error}")))
 }
 
 /// An id stored in `table.column`, read by its one parser: a value it refuses is
 /// unreadable.
-pub(crate) fn id_column<R, T>(row: &R, table: &str, column: &str) -> Result<T, StorageError>
+pub(crate) fn id_column<T>(row: &impl SqlRow, table: &str, column: &str) -> Result<T, StorageError>
 where
-    R: Row,
     T: FromStr<Err = IdError>,
-    for<'a> &'a str: ColumnIndex<R>,
-    for<'r> String: Decode<'r, R::Database> + Type<R::Database>,
 {
-    row.get::<String, _>(column)
+    row.text(column)?
         .parse()
         .map_err(|error| StorageError::Corrupt(format!("{table}.{column}: {error}")))
 }
@@ -81,30 +131,23 @@ pub(crate) fn entries_json(
 }
 
 /// A family script run as `script_runs` keeps it, on either adapter.
-pub(crate) fn script_run_from_row<R>(row: &R) -> Result<ScriptRun, StorageError>
-where
-    R: Row,
-    for<'a> &'a str: ColumnIndex<R>,
-    for<'r> String: Decode<'r, R::Database> + Type<R::Database>,
-    for<'r> Option<String>: Decode<'r, R::Database> + Type<R::Database>,
-    for<'r> i64: Decode<'r, R::Database> + Type<R::Database>,
-{
-    let conversation: String = row.get("conversation_key");
-    let member: String = row.get("member_id");
-    let values: String = row.get("run_values");
+pub(crate) fn script_run_from_row(row: &impl SqlRow) -> Result<ScriptRun, StorageError> {
+    let conversation = row.text("conversation_key")?;
+    let member = row.text("member_id")?;
+    let values = row.text("run_values")?;
     Ok(ScriptRun {
-        run_key: row.get("run_key"),
+        run_key: row.text("run_key")?,
         conversation_key: conversation.parse().map_err(|_| {
             StorageError::Corrupt(format!("script run conversation {conversation:?}"))
         })?,
         member_id: member
             .parse()
             .map_err(|_| StorageError::Corrupt(format!("script run member {member:?}")))?,
-        script: row.get("script"),
+        script: row.text("script")?,
         values: serde_json::from_str(&values)
             .map_err(|_| StorageError::Corrupt(format!("script run values {values:?}")))?,
-        outcome: ScriptRunOutcome::parse(&row.get::<String, _>("outcome"))?,
-        error: row.get("error"),
-        at_ms: row.get("at_ms"),
+        outcome: ScriptRunOutcome::parse(&row.text("outcome")?)?,
+        error: row.optional_text("error")?,
+        at_ms: row.integer("at_ms")?,
     })
 }

@@ -10,7 +10,6 @@ use sqlx::postgres::PgRow;
 use sqlx::{PgConnection, Row};
 
 use super::coordination::{WAKE_CHANNEL, fence_binds, hold_fence};
-use super::outbox::insert_if_any;
 use super::{PostgresStore, conversation_from_row, database_error, id_column};
 use crate::ids::ConversationKey;
 use crate::ports::{
@@ -18,6 +17,7 @@ use crate::ports::{
     StorageError, TurnRecord, WakeUp, now_ms,
 };
 use crate::storage::rows::{entries_json, extras_json};
+use crate::storage::sql::outbox::insert_if_any;
 
 /// A turn's end in one statement. `$1`/`$2`: the fence (lease and generation, `NULL`s when
 /// unfenced), its row locked `FOR SHARE` while it is checked; `$3`: the message; `$4`: the
@@ -379,7 +379,7 @@ impl Inbox for PostgresStore {
         let mut transaction = self.pool.begin().await.map_err(database_error)?;
         hold_fence(&mut transaction, fence).await?;
         end_turn(&mut transaction, inbox_id, "failed", reply, Some(error)).await?;
-        let queued = insert_if_any(&mut transaction, outgoing).await?;
+        let queued = insert_if_any(&mut *transaction, outgoing).await?;
         transaction.commit().await.map_err(database_error)?;
         Ok(queued)
     }

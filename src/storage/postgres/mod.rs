@@ -8,28 +8,18 @@
 //! generated column.
 //!
 //! Migrations (`migrations/postgres`) run under sqlx's advisory lock, so workers starting
-//! together apply each migration once.
+//! together apply each migration once. The ports written once for both databases
+//! (`storage/sql/`) run here through `backend.rs`; the files beside it are the ports still
+//! PostgreSQL's own and the workers' coordination.
 
-mod channel_state;
+mod backend;
 mod coordination;
 mod inbox;
-mod intents;
 mod members;
 mod memory;
-mod notes;
-mod outbox;
-mod pending;
-mod pending_plugin_calls;
 mod profiles;
-mod registered_plugins;
-mod retention;
-mod schedules;
-mod script_workflows;
-mod shopping_lists;
 mod telemetry;
 mod turn_journal;
-mod usage;
-mod web_access;
 
 use std::str::FromStr;
 use std::time::Duration;

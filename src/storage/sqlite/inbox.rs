@@ -4,7 +4,6 @@ use async_trait::async_trait;
 use sqlx::sqlite::SqliteRow;
 use sqlx::{Row, SqliteConnection};
 
-use super::outbox::insert_if_any;
 use super::{SqliteStore, conversation_from_row, database_error, id_column, memory::entries_json};
 use crate::ids::ConversationKey;
 use crate::ports::{
@@ -12,6 +11,7 @@ use crate::ports::{
     OutgoingMessage, StorageError, TurnRecord, now_ms,
 };
 use crate::storage::rows::extras_json;
+use crate::storage::sql::outbox::insert_if_any;
 
 /// The columns of an `InboxRecord`, spelled once for every query that reads one.
 macro_rules! select_record {

@@ -1,29 +1,20 @@
 //! The SQLite adapter: one WAL-mode database file, read through a small sqlx pool and
-//! written by one connection on its own thread (`writer.rs`, group commit).
+//! written by one connection on its own thread (`writer.rs`, group commit). The ports
+//! written once for both databases (`storage/sql/`) run here through `backend.rs`; the
+//! files beside it are the ports still SQLite's own, and the caches (history in
+//! `storage/history_cache.rs`, member profiles).
 //!
 //! `connect_read_only` opens the same file for commands that only read it beside a running
 //! hearth (`check-config`, `telemetry`): SQLite's read-only mode, no writer thread, no
 //! migrations, and a schema older than this binary's reported instead of read.
 
-mod channel_state;
+mod backend;
 mod inbox;
-mod intents;
 mod members;
 mod memory;
-mod notes;
-mod outbox;
-mod pending;
-mod pending_plugin_calls;
 mod profiles;
-mod registered_plugins;
-mod retention;
-mod schedules;
-mod script_workflows;
-mod shopping_lists;
 mod telemetry;
 mod turn_journal;
-mod usage;
-mod web_access;
 mod writer;
 
 use std::str::FromStr;
@@ -188,30 +179,6 @@ impl SqliteStore {
             .run(&self.pool)
             .await
             .map_err(|error| StorageError::Migration(error.to_string()))
-    }
-
-    /// Run `delete`, a `DELETE … WHERE conversation_key = ? AND member_id = ?`, for one
-    /// member's rows of one conversation; whether any went.
-    pub(super) async fn delete_members_rows(
-        &self,
-        delete: &'static str,
-        conversation_key: &str,
-        member_id: &str,
-    ) -> Result<bool, StorageError> {
-        let (conversation_key, member_id) = (conversation_key.to_owned(), member_id.to_owned());
-        self.writer
-            .run(move |connection| {
-                Box::pin(async move {
-                    sqlx::query(delete)
-                        .bind(&conversation_key)
-                        .bind(&member_id)
-                        .execute(&mut *connection)
-                        .await
-                        .map(|done| done.rows_affected() > 0)
-                        .map_err(database_error)
-                })
-            })
-            .await
     }
 
     /// The readers' pool, for `hearth copy-store` to read every table.

@@ -1,16 +1,14 @@
-//! `PendingPluginCalls` on PostgreSQL: table `pending_plugin_calls`, the plugin call a
-//! member is asked to complete, one per conversation and member.
+//! `PendingPluginCalls` on either SQL database: table `pending_plugin_calls`, the plugin
+//! call a member is asked to complete, one per conversation and member.
 
 use async_trait::async_trait;
-use sqlx::Row;
-use sqlx::postgres::PgRow;
 
-use super::{PostgresStore, database_error, id_column};
+use super::{SqlBackend, SqlRow, id_column, sql};
 use crate::ids::{ConversationKey, MemberId};
 use crate::ports::{PendingPluginCall, PendingPluginCalls, StorageError};
 
-/// The columns of a call, in `PendingPluginCall`'s order (a literal: sqlx takes only
-/// static SQL).
+/// The columns of a call, in `PendingPluginCall`'s order (a literal: statements are
+/// static text).
 macro_rules! columns {
     () => {
         "conversation_key, member_id, plugin_id, capability_id, parameters, missing, \
@@ -18,26 +16,17 @@ macro_rules! columns {
     };
 }
 
-fn json_column<T: serde::de::DeserializeOwned>(
-    row: &PgRow,
-    column: &str,
-) -> Result<T, StorageError> {
-    let text: String = row.get(column);
-    serde_json::from_str(&text)
-        .map_err(|error| StorageError::Corrupt(format!("pending_plugin_calls.{column}: {error}")))
-}
-
-fn call_from_row(row: &PgRow) -> Result<PendingPluginCall, StorageError> {
+fn call_from_row(row: &impl SqlRow) -> Result<PendingPluginCall, StorageError> {
     Ok(PendingPluginCall {
         conversation_key: id_column(row, "pending_plugin_calls", "conversation_key")?,
         member_id: id_column(row, "pending_plugin_calls", "member_id")?,
-        plugin_id: row.get("plugin_id"),
-        capability_id: row.get("capability_id"),
-        parameters: json_column(row, "parameters")?,
-        missing: json_column(row, "missing")?,
-        question: row.get("question"),
-        created_at_ms: row.get("created_at_ms"),
-        expires_at_ms: row.get("expires_at_ms"),
+        plugin_id: row.text("plugin_id")?,
+        capability_id: row.text("capability_id")?,
+        parameters: row.json("pending_plugin_calls", "parameters")?,
+        missing: row.json("pending_plugin_calls", "missing")?,
+        question: row.text("question")?,
+        created_at_ms: row.integer("created_at_ms")?,
+        expires_at_ms: row.integer("expires_at_ms")?,
     })
 }
 
@@ -47,12 +36,10 @@ fn to_json(value: &impl serde::Serialize, what: &str) -> Result<String, StorageE
 }
 
 #[async_trait]
-impl PendingPluginCalls for PostgresStore {
+impl<B: SqlBackend> PendingPluginCalls for B {
     async fn put(&self, call: &PendingPluginCall) -> Result<(), StorageError> {
-        let parameters = to_json(&call.parameters, "parameters")?;
-        let missing = to_json(&call.missing, "missing")?;
         // A new call replaces the member's earlier one in the conversation, whole.
-        sqlx::query(concat!(
+        let put = sql(concat!(
             "INSERT INTO pending_plugin_calls (",
             columns!(),
             ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ",
@@ -66,15 +53,12 @@ impl PendingPluginCalls for PostgresStore {
         .bind(call.member_id.as_str())
         .bind(&call.plugin_id)
         .bind(&call.capability_id)
-        .bind(&parameters)
-        .bind(&missing)
+        .bind(to_json(&call.parameters, "parameters")?)
+        .bind(to_json(&call.missing, "missing")?)
         .bind(&call.question)
         .bind(call.created_at_ms)
-        .bind(call.expires_at_ms)
-        .execute(&self.pool)
-        .await
-        .map(|_| ())
-        .map_err(database_error)
+        .bind(call.expires_at_ms);
+        self.write_count(put).await.map(drop)
     }
 
     async fn take_valid(
@@ -84,19 +68,15 @@ impl PendingPluginCalls for PostgresStore {
         now_ms: i64,
     ) -> Result<Option<PendingPluginCall>, StorageError> {
         // Delete and read in one statement: of two racing takes, one gets it.
-        let taken = sqlx::query(concat!(
+        let take = sql(concat!(
             "DELETE FROM pending_plugin_calls ",
             "WHERE conversation_key = $1 AND member_id = $2 RETURNING ",
             columns!()
         ))
         .bind(conversation_key.as_str())
-        .bind(member_id.as_str())
-        .fetch_optional(&self.pool)
-        .await
-        .map_err(database_error)?
-        .as_ref()
-        .map(call_from_row)
-        .transpose()?;
+        .bind(member_id.as_str());
+        let taken = self.write_optional(take).await?;
+        let taken = taken.as_ref().map(call_from_row).transpose()?;
         Ok(taken.filter(|call| !call.is_expired(now_ms)))
     }
 
@@ -106,7 +86,7 @@ impl PendingPluginCalls for PostgresStore {
         member_id: &MemberId,
         now_ms: i64,
     ) -> Result<Option<PendingPluginCall>, StorageError> {
-        sqlx::query(concat!(
+        let peek = sql(concat!(
             "SELECT ",
             columns!(),
             " FROM pending_plugin_calls ",
@@ -114,13 +94,9 @@ impl PendingPluginCalls for PostgresStore {
         ))
         .bind(conversation_key.as_str())
         .bind(member_id.as_str())
-        .bind(now_ms)
-        .fetch_optional(&self.pool)
-        .await
-        .map_err(database_error)?
-        .as_ref()
-        .map(call_from_row)
-        .transpose()
+        .bind(now_ms);
+        let row = self.read_optional(peek).await?;
+        row.as_ref().map(call_from_row).transpose()
     }
 
     async fn clear(
@@ -128,23 +104,15 @@ impl PendingPluginCalls for PostgresStore {
         conversation_key: &ConversationKey,
         member_id: &MemberId,
     ) -> Result<bool, StorageError> {
-        sqlx::query(
-            "DELETE FROM pending_plugin_calls WHERE conversation_key = $1 AND member_id = $2",
-        )
-        .bind(conversation_key.as_str())
-        .bind(member_id.as_str())
-        .execute(&self.pool)
-        .await
-        .map(|done| done.rows_affected() > 0)
-        .map_err(database_error)
+        let clear =
+            sql("DELETE FROM pending_plugin_calls WHERE conversation_key = $1 AND member_id = $2")
+                .bind(conversation_key.as_str())
+                .bind(member_id.as_str());
+        Ok(self.write_count(clear).await? > 0)
     }
 
     async fn expire_due(&self, now_ms: i64) -> Result<u64, StorageError> {
-        sqlx::query("DELETE FROM pending_plugin_calls WHERE expires_at_ms <= $1")
-            .bind(now_ms)
-            .execute(&self.pool)
-            .await
-            .map(|done| done.rows_affected())
-            .map_err(database_error)
+        let expire = sql("DELETE FROM pending_plugin_calls WHERE expires_at_ms <= $1");
+        self.write_count(expire.bind(now_ms)).await
     }
 }

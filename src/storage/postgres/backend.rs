@@ -1,0 +1,96 @@
+//! `SqlBackend` on PostgreSQL: a statement alone is one round trip on the pool, with no
+//! transaction around it; several run in one transaction, the fence held in it
+//! (`coordination::hold_fence`).
+
+use async_trait::async_trait;
+use futures::future::BoxFuture;
+use sqlx::postgres::{PgArguments, PgRow};
+use sqlx::{PgConnection, Postgres};
+
+use super::{PostgresStore, database_error};
+use crate::ports::{Fence, Inbound, StorageError};
+use crate::storage::sql::{Arg, Dialect, SqlBackend, SqlConnection, Statement};
+
+/// `statement` as sqlx's query, its values bound in order.
+fn query(statement: Statement) -> sqlx::query::Query<'static, Postgres, PgArguments> {
+    statement
+        .args
+        .into_iter()
+        .fold(sqlx::query(statement.sql), |query, arg| match arg {
+            Arg::Text(text) => query.bind(text),
+            Arg::Integer(number) => query.bind(number),
+            Arg::Boolean(flag) => query.bind(flag),
+        })
+}
+
+#[async_trait]
+impl SqlConnection for PgConnection {
+    type Row = PgRow;
+
+    async fn fetch(&mut self, statement: Statement) -> Result<Vec<PgRow>, StorageError> {
+        query(statement)
+            .fetch_all(&mut *self)
+            .await
+            .map_err(database_error)
+    }
+
+    async fn execute(&mut self, statement: Statement) -> Result<u64, StorageError> {
+        query(statement)
+            .execute(&mut *self)
+            .await
+            .map(|done| done.rows_affected())
+            .map_err(database_error)
+    }
+}
+
+#[async_trait]
+impl SqlBackend for PostgresStore {
+    const DIALECT: Dialect = Dialect::Postgres;
+    type Row = PgRow;
+    type Connection = PgConnection;
+
+    async fn read(&self, statement: Statement) -> Result<Vec<PgRow>, StorageError> {
+        query(statement)
+            .fetch_all(&self.pool)
+            .await
+            .map_err(database_error)
+    }
+
+    async fn write(&self, statement: Statement) -> Result<Vec<PgRow>, StorageError> {
+        self.read(statement).await
+    }
+
+    async fn write_count(&self, statement: Statement) -> Result<u64, StorageError> {
+        query(statement)
+            .execute(&self.pool)
+            .await
+            .map(|done| done.rows_affected())
+            .map_err(database_error)
+    }
+
+    async fn insert_inbound(
+        connection: &mut PgConnection,
+        message: &Inbound,
+    ) -> Result<bool, StorageError> {
+        super::inbox::insert_inbound(connection, message).await
+    }
+
+    async fn atomically_fenced<T, F>(
+        &self,
+        fence: Option<&Fence>,
+        work: F,
+    ) -> Result<T, StorageError>
+    where
+        T: Send + 'static,
+        F: for<'c> FnOnce(&'c mut PgConnection) -> BoxFuture<'c, Result<T, StorageError>>
+            + Send
+            + 'static,
+    {
+        let mut transaction = self.pool.begin().await.map_err(database_error)?;
+        super::coordination::hold_fence(&mut transaction, fence).await?;
+        // A failure drops the transaction, which rolls it back.
+        let done = work(&mut transaction).await?;
+        transaction.commit().await.map_err(database_error)?;
+        Ok(done)
+    }
+}

@@ -1,0 +1,102 @@
+//! `SqlBackend` on SQLite: reads on the pool, every write on the writer thread
+//! (`writer.rs`), so the ports written once in `storage/sql/` write as every SQLite write
+//! does: a statement alone in the shared transaction, several in a savepoint of it.
+
+use async_trait::async_trait;
+use futures::future::BoxFuture;
+use sqlx::sqlite::SqliteRow;
+use sqlx::{Sqlite, SqliteConnection};
+
+use super::{SqliteStore, database_error};
+use crate::ports::{Fence, Inbound, StorageError};
+use crate::storage::sql::{Arg, Dialect, SqlBackend, SqlConnection, Statement};
+
+/// `statement` as sqlx's query, its values bound in order.
+fn query(
+    statement: Statement,
+) -> sqlx::query::Query<'static, Sqlite, sqlx::sqlite::SqliteArguments> {
+    statement
+        .args
+        .into_iter()
+        .fold(sqlx::query(statement.sql), |query, arg| match arg {
+            Arg::Text(text) => query.bind(text),
+            Arg::Integer(number) => query.bind(number),
+            Arg::Boolean(flag) => query.bind(flag),
+        })
+}
+
+#[async_trait]
+impl SqlConnection for SqliteConnection {
+    type Row = SqliteRow;
+
+    async fn fetch(&mut self, statement: Statement) -> Result<Vec<SqliteRow>, StorageError> {
+        query(statement)
+            .fetch_all(&mut *self)
+            .await
+            .map_err(database_error)
+    }
+
+    async fn execute(&mut self, statement: Statement) -> Result<u64, StorageError> {
+        query(statement)
+            .execute(&mut *self)
+            .await
+            .map(|done| done.rows_affected())
+            .map_err(database_error)
+    }
+}
+
+#[async_trait]
+impl SqlBackend for SqliteStore {
+    const DIALECT: Dialect = Dialect::Sqlite;
+    type Row = SqliteRow;
+    type Connection = SqliteConnection;
+
+    async fn read(&self, statement: Statement) -> Result<Vec<SqliteRow>, StorageError> {
+        query(statement)
+            .fetch_all(&self.pool)
+            .await
+            .map_err(database_error)
+    }
+
+    async fn write(&self, statement: Statement) -> Result<Vec<SqliteRow>, StorageError> {
+        self.writer
+            .run(move |connection| Box::pin(connection.fetch(statement)))
+            .await
+    }
+
+    async fn write_count(&self, statement: Statement) -> Result<u64, StorageError> {
+        self.writer
+            .run(move |connection| Box::pin(connection.execute(statement)))
+            .await
+    }
+
+    async fn insert_inbound(
+        connection: &mut SqliteConnection,
+        message: &Inbound,
+    ) -> Result<bool, StorageError> {
+        super::inbox::insert_inbound(connection, message).await
+    }
+
+    async fn atomically_fenced<T, F>(
+        &self,
+        fence: Option<&Fence>,
+        work: F,
+    ) -> Result<T, StorageError>
+    where
+        T: Send + 'static,
+        F: for<'c> FnOnce(&'c mut SqliteConnection) -> BoxFuture<'c, Result<T, StorageError>>
+            + Send
+            + 'static,
+    {
+        // The fence is checked on the writer, where no other write runs meanwhile.
+        let (coordination, fence) = (self.coordination(), fence.cloned());
+        self.writer
+            .run_atomically(move |connection| {
+                Box::pin(async move {
+                    coordination.check(fence.as_ref())?;
+                    work(connection).await
+                })
+            })
+            .await
+    }
+}
