@@ -18,7 +18,7 @@ use crate::ports::{
     WorkerPresence,
 };
 use crate::readiness::Readiness;
-use crate::storage::in_memory_coordination::InMemoryCoordination;
+use crate::storage::in_memory::coordination::InMemoryCoordination;
 use crate::turn::TurnLease;
 
 /// The in-memory coordination, whose heartbeats can be made to hang (the database away).

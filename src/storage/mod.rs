@@ -7,24 +7,25 @@
 //!   conversation's newest history cached in memory (`history_cache.rs`), which is
 //!   why one process only may write the file: `instance_lock.rs` keeps a second one off it
 //!   (an OS lock on `<database file>.lock` naming its holder: pid, HTTP address, start
-//!   time). Its `Coordination` is the process's own (`in_memory_coordination.rs`).
+//!   time). Its `Coordination` is the process's own (`in_memory/coordination.rs`).
 //!   Migrations from `migrations/sqlite`;
 //! - PostgreSQL (`postgres/`, sqlx): one database shared by any number of workers, nothing
 //!   cached since other workers write too; what SQLite does in triggers is done in the same
 //!   transaction or by a generated column; a pooled connection pinged before use only
 //!   after `PING_WHEN_IDLE_FOR` (5 s) idle; migrations from `migrations/postgres` under an
 //!   advisory lock; the workers' leases and wake-ups in `postgres/coordination.rs`;
-//! - in memory (`in_memory.rs` and the `in_memory_*.rs` beside it, a file per group of
-//!   ports: outbox, intents, plugins, scripts, schedules, notes, members, web access,
-//!   usage, coordination): the same behaviour in a mutex, for tests: unit tests, and the
-//!   whole app run on tokio's paused clock (`Stores::in_memory`).
+//! - in memory (`in_memory/`: the store and the state its ports share in `mod.rs`, each
+//!   port in the file of the same name as in `sql/` or `postgres/`, and the process's own
+//!   `Coordination` in `coordination.rs`): the same behaviour in mutexes, for tests: unit
+//!   tests, and the whole app run on tokio's paused clock (`Stores::in_memory`).
 //!
 //! A port the two SQL adapters keep alike is written once, in `sql/<port>.rs`: its
 //! statements (`$N` placeholders, which both bind by number) and row mappings, for every
 //! `sql::SqlBackend`, which `sqlite/backend.rs` and `postgres/backend.rs` implement; where
 //! the dialects differ, `sql::Dialect` says it. The other ports have one file in each
 //! adapter, named alike (`inbox.rs`, `memory.rs` for `ConversationMemory`, `profiles.rs`
-//! for `UserProfiles`, ...). Each file's doc says its tables.
+//! for `UserProfiles`, ...), and the in-memory adapter's files are named as these. Each
+//! file's doc says its tables.
 //!
 //! Only this module knows SQL: besides the SQL adapters, `rows.rs` (`SqlRow`, reading a
 //! row of either database, and what both read from a row alike), `schema.rs` (whether a database's migrations are this binary's) and
@@ -39,16 +40,6 @@
 pub mod copy;
 pub(crate) mod history_cache;
 pub mod in_memory;
-pub(crate) mod in_memory_coordination;
-mod in_memory_intents;
-mod in_memory_members;
-mod in_memory_notes;
-mod in_memory_outbox;
-mod in_memory_plugins;
-mod in_memory_schedules;
-mod in_memory_scripts;
-mod in_memory_usage;
-mod in_memory_web_access;
 pub mod instance_lock;
 pub mod postgres;
 mod rows;

@@ -42,7 +42,7 @@ pub struct SqliteStore {
     history: std::sync::Arc<tokio::sync::Mutex<crate::storage::history_cache::HistoryCache>>,
     /// This process's workers and leases (one process owns the file): the fenced writes
     /// are checked against them.
-    coordination: std::sync::Arc<super::in_memory_coordination::InMemoryCoordination>,
+    coordination: std::sync::Arc<super::in_memory::coordination::InMemoryCoordination>,
 }
 
 impl SqliteStore {
@@ -162,7 +162,7 @@ impl SqliteStore {
     /// The leases this store's fenced writes are checked against (its `Coordination`).
     pub fn coordination(
         &self,
-    ) -> std::sync::Arc<super::in_memory_coordination::InMemoryCoordination> {
+    ) -> std::sync::Arc<super::in_memory::coordination::InMemoryCoordination> {
         self.coordination.clone()
     }
 

@@ -3,7 +3,7 @@
 
 use async_trait::async_trait;
 
-use super::in_memory::InMemoryStore;
+use super::InMemoryStore;
 use crate::ports::{Outbox, OutboxEntry, OutgoingMessage, SECRET_REMOVED, StorageError, now_ms};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

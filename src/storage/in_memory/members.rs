@@ -6,7 +6,7 @@ use std::sync::MutexGuard;
 
 use async_trait::async_trait;
 
-use super::in_memory::InMemoryStore;
+use super::InMemoryStore;
 use crate::ids::{FamilyRole, MemberId};
 use crate::ports::{
     ChangeRefused, ConfiguredMembers, InvitePurpose, JOIN_FAILURES_KEPT_MS, MemberChange,

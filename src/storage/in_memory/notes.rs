@@ -8,7 +8,7 @@ use std::sync::MutexGuard;
 
 use async_trait::async_trait;
 
-use super::in_memory::InMemoryStore;
+use super::InMemoryStore;
 use crate::ids::MemberId;
 use crate::ports::{
     Note, NoteList, NoteRef, NoteVisibility, NoteWrite, Notes, Saved, StorageError, note_title_key,

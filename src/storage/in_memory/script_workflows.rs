@@ -6,7 +6,7 @@ use std::sync::MutexGuard;
 
 use async_trait::async_trait;
 
-use super::in_memory::InMemoryStore;
+use super::InMemoryStore;
 use crate::ids::{ConversationKey, MemberId};
 use crate::ports::{ScriptRun, ScriptWorkflow, ScriptWorkflows, StorageError};
 

@@ -7,7 +7,7 @@ use std::sync::MutexGuard;
 
 use async_trait::async_trait;
 
-use super::in_memory::InMemoryStore;
+use super::InMemoryStore;
 use crate::ids::MemberId;
 use crate::ports::{
     MemberToken, NewSignInCode, SIGN_IN_FAILURES_KEPT_MS, SignInAttempt, SignInCheck,

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use async_trait::async_trait;
 use chrono::DateTime;
 
-use super::in_memory::InMemoryStore;
+use super::InMemoryStore;
 use crate::ids::ConversationKey;
 use crate::ids::MemberId;
 use crate::ports::{

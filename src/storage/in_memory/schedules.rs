@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use async_trait::async_trait;
 
-use super::in_memory::{InMemoryStore, State};
+use super::{InMemoryStore, State};
 use crate::ids::{FiringId, MemberId};
 use crate::ports::{
     Claimed, Firing, FiringClaim, FiringState, NewSchedule, OutgoingMessage, Schedule,
