@@ -3,7 +3,7 @@
 //!
 //! Each trait has three adapters in `storage/`: SQLite (`storage::sqlite`), PostgreSQL
 //! (`storage::postgres`), most of their SQL written once for both (`storage/sql/`), and in
-//! memory (`storage::in_memory` and the files beside it);
+//! memory (`storage::in_memory`, a file per port in `storage/in_memory/`);
 //! `tests/integration/storage_ports/` runs one suite against every one of them.
 //! `LlmProvider` lives in `llm/` and `ToolsProvider` in `tools/`.
 //!
