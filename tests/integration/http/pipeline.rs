@@ -169,7 +169,11 @@ async fn one_conversation_is_answered_in_order_while_others_run_in_parallel() {
             // may arrive in another order than sent).
             assert_eq!(texts.len(), 2 + 2 * n, "turn {n} of {prefix}: {texts:?}");
             if let Some(earlier) = turns.get(n.wrapping_sub(1)) {
-                assert_eq!(&texts[..texts.len() - 2], &earlier[..], "turn {n} of {prefix}");
+                assert_eq!(
+                    &texts[..texts.len() - 2],
+                    &earlier[..],
+                    "turn {n} of {prefix}"
+                );
             }
         }
         let mut sent: Vec<&String> = turns.iter().map(|texts| texts.last().unwrap()).collect();
