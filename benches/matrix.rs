@@ -82,8 +82,7 @@ fn main() {
         for n in 0..chats {
             people.push(
                 server
-                    .synapse
-                    .register(&format!("member{n}"), "member-password", false)
+                    .register(&format!("member{n}"), "member-password")
                     .await,
             );
         }

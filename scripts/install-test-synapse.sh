@@ -2,7 +2,8 @@
 # Installs the real Matrix homeserver that the Matrix tests talk to: Synapse (matrix-synapse
 # from PyPI) in a Python venv at $HEARTH_TEST_CACHE/synapse-venv (default
 # ~/.cache/hearth-test/synapse-venv). Tests run `<venv>/bin/python -m synapse.app.homeserver`
-# with a fresh loopback-only config of their own (see tests/support/synapse.rs).
+# with a fresh loopback-only config (one server per test process, and one for each test that
+# restarts it: see tests/support/synapse.rs).
 #
 # Idempotent: a second run only checks a marker file holding the version, and prints nothing.
 set -euo pipefail

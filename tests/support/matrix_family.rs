@@ -13,28 +13,97 @@ use super::test_config::TestConfig;
 
 pub const BOT_PASSWORD: &str = "hearth-bot-password";
 
-/// A homeserver with the bot's account and three people: alice and bob (family) and a stranger.
+/// A homeserver with the bot's account and three people: alice and bob (family) and a stranger,
+/// each a user of this test alone (`@<prefix>alice:localhost`, ...).
 pub struct Homeserver {
-    pub synapse: Synapse,
+    pub synapse: HomeSynapse,
+    /// What this test's localparts start with (`Synapse::fresh_prefix`).
+    pub prefix: String,
     pub bot: RegisteredUser,
     pub alice: RegisteredUser,
     pub bob: RegisteredUser,
     pub stranger: RegisteredUser,
 }
 
+/// The test process's shared Synapse, or one a test has to itself to stop and restart.
+pub enum HomeSynapse {
+    Shared(&'static Synapse),
+    Own(Synapse),
+}
+
+impl std::ops::Deref for HomeSynapse {
+    type Target = Synapse;
+
+    fn deref(&self) -> &Synapse {
+        match self {
+            HomeSynapse::Shared(synapse) => synapse,
+            HomeSynapse::Own(synapse) => synapse,
+        }
+    }
+}
+
+impl HomeSynapse {
+    /// `Synapse::stop`, on a server of the test's own.
+    pub async fn stop(&mut self) {
+        self.own().stop().await
+    }
+
+    /// `Synapse::start_again`, on a server of the test's own.
+    pub async fn start_again(&mut self) {
+        self.own().start_again().await
+    }
+
+    fn own(&mut self) -> &mut Synapse {
+        match self {
+            HomeSynapse::Own(synapse) => synapse,
+            HomeSynapse::Shared(_) => panic!(
+                "the shared synapse serves other tests: a test that stops or restarts it \
+                 starts its own (homeserver_of_its_own)"
+            ),
+        }
+    }
+}
+
+impl Homeserver {
+    /// Make another user of this test: `name` with the test's prefix.
+    pub async fn register(&self, name: &str, password: &str) -> RegisteredUser {
+        let localpart = format!("{}{name}", self.prefix);
+        self.synapse.register(&localpart, password, false).await
+    }
+}
+
+/// The test process's shared Synapse with this test's own users, or `None` when `test` is
+/// skipped (`Synapse::shared_or_skip`).
 pub async fn homeserver(test: &str) -> Option<Homeserver> {
+    let synapse = Synapse::shared_or_skip(test)?;
+    Some(with_users(HomeSynapse::Shared(synapse), Synapse::fresh_prefix(test)).await)
+}
+
+/// A Synapse of `test`'s own, for a test that stops or restarts it (`Synapse::start_or_skip`);
+/// its users have no prefix (`@alice:localhost`).
+pub async fn homeserver_of_its_own(test: &str) -> Option<Homeserver> {
     let synapse = Synapse::start_or_skip(test)?;
-    let bot = synapse.register("hearth", BOT_PASSWORD, false).await;
-    let alice = synapse.register("alice", "alice-password", false).await;
-    let bob = synapse.register("bob", "bob-password", false).await;
-    let stranger = synapse.register("mallory", "mallory-password", false).await;
-    Some(Homeserver {
+    Some(with_users(HomeSynapse::Own(synapse), String::new()).await)
+}
+
+async fn with_users(synapse: HomeSynapse, prefix: String) -> Homeserver {
+    let user = |name: &str| format!("{prefix}{name}");
+    let bot = synapse.register(&user("hearth"), BOT_PASSWORD, false).await;
+    let alice = synapse
+        .register(&user("alice"), "alice-password", false)
+        .await;
+    let bob = synapse.register(&user("bob"), "bob-password", false).await;
+    let stranger = synapse
+        .register(&user("mallory"), "mallory-password", false)
+        .await;
+    Homeserver {
         synapse,
+        prefix,
         bot,
         alice,
         bob,
         stranger,
-    })
+    }
 }
 
 /// The secrets a test hearth on Matrix needs.

@@ -3,21 +3,28 @@
 //!
 //! `scripts/install-test-synapse.sh` installs Synapse into `$HEARTH_TEST_CACHE/synapse-venv`
 //! (default `~/.cache/hearth-test`); this module writes each server its own loopback-only
-//! config, SQLite database and signing key in a temporary folder, so tests running in parallel
-//! never share a server. With `HEARTH_REQUIRE_REAL_SERVERS=1` a missing install fails the
-//! test, otherwise the test skips. Users are made with the shared-secret admin registration
-//! API, so no test depends on open registration.
+//! config, SQLite database and signing key in a temporary folder. A test process runs one
+//! server for all its tests (`shared_or_skip`, started on first use), each test with users of
+//! its own (`fresh_prefix`), so tests running in parallel never see each other's users, rooms
+//! or invites; a small shell watch removes its folder once the test process is gone, and the
+//! server itself exits then. A test that stops or restarts the server starts one of its own
+//! (`start_or_skip`), killed when dropped. With `HEARTH_REQUIRE_REAL_SERVERS=1` a missing
+//! install fails the test, otherwise the test skips. Users are made with the shared-secret
+//! admin registration API, so no test depends on open registration.
 
 // Not every includer uses the whole API.
 #![allow(dead_code)]
 
-use std::collections::BTreeSet;
+mod launch;
+
 use std::fs::{File, OpenOptions};
-use std::io::{Read, Seek, SeekFrom, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::io::{Read, Seek, SeekFrom};
+use std::net::SocketAddr;
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::{Condvar, Mutex, MutexGuard};
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
 use hmac::{Hmac, KeyInit, Mac};
@@ -25,6 +32,7 @@ use serde_json::{Value, json};
 use sha1::Sha1;
 
 use super::real_llm::require_real_servers;
+use launch::{StartPermit, release_port, reserve_port, versions_status};
 
 /// The server name of every test homeserver: user ids are `@name:localhost`.
 pub const SERVER_NAME: &str = "localhost";
@@ -38,6 +46,19 @@ const STOP_TIMEOUT: Duration = Duration::from_secs(10);
 const START_ATTEMPTS: usize = 3;
 /// The most of the server's log quoted in an error.
 const LOG_TAIL_BYTES: u64 = 6000;
+
+/// Removes the shared server's folder once the test process (`$1`) is gone: the launcher's
+/// watchdog ends the server (`$2`, recognised by its folder `$3` on its command line) within a
+/// second of that, and the watch kills it if it has not after 10 s.
+const WATCH: &str = r#"
+while [ -d "/proc/$1" ]; do sleep 1; done
+for _ in 1 2 3 4 5 6 7 8 9 10; do
+    grep -qF "$3" "/proc/$2/cmdline" 2>/dev/null || break
+    sleep 1
+done
+grep -qF "$3" "/proc/$2/cmdline" 2>/dev/null && kill -KILL "$2"
+rm -rf "$3"
+"#;
 
 /// Runs Synapse's own entry point after starting a watchdog thread: when the test process dies
 /// without dropping its `Synapse` (killed, or aborted), the server notices it has been
@@ -71,10 +92,18 @@ pub struct Synapse {
     port: u16,
     shared_secret: String,
     child: Option<Child>,
-    /// Config, database, signing key, media and log; deleted on drop, after the server is gone.
-    dir: tempfile::TempDir,
+    /// Config, database, signing key, media and log.
+    dir: PathBuf,
+    /// Deletes `dir` on drop, after the server is gone; `None` for the shared server, whose
+    /// watch deletes it.
+    cleanup: Option<tempfile::TempDir>,
     http: reqwest::Client,
 }
+
+/// The test process's shared server, started by the first `shared_or_skip`; never dropped.
+static SHARED: OnceLock<Result<Synapse, String>> = OnceLock::new();
+/// Prefixes handed out by `fresh_prefix`.
+static PREFIXES: AtomicU32 = AtomicU32::new(0);
 
 impl Synapse {
     /// `$HEARTH_TEST_CACHE/synapse-venv`, the cache defaulting to `~/.cache/hearth-test` (an
@@ -110,27 +139,94 @@ impl Synapse {
     /// thing in the test, before anything else runs on the test's runtime.
     #[track_caller]
     pub fn start_or_skip(test: &str) -> Option<Synapse> {
-        if !Self::is_installed() {
-            let marker = Self::marker();
-            if require_real_servers() {
-                panic!(
-                    "{test}: Synapse is not installed ({} is missing) and \
-                     HEARTH_REQUIRE_REAL_SERVERS=1; run scripts/install-test-synapse.sh",
-                    marker.display()
-                );
-            }
-            eprintln!(
-                "SKIPPED {test}: Synapse is not installed ({} is missing); run \
-                 scripts/install-test-synapse.sh to enable this test, or set \
-                 HEARTH_REQUIRE_REAL_SERVERS=1 to make its absence an error",
-                marker.display()
-            );
+        if !Self::installed_or_skip(test) {
             return None;
         }
         match Self::start(test) {
             Ok(synapse) => Some(synapse),
             Err(err) => panic!("{test}: {err}"),
         }
+    }
+
+    /// The test process's server, started on first use (blocking the calling thread as
+    /// `start_or_skip` does), or `None` when `test` is skipped as by `start_or_skip`. Other
+    /// tests use it at the same time: make `test`'s users with a `fresh_prefix`, and never
+    /// stop it. Panics when it does not start.
+    #[track_caller]
+    pub fn shared_or_skip(test: &str) -> Option<&'static Synapse> {
+        if !Self::installed_or_skip(test) {
+            return None;
+        }
+        match SHARED.get_or_init(Self::start_shared) {
+            Ok(synapse) => Some(synapse),
+            Err(err) => panic!("{test}: the shared synapse did not start: {err}"),
+        }
+    }
+
+    /// A localpart prefix no other caller in this process gets, `test` in it for the logs:
+    /// `matrix_reactions.3.` makes `@matrix_reactions.3.alice:localhost`.
+    pub fn fresh_prefix(test: &str) -> String {
+        let name: String = test
+            .chars()
+            .map(|c| match c.to_ascii_lowercase() {
+                c @ ('a'..='z' | '0'..='9' | '_' | '-') => c,
+                _ => '_',
+            })
+            .take(40)
+            .collect();
+        format!("{name}.{}.", PREFIXES.fetch_add(1, Ordering::Relaxed))
+    }
+
+    /// Whether Synapse is installed; when it is not, panics under
+    /// `HEARTH_REQUIRE_REAL_SERVERS=1`, and otherwise says on stderr that `test` is skipped.
+    #[track_caller]
+    fn installed_or_skip(test: &str) -> bool {
+        if Self::is_installed() {
+            return true;
+        }
+        let marker = Self::marker();
+        if require_real_servers() {
+            panic!(
+                "{test}: Synapse is not installed ({} is missing) and \
+                 HEARTH_REQUIRE_REAL_SERVERS=1; run scripts/install-test-synapse.sh",
+                marker.display()
+            );
+        }
+        eprintln!(
+            "SKIPPED {test}: Synapse is not installed ({} is missing); run \
+             scripts/install-test-synapse.sh to enable this test, or set \
+             HEARTH_REQUIRE_REAL_SERVERS=1 to make its absence an error",
+            marker.display()
+        );
+        false
+    }
+
+    /// The shared server: started as any other, then its folder handed to a watch that
+    /// outlives the test process (its own process group, so a Ctrl-C of the tests does not
+    /// end it before it has cleaned up).
+    fn start_shared() -> Result<Synapse, String> {
+        let mut synapse = Self::start("shared synapse")?;
+        let pid = synapse.pid().expect("a started server runs").to_string();
+        let folder = synapse
+            .dir
+            .to_str()
+            .ok_or_else(|| format!("synapse: {} is not UTF-8", synapse.dir.display()))?;
+        // Never waited for: the watch outlives the test process, to clean up after it.
+        #[allow(clippy::zombie_processes)]
+        Command::new("/bin/sh")
+            .args(["-c", WATCH, "synapse-watch"])
+            .arg(std::process::id().to_string())
+            .args([pid.as_str(), folder])
+            .process_group(0)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .map_err(|err| format!("synapse: cannot start its watch: {err}"))?;
+        if let Some(dir) = synapse.cleanup.take() {
+            let _ = dir.keep();
+        }
+        Ok(synapse)
     }
 
     /// A fresh server: new folder, new port, new secrets; Synapse makes the signing key and the
@@ -142,8 +238,11 @@ impl Synapse {
                 Self::python().display()
             ));
         }
+        // No connection kept between requests: the shared server's client serves tests on
+        // runtimes of their own, and a connection lives on the runtime that opened it.
         let http = reqwest::Client::builder()
             .no_proxy()
+            .pool_max_idle_per_host(0)
             .timeout(Duration::from_secs(30))
             .build()
             .map_err(|err| format!("synapse: cannot build an HTTP client: {err}"))?;
@@ -158,7 +257,8 @@ impl Synapse {
                 port: reserve_port()?,
                 shared_secret: random_secret(),
                 child: None,
-                dir,
+                dir: dir.path().to_owned(),
+                cleanup: Some(dir),
                 http: http.clone(),
             };
             synapse.write_config()?;
@@ -194,7 +294,7 @@ impl Synapse {
 
     /// The folder holding the config, database, signing key, media store and log.
     pub fn data_dir(&self) -> &Path {
-        self.dir.path()
+        &self.dir
     }
 
     /// `@localpart:localhost`.
@@ -278,7 +378,7 @@ impl Synapse {
     /// retrying meanwhile) until it answers. Panics when it does not come back.
     pub async fn start_again(&mut self) {
         self.stop().await;
-        let (dir, port) = (self.dir.path().to_owned(), self.port);
+        let (dir, port) = (self.dir.clone(), self.port);
         let booted = tokio::task::spawn_blocking(move || boot_in(&dir, port))
             .await
             .expect("restarting synapse");
@@ -290,18 +390,20 @@ impl Synapse {
 
     /// The end of the server's log (all of its runs), for failure messages.
     pub fn log_tail(&self) -> String {
-        log_tail(&log_path(self.dir.path()))
+        log_tail(&log_path(&self.dir))
     }
 
     fn config_path(&self) -> PathBuf {
-        self.dir.path().join("homeserver.yaml")
+        self.dir.join("homeserver.yaml")
     }
 
     /// Everything loopback-only and local: no federation listener, no key servers, no stats,
-    /// cheap password hashing, and rate limits far above what any test sends (Synapse's
-    /// defaults throttle a test's burst of logins, messages and joins within seconds).
+    /// cheap password hashing, and every configurable rate limit (Synapse 1.163's `rc_*`)
+    /// far above what the tests send: Synapse's defaults throttle one test's burst of logins,
+    /// messages and joins within seconds, and the shared server takes every test's at once,
+    /// all from 127.0.0.1 (the per-address limits count them together).
     fn write_config(&self) -> Result<(), String> {
-        let dir = self.dir.path();
+        let dir = &self.dir;
         let unlimited = json!({ "per_second": 100000, "burst_count": 100000 });
         let config = json!({
             "server_name": SERVER_NAME,
@@ -362,7 +464,7 @@ impl Synapse {
 
     /// Spawn the server and wait until it answers.
     fn boot(&mut self) -> Result<(), String> {
-        let child = boot_in(self.dir.path(), self.port)?;
+        let child = boot_in(&self.dir, self.port)?;
         self.child = Some(child);
         Ok(())
     }
@@ -479,35 +581,6 @@ fn log_tail(path: &Path) -> String {
     }
 }
 
-/// The HTTP status of `GET /_matrix/client/versions`, or `None` when nothing answers yet.
-fn versions_status(address: SocketAddr) -> Option<u16> {
-    let mut stream = TcpStream::connect_timeout(&address, Duration::from_millis(500)).ok()?;
-    stream.set_read_timeout(Some(Duration::from_secs(2))).ok()?;
-    stream
-        .set_write_timeout(Some(Duration::from_secs(2)))
-        .ok()?;
-    stream
-        .write_all(
-            b"GET /_matrix/client/versions HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n",
-        )
-        .ok()?;
-    // The status line is all that is needed: "HTTP/1.1 200 OK".
-    let mut head = [0u8; 64];
-    let mut filled = 0;
-    while filled < head.len() {
-        match stream.read(&mut head[filled..]) {
-            Ok(0) => break,
-            Ok(read) => filled += read,
-            Err(_) => return None,
-        }
-        if head[..filled].contains(&b'\n') {
-            break;
-        }
-    }
-    let line = std::str::from_utf8(&head[..filled]).ok()?;
-    line.split_whitespace().nth(1)?.parse().ok()
-}
-
 /// The `mac` of a shared-secret registration: hex HMAC-SHA1 over
 /// `nonce \0 username \0 password \0 admin|notadmin`, keyed with the shared secret.
 pub fn registration_mac(
@@ -537,81 +610,4 @@ fn folder_safe(test: &str) -> String {
         .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
         .take(40)
         .collect()
-}
-
-/// Ports handed to servers of this process and not yet released.
-static TAKEN_PORTS: Mutex<BTreeSet<u16>> = Mutex::new(BTreeSet::new());
-
-fn taken_ports() -> MutexGuard<'static, BTreeSet<u16>> {
-    TAKEN_PORTS
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
-}
-
-/// A loopback port free right now for a server of this process. Chosen below the kernel's
-/// ephemeral range, so that no outgoing connection (of which a test suite makes thousands)
-/// takes it between this probe and Synapse's bind, nor while it is stopped for a restart.
-fn reserve_port() -> Result<u16, String> {
-    let ephemeral_low = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
-        .ok()
-        .and_then(|text| text.split_whitespace().next()?.parse::<u16>().ok())
-        .unwrap_or(32768);
-    let mut taken = taken_ports();
-    if ephemeral_low > 12000 {
-        for _ in 0..200 {
-            let port = fastrand::u16(10000..ephemeral_low);
-            if !taken.contains(&port) && TcpListener::bind(("127.0.0.1", port)).is_ok() {
-                taken.insert(port);
-                return Ok(port);
-            }
-        }
-    }
-    // An unusual kernel setting: let the OS pick one.
-    let port = TcpListener::bind("127.0.0.1:0")
-        .and_then(|listener| listener.local_addr())
-        .map(|address| address.port())
-        .map_err(|err| format!("synapse: no free loopback port: {err}"))?;
-    taken.insert(port);
-    Ok(port)
-}
-
-fn release_port(port: u16) {
-    taken_ports().remove(&port);
-}
-
-/// At most one Synapse start per core at a time in this process: a start is a second of
-/// Python imports and schema creation at full CPU, and a dozen at once on 2 cores would each
-/// take far longer than starting them in turn.
-struct StartPermit;
-
-static STARTS_RUNNING: Mutex<usize> = Mutex::new(0);
-static START_FREED: Condvar = Condvar::new();
-
-impl StartPermit {
-    fn acquire() -> StartPermit {
-        let limit = std::thread::available_parallelism()
-            .map(|cores| cores.get())
-            .unwrap_or(1)
-            .clamp(1, 4);
-        let mut running = STARTS_RUNNING
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
-        while *running >= limit {
-            running = START_FREED
-                .wait(running)
-                .unwrap_or_else(|poisoned| poisoned.into_inner());
-        }
-        *running += 1;
-        StartPermit
-    }
-}
-
-impl Drop for StartPermit {
-    fn drop(&mut self) {
-        let mut running = STARTS_RUNNING
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
-        *running -= 1;
-        START_FREED.notify_one();
-    }
 }

@@ -249,10 +249,14 @@ async fn devices(synapse: &Synapse, token: &str) -> Vec<String> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn doctor_logs_in_to_matrix_and_leaves_no_device_behind() {
     const PASSWORD: &str = "bot-password-0123456789";
-    let Some(synapse) = Synapse::start_or_skip("doctor_logs_in_to_matrix") else {
+    const TEST: &str = "doctor_logs_in_to_matrix";
+    let Some(synapse) = Synapse::shared_or_skip(TEST) else {
         return;
     };
-    let bot = synapse.register("hearth", PASSWORD, false).await;
+    let prefix = Synapse::fresh_prefix(TEST);
+    let bot = synapse
+        .register(&format!("{prefix}hearth"), PASSWORD, false)
+        .await;
     let llm = ScriptedLlmServer::start();
     let folder = tempfile::tempdir().unwrap();
     let config = TestConfig::new(folder.path(), &llm.base_url())
@@ -305,7 +309,7 @@ async fn doctor_logs_in_to_matrix_and_leaves_no_device_behind() {
         "{line}"
     );
     assert_eq!(
-        devices(&synapse, &bot.access_token).await,
+        devices(synapse, &bot.access_token).await,
         std::slice::from_ref(&bot.device_id)
     );
     assert!(

@@ -12,7 +12,8 @@ use crate::support::delivery::{each_answered_once_in_order, undelivered, wait_fo
 use crate::support::hearth_app::{HearthProcess, test_env, write_telegram_family_config};
 use crate::support::llm_server::{ScriptedLlmServer, Step};
 use crate::support::matrix_family::{
-    homeserver, matrix_env, reply_from_hearth, room_with_hearth, write_matrix_config,
+    homeserver, homeserver_of_its_own, matrix_env, reply_from_hearth, room_with_hearth,
+    write_matrix_config,
 };
 use crate::support::matrix_member::MatrixMember;
 use crate::support::seed::seeded;
@@ -59,7 +60,7 @@ async fn a_reply_telegram_refuses_until_hearth_is_killed_is_delivered_once_after
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_reply_computed_while_the_homeserver_is_down_is_delivered_once_after_a_kill() {
-    let Some(mut server) = homeserver("matrix_durable_delivery").await else {
+    let Some(mut server) = homeserver_of_its_own("matrix_durable_delivery").await else {
         return;
     };
     let llm = ScriptedLlmServer::start();

@@ -147,10 +147,7 @@ async fn with_two_parents_on_matrix_one_approves_and_both_prompts_are_closed() {
     let Some(server) = homeserver("matrix_escalation_two_parents").await else {
         return;
     };
-    let carol_account = server
-        .synapse
-        .register("carol", "carol-password", false)
-        .await;
+    let carol_account = server.register("carol", "carol-password").await;
     let llm = ScriptedLlmServer::start();
     // Carol first in the family, a second parent.
     let carol = FamilyMember {

@@ -10,13 +10,14 @@ use tempfile::TempDir;
 use crate::support::hearth_app::TestApp;
 use crate::support::llm_server::{ScriptedLlmServer, Step};
 use crate::support::matrix_family::{
-    Homeserver, homeserver, matrix_env, reply_from_hearth, room_with_hearth, write_matrix_config,
+    Homeserver, homeserver, homeserver_of_its_own, matrix_env, reply_from_hearth, room_with_hearth,
+    write_matrix_config,
 };
 use crate::support::matrix_member::{MatrixMember, NewRoom};
 use crate::support::telegram_family::secure_profile;
 use hearth::actors::processing::DECLINED_RESULT;
 
-/// hearth on Matrix as `@hearth:localhost`, alice and bob in the family.
+/// hearth on Matrix as the test's `hearth` user, alice and bob in the family.
 async fn start_on_matrix(
     llm: &ScriptedLlmServer,
     server: &Homeserver,
@@ -282,7 +283,7 @@ async fn a_restart_keeps_the_device_replays_nothing_and_still_decrypts() {
 
 #[actix::test]
 async fn hearth_syncs_again_after_the_homeserver_restarts() {
-    let Some(mut server) = homeserver("matrix_homeserver_restart").await else {
+    let Some(mut server) = homeserver_of_its_own("matrix_homeserver_restart").await else {
         return;
     };
     let llm = ScriptedLlmServer::start();

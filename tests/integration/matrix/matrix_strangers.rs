@@ -66,8 +66,7 @@ async fn strangers_rooms_are_few_while_a_code_is_open_and_left_when_it_closes() 
     let mut strangers = Vec::new();
     for n in 0..=STRANGER_ROOMS {
         let user = server
-            .synapse
-            .register(&format!("stranger{n}"), "stranger-password", false)
+            .register(&format!("stranger{n}"), "stranger-password")
             .await;
         let stranger = MatrixMember::login(&server.synapse, &user).await;
         let room = stranger
