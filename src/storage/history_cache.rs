@@ -97,10 +97,11 @@ impl HistoryCache {
         );
     }
 
-    /// The entries of the answered message `inbox_id`, just committed under `tenure`.
-    /// Written without this cache's lock, they may already be here: a load that read the
-    /// database after the commit and before this call saw them. Entries held under
-    /// another tenure are forgotten: they no longer tell the whole history.
+    /// The entries of the answered message `inbox_id`, just committed under `tenure`, each
+    /// filed under that message as the database files them. Written without this cache's
+    /// lock, they may already be here: a load that read the database after the commit and
+    /// before this call saw them. Entries held under another tenure are forgotten: they no
+    /// longer tell the whole history.
     pub fn appended_turn(
         &mut self,
         conversation_key: &str,
@@ -126,7 +127,14 @@ impl HistoryCache {
                     .any(|entry| entry.inbox_id.as_deref() == Some(inbox_id))
             });
         if !already_loaded {
-            self.appended(conversation_key, entries);
+            let filed: Vec<HistoryEntry> = entries
+                .iter()
+                .map(|entry| HistoryEntry {
+                    inbox_id: Some(inbox_id.to_string()),
+                    ..entry.clone()
+                })
+                .collect();
+            self.appended(conversation_key, &filed);
         }
     }
 

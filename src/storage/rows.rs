@@ -10,6 +10,7 @@ use std::str::FromStr;
 use sqlx::{ColumnIndex, Decode, Row, Type};
 
 use crate::ids::{ConversationKey, IdError};
+use crate::llm::Role;
 use crate::ports::{HistoryEntry, InboundExtras, ScriptRun, ScriptRunOutcome, StorageError};
 
 /// An inbox message's `extras` column: JSON, or nothing for a message without any.
@@ -96,6 +97,26 @@ where
     row.text(column)?
         .parse()
         .map_err(|error| StorageError::Corrupt(format!("{table}.{column}: {error}")))
+}
+
+/// A history entry from a `messages` row (columns `role`, `content`, `profile_id`,
+/// `inbox_id`, `tool_calls`, `tool_call_id`, `created_at_ms`).
+pub(crate) fn history_entry_from_row(row: &impl SqlRow) -> Result<HistoryEntry, StorageError> {
+    let role = row.text("role")?;
+    Ok(HistoryEntry {
+        role: Role::parse(&role)
+            .ok_or_else(|| StorageError::Corrupt(format!("message role {role:?}")))?,
+        content: row.text("content")?,
+        profile_id: row.text("profile_id")?,
+        inbox_id: row.optional_text("inbox_id")?,
+        tool_calls: match row.optional_text("tool_calls")? {
+            Some(text) => serde_json::from_str(&text)
+                .map_err(|error| StorageError::Corrupt(error.to_string()))?,
+            None => Vec::new(),
+        },
+        tool_call_id: row.optional_text("tool_call_id")?,
+        created_at_ms: row.integer("created_at_ms")?,
+    })
 }
 
 /// History entries as one JSON array, which each adapter inserts in a single statement

@@ -5,14 +5,13 @@
 //! round trip.
 
 use async_trait::async_trait;
-use sqlx::{PgConnection, Row};
+use sqlx::PgConnection;
 
 use super::{PostgresStore, database_error};
 use crate::ids::ConversationKey;
-use crate::llm::Role;
 use crate::ports::{ConversationMemory, Fence, HistoryEntry, StorageError};
 use crate::storage::history_cache::{ENTRIES_PER_CONVERSATION, HistoryCache};
-use crate::storage::rows::entries_json;
+use crate::storage::rows::{entries_json, history_entry_from_row};
 
 /// Store `entries` in order, in one statement (whole or not at all), on the caller's
 /// connection; `inbox_id`, when given, files each under that message.
@@ -65,24 +64,7 @@ impl PostgresStore {
         .map_err(database_error)?;
         let mut entries = rows
             .iter()
-            .map(|row| {
-                let role: String = row.get("role");
-                let tool_calls: Option<String> = row.get("tool_calls");
-                Ok(HistoryEntry {
-                    role: Role::parse(&role)
-                        .ok_or_else(|| StorageError::Corrupt(format!("message role {role:?}")))?,
-                    content: row.get("content"),
-                    profile_id: row.get("profile_id"),
-                    inbox_id: row.get("inbox_id"),
-                    tool_calls: match tool_calls {
-                        Some(text) => serde_json::from_str(&text)
-                            .map_err(|error| StorageError::Corrupt(error.to_string()))?,
-                        None => Vec::new(),
-                    },
-                    tool_call_id: row.get("tool_call_id"),
-                    created_at_ms: row.get("created_at_ms"),
-                })
-            })
+            .map(history_entry_from_row)
             .collect::<Result<Vec<_>, StorageError>>()?;
         entries.reverse();
         Ok(entries)
@@ -106,14 +88,7 @@ impl PostgresStore {
         let mut cache = self.held_history();
         match fence {
             Some(fence) => {
-                let stored: Vec<HistoryEntry> = entries
-                    .iter()
-                    .map(|entry| HistoryEntry {
-                        inbox_id: Some(inbox_id.to_string()),
-                        ..entry.clone()
-                    })
-                    .collect();
-                cache.appended_turn(conversation_key, inbox_id, &stored, Some(fence.generation));
+                cache.appended_turn(conversation_key, inbox_id, entries, Some(fence.generation));
             }
             None if entries.is_empty() => {}
             None => cache.forget(conversation_key),

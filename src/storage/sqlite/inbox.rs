@@ -7,8 +7,8 @@ use sqlx::{Row, SqliteConnection};
 use super::{SqliteStore, conversation_from_row, database_error, id_column, memory::entries_json};
 use crate::ids::ConversationKey;
 use crate::ports::{
-    Acceptance, Fence, HistoryEntry, Inbound, InboundExtras, Inbox, InboxRecord, InboxStatus,
-    OutgoingMessage, StorageError, TurnRecord, now_ms,
+    Acceptance, Fence, Inbound, InboundExtras, Inbox, InboxRecord, InboxStatus, OutgoingMessage,
+    StorageError, TurnRecord, now_ms,
 };
 use crate::storage::rows::extras_json;
 use crate::storage::sql::outbox::insert_if_any;
@@ -171,19 +171,10 @@ impl Inbox for SqliteStore {
                 })
             })
             .await?;
-        // The trigger files every entry under this message's id.
-        let stored: Vec<_> = turn
-            .messages
-            .iter()
-            .map(|entry| HistoryEntry {
-                inbox_id: Some(inbox_id.to_string()),
-                ..entry.clone()
-            })
-            .collect();
         self.history.lock().await.appended_turn(
             turn.conversation_key.as_str(),
             inbox_id,
-            &stored,
+            &turn.messages,
             None,
         );
         Ok(queued)

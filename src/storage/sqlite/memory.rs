@@ -1,14 +1,13 @@
 //! `ConversationMemory` on SQLite: table `messages`.
 
 use async_trait::async_trait;
-use sqlx::Row;
 
 use super::{SqliteStore, database_error};
 use crate::ids::ConversationKey;
-use crate::llm::Role;
 use crate::ports::{ConversationMemory, HistoryEntry, StorageError};
 use crate::storage::history_cache::ENTRIES_PER_CONVERSATION;
 pub(super) use crate::storage::rows::entries_json;
+use crate::storage::rows::history_entry_from_row;
 
 impl SqliteStore {
     /// The newest `limit` chat-text entries at or after `since_ms`, oldest first.
@@ -31,24 +30,7 @@ impl SqliteStore {
         .map_err(database_error)?;
         let mut entries = rows
             .iter()
-            .map(|row| {
-                let role: String = row.get("role");
-                let tool_calls: Option<String> = row.get("tool_calls");
-                Ok(HistoryEntry {
-                    role: Role::parse(&role)
-                        .ok_or_else(|| StorageError::Corrupt(format!("message role {role:?}")))?,
-                    content: row.get("content"),
-                    profile_id: row.get("profile_id"),
-                    inbox_id: row.get("inbox_id"),
-                    tool_calls: match tool_calls {
-                        Some(text) => serde_json::from_str(&text)
-                            .map_err(|error| StorageError::Corrupt(error.to_string()))?,
-                        None => Vec::new(),
-                    },
-                    tool_call_id: row.get("tool_call_id"),
-                    created_at_ms: row.get("created_at_ms"),
-                })
-            })
+            .map(history_entry_from_row)
             .collect::<Result<Vec<_>, StorageError>>()?;
         entries.reverse();
         Ok(entries)
