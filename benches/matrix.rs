@@ -15,7 +15,7 @@ mod support;
 
 use std::time::{Duration, Instant};
 
-use support::hearth_app::{HearthProcess, test_env};
+use support::hearth_app::{Hearth, test_env};
 use support::llm_server::{ScriptedLlmServer, Step};
 use support::matrix_family::{
     Homeserver, homeserver, matrix_env, reply_from_hearth, room_with_hearth, write_matrix_config,
@@ -97,7 +97,7 @@ fn main() {
             std::env::var("HEARTH_BENCH_LOG").unwrap_or_else(|_| "warn,hearth::app=info".into());
         let mut env = matrix_env();
         env.push(("HEARTH_LOG", log.as_str()));
-        let hearth = HearthProcess::spawn(&config, &test_env(&env));
+        let hearth = Hearth::spawn(&config, &test_env(&env));
 
         let mut rooms = Vec::with_capacity(chats);
         for person in &people {

@@ -48,7 +48,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use load::{Deployment, Figures};
-use support::hearth_app::{HearthProcess, test_env, wait_for_readyz, write_telegram_family_config};
+use support::hearth_app::{Hearth, test_env, wait_for_readyz, write_telegram_family_config};
 use support::llm_server::ScriptedLlmServer;
 use support::measure::{env_number, memory_mb, verdict};
 use support::postgres::{PostgresServer, config_on};
@@ -307,7 +307,7 @@ fn idle_rss(
     config: &Path,
     env: &std::collections::BTreeMap<String, String>,
 ) -> f64 {
-    let hearth = HearthProcess::spawn_binary(binary, config, env);
+    let hearth = Hearth::spawn_binary(binary, config, env);
     runtime.block_on(wait_for_readyz(client, &hearth.base_url));
     std::thread::sleep(Duration::from_millis(500));
     memory_mb(hearth.pid(), "VmRSS")

@@ -18,7 +18,7 @@ use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use support::hearth_app::{HearthProcess, test_env, write_telegram_family_config};
+use support::hearth_app::{Hearth, test_env, write_telegram_family_config};
 use support::llm_server::ScriptedLlmServer;
 use support::measure::{cpu_seconds, env_number, memory_mb, percentile, verdict};
 use support::telegram::TelegramServer;
@@ -129,7 +129,7 @@ fn main() {
         later,
         first_due_ms,
     ));
-    let hearth = HearthProcess::spawn_binary(&binary, &config, &env);
+    let hearth = Hearth::spawn_binary(&binary, &config, &env);
 
     // Idle before the minute: connected, the next day's reminders read and held.
     while wall_ms() < first_due_ms - 5_000 {

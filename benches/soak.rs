@@ -18,7 +18,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use support::hearth_app::{HearthProcess, test_env, write_telegram_family_config};
+use support::hearth_app::{Hearth, test_env, write_telegram_family_config};
 use support::llm_server::{ScriptedLlmServer, Step};
 use support::measure::env_number;
 use support::seed::seeded;
@@ -71,7 +71,7 @@ fn main() {
     ]);
 
     let started = Instant::now();
-    let mut hearth = HearthProcess::spawn(&config, &env);
+    let mut hearth = Hearth::spawn(&config, &env);
     let mut window: BTreeSet<String> = BTreeSet::new();
     let mut sent = 0usize;
     let batches = kills + 1;
@@ -103,7 +103,7 @@ fn main() {
                 .into_iter()
                 .filter(|text| delivered.contains(text)),
         );
-        hearth = HearthProcess::spawn(&config, &env);
+        hearth = Hearth::spawn(&config, &env);
     }
     let deadline = Instant::now() + Duration::from_secs(600);
     let answered = || -> usize {

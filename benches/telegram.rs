@@ -15,7 +15,7 @@ mod support;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use support::hearth_app::{HearthProcess, test_env, write_telegram_family_config};
+use support::hearth_app::{Hearth, test_env, write_telegram_family_config};
 use support::llm_server::{ScriptedLlmServer, Step};
 use support::measure::{cpu_seconds, env_number, memory_mb, percentile, verdict};
 use support::telegram::{TelegramServer, TgUser};
@@ -83,8 +83,8 @@ fn main() {
     let log = std::env::var("HEARTH_BENCH_LOG").unwrap_or_else(|_| "warn,hearth::app=info".into());
     let env = test_env(&[("TEST_TELEGRAM_TOKEN", TOKEN), ("HEARTH_LOG", log.as_str())]);
     let hearth = match std::env::var_os("HEARTH_BENCH_BINARY") {
-        Some(binary) => HearthProcess::spawn_binary(std::path::Path::new(&binary), &config, &env),
-        None => HearthProcess::spawn(&config, &env),
+        Some(binary) => Hearth::spawn_binary(std::path::Path::new(&binary), &config, &env),
+        None => Hearth::spawn(&config, &env),
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)

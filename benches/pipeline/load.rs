@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 
 use crate::support::hearth_app::{
-    API_KEY, BenchedHearth, HearthProcess, benched_binary, test_env, wait_for_readyz,
+    API_KEY, BenchedHearth, Hearth, benched_binary, test_env, wait_for_readyz,
 };
 use crate::support::llm_server::ScriptedLlmServer;
 use crate::support::measure::{cpu_seconds, memory_mb, percentile};
@@ -19,7 +19,7 @@ use crate::support::workers::Workers;
 
 /// Real hearth processes sharing one database, and what drives them.
 pub struct Deployment {
-    pub processes: Vec<HearthProcess>,
+    pub processes: Vec<Hearth>,
     pub workers: Arc<Workers>,
     pub runtime: tokio::runtime::Runtime,
     pub database_url: String,
@@ -79,7 +79,7 @@ impl Deployment {
         let mut processes = vec![process];
         let env = test_env(&[("HEARTH_LOG", "warn,hearth::app=info")]);
         for _ in 1..count {
-            let process = HearthProcess::spawn_binary(&benched_binary(), config, &env);
+            let process = Hearth::spawn_binary(&benched_binary(), config, &env);
             runtime.block_on(wait_for_readyz(&client, &process.base_url));
             processes.push(process);
         }

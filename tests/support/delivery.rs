@@ -82,8 +82,8 @@ pub fn each_answered_once_in_order(
 
 /// The outbox of `app`'s SQLite file, once every row is delivered: no text holds one of
 /// `secrets`, and the rows that carried one read `SECRET_REMOVED`.
-pub async fn outbox_keeps_no_secret(app: &super::hearth_app::TestApp, secrets: &[String]) {
-    let url = format!("sqlite://{}", app.folder.path().join("hearth.db").display());
+pub async fn outbox_keeps_no_secret(app: &super::hearth_app::Hearth, secrets: &[String]) {
+    let url = format!("sqlite://{}", app.folder().join("hearth.db").display());
     let pool = sqlx::SqlitePool::connect(&url).await.unwrap();
     let deadline = std::time::Instant::now() + Duration::from_secs(20);
     loop {

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 
-use super::hearth_app::TestApp;
+use super::hearth_app::Hearth;
 use super::llm_server::{ScriptedLlmServer, Step};
 
 pub const SCRIPT_TOOLS: &str = "profile_get,list_available_scripts,select_script,\
@@ -89,14 +89,14 @@ pub async fn start(
     llm: &ScriptedLlmServer,
     folder: Option<tempfile::TempDir>,
     extra: &[(&str, &str)],
-) -> (TestApp, PathBuf) {
+) -> (Hearth, PathBuf) {
     let folder = folder.unwrap_or_else(|| tempfile::tempdir().unwrap());
     let scripts = write_scripts(folder.path());
     let owned = overrides(&scripts);
     let mut all: Vec<(&str, &str)> = owned.iter().map(|(k, v)| (*k, v.as_str())).collect();
     all.extend_from_slice(extra);
     (
-        TestApp::start_in(folder, &llm.base_url(), &all).await,
+        Hearth::start_in(folder, &llm.base_url(), &all).await,
         scripts,
     )
 }
@@ -121,13 +121,13 @@ pub fn last_system_prompt(llm: &ScriptedLlmServer) -> String {
         .to_string()
 }
 
-pub async fn say(app: &TestApp, text: &str) -> Value {
+pub async fn say(app: &Hearth, text: &str) -> Value {
     let (status, body) = app.send(json!({"user_id": "alice", "text": text})).await;
     assert_eq!(status, 200, "{body}");
     body
 }
 
-pub async fn confirm(app: &TestApp, asked: &Value, approve: bool) -> Value {
+pub async fn confirm(app: &Hearth, asked: &Value, approve: bool) -> Value {
     let (status, body) = app
         .confirm(
             json!({"confirmation_id": asked["confirmation"]["id"], "user_id": "alice",
@@ -140,7 +140,7 @@ pub async fn confirm(app: &TestApp, asked: &Value, approve: bool) -> Value {
 
 /// One turn that selects `script`, shows its parameters, applies `changes` and asks to run.
 pub async fn ask_to_run(
-    app: &TestApp,
+    app: &Hearth,
     llm: &ScriptedLlmServer,
     script: &str,
     changes: Value,
@@ -157,7 +157,7 @@ pub async fn ask_to_run(
 }
 
 /// Approve `asked`; the tool result of the run.
-pub async fn approve_run(app: &TestApp, llm: &ScriptedLlmServer, asked: &Value) -> String {
+pub async fn approve_run(app: &Hearth, llm: &ScriptedLlmServer, asked: &Value) -> String {
     llm.push(Step::Reply("Here is how it went.".into()));
     let body = confirm(app, asked, true).await;
     assert_eq!(body["reply"], "Here is how it went.", "{body}");

@@ -1,6 +1,6 @@
 //! Start hearth for a test: a config file written typed (`TestConfig`) to a temporary
-//! folder, pointing at a scripted LLM server, and either the whole app in this process (`TestApp`)
-//! or the real `hearth` binary as a child process (`HearthProcess`).
+//! folder, pointing at a scripted LLM server, and either the whole app in this process or
+//! the real `hearth` binary as a child process; one handle, `Hearth`, drives both.
 
 // The integration tests and the benchmark each use a different part of this.
 #![allow(dead_code)]
@@ -89,59 +89,154 @@ pub fn load(path: &Path, env: &BTreeMap<String, String>) -> LoadedConfig {
     .unwrap_or_else(|error| panic!("test config does not load: {error}"))
 }
 
-/// hearth running inside the test's actix System.
-pub struct TestApp {
-    pub running: RunningApp,
+/// hearth started for a test, either way: the whole app inside the test's actix System
+/// (`start*`) or the real `hearth` binary as a child process (`spawn*`). One handle drives
+/// both: ask, send, confirm, wait for a message's record, stop, kill -9 (the binary) and
+/// start again on the same configuration and database.
+pub struct Hearth {
     pub base_url: String,
     pub client: reqwest::Client,
-    pub folder: tempfile::TempDir,
+    /// Its configuration file and environment (to start it again, and for the CLI beside it).
+    config: PathBuf,
+    env: BTreeMap<String, String>,
+    /// The temporary folder of its configuration and database, when the handle owns it.
+    folder: Option<tempfile::TempDir>,
+    running: Running,
 }
 
-impl TestApp {
-    pub async fn start(llm_base_url: &str, overrides: &[(&str, &str)]) -> TestApp {
+/// Where a `Hearth` runs.
+enum Running {
+    InProcess(Box<RunningApp>),
+    Binary {
+        process: ChildProcess,
+        binary: PathBuf,
+        options: OwnedRunOptions,
+    },
+}
+
+/// How a test runs `hearth run` beyond its config and environment.
+#[derive(Default)]
+pub struct RunOptions<'a> {
+    /// Arguments after `run` (`--local-model`).
+    pub args: &'a [&'a str],
+    /// Variables of the test's own environment hearth must not see.
+    pub unset: &'a [&'a str],
+    /// How long hearth may take until it listens; 30 s when `None`.
+    pub listen_within: Option<Duration>,
+}
+
+/// `RunOptions` kept to start the binary again.
+#[derive(Clone, Default)]
+struct OwnedRunOptions {
+    args: Vec<String>,
+    unset: Vec<String>,
+    listen_within: Option<Duration>,
+}
+
+impl From<&RunOptions<'_>> for OwnedRunOptions {
+    fn from(options: &RunOptions<'_>) -> Self {
+        OwnedRunOptions {
+            args: options.args.iter().map(|arg| arg.to_string()).collect(),
+            unset: options.unset.iter().map(|name| name.to_string()).collect(),
+            listen_within: options.listen_within,
+        }
+    }
+}
+
+/// The `hearth run` child process and what it logged; killed on drop.
+struct ChildProcess {
+    child: Child,
+    log: std::sync::Arc<std::sync::Mutex<String>>,
+}
+
+impl Drop for ChildProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A `Hearth` that has stopped (or was killed): what it takes to start it again the same
+/// way, on the same configuration, environment and database.
+pub struct Stopped {
+    config: PathBuf,
+    env: BTreeMap<String, String>,
+    folder: Option<tempfile::TempDir>,
+    /// The binary and its options; `None` for one that ran in process.
+    binary: Option<(PathBuf, OwnedRunOptions)>,
+}
+
+impl Stopped {
+    /// Start it again as it ran before; in process, wait until it is ready.
+    pub async fn start(self) -> Hearth {
+        match self.binary {
+            Some((binary, options)) => {
+                let mut hearth = Hearth::spawn_owned(&binary, &self.config, &self.env, options);
+                hearth.folder = self.folder;
+                hearth
+            }
+            None => {
+                let folder = self.folder.expect("an in-process hearth owns its folder");
+                let hearth = Hearth::start_unready_on(folder, &self.config, self.env, None).await;
+                hearth.wait_until_ready().await;
+                hearth
+            }
+        }
+    }
+
+    /// The folder of its configuration and database (to start from it with other options).
+    pub fn folder(self) -> tempfile::TempDir {
+        self.folder
+            .expect("this hearth was spawned on a folder the test owns")
+    }
+}
+
+impl Hearth {
+    /// In process, on the test config with `overrides` (`HEARTH__...`).
+    pub async fn start(llm_base_url: &str, overrides: &[(&str, &str)]) -> Hearth {
         let folder = tempfile::tempdir().expect("temporary folder");
         Self::start_in(folder, llm_base_url, overrides).await
     }
 
-    /// Start with more service profiles, after the test config's.
+    /// In process, with more service profiles after the test config's.
     pub async fn start_with_profiles(
         llm_base_url: &str,
         profiles: &[ServiceProfileConfig],
         overrides: &[(&str, &str)],
-    ) -> TestApp {
+    ) -> Hearth {
         Self::start_with(llm_base_url, |config| config.profiles(profiles), overrides).await
     }
 
-    /// Start with the test config changed by `change`.
+    /// In process, with the test config changed by `change`.
     pub async fn start_with(
         llm_base_url: &str,
         change: impl FnOnce(TestConfig) -> TestConfig,
         overrides: &[(&str, &str)],
-    ) -> TestApp {
+    ) -> Hearth {
         let folder = tempfile::tempdir().expect("temporary folder");
         let path = change(TestConfig::new(folder.path(), llm_base_url)).write(folder.path());
         Self::start_from(folder, &path, overrides).await
     }
 
-    /// Start on an existing folder (and so an existing database).
+    /// In process, on an existing folder (and so an existing database).
     pub async fn start_in(
         folder: tempfile::TempDir,
         llm_base_url: &str,
         overrides: &[(&str, &str)],
-    ) -> TestApp {
+    ) -> Hearth {
         let path = TestConfig::new(folder.path(), llm_base_url).write(folder.path());
         Self::start_from(folder, &path, overrides).await
     }
 
-    /// Start from a config file already written in `folder`.
+    /// In process, from a config file already written in `folder`.
     pub async fn start_from(
         folder: tempfile::TempDir,
         path: &Path,
         overrides: &[(&str, &str)],
-    ) -> TestApp {
-        let app = Self::start_from_unready(folder, path, overrides, None).await;
-        app.wait_until_ready().await;
-        app
+    ) -> Hearth {
+        let hearth = Self::start_unready_on(folder, path, test_env(overrides), None).await;
+        hearth.wait_until_ready().await;
+        hearth
     }
 
     /// `start_from` on `stores` instead of the database the config names (a test wrapping
@@ -151,27 +246,27 @@ impl TestApp {
         path: &Path,
         overrides: &[(&str, &str)],
         stores: hearth::storage::Stores,
-    ) -> TestApp {
-        let app = Self::start_from_unready(folder, path, overrides, Some(stores)).await;
-        app.wait_until_ready().await;
-        app
+    ) -> Hearth {
+        let hearth = Self::start_unready_on(folder, path, test_env(overrides), Some(stores)).await;
+        hearth.wait_until_ready().await;
+        hearth
     }
 
-    /// Start with the test config, without waiting for `/readyz` (a component that cannot
-    /// become ready).
-    pub async fn start_unready(llm_base_url: &str, overrides: &[(&str, &str)]) -> TestApp {
+    /// In process on the test config, without waiting for `/readyz` (a component that
+    /// cannot become ready).
+    pub async fn start_unready(llm_base_url: &str, overrides: &[(&str, &str)]) -> Hearth {
         let folder = tempfile::tempdir().expect("temporary folder");
         let path = TestConfig::new(folder.path(), llm_base_url).write(folder.path());
-        Self::start_from_unready(folder, &path, overrides, None).await
+        Self::start_unready_on(folder, &path, test_env(overrides), None).await
     }
 
-    async fn start_from_unready(
+    async fn start_unready_on(
         folder: tempfile::TempDir,
         path: &Path,
-        overrides: &[(&str, &str)],
+        env: BTreeMap<String, String>,
         stores: Option<hearth::storage::Stores>,
-    ) -> TestApp {
-        let loaded = load(path, &test_env(overrides));
+    ) -> Hearth {
+        let loaded = load(path, &env);
         let running = app::start(
             &loaded,
             StartOptions {
@@ -183,28 +278,79 @@ impl TestApp {
         .await
         .unwrap_or_else(|error| panic!("hearth does not start: {error}"));
         let address = running.http.as_ref().expect("http is enabled").1;
-        TestApp {
-            running,
+        Hearth {
             base_url: format!("http://{address}"),
             client: reqwest::Client::new(),
-            folder,
+            config: path.to_path_buf(),
+            env,
+            folder: Some(folder),
+            running: Running::InProcess(Box::new(running)),
+        }
+    }
+
+    /// The real binary: `hearth --config <config> run`, once its HTTP API listens.
+    pub fn spawn(config: &Path, env: &BTreeMap<String, String>) -> Hearth {
+        Hearth::spawn_binary(Path::new(env!("CARGO_BIN_EXE_hearth")), config, env)
+    }
+
+    /// The same with another build of hearth (the benchmark's HTTP-only one).
+    pub fn spawn_binary(binary: &Path, config: &Path, env: &BTreeMap<String, String>) -> Hearth {
+        Hearth::spawn_run(binary, config, env, &RunOptions::default())
+    }
+
+    /// `hearth --config <config> run` with `options`, once its HTTP API listens.
+    pub fn spawn_run(
+        binary: &Path,
+        config: &Path,
+        env: &BTreeMap<String, String>,
+        options: &RunOptions,
+    ) -> Hearth {
+        Hearth::spawn_owned(binary, config, env, options.into())
+    }
+
+    fn spawn_owned(
+        binary: &Path,
+        config: &Path,
+        env: &BTreeMap<String, String>,
+        options: OwnedRunOptions,
+    ) -> Hearth {
+        let (process, address) = start_binary(binary, config, env, &options);
+        Hearth {
+            base_url: format!("http://{address}"),
+            client: reqwest::Client::new(),
+            config: config.to_path_buf(),
+            env: env.clone(),
+            folder: None,
+            running: Running::Binary {
+                process,
+                binary: binary.to_path_buf(),
+                options,
+            },
+        }
+    }
+
+    /// The app's insides (stores, actors); only in process.
+    pub fn app(&self) -> &RunningApp {
+        match &self.running {
+            Running::InProcess(app) => app,
+            Running::Binary { .. } => panic!("the real binary's insides are not reachable"),
+        }
+    }
+
+    /// The folder of its configuration (and database, unless the config puts it elsewhere).
+    pub fn folder(&self) -> &Path {
+        match &self.folder {
+            Some(folder) => folder.path(),
+            None => self
+                .config
+                .parent()
+                .expect("the config file is in a folder"),
         }
     }
 
     /// Poll `GET /readyz` until it answers 200 (the queue has resumed its inbox).
     pub async fn wait_until_ready(&self) {
-        let deadline = std::time::Instant::now() + Duration::from_secs(10);
-        loop {
-            let (status, body) = self.get("/readyz").await;
-            if status == 200 {
-                return;
-            }
-            assert!(
-                std::time::Instant::now() < deadline,
-                "hearth never became ready: {body}"
-            );
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
+        wait_for_readyz(&self.client, &self.base_url).await;
     }
 
     /// `POST /inbound` with the test API key; returns status and JSON body.
@@ -226,6 +372,10 @@ impl TestApp {
         post_with_key(&self.client, &format!("{}{path}", self.base_url), &body).await
     }
 
+    pub async fn get(&self, path: &str) -> (u16, String) {
+        get_with_key(&self.client, &format!("{}{path}", self.base_url)).await
+    }
+
     /// `GET /inbound/{id}` as `member` until the message's status is `status` (within
     /// `limit`); its record.
     pub async fn record_when(
@@ -238,15 +388,22 @@ impl TestApp {
         record_when(&self.client, &self.base_url, id, member, status, limit).await
     }
 
-    /// A new API token of `member` (what `hearth token create` makes), from this app's stores.
+    /// A new API token of `member` (what `hearth token create` makes): from the app's
+    /// stores in process, by the real CLI beside the binary.
     pub async fn member_token(&self, member: &str) -> String {
-        let identity = hearth::identity::Identity::new(self.running.stores.web_access.clone(), 30);
-        let member = member.parse().expect("a member id");
-        identity
-            .create_token(&member, None, hearth::ports::now_ms())
-            .await
-            .expect("a member token is stored")
-            .0
+        match &self.running {
+            Running::InProcess(running) => {
+                let identity =
+                    hearth::identity::Identity::new(running.stores.web_access.clone(), 30);
+                let member = member.parse().expect("a member id");
+                identity
+                    .create_token(&member, None, hearth::ports::now_ms())
+                    .await
+                    .expect("a member token is stored")
+                    .0
+            }
+            Running::Binary { .. } => member_token_by_cli(&self.config, &self.env, member),
+        }
     }
 
     /// `POST /inbound/confirm` with the token of the member `body` names (`user_id`): a
@@ -254,45 +411,164 @@ impl TestApp {
     pub async fn confirm(&self, body: serde_json::Value) -> (u16, serde_json::Value) {
         let member = body["user_id"].as_str().expect("the answer names user_id");
         let token = self.member_token(member).await;
-        post_as(
-            &self.client,
-            &format!("{}/inbound/confirm", self.base_url),
-            &token,
-            &body,
-        )
-        .await
+        let url = format!("{}/inbound/confirm", self.base_url);
+        post_as(&self.client, &url, &token, &body).await
     }
 
-    pub async fn get(&self, path: &str) -> (u16, String) {
-        get_with_key(&self.client, &format!("{}{path}", self.base_url)).await
+    /// Stop it the way a service manager does (in process: every actor stopped; the
+    /// binary: SIGTERM, then waited for, killed after 30 s).
+    pub async fn stop(self) -> Stopped {
+        let (running, stopped) = self.into_stopped();
+        match running {
+            Running::InProcess(app) => app.stop().await,
+            Running::Binary { mut process, .. } => {
+                terminate(&process.child);
+                let deadline = std::time::Instant::now() + Duration::from_secs(30);
+                while process.child.try_wait().ok().flatten().is_none()
+                    && std::time::Instant::now() < deadline
+                {
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                }
+            }
+        }
+        stopped
     }
 
-    pub async fn stop(self) -> tempfile::TempDir {
-        self.running.stop().await;
-        self.folder
+    /// kill -9: the hardest stop, nothing flushed (the real binary only).
+    pub fn kill(self) -> Stopped {
+        let (running, stopped) = self.into_stopped();
+        match running {
+            Running::Binary { process, .. } => drop(process),
+            Running::InProcess(_) => panic!("kill -9 needs the real binary (Hearth::spawn)"),
+        }
+        stopped
+    }
+
+    /// `stop`, then start again the same way on the same configuration and database.
+    pub async fn restart(self) -> Hearth {
+        self.stop().await.start().await
+    }
+
+    fn into_stopped(self) -> (Running, Stopped) {
+        let binary = match &self.running {
+            Running::InProcess(_) => None,
+            Running::Binary {
+                binary, options, ..
+            } => Some((binary.clone(), options.clone())),
+        };
+        let stopped = Stopped {
+            config: self.config,
+            env: self.env,
+            folder: self.folder,
+            binary,
+        };
+        (self.running, stopped)
+    }
+
+    fn process(&self) -> &ChildProcess {
+        match &self.running {
+            Running::Binary { process, .. } => process,
+            Running::InProcess(_) => panic!("only the real binary has a process"),
+        }
+    }
+
+    /// What the binary has logged so far.
+    pub fn log(&self) -> String {
+        self.process().log.lock().unwrap().clone()
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.process().child.id()
+    }
+
+    /// SIGTERM to the binary: the stop a service manager asks for; see `exited` for its end.
+    pub fn terminate(&self) {
+        terminate(&self.process().child);
+    }
+
+    /// Whether the binary has exited, and how (reaping it).
+    pub fn exited(&mut self) -> Option<std::process::ExitStatus> {
+        match &mut self.running {
+            Running::Binary { process, .. } => process
+                .child
+                .try_wait()
+                .expect("the hearth process can be waited for"),
+            Running::InProcess(_) => panic!("only the real binary has a process"),
+        }
     }
 }
 
-/// How a test runs `hearth run` beyond its config and environment.
-#[derive(Default)]
-pub struct RunOptions<'a> {
-    /// Arguments after `run` (`--local-model`).
-    pub args: &'a [&'a str],
-    /// Variables of the test's own environment hearth must not see.
-    pub unset: &'a [&'a str],
-    /// How long hearth may take until it listens; 30 s when `None`.
-    pub listen_within: Option<Duration>,
+/// SIGTERM to `child` (not reaped here).
+fn terminate(child: &Child) {
+    let pid = i32::try_from(child.id()).expect("a pid");
+    // SAFETY: kill(2) takes plain integers; the child is not reaped before it is waited for.
+    unsafe {
+        libc::kill(pid, libc::SIGTERM);
+    }
 }
 
-/// The real `hearth run` binary as a child process, killed on drop.
-pub struct HearthProcess {
-    child: Child,
-    pub base_url: String,
-    /// Its configuration file and environment (for the CLI beside it).
-    config: PathBuf,
-    env: BTreeMap<String, String>,
-    /// Everything the process logged so far.
-    log: std::sync::Arc<std::sync::Mutex<String>>,
+/// Start `binary --config <config> run` with `options`; the process and the address it
+/// reported once its HTTP API listens.
+fn start_binary(
+    binary: &Path,
+    config: &Path,
+    env: &BTreeMap<String, String>,
+    options: &OwnedRunOptions,
+) -> (ChildProcess, String) {
+    let mut command = Command::new(binary);
+    command
+        .arg("--config")
+        .arg(config)
+        .arg("run")
+        .args(&options.args)
+        // The address line is an info log of hearth::app; keep it whatever else is filtered.
+        .env("HEARTH_LOG", "info")
+        .envs(env);
+    for variable in &options.unset {
+        command.env_remove(variable);
+    }
+    let mut child = command
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("hearth binary starts");
+    let stderr = child.stderr.take().expect("stderr is piped");
+    let (sender, receiver) = mpsc::channel();
+    let log = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+    let written = log.clone();
+    std::thread::spawn(move || {
+        let mut sent = false;
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            {
+                let mut written = written.lock().unwrap();
+                written.push_str(&line);
+                written.push('\n');
+            }
+            if !sent && let Some(at) = line.find("address=") {
+                let address = line[at + "address=".len()..]
+                    .split_whitespace()
+                    .next()
+                    .unwrap_or_default()
+                    .to_string();
+                sent = sender.send(address).is_ok();
+            }
+            if std::env::var_os("HEARTH_TEST_VERBOSE").is_some() {
+                eprintln!("[hearth] {line}");
+            }
+        }
+    });
+    let process = ChildProcess { child, log };
+    let listen_within = options.listen_within.unwrap_or(Duration::from_secs(30));
+    match receiver.recv_timeout(listen_within) {
+        Ok(address) => (process, address),
+        Err(_) => {
+            let log = process.log.lock().unwrap().clone();
+            drop(process);
+            panic!(
+                "hearth did not report its http address within {listen_within:?}; its log:\n{log}"
+            )
+        }
+    }
 }
 
 /// POST `body` to `url` with the test API key: the status and the JSON body (null when the
@@ -384,161 +660,7 @@ async fn record_when(
     }
 }
 
-impl HearthProcess {
-    /// `GET /inbound/{id}` of this process as `member` until the message's status is
-    /// `status` (within `limit`); its record.
-    pub async fn record_when(
-        &self,
-        id: &str,
-        member: &str,
-        status: &str,
-        limit: Duration,
-    ) -> serde_json::Value {
-        let client = reqwest::Client::new();
-        record_when(&client, &self.base_url, id, member, status, limit).await
-    }
-
-    /// `POST /inbound/confirm` with a token of the member `body` names, made by
-    /// `hearth token create` beside this process.
-    pub async fn confirm(&self, body: serde_json::Value) -> (u16, serde_json::Value) {
-        let member = body["user_id"].as_str().expect("the answer names user_id");
-        let token = member_token_by_cli(&self.config, &self.env, member);
-        post_as(
-            &reqwest::Client::new(),
-            &format!("{}/inbound/confirm", self.base_url),
-            &token,
-            &body,
-        )
-        .await
-    }
-
-    /// POST `body` to `path` of this process with the test API key: status and JSON body.
-    pub async fn post_json(&self, path: &str, body: serde_json::Value) -> (u16, serde_json::Value) {
-        post_with_key(
-            &reqwest::Client::new(),
-            &format!("{}{path}", self.base_url),
-            &body,
-        )
-        .await
-    }
-
-    /// Start `hearth --config <config> run` and wait until its HTTP API listens.
-    pub fn spawn(config: &Path, env: &BTreeMap<String, String>) -> HearthProcess {
-        HearthProcess::spawn_binary(Path::new(env!("CARGO_BIN_EXE_hearth")), config, env)
-    }
-
-    /// The same with another build of hearth (the benchmark's HTTP-only one).
-    pub fn spawn_binary(
-        binary: &Path,
-        config: &Path,
-        env: &BTreeMap<String, String>,
-    ) -> HearthProcess {
-        HearthProcess::spawn_run(binary, config, env, &RunOptions::default())
-    }
-
-    /// `hearth --config <config> run` with `options`, waiting until its HTTP API listens.
-    pub fn spawn_run(
-        binary: &Path,
-        config: &Path,
-        env: &BTreeMap<String, String>,
-        options: &RunOptions,
-    ) -> HearthProcess {
-        let mut command = Command::new(binary);
-        command
-            .arg("--config")
-            .arg(config)
-            .arg("run")
-            .args(options.args)
-            // The address line is an info log of hearth::app; keep it whatever else is filtered.
-            .env("HEARTH_LOG", "info")
-            .envs(env);
-        for variable in options.unset {
-            command.env_remove(variable);
-        }
-        let mut child = command
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("hearth binary starts");
-        let stderr = child.stderr.take().expect("stderr is piped");
-        let (sender, receiver) = mpsc::channel();
-        let log = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
-        let written = log.clone();
-        std::thread::spawn(move || {
-            let mut sent = false;
-            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-                {
-                    let mut written = written.lock().unwrap();
-                    written.push_str(&line);
-                    written.push('\n');
-                }
-                if !sent && let Some(at) = line.find("address=") {
-                    let address = line[at + "address=".len()..]
-                        .split_whitespace()
-                        .next()
-                        .unwrap_or_default()
-                        .to_string();
-                    sent = sender.send(address).is_ok();
-                }
-                if std::env::var_os("HEARTH_TEST_VERBOSE").is_some() {
-                    eprintln!("[hearth] {line}");
-                }
-            }
-        });
-        let listen_within = options.listen_within.unwrap_or(Duration::from_secs(30));
-        let address = match receiver.recv_timeout(listen_within) {
-            Ok(address) => address,
-            Err(_) => {
-                let _ = child.kill();
-                let _ = child.wait();
-                panic!(
-                    "hearth did not report its http address within {listen_within:?}; its log:\n{}",
-                    log.lock().unwrap()
-                );
-            }
-        };
-        HearthProcess {
-            child,
-            base_url: format!("http://{address}"),
-            config: config.to_path_buf(),
-            env: env.clone(),
-            log,
-        }
-    }
-
-    /// What the process has logged so far.
-    pub fn log(&self) -> String {
-        self.log.lock().unwrap().clone()
-    }
-
-    pub fn pid(&self) -> u32 {
-        self.child.id()
-    }
-
-    /// SIGTERM: the stop a service manager asks for; see `exited` for its end.
-    pub fn terminate(&self) {
-        let pid = i32::try_from(self.child.id()).expect("a pid");
-        // SAFETY: kill(2) takes plain integers; the child is not reaped before `exited`.
-        unsafe {
-            libc::kill(pid, libc::SIGTERM);
-        }
-    }
-
-    /// Whether the process has exited, and how (reaping it).
-    pub fn exited(&mut self) -> Option<std::process::ExitStatus> {
-        self.child
-            .try_wait()
-            .expect("the hearth process can be waited for")
-    }
-
-    /// SIGKILL: the hardest stop, nothing is flushed.
-    pub fn kill(mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// Poll `GET {base_url}/readyz` until it answers 200: a `HearthProcess` has reported its
+/// Poll `GET {base_url}/readyz` until it answers 200: a `Hearth` has reported its
 /// address, but its queue may not have resumed its inbox yet. Panics after 30 s.
 pub async fn wait_for_readyz(client: &reqwest::Client, base_url: &str) {
     let deadline = std::time::Instant::now() + Duration::from_secs(30);
@@ -556,7 +678,7 @@ pub async fn wait_for_readyz(client: &reqwest::Client, base_url: &str) {
 /// The real binary as a benchmark drives it: spawned on `config` with warnings logged, a
 /// two-thread runtime and an HTTP client keeping `connections` idle connections; ready.
 pub struct BenchedHearth {
-    pub process: HearthProcess,
+    pub process: Hearth,
     pub runtime: tokio::runtime::Runtime,
     pub client: reqwest::Client,
 }
@@ -571,7 +693,7 @@ pub fn benched_binary() -> std::path::PathBuf {
 
 impl BenchedHearth {
     pub fn start(config: &Path, connections: usize) -> BenchedHearth {
-        let process = HearthProcess::spawn_binary(
+        let process = Hearth::spawn_binary(
             &benched_binary(),
             config,
             &test_env(&[("HEARTH_LOG", "warn,hearth::app=info")]),
@@ -591,12 +713,5 @@ impl BenchedHearth {
             runtime,
             client,
         }
-    }
-}
-
-impl Drop for HearthProcess {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }

@@ -11,10 +11,9 @@ use std::time::Duration;
 
 use hearth::config::ServiceProfileConfig;
 use serde_json::{Value, json};
-
 use serde_yaml::Value as YamlValue;
 
-use super::hearth_app::TestApp;
+use super::hearth_app::Hearth;
 use super::llm_server::{ScriptedLlmServer, Step};
 use super::telegram::{StoredMessage, TelegramServer};
 use super::telegram_family::telegram_family;
@@ -97,7 +96,7 @@ pub fn orders_config_confirming(
 }
 
 /// hearth with the `orders` profile on `intents_file`, the model speaking `wire`.
-pub async fn start(llm: &ScriptedLlmServer, intents_file: &Path, wire: Wire) -> TestApp {
+pub async fn start(llm: &ScriptedLlmServer, intents_file: &Path, wire: Wire) -> Hearth {
     let folder = tempfile::tempdir().unwrap();
     let path = orders_config(folder.path(), llm, intents_file);
     let anthropic_url = llm.anthropic_base_url();
@@ -108,7 +107,7 @@ pub async fn start(llm: &ScriptedLlmServer, intents_file: &Path, wire: Wire) -> 
             ("HEARTH__LLMS__MAIN__BASE_URL", anthropic_url.as_str()),
         ],
     };
-    TestApp::start_from(folder, &path, &overrides).await
+    Hearth::start_from(folder, &path, &overrides).await
 }
 
 /// The classifier's JSON answer.
@@ -126,7 +125,7 @@ pub fn classified_text(intent: Option<&str>, params: Value, confidence: f64) -> 
 /// `member` asks `/orders check my order` and is asked `question` for the missing id: a
 /// plan of theirs now waits for the answer.
 pub async fn asked_which_order(
-    app: &TestApp,
+    app: &Hearth,
     llm: &ScriptedLlmServer,
     member: &str,
     question: &str,
@@ -147,9 +146,9 @@ pub fn successful_calls(events: &[Value]) -> usize {
 }
 
 /// The stage events stored for a conversation, flushed first.
-pub async fn stages(app: &TestApp, conversation: &str) -> Vec<Value> {
-    app.running.stores.telemetry.flush().await;
-    app.running
+pub async fn stages(app: &Hearth, conversation: &str) -> Vec<Value> {
+    app.app().stores.telemetry.flush().await;
+    app.app()
         .stores
         .usage
         .stages_of(&conversation.parse().unwrap(), 1000)

@@ -25,7 +25,7 @@ use hearth::tools::{
     McpServers, ServerState, ToolContext, ToolsProvider,
 };
 
-use super::hearth_app::TestApp;
+use super::hearth_app::Hearth;
 use super::llm_server::ScriptedLlmServer;
 use super::real_llm::require_real_servers;
 use super::test_config::{ProfileParts, TestConfig, profile};
@@ -351,7 +351,7 @@ pub async fn eventually(what: &str, limit: Duration, mut check: impl FnMut() -> 
 }
 
 /// hearth with the `/tools` profile on server-everything, or `None` (skipped) without npm.
-pub async fn app_with_everything(test: &str, llm: &ScriptedLlmServer) -> Option<TestApp> {
+pub async fn app_with_everything(test: &str, llm: &ScriptedLlmServer) -> Option<Hearth> {
     app_with_everything_and(test, llm, &[]).await
 }
 
@@ -377,9 +377,9 @@ pub async fn app_with_everything_and(
     test: &str,
     llm: &ScriptedLlmServer,
     overrides: &[(&str, &str)],
-) -> Option<TestApp> {
+) -> Option<Hearth> {
     // Skipped before hearth is started when the server is not installed.
     everything_stdio_or_skip(test)?;
     let with_toolbox = |config| toolbox_on_everything(config, test).expect("installed");
-    Some(TestApp::start_with(&llm.base_url(), with_toolbox, overrides).await)
+    Some(Hearth::start_with(&llm.base_url(), with_toolbox, overrides).await)
 }

@@ -9,11 +9,10 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use hearth::config::ServiceProfileConfig;
 use tempfile::TempDir;
 
-use hearth::config::ServiceProfileConfig;
-
-use super::hearth_app::{TestApp, test_env};
+use super::hearth_app::{Hearth, test_env};
 use super::llm_server::ScriptedLlmServer;
 use super::telegram::{StoredMessage, TelegramServer, TgUser};
 use super::test_config::{ProfileParts, TestConfig, profile};
@@ -48,7 +47,7 @@ pub async fn start_on_telegram(
     profiles: &[ServiceProfileConfig],
     folder: Option<TempDir>,
     overrides: &[(&str, &str)],
-) -> TestApp {
+) -> Hearth {
     let folder = folder.unwrap_or_else(|| tempfile::tempdir().expect("temporary folder"));
     let path = write_telegram_config(folder.path(), llm, telegram, profiles);
     start_written(folder, &path, overrides).await
@@ -60,10 +59,10 @@ pub async fn start_written(
     folder: TempDir,
     path: &std::path::Path,
     overrides: &[(&str, &str)],
-) -> TestApp {
+) -> Hearth {
     let mut env = vec![("TEST_TELEGRAM_TOKEN", TOKEN)];
     env.extend_from_slice(overrides);
-    TestApp::start_from(folder, path, &env).await
+    Hearth::start_from(folder, path, &env).await
 }
 
 /// The test config for `folder` with Telegram on `telegram` (token `TEST_TELEGRAM_TOKEN`),

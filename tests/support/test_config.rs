@@ -2,7 +2,7 @@
 //! with serde, never as YAML text: [`TestConfig::new`] is the usual test family and
 //! models; methods add members' accounts, channels and profiles; [`TestConfig::with`]
 //! changes anything else in the typed value. [`TestConfig::write`] writes `hearth.yaml`
-//! into the test's folder, for `TestApp::start_from` (in process) or `HearthProcess::spawn`
+//! into the test's folder, for `Hearth::start_from` (in process) or `Hearth::spawn`
 //! (the real binary).
 //!
 //! A profile's `processing_config` and `tools_config` are mappings in the file's own shape

@@ -11,7 +11,7 @@ use std::process::Command;
 
 use serde_json::Value;
 
-use super::hearth_app::{API_KEY, TestApp};
+use super::hearth_app::{API_KEY, Hearth};
 use super::transcription_server::TranscriptionServer;
 
 /// `sentence` spoken, as the bytes of an OGG/Opus file.
@@ -119,7 +119,7 @@ pub fn file<'a>(
 }
 
 /// `POST /inbound` with `parts` as `multipart/form-data` and the API key.
-pub async fn post_form(app: &TestApp, parts: &[Part<'_>]) -> (u16, Value) {
+pub async fn post_form(app: &Hearth, parts: &[Part<'_>]) -> (u16, Value) {
     post_form_to(&app.client, &app.base_url, parts)
         .await
         .expect("the form is posted")

@@ -11,7 +11,7 @@ use std::path::Path;
 
 use reqwest::header::{COOKIE, LOCATION, SET_COOKIE};
 
-use super::hearth_app::TestApp;
+use super::hearth_app::Hearth;
 use super::llm_server::ScriptedLlmServer;
 use super::reminders::REMIND_TOOLS;
 use super::telegram::TelegramServer;
@@ -20,13 +20,13 @@ use super::test_config::TestConfig;
 use super::tool_lists::NOTE_TOOLS;
 
 /// hearth with the reminder and note tools; alice a parent, bob a child.
-pub async fn start(llm: &ScriptedLlmServer) -> TestApp {
+pub async fn start(llm: &ScriptedLlmServer) -> Hearth {
     let folder = tempfile::tempdir().unwrap();
     let path = TestConfig::new(folder.path(), &llm.base_url())
         .child("bob")
         .default_tools(&format!("profile_get, {REMIND_TOOLS}, {NOTE_TOOLS}"))
         .write(folder.path());
-    TestApp::start_from(folder, &path, &[]).await
+    Hearth::start_from(folder, &path, &[]).await
 }
 
 /// The value of cookie `name` among a response's `Set-Cookie` headers.
@@ -83,8 +83,8 @@ pub async fn answer(response: reqwest::Response) -> Answer {
 
 impl Member {
     /// Sign `member` in with a one-time link, as the page's link form does.
-    pub(crate) async fn sign_in(app: &TestApp, member: &str) -> Member {
-        Member::sign_in_at(app.running.stores.web_access.clone(), &app.base_url, member).await
+    pub(crate) async fn sign_in(app: &Hearth, member: &str) -> Member {
+        Member::sign_in_at(app.app().stores.web_access.clone(), &app.base_url, member).await
     }
 
     /// Sign `member` in at `base_url` (any worker of the database `web_access` is on) with
@@ -225,7 +225,7 @@ pub struct Visitor {
 }
 
 impl Visitor {
-    pub(crate) fn new(app: &TestApp) -> Visitor {
+    pub(crate) fn new(app: &Hearth) -> Visitor {
         Visitor::at(&app.base_url)
     }
 
@@ -391,7 +391,7 @@ pub async fn enter_code(
 
 /// The app on the fake Bot API with loopback trusted as the proxy in front of the page,
 /// so each visitor's `X-Forwarded-For` is the address the limits count.
-pub async fn start_behind_proxy(llm: &ScriptedLlmServer, telegram: &TelegramServer) -> TestApp {
+pub async fn start_behind_proxy(llm: &ScriptedLlmServer, telegram: &TelegramServer) -> Hearth {
     start_on_telegram(
         llm,
         telegram,

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use super::hearth_app::HearthProcess;
+use super::hearth_app::Hearth;
 
 /// How long one message may take to be answered, however many workers it went through.
 const ANSWER_WITHIN: Duration = Duration::from_secs(90);
@@ -99,7 +99,7 @@ impl Workers {
 }
 
 /// The worker holding the Telegram lease, as `/readyz` of `process` lists the workers.
-pub async fn telegram_leader_pid(process: &HearthProcess, env: &BTreeMap<String, String>) -> u32 {
+pub async fn telegram_leader_pid(process: &Hearth, env: &BTreeMap<String, String>) -> u32 {
     let client = reqwest::Client::new();
     let started = std::time::Instant::now();
     loop {

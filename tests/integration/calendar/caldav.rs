@@ -7,24 +7,23 @@
 
 use serde_json::{Value, json};
 
-use crate::support::hearth_app::TestApp;
+use crate::support::hearth_app::Hearth;
 use crate::support::llm_server::{ScriptedLlmServer, Step};
-use crate::support::radicale::{PASSWORD, Radicale};
-use crate::support::radicale::{calendar_config, write_calendar_config};
+use crate::support::radicale::{PASSWORD, Radicale, calendar_config, write_calendar_config};
 use crate::support::test_config::{ProfileParts, entries, profile};
 
-async fn start(llm: &ScriptedLlmServer, radicale: &Radicale, password: &str) -> TestApp {
+async fn start(llm: &ScriptedLlmServer, radicale: &Radicale, password: &str) -> Hearth {
     start_at(llm, &radicale.base_url(), password).await
 }
 
 /// hearth with its CalDAV `url` (the server, or one calendar collection).
-async fn start_at(llm: &ScriptedLlmServer, url: &str, password: &str) -> TestApp {
+async fn start_at(llm: &ScriptedLlmServer, url: &str, password: &str) -> Hearth {
     let folder = tempfile::tempdir().unwrap();
     let path = write_calendar_config(folder.path(), &llm.base_url(), url, true);
-    TestApp::start_from(folder, &path, &[("TEST_CALDAV_PASSWORD", password)]).await
+    Hearth::start_from(folder, &path, &[("TEST_CALDAV_PASSWORD", password)]).await
 }
 
-async fn confirm(app: &TestApp, id: &Value, approve: bool) -> Value {
+async fn confirm(app: &Hearth, id: &Value, approve: bool) -> Value {
     let response = app
         .client
         .post(format!("{}/inbound/confirm", app.base_url))
@@ -52,7 +51,7 @@ const SWIMMING: &str = "BEGIN:VCALENDAR\r\nVERSION:2.0\r\nPRODID:-//Phone//EN\r\
 
 /// Alice's search of the spring weeks around the change to summer time (Sun 28 Mar 2027),
 /// answered "Here." by the model; the tool's result.
-async fn search_spring(app: &TestApp, llm: &ScriptedLlmServer) -> String {
+async fn search_spring(app: &Hearth, llm: &ScriptedLlmServer) -> String {
     llm.push_many([
         Step::ToolCalls(vec![(
             "search_calendar_events".into(),
@@ -430,7 +429,7 @@ async fn a_childs_profile_sees_only_its_subscribed_calendar_and_writes_nothing()
     let path = calendar_config(folder.path(), &llm.base_url(), &radicale.base_url(), true)
         .profile(kids)
         .write(folder.path());
-    let app = TestApp::start_from(folder, &path, &[("TEST_CALDAV_PASSWORD", PASSWORD)]).await;
+    let app = Hearth::start_from(folder, &path, &[("TEST_CALDAV_PASSWORD", PASSWORD)]).await;
 
     llm.push_many([
         Step::ToolCalls(vec![(

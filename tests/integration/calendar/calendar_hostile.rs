@@ -15,11 +15,10 @@ use chrono::{TimeDelta, Utc};
 use serde_json::{Value, json};
 
 use crate::support::calendar_server::{Answer, CalendarServer, Recorded};
-use crate::support::hearth_app::{API_KEY, HearthProcess, test_env, wait_for_readyz};
+use crate::support::hearth_app::{API_KEY, Hearth, test_env, wait_for_readyz};
 use crate::support::llm_server::{ScriptedLlmServer, Step};
 use crate::support::test_config::{TestConfig, entries};
-use crate::support::web_page::Member;
-use crate::support::web_page::web_link;
+use crate::support::web_page::{Member, web_link};
 
 /// The test config with `feeds` subscribed in every profile and the search tool on.
 fn subscribed_config(folder: &std::path::Path, llm: &str, feeds: &[String]) -> std::path::PathBuf {
@@ -55,7 +54,7 @@ fn nested_feed() -> String {
     )
 }
 
-async fn ask(hearth: &HearthProcess, member: &str, text: &str) -> String {
+async fn ask(hearth: &Hearth, member: &str, text: &str) -> String {
     let (status, body) = hearth
         .post_json("/inbound", json!({"user_id": member, "text": text}))
         .await;
@@ -64,7 +63,7 @@ async fn ask(hearth: &HearthProcess, member: &str, text: &str) -> String {
 }
 
 /// `GET /readyz?details=true`: its status and the calendar's component.
-async fn calendar_readiness(hearth: &HearthProcess) -> (u16, Value) {
+async fn calendar_readiness(hearth: &Hearth) -> (u16, Value) {
     let response = reqwest::Client::new()
         .get(format!("{}/readyz?details=true", hearth.base_url))
         .header("X-API-Key", API_KEY)
@@ -91,7 +90,7 @@ async fn a_calendar_nested_twelve_thousand_deep_is_named_unreadable_and_hearth_s
         &[nested.url("/deep.ics"), school.url("/school.ics")],
     );
     let env = test_env(&[]);
-    let mut hearth = HearthProcess::spawn(&config, &env);
+    let mut hearth = Hearth::spawn(&config, &env);
     wait_for_readyz(&reqwest::Client::new(), &hearth.base_url).await;
 
     llm.push_many([
@@ -162,7 +161,7 @@ async fn a_plain_message_is_answered_while_a_costly_calendar_search_runs() {
     let llm = ScriptedLlmServer::start();
     let folder = tempfile::tempdir().unwrap();
     let config = subscribed_config(folder.path(), &llm.base_url(), &[costly.url("/club.ics")]);
-    let hearth = Arc::new(HearthProcess::spawn(&config, &test_env(&[])));
+    let hearth = Arc::new(Hearth::spawn(&config, &test_env(&[])));
     wait_for_readyz(&reqwest::Client::new(), &hearth.base_url).await;
 
     // alice's search, bob's plain question, then the answer to alice's search: the model

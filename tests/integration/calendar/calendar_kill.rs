@@ -8,15 +8,14 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
+use hearth::actors::processing::INTERRUPTED_CALL_RESULT;
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
-use crate::support::hearth_app::{API_KEY, HearthProcess, test_env};
+use crate::support::hearth_app::{API_KEY, Hearth, test_env};
 use crate::support::llm_server::{ScriptedLlmServer, Step};
-use crate::support::radicale::write_calendar_config;
-use crate::support::radicale::{PASSWORD, Radicale};
-use hearth::actors::processing::INTERRUPTED_CALL_RESULT;
+use crate::support::radicale::{PASSWORD, Radicale, write_calendar_config};
 
 async fn wait_for(what: &str, mut done: impl AsyncFnMut() -> bool) {
     let deadline = Instant::now() + Duration::from_secs(30);
@@ -38,7 +37,7 @@ async fn post(base_url: &str, body: &Value) -> Option<Value> {
 }
 
 /// Sends `message` (with its `message_id`) again until it is answered.
-async fn answered(hearth: &HearthProcess, message: &Value) -> Value {
+async fn answered(hearth: &Hearth, message: &Value) -> Value {
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
         if let Some(body) = post(&hearth.base_url, message).await
@@ -71,7 +70,7 @@ async fn killed_after_the_put_and_before_the_answer_the_event_is_made_once() {
     // The event is written, then the model never answers: hearth is killed in between.
     llm.push_many([add_swimming(), Step::Hang]);
     let message = json!({"user_id": "alice", "text": "add swimming", "message_id": "swim-1"});
-    let first = HearthProcess::spawn(&config, &env);
+    let first = Hearth::spawn(&config, &env);
     let (url, body) = (first.base_url.clone(), message.clone());
     tokio::spawn(async move { post(&url, &body).await });
     wait_for("the event and the next model round", async || {
@@ -81,7 +80,7 @@ async fn killed_after_the_put_and_before_the_answer_the_event_is_made_once() {
     first.kill();
 
     llm.push(Step::Reply("Swimming is in.".into()));
-    let second = HearthProcess::spawn(&config, &env);
+    let second = Hearth::spawn(&config, &env);
     assert_eq!(
         answered(&second, &message).await["reply"],
         "Swimming is in."
@@ -190,7 +189,7 @@ async fn killed_before_the_puts_answer_arrived_a_second_try_finds_the_event_inst
     let env = test_env(&[("TEST_CALDAV_PASSWORD", PASSWORD)]);
     llm.push(add_swimming());
     let message = json!({"user_id": "alice", "text": "add swimming", "message_id": "swim-2"});
-    let first = HearthProcess::spawn(&config, &env);
+    let first = Hearth::spawn(&config, &env);
     let (url, body) = (first.base_url.clone(), message.clone());
     tokio::spawn(async move { post(&url, &body).await });
     wait_for("the event written and its answer held", async || {
@@ -202,7 +201,7 @@ async fn killed_before_the_puts_answer_arrived_a_second_try_finds_the_event_inst
     // After the restart the model hears the call's outcome is unknown and tries again.
     proxy.holding.store(false, Ordering::SeqCst);
     llm.push_many([add_swimming(), Step::Reply("Swimming is in.".into())]);
-    let second = HearthProcess::spawn(&config, &env);
+    let second = Hearth::spawn(&config, &env);
     assert_eq!(
         answered(&second, &message).await["reply"],
         "Swimming is in."

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use sqlx::Row;
 
-use crate::support::hearth_app::{HearthProcess, test_env};
+use crate::support::hearth_app::{Hearth, test_env};
 use crate::support::llm_server::{ScriptedLlmServer, Step};
 use crate::support::test_config::TestConfig;
 
@@ -222,7 +222,7 @@ async fn an_unreachable_homeserver_keeps_hearth_running_and_readiness_says_why()
         ("TEST_MATRIX_PASSWORD", "secret"),
         ("TEST_MATRIX_PASSPHRASE", "passphrase"),
     ]);
-    let hearth = HearthProcess::spawn(&config, &env);
+    let hearth = Hearth::spawn(&config, &env);
     let client = reqwest::Client::new();
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {

@@ -13,13 +13,12 @@ use std::process::{Child, Command, Output, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
+use hearth::app::{self, StartError, StartOptions};
+use hearth::storage::instance_lock::{InstanceLock, InstanceLockError};
 use serde_json::json;
 use sqlx::Row;
 
-use hearth::app::{self, StartError, StartOptions};
-use hearth::storage::instance_lock::{InstanceLock, InstanceLockError};
-
-use crate::support::hearth_app::{API_KEY, HearthProcess, TestApp, load, test_env};
+use crate::support::hearth_app::{API_KEY, Hearth, load, test_env};
 use crate::support::llm_server::{Gate, ScriptedLlmServer, Step};
 use crate::support::test_config::TestConfig;
 
@@ -92,7 +91,7 @@ async fn a_second_hearth_is_refused_and_a_killed_one_does_not_block_a_restart() 
     let config = TestConfig::new(folder.path(), "http://127.0.0.1:9/v1").write(folder.path());
     let env = test_env(&[]);
     let database = folder.path().join("hearth.db");
-    let first = HearthProcess::spawn(&config, &env);
+    let first = Hearth::spawn(&config, &env);
     let first_address = first.base_url.trim_start_matches("http://").to_string();
 
     let second = run_to_end({
@@ -134,7 +133,7 @@ async fn a_second_hearth_is_refused_and_a_killed_one_does_not_block_a_restart() 
     first.kill();
     let lock_file = folder.path().join("hearth.db.lock");
     assert!(lock_file.exists(), "kill -9 leaves the lock file behind");
-    let restarted = HearthProcess::spawn(&config, &env);
+    let restarted = Hearth::spawn(&config, &env);
     let health = reqwest::get(format!("{}/healthz", restarted.base_url))
         .await
         .unwrap();
@@ -151,7 +150,7 @@ async fn chat_beside_a_running_hearth_talks_through_it_and_reruns_nothing() {
     let config = TestConfig::new(folder.path(), &llm.base_url()).write(folder.path());
     // Bob's message stays accepted while the model hangs on it (no timeout retries it).
     let overrides = [("HEARTH__LLMS__MAIN__TIMEOUT_SECONDS", "600")];
-    let running = HearthProcess::spawn(&config, &test_env(&overrides));
+    let running = Hearth::spawn(&config, &test_env(&overrides));
     llm.push(Step::Hang);
     let bob = {
         let url = format!("{}/inbound", running.base_url);
@@ -243,7 +242,7 @@ async fn a_confirmation_answered_yes_in_chat_resumes_the_running_hearths_turn() 
     let llm = ScriptedLlmServer::start();
     let folder = tempfile::tempdir().unwrap();
     let config = TestConfig::new(folder.path(), &llm.base_url()).write(folder.path());
-    let running = HearthProcess::spawn(&config, &test_env(&[CONFIRM_PROFILE_UPDATE]));
+    let running = Hearth::spawn(&config, &test_env(&[CONFIRM_PROFILE_UPDATE]));
     llm.push_many([
         Step::ToolCalls(vec![(
             "profile_update".into(),
@@ -296,7 +295,7 @@ async fn a_delayed_answer_is_shown_when_the_running_hearth_has_it() {
     let folder = tempfile::tempdir().unwrap();
     let config = TestConfig::new(folder.path(), &llm.base_url()).write(folder.path());
     let overrides = [("HEARTH__LLM_RETRY__MAX_ATTEMPTS", "1")];
-    let _running = HearthProcess::spawn(&config, &test_env(&overrides));
+    let _running = Hearth::spawn(&config, &test_env(&overrides));
     // The first call fails: the member is told the answer is delayed (202), and the
     // queue's retry answers it.
     llm.push(Step::Error {
@@ -393,8 +392,8 @@ async fn beside_a_hearth_without_http_chat_and_run_are_refused() {
 
 #[actix::test]
 async fn in_one_process_the_lock_is_released_by_stop_and_by_drop() {
-    let app = TestApp::start("http://127.0.0.1:9/v1", &[]).await;
-    let loaded = load(&app.folder.path().join("hearth.yaml"), &test_env(&[]));
+    let app = Hearth::start("http://127.0.0.1:9/v1", &[]).await;
+    let loaded = load(&app.folder().join("hearth.yaml"), &test_env(&[]));
     let options = || StartOptions {
         serve: true,
         extra_channels: Default::default(),
@@ -407,12 +406,12 @@ async fn in_one_process_the_lock_is_released_by_stop_and_by_drop() {
         Err(error) => panic!("refused for another reason: {error}"),
         Ok(_) => panic!("a second start on a database in use"),
     }
-    let folder = app.stop().await;
+    let folder = app.stop().await.folder();
     let again = app::start(&loaded, options())
         .await
         .unwrap_or_else(|error| panic!("not released by stop: {error}"));
     drop(again);
-    let restarted = TestApp::start_in(folder, "http://127.0.0.1:9/v1", &[]).await;
+    let restarted = Hearth::start_in(folder, "http://127.0.0.1:9/v1", &[]).await;
     restarted.stop().await;
 }
 
@@ -428,7 +427,7 @@ async fn a_stopping_hearth_ends_its_running_turn_and_closes_the_database_before_
     let config = TestConfig::new(folder.path(), &llm.base_url()).write(folder.path());
     // The request stops waiting for the reply after a second; the turn runs on.
     let env = test_env(&[("HEARTH__HTTP__REPLY_TIMEOUT_SECONDS", "1")]);
-    let mut process = HearthProcess::spawn(&config, &env);
+    let mut process = Hearth::spawn(&config, &env);
     let base_url = process.base_url.clone();
     let (status, accepted) = process
         .post_json(
@@ -509,27 +508,27 @@ async fn a_stopping_hearth_ends_its_running_turn_and_closes_the_database_before_
 
 #[actix::test]
 async fn stop_closes_the_database_it_opened_before_letting_go_of_it() {
-    let app = TestApp::start("http://127.0.0.1:9/v1", &[]).await;
-    let state = app.running.stores.channel_state.clone();
+    let app = Hearth::start("http://127.0.0.1:9/v1", &[]).await;
+    let state = app.app().stores.channel_state.clone();
     state
         .put_state("test", "written", "before the stop")
         .await
         .unwrap();
-    let database = app.folder.path().join("hearth.db");
-    let log = app.folder.path().join("hearth.db-wal");
+    let database = app.folder().join("hearth.db");
+    let log = app.folder().join("hearth.db-wal");
     assert!(log.exists(), "writes go to the write-ahead log first");
 
-    app.running.stop().await;
+    let folder = app.stop().await.folder();
     // Every connection closed: the log was folded into the file and removed.
     assert!(!log.exists(), "stop left the database open");
     let refused = state.put_state("test", "written", "after the stop").await;
     assert!(refused.is_err(), "a write after the stop: {refused:?}");
     drop(InstanceLock::acquire(database, false).await.unwrap());
     // What was written before the stop is there.
-    let again = TestApp::start_in(app.folder, "http://127.0.0.1:9/v1", &[]).await;
+    let again = Hearth::start_in(folder, "http://127.0.0.1:9/v1", &[]).await;
     assert_eq!(
         again
-            .running
+            .app()
             .stores
             .channel_state
             .get_state("test", "written")

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use sqlx::Row;
 
-use crate::support::hearth_app::{API_KEY, HearthProcess, test_env};
+use crate::support::hearth_app::{API_KEY, Hearth, test_env};
 use crate::support::llm_server::{ScriptedLlmServer, Step};
 use crate::support::test_config::TestConfig;
 
@@ -32,7 +32,7 @@ async fn an_accepted_message_is_answered_once_after_a_kill() {
     let message = json!({"user_id": "alice", "text": "remember the milk", "message_id": "tg-42"});
 
     llm.push(Step::Hang);
-    let first = HearthProcess::spawn(&config, &env);
+    let first = Hearth::spawn(&config, &env);
     let pending = {
         let (client, url, message) = (client.clone(), first.base_url.clone(), message.clone());
         tokio::spawn(async move { post(&client, &url, &message).await })
@@ -51,7 +51,7 @@ async fn an_accepted_message_is_answered_once_after_a_kill() {
         "the killed process never answered"
     );
 
-    let second = HearthProcess::spawn(&config, &env);
+    let second = Hearth::spawn(&config, &env);
     let deadline = Instant::now() + Duration::from_secs(10);
     let answered = loop {
         // The same message id again: a duplicate, reported with the original's state.

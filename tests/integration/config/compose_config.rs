@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use crate::support::hearth_app::{API_KEY, HearthProcess, post_with_key};
+use crate::support::hearth_app::{API_KEY, Hearth, post_with_key};
 use crate::support::llm_server::ScriptedLlmServer;
 use crate::support::postgres::PostgresServer;
 
@@ -90,10 +90,7 @@ async fn the_compose_configuration_runs_two_workers_on_one_database() {
         String::from_utf8_lossy(&checked.stderr)
     );
 
-    let workers = [
-        HearthProcess::spawn(&config, &env),
-        HearthProcess::spawn(&config, &env),
-    ];
+    let workers = [Hearth::spawn(&config, &env), Hearth::spawn(&config, &env)];
     for (index, worker) in workers.iter().enumerate() {
         let text = format!("hello worker {index}");
         let (status, body) = post_with_key(
@@ -120,7 +117,7 @@ async fn the_compose_configuration_runs_two_workers_on_one_database() {
                 .to_string();
             let unlisted: Vec<u32> = workers
                 .iter()
-                .map(HearthProcess::pid)
+                .map(Hearth::pid)
                 .filter(|pid| !listed.contains(&format!("pid {pid} ")))
                 .collect();
             if unlisted.is_empty() {

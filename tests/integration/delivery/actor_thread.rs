@@ -82,7 +82,7 @@ async fn a_very_large_reply_is_delivered_whole_and_no_tick_is_held_over_a_second
         "delivered whole"
     );
 
-    let stalls = app.running.metrics.actor_thread_stalls();
+    let stalls = app.app().metrics.actor_thread_stalls();
     assert!(stalls.count > 0, "the tick ran: {stalls:?}");
     assert_eq!(stalls.count_above(1.0), Some(0), "{stalls:?}");
     let (_, metrics) = app.get("/metrics").await;

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use crate::support::hearth_app::{TestApp, test_env};
+use crate::support::hearth_app::{Hearth, test_env};
 use crate::support::llm_server::{ScriptedLlmServer, Step};
 use crate::support::mcp::everything_stdio_or_skip;
 use crate::support::plugin_server::{PluginServer, PluginStep};
@@ -39,7 +39,7 @@ fn write_buy_plugin(folder: &Path, plugin: &PluginServer) -> PathBuf {
 
 /// hearth with the `buy` plugin, every profile's local tools `profile_get` and
 /// `route_to_plugin`, and `asking` the one tool that asks the member first.
-async fn start_with_buy(llm: &ScriptedLlmServer, plugin: &PluginServer, asking: &str) -> TestApp {
+async fn start_with_buy(llm: &ScriptedLlmServer, plugin: &PluginServer, asking: &str) -> Hearth {
     let folder = tempfile::tempdir().unwrap();
     let plugins = write_buy_plugin(folder.path(), plugin)
         .display()
@@ -49,7 +49,7 @@ async fn start_with_buy(llm: &ScriptedLlmServer, plugin: &PluginServer, asking: 
         .default_tools("profile_get, route_to_plugin")
         .default_confirm(&[asking])
         .write(folder.path());
-    TestApp::start_from(folder, &path, &[]).await
+    Hearth::start_from(folder, &path, &[]).await
 }
 
 fn order(parameters: Value) -> Step {
@@ -134,7 +134,7 @@ async fn a_pending_call_is_completed_only_in_a_profile_that_routes_to_plugins() 
         .display()
         .to_string();
     // The default profile has no plugins; `/shop` has.
-    let app = TestApp::start_with_profiles(
+    let app = Hearth::start_with_profiles(
         &llm.base_url(),
         &[profile("shop")
             .command("/shop")
@@ -322,7 +322,7 @@ async fn app_behind_a_list_gate(
     test: &str,
     llm: &ScriptedLlmServer,
     asking: &[&str],
-) -> Option<(TestApp, PathBuf, PathBuf)> {
+) -> Option<(Hearth, PathBuf, PathBuf)> {
     let everything = everything_stdio_or_skip(test)?;
     let folder = tempfile::tempdir().unwrap();
     let (gate, announce) = (folder.path().join("gate"), folder.path().join("announce"));
@@ -348,7 +348,7 @@ async fn app_behind_a_list_gate(
             server.init_timeout_seconds = Some(2)
         })
         .write(folder.path());
-    let app = TestApp::start_from(folder, &path, &[]).await;
+    let app = Hearth::start_from(folder, &path, &[]).await;
     Some((app, gate, announce))
 }
 
@@ -372,7 +372,7 @@ async fn an_mcp_tool_asks_while_its_servers_list_is_not_known() {
         return;
     };
     // The list never arrived: the server is not connected, its tools are not known.
-    assert!(!app.running.mcp.states()["everything"].connected);
+    assert!(!app.app().mcp.states()["everything"].connected);
     llm.push(echo("before"));
     let (_, asked) = app
         .send(json!({"user_id": "alice", "text": "/tools echo before"}))
@@ -382,7 +382,7 @@ async fn an_mcp_tool_asks_while_its_servers_list_is_not_known() {
     // Once listed, the same call runs without asking.
     std::fs::write(&gate, "open").unwrap();
     wait_for("the server is listed", || {
-        app.running.mcp.states()["everything"].connected
+        app.app().mcp.states()["everything"].connected
     })
     .await;
     llm.push_many([echo("listed"), Step::Reply("Echoed.".into())]);
@@ -416,7 +416,7 @@ async fn a_confirm_entry_naming_a_tool_the_server_does_not_list_makes_all_its_to
     };
     std::fs::write(&gate, "open").unwrap();
     wait_for("the server is listed", || {
-        app.running.mcp.states()["everything"].connected
+        app.app().mcp.states()["everything"].connected
     })
     .await;
     llm.push(echo("typo"));
@@ -443,7 +443,7 @@ async fn a_plugins_confirmation_expires_with_the_asking_profiles_timeout() {
     )
     .unwrap();
     let plugins = plugins.display().to_string();
-    let app = TestApp::start_in(
+    let app = Hearth::start_in(
         folder,
         &llm.base_url(),
         &[
@@ -459,7 +459,7 @@ async fn a_plugins_confirmation_expires_with_the_asking_profiles_timeout() {
         ],
     )
     .await;
-    app.running
+    app.app()
         .stores
         .profiles
         .set(&"alice".parse().unwrap(), "address", Some("1 Elm St"))

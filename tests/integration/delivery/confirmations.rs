@@ -5,13 +5,13 @@
 
 use std::time::Duration;
 
-use serde_json::{Value, json};
-
-use crate::support::hearth_app::{HearthProcess, TestApp, test_env};
-use crate::support::llm_server::{ScriptedLlmServer, Step};
-use crate::support::test_config::{ProfileParts, TestConfig, profile};
 use hearth::actors::processing::DECLINED_RESULT;
 use hearth::config::ServiceProfileConfig;
+use serde_json::{Value, json};
+
+use crate::support::hearth_app::{Hearth, test_env};
+use crate::support::llm_server::{ScriptedLlmServer, Step};
+use crate::support::test_config::{ProfileParts, TestConfig, profile};
 
 const CONFIRM_PROFILE_UPDATE: (&str, &str) = (
     "HEARTH__DEFAULT_PROFILE_SETTINGS__TOOLS_CONFIG__CONFIRM_TOOLS",
@@ -28,7 +28,7 @@ fn script_profile_update(llm: &ScriptedLlmServer, address: &str) {
     ]);
 }
 
-async fn confirm(app: &TestApp, body: Value) -> (u16, Value) {
+async fn confirm(app: &Hearth, body: Value) -> (u16, Value) {
     let response = app
         .client
         .post(format!("{}/inbound/confirm", app.base_url))
@@ -45,7 +45,7 @@ async fn confirm(app: &TestApp, body: Value) -> (u16, Value) {
     (status, response.json().await.unwrap_or(Value::Null))
 }
 
-async fn ask_for_address(app: &TestApp, llm: &ScriptedLlmServer, address: &str) -> Value {
+async fn ask_for_address(app: &Hearth, llm: &ScriptedLlmServer, address: &str) -> Value {
     script_profile_update(llm, address);
     let (status, body) = app
         .send(json!({"user_id": "alice", "text": format!("I moved to {address}")}))
@@ -58,7 +58,7 @@ async fn ask_for_address(app: &TestApp, llm: &ScriptedLlmServer, address: &str) 
 #[actix::test]
 async fn an_approved_call_runs_exactly_the_arguments_shown() {
     let llm = ScriptedLlmServer::start();
-    let app = TestApp::start(&llm.base_url(), &[CONFIRM_PROFILE_UPDATE]).await;
+    let app = Hearth::start(&llm.base_url(), &[CONFIRM_PROFILE_UPDATE]).await;
     let asked = ask_for_address(&app, &llm, "2 Oak Road").await;
     let prompt = asked["confirmation"]["prompt"].as_str().unwrap();
     assert_eq!(
@@ -100,7 +100,7 @@ async fn an_approved_call_runs_exactly_the_arguments_shown() {
 #[actix::test]
 async fn a_denied_call_is_not_run_and_the_model_is_told() {
     let llm = ScriptedLlmServer::start();
-    let app = TestApp::start(&llm.base_url(), &[CONFIRM_PROFILE_UPDATE]).await;
+    let app = Hearth::start(&llm.base_url(), &[CONFIRM_PROFILE_UPDATE]).await;
     let asked = ask_for_address(&app, &llm, "3 Pine Lane").await;
     let id = asked["confirmation"]["id"].clone();
     let (status, body) = confirm(
@@ -122,7 +122,7 @@ async fn a_denied_call_is_not_run_and_the_model_is_told() {
 #[actix::test]
 async fn only_the_asking_member_may_answer() {
     let llm = ScriptedLlmServer::start();
-    let app = TestApp::start(&llm.base_url(), &[CONFIRM_PROFILE_UPDATE]).await;
+    let app = Hearth::start(&llm.base_url(), &[CONFIRM_PROFILE_UPDATE]).await;
     let asked = ask_for_address(&app, &llm, "4 Elm Court").await;
     let id = asked["confirmation"]["id"].clone();
 
@@ -164,7 +164,7 @@ async fn a_restart_between_question_and_answer_loses_nothing() {
     let env = test_env(&[CONFIRM_PROFILE_UPDATE]);
     script_profile_update(&llm, "6 Birch Row");
 
-    let first = HearthProcess::spawn(&config, &env);
+    let first = Hearth::spawn(&config, &env);
     let (status, asked) = first
         .post_json(
             "/inbound",
@@ -175,9 +175,7 @@ async fn a_restart_between_question_and_answer_loses_nothing() {
         (status, asked["status"].clone()),
         (200, json!("confirmation_required"))
     );
-    first.kill();
-
-    let second = HearthProcess::spawn(&config, &env);
+    let second = first.kill().start().await;
     let id = asked["confirmation"]["id"].clone();
     let (status, body) = second
         .confirm(json!({"confirmation_id": id, "user_id": "alice", "approve": true}))
@@ -203,7 +201,7 @@ fn secure_profile() -> ServiceProfileConfig {
 #[actix::test]
 async fn a_confirmed_slash_command_starts_only_once_approved() {
     let llm = ScriptedLlmServer::start();
-    let app = TestApp::start_with_profiles(&llm.base_url(), &[secure_profile()], &[]).await;
+    let app = Hearth::start_with_profiles(&llm.base_url(), &[secure_profile()], &[]).await;
     let (status, asked) = app
         .send(json!({"user_id": "alice", "text": "/secure pay the plumber"}))
         .await;
@@ -314,7 +312,7 @@ async fn an_interrupted_approved_call_is_never_run_twice() {
     llm.push(Step::Reply(
         "I'm not sure it was saved; please check.".into(),
     ));
-    let app = TestApp::start_in(folder, &llm.base_url(), &[CONFIRM_PROFILE_UPDATE]).await;
+    let app = Hearth::start_in(folder, &llm.base_url(), &[CONFIRM_PROFILE_UPDATE]).await;
     let record = app
         .record_when(
             "interrupted-1",
@@ -329,7 +327,7 @@ async fn an_interrupted_approved_call_is_never_run_twice() {
         hearth::actors::processing::UNKNOWN_OUTCOME_RESULT
     );
     let facts =
-        hearth::ports::UserProfiles::get(&*app.running.stores.profiles, &"alice".parse().unwrap())
+        hearth::ports::UserProfiles::get(&*app.app().stores.profiles, &"alice".parse().unwrap())
             .await
             .unwrap();
     assert!(
@@ -343,7 +341,7 @@ async fn an_interrupted_approved_call_is_never_run_twice() {
 #[actix::test]
 async fn a_confirmation_asked_after_the_call_stopped_waiting_is_found_by_reading_the_message() {
     let llm = ScriptedLlmServer::start();
-    let app = TestApp::start(
+    let app = Hearth::start(
         &llm.base_url(),
         &[
             CONFIRM_PROFILE_UPDATE,

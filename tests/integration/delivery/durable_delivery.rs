@@ -9,7 +9,7 @@ use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
 use crate::support::delivery::{each_answered_once_in_order, undelivered, wait_for};
-use crate::support::hearth_app::{HearthProcess, test_env, write_telegram_family_config};
+use crate::support::hearth_app::{Hearth, test_env, write_telegram_family_config};
 use crate::support::llm_server::{ScriptedLlmServer, Step};
 use crate::support::matrix_family::{
     homeserver, homeserver_of_its_own, matrix_env, reply_from_hearth, room_with_hearth,
@@ -31,7 +31,7 @@ async fn a_reply_telegram_refuses_until_hearth_is_killed_is_delivered_once_after
     let env = telegram_env(&[]);
     llm.push(Step::Reply("Here is your answer.".into()));
     telegram.fail_next("sendMessage", 10_000, TgError::bad_gateway());
-    let first = HearthProcess::spawn(&config, &env);
+    let first = Hearth::spawn(&config, &env);
     telegram.push_private_text(&alice(), "a question");
     wait_for("the reply is tried", Duration::from_secs(20), || {
         !telegram.calls_of("sendMessage").is_empty()
@@ -45,7 +45,7 @@ async fn a_reply_telegram_refuses_until_hearth_is_killed_is_delivered_once_after
     );
 
     telegram.clear_faults();
-    let _second = HearthProcess::spawn(&config, &env);
+    let _second = Hearth::spawn(&config, &env);
     crate::support::telegram_family::bot_says(&telegram, 1001, "Here is your answer.").await;
     tokio::time::sleep(Duration::from_millis(1500)).await;
     let answers = telegram
@@ -67,7 +67,7 @@ async fn a_reply_computed_while_the_homeserver_is_down_is_delivered_once_after_a
     let folder = tempfile::tempdir().unwrap();
     let config = write_matrix_config(folder.path(), &llm, &server, &[]);
     let env = test_env(&matrix_env());
-    let first = HearthProcess::spawn(&config, &env);
+    let first = Hearth::spawn(&config, &env);
     let alice = MatrixMember::login(&server.synapse, &server.alice).await;
     let room = room_with_hearth(&alice, &server, true, &[]).await;
     // The model answers only once the homeserver is gone.
@@ -94,7 +94,7 @@ async fn a_reply_computed_while_the_homeserver_is_down_is_delivered_once_after_a
     first.kill();
 
     server.synapse.start_again().await;
-    let _second = HearthProcess::spawn(&config, &env);
+    let _second = Hearth::spawn(&config, &env);
     reply_from_hearth(&alice, &server, |message| {
         message.body == "Delivered after all."
     })
@@ -118,7 +118,7 @@ async fn a_matrix_message_sent_again_after_a_crash_is_shown_once() {
     let folder = tempfile::tempdir().unwrap();
     let config = write_matrix_config(folder.path(), &llm, &server, &[]);
     let env = test_env(&matrix_env());
-    let first = HearthProcess::spawn(&config, &env);
+    let first = Hearth::spawn(&config, &env);
     let alice = MatrixMember::login(&server.synapse, &server.alice).await;
     let room = room_with_hearth(&alice, &server, true, &[]).await;
     llm.push(Step::Reply("Only once, please.".into()));
@@ -139,7 +139,7 @@ async fn a_matrix_message_sent_again_after_a_crash_is_shown_once() {
     assert_eq!(reset.rows_affected(), 1);
     pool.close().await;
 
-    let _second = HearthProcess::spawn(&config, &env);
+    let _second = Hearth::spawn(&config, &env);
     let deadline = Instant::now() + Duration::from_secs(30);
     while !undelivered(folder.path()).await.is_empty() {
         assert!(Instant::now() < deadline, "the resend never happened");
@@ -174,7 +174,7 @@ async fn a_thousand_messages_with_a_kill_at_a_random_moment_are_each_answered_on
     );
     let env = telegram_env(&[("HEARTH__QUEUE__MAX_BACKLOG", "5000")]);
 
-    let first = HearthProcess::spawn(&config, &env);
+    let first = Hearth::spawn(&config, &env);
     for n in 0..PER_CHAT {
         for chat in 0..CHATS {
             let user = TgUser::new(5000 + chat, &format!("Member {chat}"));
@@ -210,7 +210,7 @@ async fn a_thousand_messages_with_a_kill_at_a_random_moment_are_each_answered_on
         .filter(|text| sent_before.contains(text))
         .collect();
 
-    let _second = HearthProcess::spawn(&config, &env);
+    let _second = Hearth::spawn(&config, &env);
     let total = (CHATS as usize) * (PER_CHAT as usize);
     wait_for("every message answered", Duration::from_secs(180), || {
         answered(&telegram) >= total
@@ -231,7 +231,7 @@ async fn a_reply_that_cannot_be_delivered_is_given_up_counted_and_logged_never_s
     llm.push(Step::Reply("You blocked me.".into()));
     telegram.push_private_text(&alice(), "hello");
     let undelivered = || {
-        app.running.metrics.value(
+        app.app().metrics.value(
             "hearth_outbox_undelivered_total",
             &[("channel", "telegram")],
         )
@@ -243,7 +243,7 @@ async fn a_reply_that_cannot_be_delivered_is_given_up_counted_and_logged_never_s
 
     // A message older than delivery.max_age_hours that still fails is given up too (here:
     // one left by a run two days ago).
-    let url = format!("sqlite://{}", app.folder.path().join("hearth.db").display());
+    let url = format!("sqlite://{}", app.folder().join("hearth.db").display());
     let pool = sqlx::SqlitePool::connect(&url).await.unwrap();
     let two_days_ago = hearth::ports::now_ms() - 2 * 24 * 3600 * 1000;
     sqlx::query(
@@ -256,11 +256,11 @@ async fn a_reply_that_cannot_be_delivered_is_given_up_counted_and_logged_never_s
     .await
     .unwrap();
     pool.close().await;
-    let folder = app.stop().await;
+    let folder = app.stop().await.folder();
     telegram.fail_next("sendMessage", 1, TgError::too_many_requests(1));
     let app = start_on_telegram(&llm, &telegram, &[], Some(folder), &[]).await;
     let undelivered = || {
-        app.running.metrics.value(
+        app.app().metrics.value(
             "hearth_outbox_undelivered_total",
             &[("channel", "telegram")],
         )
@@ -303,7 +303,7 @@ async fn stopping_waits_for_the_reply_being_sent_and_notes_it() {
         .await
         .expect("the reply is being sent");
     // Telegram takes the reply only once hearth is stopping.
-    let readiness = app.running.readiness.clone();
+    let readiness = app.app().readiness.clone();
     let release_when_stopping = async move {
         wait_for("the channel stops", Duration::from_secs(10), || {
             readiness
@@ -315,7 +315,7 @@ async fn stopping_waits_for_the_reply_being_sent_and_notes_it() {
         held.release();
     };
     let stopping = async {
-        let folder = app.stop().await;
+        let folder = app.stop().await.folder();
         // Looked at the moment the stop returns: the reply is there.
         let sent = telegram
             .bot_messages_in(1001)

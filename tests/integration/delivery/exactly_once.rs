@@ -8,15 +8,15 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+use hearth::actors::processing::INTERRUPTED_CALL_RESULT;
 use serde_json::{Value, json};
 
 use crate::support::buy_server::BuyServer;
-use crate::support::hearth_app::{API_KEY, HearthProcess, TestApp, test_env};
+use crate::support::hearth_app::{API_KEY, Hearth, test_env};
 use crate::support::llm_server::{ScriptedLlmServer, Step};
 use crate::support::mcp::everything_stdio_or_skip;
 use crate::support::plugin_server::{PluginServer, PluginStep};
 use crate::support::test_config::{ProfileParts, TestConfig, profile};
-use hearth::actors::processing::INTERRUPTED_CALL_RESULT;
 
 /// Presets that make the example plugin run at once for a message naming the item.
 const BUY_PRESETS: &str = "default_parameters: { default_address: \"1 Elm St\", phone: \"555-0100\", contact_name: Alice }\nuse_defaults_directly: true\n";
@@ -52,7 +52,7 @@ fn send_in_background(base_url: &str, message: &Value) {
 }
 
 /// Send `message` (with its `message_id`) again until its stored status is "answered".
-async fn answered_after_restart(hearth: &HearthProcess, message: &Value) -> Value {
+async fn answered_after_restart(hearth: &Hearth, message: &Value) -> Value {
     let client = reqwest::Client::new();
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
@@ -107,7 +107,7 @@ async fn an_order_placed_before_hearth_is_killed_is_never_placed_again() {
     // The plugin runs, then the model never answers: hearth is killed in between.
     llm.push_many([buy_milk(), Step::Hang]);
     let message = json!({"user_id": "alice", "text": "buy milk", "message_id": "order-1"});
-    let first = HearthProcess::spawn(&config, &env);
+    let first = Hearth::spawn(&config, &env);
     send_in_background(&first.base_url, &message);
     wait_for("the order and the next model round", || {
         buy.orders().len() == 1 && llm.request_count() == 2
@@ -116,7 +116,7 @@ async fn an_order_placed_before_hearth_is_killed_is_never_placed_again() {
     first.kill();
 
     llm.push(Step::Reply("Your milk is on its way.".into()));
-    let second = HearthProcess::spawn(&config, &env);
+    let second = Hearth::spawn(&config, &env);
     let answered = answered_after_restart(&second, &message).await;
     assert_eq!(answered["reply"], "Your milk is on its way.", "{answered}");
     let orders = buy.orders();
@@ -158,13 +158,13 @@ async fn a_plugin_call_running_when_hearth_is_killed_is_reported_unknown_and_not
     ));
     llm.push(buy_milk());
     let message = json!({"user_id": "alice", "text": "buy milk", "message_id": "order-2"});
-    let first = HearthProcess::spawn(&config, &env);
+    let first = Hearth::spawn(&config, &env);
     send_in_background(&first.base_url, &message);
     wait_for("the plugin call to start", || plugin.calls().len() == 1).await;
     first.kill();
 
     llm.push(Step::Reply("I'm not sure the order went through.".into()));
-    let second = HearthProcess::spawn(&config, &env);
+    let second = Hearth::spawn(&config, &env);
     let answered = answered_after_restart(&second, &message).await;
     assert_eq!(answered["reply"], "I'm not sure the order went through.");
     assert_eq!(plugin.calls().len(), 1, "the call in flight was sent again");
@@ -220,7 +220,7 @@ async fn an_mcp_tool_called_before_hearth_is_killed_is_never_called_again() {
         Step::Hang,
     ]);
     let message = json!({"user_id": "alice", "text": "echo once", "message_id": "echo-1"});
-    let first = HearthProcess::spawn(&config, &env);
+    let first = Hearth::spawn(&config, &env);
     send_in_background(&first.base_url, &message);
     wait_for("the tool call and the next model round", || {
         logged().len() == 1 && llm.request_count() == 2
@@ -229,7 +229,7 @@ async fn an_mcp_tool_called_before_hearth_is_killed_is_never_called_again() {
     first.kill();
 
     llm.push(Step::Reply("The server echoed once.".into()));
-    let second = HearthProcess::spawn(&config, &env);
+    let second = Hearth::spawn(&config, &env);
     let answered = answered_after_restart(&second, &message).await;
     assert_eq!(answered["reply"], "The server echoed once.");
     let logged = logged();
@@ -252,7 +252,7 @@ async fn a_retry_after_the_llm_failed_replays_the_plugin_result_instead_of_calli
         .plugins_folder(folder.path(), BUY_PRESETS)
         .display()
         .to_string();
-    let app = TestApp::start_in(
+    let app = Hearth::start_in(
         folder,
         &llm.base_url(),
         &[
@@ -293,7 +293,7 @@ async fn a_retry_after_the_llm_failed_replays_the_plugin_result_instead_of_calli
 async fn an_approved_slash_command_whose_model_failed_starts_on_the_retry() {
     let llm = ScriptedLlmServer::start();
     let secure = profile("secure").command("/secure").confirming_commands();
-    let app = TestApp::start_with_profiles(&llm.base_url(), &[secure], &[]).await;
+    let app = Hearth::start_with_profiles(&llm.base_url(), &[secure], &[]).await;
     let (status, asked) = app
         .send(json!({"user_id": "alice", "text": "/secure I moved to 9 Oak Lane"}))
         .await;
@@ -326,7 +326,7 @@ async fn an_approved_slash_command_whose_model_failed_starts_on_the_retry() {
         .await;
     assert_eq!(record["reply"], "Saved your new address.");
     let facts =
-        hearth::ports::UserProfiles::get(&*app.running.stores.profiles, &"alice".parse().unwrap())
+        hearth::ports::UserProfiles::get(&*app.app().stores.profiles, &"alice".parse().unwrap())
             .await
             .unwrap();
     assert_eq!(facts.get("address").map(String::as_str), Some("9 Oak Lane"));

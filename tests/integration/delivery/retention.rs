@@ -63,7 +63,7 @@ async fn old_rows_and_files_are_pruned_and_recent_ones_kept() {
         ],
     )
     .await;
-    let url = format!("sqlite://{}", app.folder.path().join("hearth.db").display());
+    let url = format!("sqlite://{}", app.folder().join("hearth.db").display());
     let pool = sqlx::SqlitePool::connect(&url).await.unwrap();
     let now = now_ms();
     for (age_days, tag) in [(40, "old"), (1, "new")] {
@@ -135,7 +135,7 @@ async fn old_rows_and_files_are_pruned_and_recent_ones_kept() {
         .await
         .unwrap();
         finished_reminder(&pool, tag, at, "done").await;
-        let folder = app.folder.path().join("attachments").join(&inbox_id);
+        let folder = app.folder().join("attachments").join(&inbox_id);
         std::fs::create_dir_all(&folder).unwrap();
         std::fs::write(folder.join("photo.jpg"), b"jpeg").unwrap();
         let modified = SystemTime::now() - Duration::from_secs(age_days as u64 * 24 * 3600);
@@ -164,7 +164,7 @@ async fn old_rows_and_files_are_pruned_and_recent_ones_kept() {
             .await
             + count(&pool, "SELECT COUNT(*) FROM outbox WHERE text = 'old'").await
             + count(&pool, "SELECT COUNT(*) FROM schedules WHERE text = 'old'").await
-            + i64::from(app.folder.path().join("attachments/inbox-old").exists());
+            + i64::from(app.folder().join("attachments/inbox-old").exists());
         if old == 0 {
             break;
         }
@@ -190,8 +190,7 @@ async fn old_rows_and_files_are_pruned_and_recent_ones_kept() {
         assert_eq!(count(&pool, sql).await, 1, "{sql}");
     }
     assert!(
-        app.folder
-            .path()
+        app.folder()
             .join("attachments/inbox-new/photo.jpg")
             .exists()
     );

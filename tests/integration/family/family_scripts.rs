@@ -312,7 +312,7 @@ async fn a_workflow_left_alone_past_its_ttl_is_forgotten() {
                       "final_parameters": {"album": "all"}, "next_action": "confirm_execution"}),
         updated_at_ms: now_ms() - age_ms,
     };
-    let workflows = &app.running.stores.script_workflows;
+    let workflows = &app.app().stores.script_workflows;
     // One hour old: still where the member left it.
     workflows.put(&saved(hour_ms)).await.unwrap();
     llm.push(Step::Reply("Shall I run it?".into()));
@@ -357,7 +357,7 @@ async fn a_restart_in_the_middle_continues_at_the_same_step() {
         Step::Reply("Selected. Shall I show the parameters?".into()),
     ]);
     say(&app, "back up the photos").await;
-    let folder = app.stop().await;
+    let folder = app.stop().await.folder();
 
     let (app, _) = start(&llm, Some(folder), &[]).await;
     llm.push_many([
@@ -387,7 +387,7 @@ async fn a_restart_in_the_middle_continues_at_the_same_step() {
     ]);
     let asked = say(&app, "only the summer album").await;
     assert_eq!(asked["status"], "confirmation_required", "{asked}");
-    let folder = app.stop().await;
+    let folder = app.stop().await.folder();
     let (app, _) = start(&llm, Some(folder), &[]).await;
     let result = approve_run(&app, &llm, &asked).await;
     assert!(

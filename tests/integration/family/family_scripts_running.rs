@@ -7,14 +7,13 @@
 
 use std::time::{Duration, Instant};
 
-use serde_json::{Map, Value, json};
-
 use hearth::scripts::{RunLimits, ScriptCatalog, run_script};
+use serde_json::{Map, Value, json};
 
 use crate::support::family_scripts::{
     approve_run, ask_to_run, call, last_system_prompt, overrides, runs, say, start, write_scripts,
 };
-use crate::support::hearth_app::{API_KEY, HearthProcess, test_env};
+use crate::support::hearth_app::{API_KEY, Hearth, test_env};
 use crate::support::llm_server::{ScriptedLlmServer, Step};
 use crate::support::test_config::TestConfig;
 
@@ -132,7 +131,7 @@ async fn a_run_completed_before_hearth_is_killed_is_never_run_again() {
             .map(|(k, v)| (*k, v.as_str()))
             .collect::<Vec<_>>(),
     );
-    let first = HearthProcess::spawn(&config, &env);
+    let first = Hearth::spawn(&config, &env);
     llm.push_many([
         call("select_script", json!({"name": "backup_photos"})),
         call("get_script_parameters", json!({})),
@@ -171,7 +170,7 @@ async fn a_run_completed_before_hearth_is_killed_is_never_run_again() {
     first.kill();
 
     llm.push(Step::Reply("The winter album is backed up.".into()));
-    let second = HearthProcess::spawn(&config, &env);
+    let second = Hearth::spawn(&config, &env);
     let record = answered(&second.base_url, asked["id"].as_str().unwrap()).await;
     assert_eq!(
         record["reply"], "The winter album is backed up.",

@@ -94,7 +94,7 @@ async fn a_member_backs_up_the_photos_after_tapping_confirm() {
     assert_eq!(runs.lines().count(), 1, "{runs}");
 
     // `/cancel` forgets where the workflow stood.
-    let workflows = &app.running.stores.script_workflows;
+    let workflows = &app.app().stores.script_workflows;
     assert!(
         workflows
             .get(

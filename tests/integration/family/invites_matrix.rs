@@ -3,7 +3,7 @@
 //! a member who then chats and whose role counts, and the inviting parent is told in their
 //! own room.
 
-use crate::support::hearth_app::TestApp;
+use crate::support::hearth_app::Hearth;
 use crate::support::llm_server::{ScriptedLlmServer, Step};
 use crate::support::matrix_family::{
     homeserver, matrix_env, reply_from_hearth, room_with_hearth, write_matrix_config,
@@ -19,7 +19,7 @@ async fn a_stranger_joins_by_invite_on_matrix_and_chats() {
     let llm = ScriptedLlmServer::start();
     let folder = tempfile::tempdir().unwrap();
     let path = write_matrix_config(folder.path(), &llm, &server, &[]);
-    let app = TestApp::start_from(folder, &path, &matrix_env()).await;
+    let app = Hearth::start_from(folder, &path, &matrix_env()).await;
     let alice = MatrixMember::login(&server.synapse, &server.alice).await;
     let alices_room = room_with_hearth(&alice, &server, true, &[]).await;
 

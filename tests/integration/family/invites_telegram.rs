@@ -127,7 +127,7 @@ async fn wrong_codes_are_limited_and_members_stay_across_a_restart() {
     )
     .await;
 
-    let folder = app.stop().await;
+    let folder = app.stop().await.folder();
     let app = start_on_telegram(&llm, &telegram, &[], Some(folder), &[]).await;
     llm.push(Step::Reply("Still here, Carol.".into()));
     telegram.push_private_text(&dave, "still a member?");

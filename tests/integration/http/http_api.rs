@@ -2,11 +2,11 @@
 
 use serde_json::{Value, json};
 
-use crate::support::hearth_app::{API_KEY, TestApp};
+use crate::support::hearth_app::{API_KEY, Hearth};
 use crate::support::llm_server::ScriptedLlmServer;
 use crate::support::test_config::TestConfig;
 
-async fn post(app: &TestApp, headers: &[(&str, &str)], body: String) -> (u16, Value) {
+async fn post(app: &Hearth, headers: &[(&str, &str)], body: String) -> (u16, Value) {
     let mut request = app
         .client
         .post(format!("{}/inbound", app.base_url))
@@ -23,7 +23,7 @@ async fn post(app: &TestApp, headers: &[(&str, &str)], body: String) -> (u16, Va
 #[actix::test]
 async fn the_api_key_is_required_in_either_header() {
     let llm = ScriptedLlmServer::start();
-    let app = TestApp::start(&llm.base_url(), &[]).await;
+    let app = Hearth::start(&llm.base_url(), &[]).await;
     let body = json!({"user_id": "alice", "text": "hi"}).to_string();
 
     let (status, refused) = post(&app, &[], body.clone()).await;
@@ -70,7 +70,7 @@ async fn the_api_key_is_required_in_either_header() {
 #[actix::test]
 async fn bad_requests_are_refused_with_a_reason() {
     let llm = ScriptedLlmServer::start();
-    let app = TestApp::start(&llm.base_url(), &[("HEARTH__HTTP__MAX_BODY_BYTES", "1024")]).await;
+    let app = Hearth::start(&llm.base_url(), &[("HEARTH__HTTP__MAX_BODY_BYTES", "1024")]).await;
     let key = [("X-API-Key", API_KEY)];
 
     let (status, body) = post(&app, &key, "{\"user_id\": \"alice\", \"text\": ".into()).await;
@@ -113,7 +113,7 @@ async fn bad_requests_are_refused_with_a_reason() {
 #[actix::test]
 async fn health_readiness_and_metrics() {
     let llm = ScriptedLlmServer::start();
-    let app = TestApp::start(&llm.base_url(), &[]).await;
+    let app = Hearth::start(&llm.base_url(), &[]).await;
     assert_eq!(app.get("/healthz").await, (200, "ok\n".to_string()));
 
     let (status, ready) = app.get("/readyz").await;
@@ -147,7 +147,7 @@ async fn each_key_opens_only_its_own_routes() {
     use crate::support::hearth_app::{ADMIN_API_KEY, PLUGIN_API_KEY};
     let llm = ScriptedLlmServer::start();
     llm.set_default(crate::support::llm_server::Step::Reply("ok".into()));
-    let app = TestApp::start(&llm.base_url(), &[("HEARTH__HTTP__METRICS_AUTH", "true")]).await;
+    let app = Hearth::start(&llm.base_url(), &[("HEARTH__HTTP__METRICS_AUTH", "true")]).await;
     let manifest = json!({
         "id": "weather", "name": "Weather", "description": "The weather.",
         "type": "http", "url": "http://127.0.0.1:9/run",
@@ -284,7 +284,7 @@ async fn readiness_details_never_show_credentials() {
     let port = closed.local_addr().unwrap().port();
     drop(closed);
     let api_url = format!("http://hearth:hunter2-pass@127.0.0.1:{port}");
-    let app = TestApp::start_unready(
+    let app = Hearth::start_unready(
         &llm.base_url(),
         &[
             ("HEARTH__CHANNELS__TELEGRAM__ENABLED", "true"),
@@ -322,7 +322,7 @@ async fn readiness_details_never_show_credentials() {
 async fn a_member_never_reaches_another_members_conversation() {
     let llm = ScriptedLlmServer::start();
     llm.set_default(crate::support::llm_server::Step::Echo);
-    let app = TestApp::start(&llm.base_url(), &[]).await;
+    let app = Hearth::start(&llm.base_url(), &[]).await;
     let (_, first) = app
         .send(json!({"user_id": "alice", "text": "my secret is tulips", "message_id": "m-1"}))
         .await;
@@ -380,11 +380,11 @@ async fn a_member_never_reaches_another_members_conversation() {
 /// each is counted, and memory stays flat (what is remembered of strangers is bounded).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_flood_of_distinct_strangers_leaves_memory_flat() {
-    use crate::support::hearth_app::{HearthProcess, test_env};
+    use crate::support::hearth_app::{Hearth, test_env};
     let llm = ScriptedLlmServer::start();
     let folder = tempfile::tempdir().unwrap();
     let config = TestConfig::new(folder.path(), &llm.base_url()).write(folder.path());
-    let hearth = HearthProcess::spawn(&config, &test_env(&[]));
+    let hearth = Hearth::spawn(&config, &test_env(&[]));
     let client = reqwest::Client::new();
     let rss_kb = |pid: u32| -> u64 {
         std::fs::read_to_string(format!("/proc/{pid}/status"))

@@ -5,12 +5,12 @@
 
 use serde_json::json;
 
-use crate::support::hearth_app::TestApp;
+use crate::support::hearth_app::Hearth;
 use crate::support::llm_server::ScriptedLlmServer;
 use crate::support::voice::{field, file, post_form};
 
 /// The `Set-Cookie` of the page's form cookie on `GET /sign-in` with `headers`.
-async fn form_cookie(app: &TestApp, headers: &[(&str, &str)]) -> String {
+async fn form_cookie(app: &Hearth, headers: &[(&str, &str)]) -> String {
     let mut request = reqwest::Client::new().get(format!("{}/sign-in", app.base_url));
     for (name, value) in headers {
         request = request.header(*name, *value);
@@ -32,7 +32,7 @@ fn is_secure(cookie: &str) -> bool {
 #[actix::test]
 async fn cookies_are_secure_by_the_public_url_or_a_trusted_proxy_never_by_the_host() {
     let llm = ScriptedLlmServer::start();
-    let plain = TestApp::start(&llm.base_url(), &[]).await;
+    let plain = Hearth::start(&llm.base_url(), &[]).await;
     // A Host off loopback, a proxy nobody trusts: neither decides.
     let cookie = form_cookie(
         &plain,
@@ -46,7 +46,7 @@ async fn cookies_are_secure_by_the_public_url_or_a_trusted_proxy_never_by_the_ho
     assert!(cookie.contains("HttpOnly") && cookie.contains("SameSite=Strict"));
     plain.stop().await;
 
-    let proxied = TestApp::start(
+    let proxied = Hearth::start(
         &llm.base_url(),
         &[("HEARTH__HTTP__TRUSTED_PROXIES", "127.0.0.1")],
     )
@@ -57,7 +57,7 @@ async fn cookies_are_secure_by_the_public_url_or_a_trusted_proxy_never_by_the_ho
     assert!(!is_secure(&http), "{http}");
     proxied.stop().await;
 
-    let public = TestApp::start(
+    let public = Hearth::start(
         &llm.base_url(),
         &[("HEARTH__HTTP__PUBLIC_URL", "https://hearth.home.example")],
     )
@@ -74,7 +74,7 @@ async fn an_upload_hearth_cannot_store_is_refused_without_its_folders() {
     let blocked = tempfile::NamedTempFile::new().unwrap();
     let folder = blocked.path().join("attachments");
     let folder = folder.to_str().unwrap();
-    let app = TestApp::start(
+    let app = Hearth::start(
         &llm.base_url(),
         &[("HEARTH__CHANNELS__TELEGRAM__ATTACHMENTS_DIR", folder)],
     )
@@ -97,7 +97,7 @@ async fn an_upload_hearth_cannot_store_is_refused_without_its_folders() {
 #[actix::test]
 async fn api_keys_of_any_length_are_refused_alike() {
     let llm = ScriptedLlmServer::start();
-    let app = TestApp::start(&llm.base_url(), &[]).await;
+    let app = Hearth::start(&llm.base_url(), &[]).await;
     let key = crate::support::hearth_app::API_KEY;
     let body = json!({"user_id": "alice", "text": "hi"});
     for wrong in [

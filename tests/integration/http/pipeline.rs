@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use crate::support::hearth_app::TestApp;
+use crate::support::hearth_app::Hearth;
 use crate::support::llm_server::{ScriptedLlmServer, Step};
 
 /// The chat messages the LLM received in request `index`.
@@ -26,7 +26,7 @@ fn contents(messages: &[Value]) -> Vec<String> {
 #[actix::test]
 async fn a_turn_uses_profile_facts_time_and_history() {
     let llm = ScriptedLlmServer::start();
-    let app = TestApp::start(&llm.base_url(), &[]).await;
+    let app = Hearth::start(&llm.base_url(), &[]).await;
 
     assert_eq!(app.ask("alice", "hello").await, "echo: hello");
     llm.push_many([
@@ -83,7 +83,7 @@ async fn a_turn_uses_profile_facts_time_and_history() {
 #[actix::test]
 async fn slash_commands_route_to_their_profile_and_history_is_bounded() {
     let llm = ScriptedLlmServer::start();
-    let app = TestApp::start(&llm.base_url(), &[]).await;
+    let app = Hearth::start(&llm.base_url(), &[]).await;
     for n in 1..=4 {
         app.ask("alice", &format!("/focus message {n}")).await;
     }
@@ -103,7 +103,7 @@ async fn slash_commands_route_to_their_profile_and_history_is_bounded() {
 #[actix::test]
 async fn history_older_than_the_age_limit_is_left_out() {
     let llm = ScriptedLlmServer::start();
-    let app = TestApp::start(
+    let app = Hearth::start(
         &llm.base_url(),
         &[(
             "HEARTH__DEFAULT_PROFILE_SETTINGS__PROCESSING_CONFIG__HISTORY_MAX_AGE_HOURS",
@@ -122,7 +122,7 @@ async fn history_older_than_the_age_limit_is_left_out() {
 async fn one_conversation_is_answered_in_order_while_others_run_in_parallel() {
     let llm = ScriptedLlmServer::start();
     llm.set_default(Step::Delay(Duration::from_millis(80), Box::new(Step::Echo)));
-    let app = std::sync::Arc::new(TestApp::start(&llm.base_url(), &[]).await);
+    let app = std::sync::Arc::new(Hearth::start(&llm.base_url(), &[]).await);
     let mut tasks = Vec::new();
     for conversation in 0..6 {
         for n in 0..4 {
@@ -188,7 +188,7 @@ async fn fifty_conversations_never_exceed_the_cloud_semaphore() {
     let llm = ScriptedLlmServer::start();
     llm.set_default(Step::Delay(Duration::from_millis(50), Box::new(Step::Echo)));
     let app = std::sync::Arc::new(
-        TestApp::start(
+        Hearth::start(
             &llm.base_url(),
             &[("HEARTH__QUEUE__MAX_PARALLEL_CONVERSATIONS", "50")],
         )
@@ -226,7 +226,7 @@ async fn a_local_backend_gets_one_call_at_a_time() {
     let llm = ScriptedLlmServer::start();
     llm.set_default(Step::Delay(Duration::from_millis(30), Box::new(Step::Echo)));
     let app = std::sync::Arc::new(
-        TestApp::start(&llm.base_url(), &[("HEARTH__LLMS__MAIN__BACKEND", "local")]).await,
+        Hearth::start(&llm.base_url(), &[("HEARTH__LLMS__MAIN__BACKEND", "local")]).await,
     );
     let tasks: Vec<_> = (0..10)
         .map(|conversation| {
@@ -246,7 +246,7 @@ async fn a_local_backend_gets_one_call_at_a_time() {
 #[actix::test]
 async fn transient_errors_are_retried_honouring_retry_after() {
     let llm = ScriptedLlmServer::start();
-    let app = TestApp::start(&llm.base_url(), &[]).await;
+    let app = Hearth::start(&llm.base_url(), &[]).await;
     llm.push_many([
         Step::Error {
             status: 429,
@@ -274,7 +274,7 @@ async fn transient_errors_are_retried_honouring_retry_after() {
 #[actix::test]
 async fn the_fallback_model_answers_when_the_main_one_keeps_failing() {
     let llm = ScriptedLlmServer::start();
-    let app = TestApp::start(
+    let app = Hearth::start(
         &llm.base_url(),
         &[(
             "HEARTH__DEFAULT_PROFILE_SETTINGS__PROCESSING_CONFIG__LLM_FALLBACK_MODEL",
@@ -313,7 +313,7 @@ async fn llm_down_gets_an_apology_and_the_message_is_answered_later() {
         retry_after: None,
         body: "down".into(),
     });
-    let app = TestApp::start(&llm.base_url(), &[("HEARTH__LLM_RETRY__MAX_ATTEMPTS", "1")]).await;
+    let app = Hearth::start(&llm.base_url(), &[("HEARTH__LLM_RETRY__MAX_ATTEMPTS", "1")]).await;
     let (status, body) = app
         .send(json!({"user_id": "alice", "text": "are you there?"}))
         .await;
@@ -345,7 +345,7 @@ async fn a_full_backlog_answers_busy_instead_of_growing() {
         Box::new(Step::Echo),
     ));
     let app = std::sync::Arc::new(
-        TestApp::start(
+        Hearth::start(
             &llm.base_url(),
             &[
                 ("HEARTH__QUEUE__MAX_BACKLOG", "2"),
@@ -389,7 +389,7 @@ async fn a_full_backlog_answers_busy_instead_of_growing() {
 #[actix::test]
 async fn strangers_get_no_answer_and_duplicates_are_answered_once() {
     let llm = ScriptedLlmServer::start();
-    let app = TestApp::start(&llm.base_url(), &[]).await;
+    let app = Hearth::start(&llm.base_url(), &[]).await;
     let (status, body) = app.send(json!({"user_id": "mallory", "text": "hi"})).await;
     assert_eq!((status, body), (204, Value::Null));
     assert_eq!(llm.request_count(), 0);
@@ -408,7 +408,7 @@ async fn strangers_get_no_answer_and_duplicates_are_answered_once() {
 async fn a_model_configured_as_anthropic_is_called_in_its_own_wire_format() {
     let llm = ScriptedLlmServer::start();
     let anthropic_url = llm.anthropic_base_url();
-    let app = TestApp::start(
+    let app = Hearth::start(
         &llm.base_url(),
         &[
             ("HEARTH__LLMS__MAIN__PROVIDER", "anthropic"),

@@ -7,8 +7,6 @@
 
 use std::path::Path;
 
-use serde_json::{Value, json};
-
 use hearth::actors::request_queue::CancelPending;
 use hearth::config::FamilyRole;
 use hearth::intents::{
@@ -16,8 +14,9 @@ use hearth::intents::{
     RecordsDataSource, SOMETHING_WRONG_REPLY, STAGES,
 };
 use hearth::storage::Stores;
+use serde_json::{Value, json};
 
-use crate::support::hearth_app::{TestApp, test_env};
+use crate::support::hearth_app::{Hearth, test_env};
 use crate::support::intents_profile::{
     Wire, asked_which_order, classified, example_intents, orders_config, orders_config_confirming,
     orders_config_with, stage_names, stages, start, successful_calls,
@@ -203,7 +202,7 @@ async fn cancel_drops_a_plan_waiting_for_the_member() {
     asked_which_order(&app, &llm, "alice", "Which order?").await;
     // What `/cancel` does on every chat platform.
     let cancelled = app
-        .running
+        .app()
         .queue
         .send(CancelPending {
             member_id: "alice".parse().unwrap(),
@@ -420,7 +419,7 @@ async fn confirm_tools_asks_before_the_intent_s_tool_runs() {
     let llm = ScriptedLlmServer::start();
     let folder = tempfile::tempdir().unwrap();
     let path = orders_config_confirming(folder.path(), &llm, &example_intents());
-    let app = TestApp::start_from(folder, &path, &[]).await;
+    let app = Hearth::start_from(folder, &path, &[]).await;
     for (approve, reply) in [
         (
             true,
@@ -470,7 +469,7 @@ async fn another_profile_delegates_to_the_intents_profile() {
         "HEARTH__DEFAULT_PROFILE_SETTINGS__TOOLS_CONFIG__ENABLE_LOCAL_TOOLS",
         "profile_get,delegate_to_service",
     );
-    let app = TestApp::start_from(folder, &path, &[tools]).await;
+    let app = Hearth::start_from(folder, &path, &[tools]).await;
     llm.push_many([
         Step::ToolCalls(vec![(
             "delegate_to_service".into(),

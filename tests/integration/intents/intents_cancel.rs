@@ -4,13 +4,12 @@
 //! anyway (a write outside the lane) stays cancelled: the turn's write of the older version
 //! is refused, the turn stops, and the member is told nothing was done.
 
-use serde_json::json;
-
 use hearth::actors::request_queue::{CancelPending, Cancelled};
 use hearth::intents::CANCELLED_REPLY;
 use hearth::ports::now_ms;
+use serde_json::json;
 
-use crate::support::hearth_app::TestApp;
+use crate::support::hearth_app::Hearth;
 use crate::support::intents_profile::{
     Wire, asked_which_order, classified, example_intents, stages, start, successful_calls,
 };
@@ -30,7 +29,7 @@ fn cancel(member: &str, conversation_key: &str) -> CancelPending {
 /// Alice's plan waits for her order id; her answer's turn is held at the classifier
 /// (`gate`) until the returned future, once the answer's turn runs, has done `meanwhile`.
 async fn answer_held_while<T>(
-    app: &TestApp,
+    app: &Hearth,
     llm: &ScriptedLlmServer,
     meanwhile: impl AsyncFnOnce(&Gate) -> T,
 ) -> (serde_json::Value, T) {
@@ -66,7 +65,7 @@ async fn answer_held_while<T>(
 async fn cancel_while_the_member_s_plan_goes_on_waits_for_it_and_says_what_happened() {
     let llm = ScriptedLlmServer::start();
     let app = start(&llm, &example_intents(), Wire::OpenAi).await;
-    let queue = app.running.queue.clone();
+    let queue = app.app().queue.clone();
     let (body, cancelled) = answer_held_while(&app, &llm, async |gate: &Gate| {
         // `/cancel` comes while the turn continuing the plan runs (what every channel sends).
         let cancelled = queue.send(cancel("alice", "http:alice"));
@@ -90,7 +89,7 @@ async fn cancel_while_the_member_s_plan_goes_on_waits_for_it_and_says_what_happe
 async fn a_plan_cancelled_while_its_turn_has_it_loaded_stops_and_says_so() {
     let llm = ScriptedLlmServer::start();
     let app = start(&llm, &example_intents(), Wire::OpenAi).await;
-    let plans = app.running.stores.plans.clone();
+    let plans = app.app().stores.plans.clone();
     let (body, cancelled) = answer_held_while(&app, &llm, async |gate: &Gate| {
         // Cancelled behind the turn's back, after it loaded the plan.
         let cancelled = plans

@@ -7,11 +7,10 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use hearth::intents::IntentsRegistry;
 use serde_json::json;
 
-use hearth::intents::IntentsRegistry;
-
-use crate::support::hearth_app::{TestApp, test_env};
+use crate::support::hearth_app::{Hearth, test_env};
 use crate::support::intents_profile::{classified, orders_config};
 use crate::support::llm_server::ScriptedLlmServer;
 
@@ -148,7 +147,7 @@ async fn without_a_data_source_check_order_status_reads_the_shipped_orders() {
     std::fs::write(&intents, WITHOUT_DATA_SOURCE).unwrap();
     let path = orders_config(folder.path(), &llm, &intents);
     // The tests run in the project's folder, where data/orders.json is.
-    let app = TestApp::start_from(folder, &path, &[]).await;
+    let app = Hearth::start_from(folder, &path, &[]).await;
     llm.push(classified(
         Some("order_status"),
         json!({"order_id": "O-12345"}),

@@ -6,15 +6,14 @@ use std::time::Duration;
 
 use serde_json::json;
 
-use crate::support::hearth_app::TestApp;
+use crate::support::hearth_app::Hearth;
 use crate::support::intents_profile::{WAIT, escalation_family, nth_prompt, refund};
 use crate::support::llm_server::ScriptedLlmServer;
 use crate::support::telegram::TelegramServer;
-use crate::support::telegram_family::press;
-use crate::support::telegram_family::{TOKEN, alice, bob, bot_says};
+use crate::support::telegram_family::{TOKEN, alice, bob, bot_says, press};
 use crate::support::test_config::TestConfig;
 
-async fn start(llm: &ScriptedLlmServer, telegram: &TelegramServer) -> TestApp {
+async fn start(llm: &ScriptedLlmServer, telegram: &TelegramServer) -> Hearth {
     start_with(llm, telegram, |config| config).await
 }
 
@@ -23,10 +22,10 @@ async fn start_with(
     llm: &ScriptedLlmServer,
     telegram: &TelegramServer,
     family: impl FnOnce(TestConfig) -> TestConfig,
-) -> TestApp {
+) -> Hearth {
     let folder = tempfile::tempdir().unwrap();
     let path = family(escalation_family(folder.path(), llm, telegram)).write(folder.path());
-    TestApp::start_from(folder, &path, &[("TEST_TELEGRAM_TOKEN", TOKEN)]).await
+    Hearth::start_from(folder, &path, &[("TEST_TELEGRAM_TOKEN", TOKEN)]).await
 }
 
 #[actix::test]
@@ -162,7 +161,7 @@ async fn a_parent_approving_over_http_leaves_the_outcome_to_the_child_s_chat() {
     telegram.push_private_text(&bob(), "/orders refund 25 on O-12345");
     bot_says(&telegram, 1002, "I've asked a parent to approve this").await;
     nth_prompt(&telegram, 1001, 0).await;
-    let open = app.running.stores.pending.open().await.unwrap();
+    let open = app.app().stores.pending.open().await.unwrap();
     let [escalation] = open.as_slice() else {
         panic!("one escalation waits: {open:?}");
     };

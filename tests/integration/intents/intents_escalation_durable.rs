@@ -8,16 +8,14 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use async_trait::async_trait;
-
 use hearth::ports::{Outbox, OutboxEntry, OutgoingMessage, StorageError};
 
 use crate::support::delivery::undelivered;
-use crate::support::hearth_app::{HearthProcess, TestApp, test_env};
+use crate::support::hearth_app::{Hearth, test_env};
 use crate::support::intents_profile::{WAIT, escalation_family, nth_prompt, refund};
 use crate::support::llm_server::ScriptedLlmServer;
 use crate::support::telegram::{TelegramServer, TgError, TgUser};
-use crate::support::telegram_family::press;
-use crate::support::telegram_family::{TOKEN, alice, bob, bot_says};
+use crate::support::telegram_family::{TOKEN, alice, bob, bot_says, press};
 
 /// The escalation config for `folder` with carol, a second parent, on Telegram (her
 /// private chat is 1003), written.
@@ -123,7 +121,7 @@ async fn the_parents_prompts_need_no_write_after_the_suspension() {
     let mut stores = hearth::storage::open(&database, 4).await.unwrap();
     stores.outbox = Arc::new(OwnWritesNeverFinish(stores.outbox.clone()));
     let app =
-        TestApp::start_on_stores(folder, &path, &[("TEST_TELEGRAM_TOKEN", TOKEN)], stores).await;
+        Hearth::start_on_stores(folder, &path, &[("TEST_TELEGRAM_TOKEN", TOKEN)], stores).await;
     parents_say_hello(&telegram).await;
 
     llm.push(refund("25"));
@@ -143,7 +141,7 @@ async fn killed_right_after_the_child_is_told_hearth_asks_each_parent_once_after
     let folder = tempfile::tempdir().unwrap();
     let config = with_carol(folder.path(), &llm, &telegram);
     let env = test_env(&[("TEST_TELEGRAM_TOKEN", TOKEN)]);
-    let first = HearthProcess::spawn(&config, &env);
+    let first = Hearth::spawn(&config, &env);
     parents_say_hello(&telegram).await;
 
     // Telegram takes nothing for the parents' chats: when hearth dies, their prompts are
@@ -170,7 +168,7 @@ async fn killed_right_after_the_child_is_told_hearth_asks_each_parent_once_after
     assert_eq!(prompts_in(&telegram, 1003), 0);
 
     telegram.clear_faults();
-    let second = HearthProcess::spawn(&config, &env);
+    let second = Hearth::spawn(&config, &env);
     let alices = nth_prompt(&telegram, 1001, 0).await;
     nth_prompt(&telegram, 1003, 0).await;
     telegram.settle().await;

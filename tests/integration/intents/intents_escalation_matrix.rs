@@ -2,7 +2,10 @@
 //! shown to the parent in the parent's own room with hearth (found as hearth syncs), the
 //! parent's ✅ reaction approves it, and the result reaches the child's room.
 
-use crate::support::hearth_app::TestApp;
+use hearth::config::FamilyMember;
+use serde_yaml::Value;
+
+use crate::support::hearth_app::Hearth;
 use crate::support::intents_profile::{limits_profile, refund};
 use crate::support::llm_server::ScriptedLlmServer;
 use crate::support::matrix_family::{
@@ -10,8 +13,6 @@ use crate::support::matrix_family::{
 };
 use crate::support::matrix_member::MatrixMember;
 use crate::support::test_config::{TestConfig, member};
-use hearth::config::FamilyMember;
-use serde_yaml::Value;
 
 /// hearth on Matrix with the `/orders` intents profile of the Telegram escalation tests,
 /// bob a child; `processing` adds keys to its `processing_config`.
@@ -19,7 +20,7 @@ async fn start(
     llm: &ScriptedLlmServer,
     server: &Homeserver,
     processing: &[(&str, Value)],
-) -> TestApp {
+) -> Hearth {
     start_with(llm, server, processing, |config| config).await
 }
 
@@ -29,13 +30,13 @@ async fn start_with(
     server: &Homeserver,
     processing: &[(&str, Value)],
     family: impl FnOnce(TestConfig) -> TestConfig,
-) -> TestApp {
+) -> Hearth {
     let folder = tempfile::tempdir().unwrap();
     let config = matrix_family(folder.path(), llm, server)
         .profile(limits_profile(folder.path(), processing))
         .child("bob");
     let path = family(config).write(folder.path());
-    TestApp::start_from(folder, &path, &matrix_env()).await
+    Hearth::start_from(folder, &path, &matrix_env()).await
 }
 
 #[actix::test]

@@ -3,19 +3,15 @@
 //! each value read once into its declared type, the number the policy compares being the
 //! one the tool gets, and a value that cannot be read asked for again.
 
+use hearth::actors::request_queue::CancelPending;
 use serde_json::{Value, json};
 
-use hearth::actors::request_queue::CancelPending;
-
-use crate::support::hearth_app::{HearthProcess, TestApp, test_env};
-use crate::support::intents_profile::refund_of_order;
-use crate::support::intents_profile::write_intents;
-use crate::support::intents_profile::write_policy_intents;
+use crate::support::hearth_app::{Hearth, test_env};
 use crate::support::intents_profile::{
-    Wire, orders_config_with, orders_profile, stages, start, successful_calls,
+    Wire, orders_config_with, orders_profile, refund_of_order, stages, start, successful_calls,
+    write_intents, write_policy_intents,
 };
-use crate::support::llm_server::ScriptedLlmServer;
-use crate::support::llm_server::Step;
+use crate::support::llm_server::{ScriptedLlmServer, Step};
 use crate::support::mcp::everything_stdio_or_skip;
 use crate::support::test_config::{ProfileParts, TestConfig};
 
@@ -74,7 +70,7 @@ async fn policy_allows_denies_and_escalates_and_params_are_redacted() {
 }
 
 /// Bob (a child) asks for a refund over the limit: the escalation's confirmation.
-pub(crate) async fn escalated(app: &TestApp, llm: &ScriptedLlmServer) -> Value {
+pub(crate) async fn escalated(app: &Hearth, llm: &ScriptedLlmServer) -> Value {
     llm.push(refund_of_order("O-12345", "25"));
     let (status, asked) = app
         .send(json!({"user_id": "bob", "text": "/orders refund 25 on O-12345"}))
@@ -90,12 +86,7 @@ pub(crate) async fn escalated(app: &TestApp, llm: &ScriptedLlmServer) -> Value {
     asked
 }
 
-pub(crate) async fn answer(
-    app: &TestApp,
-    asked: &Value,
-    user: &str,
-    approve: bool,
-) -> (u16, Value) {
+pub(crate) async fn answer(app: &Hearth, asked: &Value, user: &str, approve: bool) -> (u16, Value) {
     app.confirm(
         json!({"confirmation_id": asked["confirmation"]["id"], "user_id": user,
                "approve": approve}),
@@ -154,7 +145,7 @@ async fn an_escalation_nobody_answers_expires_and_the_child_is_told() {
         &file,
         &[("confirmation_timeout_seconds", 1.into())],
     );
-    let app = TestApp::start_from(folder, &path, &[]).await;
+    let app = Hearth::start_from(folder, &path, &[]).await;
     let asked = escalated(&app, &llm).await;
     let id = asked["id"].as_str().unwrap();
     let child = app
@@ -177,7 +168,7 @@ async fn a_child_s_cancel_withdraws_a_request_waiting_for_a_parent() {
     let app = start(&llm, &file, Wire::OpenAi).await;
     let asked = escalated(&app, &llm).await;
     let cancelled = app
-        .running
+        .app()
         .queue
         .send(CancelPending {
             member_id: "bob".parse().unwrap(),
@@ -225,7 +216,7 @@ async fn a_child_s_refund_of_1_000_is_a_thousand_for_the_policy_and_the_tool() {
         "Refund of 1000 for O-12345 noted (shipped)."
     );
     // The call that ran got the number the policy compared.
-    let database = app.folder.path().join("hearth.db");
+    let database = app.folder().join("hearth.db");
     let pool = sqlx::SqlitePool::connect(&format!("sqlite://{}", database.display()))
         .await
         .unwrap();
@@ -356,7 +347,7 @@ policy:
                 .insert("HEARTH_TEST_MCP_CALLS".into(), calls_file);
         })
         .write(folder.path());
-    let hearth = HearthProcess::spawn(&config, &test_env(&[]));
+    let hearth = Hearth::spawn(&config, &test_env(&[]));
     llm.push(Step::Reply(
         json!({"intent_id": "refund_request",
                "extracted_params": {"message": "the parcel never came", "amount": "1 000"},

@@ -13,14 +13,12 @@
 
 use std::path::Path;
 
-use serde_json::Value;
-
 use hearth::config::LlmBackend;
 use hearth::intents::{NOT_SURE_REPLY, SOMETHING_WRONG_REPLY, STAGES};
+use serde_json::Value;
 
-use crate::support::hearth_app::TestApp;
-use crate::support::intents_profile::orders_profile;
-use crate::support::intents_profile::{example_intents, stage_names, stages};
+use crate::support::hearth_app::Hearth;
+use crate::support::intents_profile::{example_intents, orders_profile, stage_names, stages};
 use crate::support::real_llm::{REAL_LLM_MODEL, RealLlmServer, start_real_llm_or_skip};
 use crate::support::test_config::TestConfig;
 
@@ -72,7 +70,7 @@ async fn real_llm_drives_the_intents_engine_to_a_legitimate_outcome() {
     };
     let folder = tempfile::tempdir().unwrap();
     let path = real_orders_config(folder.path(), &server);
-    let app = TestApp::start_from(folder, &path, &[]).await;
+    let app = Hearth::start_from(folder, &path, &[]).await;
 
     // The second turn sends the first as history, which the classifier's request carries as
     // user and assistant messages (and, after a question, as the answer to a waiting plan).

@@ -3,14 +3,15 @@
 
 use std::path::Path;
 
+use hearth::intents::STAGES;
 use serde_json::{Value, json};
 
-use crate::support::hearth_app::{API_KEY, HearthProcess, test_env};
-use crate::support::intents_profile::write_intents;
-use crate::support::intents_profile::{classified, example_intents, orders_config};
-use crate::support::intents_profile::{refund_of_order, write_policy_intents};
+use crate::support::hearth_app::{API_KEY, Hearth, test_env};
+use crate::support::intents_profile::{
+    classified, example_intents, orders_config, refund_of_order, write_intents,
+    write_policy_intents,
+};
 use crate::support::llm_server::{ScriptedLlmServer, Step};
-use hearth::intents::STAGES;
 
 /// What `hearth telemetry --conversation http:alice` prints once it prints `lines` lines
 /// (read beside the running hearth, whose telemetry is written in batches), or after 10 s.
@@ -33,15 +34,6 @@ async fn printed_telemetry(config: &Path, lines: usize) -> String {
     }
 }
 
-/// POST one message to a hearth process; the reply text.
-async fn ask_process(process: &HearthProcess, user: &str, text: &str) -> String {
-    let (status, body) = process
-        .post_json("/inbound", json!({"user_id": user, "text": text}))
-        .await;
-    assert_eq!(status, 200, "{body}");
-    body["reply"].as_str().expect("reply text").to_string()
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_plan_waiting_for_the_member_survives_a_kill_and_telemetry_shows_its_stages() {
     let llm = ScriptedLlmServer::start();
@@ -49,27 +41,25 @@ async fn a_plan_waiting_for_the_member_survives_a_kill_and_telemetry_shows_its_s
     let config = orders_config(folder.path(), &llm, &example_intents());
     let env = test_env(&[]);
 
-    let first = HearthProcess::spawn(&config, &env);
+    let first = Hearth::spawn(&config, &env);
     llm.push_many([
         classified(Some("order_status"), json!({"order_id": null}), 0.9),
         Step::Reply("What's your order ID?".into()),
     ]);
     assert_eq!(
-        ask_process(&first, "alice", "/orders check my order").await,
+        first.ask("alice", "/orders check my order").await,
         "What's your order ID?"
     );
     // Telemetry is written in batches: stored before the kill, so it can be read after.
     printed_telemetry(&config, 10).await;
-    first.kill();
-
-    let second = HearthProcess::spawn(&config, &env);
+    let second = first.kill().start().await;
     llm.push(classified(
         Some("order_status"),
         json!({"order_id": "O-22222"}),
         0.9,
     ));
     assert_eq!(
-        ask_process(&second, "alice", "O-22222").await,
+        second.ask("alice", "O-22222").await,
         "I'll check order O-22222.\n\nYour order O-22222 is delivered on 2025-10-02."
     );
 
@@ -98,7 +88,7 @@ async fn an_escalation_survives_a_kill_and_a_parent_answers_after_the_restart() 
     let folder = tempfile::tempdir().unwrap();
     let config = orders_config(folder.path(), &llm, &file);
     let env = test_env(&[]);
-    let first = HearthProcess::spawn(&config, &env);
+    let first = Hearth::spawn(&config, &env);
     llm.push(refund_of_order("O-12345", "25"));
     let (status, asked) = first
         .post_json(
@@ -108,9 +98,7 @@ async fn an_escalation_survives_a_kill_and_a_parent_answers_after_the_restart() 
         .await;
     assert_eq!(status, 200, "{asked}");
     assert_eq!(asked["status"], "confirmation_required", "{asked}");
-    first.kill();
-
-    let second = HearthProcess::spawn(&config, &env);
+    let second = first.kill().start().await;
     let answer = json!({"confirmation_id": asked["confirmation"]["id"], "user_id": "alice",
                         "approve": true});
     let (status, body) = second.confirm(answer).await;
@@ -163,7 +151,7 @@ async fn a_completed_tool_call_is_not_run_again_after_a_kill() {
         classified(Some("order_status"), json!({"order_id": "O-12345"}), 0.9),
         Step::Hang,
     ]);
-    let first = HearthProcess::spawn(&config, &env);
+    let first = Hearth::spawn(&config, &env);
     let pending = tokio::spawn(post(first.base_url.clone()));
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
     while llm.request_count() < 2 {
@@ -181,7 +169,7 @@ async fn a_completed_tool_call_is_not_run_again_after_a_kill() {
     llm.push(Step::Reply(
         "Your order O-12345 is on its way with UPS.".into(),
     ));
-    let second = HearthProcess::spawn(&config, &env);
+    let second = Hearth::spawn(&config, &env);
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
     let answered = loop {
         if let Some(body) = post(second.base_url.clone()).await

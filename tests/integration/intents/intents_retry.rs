@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 
-use crate::support::hearth_app::TestApp;
+use crate::support::hearth_app::Hearth;
 use crate::support::intents_profile::{
     classified, example_intents, orders_config_confirming, stages, successful_calls,
 };
@@ -17,8 +17,8 @@ use crate::support::llm_server::ScriptedLlmServer;
 const JOURNAL_REFUSED: &str = "CREATE TRIGGER journal_refused BEFORE INSERT ON turn_journal \
      BEGIN SELECT RAISE(ABORT, 'disk I/O error'); END";
 
-async fn database(app: &TestApp) -> sqlx::SqlitePool {
-    let file = app.folder.path().join("hearth.db");
+async fn database(app: &Hearth) -> sqlx::SqlitePool {
+    let file = app.folder().join("hearth.db");
     sqlx::SqlitePool::connect(&format!("sqlite://{}", file.display()))
         .await
         .unwrap()
@@ -46,7 +46,7 @@ async fn an_approved_call_whose_resumed_turn_failed_before_it_started_runs_once_
     let llm = ScriptedLlmServer::start();
     let folder = tempfile::tempdir().unwrap();
     let path = orders_config_confirming(folder.path(), &llm, &example_intents());
-    let app = TestApp::start_from(folder, &path, &[]).await;
+    let app = Hearth::start_from(folder, &path, &[]).await;
 
     llm.push(classified(
         Some("order_status"),

@@ -3,16 +3,16 @@
 //! profile it would have gone to without the plan (the default one), and the plan stops
 //! waiting.
 
+use hearth::intents::STAGES;
 use serde_json::json;
 
-use crate::support::hearth_app::TestApp;
+use crate::support::hearth_app::Hearth;
 use crate::support::intents_profile::{
     Wire, asked_which_order, classified, example_intents, orders_profile, stage_names, stages,
     start,
 };
 use crate::support::llm_server::ScriptedLlmServer;
 use crate::support::test_config::TestConfig;
-use hearth::intents::STAGES;
 
 #[actix::test]
 async fn a_message_the_waiting_plan_cannot_place_goes_to_the_default_profile() {
@@ -24,7 +24,7 @@ async fn a_message_the_waiting_plan_cannot_place_goes_to_the_default_profile() {
         .parent("bob")
         .profile(orders_profile(&example_intents(), &[]))
         .write(folder.path());
-    let app = TestApp::start_from(folder, &path, &[]).await;
+    let app = Hearth::start_from(folder, &path, &[]).await;
     asked_which_order(&app, &llm, "alice", "Which order?").await;
     // Bob's plan waits too, in his own conversation.
     asked_which_order(&app, &llm, "bob", "Which order, Bob?").await;
@@ -57,7 +57,7 @@ async fn a_message_the_waiting_plan_cannot_place_goes_to_the_default_profile() {
     let reason = events[14]["payload"]["reason"].as_str().unwrap_or_default();
     assert!(reason.contains("handed back"), "{}", events[14]);
     let history = app
-        .running
+        .app()
         .stores
         .memory
         .recent(&"http:alice".parse().unwrap(), 100, 0)

@@ -12,14 +12,14 @@
 use std::path::Path;
 use std::time::Duration;
 
-use serde_json::json;
-
-use crate::support::hearth_app::TestApp;
-use crate::support::intents_profile::{example_intents, orders_config, orders_config_confirming};
-use crate::support::llm_server::ScriptedLlmServer;
 use hearth::ports::{
     AnswerPlace, Inbound, PendingConfirmation, PlanExecution, PlanStep, StepExecution, StepStatus,
 };
+use serde_json::json;
+
+use crate::support::hearth_app::Hearth;
+use crate::support::intents_profile::{example_intents, orders_config, orders_config_confirming};
+use crate::support::llm_server::ScriptedLlmServer;
 
 const ASKED: &str = "/orders where is O-12345?";
 const PRE: &str = "I'll check order O-12345.";
@@ -116,7 +116,7 @@ async fn an_ended_plan_whose_answer_was_not_stored_gives_the_same_answer() {
     stopped_with(folder.path(), &plan).await;
 
     let path = orders_config(folder.path(), &llm, &example_intents());
-    let app = TestApp::start_from(folder, &path, &[]).await;
+    let app = Hearth::start_from(folder, &path, &[]).await;
     let record = app
         .record_when("stopped-1", "alice", "answered", Duration::from_secs(10))
         .await;
@@ -210,7 +210,7 @@ async fn an_approval_taken_before_the_call_started_is_asked_anew_not_told_as_unk
 
 /// The stopped message once it waits for a confirmation asked by this start (not one
 /// answered before it).
-async fn asked_anew(app: &TestApp) -> serde_json::Value {
+async fn asked_anew(app: &Hearth) -> serde_json::Value {
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
     loop {
         let (_, text) = app.get("/inbound/stopped-1?user_id=alice").await;
@@ -231,7 +231,7 @@ async fn asked_anew(app: &TestApp) -> serde_json::Value {
 /// confirmation anew, and approving it runs the call once, for the whole answer.
 async fn asked_anew_and_approved(folder: tempfile::TempDir, llm: &ScriptedLlmServer) {
     let path = orders_config_confirming(folder.path(), llm, &example_intents());
-    let app = TestApp::start_from(folder, &path, &[]).await;
+    let app = Hearth::start_from(folder, &path, &[]).await;
     let record = asked_anew(&app).await;
     let confirmation = &record["confirmation"];
     assert_eq!(

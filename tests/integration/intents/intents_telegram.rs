@@ -9,13 +9,13 @@ use std::time::Duration;
 use serde_json::json;
 
 use crate::support::delivery::{undelivered, wait_for};
-use crate::support::hearth_app::{HearthProcess, TestApp};
-use crate::support::intents_profile::classified;
-use crate::support::intents_profile::{orders_profile, write_intents};
+use crate::support::hearth_app::Hearth;
+use crate::support::intents_profile::{classified, orders_profile, write_intents};
 use crate::support::llm_server::{ScriptedLlmServer, Step};
 use crate::support::telegram::{TelegramServer, TgError};
-use crate::support::telegram_family::telegram_env;
-use crate::support::telegram_family::{TOKEN, alice, bot_says, write_telegram_config};
+use crate::support::telegram_family::{
+    TOKEN, alice, bot_says, telegram_env, write_telegram_config,
+};
 
 const INTENTS: &str = r#"
 data_source: { kind: json, path: "ORDERS" }
@@ -61,7 +61,7 @@ async fn the_plan_says_what_it_will_do_in_its_own_message_and_not_when_policy_st
     let telegram = TelegramServer::start(TOKEN);
     let folder = tempfile::tempdir().unwrap();
     let path = orders_on_telegram(folder.path(), &llm, &telegram);
-    let app = TestApp::start_from(folder, &path, &[("TEST_TELEGRAM_TOKEN", TOKEN)]).await;
+    let app = Hearth::start_from(folder, &path, &[("TEST_TELEGRAM_TOKEN", TOKEN)]).await;
 
     llm.push(classified(
         Some("order_status"),
@@ -109,7 +109,7 @@ async fn what_a_plan_said_before_its_tool_is_said_once_and_first_through_a_kill(
         classified(Some("order_story"), json!({"order_id": "O-12345"}), 0.9),
         Step::Hang,
     ]);
-    let first = HearthProcess::spawn(&config, &env);
+    let first = Hearth::spawn(&config, &env);
     telegram.push_private_text(&alice(), "/orders how is O-12345 doing?");
     wait_for(
         "the model is asked to word the result",
@@ -127,7 +127,7 @@ async fn what_a_plan_said_before_its_tool_is_said_once_and_first_through_a_kill(
 
     telegram.clear_faults();
     llm.push(Step::Reply("O-12345 is on its way with UPS.".into()));
-    let _second = HearthProcess::spawn(&config, &env);
+    let _second = Hearth::spawn(&config, &env);
     bot_says(&telegram, 1001, "on its way with UPS").await;
     // Time for anything said twice to arrive.
     tokio::time::sleep(Duration::from_millis(1500)).await;

@@ -17,7 +17,7 @@ use hearth::config::{LOCAL_MODEL_LLM, LoadOptions, LocalModelUse, load_with_env}
 use hearth::tools::LOCAL_TOOL_NAMES;
 use serde_json::json;
 
-use crate::support::hearth_app::{API_KEY, HearthProcess, RunOptions, wait_for_readyz};
+use crate::support::hearth_app::{API_KEY, Hearth, RunOptions, wait_for_readyz};
 use crate::support::real_llm::{local_model_install, skip_without_local_model};
 
 /// The example's model key: the point is that nobody needs it.
@@ -48,8 +48,8 @@ fn readme_env(folder: &Path) -> BTreeMap<String, String> {
 }
 
 /// `hearth run --local-model` on the example configuration, with no model key.
-fn spawn_on_local_model(folder: &Path) -> HearthProcess {
-    HearthProcess::spawn_run(
+fn spawn_on_local_model(folder: &Path) -> Hearth {
+    Hearth::spawn_run(
         Path::new(env!("CARGO_BIN_EXE_hearth")),
         &example_config(),
         &readme_env(folder),

@@ -184,7 +184,7 @@ async fn a_turn_waiting_for_confirmation_stores_no_image_and_sees_it_again_when_
         )
         .await
         .expect("a confirmation with buttons");
-    let open = app.running.stores.pending.open().await.unwrap();
+    let open = app.app().stores.pending.open().await.unwrap();
     assert_eq!(open.len(), 1);
     let stored = open[0].confirmation.turn_state.to_string();
     assert!(!stored.contains(&base64), "the stored turn holds the image");
@@ -235,7 +235,7 @@ async fn a_turn_waiting_for_confirmation_stores_no_image_and_sees_it_again_when_
         )
         .await
         .expect("a second confirmation with buttons");
-    std::fs::remove_dir_all(app.folder.path().join("attachments")).unwrap();
+    std::fs::remove_dir_all(app.folder().join("attachments")).unwrap();
     telegram.push_callback(
         &alice(),
         prompt.chat_id,

@@ -4,10 +4,11 @@
 
 use std::time::{Duration, Instant};
 
+use hearth::actors::processing::DECLINED_RESULT;
 use serde_json::Value;
 use tempfile::TempDir;
 
-use crate::support::hearth_app::TestApp;
+use crate::support::hearth_app::Hearth;
 use crate::support::llm_server::{ScriptedLlmServer, Step};
 use crate::support::matrix_family::{
     Homeserver, homeserver, homeserver_of_its_own, matrix_env, reply_from_hearth, room_with_hearth,
@@ -15,7 +16,6 @@ use crate::support::matrix_family::{
 };
 use crate::support::matrix_member::{MatrixMember, NewRoom};
 use crate::support::telegram_family::secure_profile;
-use hearth::actors::processing::DECLINED_RESULT;
 
 /// hearth on Matrix as the test's `hearth` user, alice and bob in the family.
 async fn start_on_matrix(
@@ -24,12 +24,12 @@ async fn start_on_matrix(
     profiles: &[hearth::config::ServiceProfileConfig],
     folder: Option<TempDir>,
     overrides: &[(&str, &str)],
-) -> TestApp {
+) -> Hearth {
     let folder = folder.unwrap_or_else(|| tempfile::tempdir().expect("temporary folder"));
     let path = write_matrix_config(folder.path(), llm, server, profiles);
     let mut env = matrix_env();
     env.extend_from_slice(overrides);
-    TestApp::start_from(folder, &path, &env).await
+    Hearth::start_from(folder, &path, &env).await
 }
 
 fn device_of(folder: &std::path::Path) -> String {
@@ -190,7 +190,7 @@ async fn reactions_confirm_or_deny_and_only_the_member_asked_counts() {
     tokio::time::sleep(Duration::from_secs(2)).await;
     assert_eq!(llm.requests().len(), 1);
     let facts = app
-        .running
+        .app()
         .stores
         .profiles
         .get(&"alice".parse().unwrap())
@@ -210,7 +210,7 @@ async fn reactions_confirm_or_deny_and_only_the_member_asked_counts() {
     assert_eq!(edit.rel_type.as_deref(), Some("m.replace"));
     reply_from_hearth(&alice, &server, |message| message.body == "Done: Berlin.").await;
     let facts = app
-        .running
+        .app()
         .stores
         .profiles
         .get(&"alice".parse().unwrap())
@@ -234,7 +234,7 @@ async fn reactions_confirm_or_deny_and_only_the_member_asked_counts() {
     let seen = llm.requests()[3].body["messages"].to_string();
     assert!(seen.contains(DECLINED_RESULT), "{seen}");
     let facts = app
-        .running
+        .app()
         .stores
         .profiles
         .get(&"alice".parse().unwrap())
@@ -256,8 +256,8 @@ async fn a_restart_keeps_the_device_replays_nothing_and_still_decrypts() {
     llm.push(Step::Reply("First answer.".into()));
     alice.send_text(&room, "first").await;
     reply_from_hearth(&alice, &server, |message| message.body == "First answer.").await;
-    let device = device_of(app.folder.path());
-    let folder = app.stop().await;
+    let device = device_of(app.folder());
+    let folder = app.stop().await.folder();
 
     // Written while hearth is down, encrypted for the device it had.
     alice.send_text(&room, "second").await;
@@ -265,7 +265,7 @@ async fn a_restart_keeps_the_device_replays_nothing_and_still_decrypts() {
     let app = start_on_matrix(&llm, &server, &[], Some(folder), &[]).await;
     reply_from_hearth(&alice, &server, |message| message.body == "Second answer.").await;
     assert_eq!(
-        device_of(app.folder.path()),
+        device_of(app.folder()),
         device,
         "the same device after a restart"
     );
@@ -403,7 +403,7 @@ async fn a_yes_reply_answers_a_prompt_and_an_unanswered_one_expires() {
     alice.send_reply(&room, &prompt.event_id, "yes").await;
     reply_from_hearth(&alice, &server, |message| message.body == "Done: Rome.").await;
     let facts = app
-        .running
+        .app()
         .stores
         .profiles
         .get(&"alice".parse().unwrap())
@@ -424,7 +424,7 @@ async fn a_yes_reply_answers_a_prompt_and_an_unanswered_one_expires() {
         .await;
     reply_from_hearth(&alice, &server, |message| message.body == "Done: Oslo.").await;
     let facts = app
-        .running
+        .app()
         .stores
         .profiles
         .get(&"alice".parse().unwrap())
@@ -455,7 +455,7 @@ async fn an_image_in_an_encrypted_room_is_downloaded_and_reaches_the_model() {
         "{seen}"
     );
     // Stored decrypted, byte for byte.
-    let attachments = app.folder.path().join("attachments");
+    let attachments = app.folder().join("attachments");
     let stored: Vec<std::path::PathBuf> = std::fs::read_dir(&attachments)
         .unwrap()
         .flatten()

@@ -6,16 +6,14 @@
 
 use std::time::Duration;
 
-use crate::support::hearth_app::{HearthProcess, test_env};
+use crate::support::hearth_app::{Hearth, test_env};
 use crate::support::llm_server::{ScriptedLlmServer, Step};
-use crate::support::matrix_family::files_in;
 use crate::support::matrix_family::{
-    homeserver, matrix_env, reply_from_hearth, room_with_hearth, write_matrix_config,
+    files_in, homeserver, matrix_env, reply_from_hearth, room_with_hearth, write_matrix_config,
 };
 use crate::support::matrix_member::MatrixMember;
 use crate::support::transcription_server::{Step as Heard, TranscriptionServer};
-use crate::support::voice::transcribing_on;
-use crate::support::voice::{is_ogg, opusinfo_seconds, spoken_ogg, stored_audio};
+use crate::support::voice::{is_ogg, opusinfo_seconds, spoken_ogg, stored_audio, transcribing_on};
 
 /// The highest resident memory the process ever had, in kB.
 fn peak_rss_kb(pid: u32) -> u64 {
@@ -37,7 +35,7 @@ async fn a_50_mb_attachment_is_refused_without_being_held_in_memory() {
     let config = write_matrix_config(folder.path(), &llm, &server, &[]);
     let mut env = matrix_env();
     env.push(("HEARTH__CHANNELS__MATRIX__MAX_ATTACHMENT_BYTES", "1048576"));
-    let hearth = HearthProcess::spawn(&config, &test_env(&env));
+    let hearth = Hearth::spawn(&config, &test_env(&env));
     let alice = MatrixMember::login(&server.synapse, &server.alice).await;
     let room = room_with_hearth(&alice, &server, false, &[]).await;
     let fifty_mb: Vec<u8> = (0..50_000_000u32)
@@ -92,7 +90,7 @@ async fn a_voice_message_in_an_encrypted_room_is_stored_decrypted_with_its_durat
     let whisper = TranscriptionServer::start();
     let mut env = test_env(&matrix_env());
     env.extend(transcribing_on(&whisper, &[]));
-    let _hearth = HearthProcess::spawn(&config, &env);
+    let _hearth = Hearth::spawn(&config, &env);
     let alice = MatrixMember::login(&server.synapse, &server.alice).await;
     let room = room_with_hearth(&alice, &server, true, &[]).await;
     let note = spoken_ogg("Remind me to water the plants tonight");

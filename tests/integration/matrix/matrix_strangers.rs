@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use matrix_sdk::ruma::events::room::member::MembershipState;
 use matrix_sdk::ruma::{RoomId, UserId};
 
-use crate::support::hearth_app::TestApp;
+use crate::support::hearth_app::Hearth;
 use crate::support::llm_server::ScriptedLlmServer;
 use crate::support::matrix_family::{
     homeserver, matrix_env, reply_from_hearth, room_with_hearth, write_matrix_config,
@@ -52,7 +52,7 @@ async fn strangers_rooms_are_few_while_a_code_is_open_and_left_when_it_closes() 
     let llm = ScriptedLlmServer::start();
     let folder = tempfile::tempdir().unwrap();
     let path = write_matrix_config(folder.path(), &llm, &server, &[]);
-    let app = TestApp::start_from(folder, &path, &matrix_env()).await;
+    let app = Hearth::start_from(folder, &path, &matrix_env()).await;
     let alice = MatrixMember::login(&server.synapse, &server.alice).await;
     let alices_room = room_with_hearth(&alice, &server, false, &[]).await;
     alice.send_text(&alices_room, "!invite child Sam").await;
@@ -110,7 +110,7 @@ async fn a_room_with_someone_else_invited_is_no_ones_own() {
     let llm = ScriptedLlmServer::start();
     let folder = tempfile::tempdir().unwrap();
     let path = write_matrix_config(folder.path(), &llm, &server, &[]);
-    let app = TestApp::start_from(folder, &path, &matrix_env()).await;
+    let app = Hearth::start_from(folder, &path, &matrix_env()).await;
     let alice = MatrixMember::login(&server.synapse, &server.alice).await;
     let own = room_with_hearth(&alice, &server, false, &[]).await;
     // Bob is invited and has not joined: only alice and hearth are in it, yet it is not

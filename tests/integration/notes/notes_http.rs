@@ -6,26 +6,26 @@
 
 use serde_json::{Value, json};
 
-use crate::support::hearth_app::TestApp;
+use crate::support::hearth_app::Hearth;
 use crate::support::llm_server::{ScriptedLlmServer, Step};
 use crate::support::test_config::TestConfig;
 use crate::support::tool_lists::NOTE_TOOLS;
 
 /// hearth with the note tools, the titles in the prompt, and Bob a child.
-async fn start(llm: &ScriptedLlmServer) -> TestApp {
+async fn start(llm: &ScriptedLlmServer) -> Hearth {
     let folder = tempfile::tempdir().unwrap();
     let path = TestConfig::new(folder.path(), &llm.base_url())
         .child("bob")
         .default_processing("include_notes_in_prompt", true.into())
         .default_tools(&format!("profile_get, {NOTE_TOOLS}"))
         .write(folder.path());
-    TestApp::start_from(folder, &path, &[]).await
+    Hearth::start_from(folder, &path, &[]).await
 }
 
 /// `member` asks, the model calls `tool` with `arguments` and then answers: what the tool
 /// told the model.
 async fn call(
-    app: &TestApp,
+    app: &Hearth,
     llm: &ScriptedLlmServer,
     member: &str,
     tool: &str,

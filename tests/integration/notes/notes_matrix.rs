@@ -4,7 +4,7 @@
 
 use serde_json::json;
 
-use crate::support::hearth_app::TestApp;
+use crate::support::hearth_app::Hearth;
 use crate::support::llm_server::{ScriptedLlmServer, Step};
 use crate::support::matrix_family::{
     homeserver, matrix_env, reply_from_hearth, room_with_hearth, write_matrix_config,
@@ -25,7 +25,7 @@ async fn a_private_note_never_reaches_another_member_on_matrix() {
         .processing(&[("include_notes_in_prompt", true.into())])
         .local_tools(&names(NOTE_TOOLS));
     let path = write_matrix_config(folder.path(), &llm, &server, &[notes]);
-    let app = TestApp::start_from(folder, &path, &matrix_env()).await;
+    let app = Hearth::start_from(folder, &path, &matrix_env()).await;
     let alice = MatrixMember::login(&server.synapse, &server.alice).await;
     let bob = MatrixMember::login(&server.synapse, &server.bob).await;
     let alices_room = room_with_hearth(&alice, &server, true, &[]).await;

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use crate::support::hearth_app::{HearthProcess, post_with_key, test_env};
+use crate::support::hearth_app::{Hearth, post_with_key, test_env};
 use crate::support::llm_server::{ScriptedLlmServer, Step};
 use crate::support::postgres::{PostgresServer, config_on};
 use crate::support::test_config::TestConfig;
@@ -49,7 +49,7 @@ async fn a_killed_hearths_accepted_message_is_answered_once_by_the_next() {
     let config = config_on(folder.path(), &llm.base_url(), &database_url);
     let env = test_env(&[]);
 
-    let first = HearthProcess::spawn(&config, &env);
+    let first = Hearth::spawn(&config, &env);
     let (status, body) = post(
         &first.base_url,
         &json!({"user_id": "alice", "text": "the boat is blue", "message_id": "m1"}),
@@ -85,7 +85,7 @@ async fn a_killed_hearths_accepted_message_is_answered_once_by_the_next() {
 
     // The next one waits out the killed one's lease, then answers the message once, with
     // the conversation remembered.
-    let second = HearthProcess::spawn_run(
+    let second = Hearth::spawn_run(
         Path::new(env!("CARGO_BIN_EXE_hearth")),
         &config,
         &env,
@@ -146,7 +146,7 @@ async fn a_family_moves_from_sqlite_to_postgres_with_copy_store() {
     let sqlite_url = format!("sqlite://{}", folder.path().join("hearth.db").display());
     let env = test_env(&[]);
 
-    let on_sqlite = HearthProcess::spawn(&sqlite_config, &env);
+    let on_sqlite = Hearth::spawn(&sqlite_config, &env);
     for (id, text) in [("s1", "the boat is blue"), ("s2", "the sail is red")] {
         let (status, _) = post(
             &on_sqlite.base_url,
@@ -238,7 +238,7 @@ async fn a_family_moves_from_sqlite_to_postgres_with_copy_store() {
     // The conversation goes on on PostgreSQL, remembered; a replayed id stays answered.
     let pg_folder = tempfile::tempdir().unwrap();
     let pg_config = config_on(pg_folder.path(), &llm.base_url(), &database_url);
-    let on_postgres = HearthProcess::spawn(&pg_config, &env);
+    let on_postgres = Hearth::spawn(&pg_config, &env);
     let (status, replayed) = post(
         &on_postgres.base_url,
         &json!({"user_id": "alice", "text": "the sail is red", "message_id": "s2"}),
@@ -313,7 +313,7 @@ async fn the_commands_beside_a_running_worker_read_and_write_postgres() {
     let (succeeded, said) = command(&config, &env, &["migrate"]);
     assert!(succeeded, "{said}");
 
-    let running = HearthProcess::spawn(&config, &env);
+    let running = Hearth::spawn(&config, &env);
     let (status, _) = post(
         &running.base_url,
         &json!({"user_id": "alice", "text": "hello", "message_id": "c1"}),

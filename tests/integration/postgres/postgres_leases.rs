@@ -15,7 +15,7 @@ use serde_json::{Value, json};
 use sqlx::Row;
 
 use crate::support::faketime::clock_ahead;
-use crate::support::hearth_app::{HearthProcess, test_env};
+use crate::support::hearth_app::{Hearth, test_env};
 use crate::support::llm_server::{Gate, ScriptedLlmServer, Step};
 use crate::support::plugin_server::PluginServer;
 use crate::support::postgres::{PostgresServer, config_on};
@@ -91,7 +91,7 @@ async fn config_with_reminders(
     Some((folder, path, database_url))
 }
 
-fn workers_of(processes: &[&HearthProcess], env: &BTreeMap<String, String>) -> Workers {
+fn workers_of(processes: &[&Hearth], env: &BTreeMap<String, String>) -> Workers {
     Workers::new(
         processes.iter().map(|p| p.base_url.clone()).collect(),
         &env["TEST_HEARTH_API_KEY"],
@@ -103,7 +103,7 @@ fn workers_of(processes: &[&HearthProcess], env: &BTreeMap<String, String>) -> W
 }
 
 /// Send `signal` (`"STOP"`, `"CONT"`) to `process`.
-fn signal(process: &HearthProcess, signal: &str) {
+fn signal(process: &Hearth, signal: &str) {
     let status = std::process::Command::new("kill")
         .arg(format!("-{signal}"))
         .arg(process.pid().to_string())
@@ -133,8 +133,8 @@ async fn a_worker_stopped_past_its_lease_while_the_model_answers_runs_no_call_ag
         &plugin_env,
         &[("HEARTH__LLMS__MAIN__TIMEOUT_SECONDS", "120")],
     );
-    let stalled = HearthProcess::spawn(&config, &env);
-    let other = HearthProcess::spawn(&config, &env);
+    let stalled = Hearth::spawn(&config, &env);
+    let other = Hearth::spawn(&config, &env);
     let workers = Arc::new(workers_of(&[&stalled, &other], &env));
     // The first worker's turn asks the model, which holds its answer (a tool call) until
     // the gate opens; the turn the other worker runs asks for the same call, then answers.
@@ -235,8 +235,8 @@ async fn a_worker_whose_clock_runs_ahead_runs_no_turn_and_no_call_twice() {
     let mut ahead_env = env.clone();
     ahead_env.extend(ahead);
     let processes = [
-        HearthProcess::spawn(&config, &env),
-        HearthProcess::spawn(&config, &ahead_env),
+        Hearth::spawn(&config, &env),
+        Hearth::spawn(&config, &ahead_env),
     ];
     let workers = Arc::new(workers_of(&[&processes[0], &processes[1]], &env));
     const CONVERSATIONS: usize = 12;
@@ -316,11 +316,10 @@ async fn a_reminder_stored_through_a_killed_worker_fires_on_time_on_another() {
         return;
     };
     let env = test_env(&[]);
-    let mut processes: Vec<Option<HearthProcess>> = (0..3)
-        .map(|_| Some(HearthProcess::spawn(&config, &env)))
-        .collect();
+    let mut processes: Vec<Option<Hearth>> =
+        (0..3).map(|_| Some(Hearth::spawn(&config, &env))).collect();
     let workers = {
-        let alive: Vec<&HearthProcess> = processes.iter().flatten().collect();
+        let alive: Vec<&Hearth> = processes.iter().flatten().collect();
         workers_of(&alive, &env)
     };
     // Every scheduler has read what is due (nothing) before the reminder exists.

@@ -17,7 +17,7 @@ use hearth::ports::{
 };
 use serde_json::json;
 
-use crate::support::hearth_app::{HearthProcess, post_with_key, test_env};
+use crate::support::hearth_app::{Hearth, post_with_key, test_env};
 use crate::support::llm_server::{Gate, ScriptedLlmServer, Step};
 use crate::support::postgres::{PostgresServer, config_on};
 use crate::support::telegram::{TelegramServer, TgUser};
@@ -61,7 +61,7 @@ struct Family {
     _folder: tempfile::TempDir,
     _server: &'static PostgresServer,
     env: BTreeMap<String, String>,
-    workers: Vec<Option<HearthProcess>>,
+    workers: Vec<Option<Hearth>>,
 }
 
 impl Family {
@@ -74,9 +74,7 @@ impl Family {
             .database(&database_url)
             .write(folder.path());
         let env = test_env(&[("TEST_TELEGRAM_TOKEN", TOKEN)]);
-        let workers = (0..2)
-            .map(|_| Some(HearthProcess::spawn(&config, &env)))
-            .collect();
+        let workers = (0..2).map(|_| Some(Hearth::spawn(&config, &env))).collect();
         Some(Family {
             _folder: folder,
             _server: server,
@@ -85,7 +83,7 @@ impl Family {
         })
     }
 
-    fn alive(&self) -> impl Iterator<Item = &HearthProcess> {
+    fn alive(&self) -> impl Iterator<Item = &Hearth> {
         self.workers.iter().flatten()
     }
 
@@ -261,9 +259,7 @@ async fn two_parents_demoting_each_other_on_two_workers_leave_one_parent() {
         };
         stores.members.redeem(&redeem).await.unwrap().unwrap();
     }
-    let workers: Vec<HearthProcess> = (0..2)
-        .map(|_| HearthProcess::spawn(&config, &env))
-        .collect();
+    let workers: Vec<Hearth> = (0..2).map(|_| Hearth::spawn(&config, &env)).collect();
     let carol = Member::sign_in_at(stores.web_access.clone(), &workers[0].base_url, "carol").await;
     let dave = Member::sign_in_at(stores.web_access.clone(), &workers[1].base_url, "dave").await;
     for round in 0..4 {
@@ -344,9 +340,7 @@ async fn a_message_sent_again_to_another_worker_waits_for_its_turn_s_reply() {
     let folder = tempfile::tempdir().unwrap();
     let config = config_on(folder.path(), &llm.base_url(), &database_url);
     let env = test_env(&[]);
-    let workers: Vec<HearthProcess> = (0..2)
-        .map(|_| HearthProcess::spawn(&config, &env))
-        .collect();
+    let workers: Vec<Hearth> = (0..2).map(|_| Hearth::spawn(&config, &env)).collect();
     let body = json!({"user_id": "alice", "text": "slow one", "message_id": "again-1"});
     let first = {
         let (url, body) = (format!("{}/inbound", workers[0].base_url), body.clone());

@@ -8,17 +8,16 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use hearth::config::{TelegramConfig, TelegramMode};
 use serde_json::{Value, json};
 
-use crate::support::hearth_app::{HearthProcess, test_env};
+use crate::support::hearth_app::{Hearth, test_env};
 use crate::support::llm_server::{ScriptedLlmServer, Step};
-use crate::support::mcp::ELICITATION_TOOL;
-use crate::support::mcp::toolbox_on_everything;
+use crate::support::mcp::{ELICITATION_TOOL, toolbox_on_everything};
 use crate::support::postgres::PostgresServer;
 use crate::support::telegram::{TelegramServer, TgChat};
 use crate::support::telegram_family::{TOKEN, alice, bot_says};
 use crate::support::test_config::TestConfig;
-use hearth::config::{TelegramConfig, TelegramMode};
 
 const WEBHOOK_SECRET: &str = "s3cret-token";
 
@@ -80,8 +79,8 @@ async fn a_question_asked_by_one_worker_is_answered_through_the_other() {
         return;
     };
     let env = env();
-    let first = HearthProcess::spawn(&config, &env);
-    let second = HearthProcess::spawn(&config, &env);
+    let first = Hearth::spawn(&config, &env);
+    let second = Hearth::spawn(&config, &env);
     llm.push_many([
         Step::ToolCalls(vec![(ELICITATION_TOOL.into(), json!({}))]),
         Step::Reply("You're signed up.".into()),
@@ -158,8 +157,8 @@ async fn a_cancel_taken_by_another_worker_withdraws_the_question_and_says_so() {
         return;
     };
     let env = env();
-    let first = HearthProcess::spawn(&config, &env);
-    let second = HearthProcess::spawn(&config, &env);
+    let first = Hearth::spawn(&config, &env);
+    let second = Hearth::spawn(&config, &env);
     llm.push_many([
         Step::ToolCalls(vec![(ELICITATION_TOOL.into(), json!({}))]),
         Step::Reply("Not signed up, then.".into()),

@@ -10,12 +10,11 @@ use std::time::Duration;
 use sqlx::Row;
 
 use crate::support::delivery::{each_answered_once_in_order, wait_for};
-use crate::support::hearth_app::{HearthProcess, telegram_family_config};
+use crate::support::hearth_app::{Hearth, telegram_family_config};
 use crate::support::llm_server::{ScriptedLlmServer, Step};
 use crate::support::postgres::PostgresServer;
 use crate::support::telegram::{TelegramServer, TgUser};
-use crate::support::telegram_family::TOKEN;
-use crate::support::telegram_family::telegram_env;
+use crate::support::telegram_family::{TOKEN, telegram_env};
 use crate::support::workers::telegram_leader_pid;
 
 const CHATS: i64 = 50;
@@ -53,8 +52,8 @@ async fn telegram_over_workers_with_the_poller_killed(count: usize) {
     .database(&database_url)
     .write(folder.path());
     let env = telegram_env(&[("HEARTH__QUEUE__MAX_BACKLOG", "5000")]);
-    let mut processes: Vec<Option<HearthProcess>> = (0..count)
-        .map(|_| Some(HearthProcess::spawn(&config, &env)))
+    let mut processes: Vec<Option<Hearth>> = (0..count)
+        .map(|_| Some(Hearth::spawn(&config, &env)))
         .collect();
 
     for n in 0..PER_CHAT {

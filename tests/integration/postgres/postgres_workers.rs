@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use sqlx::Row;
 
-use crate::support::hearth_app::{HearthProcess, test_env};
+use crate::support::hearth_app::{Hearth, test_env};
 use crate::support::llm_server::{ScriptedLlmServer, Step};
 use crate::support::postgres::{PostgresServer, config_on};
 use crate::support::workers::Workers;
@@ -28,8 +28,8 @@ async fn many_conversations_over_workers_with_one_killed(count: usize) {
     let folder = tempfile::tempdir().unwrap();
     let config = config_on(folder.path(), &llm.base_url(), &database_url);
     let env: BTreeMap<String, String> = test_env(&[]);
-    let mut processes: Vec<Option<HearthProcess>> = (0..count)
-        .map(|_| Some(HearthProcess::spawn(&config, &env)))
+    let mut processes: Vec<Option<Hearth>> = (0..count)
+        .map(|_| Some(Hearth::spawn(&config, &env)))
         .collect();
     let workers = Arc::new(Workers::new(
         processes
@@ -126,7 +126,7 @@ async fn two_workers(
     llm: &ScriptedLlmServer,
     extra_env: &[(&str, &str)],
 ) -> Option<(
-    Vec<HearthProcess>,
+    Vec<Hearth>,
     Workers,
     std::path::PathBuf,
     BTreeMap<String, String>,
@@ -137,10 +137,7 @@ async fn two_workers(
     let folder = tempfile::tempdir().unwrap();
     let config = config_on(folder.path(), &llm.base_url(), &database_url);
     let env = test_env(extra_env);
-    let processes = vec![
-        HearthProcess::spawn(&config, &env),
-        HearthProcess::spawn(&config, &env),
-    ];
+    let processes = vec![Hearth::spawn(&config, &env), Hearth::spawn(&config, &env)];
     let workers = Workers::new(
         processes
             .iter()

@@ -7,12 +7,12 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 
-use crate::support::hearth_app::TestApp;
+use crate::support::hearth_app::Hearth;
 use crate::support::llm_server::{ScriptedLlmServer, Step};
 use crate::support::reminders::REMIND_TOOLS;
 use crate::support::test_config::TestConfig;
 
-async fn start(llm: &ScriptedLlmServer) -> TestApp {
+async fn start(llm: &ScriptedLlmServer) -> Hearth {
     let folder = tempfile::tempdir().unwrap();
     let path = TestConfig::new(folder.path(), &llm.base_url())
         .member("alice", |alice| {
@@ -20,11 +20,11 @@ async fn start(llm: &ScriptedLlmServer) -> TestApp {
         })
         .default_tools(&format!("profile_get, profile_update, {REMIND_TOOLS}"))
         .write(folder.path());
-    TestApp::start_from(folder, &path, &[]).await
+    Hearth::start_from(folder, &path, &[]).await
 }
 
 /// `GET /api/reminders` for `member`, as JSON.
-async fn reminders_of(app: &TestApp, member: &str) -> serde_json::Value {
+async fn reminders_of(app: &Hearth, member: &str) -> serde_json::Value {
     let (status, body) = app.get(&format!("/api/reminders?user_id={member}")).await;
     assert_eq!(status, 200, "{body}");
     serde_json::from_str(&body).unwrap()

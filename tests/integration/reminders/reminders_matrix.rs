@@ -7,7 +7,7 @@
 use matrix_sdk::ruma::OwnedRoomId;
 use serde_json::json;
 
-use crate::support::hearth_app::TestApp;
+use crate::support::hearth_app::Hearth;
 use crate::support::llm_server::{ScriptedLlmServer, Step};
 use crate::support::matrix_family::{
     Homeserver, homeserver, matrix_env, reply_from_hearth, room_with_hearth, write_matrix_config,
@@ -20,7 +20,7 @@ use crate::support::reminders::remind_profile;
 struct Reminded {
     server: Homeserver,
     llm: ScriptedLlmServer,
-    app: TestApp,
+    app: Hearth,
     alice: MatrixMember,
     room: OwnedRoomId,
 }
@@ -32,7 +32,7 @@ async fn alice_sets_a_reminder(test: &str, delay: &str) -> Option<Reminded> {
     let llm = ScriptedLlmServer::start();
     let folder = tempfile::tempdir().unwrap();
     let path = write_matrix_config(folder.path(), &llm, &server, &[remind_profile()]);
-    let app = TestApp::start_from(folder, &path, &matrix_env()).await;
+    let app = Hearth::start_from(folder, &path, &matrix_env()).await;
     let alice = MatrixMember::login(&server.synapse, &server.alice).await;
     let room = room_with_hearth(&alice, &server, true, &[]).await;
     llm.push_many([
@@ -101,7 +101,7 @@ async fn a_reminder_fires_once_in_the_room_and_its_member_snoozes_it_with_a_reac
         .await;
     assert_eq!(edited.room_id, room);
     let firings = app
-        .running
+        .app()
         .stores
         .schedules
         .schedules_of(&"alice".parse().unwrap())
@@ -138,7 +138,7 @@ async fn a_number_in_reply_to_the_reminder_list_cancels_that_reminder() {
         return;
     };
     let schedules = app
-        .running
+        .app()
         .stores
         .schedules
         .schedules_of(&"alice".parse().unwrap())
@@ -195,7 +195,7 @@ async fn a_number_in_reply_to_the_reminder_list_cancels_that_reminder() {
         })
         .await;
     assert_eq!(edited.room_id, room);
-    let stored = app.running.stores.schedules.schedule(id).await.unwrap();
+    let stored = app.app().stores.schedules.schedule(id).await.unwrap();
     assert_eq!(
         stored.map(|schedule| schedule.status),
         Some(hearth::ports::ScheduleStatus::Cancelled)

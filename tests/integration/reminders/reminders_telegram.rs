@@ -10,16 +10,15 @@
 
 use std::time::{Duration, Instant};
 
+use hearth::reminders::DONE_OUTCOME;
 use serde_json::json;
 
 use crate::support::llm_server::{ScriptedLlmServer, Step};
 use crate::support::reminders::{WAIT, fired_in, remind_profile, script_reminder, times_said};
 use crate::support::telegram::{TelegramServer, TgError, TgUser};
-use crate::support::telegram_family::press;
 use crate::support::telegram_family::{
-    TOKEN, alice, bob, bot_says, secure_profile, start_on_telegram, telegram_family,
+    TOKEN, alice, bob, bot_says, press, secure_profile, start_on_telegram, telegram_family,
 };
-use hearth::reminders::DONE_OUTCOME;
 
 fn carol() -> TgUser {
     TgUser::new(1003, "Carol")
@@ -123,7 +122,7 @@ async fn snooze_puts_the_reminder_off_by_the_configured_minutes() {
         .await
         .expect("the reminder says until when it is snoozed");
     let schedules = app
-        .running
+        .app()
         .stores
         .schedules
         .schedules_of(&"alice".parse().unwrap())
@@ -153,7 +152,7 @@ async fn a_parent_sets_one_for_a_child_and_a_child_cannot_for_a_sibling() {
         .on_telegram("carol", 1003)
         .child("carol")
         .write(folder.path());
-    let app = crate::support::hearth_app::TestApp::start_from(
+    let app = crate::support::hearth_app::Hearth::start_from(
         folder,
         &path,
         &[("TEST_TELEGRAM_TOKEN", TOKEN)],
@@ -173,7 +172,7 @@ async fn a_parent_sets_one_for_a_child_and_a_child_cannot_for_a_sibling() {
         "{refused}"
     );
     assert!(
-        app.running
+        app.app()
             .stores
             .schedules
             .schedules_of(&"carol".parse().unwrap())
@@ -212,18 +211,14 @@ async fn a_parent_sets_one_for_a_child_and_a_child_cannot_for_a_sibling() {
 async fn start_with_a_child(
     llm: &ScriptedLlmServer,
     telegram: &TelegramServer,
-) -> crate::support::hearth_app::TestApp {
+) -> crate::support::hearth_app::Hearth {
     let folder = tempfile::tempdir().unwrap();
     let path = telegram_family(folder.path(), llm, telegram)
         .profile(remind_profile())
         .child("bob")
         .write(folder.path());
-    crate::support::hearth_app::TestApp::start_from(
-        folder,
-        &path,
-        &[("TEST_TELEGRAM_TOKEN", TOKEN)],
-    )
-    .await
+    crate::support::hearth_app::Hearth::start_from(folder, &path, &[("TEST_TELEGRAM_TOKEN", TOKEN)])
+        .await
 }
 
 #[actix::test]
@@ -278,7 +273,7 @@ async fn an_unanswered_child_s_reminder_is_told_to_the_parent_once_and_the_child
         ("Done.".into(), false)
     );
     assert_eq!(
-        app.running
+        app.app()
             .metrics
             .value("hearth_reminders_escalated_total", &[]),
         1.0
@@ -357,7 +352,7 @@ async fn a_scheduled_task_runs_its_profile_s_turn_whose_asking_tool_waits_for_th
         .expect("the task's tool asks the member first");
     // Nothing ran before the member said yes.
     let facts = app
-        .running
+        .app()
         .stores
         .profiles
         .get(&"alice".parse().unwrap())
@@ -370,7 +365,7 @@ async fn a_scheduled_task_runs_its_profile_s_turn_whose_asking_tool_waits_for_th
     );
     bot_says(&telegram, 1001, "Done: Oslo.").await;
     let facts = app
-        .running
+        .app()
         .stores
         .profiles
         .get(&"alice".parse().unwrap())

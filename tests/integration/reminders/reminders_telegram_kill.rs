@@ -12,13 +12,11 @@ use serde_json::json;
 use sqlx::Row;
 
 use crate::support::delivery::undelivered;
-use crate::support::hearth_app::HearthProcess;
+use crate::support::hearth_app::Hearth;
 use crate::support::llm_server::ScriptedLlmServer;
 use crate::support::reminders::{WAIT, fired_in, remind_profile, script_reminder, times_said};
 use crate::support::telegram::{StoredMessage, TelegramServer};
-use crate::support::telegram_family::press;
-use crate::support::telegram_family::telegram_env;
-use crate::support::telegram_family::{TOKEN, alice, bot_says};
+use crate::support::telegram_family::{TOKEN, alice, bot_says, press, telegram_env};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn killed_just_before_it_is_due_the_reminder_fires_once_after_restart_marked_late() {
@@ -37,7 +35,7 @@ async fn killed_just_before_it_is_due_the_reminder_fires_once_after_restart_mark
         json!({"text": "call grandma", "delay": "PT3S"}),
         "I'll remind you.",
     );
-    let first = HearthProcess::spawn(&config, &env);
+    let first = Hearth::spawn(&config, &env);
     telegram.push_private_text(&alice(), "/remind call grandma in 3 seconds");
     bot_says(&telegram, 1001, "I'll remind you.").await;
     first.kill();
@@ -45,7 +43,7 @@ async fn killed_just_before_it_is_due_the_reminder_fires_once_after_restart_mark
     tokio::time::sleep(Duration::from_secs(8)).await;
     assert_eq!(times_said(&telegram, 1001, "call grandma"), 0);
 
-    let _second = HearthProcess::spawn(&config, &env);
+    let _second = Hearth::spawn(&config, &env);
     let prompt = fired_in(&telegram, 1001, "call grandma").await;
     let text = prompt.text.unwrap();
     assert!(text.contains("late by"), "{text}");
@@ -69,7 +67,7 @@ struct KilledWhileSending {
     telegram: TelegramServer,
     llm: ScriptedLlmServer,
     folder: tempfile::TempDir,
-    _second: HearthProcess,
+    _second: Hearth,
     /// The reminder as its firing stored it.
     stored: String,
 }
@@ -112,7 +110,7 @@ async fn kill_while_the_reminder_is_sent(fate: HeldSend) -> KilledWhileSending {
         json!({"text": "call grandma", "delay": "PT4S"}),
         "I'll remind you.",
     );
-    let first = HearthProcess::spawn(&config, &env);
+    let first = Hearth::spawn(&config, &env);
     telegram.push_private_text(&alice(), "/remind call grandma in 4 seconds");
     bot_says(&telegram, 1001, "I'll remind you.").await;
     let held = match fate {
@@ -146,7 +144,7 @@ async fn kill_while_the_reminder_is_sent(fate: HeldSend) -> KilledWhileSending {
 
     // Down long enough that what goes out after the restart is late.
     tokio::time::sleep(Duration::from_secs(6)).await;
-    let second = HearthProcess::spawn(&config, &env);
+    let second = Hearth::spawn(&config, &env);
     let deadline = Instant::now() + WAIT;
     while !undelivered(folder.path()).await.is_empty() {
         assert!(

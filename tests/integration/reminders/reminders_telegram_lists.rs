@@ -7,19 +7,18 @@
 
 use std::time::Duration;
 
+use hearth::ports::{Schedule, ScheduleStatus};
 use serde_json::json;
 
 use crate::support::delivery::{undelivered, wait_for};
-use crate::support::hearth_app::{HearthProcess, TestApp};
+use crate::support::hearth_app::Hearth;
 use crate::support::llm_server::{ScriptedLlmServer, Step};
 use crate::support::reminders::remind_profile;
 use crate::support::telegram::{StoredMessage, TelegramServer, TgChat, TgError, TgUser};
-use crate::support::telegram_family::press;
-use crate::support::telegram_family::telegram_env;
 use crate::support::telegram_family::{
-    TOKEN, alice, bob, bot_says, start_on_telegram, telegram_family, write_telegram_config,
+    TOKEN, alice, bob, bot_says, press, start_on_telegram, telegram_env, telegram_family,
+    write_telegram_config,
 };
-use hearth::ports::{Schedule, ScheduleStatus};
 
 const WAIT: Duration = Duration::from_secs(15);
 
@@ -65,10 +64,10 @@ async fn list_in(telegram: &TelegramServer, chat: i64, needle: &str) -> StoredMe
 
 /// Once the outbox has nothing left for Telegram: what was shown is noted as shown (a
 /// list is noted just after Telegram took it; a person cannot press that fast).
-async fn all_delivered(app: &TestApp) {
+async fn all_delivered(app: &Hearth) {
     let deadline = tokio::time::Instant::now() + WAIT;
     while !app
-        .running
+        .app()
         .stores
         .outbox
         .undelivered("telegram")
@@ -82,8 +81,8 @@ async fn all_delivered(app: &TestApp) {
 }
 
 /// `member`'s active schedules, soonest first.
-async fn schedules_of(app: &TestApp, member: &str) -> Vec<Schedule> {
-    app.running
+async fn schedules_of(app: &Hearth, member: &str) -> Vec<Schedule> {
+    app.app()
         .stores
         .schedules
         .schedules_of(&member.parse().unwrap())
@@ -91,8 +90,8 @@ async fn schedules_of(app: &TestApp, member: &str) -> Vec<Schedule> {
         .unwrap()
 }
 
-async fn status_of(app: &TestApp, id: i64) -> ScheduleStatus {
-    let schedule = app.running.stores.schedules.schedule(id).await.unwrap();
+async fn status_of(app: &Hearth, id: i64) -> ScheduleStatus {
+    let schedule = app.app().stores.schedules.schedule(id).await.unwrap();
     schedule.expect("the schedule is stored").status
 }
 
@@ -243,7 +242,7 @@ async fn a_child_or_a_stranger_pressing_a_parent_s_list_cancels_nothing() {
         .profile(remind_profile())
         .child("bob")
         .write(folder.path());
-    let app = TestApp::start_from(folder, &path, &[("TEST_TELEGRAM_TOKEN", TOKEN)]).await;
+    let app = Hearth::start_from(folder, &path, &[("TEST_TELEGRAM_TOKEN", TOKEN)]).await;
     set_reminder(&llm, &telegram, &alice(), "pay the rent", "PT2H", "Set.").await;
     let rent = schedules_of(&app, "alice").await[0].id;
 
@@ -285,7 +284,7 @@ async fn a_press_delivered_again_after_a_kill_and_restart_changes_nothing() {
     let folder = tempfile::tempdir().unwrap();
     let config = write_telegram_config(folder.path(), &llm, &telegram, &[remind_profile()]);
     let env = telegram_env(&[]);
-    let first = HearthProcess::spawn(&config, &env);
+    let first = Hearth::spawn(&config, &env);
     set_reminder(&llm, &telegram, &alice(), "call grandma", "PT2H", "Set.").await;
     telegram.push_private_text(&alice(), "/reminders");
     let list = list_in(&telegram, 1001, "call grandma").await;
@@ -325,9 +324,7 @@ async fn a_press_delivered_again_after_a_kill_and_restart_changes_nothing() {
     })
     .await;
     let edited = telegram.message(list.chat_id, list.message_id).unwrap();
-    first.kill();
-
-    let _second = HearthProcess::spawn(&config, &env);
+    let _second = first.kill().start().await;
     let again = telegram.redeliver(pushed.update_id);
     wait_for("the press delivered again is confirmed", WAIT, || {
         telegram.is_confirmed(again)

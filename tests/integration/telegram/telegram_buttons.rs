@@ -70,7 +70,7 @@ async fn confirm_runs_the_call_and_a_second_press_changes_nothing() {
     edited_to(&telegram, &prompt, "✅ Confirmed by Alice.").await;
     bot_says(&telegram, 1001, "Done: Berlin.").await;
     let facts = app
-        .running
+        .app()
         .stores
         .profiles
         .get(&"alice".parse().unwrap())
@@ -100,7 +100,7 @@ async fn cancel_declines_and_the_model_is_told() {
     bot_says(&telegram, 1001, "Done: Paris.").await;
     assert_eq!(llm.tool_result_seen(1), DECLINED_RESULT);
     let facts = app
-        .running
+        .app()
         .stores
         .profiles
         .get(&"alice".parse().unwrap())
@@ -191,7 +191,7 @@ async fn a_confirmation_is_answered_only_where_it_was_asked() {
         Some("This request is no longer open.")
     );
     let facts = app
-        .running
+        .app()
         .stores
         .profiles
         .get(&"alice".parse().unwrap())
@@ -228,7 +228,7 @@ async fn an_unanswered_confirmation_expires_and_loses_its_buttons() {
         "{notice}"
     );
     let facts = app
-        .running
+        .app()
         .stores
         .profiles
         .get(&"alice".parse().unwrap())
@@ -281,7 +281,7 @@ async fn a_cancel_telegram_delivers_again_leaves_what_was_asked_since_alone() {
     edited_to(&telegram, &second, "✅ Confirmed by Alice.").await;
     bot_says(&telegram, 1001, "Done: Oslo.").await;
     let facts = app
-        .running
+        .app()
         .stores
         .profiles
         .get(&"alice".parse().unwrap())
@@ -299,14 +299,14 @@ async fn a_confirmation_survives_a_restart_between_question_and_press() {
     script_city(&llm, "Kyiv");
     telegram.push_private_text(&alice(), "/secure I live in Kyiv");
     let prompt = prompt_in(&telegram, 1001).await;
-    let folder = app.stop().await;
+    let folder = app.stop().await.folder();
 
     let app = start_on_telegram(&llm, &telegram, &[secure_profile()], Some(folder), &[]).await;
     assert_eq!(press(&telegram, &alice(), &prompt, 0).await.0, "Confirmed.");
     edited_to(&telegram, &prompt, "✅ Confirmed by Alice.").await;
     bot_says(&telegram, 1001, "Done: Kyiv.").await;
     let facts = app
-        .running
+        .app()
         .stores
         .profiles
         .get(&"alice".parse().unwrap())

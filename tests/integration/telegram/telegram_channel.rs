@@ -218,7 +218,7 @@ async fn the_replied_to_message_and_a_photo_reach_the_model() {
         seen.contains("look at this\\n(Attached: an image"),
         "{seen}"
     );
-    let inbox_folder = app.folder.path().join("attachments");
+    let inbox_folder = app.folder().join("attachments");
     let stored: Vec<_> = walk(&inbox_folder);
     assert_eq!(stored.len(), 1, "{stored:?}");
     assert_eq!(std::fs::read(&stored[0]).unwrap().len(), 1000);
@@ -303,7 +303,7 @@ async fn a_restart_neither_loses_nor_repeats_a_message() {
     llm.push(Step::Reply("First answer.".into()));
     telegram.push_private_text(&alice(), "first");
     bot_says(&telegram, 1001, "First answer.").await;
-    let folder = app.stop().await;
+    let folder = app.stop().await.folder();
 
     // Written while hearth is down.
     telegram.push_private_text(&alice(), "second");

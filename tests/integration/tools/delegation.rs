@@ -5,17 +5,17 @@
 //! second question, and a restart between the question and the answer (its expiry on the
 //! target's timeout: `paused/confirmations.rs`).
 
+use hearth::actors::processing::DECLINED_RESULT;
+use hearth::config::ServiceProfileConfig;
 use serde_json::{Value, json};
 
-use crate::support::hearth_app::{HearthProcess, TestApp, test_env};
+use crate::support::hearth_app::{Hearth, test_env};
 use crate::support::llm_server::{ScriptedLlmServer, Step};
 use crate::support::test_config::TestConfig;
 use crate::support::tool_lists::{DELEGATION_TOOLS, delegation_profiles, secure_ops};
-use hearth::actors::processing::DECLINED_RESULT;
-use hearth::config::ServiceProfileConfig;
 
-async fn start(llm: &ScriptedLlmServer) -> TestApp {
-    TestApp::start_with_profiles(&llm.base_url(), &delegation_profiles(), &[DELEGATION_TOOLS]).await
+async fn start(llm: &ScriptedLlmServer) -> Hearth {
+    Hearth::start_with_profiles(&llm.base_url(), &delegation_profiles(), &[DELEGATION_TOOLS]).await
 }
 
 fn delegate(target: &str, request: &str, confirm: Option<bool>) -> Step {
@@ -86,7 +86,7 @@ async fn unrestricted_runs_at_once_in_an_isolated_sub_conversation() {
     );
 }
 
-async fn answer_confirmation(app: &TestApp, asked: &Value, approve: bool) -> Value {
+async fn answer_confirmation(app: &Hearth, asked: &Value, approve: bool) -> Value {
     let response = app
         .client
         .post(format!("{}/inbound/confirm", app.base_url))
@@ -199,10 +199,10 @@ async fn loops_and_deep_chains_are_refused() {
 async fn start_with_secure_ops(
     llm: &ScriptedLlmServer,
     secure_ops: ServiceProfileConfig,
-) -> TestApp {
+) -> Hearth {
     let mut profiles = delegation_profiles();
     profiles.push(secure_ops);
-    TestApp::start_with_profiles(&llm.base_url(), &profiles, &[DELEGATION_TOOLS]).await
+    Hearth::start_with_profiles(&llm.base_url(), &profiles, &[DELEGATION_TOOLS]).await
 }
 
 fn update_address(address: &str) -> Step {
@@ -213,7 +213,7 @@ fn update_address(address: &str) -> Step {
 }
 
 /// The parent delegates, and secure_ops wants to save `address`: the member is asked.
-async fn ask_through_secure_ops(app: &TestApp, llm: &ScriptedLlmServer, address: &str) -> Value {
+async fn ask_through_secure_ops(app: &Hearth, llm: &ScriptedLlmServer, address: &str) -> Value {
     llm.push_many([
         delegate("secure_ops", &format!("save my address: {address}"), None),
         update_address(address),
@@ -233,8 +233,8 @@ fn system_prompt(llm: &ScriptedLlmServer, index: usize) -> String {
         .to_string()
 }
 
-async fn stored_address(app: &TestApp) -> Option<String> {
-    hearth::ports::UserProfiles::get(&*app.running.stores.profiles, &"alice".parse().unwrap())
+async fn stored_address(app: &Hearth) -> Option<String> {
+    hearth::ports::UserProfiles::get(&*app.app().stores.profiles, &"alice".parse().unwrap())
         .await
         .unwrap()
         .get("address")
@@ -275,7 +275,7 @@ async fn a_delegated_tool_asks_the_member_and_runs_once_approved() {
     assert_eq!(stored_address(&app).await.as_deref(), Some("9 Lime Street"));
 
     // The sub-conversation's whole turn is stored under its own key, once.
-    let database = app.folder.path().join("hearth.db");
+    let database = app.folder().join("hearth.db");
     let pool = sqlx::SqlitePool::connect(&format!("sqlite://{}", database.display()))
         .await
         .unwrap();
@@ -353,7 +353,7 @@ async fn a_delegated_turn_can_ask_twice() {
     assert_eq!(llm.tool_result_seen(3), DECLINED_RESULT);
     assert_eq!(llm.tool_result_seen(4), "Address saved, phone not.");
     let facts =
-        hearth::ports::UserProfiles::get(&*app.running.stores.profiles, &"alice".parse().unwrap())
+        hearth::ports::UserProfiles::get(&*app.app().stores.profiles, &"alice".parse().unwrap())
             .await
             .unwrap();
     assert_eq!(
@@ -409,7 +409,7 @@ async fn a_restart_between_a_delegated_question_and_its_answer_loses_nothing() {
         Step::Reply("Your address is saved.".into()),
     ]);
 
-    let first = HearthProcess::spawn(&config, &env);
+    let first = Hearth::spawn(&config, &env);
     let (status, asked) = first
         .post_json(
             "/inbound",
@@ -421,9 +421,7 @@ async fn a_restart_between_a_delegated_question_and_its_answer_loses_nothing() {
         (200, json!("confirmation_required")),
         "{asked}"
     );
-    first.kill();
-
-    let second = HearthProcess::spawn(&config, &env);
+    let second = first.kill().start().await;
     let (status, answered) = second.confirm(json!({"confirmation_id": asked["confirmation"]["id"], "user_id": "alice", "approve": true}))
     .await;
     assert_eq!(status, 200, "{answered}");

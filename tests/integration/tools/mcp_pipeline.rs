@@ -5,11 +5,11 @@
 
 use serde_json::{Value, json};
 
-use crate::support::hearth_app::TestApp;
+use crate::support::hearth_app::Hearth;
 use crate::support::llm_server::{ScriptedLlmServer, Step};
-use crate::support::mcp::app_with_everything;
-use crate::support::mcp::app_with_everything_and;
-use crate::support::mcp::{ELICITATION_TOOL, everything_stdio_or_skip};
+use crate::support::mcp::{
+    ELICITATION_TOOL, app_with_everything, app_with_everything_and, everything_stdio_or_skip,
+};
 use crate::support::test_config::{ProfileParts, TestConfig, profile};
 
 #[actix::test]
@@ -29,8 +29,8 @@ async fn a_profile_calls_its_mcp_servers_tools_and_others_do_not_see_them() {
             .mcp_server("everything", &command, &args, |_| {})
     };
     let llm = ScriptedLlmServer::start();
-    let app = TestApp::start_with(&llm.base_url(), toolbox, &[]).await;
-    assert!(app.running.mcp.states()["everything"].connected);
+    let app = Hearth::start_with(&llm.base_url(), toolbox, &[]).await;
+    assert!(app.app().mcp.states()["everything"].connected);
     llm.push_many([
         Step::ToolCalls(vec![(
             "everything__echo".into(),
@@ -262,7 +262,7 @@ async fn a_servers_question_waits_as_long_as_the_profiles_confirmation_timeout()
             .profile(toolbox)
             .mcp_server("everything", &command, &args, |_| {})
     };
-    let app = TestApp::start_with(&llm.base_url(), toolbox, &[]).await;
+    let app = Hearth::start_with(&llm.base_url(), toolbox, &[]).await;
     llm.push_many([
         Step::ToolCalls(vec![(ELICITATION_TOOL.into(), json!({}))]),
         Step::Reply("Nobody answered.".into()),

@@ -5,7 +5,7 @@
 use serde_json::{Value, json};
 
 use crate::support::buy_server::BuyServer;
-use crate::support::hearth_app::TestApp;
+use crate::support::hearth_app::Hearth;
 use crate::support::llm_server::{ScriptedLlmServer, Step};
 
 #[actix::test]
@@ -18,7 +18,7 @@ async fn buy_me_some_milk_with_the_example_plugin() {
         .display()
         .to_string();
     let llm = ScriptedLlmServer::start();
-    let app = TestApp::start_in(
+    let app = Hearth::start_in(
         folder,
         &llm.base_url(),
         &[
@@ -35,7 +35,7 @@ async fn buy_me_some_milk_with_the_example_plugin() {
         ("address", "123 Main St"),
         ("phone", "555-0000"),
     ] {
-        app.running
+        app.app()
             .stores
             .profiles
             .set(&"alice".parse().unwrap(), key, Some(value))

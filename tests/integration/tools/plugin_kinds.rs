@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::support::hearth_app::TestApp;
+use crate::support::hearth_app::Hearth;
 use crate::support::llm_server::{ScriptedLlmServer, Step};
 use crate::support::telegram::TelegramServer;
 use crate::support::telegram_family::{TOKEN, alice, bot_says, start_on_telegram};
@@ -33,12 +33,12 @@ async fn start_with_command_plugin(
     llm: &ScriptedLlmServer,
     script: &str,
     timeout_seconds: u64,
-) -> TestApp {
+) -> Hearth {
     let folder = tempfile::tempdir().unwrap();
     let plugins = folder.path().join("plugins");
     write_command_plugin(&plugins, script, timeout_seconds);
     let plugins_dir = plugins.display().to_string();
-    TestApp::start_in(
+    Hearth::start_in(
         folder,
         &llm.base_url(),
         &[
@@ -71,7 +71,7 @@ print(json.dumps({"text": "echo " + call["parameters"]["word"] + " for " + call[
 async fn a_command_plugin_gets_the_call_on_stdin_and_nothing_of_hearths_secrets() {
     let llm = ScriptedLlmServer::start();
     let app = start_with_command_plugin(&llm, ECHO_SCRIPT, 10).await;
-    app.running
+    app.app()
         .stores
         .profiles
         .set(&"alice".parse().unwrap(), "pin", Some("4321"))
@@ -87,7 +87,7 @@ async fn a_command_plugin_gets_the_call_on_stdin_and_nothing_of_hearths_secrets(
     );
 
     // Telemetry records the call and what was resolved, the sensitive PIN redacted.
-    let folder = app.stop().await;
+    let folder = app.stop().await.folder();
     let url = format!("sqlite://{}", folder.path().join("hearth.db").display());
     let pool = sqlx::SqlitePool::connect(&url).await.unwrap();
     let rows: Vec<(String, String)> =
@@ -205,7 +205,7 @@ async fn an_http_plugins_oversized_answer_is_refused_with_a_clear_reason() {
     )
     .unwrap();
     let plugins_dir = folder.path().join("plugins").display().to_string();
-    let app = TestApp::start_in(
+    let app = Hearth::start_in(
         folder,
         &llm.base_url(),
         &[

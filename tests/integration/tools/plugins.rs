@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::support::hearth_app::{ADMIN_API_KEY, API_KEY, PLUGIN_API_KEY, TestApp};
+use crate::support::hearth_app::{ADMIN_API_KEY, API_KEY, Hearth, PLUGIN_API_KEY};
 use crate::support::llm_server::{ScriptedLlmServer, Step};
 use crate::support::plugin_server::{PluginServer, PluginStep};
 
@@ -29,7 +29,7 @@ async fn start(
     buy_parameters: &str,
     buy_config: &str,
     post_process: bool,
-) -> TestApp {
+) -> Hearth {
     let folder = tempfile::tempdir().unwrap();
     let plugins = folder.path().join("plugins");
     write_buy_plugin(&plugins, plugin, buy_parameters, buy_config, post_process);
@@ -53,7 +53,7 @@ async fn start(
             "profile_get,profile_update,route_to_plugin",
         ),
     ];
-    TestApp::start_in(folder, &llm.base_url(), &overrides).await
+    Hearth::start_in(folder, &llm.base_url(), &overrides).await
 }
 
 fn write_buy_plugin(
@@ -89,9 +89,9 @@ fn buy(parameters: Value) -> Step {
     )])
 }
 
-async fn remember(app: &TestApp, member: &str, facts: &[(&str, &str)]) {
+async fn remember(app: &Hearth, member: &str, facts: &[(&str, &str)]) {
     for (key, value) in facts {
-        app.running
+        app.app()
             .stores
             .profiles
             .set(&member.parse().unwrap(), key, Some(value))
@@ -351,7 +351,7 @@ async fn an_edited_config_applies_to_the_next_call_without_a_restart() {
     llm.push_many([buy(json!({"item": "milk"})), Step::Reply("One.".into())]);
     app.ask("alice", "Buy milk").await;
     std::fs::write(
-        app.folder.path().join("plugins/buy/config.yml"),
+        app.folder().join("plugins/buy/config.yml"),
         config.replace("1 Old Rd", "2 New Rd"),
     )
     .unwrap();
@@ -394,7 +394,7 @@ async fn the_family_shopping_list_adds_merges_and_lists() {
     app.stop().await;
 }
 
-async fn post(app: &TestApp, path: &str, key: Option<&str>, body: Value) -> (u16, Value) {
+async fn post(app: &Hearth, path: &str, key: Option<&str>, body: Value) -> (u16, Value) {
     let mut request = app
         .client
         .post(format!("{}{path}", app.base_url))
@@ -487,7 +487,7 @@ async fn external_plugins_register_their_schema_and_are_offered_at_once() {
     assert!(offered.contains("weather"), "{offered}");
     assert_eq!(plugin.calls()[0]["capability_id"], "forecast");
     let stored = app
-        .running
+        .app()
         .stores
         .registered_plugins
         .get("weather")
@@ -505,7 +505,7 @@ async fn the_plugin_llm_api_needs_the_key_and_shares_the_semaphore_with_the_fami
     let (llm, plugin) = (ScriptedLlmServer::start(), PluginServer::start());
     let folder = tempfile::tempdir().unwrap();
     let _ = &plugin;
-    let app = TestApp::start_in(
+    let app = Hearth::start_in(
         folder,
         &llm.base_url(),
         &[("HEARTH__LLM_MAX_CONCURRENT_CLOUD", "1")],

@@ -7,13 +7,11 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::support::hearth_app::{HearthProcess, test_env};
+use crate::support::hearth_app::{Hearth, test_env};
 use crate::support::llm_server::{ScriptedLlmServer, Step};
 use crate::support::test_config::TestConfig;
 use crate::support::transcription_server::{Step as Heard, TranscriptionServer};
-use crate::support::voice::spoken_ogg;
-use crate::support::voice::transcribing_on;
-use crate::support::voice::{field, file, post_form_to};
+use crate::support::voice::{field, file, post_form_to, spoken_ogg, transcribing_on};
 
 const WAIT: Duration = Duration::from_secs(15);
 
@@ -46,7 +44,7 @@ async fn killed_then_answered(
     let note = spoken_ogg("Remind me to buy milk");
     let client = reqwest::Client::new();
 
-    let first = HearthProcess::spawn(&config, &env);
+    let first = Hearth::spawn(&config, &env);
     let sending = {
         let (client, url, note) = (client.clone(), first.base_url.clone(), note.clone());
         tokio::spawn(async move {
@@ -65,7 +63,7 @@ async fn killed_then_answered(
         "the killed hearth answered"
     );
 
-    let second = HearthProcess::spawn(&config, &env);
+    let second = Hearth::spawn(&config, &env);
     let deadline = Instant::now() + WAIT;
     loop {
         // The same message id again: a duplicate, told with the original's state.

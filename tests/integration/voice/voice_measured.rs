@@ -8,14 +8,16 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use crate::support::hearth_app::{API_KEY, HearthProcess};
+use crate::support::hearth_app::Hearth;
 use crate::support::llm_server::{ScriptedLlmServer, Step};
 use crate::support::telegram::{TelegramServer, TgChat};
-use crate::support::telegram_family::telegram_env;
-use crate::support::telegram_family::{TOKEN, alice, bot_says, write_telegram_config};
+use crate::support::telegram_family::{
+    TOKEN, alice, bot_says, telegram_env, write_telegram_config,
+};
 use crate::support::transcription_server::{Step as Heard, TranscriptionServer};
-use crate::support::voice::{borrowed, transcribing_on};
-use crate::support::voice::{opusinfo_seconds, spoken_ogg, stored_audio};
+use crate::support::voice::{
+    borrowed, opusinfo_seconds, spoken_ogg, stored_audio, transcribing_on,
+};
 
 const WAIT: Duration = Duration::from_secs(20);
 
@@ -26,23 +28,11 @@ fn hearth_on(
     telegram: &TelegramServer,
     whisper: &TranscriptionServer,
     extra: &[(&str, &str)],
-) -> HearthProcess {
+) -> Hearth {
     let config = write_telegram_config(folder, llm, telegram, &[]);
     let transcribing = transcribing_on(whisper, extra);
     let env: BTreeMap<String, String> = telegram_env(&borrowed(&transcribing));
-    HearthProcess::spawn(&config, &env)
-}
-
-async fn metrics_of(hearth: &HearthProcess) -> String {
-    reqwest::Client::new()
-        .get(format!("{}/metrics", hearth.base_url))
-        .header("X-API-Key", API_KEY)
-        .send()
-        .await
-        .expect("/metrics answers")
-        .text()
-        .await
-        .expect("/metrics is text")
+    Hearth::spawn(&config, &env)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -85,7 +75,7 @@ async fn a_note_stated_short_but_long_in_fact_is_measured_and_refused_above_the_
         log.contains("stated_seconds=2") && log.contains(&format!("measured_seconds={seconds}")),
         "the disagreement is logged with both values: {log}"
     );
-    let metrics = metrics_of(&hearth).await;
+    let (_, metrics) = hearth.get("/metrics").await;
     assert!(
         metrics.contains("# TYPE hearth_actor_thread_stall_seconds histogram")
             && metrics.contains("hearth_actor_thread_stall_seconds_bucket{le=\"1\"}"),

@@ -6,16 +6,16 @@
 
 use std::path::Path;
 
-use crate::support::hearth_app::TestApp;
+use crate::support::hearth_app::Hearth;
 use crate::support::llm_server::{ScriptedLlmServer, Step};
 use crate::support::matrix_family::files_in;
 use crate::support::telegram::{InboundMessage, TelegramServer, TgChat};
 use crate::support::telegram_family::{TOKEN, alice, bot_says, start_on_telegram};
 use crate::support::transcription_server::{Step as Heard, TranscriptionServer};
-use crate::support::voice::field;
-use crate::support::voice::{borrowed, transcribing_on};
-use crate::support::voice::{file, post_form};
-use crate::support::voice::{is_ogg, opusinfo_seconds, spoken_ogg, stored_audio};
+use crate::support::voice::{
+    borrowed, field, file, is_ogg, opusinfo_seconds, post_form, spoken_ogg, stored_audio,
+    transcribing_on,
+};
 
 #[actix::test]
 async fn a_telegram_voice_note_and_audio_file_are_stored_as_audio_with_their_duration() {
@@ -50,7 +50,7 @@ async fn a_telegram_voice_note_and_audio_file_are_stored_as_audio_with_their_dur
     telegram.push_message(&chat, &alice(), memo);
     bot_says(&telegram, 1001, "A memo, noted.").await;
 
-    let stored = stored_audio(&app.folder.path().join("hearth.db")).await;
+    let stored = stored_audio(&app.folder().join("hearth.db")).await;
     assert_eq!(stored.len(), 2, "{stored:?}");
     let (text, voice) = &stored[0];
     assert_eq!(
@@ -97,7 +97,7 @@ async fn a_telegram_voice_note_over_the_limit_is_stored_with_the_reason_and_no_f
     )
     .await;
 
-    let stored = stored_audio(&app.folder.path().join("hearth.db")).await;
+    let stored = stored_audio(&app.folder().join("hearth.db")).await;
     assert_eq!(stored.len(), 1, "{stored:?}");
     let (_, voice) = &stored[0];
     assert_eq!(voice.path, None);
@@ -112,7 +112,7 @@ async fn a_telegram_voice_note_over_the_limit_is_stored_with_the_reason_and_no_f
         0,
         "no model is asked about what nobody heard"
     );
-    let kept = files_in(&app.folder.path().join("attachments"));
+    let kept = files_in(&app.folder().join("attachments"));
     assert!(kept.is_empty(), "{kept:?}");
     app.stop().await;
 }
@@ -132,7 +132,7 @@ async fn an_http_api_form_with_a_voice_note_is_stored_as_audio_with_the_files_du
     ];
     let whisper = TranscriptionServer::start();
     let env = transcribing_on(&whisper, &overrides);
-    let app = TestApp::start_in(folder, &llm.base_url(), &borrowed(&env)).await;
+    let app = Hearth::start_in(folder, &llm.base_url(), &borrowed(&env)).await;
     let note = spoken_ogg("Is the school closed on Friday");
 
     let (status, body) = post_form(&app, &[field("user_id", "alice")]).await;
@@ -188,7 +188,7 @@ async fn an_http_api_form_with_a_voice_note_is_stored_as_audio_with_the_files_du
         "🎤 “Is the school closed on Friday?”\n\nI will check the school's page."
     );
     let id = body["id"].as_str().unwrap();
-    let record = app.running.stores.inbox.get(id).await.unwrap().unwrap();
+    let record = app.app().stores.inbox.get(id).await.unwrap().unwrap();
     assert_eq!(record.inbound.text, "Is the school closed on Friday?");
     assert_eq!(
         record.inbound.conversation.conversation_id(),

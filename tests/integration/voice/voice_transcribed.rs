@@ -7,20 +7,20 @@
 //! its file), unmeasurable, not kept or with no backend configured is told plainly and
 //! never sent to a model.
 
+use hearth::voice::TRANSCRIPTION_DELAYED;
 use serde_json::json;
 
-use crate::support::hearth_app::TestApp;
+use crate::support::hearth_app::Hearth;
 use crate::support::llm_server::{ScriptedLlmServer, Step};
 use crate::support::reminders::{REMIND_TOOLS, script_reminder};
 use crate::support::telegram::{TelegramServer, TgChat};
-use crate::support::telegram_family::{TOKEN, alice, bot_says, secure_profile, start_on_telegram};
-use crate::support::telegram_family::{press, prompt_in};
+use crate::support::telegram_family::{
+    TOKEN, alice, bot_says, press, prompt_in, secure_profile, start_on_telegram,
+};
 use crate::support::transcription_server::{Step as Heard, TranscriptionServer};
-use crate::support::voice::borrowed;
-use crate::support::voice::transcribing_on;
-use crate::support::voice::{field, file, post_form};
-use crate::support::voice::{opusinfo_seconds, spoken_ogg, stored_audio};
-use hearth::voice::TRANSCRIPTION_DELAYED;
+use crate::support::voice::{
+    borrowed, field, file, opusinfo_seconds, post_form, spoken_ogg, stored_audio, transcribing_on,
+};
 
 /// A test's folder, and its attachments folder, where the HTTP API keeps files too.
 fn folder_with_attachments() -> (tempfile::TempDir, String) {
@@ -95,7 +95,7 @@ async fn a_voice_note_saying_remind_me_to_buy_milk_is_answered_as_if_typed() {
         ]
     );
     // The transcript is kept with the message, and the history keeps it spoken.
-    let stored = stored_audio(&app.folder.path().join("hearth.db")).await;
+    let stored = stored_audio(&app.folder().join("hearth.db")).await;
     assert_eq!(stored[0].0, "Remind me to buy milk in ten minutes.");
     assert_eq!(
         stored[0].1.transcript.as_deref(),
@@ -123,7 +123,7 @@ async fn a_spoken_slash_command_picks_its_profile() {
         &whisper,
         &[("HEARTH__CHANNELS__TELEGRAM__ATTACHMENTS_DIR", &attachments)],
     );
-    let app = TestApp::start_in(folder, &llm.base_url(), &borrowed(&env)).await;
+    let app = Hearth::start_in(folder, &llm.base_url(), &borrowed(&env)).await;
     let note = spoken_ogg("Slash focus, what is next");
 
     whisper.push(Heard::Text("Slash focus, what is next?".into()));
@@ -144,7 +144,7 @@ async fn a_spoken_slash_command_picks_its_profile() {
         "the command is not read: {seen}"
     );
     let id = body["id"].as_str().unwrap();
-    let record = app.running.stores.inbox.get(id).await.unwrap().unwrap();
+    let record = app.app().stores.inbox.get(id).await.unwrap().unwrap();
     assert_eq!(record.inbound.text, "/focus what is next?");
     app.stop().await;
 }
@@ -248,7 +248,7 @@ async fn without_a_transcription_backend_a_voice_note_is_answered_with_what_to_d
         "HEARTH__CHANNELS__TELEGRAM__ATTACHMENTS_DIR",
         attachments.as_str(),
     )];
-    let app = TestApp::start_in(folder, &llm.base_url(), &env).await;
+    let app = Hearth::start_in(folder, &llm.base_url(), &env).await;
     let note = spoken_ogg("Hello");
     let voice = file("audio", "hello.ogg", "audio/ogg", &note);
     let (status, body) = post_form(&app, &[voice, field("user_id", "alice")]).await;
@@ -299,7 +299,7 @@ async fn a_spoken_request_asks_for_approval_as_a_typed_one_does() {
         Some("🎤 “Slash secure, I live in Berlin.”\n\nDone: Berlin.")
     );
     let facts = app
-        .running
+        .app()
         .stores
         .profiles
         .get(&"alice".parse().unwrap())

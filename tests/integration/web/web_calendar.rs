@@ -9,10 +9,11 @@
 
 use chrono::{NaiveDate, TimeDelta};
 
-use crate::support::hearth_app::TestApp;
+use crate::support::hearth_app::Hearth;
 use crate::support::llm_server::ScriptedLlmServer;
-use crate::support::radicale::{PASSWORD, Radicale, StoredEvent};
-use crate::support::radicale::{calendar_config, write_calendar_config};
+use crate::support::radicale::{
+    PASSWORD, Radicale, StoredEvent, calendar_config, write_calendar_config,
+};
 use crate::support::test_config::{ProfileParts, TestConfig, profile};
 use crate::support::web_page::{Member, field};
 
@@ -46,11 +47,11 @@ async fn start(
     llm: &ScriptedLlmServer,
     radicale: &Radicale,
     change: impl FnOnce(TestConfig, &std::path::Path) -> TestConfig,
-) -> TestApp {
+) -> Hearth {
     let folder = tempfile::tempdir().unwrap();
     let config = calendar_config(folder.path(), &llm.base_url(), &radicale.base_url(), true);
     let path = change(config, folder.path()).write(folder.path());
-    TestApp::start_from(folder, &path, &[("TEST_CALDAV_PASSWORD", PASSWORD)]).await
+    Hearth::start_from(folder, &path, &[("TEST_CALDAV_PASSWORD", PASSWORD)]).await
 }
 
 /// The stored events whose text holds `summary`.
@@ -361,7 +362,7 @@ async fn a_calendar_refusing_the_password_or_none_at_all_is_said_on_the_page() {
     let llm = ScriptedLlmServer::start();
     let folder = tempfile::tempdir().unwrap();
     let path = TestConfig::new(folder.path(), &llm.base_url()).write(folder.path());
-    let app = TestApp::start_from(folder, &path, &[]).await;
+    let app = Hearth::start_from(folder, &path, &[]).await;
     let alice = Member::sign_in(&app, "alice").await;
     let page = alice.page("/calendar").await;
     assert!(
@@ -375,7 +376,7 @@ async fn a_calendar_refusing_the_password_or_none_at_all_is_said_on_the_page() {
     radicale.make_calendar("family", "Family").await;
     let folder = tempfile::tempdir().unwrap();
     let path = write_calendar_config(folder.path(), &llm.base_url(), &radicale.base_url(), true);
-    let app = TestApp::start_from(folder, &path, &[("TEST_CALDAV_PASSWORD", "wrong")]).await;
+    let app = Hearth::start_from(folder, &path, &[("TEST_CALDAV_PASSWORD", "wrong")]).await;
     let alice = Member::sign_in(&app, "alice").await;
     let page = alice.page("/calendar").await;
     assert!(page.contains("Not read:"), "{page}");

@@ -6,7 +6,7 @@
 
 use serde_json::{Value, json};
 
-use crate::support::hearth_app::TestApp;
+use crate::support::hearth_app::Hearth;
 use crate::support::intents_profile::{Wire, classified, example_intents};
 use crate::support::llm_server::{ScriptedLlmServer, Step};
 use crate::support::web_page::Member;
@@ -58,7 +58,7 @@ async fn say(alice: &Member, n: u32, text: &str) -> Events {
 #[actix::test]
 async fn a_stream_broken_part_way_and_retried_starts_the_preview_over() {
     let llm = ScriptedLlmServer::start();
-    let app = TestApp::start(&llm.base_url(), &[]).await;
+    let app = Hearth::start(&llm.base_url(), &[]).await;
     let alice = Member::sign_in(&app, "alice").await;
     llm.push_many([
         Step::BrokenStream("one two three four five six".into()),
@@ -106,7 +106,7 @@ async fn a_turn_resumed_after_an_approval_answers_whole_and_the_next_streams_alo
         "HEARTH__DEFAULT_PROFILE_SETTINGS__TOOLS_CONFIG__CONFIRM_TOOLS",
         "profile_update",
     );
-    let app = TestApp::start(&llm.base_url(), &[confirm]).await;
+    let app = Hearth::start(&llm.base_url(), &[confirm]).await;
     let alice = Member::sign_in(&app, "alice").await;
     llm.push_many([
         Step::ToolCalls(vec![(

@@ -55,7 +55,7 @@ async fn an_invite_code_entered_on_the_page_makes_a_member_and_tells_the_parents
         "Max joined the family as a child (on the web page, invited by Alice)",
     )
     .await;
-    let member = app.running.membership.family().member("max").unwrap();
+    let member = app.app().membership.family().member("max").unwrap();
     assert_eq!(member.role.as_str(), "child");
     assert!(member.telegram_user_id.is_none() && member.matrix_user_id.is_none());
 
@@ -147,6 +147,6 @@ async fn wrong_codes_on_the_page_are_limited() {
     let (status, page, _) = guesser.join(&code, "Eve").await;
     assert_eq!(status, 400);
     assert!(page.contains("Too many wrong codes"), "{page}");
-    assert!(app.running.membership.family().member("eve").is_none());
+    assert!(app.app().membership.family().member("eve").is_none());
     app.stop().await;
 }

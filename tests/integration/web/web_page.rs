@@ -12,7 +12,7 @@ use anyhow::Context;
 use serde_json::json;
 
 use crate::support::browser::{Browser, Width};
-use crate::support::hearth_app::{API_KEY, HearthProcess, test_env, wait_for_readyz};
+use crate::support::hearth_app::{API_KEY, Hearth, test_env, wait_for_readyz};
 use crate::support::intents_profile::{escalation_config, refund};
 use crate::support::llm_server::{ScriptedLlmServer, Step};
 use crate::support::telegram::TelegramServer;
@@ -30,7 +30,7 @@ const CONFIRM_PROFILE_UPDATE: (&str, &str) = (
 struct Family {
     llm: ScriptedLlmServer,
     telegram: TelegramServer,
-    hearth: HearthProcess,
+    hearth: Hearth,
     config: std::path::PathBuf,
     env: std::collections::BTreeMap<String, String>,
     _folder: tempfile::TempDir,
@@ -42,7 +42,7 @@ async fn start_family() -> Family {
     let folder = tempfile::tempdir().unwrap();
     let config = escalation_config(folder.path(), &llm, &telegram);
     let env = test_env(&[("TEST_TELEGRAM_TOKEN", TOKEN), CONFIRM_PROFILE_UPDATE]);
-    let hearth = HearthProcess::spawn(&config, &env);
+    let hearth = Hearth::spawn(&config, &env);
     wait_for_readyz(&reqwest::Client::new(), &hearth.base_url).await;
     for (member, chat) in [(alice(), 1001), (bob(), 1002)] {
         telegram.push_private_text(&member, "hello");

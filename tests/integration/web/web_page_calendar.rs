@@ -5,10 +5,9 @@
 use chrono::TimeDelta;
 
 use crate::support::browser::{Browser, Width};
-use crate::support::hearth_app::TestApp;
+use crate::support::hearth_app::Hearth;
 use crate::support::llm_server::ScriptedLlmServer;
-use crate::support::radicale::write_calendar_config;
-use crate::support::radicale::{PASSWORD, Radicale};
+use crate::support::radicale::{PASSWORD, Radicale, write_calendar_config};
 
 #[actix::test]
 async fn alice_adds_an_event_with_the_calendar_page_in_a_browser() {
@@ -22,9 +21,9 @@ async fn alice_adds_an_event_with_the_calendar_page_in_a_browser() {
     let llm = ScriptedLlmServer::start();
     let folder = tempfile::tempdir().unwrap();
     let path = write_calendar_config(folder.path(), &llm.base_url(), &radicale.base_url(), true);
-    let app = TestApp::start_from(folder, &path, &[("TEST_CALDAV_PASSWORD", PASSWORD)]).await;
+    let app = Hearth::start_from(folder, &path, &[("TEST_CALDAV_PASSWORD", PASSWORD)]).await;
 
-    let identity = hearth::identity::Identity::new(app.running.stores.web_access.clone(), 30);
+    let identity = hearth::identity::Identity::new(app.app().stores.web_access.clone(), 30);
     let secret = identity
         .new_sign_in_link(&"alice".parse().unwrap(), hearth::ports::now_ms())
         .await

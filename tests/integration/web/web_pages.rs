@@ -9,13 +9,13 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 
-use crate::support::hearth_app::TestApp;
+use crate::support::hearth_app::Hearth;
 use crate::support::llm_server::{ScriptedLlmServer, Step};
 use crate::support::web_page::{Answer, Member, start};
 
 /// `member` asks in the chat; the model schedules `arguments` and answers.
 pub(crate) async fn schedule(
-    app: &TestApp,
+    app: &Hearth,
     llm: &ScriptedLlmServer,
     member: &str,
     arguments: serde_json::Value,

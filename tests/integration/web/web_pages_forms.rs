@@ -9,14 +9,14 @@
 use serde_json::json;
 
 use crate::support::family_scripts::{approve_run, ask_to_run, overrides, write_scripts};
-use crate::support::hearth_app::TestApp;
+use crate::support::hearth_app::Hearth;
 use crate::support::intents_profile::{classified, example_intents, orders_config};
 use crate::support::llm_server::ScriptedLlmServer;
 use crate::support::web_page::{Member, field, start};
 
 /// The schedules `member` has, as the port keeps them.
-async fn reminders_of(app: &TestApp, member: &str) -> Vec<hearth::ports::Schedule> {
-    app.running
+async fn reminders_of(app: &Hearth, member: &str) -> Vec<hearth::ports::Schedule> {
+    app.app()
         .stores
         .schedules
         .schedules_of(&member.parse().unwrap())
@@ -284,7 +284,7 @@ async fn parents_see_intent_decisions_and_script_runs_and_a_child_sees_nothing()
     let scripts = write_scripts(folder.path());
     let owned = overrides(&scripts);
     let settings: Vec<(&str, &str)> = owned.iter().map(|(k, v)| (*k, v.as_str())).collect();
-    let app = TestApp::start_from(folder, &config, &settings).await;
+    let app = Hearth::start_from(folder, &config, &settings).await;
 
     // An intents turn of alice, and one of bob, the child: parents supervise it (the
     // example's policy may deny a child at night, so only its classification is checked).
@@ -315,7 +315,7 @@ async fn parents_see_intent_decisions_and_script_runs_and_a_child_sees_nothing()
     let asked = ask_to_run(&app, &llm, "failing", json!({})).await;
     let result = approve_run(&app, &llm, &asked).await;
     assert!(result.contains("exit code 3"), "{result}");
-    app.running.stores.telemetry.flush().await;
+    app.app().stores.telemetry.flush().await;
 
     let alice = Member::sign_in(&app, "alice").await;
     let family = alice.page("/family").await;

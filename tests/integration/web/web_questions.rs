@@ -5,10 +5,9 @@
 
 use serde_json::json;
 
-use crate::support::hearth_app::TestApp;
+use crate::support::hearth_app::Hearth;
 use crate::support::llm_server::{ScriptedLlmServer, Step};
-use crate::support::mcp::ELICITATION_TOOL;
-use crate::support::mcp::app_with_everything;
+use crate::support::mcp::{ELICITATION_TOOL, app_with_everything};
 use crate::support::web_page::Member;
 
 const ASKED: &str = "Please provide inputs for the following fields:";
@@ -41,7 +40,7 @@ fn borrowed<'a>(form: &'a [(&'static str, String)]) -> Vec<(&'static str, &'a st
 }
 
 /// Alice asks the `/tools` profile to sign her up; server-everything asks her its question.
-async fn asked(app: &TestApp, llm: &ScriptedLlmServer, alice: &Member) {
+async fn asked(app: &Hearth, llm: &ScriptedLlmServer, alice: &Member) {
     llm.push(Step::ToolCalls(vec![(ELICITATION_TOOL.into(), json!({}))]));
     let sent = alice
         .post(

@@ -12,14 +12,13 @@ use std::process::Command;
 
 use serde_json::json;
 
-use crate::support::hearth_app::{HearthProcess, TestApp, test_env, wait_for_readyz};
+use crate::support::hearth_app::{Hearth, test_env, wait_for_readyz};
 use crate::support::llm_server::ScriptedLlmServer;
 use crate::support::telegram::TelegramServer;
 use crate::support::telegram_family::{TOKEN, alice, bot_says, start_on_telegram};
 use crate::support::test_config::TestConfig;
-use crate::support::web_page::Visitor;
 use crate::support::web_page::{
-    ask_code, codes_in, enter_code, link_in, start_behind_proxy, use_link,
+    Visitor, ask_code, codes_in, enter_code, link_in, start_behind_proxy, use_link,
 };
 
 #[actix::test]
@@ -130,7 +129,7 @@ async fn a_member_token_speaks_only_as_its_member_until_revoked() {
     let folder = tempfile::tempdir().unwrap();
     let config = TestConfig::new(folder.path(), &llm.base_url()).write(folder.path());
     let env = test_env(&[]);
-    let hearth = HearthProcess::spawn(&config, &env);
+    let hearth = Hearth::spawn(&config, &env);
     let client = reqwest::Client::new();
     wait_for_readyz(&client, &hearth.base_url).await;
 
@@ -187,8 +186,8 @@ async fn a_member_token_speaks_only_as_its_member_until_revoked() {
 }
 
 /// `member` signed in through a one-time link made in the app's stores.
-async fn signed_in_by_link(app: &TestApp, member: &str) -> Visitor {
-    let identity = hearth::identity::Identity::new(app.running.stores.web_access.clone(), 30);
+async fn signed_in_by_link(app: &Hearth, member: &str) -> Visitor {
+    let identity = hearth::identity::Identity::new(app.app().stores.web_access.clone(), 30);
     let secret = identity
         .new_sign_in_link(&member.parse().unwrap(), hearth::ports::now_ms())
         .await
@@ -238,7 +237,7 @@ async fn a_member_s_time_zone_and_preferred_channel_are_theirs_to_set_and_kept()
         page.contains("no own chat with hearth on &quot;matrix&quot;"),
         "{page}"
     );
-    let family = app.running.membership.family().clone();
+    let family = app.app().membership.family().clone();
     assert_eq!(
         family.member("alice").unwrap().timezone,
         None,
@@ -267,11 +266,11 @@ async fn a_member_s_time_zone_and_preferred_channel_are_theirs_to_set_and_kept()
         Some("America/New_York")
     );
     assert_eq!(family.member("bob").unwrap().timezone, None, "only hers");
-    let folder = app.stop().await;
+    let folder = app.stop().await.folder();
 
     // Kept across a restart: the zone the roster has, the channel the page shows chosen.
     let app = start_on_telegram(&llm, &telegram, &[], Some(folder), &[]).await;
-    let family = app.running.membership.family().clone();
+    let family = app.app().membership.family().clone();
     assert_eq!(
         family.member("alice").unwrap().timezone.as_deref(),
         Some("America/New_York")
