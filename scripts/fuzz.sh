@@ -4,7 +4,7 @@
 #
 #   bash scripts/fuzz.sh --minutes 20            # every target, 20 minutes EACH
 #   bash scripts/fuzz.sh --minutes 5 format when # only these targets
-#   bash scripts/fuzz.sh --seconds 4             # what the test command runs
+#   bash scripts/fuzz.sh --seconds 5 --dev       # what the test command runs
 #   bash scripts/fuzz.sh --merge ...             # afterwards, add what found new coverage
 #                                                # to the committed corpus (minimised)
 #
@@ -16,7 +16,9 @@
 # pinned version, into cargo's bin folder). The Rust here is stable: RUSTC_BOOTSTRAP=1 lets
 # cargo-fuzz use the nightly flags it needs, and no sanitizer is built (hearth and the
 # parsers it fuzzes are safe Rust; libFuzzer still catches panics, aborts, stack overflows,
-# timeouts and memory blow-ups).
+# timeouts and memory blow-ups). --dev builds the targets unoptimised, with debug assertions
+# and overflow checks: a few minutes' build instead of ten, at fewer runs a second; the test
+# command uses it to replay the corpus and mutate a little, long runs want the default.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -25,6 +27,7 @@ CARGO_FUZZ_VERSION=0.13.2
 seconds=""
 timeout=10
 merge=false
+profile=release
 targets=()
 while [ "$#" -gt 0 ]; do
     case "$1" in
@@ -32,7 +35,8 @@ while [ "$#" -gt 0 ]; do
         --seconds) seconds=$2; shift 2 ;;
         --timeout) timeout=$2; shift 2 ;;
         --merge) merge=true; shift ;;
-        -h | --help) sed -n '2,20p' "$0"; exit 0 ;;
+        --dev) profile=dev; shift ;;
+        -h | --help) sed -n '2,23p' "$0"; exit 0 ;;
         -*) echo "fuzz.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
         *) targets+=("$1"); shift ;;
     esac
@@ -66,9 +70,17 @@ nice -n 10 cargo test --quiet --manifest-path fuzz/Cargo.toml -p hearth-fuzz-che
 
 echo "== building the fuzz targets"
 # One build for all targets: one `cargo fuzz build` per target would link each again.
-RUSTC_BOOTSTRAP=1 nice -n 10 "$cargo_bin/cargo-fuzz" build --sanitizer none \
-    --target-dir "$fuzz_build" --fuzz-dir fuzz
-binaries="$fuzz_build/x86_64-unknown-linux-gnu/release"
+if [ "$profile" = dev ]; then
+    # No incremental cache: gigabytes kept beside the build for little gain in a build
+    # that starts from a fresh clone.
+    CARGO_INCREMENTAL=0 RUSTC_BOOTSTRAP=1 nice -n 10 "$cargo_bin/cargo-fuzz" build --dev --sanitizer none \
+        --target-dir "$fuzz_build" --fuzz-dir fuzz
+    binaries="$fuzz_build/x86_64-unknown-linux-gnu/debug"
+else
+    RUSTC_BOOTSTRAP=1 nice -n 10 "$cargo_bin/cargo-fuzz" build --sanitizer none \
+        --target-dir "$fuzz_build" --fuzz-dir fuzz
+    binaries="$fuzz_build/x86_64-unknown-linux-gnu/release"
+fi
 
 findings=()
 summary=()
@@ -106,7 +118,7 @@ for target in "${targets[@]}"; do
     fi
 done
 
-echo "== fuzzing summary (${seconds}s per target)"
+echo "== fuzzing summary (${seconds}s per target, $profile build)"
 printf '%s\n' "${summary[@]}"
 if [ "${#findings[@]}" -gt 0 ]; then
     echo "fuzz.sh: findings in: ${findings[*]} (inputs in $artifacts/<target>/)" >&2

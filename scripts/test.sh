@@ -34,8 +34,8 @@ if [ "$#" -eq 0 ]; then
 fi
 
 # Each fuzz target a few seconds on its committed corpus and what it mutates from it (no
-# filter given): a failed property, a panic or a stall fails the run (scripts/fuzz.sh;
-# CONTRIBUTING.md, "Fuzzing").
+# filter given), built unoptimised to build fast: a failed property, a panic or a stall
+# fails the run (scripts/fuzz.sh; CONTRIBUTING.md, "Fuzzing").
 if [ "$#" -eq 0 ]; then
-    bash scripts/fuzz.sh --seconds 5
+    bash scripts/fuzz.sh --seconds 5 --dev
 fi
