@@ -8,7 +8,7 @@ use sqlx::postgres::{PgArguments, PgRow};
 use sqlx::{PgConnection, Postgres};
 
 use super::{PostgresStore, database_error};
-use crate::ports::{Fence, Inbound, StorageError};
+use crate::ports::{Fence, HistoryEntry, StorageError};
 use crate::storage::sql::{Arg, Dialect, SqlBackend, SqlConnection, Statement};
 
 /// `statement` as sqlx's query, its values bound in order.
@@ -68,11 +68,23 @@ impl SqlBackend for PostgresStore {
             .map_err(database_error)
     }
 
-    async fn insert_inbound(
-        connection: &mut PgConnection,
-        message: &Inbound,
-    ) -> Result<bool, StorageError> {
-        super::inbox::insert_inbound(connection, message).await
+    async fn write_fenced(
+        &self,
+        fence: Option<&Fence>,
+        statement: Statement,
+    ) -> Result<Vec<PgRow>, StorageError> {
+        let (lease, generation) = super::coordination::fence_binds(fence);
+        self.write(statement.bind(lease).bind(generation)).await
+    }
+
+    async fn turn_remembered(
+        &self,
+        conversation_key: &str,
+        inbox_id: &str,
+        entries: &[HistoryEntry],
+        fence: Option<&Fence>,
+    ) {
+        PostgresStore::turn_remembered(self, conversation_key, inbox_id, entries, fence);
     }
 
     async fn atomically_fenced<T, F>(

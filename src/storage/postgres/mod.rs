@@ -14,12 +14,10 @@
 
 mod backend;
 mod coordination;
-mod inbox;
 mod members;
 mod memory;
 mod profiles;
 mod telemetry;
-mod turn_journal;
 
 use std::str::FromStr;
 use std::time::Duration;
@@ -27,9 +25,10 @@ use std::time::Duration;
 use sqlx::PgPool;
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 
-pub(super) use super::rows::{conversation_from_row, id_column};
+pub(super) use super::rows::id_column;
 use crate::ports::StorageError;
 use crate::storage::history_cache::HistoryCache;
+pub(crate) use coordination::WAKE_CHANNEL;
 pub use telemetry::PostgresTelemetryWriter;
 
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/postgres");

@@ -8,7 +8,7 @@ use sqlx::sqlite::SqliteRow;
 use sqlx::{Sqlite, SqliteConnection};
 
 use super::{SqliteStore, database_error};
-use crate::ports::{Fence, Inbound, StorageError};
+use crate::ports::{Fence, HistoryEntry, StorageError};
 use crate::storage::sql::{Arg, Dialect, SqlBackend, SqlConnection, Statement};
 
 /// `statement` as sqlx's query, its values bound in order.
@@ -70,11 +70,34 @@ impl SqlBackend for SqliteStore {
             .await
     }
 
-    async fn insert_inbound(
-        connection: &mut SqliteConnection,
-        message: &Inbound,
-    ) -> Result<bool, StorageError> {
-        super::inbox::insert_inbound(connection, message).await
+    async fn write_fenced(
+        &self,
+        fence: Option<&Fence>,
+        statement: Statement,
+    ) -> Result<Vec<SqliteRow>, StorageError> {
+        // Checked on the writer, just before the write, in the one process that takes
+        // this database's leases; the statement's own condition is `TRUE`.
+        let (coordination, fence) = (self.coordination(), fence.cloned());
+        self.writer
+            .run(move |connection| {
+                Box::pin(async move {
+                    coordination.check(fence.as_ref())?;
+                    connection.fetch(statement).await
+                })
+            })
+            .await
+    }
+
+    async fn turn_remembered(
+        &self,
+        conversation_key: &str,
+        inbox_id: &str,
+        entries: &[HistoryEntry],
+        _fence: Option<&Fence>,
+    ) {
+        // One process writes the file: what it committed is the conversation's history.
+        let mut history = self.history.lock().await;
+        history.appended_turn(conversation_key, inbox_id, entries, None);
     }
 
     async fn atomically_fenced<T, F>(

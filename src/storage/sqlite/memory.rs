@@ -6,8 +6,7 @@ use super::{SqliteStore, database_error};
 use crate::ids::ConversationKey;
 use crate::ports::{ConversationMemory, HistoryEntry, StorageError};
 use crate::storage::history_cache::ENTRIES_PER_CONVERSATION;
-pub(super) use crate::storage::rows::entries_json;
-use crate::storage::rows::history_entry_from_row;
+use crate::storage::rows::{entries_json, history_entry_from_row};
 
 impl SqliteStore {
     /// The newest `limit` chat-text entries at or after `since_ms`, oldest first.

@@ -9,12 +9,10 @@
 //! migrations, and a schema older than this binary's reported instead of read.
 
 mod backend;
-mod inbox;
 mod members;
 mod memory;
 mod profiles;
 mod telemetry;
-mod turn_journal;
 mod writer;
 
 use std::str::FromStr;
@@ -23,7 +21,7 @@ use std::time::Duration;
 use sqlx::SqlitePool;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
 
-pub(super) use super::rows::{conversation_from_row, id_column};
+pub(super) use super::rows::id_column;
 use crate::ports::StorageError;
 
 pub use telemetry::SqliteTelemetryWriter;
