@@ -8,7 +8,9 @@ use sqlx::postgres::{PgArguments, PgRow};
 use sqlx::{PgConnection, Postgres};
 
 use super::{PostgresStore, database_error};
-use crate::ports::{Fence, HistoryEntry, StorageError};
+use crate::ports::{Fence, StorageError};
+use crate::storage::history_cache::HistoryCache;
+use crate::storage::sql::profiles::KnownFacts;
 use crate::storage::sql::{Arg, Dialect, SqlBackend, SqlConnection, Statement};
 
 /// `statement` as sqlx's query, its values bound in order.
@@ -77,14 +79,12 @@ impl SqlBackend for PostgresStore {
         self.write(statement.bind(lease).bind(generation)).await
     }
 
-    async fn turn_remembered(
-        &self,
-        conversation_key: &str,
-        inbox_id: &str,
-        entries: &[HistoryEntry],
-        fence: Option<&Fence>,
-    ) {
-        PostgresStore::turn_remembered(self, conversation_key, inbox_id, entries, fence);
+    fn known_facts(&self) -> &KnownFacts {
+        &self.known_facts
+    }
+
+    fn history(&self) -> &std::sync::Mutex<HistoryCache> {
+        &self.held_history
     }
 
     async fn atomically_fenced<T, F>(

@@ -15,8 +15,6 @@
 mod backend;
 mod coordination;
 mod members;
-mod memory;
-mod profiles;
 mod telemetry;
 
 use std::str::FromStr;
@@ -54,7 +52,7 @@ pub struct PostgresStore {
     /// under the lease's generation (`ConversationMemory::recent_held`).
     held_history: std::sync::Arc<std::sync::Mutex<HistoryCache>>,
     /// Members' facts as read under the family's version (`UserProfiles::get`).
-    known_facts: std::sync::Arc<profiles::KnownFacts>,
+    known_facts: std::sync::Arc<super::sql::profiles::KnownFacts>,
 }
 
 impl PostgresStore {

@@ -10,6 +10,7 @@ use std::sync::LazyLock;
 
 use async_trait::async_trait;
 
+use super::memory::{remember, turn_remembered};
 use super::outbox::insert_if_any;
 use super::{
     Dialect, SqlBackend, SqlConnection, SqlRow, Statement, conversation_from_row, id_column,
@@ -74,21 +75,6 @@ macro_rules! insert_inbound {
             $tail
         )
     };
-}
-
-/// The statement storing the history entries of the JSON array `entries`
-/// (`entries_json`) in `messages`, in order and whole or not at all, each filed under
-/// `inbox` (an SQL value; `NULL`: its own), read `beside` other tables (`"ended, "`).
-pub(crate) fn remember(dialect: Dialect, entries: &str, inbox: &str, beside: &str) -> String {
-    format!(
-        "INSERT INTO messages (conversation_key, inbox_id, profile_id, role, content, \
-         tool_calls, tool_call_id, is_chat_text, created_at_ms) \
-         SELECT entry->>'conversation_key', COALESCE({inbox}, entry->>'inbox_id'), \
-         entry->>'profile_id', entry->>'role', entry->>'content', entry->>'tool_calls', \
-         entry->>'tool_call_id', CAST(entry->>'is_chat_text' AS INTEGER) <> 0, \
-         CAST(entry->>'created_at_ms' AS BIGINT) FROM {beside}{} ORDER BY position",
-        dialect.json_rows(entries)
-    )
 }
 
 /// A turn's end on PostgreSQL in one statement. `$1`–`$5`: the message, `'answered'`,
@@ -367,13 +353,13 @@ impl<B: SqlBackend> Inbox for B {
                 (queued, false)
             }
         };
-        self.turn_remembered(
+        turn_remembered(
+            self,
             turn.conversation_key.as_str(),
             inbox_id,
             &turn.messages,
             fence,
-        )
-        .await;
+        );
         Ok(done)
     }
 

@@ -19,10 +19,12 @@
 pub(crate) mod channel_state;
 pub(crate) mod inbox;
 pub(crate) mod intents;
+pub(crate) mod memory;
 pub(crate) mod notes;
 pub(crate) mod outbox;
 pub(crate) mod pending;
 pub(crate) mod pending_plugin_calls;
+pub(crate) mod profiles;
 pub(crate) mod registered_plugins;
 pub(crate) mod retention;
 pub(crate) mod schedules;
@@ -36,7 +38,8 @@ use async_trait::async_trait;
 use futures::future::BoxFuture;
 
 pub(crate) use super::rows::{SqlRow, conversation_from_row, id_column};
-use crate::ports::{Fence, HistoryEntry, StorageError};
+use crate::ports::{Fence, StorageError};
+use crate::storage::history_cache::HistoryCache;
 
 /// A value bound to a statement's `$N`: text or an integer (either may be `NULL`), a
 /// boolean.
@@ -145,17 +148,10 @@ pub(crate) trait SqlBackend: Send + Sync + 'static {
             + Send
             + 'static;
 
-    /// A turn's history entries, just committed with its end (`inbox.rs`) under `fence`
-    /// (if any): the backend's history cache (SQLite: every conversation's; PostgreSQL:
-    /// the held conversations', under their lease's generation) files them under the
-    /// message.
-    async fn turn_remembered(
-        &self,
-        conversation_key: &str,
-        inbox_id: &str,
-        entries: &[HistoryEntry],
-        fence: Option<&Fence>,
-    );
+    /// The backend's history cache (`memory.rs`).
+    fn history(&self) -> &std::sync::Mutex<HistoryCache>;
+    /// The members' facts the backend keeps (`profiles.rs`).
+    fn known_facts(&self) -> &profiles::KnownFacts;
 
     /// The first row `statement` returns, if any.
     async fn read_optional(&self, statement: Statement) -> Result<Option<Self::Row>, StorageError> {

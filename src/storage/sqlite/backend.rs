@@ -8,7 +8,9 @@ use sqlx::sqlite::SqliteRow;
 use sqlx::{Sqlite, SqliteConnection};
 
 use super::{SqliteStore, database_error};
-use crate::ports::{Fence, HistoryEntry, StorageError};
+use crate::ports::{Fence, StorageError};
+use crate::storage::history_cache::HistoryCache;
+use crate::storage::sql::profiles::KnownFacts;
 use crate::storage::sql::{Arg, Dialect, SqlBackend, SqlConnection, Statement};
 
 /// `statement` as sqlx's query, its values bound in order.
@@ -88,16 +90,12 @@ impl SqlBackend for SqliteStore {
             .await
     }
 
-    async fn turn_remembered(
-        &self,
-        conversation_key: &str,
-        inbox_id: &str,
-        entries: &[HistoryEntry],
-        _fence: Option<&Fence>,
-    ) {
-        // One process writes the file: what it committed is the conversation's history.
-        let mut history = self.history.lock().await;
-        history.appended_turn(conversation_key, inbox_id, entries, None);
+    fn known_facts(&self) -> &KnownFacts {
+        &self.profiles
+    }
+
+    fn history(&self) -> &std::sync::Mutex<HistoryCache> {
+        &self.history
     }
 
     async fn atomically_fenced<T, F>(

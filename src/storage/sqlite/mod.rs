@@ -10,8 +10,6 @@
 
 mod backend;
 mod members;
-mod memory;
-mod profiles;
 mod telemetry;
 mod writer;
 
@@ -36,8 +34,8 @@ static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/sqlite")
 pub struct SqliteStore {
     pool: SqlitePool,
     writer: writer::Writer,
-    profiles: std::sync::Arc<profiles::ProfileCache>,
-    history: std::sync::Arc<tokio::sync::Mutex<crate::storage::history_cache::HistoryCache>>,
+    profiles: std::sync::Arc<super::sql::profiles::KnownFacts>,
+    history: std::sync::Arc<std::sync::Mutex<crate::storage::history_cache::HistoryCache>>,
     /// This process's workers and leases (one process owns the file): the fenced writes
     /// are checked against them.
     coordination: std::sync::Arc<super::in_memory::coordination::InMemoryCoordination>,
