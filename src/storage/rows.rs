@@ -125,8 +125,7 @@ pub(crate) fn history_entry_from_row(row: &impl SqlRow) -> Result<HistoryEntry, 
 }
 
 /// History entries as one JSON array, which each adapter inserts in a single statement
-/// (SQLite's `inbox_answered_writes_history` trigger and `append`; PostgreSQL's
-/// `insert_entries`).
+/// (`sql::memory::remember`, for a turn's end and `append`).
 pub(crate) fn entries_json(
     conversation_key: &str,
     entries: &[HistoryEntry],

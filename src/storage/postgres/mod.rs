@@ -1,11 +1,9 @@
 //! The PostgreSQL adapter: every port on one database shared by any number of hearth
 //! processes (workers). What another worker may have written since is read afresh; kept
 //! in memory is only what no other worker can change unseen (a held conversation's history,
-//! `memory.rs`; members' facts under the family's version, `profiles.rs`).
-//! Each write is one statement or one transaction on a pooled connection, so what SQLite
-//! does in triggers (history written when a turn is answered, the journal cleared when a
-//! turn ends, the notes' search index) happens here in the same transaction, or in a
-//! generated column.
+//! `sql/memory.rs`; members' facts under the family's version, `sql/profiles.rs`).
+//! Each write is one statement or one transaction on a pooled connection; the notes'
+//! search index is a generated column.
 //!
 //! Migrations (`migrations/postgres`) run under sqlx's advisory lock, so workers starting
 //! together apply each migration once. The ports written once for both databases

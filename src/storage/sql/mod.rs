@@ -9,7 +9,9 @@
 //! PostgreSQL: on the pool, one round trip); `atomically` runs several in one transaction
 //! (SQLite: a savepoint in the writer's; PostgreSQL: its own), with a lease's fence held.
 //! What only one database has stays in its folder: SQLite's writer, PRAGMAs, read-only
-//! mode, caches and instance lock; PostgreSQL's pool, migrations and coordination.
+//! mode and instance lock; PostgreSQL's pool, migrations and coordination. Each backend
+//! keeps a history cache and members' facts (`SqlBackend::history`, `known_facts`), which
+//! `memory.rs` and `profiles.rs` fill and tell of writes.
 //!
 //! Where the two dialects differ, `Dialect` says it, each difference in one method marked
 //! `// dialect:`, or, for a difference one port alone has (the notes' search, retention's

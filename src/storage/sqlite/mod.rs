@@ -1,8 +1,9 @@
 //! The SQLite adapter: one WAL-mode database file, read through a small sqlx pool and
 //! written by one connection on its own thread (`writer.rs`, group commit). The ports
 //! written once for both databases (`storage/sql/`) run here through `backend.rs`; the
-//! files beside it are the ports still SQLite's own, and the caches (history in
-//! `storage/history_cache.rs`, member profiles).
+//! files beside it are the ports still SQLite's own; the caches it keeps (history in
+//! `storage/history_cache.rs`, member profiles in `sql::profiles::KnownFacts`) are filled
+//! and told of writes by `sql/memory.rs` and `sql/profiles.rs`.
 //!
 //! `connect_read_only` opens the same file for commands that only read it beside a running
 //! hearth (`check-config`, `telemetry`): SQLite's read-only mode, no writer thread, no
