@@ -34,6 +34,9 @@ struct CachedConversation {
 pub(crate) struct HistoryCache {
     conversations: HashMap<String, CachedConversation>,
     clock: u64,
+    /// Writes told so far (`appended`, `appended_turn`, `forget`): a load of what was
+    /// read before one of them is not kept (`load`).
+    writes: u64,
 }
 
 impl HistoryCache {
@@ -71,9 +74,25 @@ impl HistoryCache {
         Some(fresh.into_iter().skip(skip).cloned().collect())
     }
 
+    /// The writes told so far, taken before a read of the database for `load`.
+    pub fn writes(&self) -> u64 {
+        self.writes
+    }
+
     /// Remember what the database returned, under `tenure`, for the newest
-    /// `ENTRIES_PER_CONVERSATION` chat-text entries of a conversation (oldest first).
-    pub fn load(&mut self, conversation_key: &str, newest: Vec<HistoryEntry>, tenure: Option<i64>) {
+    /// `ENTRIES_PER_CONVERSATION` chat-text entries of a conversation (oldest first), read
+    /// when `writes` said `read_after`: kept only when no write was told since (whose
+    /// entries the read may have missed, the cache not holding the conversation then).
+    pub fn load(
+        &mut self,
+        conversation_key: &str,
+        newest: Vec<HistoryEntry>,
+        tenure: Option<i64>,
+        read_after: u64,
+    ) {
+        if self.writes != read_after {
+            return;
+        }
         if self.conversations.len() >= CONVERSATIONS
             && !self.conversations.contains_key(conversation_key)
             && let Some(least_used) = self
@@ -109,6 +128,7 @@ impl HistoryCache {
         entries: &[HistoryEntry],
         tenure: Option<i64>,
     ) {
+        self.writes += 1;
         if self
             .conversations
             .get(conversation_key)
@@ -141,12 +161,14 @@ impl HistoryCache {
     /// The conversation is read from the database next time (a write the cache cannot
     /// place under a tenure).
     pub fn forget(&mut self, conversation_key: &str) {
+        self.writes += 1;
         self.conversations.remove(conversation_key);
     }
 
     /// Entries just committed to the database. A conversation not cached stays
     /// uncached: its next read loads it whole.
     pub fn appended(&mut self, conversation_key: &str, entries: &[HistoryEntry]) {
+        self.writes += 1;
         let Some(cached) = self.conversations.get_mut(conversation_key) else {
             return;
         };

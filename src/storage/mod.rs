@@ -10,8 +10,9 @@
 //!   time). Its `Coordination` is the process's own (`in_memory/coordination.rs`).
 //!   Migrations from `migrations/sqlite`;
 //! - PostgreSQL (`postgres/`, sqlx): one database shared by any number of workers, nothing
-//!   cached since other workers write too; what SQLite does in triggers is done in the same
-//!   transaction or by a generated column; a pooled connection pinged before use only
+//!   cached that other workers may change unseen (a held conversation's history under its
+//!   lease's generation, members' facts under the family's version); the notes' search
+//!   index a generated column; a pooled connection pinged before use only
 //!   after `PING_WHEN_IDLE_FOR` (5 s) idle; migrations from `migrations/postgres` under an
 //!   advisory lock; the workers' leases and wake-ups in `postgres/coordination.rs`;
 //! - in memory (`in_memory/`: the store and the state its ports share in `mod.rs`, each
@@ -22,10 +23,10 @@
 //! A port the two SQL adapters keep alike is written once, in `sql/<port>.rs`: its
 //! statements (`$N` placeholders, which both bind by number) and row mappings, for every
 //! `sql::SqlBackend`, which `sqlite/backend.rs` and `postgres/backend.rs` implement; where
-//! the dialects differ, `sql::Dialect` says it. The other ports have one file in each
-//! adapter, named alike (`inbox.rs`, `memory.rs` for `ConversationMemory`, `profiles.rs`
-//! for `UserProfiles`, ...), and the in-memory adapter's files are named as these. Each
-//! file's doc says its tables.
+//! the dialects differ, `sql::Dialect` says it (`inbox.rs`, `memory.rs` for
+//! `ConversationMemory`, `profiles.rs` for `UserProfiles`, ...). The other ports
+//! (`members.rs`, `telemetry.rs`) have one file in each adapter, named alike, and the
+//! in-memory adapter's files are named as these. Each file's doc says its tables.
 //!
 //! Only this module knows SQL: besides the SQL adapters, `rows.rs` (`SqlRow`, reading a
 //! row of either database, and what both read from a row alike), `schema.rs` (whether a database's migrations are this binary's) and

@@ -1,5 +1,5 @@
-//! Reading a row of either SQL database: `SqlRow`, a column read as text, an integer or a
-//! number, written once for every sqlx row (the SQLite and PostgreSQL rows
+//! Reading a row of either SQL database: `SqlRow`, a column read as text, an integer, a
+//! number or a boolean, written once for every sqlx row (the SQLite and PostgreSQL rows
 //! alike), a value that does not decode being `StorageError::Corrupt`, never a panic; and
 //! what both adapters read from a row the same way: a conversation from its `channel` and
 //! `conversation_id` columns, an id by its one parser, a family script's run; history
@@ -28,6 +28,7 @@ pub(crate) trait SqlRow {
     fn integer(&self, column: &str) -> Result<i64, StorageError>;
     fn optional_integer(&self, column: &str) -> Result<Option<i64>, StorageError>;
     fn real(&self, column: &str) -> Result<f64, StorageError>;
+    fn flag(&self, column: &str) -> Result<bool, StorageError>;
 
     /// A JSON column (stored as text) of `table`, parsed.
     fn json<T: serde::de::DeserializeOwned>(
@@ -59,6 +60,7 @@ where
     for<'r> i64: Decode<'r, R::Database> + Type<R::Database>,
     for<'r> Option<i64>: Decode<'r, R::Database> + Type<R::Database>,
     for<'r> f64: Decode<'r, R::Database> + Type<R::Database>,
+    for<'r> bool: Decode<'r, R::Database> + Type<R::Database>,
 {
     fn text(&self, column: &str) -> Result<String, StorageError> {
         decoded(self, column)
@@ -73,6 +75,9 @@ where
         decoded(self, column)
     }
     fn real(&self, column: &str) -> Result<f64, StorageError> {
+        decoded(self, column)
+    }
+    fn flag(&self, column: &str) -> Result<bool, StorageError> {
         decoded(self, column)
     }
 }
@@ -120,8 +125,7 @@ pub(crate) fn history_entry_from_row(row: &impl SqlRow) -> Result<HistoryEntry, 
 }
 
 /// History entries as one JSON array, which each adapter inserts in a single statement
-/// (SQLite's `inbox_answered_writes_history` trigger and `append`; PostgreSQL's
-/// `insert_entries`).
+/// (`sql::memory::remember`, for a turn's end and `append`).
 pub(crate) fn entries_json(
     conversation_key: &str,
     entries: &[HistoryEntry],

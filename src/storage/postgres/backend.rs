@@ -8,7 +8,9 @@ use sqlx::postgres::{PgArguments, PgRow};
 use sqlx::{PgConnection, Postgres};
 
 use super::{PostgresStore, database_error};
-use crate::ports::{Fence, Inbound, StorageError};
+use crate::ports::{Fence, StorageError};
+use crate::storage::history_cache::HistoryCache;
+use crate::storage::sql::profiles::KnownFacts;
 use crate::storage::sql::{Arg, Dialect, SqlBackend, SqlConnection, Statement};
 
 /// `statement` as sqlx's query, its values bound in order.
@@ -68,11 +70,21 @@ impl SqlBackend for PostgresStore {
             .map_err(database_error)
     }
 
-    async fn insert_inbound(
-        connection: &mut PgConnection,
-        message: &Inbound,
-    ) -> Result<bool, StorageError> {
-        super::inbox::insert_inbound(connection, message).await
+    async fn write_fenced(
+        &self,
+        fence: Option<&Fence>,
+        statement: Statement,
+    ) -> Result<Vec<PgRow>, StorageError> {
+        let (lease, generation) = super::coordination::fence_binds(fence);
+        self.write(statement.bind(lease).bind(generation)).await
+    }
+
+    fn known_facts(&self) -> &KnownFacts {
+        &self.known_facts
+    }
+
+    fn history(&self) -> &std::sync::Mutex<HistoryCache> {
+        &self.held_history
     }
 
     async fn atomically_fenced<T, F>(

@@ -19,7 +19,7 @@ use crate::ports::{
 };
 
 /// The one `LISTEN`/`NOTIFY` channel of hearth's wake-ups.
-pub(super) const WAKE_CHANNEL: &str = "hearth_wake";
+pub(crate) const WAKE_CHANNEL: &str = "hearth_wake";
 
 /// In the caller's transaction: `Ok` when `fence` (if any) is its lease's current
 /// generation, its row locked until the transaction ends; else `StorageError::Fenced`.

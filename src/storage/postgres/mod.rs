@@ -1,11 +1,9 @@
 //! The PostgreSQL adapter: every port on one database shared by any number of hearth
 //! processes (workers). What another worker may have written since is read afresh; kept
 //! in memory is only what no other worker can change unseen (a held conversation's history,
-//! `memory.rs`; members' facts under the family's version, `profiles.rs`).
-//! Each write is one statement or one transaction on a pooled connection, so what SQLite
-//! does in triggers (history written when a turn is answered, the journal cleared when a
-//! turn ends, the notes' search index) happens here in the same transaction, or in a
-//! generated column.
+//! `sql/memory.rs`; members' facts under the family's version, `sql/profiles.rs`).
+//! Each write is one statement or one transaction on a pooled connection; the notes'
+//! search index is a generated column.
 //!
 //! Migrations (`migrations/postgres`) run under sqlx's advisory lock, so workers starting
 //! together apply each migration once. The ports written once for both databases
@@ -14,12 +12,8 @@
 
 mod backend;
 mod coordination;
-mod inbox;
 mod members;
-mod memory;
-mod profiles;
 mod telemetry;
-mod turn_journal;
 
 use std::str::FromStr;
 use std::time::Duration;
@@ -27,9 +21,10 @@ use std::time::Duration;
 use sqlx::PgPool;
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 
-pub(super) use super::rows::{conversation_from_row, id_column};
+pub(super) use super::rows::id_column;
 use crate::ports::StorageError;
 use crate::storage::history_cache::HistoryCache;
+pub(crate) use coordination::WAKE_CHANNEL;
 pub use telemetry::PostgresTelemetryWriter;
 
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/postgres");
@@ -55,7 +50,7 @@ pub struct PostgresStore {
     /// under the lease's generation (`ConversationMemory::recent_held`).
     held_history: std::sync::Arc<std::sync::Mutex<HistoryCache>>,
     /// Members' facts as read under the family's version (`UserProfiles::get`).
-    known_facts: std::sync::Arc<profiles::KnownFacts>,
+    known_facts: std::sync::Arc<super::sql::profiles::KnownFacts>,
 }
 
 impl PostgresStore {

@@ -9,7 +9,9 @@
 //! PostgreSQL: on the pool, one round trip); `atomically` runs several in one transaction
 //! (SQLite: a savepoint in the writer's; PostgreSQL: its own), with a lease's fence held.
 //! What only one database has stays in its folder: SQLite's writer, PRAGMAs, read-only
-//! mode, caches and instance lock; PostgreSQL's pool, migrations and coordination.
+//! mode and instance lock; PostgreSQL's pool, migrations and coordination. Each backend
+//! keeps a history cache and members' facts (`SqlBackend::history`, `known_facts`), which
+//! `memory.rs` and `profiles.rs` fill and tell of writes.
 //!
 //! Where the two dialects differ, `Dialect` says it, each difference in one method marked
 //! `// dialect:`, or, for a difference one port alone has (the notes' search, retention's
@@ -17,16 +19,20 @@
 //! statement built with one is built once per dialect and kept (`per_dialect!`).
 
 pub(crate) mod channel_state;
+pub(crate) mod inbox;
 pub(crate) mod intents;
+pub(crate) mod memory;
 pub(crate) mod notes;
 pub(crate) mod outbox;
 pub(crate) mod pending;
 pub(crate) mod pending_plugin_calls;
+pub(crate) mod profiles;
 pub(crate) mod registered_plugins;
 pub(crate) mod retention;
 pub(crate) mod schedules;
 pub(crate) mod script_workflows;
 pub(crate) mod shopping_lists;
+pub(crate) mod turn_journal;
 pub(crate) mod usage;
 pub(crate) mod web_access;
 
@@ -34,7 +40,8 @@ use async_trait::async_trait;
 use futures::future::BoxFuture;
 
 pub(crate) use super::rows::{SqlRow, conversation_from_row, id_column};
-use crate::ports::{Fence, Inbound, StorageError};
+use crate::ports::{Fence, StorageError};
+use crate::storage::history_cache::HistoryCache;
 
 /// A value bound to a statement's `$N`: text or an integer (either may be `NULL`), a
 /// boolean.
@@ -120,6 +127,16 @@ pub(crate) trait SqlBackend: Send + Sync + 'static {
     async fn write(&self, statement: Statement) -> Result<Vec<Self::Row>, StorageError>;
     /// One statement that writes, alone: how many rows it changed.
     async fn write_count(&self, statement: Statement) -> Result<u64, StorageError>;
+    /// One statement that writes, alone, while `fence` (if any) is its lease's current
+    /// generation: the rows it returns. The fence's lease and generation are bound after
+    /// the statement's own values, for its `Dialect::fence_held` (PostgreSQL checks it in
+    /// the statement, writing nothing when it fails; SQLite checks it on the writer just
+    /// before, `StorageError::Fenced` when it fails).
+    async fn write_fenced(
+        &self,
+        fence: Option<&Fence>,
+        statement: Statement,
+    ) -> Result<Vec<Self::Row>, StorageError>;
     /// `work`'s statements taking effect together or not at all, while `fence` (if any)
     /// is its lease's current generation (else `StorageError::Fenced`, nothing written).
     async fn atomically_fenced<T, F>(
@@ -133,12 +150,10 @@ pub(crate) trait SqlBackend: Send + Sync + 'static {
             + Send
             + 'static;
 
-    /// Store `message` as accepted in `connection`'s transaction (each inbox adapter's
-    /// own statement, `sqlite/inbox.rs`, `postgres/inbox.rs`); whether it was new.
-    async fn insert_inbound(
-        connection: &mut Self::Connection,
-        message: &Inbound,
-    ) -> Result<bool, StorageError>;
+    /// The backend's history cache (`memory.rs`).
+    fn history(&self) -> &std::sync::Mutex<HistoryCache>;
+    /// The members' facts the backend keeps (`profiles.rs`).
+    fn known_facts(&self) -> &profiles::KnownFacts;
 
     /// The first row `statement` returns, if any.
     async fn read_optional(&self, statement: Statement) -> Result<Option<Self::Row>, StorageError> {
@@ -237,6 +252,35 @@ impl Dialect {
                 "((jsonb_array_length(approvers::jsonb) = 0 AND member_id = {member}) \
                  OR EXISTS (SELECT 1 FROM jsonb_array_elements_text(approvers::jsonb) \
                  AS approver WHERE approver = {member}))"
+            ),
+        }
+    }
+
+    // dialect: the condition of a fenced statement (`SqlBackend::write_fenced`), `lease`
+    // and `generation` its `$N`: PostgreSQL's leases are rows, locked `FOR SHARE` while
+    // checked, so a take by another worker comes wholly before or after the write;
+    // SQLite's are this process's, checked on the writer before the statement.
+    pub(crate) fn fence_held(self, lease: &str, generation: &str) -> String {
+        match self {
+            Dialect::Sqlite => "TRUE".to_owned(),
+            Dialect::Postgres => format!(
+                "({lease}::text IS NULL OR EXISTS (SELECT 1 FROM leases \
+                 WHERE name = {lease} AND generation = {generation} FOR SHARE))"
+            ),
+        }
+    }
+
+    // dialect: the elements of a JSON array (text, `array`) as rows `entry`, read by
+    // `entry->>'field'` on both, numbered `position` in the array's order.
+    pub(crate) fn json_rows(self, array: &str) -> String {
+        match self {
+            Dialect::Sqlite => {
+                format!(
+                    "(SELECT value AS entry, key AS position FROM json_each({array})) AS entries"
+                )
+            }
+            Dialect::Postgres => format!(
+                "jsonb_array_elements({array}::jsonb) WITH ORDINALITY AS entries (entry, position)"
             ),
         }
     }

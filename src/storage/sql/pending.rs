@@ -74,7 +74,7 @@ impl<B: SqlBackend> PendingActions for B {
                     )));
                 }
                 // The turn has ended here: it resumes from the confirmation, not its
-                // journal (on SQLite a trigger of the UPDATE above cleared it already).
+                // journal.
                 let forget = sql("DELETE FROM turn_journal WHERE inbox_id = $1");
                 connection
                     .execute(forget.bind(&confirmation.inbox_id))

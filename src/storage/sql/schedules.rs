@@ -225,7 +225,7 @@ impl<B: SqlBackend> Schedules for B {
                     .bind(claim.turn.as_ref().map(|turn| turn.id.as_str()));
                 connection.execute(fired).await?;
                 if let Some(turn) = &claim.turn {
-                    B::insert_inbound(connection, turn).await?;
+                    super::inbox::insert_inbound(connection, turn).await?;
                 }
                 let outbox_ids = insert_each(connection, &claim.messages).await?;
                 Ok(Claimed::Fired { outbox_ids })

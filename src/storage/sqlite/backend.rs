@@ -8,7 +8,9 @@ use sqlx::sqlite::SqliteRow;
 use sqlx::{Sqlite, SqliteConnection};
 
 use super::{SqliteStore, database_error};
-use crate::ports::{Fence, Inbound, StorageError};
+use crate::ports::{Fence, StorageError};
+use crate::storage::history_cache::HistoryCache;
+use crate::storage::sql::profiles::KnownFacts;
 use crate::storage::sql::{Arg, Dialect, SqlBackend, SqlConnection, Statement};
 
 /// `statement` as sqlx's query, its values bound in order.
@@ -70,11 +72,30 @@ impl SqlBackend for SqliteStore {
             .await
     }
 
-    async fn insert_inbound(
-        connection: &mut SqliteConnection,
-        message: &Inbound,
-    ) -> Result<bool, StorageError> {
-        super::inbox::insert_inbound(connection, message).await
+    async fn write_fenced(
+        &self,
+        fence: Option<&Fence>,
+        statement: Statement,
+    ) -> Result<Vec<SqliteRow>, StorageError> {
+        // Checked on the writer, just before the write, in the one process that takes
+        // this database's leases; the statement's own condition is `TRUE`.
+        let (coordination, fence) = (self.coordination(), fence.cloned());
+        self.writer
+            .run(move |connection| {
+                Box::pin(async move {
+                    coordination.check(fence.as_ref())?;
+                    connection.fetch(statement).await
+                })
+            })
+            .await
+    }
+
+    fn known_facts(&self) -> &KnownFacts {
+        &self.profiles
+    }
+
+    fn history(&self) -> &std::sync::Mutex<HistoryCache> {
+        &self.history
     }
 
     async fn atomically_fenced<T, F>(

@@ -1,20 +1,17 @@
 //! The SQLite adapter: one WAL-mode database file, read through a small sqlx pool and
 //! written by one connection on its own thread (`writer.rs`, group commit). The ports
 //! written once for both databases (`storage/sql/`) run here through `backend.rs`; the
-//! files beside it are the ports still SQLite's own, and the caches (history in
-//! `storage/history_cache.rs`, member profiles).
+//! files beside it are the ports still SQLite's own; the caches it keeps (history in
+//! `storage/history_cache.rs`, member profiles in `sql::profiles::KnownFacts`) are filled
+//! and told of writes by `sql/memory.rs` and `sql/profiles.rs`.
 //!
 //! `connect_read_only` opens the same file for commands that only read it beside a running
 //! hearth (`check-config`, `telemetry`): SQLite's read-only mode, no writer thread, no
 //! migrations, and a schema older than this binary's reported instead of read.
 
 mod backend;
-mod inbox;
 mod members;
-mod memory;
-mod profiles;
 mod telemetry;
-mod turn_journal;
 mod writer;
 
 use std::str::FromStr;
@@ -23,7 +20,7 @@ use std::time::Duration;
 use sqlx::SqlitePool;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
 
-pub(super) use super::rows::{conversation_from_row, id_column};
+pub(super) use super::rows::id_column;
 use crate::ports::StorageError;
 
 pub use telemetry::SqliteTelemetryWriter;
@@ -38,8 +35,8 @@ static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/sqlite")
 pub struct SqliteStore {
     pool: SqlitePool,
     writer: writer::Writer,
-    profiles: std::sync::Arc<profiles::ProfileCache>,
-    history: std::sync::Arc<tokio::sync::Mutex<crate::storage::history_cache::HistoryCache>>,
+    profiles: std::sync::Arc<super::sql::profiles::KnownFacts>,
+    history: std::sync::Arc<std::sync::Mutex<crate::storage::history_cache::HistoryCache>>,
     /// This process's workers and leases (one process owns the file): the fenced writes
     /// are checked against them.
     coordination: std::sync::Arc<super::in_memory::coordination::InMemoryCoordination>,
