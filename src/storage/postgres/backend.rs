@@ -68,6 +68,10 @@ impl SqlBackend for PostgresStore {
             .map_err(database_error)
     }
 
+    fn family_read(&self, version: i64) {
+        self.known_facts.family_read(version);
+    }
+
     async fn insert_inbound(
         connection: &mut PgConnection,
         message: &Inbound,

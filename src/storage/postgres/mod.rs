@@ -15,7 +15,6 @@
 mod backend;
 mod coordination;
 mod inbox;
-mod members;
 mod memory;
 mod profiles;
 mod telemetry;

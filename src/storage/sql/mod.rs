@@ -4,12 +4,14 @@
 //! `SqlBackend`.
 //!
 //! A backend is one of the two stores (`sqlite/backend.rs`, `postgres/backend.rs`): the
-//! few methods that run a `Statement` on its database. A read goes to the pool; a write
-//! of one statement is one statement (SQLite: on the writer thread, `sqlite/writer.rs`;
-//! PostgreSQL: on the pool, one round trip); `atomically` runs several in one transaction
-//! (SQLite: a savepoint in the writer's; PostgreSQL: its own), with a lease's fence held.
-//! What only one database has stays in its folder: SQLite's writer, PRAGMAs, read-only
-//! mode, caches and instance lock; PostgreSQL's pool, migrations and coordination.
+//! few methods that run a `Statement` on its database, and what a port tells it that one
+//! of them keeps (`family_read`: the family's version, under which PostgreSQL keeps
+//! members' facts). A read goes to the pool; a write of one statement is one statement
+//! (SQLite: on the writer thread, `sqlite/writer.rs`; PostgreSQL: on the pool, one round
+//! trip); `atomically` runs several in one transaction (SQLite: a savepoint in the
+//! writer's; PostgreSQL: its own), with a lease's fence held. What only one database has
+//! stays in its folder: SQLite's writer, PRAGMAs, read-only mode, caches and instance
+//! lock; PostgreSQL's pool, migrations, coordination and caches.
 //!
 //! Where the two dialects differ, `Dialect` says it, each difference in one method marked
 //! `// dialect:`, or, for a difference one port alone has (the notes' search, retention's
@@ -18,6 +20,7 @@
 
 pub(crate) mod channel_state;
 pub(crate) mod intents;
+pub(crate) mod members;
 pub(crate) mod notes;
 pub(crate) mod outbox;
 pub(crate) mod pending;
@@ -140,6 +143,10 @@ pub(crate) trait SqlBackend: Send + Sync + 'static {
         message: &Inbound,
     ) -> Result<bool, StorageError>;
 
+    /// The family's version as just read (`Members`): PostgreSQL keeps members' facts under
+    /// the newest it saw (`postgres/profiles.rs`); SQLite keeps nothing by it.
+    fn family_read(&self, _version: i64) {}
+
     /// The first row `statement` returns, if any.
     async fn read_optional(&self, statement: Statement) -> Result<Option<Self::Row>, StorageError> {
         Ok(self.read(statement).await?.into_iter().next())
@@ -160,6 +167,18 @@ pub(crate) trait SqlBackend: Send + Sync + 'static {
             + 'static,
     {
         self.atomically_fenced(None, work).await
+    }
+}
+
+/// Wait, in `connection`'s transaction, for every other transaction that took turns on
+/// `key` to end (on PostgreSQL; SQLite's one writer runs one at a time already).
+pub(crate) async fn take_turns<B: SqlBackend>(
+    connection: &mut B::Connection,
+    key: String,
+) -> Result<(), StorageError> {
+    match B::DIALECT.take_turns() {
+        Some(statement) => connection.execute(sql(statement).bind(key)).await.map(drop),
+        None => Ok(()),
     }
 }
 

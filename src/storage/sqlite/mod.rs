@@ -10,7 +10,6 @@
 
 mod backend;
 mod inbox;
-mod members;
 mod memory;
 mod profiles;
 mod telemetry;
