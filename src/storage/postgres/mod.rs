@@ -17,7 +17,6 @@ mod coordination;
 mod inbox;
 mod memory;
 mod profiles;
-mod telemetry;
 mod turn_journal;
 
 use std::str::FromStr;
@@ -29,7 +28,6 @@ use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 pub(super) use super::rows::{conversation_from_row, id_column};
 use crate::ports::StorageError;
 use crate::storage::history_cache::HistoryCache;
-pub use telemetry::PostgresTelemetryWriter;
 
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/postgres");
 

@@ -15,8 +15,9 @@
 //!
 //! Where the two dialects differ, `Dialect` says it, each difference in one method marked
 //! `// dialect:`, or, for a difference one port alone has (the notes' search, retention's
-//! finished messages), one function or arm of that port's file marked the same way; a
-//! statement built with one is built once per dialect and kept (`per_dialect!`).
+//! finished messages, telemetry's batch), one function or arm of that port's file marked
+//! the same way; a statement built with one is built once per dialect and kept
+//! (`per_dialect!`).
 
 pub(crate) mod channel_state;
 pub(crate) mod intents;
@@ -30,6 +31,7 @@ pub(crate) mod retention;
 pub(crate) mod schedules;
 pub(crate) mod script_workflows;
 pub(crate) mod shopping_lists;
+pub(crate) mod telemetry;
 pub(crate) mod usage;
 pub(crate) mod web_access;
 
@@ -256,6 +258,25 @@ impl Dialect {
                 "((jsonb_array_length(approvers::jsonb) = 0 AND member_id = {member}) \
                  OR EXISTS (SELECT 1 FROM jsonb_array_elements_text(approvers::jsonb) \
                  AS approver WHERE approver = {member}))"
+            ),
+        }
+    }
+
+    // dialect: the rows of a JSON array of objects (`array`, a `$N` bound as text) as a
+    // table `batch`, a column per key of `columns` (its name and SQL type), in the
+    // array's order.
+    pub(crate) fn json_rows(self, array: &str, columns: &[(&str, &str)]) -> String {
+        let each = |column: fn(&(&str, &str)) -> String| {
+            columns.iter().map(column).collect::<Vec<_>>().join(", ")
+        };
+        match self {
+            Dialect::Sqlite => format!(
+                "(SELECT {} FROM json_each({array}) ORDER BY key) AS batch",
+                each(|(name, _)| format!("json_extract(value, '$.{name}') AS {name}"))
+            ),
+            Dialect::Postgres => format!(
+                "jsonb_to_recordset({array}::jsonb) AS batch ({})",
+                each(|(name, kind)| format!("{name} {kind}"))
             ),
         }
     }

@@ -12,7 +12,6 @@ mod backend;
 mod inbox;
 mod memory;
 mod profiles;
-mod telemetry;
 mod turn_journal;
 mod writer;
 
@@ -24,8 +23,6 @@ use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, S
 
 pub(super) use super::rows::{conversation_from_row, id_column};
 use crate::ports::StorageError;
-
-pub use telemetry::SqliteTelemetryWriter;
 
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/sqlite");
 
@@ -183,11 +180,6 @@ impl SqliteStore {
     /// The readers' pool, for `hearth copy-store` to read every table.
     pub(crate) fn reader(&self) -> &SqlitePool {
         &self.pool
-    }
-
-    /// A telemetry sink writing `llm_calls` and `telemetry_events` in batches.
-    pub fn telemetry_writer(&self) -> SqliteTelemetryWriter {
-        SqliteTelemetryWriter::spawn(self.writer.clone())
     }
 }
 
