@@ -160,7 +160,7 @@ impl Stores {
 
     /// Every port of one PostgreSQL store.
     fn of_postgres(store: Arc<postgres::PostgresStore>) -> Self {
-        let telemetry = Arc::new(store.telemetry_writer());
+        let telemetry = Arc::new(sql::telemetry::SqlTelemetryWriter::spawn((*store).clone()));
         Self::of_postgres_with(store, telemetry)
     }
 
@@ -214,7 +214,7 @@ pub async fn open(database_url: &str, max_connections: u32) -> Result<Stores, St
     }
     let store = sqlite::SqliteStore::connect(database_url, max_connections).await?;
     store.migrate().await?;
-    let telemetry = Arc::new(store.telemetry_writer());
+    let telemetry = Arc::new(sql::telemetry::SqlTelemetryWriter::spawn(store.clone()));
     Ok(Stores::of_sqlite(Arc::new(store), telemetry))
 }
 

@@ -83,6 +83,10 @@ impl SqlBackend for PostgresStore {
         &self.known_facts
     }
 
+    fn family_read(&self, version: i64) {
+        self.known_facts.family_read(version);
+    }
+
     fn history(&self) -> &std::sync::Mutex<HistoryCache> {
         &self.held_history
     }

@@ -12,8 +12,6 @@
 
 mod backend;
 mod coordination;
-mod members;
-mod telemetry;
 
 use std::str::FromStr;
 use std::time::Duration;
@@ -21,11 +19,9 @@ use std::time::Duration;
 use sqlx::PgPool;
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 
-pub(super) use super::rows::id_column;
 use crate::ports::StorageError;
 use crate::storage::history_cache::HistoryCache;
 pub(crate) use coordination::WAKE_CHANNEL;
-pub use telemetry::PostgresTelemetryWriter;
 
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/postgres");
 

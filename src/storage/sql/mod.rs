@@ -11,16 +11,19 @@
 //! What only one database has stays in its folder: SQLite's writer, PRAGMAs, read-only
 //! mode and instance lock; PostgreSQL's pool, migrations and coordination. Each backend
 //! keeps a history cache and members' facts (`SqlBackend::history`, `known_facts`), which
-//! `memory.rs` and `profiles.rs` fill and tell of writes.
+//! `memory.rs` and `profiles.rs` fill and tell of writes, and `members.rs` of each reading
+//! of the family's version.
 //!
 //! Where the two dialects differ, `Dialect` says it, each difference in one method marked
 //! `// dialect:`, or, for a difference one port alone has (the notes' search, retention's
-//! finished messages), one function or arm of that port's file marked the same way; a
-//! statement built with one is built once per dialect and kept (`per_dialect!`).
+//! finished messages, telemetry's batch), one function or arm of that port's file marked
+//! the same way; a statement built with one is built once per dialect and kept
+//! (`per_dialect!`).
 
 pub(crate) mod channel_state;
 pub(crate) mod inbox;
 pub(crate) mod intents;
+pub(crate) mod members;
 pub(crate) mod memory;
 pub(crate) mod notes;
 pub(crate) mod outbox;
@@ -32,6 +35,7 @@ pub(crate) mod retention;
 pub(crate) mod schedules;
 pub(crate) mod script_workflows;
 pub(crate) mod shopping_lists;
+pub(crate) mod telemetry;
 pub(crate) mod turn_journal;
 pub(crate) mod usage;
 pub(crate) mod web_access;
@@ -155,6 +159,11 @@ pub(crate) trait SqlBackend: Send + Sync + 'static {
     /// The members' facts the backend keeps (`profiles.rs`).
     fn known_facts(&self) -> &profiles::KnownFacts;
 
+    /// The family's version as just read (`Members`): PostgreSQL keeps members' facts under
+    /// the newest it saw (`KnownFacts::family_read`); on SQLite the facts' version is moved
+    /// by its own changes.
+    fn family_read(&self, _version: i64) {}
+
     /// The first row `statement` returns, if any.
     async fn read_optional(&self, statement: Statement) -> Result<Option<Self::Row>, StorageError> {
         Ok(self.read(statement).await?.into_iter().next())
@@ -175,6 +184,18 @@ pub(crate) trait SqlBackend: Send + Sync + 'static {
             + 'static,
     {
         self.atomically_fenced(None, work).await
+    }
+}
+
+/// Wait, in `connection`'s transaction, for every other transaction that took turns on
+/// `key` to end (on PostgreSQL; SQLite's one writer runs one at a time already).
+pub(crate) async fn take_turns<B: SqlBackend>(
+    connection: &mut B::Connection,
+    key: String,
+) -> Result<(), StorageError> {
+    match B::DIALECT.take_turns() {
+        Some(statement) => connection.execute(sql(statement).bind(key)).await.map(drop),
+        None => Ok(()),
     }
 }
 
@@ -281,6 +302,25 @@ impl Dialect {
             }
             Dialect::Postgres => format!(
                 "jsonb_array_elements({array}::jsonb) WITH ORDINALITY AS entries (entry, position)"
+            ),
+        }
+    }
+
+    // dialect: the rows of a JSON array of objects (`array`, a `$N` bound as text) as a
+    // table `batch`, a column per key of `columns` (its name and SQL type), in the
+    // array's order.
+    pub(crate) fn json_records(self, array: &str, columns: &[(&str, &str)]) -> String {
+        let each = |column: fn(&(&str, &str)) -> String| {
+            columns.iter().map(column).collect::<Vec<_>>().join(", ")
+        };
+        match self {
+            Dialect::Sqlite => format!(
+                "(SELECT {} FROM json_each({array}) ORDER BY key) AS batch",
+                each(|(name, _)| format!("json_extract(value, '$.{name}') AS {name}"))
+            ),
+            Dialect::Postgres => format!(
+                "jsonb_to_recordset({array}::jsonb) AS batch ({})",
+                each(|(name, kind)| format!("{name} {kind}"))
             ),
         }
     }

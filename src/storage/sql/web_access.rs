@@ -8,7 +8,7 @@
 
 use async_trait::async_trait;
 
-use super::{SqlBackend, SqlConnection, SqlRow, id_column, per_dialect, sql};
+use super::{SqlBackend, SqlConnection, SqlRow, id_column, per_dialect, sql, take_turns};
 use crate::ids::MemberId;
 use crate::ports::{
     MemberToken, NewSignInCode, SIGN_IN_FAILURES_KEPT_MS, SignInAttempt, SignInCheck,
@@ -44,18 +44,6 @@ fn token_from_row(row: &impl SqlRow) -> Result<MemberToken, StorageError> {
         label: row.optional_text("label")?,
         created_at_ms: row.integer("created_at_ms")?,
     })
-}
-
-/// Wait, in `connection`'s transaction, for every other transaction that took turns on
-/// `key` to end (on PostgreSQL; SQLite's one writer runs one at a time already).
-async fn take_turns<B: SqlBackend>(
-    connection: &mut B::Connection,
-    key: String,
-) -> Result<(), StorageError> {
-    match B::DIALECT.take_turns() {
-        Some(statement) => connection.execute(sql(statement).bind(key)).await.map(drop),
-        None => Ok(()),
-    }
 }
 
 /// Check `attempt` in the caller's transaction, with the counting of wrong tries: tries

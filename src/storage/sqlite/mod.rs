@@ -10,8 +10,6 @@
 //! migrations, and a schema older than this binary's reported instead of read.
 
 mod backend;
-mod members;
-mod telemetry;
 mod writer;
 
 use std::str::FromStr;
@@ -20,10 +18,7 @@ use std::time::Duration;
 use sqlx::SqlitePool;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
 
-pub(super) use super::rows::id_column;
 use crate::ports::StorageError;
-
-pub use telemetry::SqliteTelemetryWriter;
 
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/sqlite");
 
@@ -181,11 +176,6 @@ impl SqliteStore {
     /// The readers' pool, for `hearth copy-store` to read every table.
     pub(crate) fn reader(&self) -> &SqlitePool {
         &self.pool
-    }
-
-    /// A telemetry sink writing `llm_calls` and `telemetry_events` in batches.
-    pub fn telemetry_writer(&self) -> SqliteTelemetryWriter {
-        SqliteTelemetryWriter::spawn(self.writer.clone())
     }
 }
 
