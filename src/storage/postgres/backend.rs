@@ -4,46 +4,16 @@
 
 use async_trait::async_trait;
 use futures::future::BoxFuture;
-use sqlx::postgres::{PgArguments, PgRow};
+use sqlx::postgres::PgRow;
 use sqlx::{PgConnection, Postgres};
 
 use super::{PostgresStore, database_error};
 use crate::ports::{Fence, StorageError};
 use crate::storage::history_cache::HistoryCache;
 use crate::storage::sql::profiles::KnownFacts;
-use crate::storage::sql::{Arg, Dialect, SqlBackend, SqlConnection, Statement};
+use crate::storage::sql::{Dialect, SqlBackend, Statement};
 
-/// `statement` as sqlx's query, its values bound in order.
-fn query(statement: Statement) -> sqlx::query::Query<'static, Postgres, PgArguments> {
-    statement
-        .args
-        .into_iter()
-        .fold(sqlx::query(statement.sql), |query, arg| match arg {
-            Arg::Text(text) => query.bind(text),
-            Arg::Integer(number) => query.bind(number),
-            Arg::Boolean(flag) => query.bind(flag),
-        })
-}
-
-#[async_trait]
-impl SqlConnection for PgConnection {
-    type Row = PgRow;
-
-    async fn fetch(&mut self, statement: Statement) -> Result<Vec<PgRow>, StorageError> {
-        query(statement)
-            .fetch_all(&mut *self)
-            .await
-            .map_err(database_error)
-    }
-
-    async fn execute(&mut self, statement: Statement) -> Result<u64, StorageError> {
-        query(statement)
-            .execute(&mut *self)
-            .await
-            .map(|done| done.rows_affected())
-            .map_err(database_error)
-    }
-}
+crate::storage::sql::sqlx_connection!(Postgres, PgConnection, PgRow);
 
 #[async_trait]
 impl SqlBackend for PostgresStore {

@@ -11,12 +11,14 @@
 //! generation and writes nothing.
 
 use async_trait::async_trait;
+use sqlx::postgres::PgRow;
 use sqlx::{PgConnection, Row};
 
 use super::{PostgresStore, database_error};
 use crate::ports::{
     Coordination, Fence, LeaseHolder, LiveWorker, StorageError, WakeUp, WakeUps, WorkerPresence,
 };
+use crate::storage::sql::{SqlBackend, SqlConnection, SqlRow, sql};
 
 /// The one `LISTEN`/`NOTIFY` channel of hearth's wake-ups.
 pub(crate) const WAKE_CHANNEL: &str = "hearth_wake";
@@ -30,13 +32,11 @@ pub(super) async fn hold_fence(
     let Some(fence) = fence else {
         return Ok(());
     };
-    let held = sqlx::query("SELECT 1 FROM leases WHERE name = $1 AND generation = $2 FOR SHARE")
-        .bind(&fence.lease)
-        .bind(fence.generation)
-        .fetch_optional(&mut *connection)
-        .await
-        .map_err(database_error)?;
-    match held {
+    let held = sql("SELECT 1 FROM leases WHERE name = $1 AND generation = $2 FOR SHARE");
+    match connection
+        .fetch_optional(held.bind(&fence.lease).bind(fence.generation))
+        .await?
+    {
         Some(_) => Ok(()),
         None => Err(fence.refused()),
     }
@@ -54,7 +54,7 @@ pub(super) fn fence_binds(fence: Option<&Fence>) -> (Option<&str>, Option<i64>) 
 impl Coordination for PostgresStore {
     async fn heartbeat(&self, worker: &WorkerPresence, ttl_ms: i64) -> Result<(), StorageError> {
         // One statement: the worker listed and its leases that have not run out kept.
-        sqlx::query(
+        let seen = sql(
             "WITH seen AS (INSERT INTO workers (id, pid, host, http_address, started_at_ms, \
              seen_at_ms, expires_at_ms) \
              VALUES ($1, $2, $3, $4, $5, hearth_now_ms(), hearth_now_ms() + $6) \
@@ -69,11 +69,8 @@ impl Coordination for PostgresStore {
         .bind(&worker.host)
         .bind(&worker.http_address)
         .bind(worker.started_at_ms)
-        .bind(ttl_ms)
-        .execute(&self.pool)
-        .await
-        .map(|_| ())
-        .map_err(database_error)
+        .bind(ttl_ms);
+        self.write_count(seen).await.map(drop)
     }
 
     async fn take_lease(
@@ -83,7 +80,7 @@ impl Coordination for PostgresStore {
         held: Option<i64>,
         ttl_ms: i64,
     ) -> Result<Option<i64>, StorageError> {
-        sqlx::query_scalar(
+        let take = sql(
             "INSERT INTO leases AS lease (name, worker_id, generation, taken_at_ms, \
              expires_at_ms) \
              VALUES ($1, $2, nextval('lease_generations'), hearth_now_ms(), \
@@ -96,51 +93,38 @@ impl Coordination for PostgresStore {
              expires_at_ms = excluded.expires_at_ms \
              WHERE lease.worker_id = excluded.worker_id OR lease.expires_at_ms <= hearth_now_ms() \
              RETURNING generation",
-        )
-        .bind(name)
-        .bind(worker_id)
-        .bind(held)
-        .bind(ttl_ms)
-        .fetch_optional(&self.pool)
-        .await
-        .map_err(database_error)
+        );
+        let taken = take.bind(name).bind(worker_id).bind(held).bind(ttl_ms);
+        let row = self.write_optional(taken).await?;
+        row.map(|row| row.integer("generation")).transpose()
     }
 
     async fn release_lease(&self, name: &str, worker_id: &str) -> Result<(), StorageError> {
-        sqlx::query("DELETE FROM leases WHERE name = $1 AND worker_id = $2")
-            .bind(name)
-            .bind(worker_id)
-            .execute(&self.pool)
+        let release = sql("DELETE FROM leases WHERE name = $1 AND worker_id = $2");
+        self.write_count(release.bind(name).bind(worker_id))
             .await
-            .map(|_| ())
-            .map_err(database_error)
+            .map(drop)
     }
 
     async fn leave(&self, worker_id: &str) -> Result<(), StorageError> {
-        sqlx::query(
+        let leave = sql(
             "WITH released AS (DELETE FROM leases WHERE worker_id = $1) \
              DELETE FROM workers WHERE id = $1",
-        )
-        .bind(worker_id)
-        .execute(&self.pool)
-        .await
-        .map(|_| ())
-        .map_err(database_error)
+        );
+        self.write_count(leave.bind(worker_id)).await.map(drop)
     }
 
     async fn lease_holder(&self, name: &str) -> Result<Option<LeaseHolder>, StorageError> {
-        let row = sqlx::query(
-            "SELECT worker_id, generation FROM leases \
-             WHERE name = $1 AND expires_at_ms > hearth_now_ms()",
-        )
-        .bind(name)
-        .fetch_optional(&self.pool)
-        .await
-        .map_err(database_error)?;
-        Ok(row.map(|row| LeaseHolder {
-            worker_id: row.get("worker_id"),
-            generation: row.get("generation"),
-        }))
+        let holder = sql("SELECT worker_id, generation FROM leases \
+             WHERE name = $1 AND expires_at_ms > hearth_now_ms()");
+        let row = self.read_optional(holder.bind(name)).await?;
+        let holder = |row: PgRow| -> Result<LeaseHolder, StorageError> {
+            Ok(LeaseHolder {
+                worker_id: row.text("worker_id")?,
+                generation: row.integer("generation")?,
+            })
+        };
+        row.map(holder).transpose()
     }
 
     async fn live_workers(&self) -> Result<Vec<LiveWorker>, StorageError> {
@@ -175,13 +159,10 @@ impl Coordination for PostgresStore {
     }
 
     async fn wake(&self, wake_up: &WakeUp) -> Result<(), StorageError> {
-        sqlx::query("SELECT pg_notify($1, $2)")
-            .bind(WAKE_CHANNEL)
-            .bind(wake_up.to_payload())
-            .execute(&self.pool)
+        let wake = sql("SELECT pg_notify($1, $2)").bind(WAKE_CHANNEL);
+        self.write_count(wake.bind(wake_up.to_payload()))
             .await
-            .map_err(database_error)?;
-        Ok(())
+            .map(drop)
     }
 
     async fn wake_all(&self, wake_ups: &[WakeUp]) -> Result<(), StorageError> {
@@ -190,13 +171,13 @@ impl Coordination for PostgresStore {
         }
         let payloads: Vec<String> = wake_ups.iter().map(WakeUp::to_payload).collect();
         // One statement for all: `NOTIFY` sends them on commit, in order.
-        sqlx::query("SELECT pg_notify($1, payload) FROM unnest($2::text[]) AS payload")
-            .bind(WAKE_CHANNEL)
-            .bind(&payloads)
-            .execute(&self.pool)
+        let wake = sql(
+            "SELECT pg_notify($1, payload) FROM jsonb_array_elements_text($2::jsonb) AS payload",
+        );
+        let payloads = serde_json::json!(payloads).to_string();
+        self.write_count(wake.bind(WAKE_CHANNEL).bind(payloads))
             .await
-            .map(|_| ())
-            .map_err(database_error)
+            .map(drop)
     }
 
     async fn wake_ups(&self) -> Result<WakeUps, StorageError> {

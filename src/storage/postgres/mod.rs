@@ -19,6 +19,7 @@ use std::time::Duration;
 use sqlx::PgPool;
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 
+pub(super) use super::sql::database_error;
 use crate::ports::StorageError;
 use crate::storage::history_cache::HistoryCache;
 pub(crate) use coordination::WAKE_CHANNEL;
@@ -171,8 +172,4 @@ fn connect_error(database_url: &str, error: sqlx::Error) -> StorageError {
         "cannot connect to {}: {error}",
         crate::redaction::redact_url_password(database_url)
     ))
-}
-
-pub(crate) fn database_error(error: sqlx::Error) -> StorageError {
-    StorageError::Database(error.to_string())
 }

@@ -199,6 +199,11 @@ pub(crate) async fn take_turns<B: SqlBackend>(
     }
 }
 
+/// A database's error as the ports' (the statement's text is never in it).
+pub(crate) fn database_error(error: sqlx::Error) -> StorageError {
+    StorageError::Database(error.to_string())
+}
+
 /// `limit` as a statement's `LIMIT` value.
 pub(crate) fn limit(limit: usize) -> i64 {
     i64::try_from(limit).unwrap_or(i64::MAX)
@@ -306,25 +311,6 @@ impl Dialect {
         }
     }
 
-    // dialect: the rows of a JSON array of objects (`array`, a `$N` bound as text) as a
-    // table `batch`, a column per key of `columns` (its name and SQL type), in the
-    // array's order.
-    pub(crate) fn json_records(self, array: &str, columns: &[(&str, &str)]) -> String {
-        let each = |column: fn(&(&str, &str)) -> String| {
-            columns.iter().map(column).collect::<Vec<_>>().join(", ")
-        };
-        match self {
-            Dialect::Sqlite => format!(
-                "(SELECT {} FROM json_each({array}) ORDER BY key) AS batch",
-                each(|(name, _)| format!("json_extract(value, '$.{name}') AS {name}"))
-            ),
-            Dialect::Postgres => format!(
-                "jsonb_to_recordset({array}::jsonb) AS batch ({})",
-                each(|(name, kind)| format!("{name} {kind}"))
-            ),
-        }
-    }
-
     // dialect: the UTC day (`YYYY-MM-DD`) of a time in milliseconds.
     pub(crate) fn utc_day(self, milliseconds: &str) -> String {
         match self {
@@ -346,3 +332,42 @@ macro_rules! per_dialect {
     }};
 }
 pub(crate) use per_dialect;
+
+/// For a backend's sqlx types (`$database`, its connection and row): `fn query`, a
+/// `Statement` as sqlx's query with its values bound in order, and `SqlConnection` on the
+/// connection, the same for both databases.
+macro_rules! sqlx_connection {
+    ($database:ty, $connection:ty, $row:ty) => {
+        fn query(
+            statement: $crate::storage::sql::Statement,
+        ) -> sqlx::query::Query<'static, $database, <$database as sqlx::Database>::Arguments> {
+            use $crate::storage::sql::Arg;
+            let query = sqlx::query(statement.sql);
+            statement
+                .args
+                .into_iter()
+                .fold(query, |query, arg| match arg {
+                    Arg::Text(text) => query.bind(text),
+                    Arg::Integer(number) => query.bind(number),
+                    Arg::Boolean(flag) => query.bind(flag),
+                })
+        }
+
+        #[async_trait::async_trait]
+        impl $crate::storage::sql::SqlConnection for $connection {
+            type Row = $row;
+
+            async fn fetch(&mut self, statement: Statement) -> Result<Vec<$row>, StorageError> {
+                let fetched = query(statement).fetch_all(&mut *self).await;
+                fetched.map_err(database_error)
+            }
+
+            async fn execute(&mut self, statement: Statement) -> Result<u64, StorageError> {
+                let done = query(statement).execute(&mut *self).await;
+                done.map(|done| done.rows_affected())
+                    .map_err(database_error)
+            }
+        }
+    };
+}
+pub(crate) use sqlx_connection;

@@ -2,7 +2,7 @@
 //! `telemetry_events` in batches, so recording costs a turn one channel send and never
 //! waits for the database. A batch gathers for `GATHER` after its first event and is
 //! written whole or not at all, each table's rows from one JSON array
-//! (`Dialect::json_records`): on PostgreSQL in one statement (one round trip), the calls
+//! (`Dialect::json_rows`): on PostgreSQL in one statement (one round trip), the calls
 //! inserted by a data-modifying `WITH`; on SQLite, whose `WITH` only reads, by two
 //! statements in one savepoint of the writer's transaction.
 
@@ -121,13 +121,18 @@ async fn write_batches<B: SqlBackend>(store: B, mut receiver: mpsc::Receiver<Com
     }
 }
 
-/// `INSERT INTO table (columns) SELECT columns FROM` the rows of the JSON array `array`.
+/// `INSERT INTO table (columns)` the rows of the JSON array `array`, in its order, each
+/// column read from its object's key of the same name as its SQL type.
 fn insert_rows(dialect: Dialect, table: &str, columns: &[(&str, &str)], array: &str) -> String {
     let names: Vec<&str> = columns.iter().map(|(name, _)| *name).collect();
+    let values: Vec<String> = (columns.iter())
+        .map(|(name, kind)| format!("CAST(entry->>'{name}' AS {kind})"))
+        .collect();
     format!(
-        "INSERT INTO {table} ({names}) SELECT {names} FROM {rows}",
-        names = names.join(", "),
-        rows = dialect.json_records(array, columns)
+        "INSERT INTO {table} ({}) SELECT {} FROM {} ORDER BY position",
+        names.join(", "),
+        values.join(", "),
+        dialect.json_rows(array)
     )
 }
 

@@ -11,41 +11,9 @@ use super::{SqliteStore, database_error};
 use crate::ports::{Fence, StorageError};
 use crate::storage::history_cache::HistoryCache;
 use crate::storage::sql::profiles::KnownFacts;
-use crate::storage::sql::{Arg, Dialect, SqlBackend, SqlConnection, Statement};
+use crate::storage::sql::{Dialect, SqlBackend, SqlConnection, Statement};
 
-/// `statement` as sqlx's query, its values bound in order.
-fn query(
-    statement: Statement,
-) -> sqlx::query::Query<'static, Sqlite, sqlx::sqlite::SqliteArguments> {
-    statement
-        .args
-        .into_iter()
-        .fold(sqlx::query(statement.sql), |query, arg| match arg {
-            Arg::Text(text) => query.bind(text),
-            Arg::Integer(number) => query.bind(number),
-            Arg::Boolean(flag) => query.bind(flag),
-        })
-}
-
-#[async_trait]
-impl SqlConnection for SqliteConnection {
-    type Row = SqliteRow;
-
-    async fn fetch(&mut self, statement: Statement) -> Result<Vec<SqliteRow>, StorageError> {
-        query(statement)
-            .fetch_all(&mut *self)
-            .await
-            .map_err(database_error)
-    }
-
-    async fn execute(&mut self, statement: Statement) -> Result<u64, StorageError> {
-        query(statement)
-            .execute(&mut *self)
-            .await
-            .map(|done| done.rows_affected())
-            .map_err(database_error)
-    }
-}
+crate::storage::sql::sqlx_connection!(Sqlite, SqliteConnection, SqliteRow);
 
 #[async_trait]
 impl SqlBackend for SqliteStore {

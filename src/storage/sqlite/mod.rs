@@ -18,6 +18,7 @@ use std::time::Duration;
 use sqlx::SqlitePool;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
 
+pub(super) use super::sql::database_error;
 use crate::ports::StorageError;
 
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/sqlite");
@@ -80,13 +81,7 @@ impl SqliteStore {
             .await
             .map_err(database_error)?;
         tokio::spawn(checkpoint_wal_periodically(pool.clone()));
-        Ok(SqliteStore {
-            pool,
-            writer,
-            profiles: Default::default(),
-            history: Default::default(),
-            coordination: Default::default(),
-        })
+        Ok(SqliteStore::on(pool, writer))
     }
 
     /// Open an existing database file to read only: nothing is created, migrated or written
@@ -98,24 +93,8 @@ impl SqliteStore {
             .read_only(true)
             .create_if_missing(false)
             .busy_timeout(Duration::from_secs(10));
-        let database = options.get_filename().display().to_string();
-        let pool = SqlitePoolOptions::new()
-            .max_connections(1)
-            .acquire_timeout(Duration::from_secs(30))
-            .connect_with(options)
-            .await
-            .map_err(database_error)?;
-        if let Err(error) = check_schema(&pool, &database).await {
-            pool.close().await;
-            return Err(error);
-        }
-        Ok(SqliteStore {
-            pool,
-            writer: writer::Writer::read_only(),
-            profiles: Default::default(),
-            history: Default::default(),
-            coordination: Default::default(),
-        })
+        let pool = checked_pool(&options, 1).await?;
+        Ok(SqliteStore::on(pool, writer::Writer::read_only()))
     }
 
     /// Open an existing database file beside the hearth running on it, to write only rows
@@ -130,25 +109,19 @@ impl SqliteStore {
             .create_if_missing(false)
             .busy_timeout(Duration::from_secs(10))
             .foreign_keys(true);
-        let database = options.get_filename().display().to_string();
-        let pool = SqlitePoolOptions::new()
-            .max_connections(max_connections.max(1))
-            .acquire_timeout(Duration::from_secs(30))
-            .connect_with(options.clone())
-            .await
-            .map_err(database_error)?;
-        if let Err(error) = check_schema(&pool, &database).await {
-            pool.close().await;
-            return Err(error);
-        }
+        let pool = checked_pool(&options, max_connections).await?;
         let writer = writer::Writer::start(options).await?;
-        Ok(SqliteStore {
+        Ok(SqliteStore::on(pool, writer))
+    }
+
+    fn on(pool: SqlitePool, writer: writer::Writer) -> SqliteStore {
+        SqliteStore {
             pool,
             writer,
             profiles: Default::default(),
             history: Default::default(),
             coordination: Default::default(),
-        })
+        }
     }
 
     /// The leases this store's fenced writes are checked against (its `Coordination`).
@@ -182,6 +155,26 @@ impl SqliteStore {
 /// The migrations recorded in the database against this binary's: a database behind
 /// them must be migrated first (`hearth migrate` takes the lock that keeps a running
 /// hearth off it), and one ahead of them belongs to a newer hearth.
+/// A pool of up to `max_connections` readers on an existing database, whose schema must be
+/// this binary's (else refused, saying what to run).
+async fn checked_pool(
+    options: &SqliteConnectOptions,
+    max_connections: u32,
+) -> Result<SqlitePool, StorageError> {
+    let database = options.get_filename().display().to_string();
+    let pool = SqlitePoolOptions::new()
+        .max_connections(max_connections.max(1))
+        .acquire_timeout(Duration::from_secs(30))
+        .connect_with(options.clone())
+        .await
+        .map_err(database_error)?;
+    if let Err(error) = check_schema(&pool, &database).await {
+        pool.close().await;
+        return Err(error);
+    }
+    Ok(pool)
+}
+
 async fn check_schema(pool: &SqlitePool, database: &str) -> Result<(), StorageError> {
     let recorded: Vec<(i64, bool)> =
         match sqlx::query_as("SELECT version, success FROM _sqlx_migrations ORDER BY version")
@@ -215,8 +208,4 @@ async fn checkpoint_wal_periodically(pool: SqlitePool) {
             tracing::warn!(%error, "wal checkpoint failed");
         }
     }
-}
-
-pub(crate) fn database_error(error: sqlx::Error) -> StorageError {
-    StorageError::Database(error.to_string())
 }

@@ -278,6 +278,28 @@ mod tests {
             .await
     }
 
+    /// A job holding the writer, once it holds it, until `release` is sent; the job.
+    async fn hold(
+        writer: &Writer,
+    ) -> (
+        oneshot::Sender<()>,
+        tokio::task::JoinHandle<Result<(), StorageError>>,
+    ) {
+        let (started, holding) = oneshot::channel::<()>();
+        let (release, released) = oneshot::channel::<()>();
+        let writer = writer.clone();
+        let held = tokio::spawn(async move {
+            let job = async move {
+                let _ = started.send(());
+                let _ = released.await;
+                Ok(())
+            };
+            writer.run(move |_connection| Box::pin(job)).await
+        });
+        holding.await.unwrap();
+        (release, held)
+    }
+
     /// Wait (yielding to the other tasks) until `ready`, failing after a generous minute.
     async fn until(what: &str, mut ready: impl FnMut() -> bool) {
         let deadline = std::time::Instant::now() + Duration::from_secs(60);
@@ -302,23 +324,7 @@ mod tests {
         let queue = writer.requests.clone().unwrap();
 
         // One job holds the writer until released, so nothing else is taken meanwhile.
-        let (started, holding) = oneshot::channel::<()>();
-        let (release, released) = oneshot::channel::<()>();
-        let held = tokio::spawn({
-            let writer = writer.clone();
-            async move {
-                writer
-                    .run(move |_connection| {
-                        Box::pin(async move {
-                            let _ = started.send(());
-                            let _ = released.await;
-                            Ok(())
-                        })
-                    })
-                    .await
-            }
-        });
-        holding.await.unwrap();
+        let (release, held) = hold(&writer).await;
         let queued: Vec<_> = (0..MAX_QUEUED_JOBS)
             .map(|_| {
                 let writer = writer.clone();
@@ -337,23 +343,7 @@ mod tests {
             job.await.unwrap().unwrap();
         }
         // Queued before the stop (behind a job holding the writer again): committed by it.
-        let (release, released) = oneshot::channel::<()>();
-        let (started, holding) = oneshot::channel::<()>();
-        let held = tokio::spawn({
-            let writer = writer.clone();
-            async move {
-                writer
-                    .run(move |_connection| {
-                        Box::pin(async move {
-                            let _ = started.send(());
-                            let _ = released.await;
-                            Ok(())
-                        })
-                    })
-                    .await
-            }
-        });
-        holding.await.unwrap();
+        let (release, held) = hold(&writer).await;
         let last = tokio::spawn({
             let writer = writer.clone();
             async move { execute(&writer, "INSERT INTO t VALUES (3)").await }
