@@ -12,6 +12,9 @@ cd "$(dirname "$0")/.."
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/hearth-target}"
 # Tests that need a real server fail instead of skipping when it is missing.
 export HEARTH_REQUIRE_REAL_SERVERS=1
+# The integration tests mostly wait on sockets, child processes and timers: four at a time
+# keep two cores busy (one per core leaves them idle half the time).
+export RUST_TEST_THREADS="${RUST_TEST_THREADS:-4}"
 
 bash scripts/install-local-llm.sh
 bash scripts/install-test-mcp.sh

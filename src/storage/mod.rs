@@ -20,13 +20,13 @@
 //!   `Coordination` in `coordination.rs`): the same behaviour in mutexes, for tests: unit
 //!   tests, and the whole app run on tokio's paused clock (`Stores::in_memory`).
 //!
-//! A port the two SQL adapters keep alike is written once, in `sql/<port>.rs`: its
-//! statements (`$N` placeholders, which both bind by number) and row mappings, for every
-//! `sql::SqlBackend`, which `sqlite/backend.rs` and `postgres/backend.rs` implement; where
-//! the dialects differ, `sql::Dialect` says it (`inbox.rs`, `memory.rs` for
-//! `ConversationMemory`, `profiles.rs` for `UserProfiles`, ...). The other ports
-//! (`members.rs`, `telemetry.rs`) have one file in each adapter, named alike, and the
-//! in-memory adapter's files are named as these. Each file's doc says its tables.
+//! Every port but `Coordination` is written once for both SQL databases, in
+//! `sql/<port>.rs`: its statements (`$N` placeholders, which both bind by number) and row
+//! mappings, for every `sql::SqlBackend`, which `sqlite/backend.rs` and
+//! `postgres/backend.rs` implement; where the dialects differ, `sql::Dialect` says it,
+//! each difference marked `// dialect:`. `Coordination` is PostgreSQL's own
+//! (`postgres/coordination.rs`; SQLite's process uses the in-memory one). The in-memory
+//! adapter's files are named as these. Each file's doc says its tables.
 //!
 //! Only this module knows SQL: besides the SQL adapters, `rows.rs` (`SqlRow`, reading a
 //! row of either database, and what both read from a row alike), `schema.rs` (whether a database's migrations are this binary's) and
