@@ -17,8 +17,9 @@
 # cargo-fuzz use the nightly flags it needs, and no sanitizer is built (hearth and the
 # parsers it fuzzes are safe Rust; libFuzzer still catches panics, aborts, stack overflows,
 # timeouts and memory blow-ups). --dev builds the targets unoptimised, with debug assertions
-# and overflow checks: a few minutes' build instead of ten, at fewer runs a second; the test
-# command uses it to replay the corpus and mutate a little, long runs want the default.
+# and overflow checks (a few minutes' build instead of ten, at fewer runs a second), and
+# starts each from the committed corpus alone: the test command uses it to replay the corpus
+# and mutate a little; long runs want the default.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -36,7 +37,7 @@ while [ "$#" -gt 0 ]; do
         --timeout) timeout=$2; shift 2 ;;
         --merge) merge=true; shift ;;
         --dev) profile=dev; shift ;;
-        -h | --help) sed -n '2,23p' "$0"; exit 0 ;;
+        -h | --help) sed -n '2,24p' "$0"; exit 0 ;;
         -*) echo "fuzz.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
         *) targets+=("$1"); shift ;;
     esac
@@ -95,10 +96,20 @@ for target in "${targets[@]}"; do
     echo "== $target: ${seconds}s"
     before=$(find "$artifacts/$target" -type f ! -name '*.log' | wc -l)
     status=0
-    # New finds go to the first folder (the cache); the committed corpus is only read.
+    # New finds go to the first folder; the committed corpus is only read. A --dev run
+    # starts from the committed corpus alone, into a folder dropped afterwards: replaying
+    # the thousands of inputs long runs found here would take it minutes per target.
+    if [ "$profile" = dev ]; then
+        finds=$(mktemp -d)
+    else
+        finds="$found_corpus/$target"
+    fi
     nice -n 10 "$binary" -max_total_time="$seconds" -timeout="$timeout" -rss_limit_mb=2048 \
         -print_final_stats=1 -artifact_prefix="$artifacts/$target/" \
-        "$found_corpus/$target" "fuzz/corpus/$target" >"$log" 2>&1 || status=$?
+        "$finds" "fuzz/corpus/$target" >"$log" 2>&1 || status=$?
+    if [ "$profile" = dev ]; then
+        rm -rf "$finds"
+    fi
     runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
     coverage=$(grep -o 'cov: [0-9]*' "$log" | tail -1 | cut -d' ' -f2)
     after=$(find "$artifacts/$target" -type f ! -name '*.log' | wc -l)
