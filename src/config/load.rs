@@ -24,7 +24,7 @@ use ::config::{Config, Environment, File, FileFormat, Map, Source, Value, ValueK
 use super::error::{ConfigError, ConfigProblem, Problems};
 use super::types::HearthConfig;
 use super::yaml_file::KeyPath;
-use super::yaml_syntax::check_yaml_syntax;
+use super::yaml_syntax::{check_yaml_syntax, first_content_line};
 
 /// The prefix of override variables, with its separator. `HEARTH_CONFIG` (one underscore), the
 /// CLI's path variable, does not match and is never read as a key.
@@ -90,11 +90,15 @@ pub(crate) fn read_config(
         .map_err(|error| match error {
             ::config::ConfigError::FileParse { cause, .. } => {
                 let message = cause.to_string();
-                let (line, column) = position_in_message(&message).unzip();
+                // The `config` crate's parser names no place for what it refuses of the
+                // whole document (it read `&-::` as an anchored nothing, where serde_yaml
+                // read a mapping): the document's first line is the place then.
+                let (line, column) = position_in_message(&message)
+                    .unwrap_or_else(|| (first_content_line(&text).unwrap_or(1), 1));
                 ConfigError::Syntax {
                     file: path.to_path_buf(),
-                    line,
-                    column,
+                    line: Some(line),
+                    column: Some(column),
                     message,
                 }
             }
@@ -326,6 +330,23 @@ mod tests {
             panic!("{error:?}");
         };
         assert!(line.is_some() && column.is_some(), "{error}");
+    }
+
+    #[test]
+    fn a_document_the_two_yaml_readers_read_apart_is_named_at_its_first_line() {
+        // Found by the fuzz target `config_file` (its unoptimised build): serde_yaml reads
+        // `&-::` as a mapping, the `config` crate's parser as an anchored nothing, which it
+        // refused naming no line.
+        let folder = tempfile::tempdir().unwrap();
+        let path = folder.path().join("hearth.yaml");
+        std::fs::write(&path, "# hearth\n&-::").unwrap();
+        let Err(error) = read_config(&path, &BTreeMap::new()) else {
+            panic!("the document was read");
+        };
+        let ConfigError::Syntax { line, column, .. } = &error else {
+            panic!("{error:?}");
+        };
+        assert_eq!((*line, *column), (Some(2), Some(1)), "{error}");
     }
 
     #[test]

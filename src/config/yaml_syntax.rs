@@ -86,7 +86,7 @@ fn yaml_kind(value: &serde_yaml::Value) -> &'static str {
 
 /// The 1-based line of the first thing that is not a comment or a blank: a document marker
 /// alone (`---`) is a document holding null, which the `config` crate refuses too.
-fn first_content_line(text: &str) -> Option<usize> {
+pub(super) fn first_content_line(text: &str) -> Option<usize> {
     text.lines()
         .position(|line| {
             let trimmed = line.trim();
