@@ -461,6 +461,21 @@ fn postgres_table(
             three.throughput / one.throughput,
             verdict(three.throughput >= TARGET_POSTGRES_THREE_OVER_ONE * one.throughput)
         );
+        // The workers and PostgreSQL share this machine's cores: however the turns are
+        // spread, no more of them run per second than the cores have CPU for.
+        let cores = std::thread::available_parallelism().map_or(1, usize::from) as f64;
+        let ceiling = |figures: &Figures| {
+            let database = figures.database.map_or(0.0, |cost| cost.cpu_ms);
+            cores * 1000.0 / (figures.cpu_seconds * 1000.0 / figures.total as f64 + database)
+        };
+        println!(
+            "  CPU ceiling on these {cores:.0} cores (workers' and database's CPU per turn): \
+             1 worker {:.0} turns/s, 3 workers {:.0} turns/s; {TARGET_POSTGRES_THREE_OVER_ONE:.1}x \
+             one worker's measured rate is {:.0}",
+            ceiling(one),
+            ceiling(three),
+            TARGET_POSTGRES_THREE_OVER_ONE * one.throughput,
+        );
     }
     println!(
         "  (CPU and peak RSS are the hearth workers', summed and largest; db trips/turn are the \

@@ -50,7 +50,7 @@ pub async fn family(
     let _lock = InstanceLock::acquire_for_url(&config.database_url, false)
         .await
         .context("a change to the family needs the SQLite database to itself: stop hearth, or send /family in chat")?;
-    let stores = hearth::storage::open(&config.database_url, config.database_max_connections)
+    let stores = hearth::storage::open(&config.database_url, config.database_connections())
         .await
         .context("the database cannot be opened")?;
     let membership = Membership::new(

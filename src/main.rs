@@ -206,7 +206,7 @@ fn run_command(cli: Cli) -> anyhow::Result<()> {
             let _lock = InstanceLock::acquire_for_url(&loaded.config.database_url, false).await?;
             let stores = hearth::storage::open(
                 &loaded.config.database_url,
-                loaded.config.database_max_connections,
+                loaded.config.database_connections(),
             )
             .await
             .context("migration failed")?;
@@ -478,8 +478,7 @@ async fn chat_in_this_terminal(
     lock: Option<InstanceLock>,
 ) -> anyhow::Result<()> {
     let config = &loaded.config;
-    let stores =
-        hearth::storage::open(&config.database_url, config.database_max_connections).await?;
+    let stores = hearth::storage::open(&config.database_url, config.database_connections()).await?;
     let database = stores.clone();
     let (console, replies) = hearth::actors::channels::ConsoleChannel::new();
     let console = actix::Actor::start(console);
@@ -516,7 +515,7 @@ async fn chat_through_running_hearth(
     let token = if http.auth_enabled {
         let stores = hearth::storage::open_beside_running(
             &loaded.config.database_url,
-            loaded.config.database_max_connections,
+            loaded.config.database_connections(),
         )
         .await
         .context("the database of the running hearth cannot be opened for a token of this chat")?;

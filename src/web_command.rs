@@ -43,10 +43,9 @@ async fn open(loaded: &LoadedConfig) -> anyhow::Result<Opened> {
     let config = &loaded.config;
     match InstanceLock::acquire_for_url(&config.database_url, false).await {
         Ok(lock) => {
-            let stores =
-                hearth::storage::open(&config.database_url, config.database_max_connections)
-                    .await
-                    .context("the database cannot be opened")?;
+            let stores = hearth::storage::open(&config.database_url, config.database_connections())
+                .await
+                .context("the database cannot be opened")?;
             // PostgreSQL has no lock file naming the running hearth: its workers say
             // where they serve with their heartbeats.
             let running_at = stores
@@ -64,7 +63,7 @@ async fn open(loaded: &LoadedConfig) -> anyhow::Result<Opened> {
         Err(InstanceLockError::Held { holder, .. }) => {
             let stores = hearth::storage::open_beside_running(
                 &config.database_url,
-                config.database_max_connections,
+                config.database_connections(),
             )
             .await
             .context("the database of the running hearth cannot be opened")?;

@@ -166,11 +166,14 @@ impl Deployment {
                     let most = self
                         .runtime
                         .block_on(PostgresServer::statements_most_run(&self.database_url, 25));
-                    println!("  statements per turn of the load phase, most run first:");
-                    for (calls, query) in most {
+                    println!(
+                        "  statements per turn of the load phase, most run first \
+                         (per turn, mean execution time, text):"
+                    );
+                    for (calls, mean_us, query) in most {
                         let query: String = query.split_whitespace().collect::<Vec<_>>().join(" ");
-                        let shown: String = query.chars().take(110).collect();
-                        println!("  {:>7.2}  {shown}", calls as f64 / turns);
+                        let shown: String = query.chars().take(100).collect();
+                        println!("  {:>7.2} {mean_us:>6.0} us  {shown}", calls as f64 / turns);
                     }
                 }
                 Some(DatabaseCost {

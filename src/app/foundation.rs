@@ -55,8 +55,7 @@ pub(super) async fn open_stores(
         },
         None => {
             let lock = InstanceLock::acquire_for_url(&config.database_url, serves_http).await?;
-            let stores =
-                storage::open(&config.database_url, config.database_max_connections).await?;
+            let stores = storage::open(&config.database_url, config.database_connections()).await?;
             OpenedStores {
                 stores,
                 instance_lock: lock,

@@ -64,11 +64,9 @@ fn at_least_one(problems: &mut Problems, key_path: &str, value: u64) {
 }
 
 fn check_bounds(config: &HearthConfig, problems: &mut Problems) {
-    at_least_one(
-        problems,
-        "database_max_connections",
-        config.database_max_connections.into(),
-    );
+    if let Some(connections) = config.database_max_connections {
+        at_least_one(problems, "database_max_connections", connections.into());
+    }
     at_least_one(
         problems,
         "llm_max_concurrent_local",

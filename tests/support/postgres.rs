@@ -251,11 +251,12 @@ impl PostgresServer {
     }
 
     /// The `top` statements `database_url` ran most since `count_statements`: how many
-    /// times each, and its text.
-    pub async fn statements_most_run(database_url: &str, top: i64) -> Vec<(i64, String)> {
+    /// times each, the mean time PostgreSQL spent executing one in microseconds, and its
+    /// text.
+    pub async fn statements_most_run(database_url: &str, top: i64) -> Vec<(i64, f64, String)> {
         let mut connection = sqlx::PgConnection::connect(database_url).await.unwrap();
-        let rows: Vec<(i64, String)> = sqlx::query_as(
-            "SELECT calls::bigint, query FROM pg_stat_statements \
+        let rows: Vec<(i64, f64, String)> = sqlx::query_as(
+            "SELECT calls::bigint, mean_exec_time * 1000.0, query FROM pg_stat_statements \
              WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database()) \
              ORDER BY calls DESC LIMIT $1",
         )

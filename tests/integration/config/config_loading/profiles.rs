@@ -151,7 +151,8 @@ fn built_in_defaults_apply_to_an_almost_empty_file() {
     let loaded = load_text(MINIMAL, &[]);
     let config = &loaded.config;
     assert_eq!(config.database_url, "sqlite://data/hearth.db");
-    assert_eq!(config.database_max_connections, 2);
+    assert_eq!(config.database_max_connections, None);
+    assert_eq!(config.database_connections(), 2);
     assert_eq!(config.http.bind, "127.0.0.1:8080");
     assert_eq!(config.http.max_body_bytes, 65536);
     assert_eq!(config.queue.max_parallel_conversations, 8);
