@@ -43,6 +43,8 @@
 //!   what the member is told when one cannot be understood.
 //! - [`workers`]: this process as one worker of its database: heartbeats, leases and the
 //!   trust in them, wake-ups from the other workers.
+//! - [`recall`]: what the family told hearth found again: texts cut into chunks, full-text
+//!   and vector rankings fused.
 //! - [`notes`]: the family's notes: who reads, changes and deletes which, the tools, and the
 //!   titles given to the model each turn.
 //! - [`ids`]: member, confirmation, conversation and prompt ids, each parsed once where it
@@ -87,6 +89,7 @@ pub mod notes;
 pub mod plugins;
 pub mod ports;
 pub mod readiness;
+pub mod recall;
 pub mod redaction;
 pub mod reminders;
 pub mod retention;
