@@ -1,7 +1,7 @@
 //! `hearth check-config`: the resolved profiles, the plugins, the intents, the family
-//! scripts, the voice notes' transcription, memory's embedding model, the reminder settings, which tool calls ask the
-//! member first, and what each credential of the HTTP server may do, printed from a
-//! configuration that loaded. The database is only read, when it exists.
+//! scripts, the voice notes' transcription, memory's embedding model, the reminder settings,
+//! which tool calls ask the member first, and what each credential of the HTTP server may
+//! do, printed from a configuration that loaded. The database is only read, when it exists.
 
 use std::path::Path;
 

@@ -24,8 +24,9 @@ use crate::llm::{LlmProvider, ProviderSettings};
 use crate::local_model::{LocalModelInstall, LocalModelServer};
 
 /// The `LlmBroker` over `models`, config's transcription entry and its embedding model, with
-/// config's bounds on calls at once and retries. Started before the tools and the profiles, which all send it
-/// their requests (the plugins' parameter resolver, the intents engine, every turn).
+/// config's bounds on calls at once and retries. Started before the tools and the profiles,
+/// which all send it their requests (the plugins' parameter resolver, the intents engine,
+/// every turn).
 pub(super) fn start_llm_broker(
     loaded: &LoadedConfig,
     models: HashMap<String, ModelEntry>,

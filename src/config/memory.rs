@@ -9,13 +9,12 @@ use super::error::Problems;
 use super::transcription::LlmKind;
 use super::types::{HearthConfig, LlmModelConfig, LlmProviderKind};
 
-/// Family memory: what hearth remembers of chats, notes and documents, searched by words
-/// and, with an embedding model, by meaning.
+/// Family memory: what hearth remembers of chats, notes and documents.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct MemoryConfig {
     /// The `llms` entry (`kind: embedding`) memory's text is turned into vectors by; unset:
-    /// memory is searched by its words only.
+    /// nothing is turned into vectors.
     pub embedding_model: Option<String>,
 }
 
@@ -66,7 +65,7 @@ pub(crate) fn check_memory(config: &HearthConfig, problems: &mut Problems) {
             key,
             format!(
                 "{named:?} names no entry of llms: {choice}, or leave memory.embedding_model \
-                 out to search memory by its words only"
+                 out to turn nothing into vectors"
             ),
         );
         return;

@@ -94,7 +94,7 @@ fn each_memory_error_names_its_key_and_what_to_write() {
             format!("{MINIMAL}{VECTORS}memory: {{ embedding_model: vector }}\n"),
             "memory.embedding_model",
             "\"vector\" names no entry of llms: the embedding entries of llms are vectors, or \
-             leave memory.embedding_model out to search memory by its words only",
+             leave memory.embedding_model out to turn nothing into vectors",
         ),
         (
             format!("{MINIMAL}memory: {{ embedding_model: vectors }}\n"),
