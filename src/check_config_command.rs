@@ -1,7 +1,7 @@
 //! `hearth check-config`: the resolved profiles, the plugins, the intents, the family
-//! scripts, the voice notes' transcription, the reminder settings, which tool calls ask the
-//! member first, and what each credential of the HTTP server may do, printed from a
-//! configuration that loaded. The database is only read, when it exists.
+//! scripts, the voice notes' transcription, memory's embedding model, the reminder settings,
+//! which tool calls ask the member first, and what each credential of the HTTP server may
+//! do, printed from a configuration that loaded. The database is only read, when it exists.
 
 use std::path::Path;
 
@@ -71,6 +71,10 @@ pub(crate) async fn check_config(loaded: LoadedConfig) -> anyhow::Result<()> {
             llm.model, loaded.config.voice_notes.max_duration_seconds
         ),
         None => println!("voice notes: not transcribed (no llms entry has kind: transcription)"),
+    }
+    match loaded.config.embedding_llm() {
+        Some((name, llm)) => println!("memory: embedded by llms.{name} ({})", llm.model),
+        None => println!("memory: no embedding model (memory.embedding_model is not set)"),
     }
     for profile in &loaded.profiles {
         if profile.processing.engine == config::Engine::Intents {

@@ -60,6 +60,11 @@ const HELP: &[(&str, &str, &str)] = &[
         "Estimated LLM cost in US dollars, by backend.",
     ),
     (
+        "hearth_llm_embedded_texts_total",
+        "counter",
+        "Texts turned into vectors, by model name and purpose (index, query).",
+    ),
+    (
         "hearth_llm_semaphore_waits_total",
         "counter",
         "LLM calls that had to wait for a semaphore permit, by backend.",

@@ -72,7 +72,7 @@ use family::load_family;
 use foundation::{Foundation, OpenedStores, join_workers, open_stores, start_pruner};
 use models::start_llm_broker;
 // What `hearth doctor` builds the same way as start-up does.
-pub(crate) use models::{build_models, build_transcription};
+pub(crate) use models::{build_embedding, build_models, build_transcription};
 pub use platforms::Platforms;
 #[cfg(feature = "matrix")]
 pub(crate) use platforms::matrix_settings;

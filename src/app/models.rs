@@ -1,5 +1,6 @@
 //! The LLM providers of config `llms`: one per named chat model, sharing one HTTP client;
-//! the transcriber of its `kind: transcription` entry, if there is one; the small local
+//! the transcriber of its `kind: transcription` entry, if there is one; the embedder of the
+//! `kind: embedding` entry `memory.embedding_model` names, if it names one; the small local
 //! model's server, started when every profile answers with it; and the `LlmBroker` over
 //! them, the only door to a model.
 
@@ -11,17 +12,21 @@ use actix::{Actor, Addr};
 
 use super::foundation::Foundation;
 use super::{StartError, secret_named_by};
-use crate::actors::llm_broker::{BrokerSettings, LlmBroker, ModelEntry, TranscriptionEntry};
+use crate::actors::llm_broker::{
+    BrokerSettings, EmbeddingEntry, LlmBroker, ModelEntry, TranscriptionEntry,
+};
 use crate::config::{HearthConfig, LOCAL_MODEL_LLM, LlmModelConfig, LlmProviderKind, LoadedConfig};
 use crate::llm::anthropic::AnthropicProvider;
 use crate::llm::openai::OpenAiProvider;
+use crate::llm::openai_embedding::OpenAiEmbedder;
 use crate::llm::openai_transcription::OpenAiTranscriber;
 use crate::llm::{LlmProvider, ProviderSettings};
 use crate::local_model::{LocalModelInstall, LocalModelServer};
 
-/// The `LlmBroker` over `models` and config's transcription entry, with config's bounds on
-/// calls at once and retries. Started before the tools and the profiles, which all send it
-/// their requests (the plugins' parameter resolver, the intents engine, every turn).
+/// The `LlmBroker` over `models`, config's transcription entry and its embedding model, with
+/// config's bounds on calls at once and retries. Started before the tools and the profiles,
+/// which all send it their requests (the plugins' parameter resolver, the intents engine,
+/// every turn).
 pub(super) fn start_llm_broker(
     loaded: &LoadedConfig,
     models: HashMap<String, ModelEntry>,
@@ -35,6 +40,7 @@ pub(super) fn start_llm_broker(
             max_concurrent_cloud: config.llm_max_concurrent_cloud,
             retry: config.llm_retry.clone(),
             transcription: build_transcription(loaded)?,
+            embedding: build_embedding(loaded)?,
         },
         base.stores.telemetry.clone(),
         base.metrics.clone(),
@@ -121,7 +127,26 @@ pub(crate) fn build_transcription(
     }))
 }
 
-/// The names the plugin LLM API may ask for: the chat models, never the transcriber.
+/// The embedder of the `llms` entry `memory.embedding_model` names; none without one.
+pub(crate) fn build_embedding(loaded: &LoadedConfig) -> Result<Option<EmbeddingEntry>, StartError> {
+    let Some((name, model)) = loaded.config.embedding_llm() else {
+        return Ok(None);
+    };
+    // Validation let only `provider: openai` through: the one embedding wire there is.
+    let settings = provider_settings(loaded, model, model.base_url.clone());
+    let timeout = settings.timeout;
+    Ok(Some(EmbeddingEntry {
+        llm_name: name.to_owned(),
+        model: model.model.clone(),
+        backend: model.backend,
+        timeout: timeout + Duration::from_secs(1),
+        embedder: Arc::new(OpenAiEmbedder::new(settings, http_client()?)),
+        cost_per_million_input_tokens: model.cost_per_million_input_tokens,
+    }))
+}
+
+/// The names the plugin LLM API may ask for: the chat models, never the transcriber or an
+/// embedder.
 pub(super) fn chat_llm_names(config: &HearthConfig) -> Vec<String> {
     let chat = config.llms.iter().filter(|(_, llm)| llm.is_chat());
     chat.map(|(name, _)| name.clone()).collect()

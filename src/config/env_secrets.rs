@@ -3,6 +3,7 @@
 //! values of theirs.
 //!
 //! A secret is looked up only where it is needed: the key of an LLM that some profile uses,
+//! of the transcription entry and of the embedding model `memory.embedding_model` names,
 //! the HTTP API key when the API is on and authenticated, the tokens of enabled channels, the
 //! `env_from_env` and `headers_env` variables of every MCP server (all of them are started).
 //! An unused LLM or a disabled channel may name a variable that is not set on this host.
@@ -48,6 +49,15 @@ pub(crate) fn collect_secrets(
                 " (or try hearth without any key: `run --local-model` answers with a small local model)",
                 problems,
             );
+        }
+    }
+    // Used whenever they are configured; the local model stands in for neither.
+    for (name, llm) in [config.transcription_llm(), config.embedding_llm()]
+        .into_iter()
+        .flatten()
+    {
+        if let Some(variable) = &llm.api_key_env {
+            secrets.require(&format!("llms.{name}.api_key_env"), variable, problems);
         }
     }
 

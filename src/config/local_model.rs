@@ -44,20 +44,22 @@ pub(crate) fn apply(
     env: &BTreeMap<String, String>,
     problems: &mut Problems,
 ) -> Option<LocalModelUse> {
-    // A transcription entry answers no chat: with only that, no model answers the profiles.
+    // A transcription or embedding entry answers no chat: with only those, no model answers
+    // the profiles.
     if !asked && config.llms.values().any(LlmModelConfig::is_chat) {
         return None;
     }
-    if config
+    if let Some(llm) = config
         .llms
         .get(LOCAL_MODEL_LLM)
-        .is_some_and(|llm| !llm.is_chat())
+        .filter(|llm| !llm.is_chat())
     {
         problems.push(
             format!("llms.{LOCAL_MODEL_LLM}"),
             format!(
                 "the local model's entry takes the name {LOCAL_MODEL_LLM:?}, which would replace \
-                 this transcription entry; give the transcription entry another name"
+                 this {kind} entry; give the {kind} entry another name",
+                kind = llm.kind
             ),
         );
         return None;

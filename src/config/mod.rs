@@ -18,6 +18,9 @@
 //! - `mcp_names.rs`: how an MCP server's tools are named to the model, and so which server
 //!   ids can be configured;
 //! - `reminders.rs`: `reminders` and each member's `family[].timezone`;
+//! - `transcription.rs`: what an `llms` entry is for (`kind`), voice notes' entry and
+//!   `voice_notes`;
+//! - `memory.rs`: `memory` and the `kind: embedding` entries;
 //! - `calendar.rs`: a profile's `calendar_config` (its CalDAV account and subscriptions);
 //! - `built_parts.rs`: config that needs a part this binary was built without;
 //! - `local_model.rs`: every profile pointed at the small local model (`--local-model`, or no
@@ -36,6 +39,7 @@ mod error;
 mod load;
 mod local_model;
 mod mcp_names;
+mod memory;
 mod profiles;
 mod reminders;
 mod secret;
@@ -59,6 +63,7 @@ pub use mcp_names::{
     BadServerId, MAX_SERVER_ID_LEN, MAX_TOOL_NAME_LEN, TOOL_NAME_SEPARATOR, check_server_id,
     namespaced_tool_name, tool_server_id,
 };
+pub use memory::MemoryConfig;
 pub use profiles::{
     DEFAULT_INTENTS_FILE, DelegationLevel, Engine, IMPLICIT_PROFILE_ID, PluginApprovalName,
     ProcessingConfig, ResolvedProfile, ToolsConfig,

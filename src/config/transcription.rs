@@ -1,5 +1,6 @@
 //! Voice notes in the configuration: `voice_notes` (how long a note may be, the language
-//! spoken), what an `llms` entry is for (`kind: chat | transcription`), and their checks:
+//! spoken), what an `llms` entry is for (`kind: chat | transcription | embedding`; the
+//! embedding entries' checks are memory's, `memory.rs`), and their checks:
 //! the one transcription entry speaks the OpenAI-compatible `/v1/audio/transcriptions`, and
 //! no key that names a chat model names it (profiles check their own keys, `profiles/`).
 
@@ -23,16 +24,20 @@ pub enum LlmKind {
     Chat,
     /// Turns voice notes into text (`voice_notes`); at most one entry, named by nothing else.
     Transcription,
+    /// Turns text into vectors for memory's search; `memory.embedding_model` names the one
+    /// used, and no chat key may.
+    Embedding,
 }
 
 impl LlmKind {
-    const NAMES: &'static [&'static str] = &["chat", "transcription"];
+    const NAMES: &'static [&'static str] = &["chat", "transcription", "embedding"];
 
     /// The name used in the YAML file.
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Chat => "chat",
             Self::Transcription => "transcription",
+            Self::Embedding => "embedding",
         }
     }
 
@@ -40,7 +45,17 @@ impl LlmKind {
         match name {
             "chat" => Some(Self::Chat),
             "transcription" => Some(Self::Transcription),
+            "embedding" => Some(Self::Embedding),
             _ => None,
+        }
+    }
+
+    /// What an entry of this kind does, said to whoever named it where a chat model belongs.
+    pub(crate) fn what_it_does(self) -> &'static str {
+        match self {
+            Self::Chat => "answers a chat",
+            Self::Transcription => "turns voice notes into text",
+            Self::Embedding => "turns text into vectors for memory's search",
         }
     }
 }
@@ -76,15 +91,21 @@ impl HearthConfig {
             .map(|(name, llm)| (name.as_str(), llm))
     }
 
-    /// Why `name` cannot be the chat model a key names, when it is the transcription entry.
+    /// Why `name` cannot be the chat model a key names, when it is a transcription or an
+    /// embedding entry.
     pub(crate) fn not_a_chat_model(&self, name: &str) -> Option<String> {
         let llm = self.llms.get(name)?;
-        (!llm.is_chat()).then(|| {
-            format!(
-                "{name:?} is the transcription entry of llms (kind: transcription), which turns \
-                 voice notes into text and cannot answer a chat; name a chat model here"
-            )
-        })
+        let the = match llm.kind {
+            LlmKind::Chat => return None,
+            LlmKind::Transcription => "the transcription entry",
+            LlmKind::Embedding => "an embedding entry",
+        };
+        Some(format!(
+            "{name:?} is {the} of llms (kind: {}), which {} and cannot answer a chat; name a \
+             chat model here",
+            llm.kind,
+            llm.kind.what_it_does()
+        ))
     }
 }
 

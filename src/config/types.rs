@@ -50,6 +50,8 @@ pub struct HearthConfig {
     pub reminders: super::reminders::RemindersConfig,
     #[serde(deserialize_with = "null_as_default")]
     pub voice_notes: super::transcription::VoiceNotesConfig,
+    #[serde(deserialize_with = "null_as_default")]
+    pub memory: super::memory::MemoryConfig,
     pub plugins_dir: String,
     /// The family's scripts and their `manifest.json` (the scripts toolset).
     pub scripts_dir: String,
@@ -81,6 +83,7 @@ impl Default for HearthConfig {
             retention: RetentionConfig::default(),
             reminders: Default::default(),
             voice_notes: Default::default(),
+            memory: Default::default(),
             invites: InvitesConfig::default(),
             plugins_dir: "plugins".to_owned(),
             scripts_dir: "family_scripts".to_owned(),
@@ -134,6 +137,7 @@ impl fmt::Debug for HearthConfig {
             .field("channels", &self.channels)
             .field("delivery", &self.delivery)
             .field("retention", &self.retention)
+            .field("memory", &self.memory)
             .field("plugins_dir", &self.plugins_dir)
             .field("scripts_dir", &self.scripts_dir)
             .field("scripts", &self.scripts)
@@ -350,7 +354,7 @@ pub(super) use named_enum_serde;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct LlmModelConfig {
-    /// `chat` (the default) or `transcription`.
+    /// `chat` (the default), `transcription` or `embedding`.
     #[serde(default)]
     pub kind: super::transcription::LlmKind,
     pub provider: LlmProviderKind,
@@ -379,7 +383,7 @@ pub struct LlmModelConfig {
 }
 
 impl LlmModelConfig {
-    /// Whether the entry answers chat completions (every kind but `transcription`).
+    /// Whether the entry answers chat completions (`kind: chat`).
     pub fn is_chat(&self) -> bool {
         self.kind == super::transcription::LlmKind::Chat
     }

@@ -16,6 +16,7 @@ pub(crate) fn check_settings(config: &HearthConfig, problems: &mut Problems) {
     check_http(config, problems);
     check_llms(config, problems);
     super::transcription::check_transcription(config, problems);
+    super::memory::check_memory(config, problems);
     check_family(config, problems);
     super::reminders::check_reminders(config, problems);
     check_channels(config, problems);

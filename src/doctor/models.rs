@@ -1,7 +1,9 @@
 //! Each model of `llms` that a profile uses (as its model or its fallback) asked one tiny
 //! question through the provider hearth calls it with; a model no profile uses is skipped.
-//! The transcription entry is sent a tenth of a second of silence (`transcription.rs`).
+//! The transcription entry is sent a tenth of a second of silence (`transcription.rs`), the
+//! embedding model memory uses one short text (`embedding.rs`).
 
+mod embedding;
 mod transcription;
 
 use std::collections::BTreeSet;
@@ -9,7 +11,7 @@ use std::time::Instant;
 
 use super::{CHECK_TIMEOUT, Check, within};
 use crate::actors::llm_broker::ModelEntry;
-use crate::config::{LlmModelConfig, LoadedConfig};
+use crate::config::{LlmKind, LlmModelConfig, LoadedConfig};
 use crate::llm::{ChatMessage, ChatRequest, LlmError};
 use crate::redaction::redact_url_password;
 
@@ -34,8 +36,14 @@ pub(super) async fn check(loaded: &LoadedConfig) -> Vec<Check> {
         let entry = models.get(name);
         let used = used.contains(name.as_str());
         async move {
-            if !config.is_chat() {
-                return transcription::check(loaded, &subject, name, config).await;
+            match config.kind {
+                LlmKind::Chat => {}
+                LlmKind::Transcription => {
+                    return transcription::check(loaded, &subject, name, config).await;
+                }
+                LlmKind::Embedding => {
+                    return embedding::check(loaded, &subject, name, config).await;
+                }
             }
             match entry {
                 // Started by `run` itself: here only whether it is installed.
@@ -113,9 +121,10 @@ pub(super) fn what_to_fix(name: &str, config: &LlmModelConfig, error: &LlmError)
         LlmError::Decode(_) => format!(
             "{error}; check that llms.{name}.provider is the api the server at {url} speaks"
         ),
-        LlmError::UnknownModel(_) | LlmError::NoTranscription | LlmError::AudioFile(_) => {
-            error.to_string()
-        }
+        LlmError::UnknownModel(_)
+        | LlmError::NoTranscription
+        | LlmError::NoEmbedding
+        | LlmError::AudioFile(_) => error.to_string(),
     }
 }
 

@@ -3,12 +3,15 @@
 //! Everything outside `llm/` speaks these types; only the provider modules
 //! (`openai`, `anthropic`) know a vendor's JSON. The `LlmBroker` actor is the
 //! only caller of a provider outside tests; everyone else asks it for a completion with
-//! `GenerateChat` (`generate.rs`).
+//! `GenerateChat` (`generate.rs`), a transcript with `Transcribe` (`transcription.rs`) and
+//! vectors with `Embed` (`embedding.rs`).
 
 pub mod anthropic;
 mod anthropic_stream;
+mod embedding;
 mod generate;
 pub mod openai;
+pub mod openai_embedding;
 pub mod openai_transcription;
 pub mod scripted;
 pub mod streaming;
@@ -21,6 +24,11 @@ use std::time::Duration;
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
+pub(crate) use embedding::checked_dimension;
+pub use embedding::{
+    Embed, EmbedPurpose, Embedder, EmbeddingBatch, Embeddings, HASHED_DIMENSIONS, HashedEmbedder,
+    MAX_TEXTS_PER_CALL, hashed_embedding,
+};
 pub use generate::{CallOrigin, GenerateChat};
 pub use streaming::{StreamEvent, TextListener};
 pub use transcription::{AudioFile, Transcribe, Transcriber, Transcript};
@@ -262,6 +270,8 @@ pub enum LlmError {
     UnknownModel(String),
     #[error("no entry of config key `llms` has `kind: transcription`")]
     NoTranscription,
+    #[error("config key `memory.embedding_model` names no embedding model")]
+    NoEmbedding,
     /// The audio to transcribe could not be read from disk: trying again changes nothing.
     #[error("audio file unreadable: {0}")]
     AudioFile(String),
@@ -276,6 +286,7 @@ impl LlmError {
             LlmError::Decode(_)
             | LlmError::UnknownModel(_)
             | LlmError::NoTranscription
+            | LlmError::NoEmbedding
             | LlmError::AudioFile(_) => false,
         }
     }
@@ -298,6 +309,7 @@ impl LlmError {
             LlmError::Decode(_) => "decode",
             LlmError::UnknownModel(_) => "unknown_model",
             LlmError::NoTranscription => "no_transcription",
+            LlmError::NoEmbedding => "no_embedding",
             LlmError::AudioFile(_) => "audio_file",
         }
     }
@@ -351,7 +363,17 @@ pub(crate) async fn send_for_json<T: serde::de::DeserializeOwned>(
     request: reqwest::RequestBuilder,
     timeout: Duration,
 ) -> Result<T, LlmError> {
-    let response = request
+    send_for_json_within(request, timeout, usize::MAX).await
+}
+
+/// `send_for_json`, an answer longer than `max_bytes` refused as it arrives
+/// (`LlmError::Decode`), before it is all held: for answers whose size the asker can bound.
+pub(crate) async fn send_for_json_within<T: serde::de::DeserializeOwned>(
+    request: reqwest::RequestBuilder,
+    timeout: Duration,
+    max_bytes: usize,
+) -> Result<T, LlmError> {
+    let mut response = request
         .timeout(timeout)
         .send()
         .await
@@ -359,10 +381,19 @@ pub(crate) async fn send_for_json<T: serde::de::DeserializeOwned>(
     if !response.status().is_success() {
         return Err(refused(response, timeout).await);
     }
-    let bytes = response
-        .bytes()
+    let mut bytes = Vec::new();
+    while let Some(chunk) = response
+        .chunk()
         .await
-        .map_err(|err| body_error(&err, timeout))?;
+        .map_err(|err| body_error(&err, timeout))?
+    {
+        if chunk.len() > max_bytes - bytes.len() {
+            return Err(LlmError::Decode(format!(
+                "the answer is longer than {max_bytes} bytes"
+            )));
+        }
+        bytes.extend_from_slice(&chunk);
+    }
     serde_json::from_slice(&bytes).map_err(|err| {
         let text = String::from_utf8_lossy(&bytes);
         LlmError::Decode(format!(
@@ -370,6 +401,26 @@ pub(crate) async fn send_for_json<T: serde::de::DeserializeOwned>(
             truncate_chars(&text, ERROR_BODY_LIMIT)
         ))
     })
+}
+
+/// `error` without `key` in it. OpenAI's refusal quotes the key it refused ("Incorrect API
+/// key provided: sk-..."): the error keeps the rest of the body, never the key.
+pub(crate) fn without_key(error: LlmError, key: Option<&str>) -> LlmError {
+    match (error, key) {
+        (
+            LlmError::Status {
+                status,
+                retry_after,
+                body,
+            },
+            Some(key),
+        ) if !key.is_empty() => LlmError::Status {
+            status,
+            retry_after,
+            body: body.replace(key, "***"),
+        },
+        (error, _) => error,
+    }
 }
 
 /// A non-2xx answer as `LlmError::Status`, with its `Retry-After` and the start of its

@@ -11,6 +11,7 @@ use serde::Deserialize;
 
 use super::{
     AudioFile, LlmError, ProviderSettings, Transcriber, Transcript, join_url, send_for_json,
+    without_key,
 };
 
 /// Sent when the channel did not say what the audio is: the server reads the bytes anyway.
@@ -32,26 +33,6 @@ impl OpenAiTranscriber {
             settings,
             url,
             client,
-        }
-    }
-
-    /// OpenAI's refusal quotes the key it refused ("Incorrect API key provided: sk-..."):
-    /// the error keeps the rest of the body, never the key.
-    fn without_key(&self, error: LlmError) -> LlmError {
-        match (error, &self.settings.api_key) {
-            (
-                LlmError::Status {
-                    status,
-                    retry_after,
-                    body,
-                },
-                Some(key),
-            ) if !key.is_empty() => LlmError::Status {
-                status,
-                retry_after,
-                body: body.replace(key.as_str(), "***"),
-            },
-            (error, _) => error,
         }
     }
 
@@ -113,7 +94,7 @@ impl Transcriber for OpenAiTranscriber {
         };
         let answer: WireTranscription = send_for_json(http, self.settings.timeout)
             .await
-            .map_err(|error| self.without_key(error))?;
+            .map_err(|error| without_key(error, self.settings.api_key.as_deref()))?;
         Ok(Transcript { text: answer.text })
     }
 }

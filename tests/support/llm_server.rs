@@ -1,5 +1,6 @@
 //! A scripted LLM backend speaking real HTTP on 127.0.0.1: OpenAI chat completions
-//! (`POST /v1/chat/completions`) and Anthropic messages (`POST /v1/messages`).
+//! (`POST /v1/chat/completions`), Anthropic messages (`POST /v1/messages`) and OpenAI
+//! embeddings (`POST /v1/embeddings`).
 //!
 //! It runs on its own thread with its own actix system (`background_server.rs`), so it serves
 //! async tests, the benchmarks and `hearth` subprocesses alike. Requests consume scripted
@@ -8,6 +9,11 @@
 //!
 //! Token usage it reports is a word count: input = words in all message texts (and the
 //! Anthropic `system`), output = words of the reply (of name and JSON arguments for tool calls).
+//!
+//! Embeddings have a script of their own (`EmbeddingStep`); with it empty, each input is
+//! answered by `hearth::llm::hashed_embedding` of 64 dimensions, so a test or a benchmark
+//! knows every vector in advance and texts sharing words come out close. Its usage is the
+//! inputs' word count.
 
 // Each includer (integration tests, bench) uses a different part of this API.
 #![allow(dead_code)]
@@ -58,6 +64,28 @@ pub enum Step {
     /// Asked for a whole answer: fail with HTTP 502, as a proxy losing its upstream would.
     BrokenStream(String),
 }
+
+/// What the server does with one `/v1/embeddings` request.
+#[derive(Debug, Clone, PartialEq)]
+pub enum EmbeddingStep {
+    /// Each input's hashed vector, in their order (the default when nothing is scripted).
+    Vectors,
+    /// The same vectors and indexes, listed last first, as a server may answer them.
+    VectorsReversed,
+    /// Answer this status and body as they are (an answer that is not what was asked).
+    Body { status: u16, body: String },
+    /// Fail with this status as OpenAI's error JSON, quoting the key it was sent as OpenAI
+    /// does, with `Retry-After` in seconds if set.
+    Error {
+        status: u16,
+        retry_after: Option<u64>,
+    },
+    /// Never answer while the server lives.
+    Hang,
+}
+
+/// The dimensions of the fake's vectors.
+pub const EMBEDDING_DIMENSIONS: usize = hearth::llm::HASHED_DIMENSIONS;
 
 /// Holds the requests of `Step::Gated` until the test opens it.
 #[derive(Debug, Clone, Default)]
@@ -128,7 +156,8 @@ impl ScriptedLlmServer {
                 .app_data(data.clone())
                 .app_data(web::PayloadConfig::new(64 * 1024 * 1024))
                 .route("/v1/chat/completions", web::post().to(openai))
-                .route("/v1/messages", web::post().to(anthropic));
+                .route("/v1/messages", web::post().to(anthropic))
+                .route("/v1/embeddings", web::post().to(embeddings));
         });
         ScriptedLlmServer {
             shared,
@@ -159,6 +188,20 @@ impl ScriptedLlmServer {
 
     pub fn push_many(&self, steps: impl IntoIterator<Item = Step>) {
         self.shared.script().steps.extend(steps);
+    }
+
+    /// Queue a step for the next `/v1/embeddings` request.
+    pub fn push_embedding(&self, step: EmbeddingStep) {
+        lock(&self.shared.embedding_steps).push_back(step);
+    }
+
+    /// The recorded requests to `/v1/embeddings`, in arrival order.
+    pub fn embedding_requests(&self) -> Vec<RecordedRequest> {
+        let recorded = self.shared.recorded();
+        let embeddings = recorded
+            .iter()
+            .filter(|request| request.path == "/v1/embeddings");
+        embeddings.cloned().collect()
     }
 
     /// The pause before each event of a streamed (`"stream": true`) answer.
@@ -272,6 +315,7 @@ struct Script {
 
 struct Shared {
     script: Mutex<Script>,
+    embedding_steps: Mutex<VecDeque<EmbeddingStep>>,
     recorded: Mutex<Vec<RecordedRequest>>,
     recording: AtomicBool,
     request_count: AtomicUsize,
@@ -290,6 +334,7 @@ impl Default for Shared {
                 steps: VecDeque::new(),
                 default: Step::Echo,
             }),
+            embedding_steps: Mutex::default(),
             recorded: Mutex::new(Vec::new()),
             recording: AtomicBool::new(true),
             request_count: AtomicUsize::new(0),
@@ -319,6 +364,11 @@ impl Shared {
             None => script.default.clone(),
         }
     }
+}
+
+// A test that panicked while holding a lock must not fail every later request.
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// Counts a request as in flight for as long as its handler lives, even if the client gives up.
@@ -700,4 +750,93 @@ fn error_response(
         response.insert_header(("retry-after", seconds.to_string()));
     }
     response.json(body)
+}
+
+/// `POST /v1/embeddings`: `{"model", "input": [texts]}` answered as its next
+/// `EmbeddingStep` says.
+async fn embeddings(
+    request: HttpRequest,
+    body: web::Bytes,
+    shared: web::Data<Shared>,
+) -> HttpResponse {
+    let _in_flight = InFlight::enter(&shared);
+    let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    let model = body["model"]
+        .as_str()
+        .unwrap_or("scripted-embedding")
+        .to_owned();
+    // A single string is one input, as OpenAI takes it.
+    let inputs: Vec<String> = match &body["input"] {
+        Value::String(text) => vec![text.clone()],
+        Value::Array(texts) => texts
+            .iter()
+            .map(|text| text.as_str().unwrap_or_default().to_owned())
+            .collect(),
+        _ => Vec::new(),
+    };
+    let key = request
+        .headers()
+        .get("authorization")
+        .and_then(|value| value.to_str().ok())
+        .unwrap_or_default()
+        .to_owned();
+    if shared.recording.load(Ordering::Relaxed) {
+        let headers = request
+            .headers()
+            .iter()
+            .map(|(name, value)| {
+                let value = String::from_utf8_lossy(value.as_bytes()).into_owned();
+                (name.as_str().to_string(), value)
+            })
+            .collect();
+        shared.recorded().push(RecordedRequest {
+            path: request.path().to_string(),
+            headers,
+            body,
+        });
+    }
+    let step = lock(&shared.embedding_steps).pop_front();
+    let reversed = match step.unwrap_or(EmbeddingStep::Vectors) {
+        EmbeddingStep::Vectors => false,
+        EmbeddingStep::VectorsReversed => true,
+        EmbeddingStep::Body { status, body } => {
+            let status = StatusCode::from_u16(status).expect("fake embeddings: status");
+            return HttpResponse::build(status)
+                .content_type("application/json")
+                .body(body);
+        }
+        EmbeddingStep::Error {
+            status,
+            retry_after,
+        } => {
+            let message = format!("scripted failure; key provided: {key}");
+            return error_response(Wire::OpenAi, status, retry_after, &message);
+        }
+        EmbeddingStep::Hang => {
+            let mut stopped = shared.stopped.subscribe();
+            let _ = stopped.wait_for(|stopped| *stopped).await;
+            return HttpResponse::ServiceUnavailable().finish();
+        }
+    };
+    let mut data: Vec<Value> = inputs
+        .iter()
+        .enumerate()
+        .map(|(index, text)| {
+            json!({
+                "object": "embedding",
+                "index": index,
+                "embedding": hearth::llm::hashed_embedding(text, EMBEDDING_DIMENSIONS),
+            })
+        })
+        .collect();
+    if reversed {
+        data.reverse();
+    }
+    let tokens: u64 = inputs.iter().map(|text| words(text)).sum();
+    HttpResponse::Ok().json(json!({
+        "object": "list",
+        "data": data,
+        "model": model,
+        "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
+    }))
 }

@@ -10,9 +10,14 @@
 //! attempt that failed half-way wrote; the answer returned is the same either way. Calls
 //! run on the tokio runtime, so the actor itself never waits. A voice note's `Transcribe`
 //! goes to the one `kind: transcription` entry through the same retries, semaphores,
-//! metrics and telemetry (`calls.rs`, shared by both), its cost counted per audio minute.
+//! metrics and telemetry (`calls.rs`, shared by all), its cost counted per audio minute.
+//! Memory's `Embed` goes to the `kind: embedding` entry `memory.embedding_model` names the
+//! same way (`embedding.rs`), its texts split into calls of at most `MAX_TEXTS_PER_CALL`.
 
 mod calls;
+mod embedding;
+#[cfg(test)]
+mod embedding_tests;
 #[cfg(test)]
 mod retries_tests;
 #[cfg(test)]
@@ -28,7 +33,8 @@ use tokio::sync::Semaphore;
 
 use crate::config::{LlmBackend, LlmRetryConfig};
 use crate::llm::{
-    ChatResponse, GenerateChat, LlmError, LlmProvider, Transcribe, Transcriber, Transcript,
+    ChatResponse, Embed, Embedder, Embeddings, GenerateChat, LlmError, LlmProvider, Transcribe,
+    Transcriber, Transcript,
 };
 use crate::metrics::Metrics;
 use crate::ports::TelemetrySink;
@@ -76,17 +82,38 @@ impl TranscriptionEntry {
     }
 }
 
+/// The `llms` entry `memory.embedding_model` names (`kind: embedding`), ready to embed.
+pub struct EmbeddingEntry {
+    /// Its key in `llms`.
+    pub llm_name: String,
+    pub model: String,
+    pub backend: LlmBackend,
+    pub timeout: Duration,
+    pub embedder: Arc<dyn Embedder>,
+    pub cost_per_million_input_tokens: f64,
+}
+
+impl EmbeddingEntry {
+    /// Counted on the tokens the backend says it read; an embedding writes none.
+    pub fn cost(&self, input_tokens: u64) -> f64 {
+        input_tokens as f64 * self.cost_per_million_input_tokens / 1_000_000.0
+    }
+}
+
 pub struct BrokerSettings {
     pub max_concurrent_local: usize,
     pub max_concurrent_cloud: usize,
     pub retry: LlmRetryConfig,
     /// None: every `Transcribe` answers `LlmError::NoTranscription`.
     pub transcription: Option<TranscriptionEntry>,
+    /// None: every `Embed` answers `LlmError::NoEmbedding`.
+    pub embedding: Option<EmbeddingEntry>,
 }
 
 struct Shared {
     models: HashMap<String, ModelEntry>,
     transcription: Option<TranscriptionEntry>,
+    embedding: Option<EmbeddingEntry>,
     local: Semaphore,
     cloud: Semaphore,
     retry: LlmRetryConfig,
@@ -109,6 +136,7 @@ impl LlmBroker {
             shared: Arc::new(Shared {
                 models,
                 transcription: settings.transcription,
+                embedding: settings.embedding,
                 local: Semaphore::new(settings.max_concurrent_local.max(1)),
                 cloud: Semaphore::new(settings.max_concurrent_cloud.max(1)),
                 retry: settings.retry,
@@ -152,6 +180,20 @@ impl Handler<Transcribe> for LlmBroker {
         Box::pin(async move {
             call.await.unwrap_or_else(|error| {
                 Err(LlmError::Connect(format!("transcription aborted: {error}")))
+            })
+        })
+    }
+}
+
+impl Handler<Embed> for LlmBroker {
+    type Result = ResponseFuture<Result<Embeddings, LlmError>>;
+
+    fn handle(&mut self, message: Embed, _ctx: &mut Self::Context) -> Self::Result {
+        let shared = self.shared.clone();
+        let call = tokio::spawn(async move { shared.embed(message).await });
+        Box::pin(async move {
+            call.await.unwrap_or_else(|error| {
+                Err(LlmError::Connect(format!("embedding aborted: {error}")))
             })
         })
     }

@@ -74,6 +74,7 @@ fn broker(provider: Arc<dyn LlmProvider>, retry: LlmRetryConfig) -> Broker {
     let shared = Shared {
         models: HashMap::from([("main".to_string(), model)]),
         transcription: None,
+        embedding: None,
         local: Semaphore::new(1),
         cloud: Semaphore::new(1),
         retry,

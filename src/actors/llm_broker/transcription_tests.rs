@@ -72,6 +72,7 @@ fn shared(transcriber: Option<Arc<Scripted>>) -> (Shared, Arc<InMemoryStore>, Ar
     let shared = Shared {
         models: HashMap::new(),
         transcription,
+        embedding: None,
         local: Semaphore::new(1),
         cloud: Semaphore::new(1),
         retry: RETRY,

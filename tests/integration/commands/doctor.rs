@@ -1,6 +1,6 @@
 //! `hearth doctor` run as the real binary: one line per part the configuration names, ok or
 //! what to fix, a non-zero exit when anything failed, and no secret in what it prints; the
-//! transcription entry sent a tenth of a second of silence.
+//! transcription entry sent a tenth of a second of silence, memory's embedding model a word.
 
 use std::net::TcpListener;
 use std::path::Path;
@@ -9,7 +9,7 @@ use std::process::{Command, Output};
 use hearth::config::{LlmKind, MatrixConfig, McpServerConfig};
 
 use crate::support::hearth_app::{telegram_family_config, test_env};
-use crate::support::llm_server::{ScriptedLlmServer, Step};
+use crate::support::llm_server::{EmbeddingStep, ScriptedLlmServer, Step};
 use crate::support::mcp::{EVERYTHING, entry_point};
 use crate::support::synapse::Synapse;
 use crate::support::telegram::{BOT_USERNAME, TelegramServer};
@@ -390,6 +390,11 @@ fn doctor_sends_the_transcription_entry_silence_and_reports_a_refused_key() {
         "{stdout}"
     );
     let sent = &whisper.received()[0];
+    assert_eq!(
+        sent.authorization.as_deref(),
+        Some(&*format!("Bearer {KEY}")),
+        "the transcription entry's own key is sent"
+    );
     assert_eq!(sent.file_start, b"RIFF");
     assert_eq!(sent.content_type.as_deref(), Some("audio/wav"));
     assert_eq!(sent.file_size, 44 + 3_200);
@@ -412,5 +417,84 @@ fn doctor_sends_the_transcription_entry_silence_and_reports_a_refused_key() {
     assert!(
         !stdout.contains(KEY) && !stderr.contains(KEY),
         "{stdout}\n{stderr}"
+    );
+}
+
+#[test]
+fn doctor_embeds_a_word_on_memory_s_embedding_model_and_reports_a_refused_key() {
+    const KEY: &str = "sk-test-embed-key-0123456789";
+    let llm = ScriptedLlmServer::start();
+    let telegram = TelegramServer::start(TOKEN);
+    let folder = tempfile::tempdir().unwrap();
+    let config = config_in(folder.path(), &llm, &telegram, |config| {
+        config.with(|config| {
+            // The test config's `main`, as embedding models on the same fake server; memory
+            // names one of them.
+            for name in ["vectors", "other_vectors"] {
+                let mut entry = config.llms["main"].clone();
+                entry.kind = LlmKind::Embedding;
+                entry.model = "nomic-embed-text".into();
+                entry.api_key_env = Some("TEST_EMBED_KEY".into());
+                config.llms.insert(name.into(), entry);
+            }
+            config.memory.embedding_model = Some("vectors".into());
+        })
+    });
+    let env = [("TEST_TELEGRAM_TOKEN", TOKEN), ("TEST_EMBED_KEY", KEY)];
+
+    let output = doctor(&config, &env);
+    let (stdout, stderr) = text(&output);
+    assert!(output.status.success(), "{stdout}\n{stderr}");
+    assert!(
+        stdout.contains(
+            "ok    model \"vectors\": nomic-embed-text answered a vector of 64 numbers in"
+        ),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains(
+            "-     model \"other_vectors\": skipped (memory.embedding_model names another)"
+        ),
+        "{stdout}"
+    );
+    let sent = llm.embedding_requests();
+    assert_eq!(sent.len(), 1, "only memory's model is asked");
+    assert_eq!(sent[0].body["input"], serde_json::json!(["ok"]));
+    assert_eq!(
+        sent[0].header("authorization"),
+        Some(&*format!("Bearer {KEY}"))
+    );
+
+    llm.push_embedding(EmbeddingStep::Error {
+        status: 401,
+        retry_after: None,
+    });
+    let output = doctor(&config, &env);
+    let (stdout, stderr) = text(&output);
+    assert!(!output.status.success(), "{stdout}\n{stderr}");
+    assert!(
+        stdout.contains(
+            "FAIL  model \"vectors\": the key in TEST_EMBED_KEY was refused (401); put a valid \
+             key in TEST_EMBED_KEY, or name the right variable in llms.vectors.api_key_env\n"
+        ),
+        "{stdout}"
+    );
+    assert!(
+        !stdout.contains(KEY) && !stderr.contains(KEY),
+        "{stdout}\n{stderr}"
+    );
+
+    let output = Command::new(env!("CARGO_BIN_EXE_hearth"))
+        .arg("--config")
+        .arg(&config)
+        .arg("check-config")
+        .envs(test_env(&env))
+        .output()
+        .expect("hearth check-config runs");
+    let (stdout, stderr) = text(&output);
+    assert!(output.status.success(), "{stdout}\n{stderr}");
+    assert!(
+        stdout.contains("memory: embedded by llms.vectors (nomic-embed-text)\n"),
+        "{stdout}"
     );
 }

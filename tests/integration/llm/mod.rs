@@ -1,5 +1,7 @@
-//! The models: providers, streaming, hearth's own local model, a real model, images.
+//! The models: providers, streaming, embeddings, hearth's own local model, a real model,
+//! images.
 
+mod embeddings;
 mod llm_providers;
 mod llm_streaming;
 mod local_model;

@@ -82,6 +82,7 @@ fn broker(transcriber: Option<Arc<dyn Transcriber>>, language: Option<&str>) -> 
             max_retry_after_seconds: 30,
         },
         transcription,
+        embedding: None,
     };
     let addr = LlmBroker::new(HashMap::new(), settings, telemetry.clone(), metrics.clone()).start();
     Broker {

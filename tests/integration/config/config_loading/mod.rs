@@ -1,7 +1,8 @@
 //! Loading `hearth.yaml` from real files: the example configuration (`example.rs`), seed
 //! 004's profile merging (`profiles.rs`), the file's shape and `HEARTH__*` overrides
 //! (`shape.rs`), the message of every validation error, several reported together
-//! (`validation.rs`), and secrets from the environment (`secrets.rs`). The helpers that
+//! (`validation.rs`), secrets from the environment (`secrets.rs`), voice notes'
+//! (`voice_notes.rs`) and memory's (`memory.rs`) entries of `llms`. The helpers that
 //! write a config and read its errors are here.
 
 use std::collections::BTreeMap;
@@ -11,6 +12,7 @@ use hearth::config::*;
 use tempfile::TempDir;
 
 mod example;
+mod memory;
 mod profiles;
 mod secrets;
 mod shape;

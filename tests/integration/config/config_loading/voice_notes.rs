@@ -34,7 +34,7 @@ fn each_voice_note_error_names_its_key_and_what_to_write() {
                 "{MINIMAL}  whisper: {{ kind: speech, provider: openai, base_url: \"http://h/v1\", model: w }}\n"
             ),
             "llms.whisper.kind",
-            "unknown value `speech`, expected `chat` or `transcription`",
+            "unknown value `speech`, expected one of `chat`, `transcription`, `embedding`",
         ),
         (
             format!(
