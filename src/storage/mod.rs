@@ -11,8 +11,8 @@
 //!   Migrations from `migrations/sqlite`;
 //! - PostgreSQL (`postgres/`, sqlx): one database shared by any number of workers, nothing
 //!   cached that other workers may change unseen (a held conversation's history under its
-//!   lease's generation, members' facts under the family's version); the notes' search
-//!   index a generated column; a pooled connection pinged before use only
+//!   lease's generation, members' facts under the family's version); the search indexes of
+//!   notes and family memory generated columns; a pooled connection pinged before use only
 //!   after `PING_WHEN_IDLE_FOR` (5 s) idle; migrations from `migrations/postgres` under an
 //!   advisory lock; the workers' leases and wake-ups in `postgres/coordination.rs`;
 //! - in memory (`in_memory/`: the store and the state its ports share in `mod.rs`, each

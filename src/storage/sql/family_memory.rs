@@ -273,13 +273,14 @@ impl<B: SqlBackend> FamilyMemory for B {
     }
 
     async fn remove_orphans(&self, count: usize) -> Result<u64, StorageError> {
-        // A reference is a number for chats and notes only (`MemorySource::check`).
-        let sources = sql("DELETE FROM memory_sources WHERE id IN (SELECT s.id \
-             FROM memory_sources s WHERE (s.kind = 'chat' AND NOT EXISTS (SELECT 1 FROM \
-             messages m WHERE m.id = CAST(CASE WHEN s.kind = 'chat' THEN s.reference END AS BIGINT))) \
-             OR (s.kind = 'note' AND NOT EXISTS (SELECT 1 FROM notes n \
-             WHERE n.id = CAST(CASE WHEN s.kind = 'note' THEN s.reference END AS BIGINT))) \
-             ORDER BY s.id LIMIT $1)");
+        // A reference is a row's number for chats and notes only (`MemorySource::check`).
+        let sources = sql(
+            "DELETE FROM memory_sources WHERE id IN (SELECT s.id FROM (SELECT id, kind, \
+             CAST(CASE WHEN kind IN ('chat', 'note') THEN reference END AS BIGINT) AS number \
+             FROM memory_sources) s WHERE (s.kind = 'chat' AND NOT EXISTS (SELECT 1 \
+             FROM messages m WHERE m.id = s.number)) OR (s.kind = 'note' AND NOT EXISTS \
+             (SELECT 1 FROM notes n WHERE n.id = s.number)) ORDER BY s.id LIMIT $1)",
+        );
         let removed = self.write_count(sources.bind(limit(count))).await?;
         let vectors = sql(
             "DELETE FROM memory_vectors WHERE (hash, model) IN (SELECT v.hash, \

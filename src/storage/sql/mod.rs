@@ -15,10 +15,10 @@
 //! of the family's version.
 //!
 //! Where the two dialects differ, `Dialect` says it, each difference in one method marked
-//! `// dialect:`, or, for a difference one port alone has (the notes' search, retention's
-//! finished messages, telemetry's batch), one function or arm of that port's file marked
-//! the same way; a statement built with one is built once per dialect and kept
-//! (`per_dialect!`).
+//! `// dialect:`, or, for a difference one port alone has (the searches of notes and family
+//! memory, retention's finished messages, telemetry's batch), one function or arm of that
+//! port's file marked the same way; a statement built with one is built once per dialect
+//! and kept (`per_dialect!`).
 
 pub(crate) mod channel_state;
 pub(crate) mod family_memory;
