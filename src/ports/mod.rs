@@ -37,6 +37,10 @@
 //! - `notes.rs`: `Notes`, the family's notes, family or private, titles compared trimmed
 //!   and case-insensitively, shown to a reader only when theirs to read; a search's words
 //!   taken as words, never query syntax;
+//! - `family_memory.rs`: `FamilyMemory`, what the family told hearth (chat entries, notes,
+//!   documents) in chunks searched by folded words and by vectors, each read only by the
+//!   family, its member or its conversation's members, said in every query; the indexer's
+//!   cursor; `fold_for_search` and `memory_query_words`;
 //! - for plugins: `shopping_lists.rs` (`ShoppingLists`, the family's shared lists, names
 //!   compared trimmed and case-insensitively), `pending_plugin_calls.rs`
 //!   (`PendingPluginCalls`, a call waiting for a missing parameter, one per conversation
@@ -52,6 +56,7 @@
 mod channel_state;
 mod conversation_memory;
 mod coordination;
+mod family_memory;
 mod inbox;
 mod intent_records;
 mod members;
@@ -77,6 +82,11 @@ pub use coordination::{
     AnsweredWith, Coordination, Fence, LeaseHolder, LiveWorker, Tenure, WAKE_UP_MAX_BYTES,
     WakeTopic, WakeUp, WakeUps, WorkerPresence, wake_ups_of,
 };
+pub use family_memory::{
+    ChatToIndex, FamilyMemory, MAX_MEMORY_QUERY_WORDS, MemoryFilter, MemoryHit, MemoryKind,
+    MemoryReaders, MemorySource, MemoryStatus, fold_for_search, memory_query_words,
+};
+pub(crate) use family_memory::{memory_search_terms, nearest, stored_chunk, vector_bytes};
 pub use inbox::{
     Acceptance, Attachment, AttachmentKind, Inbound, InboundExtras, Inbox, InboxRecord,
     InboxStatus, QuotedMessage, TurnRecord,

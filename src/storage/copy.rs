@@ -3,7 +3,8 @@
 //! matches, so a copy that fails leaves the target as empty as it was.
 //!
 //! SQLite hands each row over as a JSON object (`json_object`), and PostgreSQL reads a
-//! batch of them back into typed rows (`jsonb_populate_recordset`): the two schemas agree
+//! batch of them back into typed rows (`jsonb_populate_recordset`; a BLOB goes as the
+//! `\x` hex text PostgreSQL reads as BYTEA): the two schemas agree
 //! on table and column names, so no table is spelled out here and a table added by a
 //! later migration is copied too. Parents are copied before the tables whose foreign keys
 //! name them, and every identity's sequence is moved past the ids copied and past every id
@@ -23,9 +24,12 @@ use crate::ports::StorageError;
 const ROWS_PER_BATCH: usize = 500;
 
 /// SQLite's own tables, the migrations' record (each database keeps its own), and the
-/// notes' FTS5 index (PostgreSQL computes its own search column).
+/// FTS5 indexes of notes and family memory (PostgreSQL computes its own search columns).
 fn copied(table: &str) -> bool {
-    !(table.starts_with("sqlite_") || table.starts_with("_sqlx") || table.starts_with("notes_fts"))
+    !(table.starts_with("sqlite_")
+        || table.starts_with("_sqlx")
+        || table.starts_with("notes_fts")
+        || table.starts_with("memory_fts"))
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -161,14 +165,15 @@ async fn tables_in_copy_order(source: &SqlitePool) -> Result<Vec<String>, CopyEr
     Ok(ordered)
 }
 
-/// The columns of `table` on SQLite, each checked to be a column PostgreSQL takes.
+/// The columns of `table` on SQLite, each checked to be a column PostgreSQL takes, and
+/// whether it holds bytes (`BLOB`).
 async fn columns_of(
     source: &SqlitePool,
     target: &mut PgConnection,
     table: &str,
-) -> Result<Vec<String>, CopyError> {
-    let columns: Vec<String> =
-        sqlx::query_scalar("SELECT name FROM pragma_table_info(?) ORDER BY cid")
+) -> Result<Vec<(String, bool)>, CopyError> {
+    let columns: Vec<(String, bool)> =
+        sqlx::query_as("SELECT name, upper(type) = 'BLOB' FROM pragma_table_info(?) ORDER BY cid")
             .bind(table)
             .fetch_all(source)
             .await
@@ -189,7 +194,10 @@ async fn columns_of(
             column: String::new(),
         });
     }
-    if let Some(missing) = columns.iter().find(|column| !writable.contains(*column)) {
+    if let Some((missing, _)) = columns
+        .iter()
+        .find(|(column, _)| !writable.contains(column))
+    {
         return Err(CopyError::SchemaDiffers {
             table: table.to_string(),
             column: format!(" (column {missing})"),
@@ -203,16 +211,21 @@ async fn copy_table(
     source: &SqlitePool,
     target: &mut PgConnection,
     table: &str,
-    columns: &[String],
+    columns: &[(String, bool)],
 ) -> Result<i64, CopyError> {
     let pairs: Vec<String> = columns
         .iter()
-        .map(|column| format!("'{column}', \"{column}\""))
+        .map(|(column, bytes)| match bytes {
+            true => format!(
+                "'{column}', CASE WHEN \"{column}\" IS NOT NULL THEN '\\x' || hex(\"{column}\") END"
+            ),
+            false => format!("'{column}', \"{column}\""),
+        })
         .collect();
     let read = format!("SELECT json_object({}) FROM {table}", pairs.join(", "));
     let quoted: Vec<String> = columns
         .iter()
-        .map(|column| format!("\"{column}\""))
+        .map(|(column, _)| format!("\"{column}\""))
         .collect();
     let write = format!(
         "INSERT INTO {table} ({list}) OVERRIDING SYSTEM VALUE SELECT {list} \

@@ -11,8 +11,8 @@
 //!   Migrations from `migrations/sqlite`;
 //! - PostgreSQL (`postgres/`, sqlx): one database shared by any number of workers, nothing
 //!   cached that other workers may change unseen (a held conversation's history under its
-//!   lease's generation, members' facts under the family's version); the notes' search
-//!   index a generated column; a pooled connection pinged before use only
+//!   lease's generation, members' facts under the family's version); the search indexes of
+//!   notes and family memory generated columns; a pooled connection pinged before use only
 //!   after `PING_WHEN_IDLE_FOR` (5 s) idle; migrations from `migrations/postgres` under an
 //!   advisory lock; the workers' leases and wake-ups in `postgres/coordination.rs`;
 //! - in memory (`in_memory/`: the store and the state its ports share in `mod.rs`, each
@@ -51,10 +51,10 @@ pub mod sqlite;
 use std::sync::Arc;
 
 use crate::ports::{
-    ChannelState, ConversationMemory, Coordination, Inbox, IntentRecords, Members, Notes, Outbox,
-    PendingActions, PendingPluginCalls, PlanExecutions, RegisteredPlugins, Retention, Schedules,
-    ScriptWorkflows, ShoppingLists, StorageError, TelemetrySink, TurnJournal, UsageReport,
-    UserProfiles, WebAccess,
+    ChannelState, ConversationMemory, Coordination, FamilyMemory, Inbox, IntentRecords, Members,
+    Notes, Outbox, PendingActions, PendingPluginCalls, PlanExecutions, RegisteredPlugins,
+    Retention, Schedules, ScriptWorkflows, ShoppingLists, StorageError, TelemetrySink, TurnJournal,
+    UsageReport, UserProfiles, WebAccess,
 };
 
 /// The ports of one database, shared by every actor.
@@ -88,6 +88,8 @@ pub struct Stores {
     pub schedules: Arc<dyn Schedules>,
     /// The family's notes.
     pub notes: Arc<dyn Notes>,
+    /// What the family told hearth, indexed for recall (`search_memory`).
+    pub family_memory: Arc<dyn FamilyMemory>,
     /// The members who joined by invite, and their invite codes.
     pub members: Arc<dyn Members>,
     /// What each member used per day (the family page).
@@ -115,7 +117,7 @@ impl Stores {
         S: Inbox + ConversationMemory + UserProfiles + PendingActions + ChannelState,
         S: ShoppingLists + PendingPluginCalls + RegisteredPlugins + ScriptWorkflows,
         S: TurnJournal + Outbox + Retention + PlanExecutions + IntentRecords + Schedules,
-        S: Notes + Members + WebAccess + UsageReport + 'static,
+        S: Notes + FamilyMemory + Members + WebAccess + UsageReport + 'static,
     {
         Stores {
             inbox: store.clone(),
@@ -134,6 +136,7 @@ impl Stores {
             intent_records: store.clone(),
             schedules: store.clone(),
             notes: store.clone(),
+            family_memory: store.clone(),
             members: store.clone(),
             web_access: store.clone(),
             usage: store,

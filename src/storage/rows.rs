@@ -1,5 +1,5 @@
 //! Reading a row of either SQL database: `SqlRow`, a column read as text, an integer, a
-//! number or a boolean, written once for every sqlx row (the SQLite and PostgreSQL rows
+//! number, a boolean or bytes, written once for every sqlx row (the SQLite and PostgreSQL rows
 //! alike), a value that does not decode being `StorageError::Corrupt`, never a panic; and
 //! what both adapters read from a row the same way: a conversation from its `channel` and
 //! `conversation_id` columns, an id by its one parser, a family script's run; history
@@ -29,6 +29,7 @@ pub(crate) trait SqlRow {
     fn optional_integer(&self, column: &str) -> Result<Option<i64>, StorageError>;
     fn real(&self, column: &str) -> Result<f64, StorageError>;
     fn flag(&self, column: &str) -> Result<bool, StorageError>;
+    fn bytes(&self, column: &str) -> Result<Vec<u8>, StorageError>;
 
     /// A JSON column (stored as text) of `table`, parsed.
     fn json<T: serde::de::DeserializeOwned>(
@@ -61,6 +62,7 @@ where
     for<'r> Option<i64>: Decode<'r, R::Database> + Type<R::Database>,
     for<'r> f64: Decode<'r, R::Database> + Type<R::Database>,
     for<'r> bool: Decode<'r, R::Database> + Type<R::Database>,
+    for<'r> Vec<u8>: Decode<'r, R::Database> + Type<R::Database>,
 {
     fn text(&self, column: &str) -> Result<String, StorageError> {
         decoded(self, column)
@@ -78,6 +80,9 @@ where
         decoded(self, column)
     }
     fn flag(&self, column: &str) -> Result<bool, StorageError> {
+        decoded(self, column)
+    }
+    fn bytes(&self, column: &str) -> Result<Vec<u8>, StorageError> {
         decoded(self, column)
     }
 }

@@ -113,11 +113,7 @@ impl Inbox for InMemoryStore {
         state
             .finished_at_ms
             .insert(inbox_id.to_string(), crate::ports::now_ms());
-        state
-            .messages
-            .entry(turn.conversation_key.clone())
-            .or_default()
-            .extend(turn.messages.iter().cloned());
+        state.remember(&turn.conversation_key, &turn.messages);
         Ok(turn
             .outgoing
             .as_ref()

@@ -21,6 +21,7 @@ impl ConversationMemory for InMemoryStore {
         let mut newest: Vec<HistoryEntry> = entries
             .iter()
             .rev()
+            .map(|(_, entry)| entry)
             .filter(|entry| entry.is_chat_text() && entry.created_at_ms >= since_ms)
             .take(limit)
             .cloned()
@@ -34,11 +35,7 @@ impl ConversationMemory for InMemoryStore {
         conversation_key: &ConversationKey,
         entries: &[HistoryEntry],
     ) -> Result<(), StorageError> {
-        self.lock()
-            .messages
-            .entry(conversation_key.clone())
-            .or_default()
-            .extend(entries.iter().cloned());
+        self.lock().remember(conversation_key, entries);
         Ok(())
     }
 }

@@ -3,11 +3,12 @@
 //! (`InMemoryStore`), the state its ports share and its constructors; each port's adapter is
 //! in the file named as the SQL adapters' (`sql/`, `postgres/`): `inbox.rs`, `memory.rs`
 //! (`ConversationMemory`), `profiles.rs` (`UserProfiles`), `pending.rs` (`PendingActions`),
-//! `outbox.rs`, `schedules.rs`, ..., and the process's own `Coordination` in
+//! `outbox.rs`, `schedules.rs`, `family_memory.rs` (`FamilyMemory`), ..., and the process's own `Coordination` in
 //! `coordination.rs`.
 
 mod channel_state;
 pub(crate) mod coordination;
+mod family_memory;
 mod inbox;
 mod intents;
 mod members;
@@ -40,7 +41,10 @@ use crate::ports::{
 struct State {
     /// Inbox records in acceptance order.
     inbox: Vec<InboxRecord>,
-    messages: HashMap<ConversationKey, Vec<HistoryEntry>>,
+    /// Each conversation's history, every entry numbered as `messages.id` numbers it: in
+    /// the order stored, across conversations (`remember`).
+    messages: HashMap<ConversationKey, Vec<(i64, HistoryEntry)>>,
+    last_message_id: i64,
     profiles: HashMap<MemberId, ProfileFacts>,
     events: Vec<TelemetryEvent>,
     /// Confirmations in creation order, with their state.
@@ -56,6 +60,17 @@ struct State {
     /// Reminders and scheduled tasks (`schedules.rs`), beside the inbox and the
     /// outbox their firings write to.
     schedules: schedules::ScheduleState,
+}
+
+impl State {
+    /// Store `entries` at the end of `conversation_key`'s history, numbered.
+    fn remember(&mut self, conversation_key: &ConversationKey, entries: &[HistoryEntry]) {
+        let history = self.messages.entry(conversation_key.clone()).or_default();
+        for entry in entries {
+            self.last_message_id += 1;
+            history.push((self.last_message_id, entry.clone()));
+        }
+    }
 }
 
 struct StoredConfirmation {
@@ -88,6 +103,9 @@ pub struct InMemoryStore {
     intents: Mutex<intents::IntentsState>,
     /// The family's notes (`notes.rs`).
     notes: Mutex<notes::NotesState>,
+    /// What family memory indexed (`family_memory.rs`), beside the history and notes it
+    /// reads.
+    family_memory: Mutex<family_memory::MemoryState>,
     /// The members who joined by invite (`members.rs`).
     members: Mutex<members::MembersState>,
     /// Sign-in codes, links, web sessions and member tokens (`web_access.rs`).

@@ -27,7 +27,7 @@ impl crate::ports::Retention for InMemoryStore {
         match what {
             Prunable::History => {
                 for entries in state.messages.values_mut() {
-                    entries.retain(|entry| take(entry.created_at_ms < before_ms));
+                    entries.retain(|(_, entry)| take(entry.created_at_ms < before_ms));
                 }
             }
             Prunable::Telemetry | Prunable::LlmCalls => state.events.retain(|event| {

@@ -2,8 +2,8 @@
 //! processes (workers). What another worker may have written since is read afresh; kept
 //! in memory is only what no other worker can change unseen (a held conversation's history,
 //! `sql/memory.rs`; members' facts under the family's version, `sql/profiles.rs`).
-//! Each write is one statement or one transaction on a pooled connection; the notes'
-//! search index is a generated column.
+//! Each write is one statement or one transaction on a pooled connection; the search
+//! indexes of notes and family memory are generated columns.
 //!
 //! Migrations (`migrations/postgres`) run under sqlx's advisory lock, so workers starting
 //! together apply each migration once. The ports written once for both databases

@@ -15,12 +15,13 @@
 //! of the family's version.
 //!
 //! Where the two dialects differ, `Dialect` says it, each difference in one method marked
-//! `// dialect:`, or, for a difference one port alone has (the notes' search, retention's
-//! finished messages, telemetry's batch), one function or arm of that port's file marked
-//! the same way; a statement built with one is built once per dialect and kept
-//! (`per_dialect!`).
+//! `// dialect:`, or, for a difference one port alone has (the searches of notes and family
+//! memory, retention's finished messages, telemetry's batch), one function or arm of that
+//! port's file marked the same way; a statement built with one is built once per dialect
+//! and kept (`per_dialect!`).
 
 pub(crate) mod channel_state;
+pub(crate) mod family_memory;
 pub(crate) mod inbox;
 pub(crate) mod intents;
 pub(crate) mod members;
@@ -48,12 +49,13 @@ use crate::ports::{Fence, StorageError};
 use crate::storage::history_cache::HistoryCache;
 
 /// A value bound to a statement's `$N`: text or an integer (either may be `NULL`), a
-/// boolean.
+/// boolean, bytes (BLOB, BYTEA).
 #[derive(Debug, Clone)]
 pub(crate) enum Arg {
     Text(Option<String>),
     Integer(Option<i64>),
     Boolean(bool),
+    Bytes(Vec<u8>),
 }
 
 /// `From` each type bound for `Arg`: `type => |value| the Arg`.
@@ -76,6 +78,7 @@ args_from! {
     i64 => |number| Arg::Integer(Some(number)),
     Option<i64> => |number| Arg::Integer(number),
     bool => |flag| Arg::Boolean(flag),
+    Vec<u8> => |bytes| Arg::Bytes(bytes),
 }
 
 /// One statement and the values of its `$1`, `$2`, ... in order.
@@ -350,6 +353,7 @@ macro_rules! sqlx_connection {
                     Arg::Text(text) => query.bind(text),
                     Arg::Integer(number) => query.bind(number),
                     Arg::Boolean(flag) => query.bind(flag),
+                    Arg::Bytes(bytes) => query.bind(bytes),
                 })
         }
 

@@ -169,7 +169,7 @@ fn search_text(dialect: Dialect, words: &[String], holding: Holding) -> String {
     }
 }
 
-fn note_from_row(row: &impl SqlRow) -> Result<Note, StorageError> {
+pub(crate) fn note_from_row(row: &impl SqlRow) -> Result<Note, StorageError> {
     Ok(Note {
         id: row.integer("id")?,
         title: row.text("title")?,

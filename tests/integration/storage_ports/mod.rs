@@ -115,6 +115,7 @@ mod approvals;
 mod channel_state;
 mod coordination;
 mod durability;
+mod family_memory;
 mod fencing;
 mod inbox;
 mod member_changes;

@@ -1,9 +1,14 @@
 //! PostgreSQL only: a url whose server or database is not there fails by name, never with
 //! its password; workers opening one fresh database together all start and migrate it once
-//! (sqlx's advisory lock); the telemetry writer fills its tables; and stores of several
-//! workers on one database spend a sign-in code or link once however they race.
+//! (sqlx's advisory lock); the telemetry writer fills its tables; stores of several
+//! workers on one database spend a sign-in code or link once however they race; and
+//! `copy-store` moves family memory from SQLite (its vectors' bytes, its search computed
+//! anew, its ids never given twice).
 
-use hearth::ports::{SignInCheck, TelemetryEvent};
+use hearth::ports::{
+    MemoryFilter, MemoryKind, MemoryReaders, MemorySource, SignInCheck, TelemetryEvent,
+    memory_query_words,
+};
 use hearth::redaction::redact_url_password;
 use hearth::storage::{self, Stores};
 use sqlx::Row;
@@ -172,6 +177,116 @@ async fn postgres_telemetry_writer_fills_its_tables() {
     assert_eq!(events, 601);
     pool.close().await;
     stores.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_copy_store_moves_family_memory() {
+    let Some((_server, url)) = fresh_url().await else {
+        return;
+    };
+    let folder = tempfile::tempdir().unwrap();
+    let on_sqlite = open_or_panic(&super::sqlite_url(folder.path())).await;
+    let garden = MemorySource {
+        kind: MemoryKind::Note,
+        reference: "1".into(),
+        title: "Garden".into(),
+        readers: MemoryReaders::Family,
+        member: Some(member("alice")),
+        conversation: None,
+        created_at_ms: T0,
+        chunks: vec!["Müller's roses by the fence".into(), "tulips".into()],
+    };
+    let gone = MemorySource {
+        kind: MemoryKind::Document,
+        reference: "gone".into(),
+        chunks: vec!["gone".into()],
+        ..garden.clone()
+    };
+    let memory = &on_sqlite.family_memory;
+    let cursor = Some(("chats", 42));
+    memory
+        .put_sources(&[garden, gone], cursor, T0)
+        .await
+        .unwrap();
+    // Ids SQLite gave to rows deleted since are not given again on PostgreSQL.
+    assert!(memory.remove(MemoryKind::Document, "gone").await.unwrap());
+    let missing = memory.vectors_missing("embedder", 10).await.unwrap();
+    let vectors: Vec<(String, Vec<f32>)> = (missing.iter())
+        .map(|(hash, text)| match text.as_str() {
+            "tulips" => (hash.clone(), vec![0.0, 1.0]),
+            _ => (hash.clone(), vec![1.0, 0.0]),
+        })
+        .collect();
+    memory.put_vectors("embedder", &vectors).await.unwrap();
+    on_sqlite.close().await;
+
+    let on_postgres = open_or_panic(&url).await;
+    let from = storage::sqlite::SqliteStore::connect(&super::sqlite_url(folder.path()), 1)
+        .await
+        .unwrap();
+    let copied = storage::copy::copy_store(&from, on_postgres.postgres.as_ref().unwrap(), |_| {})
+        .await
+        .unwrap();
+    let rows = |table: &str| {
+        copied
+            .iter()
+            .find(|copied| copied.table == table)
+            .unwrap()
+            .rows
+    };
+    assert_eq!((rows("memory_sources"), rows("memory_chunks")), (1, 2));
+    assert_eq!((rows("memory_vectors"), rows("memory_cursors")), (2, 1));
+    assert!(
+        copied
+            .iter()
+            .all(|copied| !copied.table.starts_with("memory_fts"))
+    );
+
+    let memory = &on_postgres.family_memory;
+    assert_eq!(memory.cursor("chats").await.unwrap(), 42);
+    let words = memory_query_words("MULLER");
+    let filter = MemoryFilter::default();
+    let found = memory
+        .search_words(&member("bob"), &words, &filter, 5)
+        .await;
+    let found: Vec<String> = found.unwrap().into_iter().map(|hit| hit.text).collect();
+    assert_eq!(found, ["Müller's roses by the fence"]);
+    let query = [2.0, 0.0];
+    let bob = member("bob");
+    let nearest = memory.search_vector(&bob, "embedder", &query, &filter, 5);
+    let nearest = nearest.await.unwrap();
+    assert_eq!(nearest[0].text, "Müller's roses by the fence");
+    assert!(
+        (nearest[0].score - 1.0).abs() < 1e-6,
+        "{}",
+        nearest[0].score
+    );
+    assert_eq!(memory.vectors_missing("embedder", 10).await.unwrap(), []);
+    // A source added on PostgreSQL takes an id past the copied ones.
+    let more = MemorySource {
+        kind: MemoryKind::Document,
+        reference: "manual".into(),
+        title: String::new(),
+        readers: MemoryReaders::Family,
+        member: None,
+        conversation: None,
+        created_at_ms: T0,
+        chunks: vec!["tulips manual".into()],
+    };
+    memory.put_sources(&[more], None, T0).await.unwrap();
+    let tulips = memory_query_words("tulips");
+    let hits = memory
+        .search_words(&member("bob"), &tulips, &filter, 5)
+        .await
+        .unwrap();
+    let ids: Vec<i64> = hits.iter().map(|hit| hit.chunk_id).collect();
+    assert_eq!(ids.len(), 2);
+    assert!(
+        ids.iter().any(|id| *id > 3),
+        "{ids:?}: the new chunk after the deleted one"
+    );
+    from.close().await;
+    on_postgres.close().await;
 }
 
 /// Two workers on one database: what one writes the other sees at once, and the right code
