@@ -66,7 +66,7 @@ pub use mcp_names::{
 pub use memory::MemoryConfig;
 pub use profiles::{
     DEFAULT_INTENTS_FILE, DelegationLevel, Engine, IMPLICIT_PROFILE_ID, PluginApprovalName,
-    ProcessingConfig, ResolvedProfile, ToolsConfig,
+    ProcessingConfig, Recall, ResolvedProfile, ToolsConfig,
 };
 pub use reminders::RemindersConfig;
 pub use secret::Secret;

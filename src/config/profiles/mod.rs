@@ -63,6 +63,21 @@ pub enum Engine {
     Intents,
 }
 
+/// How family memory reaches a profile's model (`processing_config.recall`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Recall {
+    /// The model searches memory itself: `search_memory` is offered where the profile's
+    /// `enable_local_tools` names it, like every other tool. The default.
+    #[default]
+    Tool,
+    /// As `tool`, and the best few snippets memory holds for each message go to the model
+    /// with the message.
+    Auto,
+    /// Never: no `search_memory` (even where `enable_local_tools` names it), no snippets.
+    Off,
+}
+
 /// A service profile with every setting decided.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ResolvedProfile {
@@ -96,6 +111,8 @@ pub struct ProcessingConfig {
     pub calendar: CalendarConfig,
     /// Give the model the titles of the notes the member may read each turn (bounded).
     pub include_notes_in_prompt: bool,
+    /// How family memory reaches the model.
+    pub recall: Recall,
 }
 
 /// The merged `tools_config` of one profile.
@@ -143,6 +160,7 @@ struct ProcessingLayer {
     intents_file: Option<String>,
     calendar_config: Option<CalendarLayer>,
     include_notes_in_prompt: Option<bool>,
+    recall: Option<Recall>,
 }
 
 impl ProcessingLayer {
@@ -189,6 +207,7 @@ impl ProcessingLayer {
             include_notes_in_prompt: upper
                 .include_notes_in_prompt
                 .or(self.include_notes_in_prompt),
+            recall: upper.recall.or(self.recall),
         }
     }
 
@@ -219,6 +238,7 @@ impl ProcessingLayer {
                 .unwrap_or_else(|| DEFAULT_INTENTS_FILE.to_owned()),
             calendar: self.calendar_config.unwrap_or_default().finish(),
             include_notes_in_prompt: self.include_notes_in_prompt.unwrap_or(false),
+            recall: self.recall.unwrap_or_default(),
         }
     }
 }
