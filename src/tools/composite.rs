@@ -118,6 +118,14 @@ impl ToolsProvider for CompositeToolsProvider {
         }
         (!notes.is_empty()).then(|| notes.join("\n\n"))
     }
+
+    async fn message_note(&self, context: &ToolContext, text: &str) -> Option<String> {
+        let mut notes = Vec::new();
+        for provider in &self.providers {
+            notes.extend(provider.message_note(context, text).await);
+        }
+        (!notes.is_empty()).then(|| notes.join("\n\n"))
+    }
 }
 
 #[cfg(test)]

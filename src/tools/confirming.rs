@@ -155,6 +155,10 @@ impl ToolsProvider for ConfirmingToolsProvider {
     async fn turn_note(&self, context: &ToolContext) -> Option<String> {
         self.inner.turn_note(context).await
     }
+
+    async fn message_note(&self, context: &ToolContext, text: &str) -> Option<String> {
+        self.inner.message_note(context, text).await
+    }
 }
 
 /// `Run profile_update?` and one line per argument, values as plain text.

@@ -93,4 +93,8 @@ impl ToolsProvider for FilteredToolsProvider {
     async fn turn_note(&self, context: &ToolContext) -> Option<String> {
         self.inner.turn_note(context).await
     }
+
+    async fn message_note(&self, context: &ToolContext, text: &str) -> Option<String> {
+        self.inner.message_note(context, text).await
+    }
 }

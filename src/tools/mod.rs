@@ -158,4 +158,11 @@ pub trait ToolsProvider: Send + Sync {
     async fn turn_note(&self, _context: &ToolContext) -> Option<String> {
         None
     }
+
+    /// What the model should have beside the member's message `text` this turn (what
+    /// family memory holds on it), given with the message, after the history: it bears on
+    /// this message only, so it is neither in the system prompt nor kept in the history.
+    async fn message_note(&self, _context: &ToolContext, _text: &str) -> Option<String> {
+        None
+    }
 }

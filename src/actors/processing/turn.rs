@@ -207,7 +207,18 @@ impl TurnRunner {
         let later: Vec<Sight> = sights.iter().map(Sight::for_history).collect();
         let stored_text = user_message_text(&message.text, &inbound.extras, &later);
         let entries = vec![self.entry(inbound, ChatMessage::user(stored_text))];
-        let user_text = user_message_text(&message.text, &inbound.extras, &sights);
+        let mut user_text = user_message_text(&message.text, &inbound.extras, &sights);
+        // What family memory holds on this message (`recall: auto`): read with the message,
+        // after the history, in this turn's request only; the history keeps the member's
+        // words alone, and the next message finds its own.
+        if let Some(note) = self
+            .tools
+            .message_note(&self.tool_context(inbound), &message.text)
+            .await
+        {
+            user_text.push_str("\n\n");
+            user_text.push_str(&note);
+        }
         let mut user_message = ChatMessage::user(user_text);
         user_message.images = images;
         messages.push(user_message);
