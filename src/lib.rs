@@ -44,7 +44,7 @@
 //! - [`workers`]: this process as one worker of its database: heartbeats, leases and the
 //!   trust in them, wake-ups from the other workers.
 //! - [`recall`]: what the family told hearth found again: texts cut into chunks, full-text
-//!   and vector rankings fused.
+//!   and vector rankings fused, the `search_memory` tool and the snippets of `recall: auto`.
 //! - [`notes`]: the family's notes: who reads, changes and deletes which, the tools, and the
 //!   titles given to the model each turn.
 //! - [`ids`]: member, confirmation, conversation and prompt ids, each parsed once where it
