@@ -79,6 +79,8 @@ pub(super) async fn start_profiles(
         reminders: reminders.clone(),
         notes: stores.notes.clone(),
         family: family.family.clone(),
+        // Memory is searched wherever a profile's `recall` lets it.
+        memory: Some(tools::memory_search(loaded, base, broker)),
     };
     let intents_deps = IntentsDeps {
         broker: broker.clone().recipient(),

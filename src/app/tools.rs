@@ -7,6 +7,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use actix::{Addr, AsyncContext, Context, Recipient};
+use async_trait::async_trait;
 
 use super::StartError;
 use super::addresses::EarlyAddresses;
@@ -18,13 +19,18 @@ use crate::actors::request_queue::RequestQueue;
 
 use crate::actors::delegation::{DELEGATE_TOOL, Delegate, DelegationTargetInfo, DelegationTool};
 use crate::calendar::{CALENDAR_TOOL_NAMES, CalendarToolset, ProfileCalendars};
-use crate::config::{LoadedConfig, ResolvedProfile, Secret};
+use crate::config::{LoadedConfig, Recall, ResolvedProfile, Secret};
 use crate::family::Family;
+use crate::ids::MemberId;
+use crate::llm::{Embed, EmbedPurpose, LlmError};
 use crate::local_time::ZoneName;
 use crate::notes::{NOTE_TOOL_NAMES, NotesToolset};
 use crate::plugins::{PluginRuntime, ROUTE_TO_PLUGIN, RouteToPluginTool};
 use crate::ports::Notes;
 use crate::readiness::Readiness;
+use crate::recall::{
+    MEMORY_TOOL_NAMES, MemorySearch, MemoryToolset, QueryEmbedder, QueryVector, QueryVectorError,
+};
 use crate::reminders::{REMINDER_TOOL_NAMES, RemindersParts, RemindersToolset};
 use crate::scripts::{RUN_SCRIPT, SCRIPT_TOOL_NAMES, ScriptsToolset};
 #[cfg(feature = "mcp")]
@@ -153,6 +159,54 @@ pub(super) struct ToolParts {
     /// The family's notes, and who the members are (their roles decide who deletes what).
     pub notes: Arc<dyn Notes>,
     pub family: Arc<Family>,
+    /// Family memory's search; `None` while memory is off.
+    pub memory: Option<Arc<MemorySearch>>,
+}
+
+/// Family memory searched as members ask: by words, and by meaning through the broker when
+/// `memory.embedding_model` names a model.
+pub(super) fn memory_search(
+    loaded: &LoadedConfig,
+    base: &Foundation,
+    broker: &Addr<LlmBroker>,
+) -> Arc<MemorySearch> {
+    let embedder: Option<Arc<dyn QueryEmbedder>> = loaded
+        .config
+        .embedding_llm()
+        .map(|_| Arc::new(BrokerQueryEmbedder(broker.clone())) as Arc<dyn QueryEmbedder>);
+    Arc::new(MemorySearch::new(
+        base.stores.family_memory.clone(),
+        embedder,
+    ))
+}
+
+/// A member's query turned into a vector by the broker (`Embed`, purpose `Query`).
+struct BrokerQueryEmbedder(Addr<LlmBroker>);
+
+#[async_trait]
+impl QueryEmbedder for BrokerQueryEmbedder {
+    async fn embed_query(
+        &self,
+        query: &str,
+        member: &MemberId,
+    ) -> Result<QueryVector, QueryVectorError> {
+        let embeddings = self
+            .0
+            .send(Embed {
+                texts: vec![query.to_owned()],
+                member: Some(member.clone()),
+                purpose: EmbedPurpose::Query,
+            })
+            .await
+            .map_err(|error| QueryVectorError::Broker(error.to_string()))??;
+        let vector = embeddings.vectors.into_iter().next().ok_or_else(|| {
+            LlmError::Decode("the embedding answer has no vector for the query".into())
+        })?;
+        Ok(QueryVector {
+            model: embeddings.model,
+            vector,
+        })
+    }
 }
 
 /// A profile's tools, and whether it routes to plugins (only such a profile completes a
@@ -243,6 +297,26 @@ pub(super) fn profile_tools(
             )),
             note_tools,
         )));
+    }
+    // Family memory: `search_memory` where `enable_local_tools` names it, and each
+    // message's snippets under `recall: auto` whether it is named or not; nothing at all
+    // under `recall: off`.
+    let recall = profile.processing.recall;
+    if let Some(search) = &parts.memory
+        && recall != Recall::Off
+    {
+        let memory_tools = enabled_among(profile, MEMORY_TOOL_NAMES);
+        if !memory_tools.is_empty() || recall == Recall::Auto {
+            providers.push(Arc::new(FilteredToolsProvider::new(
+                Arc::new(MemoryToolset::new(
+                    search.clone(),
+                    parts.family.clone(),
+                    ZoneName::from(profile.processing.timezone),
+                    recall == Recall::Auto,
+                )),
+                memory_tools,
+            )));
+        }
     }
     // `run_script` asks the member itself, every time, showing the final values; naming
     // it in `confirm_tools` too would ask twice.

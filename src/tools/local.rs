@@ -14,12 +14,11 @@ use crate::ports::UserProfiles;
 /// `route_to_plugin` by the plugins (`plugins::RouteToPluginTool`), the family-script
 /// tools by `scripts::ScriptsToolset` (`scripts::SCRIPT_TOOL_NAMES`), and
 /// `check_order_status` by an intents profile whose intents file has a `data_source`
-/// (`intents::OrderStatusTool`), and the reminder tools by `reminders::RemindersToolset`
-/// (`reminders::REMINDER_TOOL_NAMES`), and the calendar tools by `calendar::CalendarToolset`
-/// (`calendar::CALENDAR_TOOL_NAMES`).
 /// (`intents::OrderStatusTool`), the reminder tools by `reminders::RemindersToolset`
-/// (`reminders::REMINDER_TOOL_NAMES`), and the note tools by `notes::NotesToolset`
-/// (`notes::NOTE_TOOL_NAMES`).
+/// (`reminders::REMINDER_TOOL_NAMES`), the calendar tools by `calendar::CalendarToolset`
+/// (`calendar::CALENDAR_TOOL_NAMES`), the note tools by `notes::NotesToolset`
+/// (`notes::NOTE_TOOL_NAMES`), and `search_memory` by `recall::MemoryToolset`
+/// (`recall::MEMORY_TOOL_NAMES`).
 pub const LOCAL_TOOL_NAMES: &[&str] = &[
     "profile_get",
     "profile_update",
@@ -45,6 +44,7 @@ pub const LOCAL_TOOL_NAMES: &[&str] = &[
     "search_notes",
     "list_notes",
     "delete_note",
+    "search_memory",
 ];
 
 #[async_trait]
