@@ -12,6 +12,7 @@ mod http;
 mod intents;
 mod llm;
 mod matrix;
+mod memory;
 mod notes;
 mod paused;
 mod postgres;

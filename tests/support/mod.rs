@@ -7,6 +7,7 @@ pub mod buy_server;
 pub mod calendar_server;
 pub mod delivery;
 pub mod faketime;
+pub mod family_memory;
 pub mod family_scripts;
 pub mod hearth_app;
 pub mod intents_profile;
