@@ -84,10 +84,12 @@ fn the_example_file_loads_with_its_two_secrets() {
             "search_calendar_events",
             "add_calendar_event",
             "modify_calendar_event",
-            "delete_calendar_event"
+            "delete_calendar_event",
+            "search_memory"
         ]
     );
     assert!(!default.processing.include_notes_in_prompt);
+    assert_eq!(default.processing.recall, Recall::Tool);
     // Narrowing the tools kept the default confirmations.
     assert_eq!(focused.tools.confirm_tools, default.tools.confirm_tools);
     // A calendar is written only after the member approves the exact change.

@@ -1,10 +1,10 @@
 //! Seed 004's profile merging: its example merges as written, a profile drops confirmations
-//! only by saying so, levels and built-in defaults, the implicit default profile and which
-//! profile is the default.
+//! only by saying so, levels and built-in defaults, `recall` inherited and overridden, the
+//! implicit default profile and which profile is the default.
 
 use hearth::config::*;
 
-use super::{MINIMAL, load_text};
+use super::{MINIMAL, assert_problem, load_error, load_text};
 
 /// Seed 004 §3.2's example, with the model names as `llms` entries (calendar_config left out:
 /// it is not a key hearth knows).
@@ -143,6 +143,32 @@ fn delegation_level_unset_everywhere_is_confirm_and_inherits_from_defaults() {
     assert_eq!(
         loaded.profiles[0].processing.delegation_security_level,
         DelegationLevel::Blocked
+    );
+}
+
+#[test]
+fn recall_is_tool_unless_a_layer_says_otherwise_and_names_a_wrong_value() {
+    let text = format!(
+        "{MINIMAL}default_profile_settings:\n  processing_config: {{ recall: auto }}\nservice_profiles:\n  - id: first\n  - id: second\n    processing_config: {{ recall: off }}\n"
+    );
+    let loaded = load_text(&text, &[]);
+    assert_eq!(loaded.profiles[0].processing.recall, Recall::Auto);
+    assert_eq!(loaded.profiles[1].processing.recall, Recall::Off);
+    assert_eq!(
+        load_text(MINIMAL, &[]).profiles[0].processing.recall,
+        Recall::Tool
+    );
+    let (message, file) = load_error(
+        &format!(
+            "{MINIMAL}service_profiles:\n  - id: first\n    processing_config: {{ recall: always }}\n"
+        ),
+        &[],
+    );
+    assert_problem(
+        &message,
+        &file,
+        "service_profiles[0].processing_config.recall",
+        "always",
     );
 }
 
