@@ -167,7 +167,7 @@ pub fn snippet(text: &str, words: &[String]) -> String {
         }
         let word: String = chars[start..at].iter().collect();
         let folded = fold_for_search(&word);
-        if words.iter().any(|wanted| *wanted == folded) {
+        if words.contains(&folded) {
             first_hit = Some(start);
         }
     }

@@ -198,7 +198,7 @@ impl MemoryToolset {
             .search
             .find(&context.member_id, &asked.query, &asked.filter, TOOL_HITS)
             .await
-            .map_err(|error| storage(error))?;
+            .map_err(storage)?;
         tracing::info!(
             member = %context.member_id,
             hits = found.hits.len(),
