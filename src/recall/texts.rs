@@ -82,7 +82,7 @@ impl Reading<'_> {
             line.push_str(", ");
             line.push_str(&who);
         }
-        format!("{line}, {}: “{}”", self.day(hit), snippet(&hit.text, words))
+        format!("{line}, {}: “{}”", self.day(hit), snippet(said(hit), words))
     }
 
     /// At most `most` hits as numbered lines, within `chars` characters (the first always).
@@ -137,6 +137,20 @@ impl Reading<'_> {
              and say where it comes from:\n{})",
             lines.join("\n")
         ))
+    }
+}
+
+/// What a hit says beyond its title: a note's first chunk starts with its title (it is
+/// indexed so its title's words find it), which the line shows already.
+fn said(hit: &MemoryHit) -> &str {
+    if hit.title.is_empty() {
+        return &hit.text;
+    }
+    match hit.text.strip_prefix(hit.title.as_str()) {
+        Some(rest) if rest.starts_with(char::is_whitespace) && !rest.trim().is_empty() => {
+            rest.trim_start()
+        }
+        _ => &hit.text,
     }
 }
 
@@ -304,6 +318,22 @@ mod tests {
              2. note \"Wifi\", Alice, Yesterday, Mon 2 Mar: “the password is hearth-rocks”\n\
              3. chat on telegram, hearth, Today: “Noted: dentist on Friday at 10”\n\
              4. document \"trip.pdf\", Sun 5 Jan 2025: “Bring 12 euros”"
+        );
+        // A note's chunk holding its title says the rest; a title alone stays.
+        let mut titled = found[1].clone();
+        titled.text = "Wifi\n\nthe password is hearth-rocks".into();
+        assert!(
+            reading
+                .line(&titled, &[])
+                .ends_with(": “the password is hearth-rocks”")
+        );
+        titled.text = "Wifi".into();
+        assert!(reading.line(&titled, &[]).ends_with(": “Wifi”"));
+        titled.text = "Wifi-free weekend".into();
+        assert!(
+            reading
+                .line(&titled, &[])
+                .ends_with(": “Wifi-free weekend”")
         );
         let mut here_hit = found[0].clone();
         here_hit.conversation = Some(here.clone());
