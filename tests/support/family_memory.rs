@@ -1,9 +1,10 @@
 //! Family memory for the tests of `search_memory` and `recall`: what hearth holds put into
-//! the store through the `FamilyMemory` port as the design says an indexer writes it (each
-//! chat-text entry of the history a `chat` source read by its conversation's writers, each
-//! note a `note` source read by the family or its author, their texts cut by
-//! `recall::chunks`), so every source is a real history row or note; vectors of a test's
-//! choosing; and a member's search as the model makes it, with what the tool answered.
+//! the store through the `FamilyMemory` port as the indexer writes it (each chat-text entry
+//! of the history a `chat` source read by its conversation's writers, each note a `note`
+//! source of its title and content read by the family or its author, their texts cut by
+//! `recall::chunks`), so every source is a real history row or note and an indexer running
+//! beside the test writes the same; vectors of a test's choosing, under each chunk's hash;
+//! and a member's search as the model makes it, with what the tool answered.
 
 // The integration tests and the benchmarks each use a different part of this.
 #![allow(dead_code)]
@@ -112,7 +113,7 @@ pub async fn remember_everything(app: &Hearth) {
         member: Some(note.author.clone()),
         conversation: None,
         created_at_ms: note.updated_at_ms,
-        chunks: chunks_of(&note.content),
+        chunks: chunks_of(&format!("{}\n\n{}", note.title, note.content)),
     }));
     memory
         .put_sources(&sources, None, hearth::clock::now_ms())
@@ -120,27 +121,32 @@ pub async fn remember_everything(app: &Hearth) {
         .expect("sources put");
 }
 
-/// Every chunk without a vector of the embedding model given one: `meaning(text)`'s hashed
-/// vector, as a model that reads `text` so would give it.
-pub async fn give_vectors(app: &Hearth, meaning: impl Fn(&str) -> String) {
-    let memory = &app.app().stores.family_memory;
-    let missing = memory
-        .vectors_missing(EMBEDDING_MODEL, 10_000)
-        .await
-        .expect("chunks without vectors read");
-    let vectors: Vec<(String, Vec<f32>)> = missing
-        .into_iter()
-        .map(|(hash, text)| {
-            (
-                hash,
-                hashed_embedding(&meaning(&text), EMBEDDING_DIMENSIONS),
-            )
+/// The vector of the embedding model for each note's chunks (as `remember_everything` cuts
+/// them): `meaning(chunk)`'s hashed vector, as a model that reads the chunk so would give
+/// it. Kept under each chunk's hash whether or not it has a vector already.
+pub async fn give_vectors(app: &Hearth, notes: &[&Note], meaning: impl Fn(&str) -> String) {
+    let vectors: Vec<(String, Vec<f32>)> = notes
+        .iter()
+        .flat_map(|note| chunks_of(&format!("{}\n\n{}", note.title, note.content)))
+        .map(|chunk| {
+            let vector = hashed_embedding(&meaning(&chunk), EMBEDDING_DIMENSIONS);
+            (hearth::secrets::sha256_hex(chunk.as_bytes()), vector)
         })
         .collect();
-    memory
+    app.app()
+        .stores
+        .family_memory
         .put_vectors(EMBEDDING_MODEL, &vectors)
         .await
         .expect("vectors put");
+}
+
+/// The embedding requests the scripted server got for `text` alone (a query's).
+pub fn embedded(llm: &ScriptedLlmServer, text: &str) -> usize {
+    llm.embedding_requests()
+        .iter()
+        .filter(|request| request.body["input"] == serde_json::json!([text]))
+        .count()
 }
 
 /// The requests for chat completions the scripted server got (not its embeddings').

@@ -1,7 +1,7 @@
 //! `search_memory` over HTTP with the scripted model calling the real tool: the source and
 //! the days (the member's, in their zone) narrow a search; with an embedding model the
 //! query's vector (the scripted server's `/v1/embeddings`) finds a note sharing no word with
-//! it, and when that endpoint fails the words still find theirs; `recall: auto` gives the
+//! it, and with the model unreachable the words still find theirs; `recall: auto` gives the
 //! best snippets with the member's message, after the history and never kept in it, `tool`
 //! only offers the tool, and `off` offers nothing.
 
@@ -9,7 +9,8 @@ use chrono::TimeZone;
 use serde_json::{Value, json};
 
 use crate::support::family_memory::{
-    chat_requests, give_vectors, remember_everything, search_as, with_embeddings, write_note,
+    chat_requests, embedded, give_vectors, remember_everything, search_as, with_embeddings,
+    write_note,
 };
 use crate::support::hearth_app::Hearth;
 use crate::support::llm_server::{EmbeddingStep, ScriptedLlmServer, Step};
@@ -138,14 +139,12 @@ async fn the_source_and_the_member_s_days_narrow_a_search() {
     app.stop().await;
 }
 
-#[actix::test]
-async fn vectors_find_what_shares_no_word_and_the_words_go_on_without_them() {
-    let llm = ScriptedLlmServer::start();
-    let base_url = llm.base_url();
-    let app = start(&llm, |config| with_embeddings(config, &base_url)).await;
+/// Two family notes put in memory, and their vectors: the embedding model knows Dr Okafor
+/// is the family's tooth doctor; the other note's vector is its own text's.
+async fn dentist_and_eyes(app: &Hearth, question: &str) {
     let now = hearth::clock::now_ms();
-    write_note(
-        &app,
+    let dentist = write_note(
+        app,
         "alice",
         "Dentist",
         "Dr Okafor on Linden Street, Thursdays at four",
@@ -153,8 +152,8 @@ async fn vectors_find_what_shares_no_word_and_the_words_go_on_without_them() {
         now,
     )
     .await;
-    write_note(
-        &app,
+    let eyes = write_note(
+        app,
         "alice",
         "Eyes",
         "The doctor said Max needs glasses",
@@ -162,44 +161,95 @@ async fn vectors_find_what_shares_no_word_and_the_words_go_on_without_them() {
         now,
     )
     .await;
-    remember_everything(&app).await;
-    // The embedding model knows Dr Okafor is the family's tooth doctor.
-    let question = "who is our tooth doctor";
-    give_vectors(&app, |text| {
-        if text.contains("Okafor") {
+    remember_everything(app).await;
+    give_vectors(app, &[&dentist, &eyes], |chunk| {
+        if chunk.contains("Okafor") {
             question.to_owned()
         } else {
-            text.to_owned()
+            chunk.to_owned()
         }
     })
     .await;
+}
 
-    let found = search_as(&app, &llm, "bob", json!({ "query": question })).await;
+const QUESTION: &str = "who is our tooth doctor";
+
+#[actix::test]
+async fn the_query_s_vector_finds_a_note_sharing_no_word_with_it() {
+    let llm = ScriptedLlmServer::start();
+    let base_url = llm.base_url();
+    let app = start(&llm, |config| with_embeddings(config, &base_url)).await;
+    dentist_and_eyes(&app, QUESTION).await;
+
+    // "tooth" and "doctor" are the query's words; only the eye doctor's note holds one.
+    let found = search_as(&app, &llm, "bob", json!({ "query": QUESTION })).await;
     assert_eq!(hits(&found).len(), 2, "{found}");
     assert!(
         found.contains("note \"Dentist\", Alice, ") && found.contains("“Dr Okafor on Linden"),
         "{found}"
     );
-    assert!(found.contains("note \"Eyes\""), "{found}");
-    let embedded = llm.embedding_requests();
-    assert_eq!(embedded.len(), 1);
-    assert_eq!(embedded[0].body["input"], json!([question]));
-    assert_eq!(embedded[0].body["model"], "scripted-embedding");
-
-    // The embedding endpoint refuses: the words alone decide, and the member hears nothing
-    // of it.
-    llm.push_embedding(EmbeddingStep::Error {
-        status: 400,
-        retry_after: None,
-    });
-    let words_only = search_as(&app, &llm, "bob", json!({ "query": question })).await;
-    assert_eq!(hits(&words_only).len(), 1, "{words_only}");
     assert!(
-        words_only.contains("“The doctor said Max needs glasses”"),
-        "{words_only}"
+        found.contains("“The doctor said Max needs glasses”"),
+        "{found}"
     );
-    assert_eq!(llm.embedding_requests().len(), 2);
+    assert_eq!(embedded(&llm, QUESTION), 1);
+    let asked = llm.embedding_requests();
+    let asked = asked
+        .iter()
+        .find(|request| request.body["input"] == json!([QUESTION]))
+        .unwrap();
+    assert_eq!(asked.body["model"], "scripted-embedding");
     app.stop().await;
+}
+
+#[actix::test]
+async fn the_words_alone_answer_when_the_embeddings_endpoint_fails() {
+    let llm = ScriptedLlmServer::start();
+    // An embeddings server of its own refusing every call (400: not tried again), and a
+    // port nothing listens on.
+    let refusing = ScriptedLlmServer::start();
+    for _ in 0..20 {
+        refusing.push_embedding(EmbeddingStep::Error {
+            status: 400,
+            retry_after: None,
+        });
+    }
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let unreachable = format!(
+        "http://127.0.0.1:{}/v1",
+        closed.local_addr().unwrap().port()
+    );
+    drop(closed);
+    for (embeddings, outcome) in [
+        (refusing.base_url(), "http_error"),
+        (unreachable, "connect"),
+    ] {
+        let app = start(&llm, |config| with_embeddings(config, &embeddings)).await;
+        dentist_and_eyes(&app, QUESTION).await;
+        let words_only = search_as(&app, &llm, "bob", json!({ "query": QUESTION })).await;
+        assert!(
+            words_only.starts_with(&format!("From memory for \"{QUESTION}\", best first")),
+            "{outcome}: {words_only}"
+        );
+        assert_eq!(hits(&words_only).len(), 1, "{outcome}: {words_only}");
+        assert!(
+            words_only.contains("note \"Eyes\", Alice, ")
+                && words_only.contains("“The doctor said Max needs glasses”"),
+            "{outcome}: {words_only}"
+        );
+        // The query was tried on the embedding model, and failed.
+        let failed = app.app().metrics.value(
+            "hearth_llm_calls_total",
+            &[
+                ("backend", "cloud"),
+                ("llm", "vectors"),
+                ("outcome", outcome),
+            ],
+        );
+        assert!(failed >= 1.0, "{outcome}: {failed}");
+        app.stop().await;
+    }
+    assert!(embedded(&refusing, QUESTION) >= 1);
 }
 
 /// The content of the last user message of chat request `request`, and whether the tools
