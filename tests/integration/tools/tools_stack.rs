@@ -105,9 +105,9 @@ async fn local_provider_offers_every_local_tool() {
     let mut offered = names(&tools);
     offered.sort_unstable();
     // delegate_to_service, route_to_plugin, the family-script tools, the reminder tools, the
-    // note tools, the calendar tools and check_order_status are local tools too, but built
-    // per profile by the delegation actor, the plugins, the scripts, the reminders, the
-    // notes, the calendar and the intents engine.
+    // note tools, the calendar tools, search_memory and check_order_status are local tools
+    // too, but built per profile by the delegation actor, the plugins, the scripts, the
+    // reminders, the notes, the calendar, recall and the intents engine.
     let mut known: Vec<&str> = LOCAL_TOOL_NAMES
         .iter()
         .copied()
@@ -123,6 +123,7 @@ async fn local_provider_offers_every_local_tool() {
         .filter(|name| !hearth::reminders::REMINDER_TOOL_NAMES.contains(name))
         .filter(|name| !hearth::notes::NOTE_TOOL_NAMES.contains(name))
         .filter(|name| !hearth::calendar::CALENDAR_TOOL_NAMES.contains(name))
+        .filter(|name| !hearth::recall::MEMORY_TOOL_NAMES.contains(name))
         .collect();
     known.sort_unstable();
     assert_eq!(offered, known);
