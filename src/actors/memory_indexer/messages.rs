@@ -1,6 +1,7 @@
 //! What the `MemoryIndexer` is asked: a pass now (`IndexNow`), answered with what the pass
-//! did (`PassReport`). Sent by tests and by whatever wants what it just stored found at
-//! once rather than at the next pass; handled in `memory_indexer/mod.rs`.
+//! did (`PassReport`), sent by tests and by whatever wants what it just stored found at
+//! once rather than at the next pass; and to stop (`StopIndexing`), sent by
+//! `RunningApp::stop` before the database closes. Handled in `memory_indexer/mod.rs`.
 
 use actix::Message;
 
@@ -30,3 +31,9 @@ pub struct PassReport {
     /// Why the pass stopped early (the database, the embedding model), if it did.
     pub error: Option<String>,
 }
+
+/// Stop: no pass after this one; a pass running is dropped between two writes (each is
+/// whole or not at all), and the next start goes on from the cursor.
+#[derive(Debug, Clone, Copy, Message)]
+#[rtype(result = "()")]
+pub struct StopIndexing;

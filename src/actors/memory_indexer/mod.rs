@@ -26,7 +26,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use actix::fut::{ActorFutureExt, WrapFuture};
-use actix::{Actor, AsyncContext, Context, Handler, Recipient, ResponseFuture, SpawnHandle};
+use actix::{
+    Actor, ActorContext, AsyncContext, Context, Handler, Recipient, ResponseFuture, SpawnHandle,
+};
 use tokio::sync::oneshot;
 use tokio::time::Instant;
 use tracing::Instrument;
@@ -38,7 +40,7 @@ use crate::metrics::Metrics;
 use crate::ports::FamilyMemory;
 use crate::workers::Worker;
 
-pub use messages::{IndexNow, PassReport};
+pub use messages::{IndexNow, PassReport, StopIndexing};
 pub use pass::{CHAT_BATCH, CURSOR, EMBED_BATCH, EMBED_ROUNDS, SETTLE, VECTORS_LOOK_EVERY};
 
 /// The lease whose holder indexes, among the workers of a shared database.
@@ -282,5 +284,13 @@ impl Handler<IndexNow> for MemoryIndexer {
             self.next.push(answer);
         }
         Box::pin(async move { answered.await.unwrap_or_default() })
+    }
+}
+
+impl Handler<StopIndexing> for MemoryIndexer {
+    type Result = ();
+
+    fn handle(&mut self, _: StopIndexing, ctx: &mut Self::Context) {
+        ctx.stop();
     }
 }
