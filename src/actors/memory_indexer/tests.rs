@@ -1,10 +1,10 @@
 //! The indexer on tokio's paused clock over the in-memory store, embedding through the
 //! real `LlmBroker` on an embedder that counts what it is sent: a turn indexed once it has
 //! settled, once, read only in its conversation; passes on their own every interval, a
-//! backlog in batches; a changed note indexed again, a deleted one gone; each text embedded
-//! once however many chunks hold it; a failed embedding tried again after its backoff
-//! without losing place; a private note of someone outside the family kept empty; and
-//! among workers, only the holder of the lease indexing.
+//! backlog in batches; a changed note indexed again (its readers too), a deleted one gone;
+//! each text embedded once however many chunks hold it; a failed embedding tried again
+//! after its backoff without losing place; a private note of someone outside the family
+//! kept empty; and among workers, only the holder of the lease indexing.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -376,6 +376,23 @@ async fn a_changed_note_is_indexed_again_and_a_deleted_one_goes() {
     assert_eq!(report.notes, 1);
     assert!(setup.found("alice", "kartoffel").await.is_empty());
     assert_eq!(setup.found("alice", "sonnenblume").await.len(), 1);
+
+    // Made private by its author: the family reads it no more.
+    let wifi = Notes::get(
+        store.as_ref(),
+        &member("alice"),
+        &NoteRef::Title("Wifi".into()),
+    )
+    .await;
+    let wifi = wifi.unwrap().unwrap();
+    let private = NoteVisibility::Private;
+    (store.set_visibility(&member("alice"), wifi.id, private, now_ms()))
+        .await
+        .unwrap();
+    tokio::time::sleep(2 * SECOND).await;
+    assert_eq!(setup.index().await.notes, 1);
+    assert_eq!(setup.found("alice", "sonnenblume").await.len(), 1);
+    assert!(setup.found("bob", "sonnenblume").await.is_empty());
 
     let deleted = store
         .delete(&member("bob"), &NoteRef::Title("Diary".into()))
