@@ -56,6 +56,7 @@ pub async fn family(
     let membership = Membership::new(
         Arc::new(Family::new(&config.family).stored_in(stores.members.clone())),
         stores.members.clone(),
+        stores.family_memory.clone(),
         false,
     );
     membership.load().await?;

@@ -2,9 +2,9 @@
 //! running hearth's HTTP API when one runs on the database), `check-config` (print the
 //! resolved profiles), `doctor` (try each part the configuration names), `migrate` and
 //! `telemetry` (`--conversation`: the intents engine's stages); beside them `family`
-//! (`family_command.rs`), `token` and `web-link` (`web_command.rs`) and `copy-store`
-//! (`copy_store_command.rs`), each in a file of its own, as are `check-config`
-//! (`check_config_command.rs`) and `doctor` (`doctor/`).
+//! (`family_command.rs`), `memory` (`memory_command.rs`), `token` and `web-link`
+//! (`web_command.rs`) and `copy-store` (`copy_store_command.rs`), each in a file of its
+//! own, as are `check-config` (`check_config_command.rs`) and `doctor` (`doctor/`).
 //!
 //! `chat` beside a running hearth speaks through its HTTP API with a token of its member
 //! made for the chat and revoked at its end; with none running it holds the database lock
@@ -12,14 +12,15 @@
 //! answers. While nobody is a member, `run` prints set-up's code for the first parent.
 //!
 //! Only `run`, standalone `chat` and `migrate` write the database, each holding its
-//! instance lock; `check-config`, `doctor` and `telemetry` open it read-only, beside a
-//! running hearth too, never migrating it. An error ends the command with its message and
-//! causes, never a backtrace. Logging is set up here, and the actix System runs on this
+//! instance lock; `check-config`, `doctor`, `telemetry` and `memory status` open it
+//! read-only, beside a running hearth too, never migrating it. An error ends the command
+//! with its message and causes, never a backtrace. Logging is set up here, and the actix System runs on this
 //! process's one actors' thread (ARCHITECTURE.md, Threads).
 
 mod check_config_command;
 mod copy_store_command;
 mod family_command;
+mod memory_command;
 mod web_command;
 
 use std::net::SocketAddr;
@@ -89,6 +90,11 @@ enum Command {
     Family {
         #[command(subcommand)]
         command: family_command::FamilyCommand,
+    },
+    /// Family memory: what it holds and how far its indexer is behind.
+    Memory {
+        #[command(subcommand)]
+        command: memory_command::MemoryCommand,
     },
     /// Members' own API tokens: each speaks only as its member.
     Token {
@@ -228,6 +234,10 @@ fn run_command(cli: Cli) -> anyhow::Result<()> {
         Command::Family { command } => in_actix_system(async move {
             let existing = existing_database(&loaded).await?;
             family_command::family(loaded, command, existing).await
+        }),
+        Command::Memory { command } => in_actix_system(async move {
+            let existing = existing_database(&loaded).await?;
+            memory_command::memory(loaded, command, existing).await
         }),
     }
 }

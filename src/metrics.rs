@@ -135,19 +135,28 @@ const HELP: &[(&str, &str, &str)] = &[
         "counter",
         "Rows and attachment folders deleted by retention, by what they were.",
     ),
+    (
+        "hearth_memory_chunks_indexed_total",
+        "counter",
+        "Chunks of text family memory indexed, by kind (chat, note); a changed note's again.",
+    ),
+    (
+        "hearth_memory_chunks_waiting_for_vectors",
+        "gauge",
+        "Chunks of family memory without a vector of memory.embedding_model, as the indexer last counted.",
+    ),
 ];
 
 impl Metrics {
     pub fn add(&self, name: &'static str, labels: &[(&'static str, &str)], value: f64) {
-        let key = (
-            name,
-            labels
-                .iter()
-                .map(|(label, value)| (*label, (*value).to_string()))
-                .collect(),
-        );
         let mut counters = self.counters.lock().unwrap_or_else(|p| p.into_inner());
-        *counters.entry(key).or_insert(0.0) += value;
+        *counters.entry(series(name, labels)).or_insert(0.0) += value;
+    }
+
+    /// A gauge of `HELP` set to `value`.
+    pub fn set(&self, name: &'static str, labels: &[(&'static str, &str)], value: f64) {
+        let mut counters = self.counters.lock().unwrap_or_else(|p| p.into_inner());
+        counters.insert(series(name, labels), value);
     }
 
     pub fn increment(&self, name: &'static str, labels: &[(&'static str, &str)]) {
@@ -206,7 +215,11 @@ impl Metrics {
                     .iter()
                     .map(|(label, value)| format!("{label}=\"{}\"", escape_label(value)))
                     .collect();
-                let _ = writeln!(text, "{name}{{{}}} {value}", labels.join(","));
+                if labels.is_empty() {
+                    let _ = writeln!(text, "{name} {value}");
+                } else {
+                    let _ = writeln!(text, "{name}{{{}}} {value}", labels.join(","));
+                }
             }
         }
         let _ = writeln!(
@@ -225,6 +238,14 @@ impl Metrics {
             .render(&mut text, ACTOR_THREAD_STALL, ACTOR_THREAD_STALL_HELP);
         text
     }
+}
+
+fn series(name: &'static str, labels: &[(&'static str, &str)]) -> SeriesKey {
+    let labels = labels
+        .iter()
+        .map(|(label, value)| (*label, (*value).to_string()))
+        .collect();
+    (name, labels)
 }
 
 fn escape_label(value: &str) -> String {

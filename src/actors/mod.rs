@@ -12,6 +12,7 @@
 pub mod channels;
 pub mod delegation;
 pub mod llm_broker;
+pub mod memory_indexer;
 pub mod processing;
 pub mod request_queue;
 pub mod scheduler;

@@ -38,6 +38,7 @@ pub(super) async fn load_family(
     let membership = Arc::new(Membership::new(
         family.clone(),
         stores.members.clone(),
+        stores.family_memory.clone(),
         config.invites.tell_strangers,
     ));
     let own_chats = own_chats_following(&family);

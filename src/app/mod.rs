@@ -23,13 +23,15 @@
 //!   names one), and the attachments folders, the HTTP API's among them;
 //! - `channels.rs`: the platforms' channels started, and the family commands' parts they
 //!   share with the HTTP API;
-//! - `serving.rs`: the HTTP channel and server, sign-in, the web page's Calendar.
+//! - `serving.rs`: the HTTP channel and server, sign-in, the web page's Calendar;
+//! - `memory.rs`: family memory's indexer, beside the running app.
 
 mod addresses;
 mod channels;
 mod family;
 mod foundation;
 mod intents;
+mod memory;
 mod models;
 mod platforms;
 mod plugins;
@@ -52,6 +54,7 @@ use crate::actors::channels::matrix::MatrixStartError;
 #[cfg(feature = "telegram")]
 use crate::actors::channels::telegram::TelegramStartError;
 use crate::actors::llm_broker::{LlmBroker, ModelEntry};
+use crate::actors::memory_indexer::{MemoryIndexer, StopIndexing};
 use crate::actors::request_queue::{DeliverReply, DrainTurns, RequestQueue};
 use crate::config::LoadedConfig;
 use crate::family::Membership;
@@ -70,6 +73,7 @@ use addresses::make_addresses_first;
 use channels::{membership_parts, start_channels};
 use family::load_family;
 use foundation::{Foundation, OpenedStores, join_workers, open_stores, start_pruner};
+use memory::start_memory_indexer;
 use models::start_llm_broker;
 // What `hearth doctor` builds the same way as start-up does.
 pub(crate) use models::{build_embedding, build_models, build_transcription};
@@ -121,6 +125,9 @@ pub struct RunningApp {
     worker: Option<Arc<Worker>>,
     /// The retention task; it ends with the app.
     pruner: AbortOnDrop,
+    /// Family memory's indexer (`None` with `memory.enabled: false`); stopped by `stop`
+    /// before the database closes.
+    pub memory_indexer: Option<Addr<MemoryIndexer>>,
     /// The small local model's server, when every profile answers with it; stopped by
     /// `stop`, killed on drop.
     local_model: Option<LocalModelServer>,
@@ -146,10 +153,10 @@ const DRAIN_TURNS_LIMIT: Duration = Duration::from_secs(20);
 impl RunningApp {
     /// Stop in the order that loses nothing: take no more messages (the HTTP server, then
     /// the channels), let the running turns end (`DrainTurns`, at most `DRAIN_TURNS_LIMIT`),
-    /// close the MCP servers and the pruner, write the telemetry still buffered, close the
-    /// database it opened (queued writes committed, the writer's thread joined), and only
-    /// then release the database lock, so no next hearth opens it while this one writes.
-    /// Actors stop with their System.
+    /// close the MCP servers, the pruner and memory's indexer, write the telemetry still
+    /// buffered, close the database it opened (queued writes committed, the writer's thread
+    /// joined), and only then release the database lock, so no next hearth opens it while
+    /// this one writes. Actors stop with their System.
     pub async fn stop(&self) {
         if let Some((handle, _)) = &self.http {
             handle.stop(true).await;
@@ -166,6 +173,10 @@ impl RunningApp {
         #[cfg(feature = "mcp")]
         self.mcp.shutdown().await;
         self.pruner.0.abort();
+        if let Some(indexer) = &self.memory_indexer {
+            // Gone already when its System stopped first: nothing left to stop.
+            let _ = indexer.send(StopIndexing).await;
+        }
         if let Some(server) = &self.local_model {
             server.stop().await;
         }
@@ -239,7 +250,7 @@ pub async fn start(loaded: &LoadedConfig, options: StartOptions) -> Result<Runni
 /// the stores and this process among the database's workers, the family, the LLM broker,
 /// the addresses of the actors that need each other, the tools' sources, one
 /// `ProcessingService` per profile, `Delegation`, the queue, the scheduler, the chat
-/// platforms' channels, the HTTP server, and the retention task.
+/// platforms' channels, the HTTP server, the retention task and memory's indexer.
 pub async fn start_with_models(
     loaded: &LoadedConfig,
     options: StartOptions,
@@ -322,6 +333,7 @@ pub async fn start_with_models(
     )
     .await?;
     let pruner = start_pruner(loaded, &base);
+    let memory_indexer = start_memory_indexer(loaded, &base, &family, &broker);
 
     let Foundation {
         stores,
@@ -345,6 +357,7 @@ pub async fn start_with_models(
         owns_stores,
         worker,
         pruner: AbortOnDrop(pruner),
+        memory_indexer,
         local_model: None,
         // Not on the paused clock's tests (`start_with_models`): their clock jumps.
         actor_thread: None,

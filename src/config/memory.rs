@@ -1,7 +1,8 @@
-//! Family memory in the configuration: `memory` (which `llms` entry turns its text into
-//! vectors) and the checks of `kind: embedding` entries: each speaks the OpenAI-compatible
-//! `/v1/embeddings`, and `memory.embedding_model` names one of them. No key that names a
-//! chat model may name one (`HearthConfig::not_a_chat_model`, `transcription.rs`).
+//! Family memory in the configuration: `memory` (whether the indexer runs, how often, and
+//! which `llms` entry turns its text into vectors) and the checks of `kind: embedding`
+//! entries: each speaks the OpenAI-compatible `/v1/embeddings`, and
+//! `memory.embedding_model` names one of them. No key that names a chat model may name one
+//! (`HearthConfig::not_a_chat_model`, `transcription.rs`).
 
 use serde::{Deserialize, Serialize};
 
@@ -10,12 +11,28 @@ use super::transcription::LlmKind;
 use super::types::{HearthConfig, LlmModelConfig, LlmProviderKind};
 
 /// Family memory: what hearth remembers of chats, notes and documents.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct MemoryConfig {
+    /// Whether the indexer keeps memory (`actors/memory_indexer/`); false: nothing new is
+    /// indexed, what is indexed stays.
+    pub enabled: bool,
+    /// How often the indexer looks for what is new (chats, changed notes, texts without a
+    /// vector); at least 1.
+    pub index_interval_seconds: u64,
     /// The `llms` entry (`kind: embedding`) memory's text is turned into vectors by; unset:
     /// nothing is turned into vectors.
     pub embedding_model: Option<String>,
+}
+
+impl Default for MemoryConfig {
+    fn default() -> Self {
+        MemoryConfig {
+            enabled: true,
+            index_interval_seconds: 5,
+            embedding_model: None,
+        }
+    }
 }
 
 impl HearthConfig {
@@ -48,6 +65,12 @@ pub(crate) fn check_memory(config: &HearthConfig, problems: &mut Problems) {
                 ),
             );
         }
+    }
+    if config.memory.index_interval_seconds == 0 {
+        problems.push(
+            "memory.index_interval_seconds",
+            "must be at least 1, found 0",
+        );
     }
     let Some(named) = &config.memory.embedding_model else {
         return;

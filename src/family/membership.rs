@@ -7,6 +7,8 @@
 //!
 //! Who may: only a parent invites, changes a role or removes a member, never themselves
 //! and never the last parent; a member of the configuration is the file's to change. A
+//! member removed loses what family memory kept as theirs alone (`FamilyMemory::
+//! remove_member`: their private sources, their places among conversations' readers). A
 //! `/link` code used from a second account of the platform where its member has one asks
 //! the member first (`Joined::SwitchAsked`, `confirm_switch`). What each refusal says is
 //! returned as `Refused(text)`, for the channel to say.
@@ -18,8 +20,8 @@ use super::invites::{self, StrangersTold};
 use crate::config::FamilyMember;
 use crate::ids::{FamilyRole, MemberId};
 use crate::ports::{
-    ChangeRefused, InvitePurpose, LockScope, MemberChange, MemberChangeKind, Members, NewInvite,
-    PlatformUser, Redeem, RedeemRefused, Redeemed, StorageError, StoredMember,
+    ChangeRefused, FamilyMemory, InvitePurpose, LockScope, MemberChange, MemberChangeKind, Members,
+    NewInvite, PlatformUser, Redeem, RedeemRefused, Redeemed, StorageError, StoredMember,
 };
 
 /// How long a code can be used.
@@ -87,6 +89,8 @@ pub type ChangeHook = Box<dyn Fn(i64) + Send + Sync>;
 pub struct Membership {
     family: Arc<Family>,
     store: Arc<dyn Members>,
+    /// What family memory keeps of a member: removed with them.
+    memory: Arc<dyn FamilyMemory>,
     told: Mutex<StrangersTold>,
     /// Strangers are told (once a day) to ask for an invite code.
     pub tell_strangers: bool,
@@ -94,10 +98,16 @@ pub struct Membership {
 }
 
 impl Membership {
-    pub fn new(family: Arc<Family>, store: Arc<dyn Members>, tell_strangers: bool) -> Self {
+    pub fn new(
+        family: Arc<Family>,
+        store: Arc<dyn Members>,
+        memory: Arc<dyn FamilyMemory>,
+        tell_strangers: bool,
+    ) -> Self {
         Membership {
             family,
             store,
+            memory,
             told: Mutex::new(StrangersTold::default()),
             tell_strangers,
             on_change: Mutex::new(Vec::new()),
@@ -374,6 +384,9 @@ impl Membership {
         };
         let changed = self.store.change_member(&change).await?;
         if changed.is_ok() {
+            if kind == MemberChangeKind::Remove {
+                self.forget_in_memory(&member.id).await;
+            }
             self.changed().await?;
         } else {
             self.family.reload().await?;
@@ -388,6 +401,22 @@ impl Membership {
             },
             Err(refused) => Change::Refused(refusal(refused, Some(&member))),
         })
+    }
+
+    /// A removed member's own sources and places among conversations' readers, gone from
+    /// family memory. The removal stands when this fails: it is logged, and what they
+    /// kept stays readable by their id alone, which nobody in the family has.
+    async fn forget_in_memory(&self, member: &MemberId) {
+        match self.memory.remove_member(member).await {
+            Ok(removed) => {
+                tracing::info!(member = %member, removed, "a removed member's memory removed")
+            }
+            Err(error) => tracing::error!(
+                member = %member,
+                %error,
+                "a removed member's private memory was not removed"
+            ),
+        }
     }
 
     /// `by` (`None`: the command line) gives `target` `role`.

@@ -201,6 +201,26 @@ pub struct ChatToIndex {
     pub created_at_ms: i64,
 }
 
+/// How many sources and chunks of one kind the memory holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KindCounts {
+    pub kind: MemoryKind,
+    pub sources: u64,
+    pub chunks: u64,
+}
+
+/// The chat-text entries of the history after a position of the indexer's cursor: what
+/// it has still to read.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ChatsBehind {
+    /// How many (delegated conversations' left out, as `chats_after` leaves them).
+    pub entries: u64,
+    /// The newest one's `messages` id; none when none is after the position.
+    pub newest_id: Option<i64>,
+    /// When the oldest one was written; none when none is after the position.
+    pub oldest_at_ms: Option<i64>,
+}
+
 /// How much the memory holds.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct MemoryStatus {
@@ -297,6 +317,13 @@ pub trait FamilyMemory: Send + Sync {
     /// How many sources and chunks there are, and vectors of `model` and chunks waiting
     /// for one.
     async fn status(&self, model: Option<&str>) -> Result<MemoryStatus, StorageError>;
+
+    /// The sources and chunks of each kind, in `MemoryKind::ALL`'s order (none: zeros).
+    async fn counts_by_kind(&self) -> Result<Vec<KindCounts>, StorageError>;
+
+    /// The chat-text entries `chats_after` would list after the row `after_id`, settled
+    /// or not: how many, the newest's id, when the oldest was written.
+    async fn chats_behind(&self, after_id: i64) -> Result<ChatsBehind, StorageError>;
 }
 
 /// `text` as memory searches it: compatibility-decomposed (NFKD), combining marks (accents)

@@ -83,8 +83,9 @@ pub use coordination::{
     WakeTopic, WakeUp, WakeUps, WorkerPresence, wake_ups_of,
 };
 pub use family_memory::{
-    ChatToIndex, FamilyMemory, MAX_MEMORY_QUERY_WORDS, MemoryFilter, MemoryHit, MemoryKind,
-    MemoryReaders, MemorySource, MemoryStatus, fold_for_search, memory_query_words,
+    ChatToIndex, ChatsBehind, FamilyMemory, KindCounts, MAX_MEMORY_QUERY_WORDS, MemoryFilter,
+    MemoryHit, MemoryKind, MemoryReaders, MemorySource, MemoryStatus, fold_for_search,
+    memory_query_words,
 };
 pub(crate) use family_memory::{memory_search_terms, nearest, stored_chunk, vector_bytes};
 pub use inbox::{
@@ -125,8 +126,8 @@ pub use script_workflows::{ScriptRun, ScriptRunOutcome, ScriptWorkflow, ScriptWo
 pub use shopping_lists::{ShoppingItem, ShoppingLists};
 pub(crate) use shopping_lists::{check_shopping_quantity, shopping_key};
 pub use telemetry::{
-    DailyUsage, LlmCallRecord, StageEvent, StagedConversation, TelemetryEvent, TelemetrySink,
-    TracingTelemetry, UsageReport,
+    DailyUsage, LlmCallRecord, LlmSpend, StageEvent, StagedConversation, TelemetryEvent,
+    TelemetrySink, TracingTelemetry, UsageReport,
 };
 pub use try_limits::{Limit, LockScope, Locked, first_lock, locked_until, longest_window};
 pub use turn_journal::TurnJournal;

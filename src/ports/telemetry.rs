@@ -63,6 +63,18 @@ pub struct StagedConversation {
     pub last_at_ms: i64,
 }
 
+/// What one `llms` entry cost as far as the recorded calls go (`llm_calls`, kept as long
+/// as retention keeps telemetry).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct LlmSpend {
+    /// Attempts recorded, failed ones too.
+    pub calls: u64,
+    pub input_tokens: u64,
+    pub cost_usd: f64,
+    /// When the oldest recorded call was made; none without one.
+    pub since_ms: Option<i64>,
+}
+
 /// What the family spent and what the intents engine decided, read back from what the
 /// database keeps (the messages, and the `llm_calls` and stages telemetry writes); kept as
 /// long as retention keeps those.
@@ -83,6 +95,9 @@ pub trait UsageReport: Send + Sync {
         conversation_key: &ConversationKey,
         limit: usize,
     ) -> Result<Vec<StageEvent>, super::StorageError>;
+
+    /// What the calls recorded of the `llms` entry `llm_name` cost, whoever they were for.
+    async fn spent_on(&self, llm_name: &str) -> Result<LlmSpend, super::StorageError>;
 }
 
 /// One LLM call attempt, as the broker saw it.

@@ -16,6 +16,7 @@ pub mod matrix_family;
 pub mod matrix_member;
 pub mod mcp;
 pub mod measure;
+pub mod memory_indexing;
 pub mod paused;
 pub mod plugin_server;
 pub mod postgres;

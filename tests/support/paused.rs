@@ -4,7 +4,8 @@
 //! expiry or an hour's backoff passes at once and always the same way. `PausedHearth` is
 //! the app started there with in-memory stores, neither HTTP nor a chat platform (their
 //! sockets would race a clock that jumps), a model answering from a script in this
-//! process (`PausedModel`), and the console channel, whose replies the test reads.
+//! process (`PausedModel`), the console channel, whose replies the test reads, and no
+//! memory indexer.
 
 // The integration tests and the benchmarks each use a different part of the support.
 #![allow(dead_code)]
@@ -150,8 +151,11 @@ impl PausedHearth {
         change: impl FnOnce(TestConfig, &Path) -> TestConfig,
     ) -> PausedHearth {
         let folder = tempfile::tempdir().expect("temporary folder");
-        // No model is reached over HTTP: every `llms` entry is the paused model.
-        let config = TestConfig::new(folder.path(), "http://127.0.0.1:9/v1");
+        // No model is reached over HTTP: every `llms` entry is the paused model. No memory
+        // indexer unless a test turns it on: its pass every few seconds would fill the
+        // clock's jumps of days.
+        let config = TestConfig::new(folder.path(), "http://127.0.0.1:9/v1")
+            .with(|config| config.memory.enabled = false);
         let path = change(config, folder.path()).write(folder.path());
         let loaded = load(&path, &test_env(overrides));
         let model = Arc::new(PausedModel::default());

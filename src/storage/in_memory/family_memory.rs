@@ -13,8 +13,9 @@ use super::InMemoryStore;
 use crate::ids::MemberId;
 use crate::llm::Role;
 use crate::ports::{
-    ChatToIndex, FamilyMemory, MemoryFilter, MemoryHit, MemoryKind, MemoryReaders, MemorySource,
-    MemoryStatus, Note, StorageError, memory_search_terms, nearest, stored_chunk, vector_bytes,
+    ChatToIndex, ChatsBehind, FamilyMemory, KindCounts, MemoryFilter, MemoryHit, MemoryKind,
+    MemoryReaders, MemorySource, MemoryStatus, Note, StorageError, memory_search_terms, nearest,
+    stored_chunk, vector_bytes,
 };
 
 #[derive(Default)]
@@ -367,6 +368,40 @@ impl FamilyMemory for InMemoryStore {
             waiting: model.map_or(0, |model| {
                 count(state.chunks.values().filter(|c| !has(c, model)).count())
             }),
+        })
+    }
+
+    async fn counts_by_kind(&self) -> Result<Vec<KindCounts>, StorageError> {
+        let state = self.memory_state();
+        Ok(MemoryKind::ALL
+            .into_iter()
+            .map(|kind| {
+                let of_kind = |source: i64| state.sources[&source].0.kind == kind;
+                KindCounts {
+                    kind,
+                    sources: (state.sources.values())
+                        .filter(|(source, _)| source.kind == kind)
+                        .count() as u64,
+                    chunks: (state.chunks.values())
+                        .filter(|chunk| of_kind(chunk.source))
+                        .count() as u64,
+                }
+            })
+            .collect())
+    }
+
+    async fn chats_behind(&self, after_id: i64) -> Result<ChatsBehind, StorageError> {
+        let state = self.lock();
+        let behind: Vec<(i64, i64)> = (state.messages.iter())
+            .filter(|(key, _)| !key.is_delegated())
+            .flat_map(|(_, entries)| entries.iter())
+            .filter(|(id, entry)| *id > after_id && entry.is_chat_text())
+            .map(|(id, entry)| (*id, entry.created_at_ms))
+            .collect();
+        Ok(ChatsBehind {
+            entries: behind.len() as u64,
+            newest_id: behind.iter().map(|(id, _)| *id).max(),
+            oldest_at_ms: behind.iter().map(|(_, at)| *at).min(),
         })
     }
 }

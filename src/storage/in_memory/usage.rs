@@ -10,7 +10,7 @@ use super::InMemoryStore;
 use crate::ids::ConversationKey;
 use crate::ids::MemberId;
 use crate::ports::{
-    DailyUsage, StageEvent, StagedConversation, StorageError, TelemetryEvent, UsageReport,
+    DailyUsage, LlmSpend, StageEvent, StagedConversation, StorageError, TelemetryEvent, UsageReport,
 };
 
 fn day_of(ms: i64) -> String {
@@ -78,6 +78,22 @@ impl UsageReport for InMemoryStore {
             .collect();
         let skip = stages.len().saturating_sub(limit);
         Ok(stages.into_iter().skip(skip).collect())
+    }
+
+    async fn spent_on(&self, llm_name: &str) -> Result<LlmSpend, StorageError> {
+        let state = self.lock();
+        let mut spent = LlmSpend::default();
+        for event in &state.events {
+            if let TelemetryEvent::LlmCall(call) = event
+                && call.llm_name == llm_name
+            {
+                spent.calls += 1;
+                spent.input_tokens += call.input_tokens;
+                spent.cost_usd += call.cost_usd;
+                spent.since_ms = Some(spent.since_ms.map_or(call.at_ms, |at| at.min(call.at_ms)));
+            }
+        }
+        Ok(spent)
     }
 
     async fn daily_usage(&self, since_ms: i64) -> Result<Vec<DailyUsage>, StorageError> {

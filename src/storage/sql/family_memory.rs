@@ -17,8 +17,9 @@ use super::{Dialect, SqlBackend, SqlConnection, SqlRow, Statement, limit, per_di
 use crate::ids::MemberId;
 use crate::llm::Role;
 use crate::ports::{
-    ChatToIndex, FamilyMemory, MemoryFilter, MemoryHit, MemoryKind, MemorySource, MemoryStatus,
-    Note, StorageError, memory_search_terms, nearest, stored_chunk, vector_bytes,
+    ChatToIndex, ChatsBehind, FamilyMemory, KindCounts, MemoryFilter, MemoryHit, MemoryKind,
+    MemorySource, MemoryStatus, Note, StorageError, memory_search_terms, nearest, stored_chunk,
+    vector_bytes,
 };
 
 /// A hit's columns: the chunk `c` and its source `s`.
@@ -438,6 +439,49 @@ impl<B: SqlBackend> FamilyMemory for B {
             chunks: number("chunks")?,
             vectors: number("vectors")?,
             waiting: number("waiting")?,
+        })
+    }
+
+    async fn counts_by_kind(&self) -> Result<Vec<KindCounts>, StorageError> {
+        let counts = sql(
+            "SELECT s.kind, COUNT(DISTINCT s.id) AS sources, COUNT(c.id) AS chunks \
+             FROM memory_sources s LEFT JOIN memory_chunks c ON c.source_id = s.id \
+             GROUP BY s.kind",
+        );
+        let rows = self.read(counts).await?;
+        let number =
+            |row: &B::Row, column: &str| row.integer(column).map(|n| u64::try_from(n).unwrap_or(0));
+        let mut counted = Vec::with_capacity(rows.len());
+        for row in &rows {
+            let kind = MemoryKind::parse(&row.text("kind")?)?;
+            counted.push((kind, number(row, "sources")?, number(row, "chunks")?));
+        }
+        Ok(MemoryKind::ALL
+            .into_iter()
+            .map(|kind| {
+                let found = counted.iter().find(|(of, _, _)| *of == kind);
+                let (sources, chunks) =
+                    found.map_or((0, 0), |(_, sources, chunks)| (*sources, *chunks));
+                KindCounts {
+                    kind,
+                    sources,
+                    chunks,
+                }
+            })
+            .collect())
+    }
+
+    async fn chats_behind(&self, after_id: i64) -> Result<ChatsBehind, StorageError> {
+        // The rows `chats_after` reads, settled or not.
+        let behind = sql("SELECT COUNT(*) AS entries, MAX(id) AS newest_id, \
+             MIN(created_at_ms) AS oldest_at_ms FROM messages WHERE id > $1 \
+             AND is_chat_text = TRUE AND conversation_key NOT LIKE 'delegation:%'");
+        let row = self.read_optional(behind.bind(after_id)).await?;
+        let row = row.ok_or_else(|| StorageError::Database("memory's lag not read".into()))?;
+        Ok(ChatsBehind {
+            entries: u64::try_from(row.integer("entries")?).unwrap_or(0),
+            newest_id: row.optional_integer("newest_id")?,
+            oldest_at_ms: row.optional_integer("oldest_at_ms")?,
         })
     }
 }

@@ -8,7 +8,9 @@ use async_trait::async_trait;
 
 use super::{SqlBackend, SqlRow, limit, per_dialect, sql};
 use crate::ids::{ConversationKey, MemberId};
-use crate::ports::{DailyUsage, StageEvent, StagedConversation, StorageError, UsageReport};
+use crate::ports::{
+    DailyUsage, LlmSpend, StageEvent, StagedConversation, StorageError, UsageReport,
+};
 
 #[async_trait]
 impl<B: SqlBackend> UsageReport for B {
@@ -59,6 +61,22 @@ impl<B: SqlBackend> UsageReport for B {
                 })
             })
             .collect()
+    }
+
+    async fn spent_on(&self, llm_name: &str) -> Result<LlmSpend, StorageError> {
+        // A sum read back as an integer (PostgreSQL's SUM of a BIGINT is a NUMERIC).
+        let spent = sql("SELECT COUNT(*) AS calls, \
+             CAST(COALESCE(SUM(input_tokens), 0) AS BIGINT) AS input_tokens, \
+             CAST(COALESCE(SUM(cost_usd), 0) AS DOUBLE PRECISION) AS cost_usd, \
+             MIN(at_ms) AS since_ms FROM llm_calls WHERE llm_name = $1");
+        let row = self.read_optional(spent.bind(llm_name)).await?;
+        let row = row.ok_or_else(|| StorageError::Database("llm calls not summed".into()))?;
+        Ok(LlmSpend {
+            calls: u64::try_from(row.integer("calls")?).unwrap_or(0),
+            input_tokens: u64::try_from(row.integer("input_tokens")?).unwrap_or(0),
+            cost_usd: row.real("cost_usd")?,
+            since_ms: row.optional_integer("since_ms")?,
+        })
     }
 
     async fn daily_usage(&self, since_ms: i64) -> Result<Vec<DailyUsage>, StorageError> {

@@ -1,13 +1,17 @@
 //! `family::Membership` over the in-memory and SQLite stores: an expired code refused like
 //! a wrong one; a member's `/link` code used on another platform makes one identity there;
-//! a joined member's id from their name, another when it is taken; the last parent kept.
+//! a joined member's id from their name, another when it is taken; the last parent kept; a
+//! removed member's own sources and places among a conversation's readers gone from family
+//! memory, the family's and the conversation's staying.
 
 use std::sync::Arc;
 
 use hearth::config::FamilyMember;
 use hearth::family::{CODE_VALID_MS, Change, Family, Joined, Membership};
 use hearth::ids::FamilyRole;
-use hearth::ports::PlatformUser;
+use hearth::ports::{
+    MemoryFilter, MemoryKind, MemoryReaders, MemorySource, PlatformUser, memory_query_words,
+};
 use hearth::storage::Stores;
 
 use crate::support::test_config::telegram_member;
@@ -22,6 +26,7 @@ fn membership(stores: &Stores) -> Membership {
     Membership::new(
         Arc::new(Family::new(&[alice()]).stored_in(stores.members.clone())),
         stores.members.clone(),
+        stores.family_memory.clone(),
         false,
     )
 }
@@ -136,5 +141,75 @@ async fn a_new_members_id_comes_from_their_name_and_the_last_parent_stays() {
             matches!(refused, Change::Refused(ref text) if text.contains("configuration file")),
             "{refused:?}"
         );
+    }
+}
+
+#[tokio::test]
+async fn a_removed_member_s_own_memory_goes_with_them() {
+    for (stores, _folder) in every_store().await {
+        let membership = membership(&stores);
+        let code = invite(&membership, FamilyRole::Child, "Max", T0).await;
+        let user = PlatformUser::Telegram(77);
+        let joined = membership.join(&user, &code, None, T0 + 1).await.unwrap();
+        assert!(
+            matches!(joined, Change::Done(Joined::Member { .. })),
+            "{joined:?}"
+        );
+        let max: hearth::ids::MemberId = "max".parse().unwrap();
+        let source = |kind, reference: &str, readers, text: &str| MemorySource {
+            kind,
+            reference: reference.into(),
+            title: String::new(),
+            readers,
+            member: Some(max.clone()),
+            conversation: (kind == MemoryKind::Chat).then(|| "telegram:-100".parse().unwrap()),
+            created_at_ms: T0,
+            chunks: vec![text.into()],
+        };
+        let sources = [
+            source(
+                MemoryKind::Note,
+                "1",
+                MemoryReaders::Member,
+                "max's secret diary",
+            ),
+            source(
+                MemoryKind::Note,
+                "2",
+                MemoryReaders::Family,
+                "max's family recipe",
+            ),
+            source(
+                MemoryKind::Chat,
+                "3",
+                MemoryReaders::Conversation,
+                "max's secret in the group",
+            ),
+        ];
+        let memory = &stores.family_memory;
+        memory.put_sources(&sources, None, T0).await.unwrap();
+        let found = |reader: hearth::ids::MemberId| {
+            let memory = memory.clone();
+            async move {
+                let words = memory_query_words("max");
+                let hits = memory
+                    .search_words(&reader, &words, &MemoryFilter::default(), 10)
+                    .await
+                    .unwrap();
+                let mut texts: Vec<String> = hits.into_iter().map(|hit| hit.text).collect();
+                texts.sort();
+                texts
+            }
+        };
+        assert_eq!(found(max.clone()).await.len(), 3);
+
+        let removed = membership
+            .remove(Some(&alice()), "max", T0 + 2)
+            .await
+            .unwrap();
+        assert!(matches!(removed, Change::Done(_)), "{removed:?}");
+        // Should the id be given again, its new member finds only the family's.
+        assert_eq!(found(max.clone()).await, ["max's family recipe"]);
+        assert_eq!(memory.status(None).await.unwrap().sources, 2);
     }
 }

@@ -116,6 +116,7 @@ mod channel_state;
 mod coordination;
 mod durability;
 mod family_memory;
+mod family_memory_counts;
 mod fencing;
 mod inbox;
 mod member_changes;

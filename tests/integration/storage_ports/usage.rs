@@ -1,13 +1,17 @@
 //! The `UsageReport` port: per day (UTC) and member, the messages they sent and the model
-//! calls made for them with tokens and cost; calls of no member (a plugin's) left out.
+//! calls made for them with tokens and cost; calls of no member (a plugin's) left out; what
+//! one `llms` entry cost in all, whoever its calls were for.
 
-use hearth::ports::{DailyUsage, TelemetryEvent};
+use hearth::ports::{DailyUsage, LlmSpend, TelemetryEvent};
 use hearth::storage::Stores;
 
 use super::telemetry::llm_call;
 use super::{T0, inbound, member};
 
-adapter_suite!(usage_is_summed_per_member_and_day,);
+adapter_suite!(
+    usage_is_summed_per_member_and_day,
+    usage_sums_what_one_model_cost,
+);
 
 const DAY: i64 = 24 * 60 * 60 * 1000;
 
@@ -64,4 +68,28 @@ async fn usage_is_summed_per_member_and_day(stores: &Stores) {
     );
     // Only what happened since the given time.
     assert_eq!(stores.usage.daily_usage(T0 + DAY).await.unwrap().len(), 2);
+}
+
+async fn usage_sums_what_one_model_cost(stores: &Stores) {
+    assert_eq!(
+        stores.usage.spent_on("vectors").await.unwrap(),
+        LlmSpend::default()
+    );
+    for (llm, who, at_ms) in [
+        ("vectors", None, T0 + 5),
+        ("vectors", Some("alice"), T0),
+        ("main", Some("alice"), T0 - 1),
+    ] {
+        let mut call = llm_call(at_ms);
+        call.llm_name = llm.to_string();
+        call.member_id = who.map(member);
+        stores.telemetry.record(TelemetryEvent::LlmCall(call));
+    }
+    stores.telemetry.flush().await;
+    let spent = stores.usage.spent_on("vectors").await.unwrap();
+    assert_eq!(
+        (spent.calls, spent.input_tokens, spent.since_ms),
+        (2, 2 * 1_234, Some(T0))
+    );
+    assert!((spent.cost_usd - 0.025).abs() < 1e-9, "{spent:?}");
 }

@@ -1,7 +1,8 @@
-//! Memory in the configuration: `kind: embedding` entries on `provider: openai` only,
-//! `memory.embedding_model` naming one of them, no chat key naming one, the keys of the
-//! embedding model and the transcription entry read from the environment; each error at its
-//! key, naming the value and what to write.
+//! Memory in the configuration: the indexer on by default every 5 seconds, turned off or
+//! timed otherwise (never every 0 seconds); `kind: embedding` entries on `provider: openai`
+//! only, `memory.embedding_model` naming one of them, no chat key naming one, the keys of
+//! the embedding model and the transcription entry read from the environment; each error at
+//! its key, naming the value and what to write.
 
 use hearth::config::LlmKind;
 
@@ -35,6 +36,31 @@ fn an_embedding_entry_named_by_memory_loads_and_is_found() {
         assert_eq!(loaded.config.memory.embedding_model, None);
         assert!(loaded.config.embedding_llm().is_none());
     }
+}
+
+#[test]
+fn the_indexer_runs_every_five_seconds_unless_told_otherwise() {
+    let memory = load_text(MINIMAL, &[]).config.memory;
+    assert!(memory.enabled);
+    assert_eq!(memory.index_interval_seconds, 5);
+    let memory = load_text(
+        &format!("{MINIMAL}memory: {{ enabled: false, index_interval_seconds: 30 }}\n"),
+        &[],
+    )
+    .config
+    .memory;
+    assert!(!memory.enabled);
+    assert_eq!(memory.index_interval_seconds, 30);
+    let (message, file) = load_error(
+        &format!("{MINIMAL}memory: {{ index_interval_seconds: 0 }}\n"),
+        &[],
+    );
+    assert_problem(
+        &message,
+        &file,
+        "memory.index_interval_seconds",
+        "must be at least 1, found 0",
+    );
 }
 
 #[test]
