@@ -288,7 +288,7 @@ async fn a_stalled_poll_is_abandoned_and_polling_goes_on() {
     let (_, metrics) = app.get("/metrics").await;
     let restarts = metrics
         .lines()
-        .find(|line| line.starts_with("hearth_telegram_poll_restarts_total{"))
+        .find(|line| line.starts_with("hearth_telegram_poll_restarts_total "))
         .and_then(|line| line.rsplit(' ').next())
         .and_then(|value| value.parse::<f64>().ok());
     assert!(restarts >= Some(1.0), "{metrics}");
