@@ -3,7 +3,8 @@
 //! plain text ([`plain_text`], Telegram's fallback and Matrix's `body`), and splitting a
 //! long reply into messages within a platform's limit ([`split_telegram_html`],
 //! [`split_plain`]); what to send instead of a reply that renders to nothing
-//! ([`shown_as_written`]).
+//! ([`shown_as_written`]); a stored text as one short line around a searched word
+//! ([`snippet`]).
 //!
 //! Every renderer escapes the model's text, shows its raw HTML as text, and links only to
 //! http, https, tg and mailto URLs: the model's output is untrusted input for the client.
@@ -12,6 +13,7 @@ mod layout;
 mod markdown;
 mod matrix_html;
 mod plain_text;
+pub mod snippet;
 mod split;
 mod telegram_html;
 mod written;

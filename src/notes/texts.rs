@@ -3,6 +3,7 @@
 //! snippet, a list, the titles given each turn), each bounded.
 
 use crate::family::Family;
+use crate::format::snippet::{first_word_at, window_line};
 use crate::ports::{Note, NoteList, NoteVisibility};
 
 /// A title longer than this is refused.
@@ -226,37 +227,15 @@ pub fn prompt_titles(list: &NoteList) -> Option<String> {
 pub fn snippet(content: &str, words: &[String]) -> String {
     let chars: Vec<char> = content.chars().collect();
     let last = words.len().saturating_sub(1);
-    let mut first_hit = None;
-    let mut at = 0;
-    while at < chars.len() && first_hit.is_none() {
-        if !chars[at].is_alphanumeric() {
-            at += 1;
-            continue;
-        }
-        let start = at;
-        while at < chars.len() && chars[at].is_alphanumeric() {
-            at += 1;
-        }
-        let word = chars[start..at].iter().collect::<String>().to_lowercase();
-        if words
+    let first_hit = first_word_at(&chars, |word| {
+        let word = word.iter().collect::<String>().to_lowercase();
+        words
             .iter()
             .enumerate()
             .any(|(index, wanted)| word == *wanted || (index == last && word.starts_with(wanted)))
-        {
-            first_hit = Some(start);
-        }
-    }
+    });
     let from = first_hit.map_or(0, |start| start.saturating_sub(SNIPPET_BEFORE));
-    let to = (from + SNIPPET_CHARS).min(chars.len());
-    let text: String = chars[from..to].iter().collect();
-    let mut line = text.split_whitespace().collect::<Vec<_>>().join(" ");
-    if from > 0 {
-        line.insert(0, '…');
-    }
-    if to < chars.len() {
-        line.push('…');
-    }
-    line
+    window_line(&chars, from, SNIPPET_CHARS)
 }
 
 #[cfg(test)]

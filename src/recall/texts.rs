@@ -7,6 +7,7 @@
 use chrono::{DateTime, Utc};
 
 use crate::family::Family;
+use crate::format::snippet::{first_word_at, window_line};
 use crate::ids::{ConversationKey, MemberId};
 use crate::local_time::ZoneName;
 use crate::local_time::phrasing::{say_day, today_in};
@@ -168,38 +169,19 @@ fn bounded_title(title: &str) -> String {
 /// folds to one of `words` (accents and case aside), or from its start.
 pub fn snippet(text: &str, words: &[String]) -> String {
     let chars: Vec<char> = text.chars().collect();
-    let mut first_hit = None;
-    let mut at = 0;
-    while at < chars.len() && first_hit.is_none() && !words.is_empty() {
-        if !chars[at].is_alphanumeric() {
-            at += 1;
-            continue;
-        }
-        let start = at;
-        while at < chars.len() && chars[at].is_alphanumeric() {
-            at += 1;
-        }
-        let word: String = chars[start..at].iter().collect();
-        let folded = fold_for_search(&word);
-        if words.contains(&folded) {
-            first_hit = Some(start);
-        }
-    }
+    let first_hit = if words.is_empty() {
+        None
+    } else {
+        first_word_at(&chars, |word| {
+            words.contains(&fold_for_search(&word.iter().collect::<String>()))
+        })
+    };
     // Start early enough that the window is full when the word is near the end.
     let latest_start = chars.len().saturating_sub(SNIPPET_CHARS);
     let from = first_hit.map_or(0, |start| {
         start.saturating_sub(SNIPPET_BEFORE).min(latest_start)
     });
-    let to = (from + SNIPPET_CHARS).min(chars.len());
-    let cut: String = chars[from..to].iter().collect();
-    let mut line = cut.split_whitespace().collect::<Vec<_>>().join(" ");
-    if from > 0 {
-        line.insert(0, '…');
-    }
-    if to < chars.len() {
-        line.push('…');
-    }
-    line
+    window_line(&chars, from, SNIPPET_CHARS)
 }
 
 #[cfg(test)]
